@@ -1,0 +1,130 @@
+"""Commands that read reports and metadata: ``show``, ``schema``, ``validate``, ``metrics``."""
+
+from __future__ import annotations
+
+import click
+
+from rpx_cli.cli.options import traceback_option
+
+SCHEMA_KINDS = ("eval", "saliency-mb", "stability", "coherence", "readiness", "compare",
+                "manifest", "provenance")
+
+
+def _read_json(path: str):
+    from rpx_cli.errors import InputError
+    from rpx_cli.report.serialize import loads
+
+    try:
+        with click.open_file(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+    try:
+        return loads(data)
+    except ValueError as exc:
+        raise InputError(f"not valid JSON ({exc})", path=path) from None
+
+
+@click.command()
+@click.argument("report", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table",
+              show_default=True, help="A terminal table, or Markdown for a PR comment / CI summary.")
+@traceback_option
+def show(report: str, fmt: str) -> None:
+    """Print the headline figures of any rpx report.
+
+    \b
+    Examples:
+      rpx show report.json
+      rpx show report.json --format markdown >> "$GITHUB_STEP_SUMMARY"
+      rpx show report.json --format markdown | grep micro_iou
+    """
+    from rpx_cli.console import render_table
+    from rpx_cli.errors import InputError
+    from rpx_cli.report.render import context, fmt as fmt_value, headline, markdown
+
+    document = _read_json(report)
+    if not isinstance(document, dict):
+        raise InputError("is not an rpx report (a JSON object)", path=report)
+    if fmt == "markdown":
+        click.echo(markdown(document), nl=False)
+        return
+    title = f"rpx {document.get('task', document.get('schema', ''))} — {report}"
+    rows = [(name, fmt_value(value)) for name, value in headline(document)]
+    render_table(title, ["metric", "value"], rows)
+    render_table("run", ["", ""], [(name, fmt_value(value)) for name, value in context(document)])
+
+
+@click.command()
+@click.argument("kind", type=click.Choice(SCHEMA_KINDS))
+def schema(kind: str) -> None:
+    """Print the JSON Schema (Draft 2020-12) of a report kind.
+
+    \b
+    Example:
+      rpx schema saliency-mb | jq '.properties | keys'
+    """
+    from rpx_cli.report.schemas import schema_text
+
+    click.get_binary_stream("stdout").write(schema_text(kind))
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--kind", type=click.Choice(SCHEMA_KINDS), default=None,
+              help="Validate as this kind [default: from the file's 'schema' field].")
+@traceback_option
+def validate(file: str, kind: str | None) -> None:
+    """Validate a report (or manifest) against its JSON Schema.
+
+    Exit 0 when valid; exit 1 listing each failing path when not.
+
+    \b
+    Example:
+      rpx validate report.json && jq .micro_iou report.json
+    """
+    from rpx_cli.errors import EvaluationFailed, InputError, PairError
+    from rpx_cli.report.schemas import detect_kind, validation_errors
+
+    document = _read_json(file)
+    if kind is None:
+        try:
+            kind = detect_kind(document)
+        except InputError as exc:
+            raise InputError(str(exc), path=file) from None
+    problems = validation_errors(document, kind)
+    if problems:
+        errors = [PairError(stem="", path=file, message=problem) for problem in problems]
+        raise EvaluationFailed(errors, len(errors),
+                               f"{file} is not a valid {kind} report ({len(problems)} problem(s))")
+    click.echo(f"{file}: valid {kind} report", err=True)
+
+
+@click.command()
+@click.option("--task", "task_name", default=None, help="Only this task.")
+@click.option("--json", "as_json", is_flag=True, help="JSON on stdout instead of a table.")
+def metrics(task_name: str | None, as_json: bool) -> None:
+    """List every registered metric with its direction (higher or lower is better).
+
+    \b
+    Example:
+      rpx metrics --json | jq '."saliency-mb".micro_iou.direction'
+    """
+    from rpx_cli.console import render_table
+    from rpx_cli.report.serialize import dumps
+    from rpx_cli.tasks import TASKS
+
+    names = sorted(TASKS)
+    if task_name is not None:
+        if task_name not in TASKS:
+            raise click.BadParameter(f"unknown task (known: {', '.join(names)})",
+                                     param_hint="--task")
+        names = [task_name]
+    table = {name: {metric: info.as_dict() for metric, info in TASKS[name].metrics.items()}
+             for name in names}
+    if as_json:
+        click.get_binary_stream("stdout").write(dumps(table))
+        return
+    rows = [(name, metric, info["direction"], info["description"])
+            for name in names for metric, info in table[name].items()]
+    render_table("rpx metrics", ["task", "metric", "better", "meaning"], rows)

@@ -1,0 +1,85 @@
+"""The ``rpx`` command group, and the one place errors become exit codes."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import click
+
+from rpx_cli import __version__
+from rpx_cli.cli.options import SHOW_TRACEBACK
+from rpx_cli.errors import EvaluationFailed, ExitStatus, RpxError
+
+class RpxGroup(click.Group):
+    """Translates domain errors into one line on stderr and the SPEC's exit codes."""
+
+    def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[override]
+        ctx = super().make_context(info_name, list(args), parent=parent, **extra)
+        ctx.meta["rpx.argv"] = ["rpx", *args]
+        return ctx
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        SHOW_TRACEBACK["enabled"] = "--traceback" in ctx.meta.get("rpx.argv", ())
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("rpx: interrupted; no report written", err=True)
+            ctx.exit(ExitStatus.INTERRUPTED)
+        except EvaluationFailed as exc:
+            for error in exc.errors:
+                click.echo(f"rpx: {_located(error.path, error.message)}", err=True)
+            click.echo(f"rpx: {exc}", err=True)
+            ctx.exit(exc.exit_status)
+        except RpxError as exc:
+            if exc.exit_status == ExitStatus.USAGE:
+                raise click.UsageError(str(exc), ctx=ctx) from None
+            click.echo(f"rpx: {exc}", err=True)
+            ctx.exit(exc.exit_status)
+        except Exception as exc:
+            if SHOW_TRACEBACK["enabled"]:
+                traceback.print_exc(file=sys.stderr)
+            click.echo(
+                f"rpx: internal error: {type(exc).__name__}: {exc} "
+                "(please report it; --traceback shows where)",
+                err=True,
+            )
+            ctx.exit(ExitStatus.FAILED)
+
+
+def _located(path: str, message: str) -> str:
+    return message if path and message.startswith(path) else f"{path}: {message}"
+
+
+@click.group(cls=RpxGroup, context_settings={"help_option_names": ["-h", "--help"],
+                                             "max_content_width": 100})
+@click.version_option(__version__, "-V", "--version", prog_name="rpx")
+def cli() -> None:
+    """rpx: evaluate a folder of predictions against a folder of ground truth.
+
+    Files are paired by stem (relative path without suffix); every command that reads
+    pairs writes one JSON report with run provenance to stdout or --out.
+
+    \b
+    Example:
+      rpx saliency-mb --pred-dir runs/sal --gt-dir data/sal --block-size 64 | jq .micro_iou
+    """
+
+
+def _register() -> None:
+    from rpx_cli.cli import inspect, saliency
+
+    cli.add_command(saliency.saliency_mb)
+    cli.add_command(inspect.show)
+    cli.add_command(inspect.schema)
+    cli.add_command(inspect.validate)
+    cli.add_command(inspect.metrics)
+
+
+_register()
+
+
+def main() -> None:
+    cli(prog_name="rpx")

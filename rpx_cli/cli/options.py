@@ -1,0 +1,114 @@
+"""Option bundles shared by the commands that read pairs, and their output handling."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+SHOW_TRACEBACK = {"enabled": False}
+
+
+def enable_traceback(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    if value:
+        SHOW_TRACEBACK["enabled"] = True
+    return value
+
+
+def traceback_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--traceback", is_flag=True, expose_value=False, is_eager=True,
+                        callback=enable_traceback,
+                        help="Show the stack of an unexpected error.")(func)
+
+
+def pair_options(*, default_missing: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--pred-dir``, ``--gt-dir``, ``--out``, ``--missing``, ``--on-error``, ``--jobs``,
+    ``--no-rows``, ``--compact``, ``--quiet``, ``--progress/--no-progress``, ``--traceback``."""
+    dir_type = click.Path(file_okay=False, path_type=str)
+    options = [
+        click.option("--pred-dir", required=True, type=dir_type, help="Folder of predictions."),
+        click.option("--gt-dir", required=True, type=dir_type, help="Folder of ground truth."),
+        click.option("-o", "--out", "--out-json", "out", default="-", show_default=True,
+                     metavar="PATH", help="Where the JSON report goes ('-' = stdout)."),
+        click.option("--missing", type=click.Choice(["error", "skip", "empty"]),
+                     default=default_missing, show_default=True,
+                     help="Unpaired stems: fail, evaluate the stems in both (listing the "
+                          "rest under 'unpaired'), or score a missing prediction as empty."),
+        click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail",
+                     show_default=True,
+                     help="A pair that cannot be read: list every such pair and exit 1 "
+                          "without a report, or record it under 'errors' and go on."),
+        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+                     help="Worker processes [default: CPUs available]. Never changes a number."),
+        click.option("--no-rows", is_flag=True, help="Omit per-pair rows from the report."),
+        click.option("--compact", is_flag=True, help="One-line JSON instead of indented."),
+        click.option("-q", "--quiet", is_flag=True,
+                     help="No progress bar, summary or warnings on stderr."),
+        click.option("--progress/--no-progress", default=None,
+                     help="Force the progress bar on or off [default: on when stderr is a "
+                          "terminal]."),
+        traceback_option,
+    ]
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
+def show_progress(quiet: bool, progress: bool | None) -> bool:
+    from rpx_cli.console import stderr_is_terminal
+
+    if quiet:
+        return False
+    return stderr_is_terminal() if progress is None else progress
+
+
+def emit_report(report: dict[str, Any], out: str, *, compact: bool) -> None:
+    """Serialise and write the report: atomically to a file, or to stdout in one write."""
+    from rpx_cli.report.serialize import dumps, write_atomic
+
+    data = dumps(report, compact=compact)
+    if out == "-":
+        stream = click.get_binary_stream("stdout")
+        stream.write(data)
+        stream.flush()
+    else:
+        write_atomic(out, data)
+
+
+def command_args(ctx: click.Context) -> tuple[str, list[str], dict[str, Any]]:
+    """(command path, argv, resolved options) of the running command for provenance."""
+    argv = ctx.meta.get("rpx.argv") or ["rpx", *sys.argv[1:]]
+    return ctx.command_path, list(argv), dict(ctx.params)
+
+
+
+def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, pred_dir: str,
+                     gt_dir: str, out: str, missing: str, on_error: str, jobs: int | None,
+                     no_rows: bool, compact: bool, quiet: bool, progress: bool | None) -> None:
+    """The body every pair-reading command shares: evaluate, warn, write, summarise."""
+    from rpx_cli.api import Invocation, run_evaluation
+    from rpx_cli.console import ProgressBar, print_lines
+    from rpx_cli.report.render import summary_line
+
+    argv = ctx.meta.get("rpx.argv") or ["rpx", *sys.argv[1:]]
+    invocation = Invocation(command=ctx.command_path, argv=list(argv), args=dict(ctx.params),
+                            out=out)
+    verbose = show_progress(quiet, progress)
+    evaluation = run_evaluation(
+        task, pred_dir, gt_dir, params,
+        missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows,
+        invocation=invocation, progress=ProgressBar(task, enabled=verbose),
+    )
+    if not quiet:
+        skipped = [f"skipped: {e['path']}: {e['message']}" for e in evaluation.report["errors"]]
+        warnings = [f"warning: {text}" for text in evaluation.warnings]
+        print_lines(skipped + warnings, style="yellow")
+    emit_report(evaluation.report, out, compact=compact)
+    if verbose:
+        print_lines([summary_line(evaluation.report, out)])

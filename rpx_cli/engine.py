@@ -1,0 +1,143 @@
+"""Run pairs through a task: process pool, stem order, error collection, progress.
+
+The result never depends on ``jobs``: pairs are evaluated independently, results come
+back in submission (stem) order, and every reduction over rows happens afterwards.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rpx_cli.errors import PairError, RpxError
+from rpx_cli.io.discover import Pair
+from rpx_cli.io.filebuffer import FileBuffer, shutdown_digest_thread
+from rpx_cli.tasks.base import Params, Task
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class Outcome:
+    """What one pair produced: a row or an error, digests and warnings."""
+
+    stem: str
+    row: dict[str, Any] | None
+    error: PairError | None
+    pred_sha256: str | None
+    gt_sha256: str | None
+    warnings: list[tuple[str, str]]
+
+
+@dataclass
+class RunResult:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[PairError] = field(default_factory=list)
+    warnings: dict[str, list[str]] = field(default_factory=dict)
+    pred_digests: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
+    gt_digests: dict[str, str] = field(default_factory=dict)
+
+
+def default_jobs() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+class _Worker:
+    """Per-process state: the task, its parameters and two reused file buffers."""
+
+    def __init__(self, task: Task, params: Params, digest: bool) -> None:
+        self.task = task
+        self.params = params
+        self.pred_buffer = FileBuffer(digest=digest)
+        self.gt_buffer = FileBuffer(digest=digest)
+
+    def __call__(self, pair: Pair) -> Outcome:
+        warnings: list[tuple[str, str]] = []
+
+        def warn(kind: str, path: str) -> None:
+            warnings.append((kind, path))
+
+        task, params = self.task, self.params
+        pred_sha = gt_sha = None
+        try:
+            gt = task.read(pair.gt_path, self.gt_buffer, params, warn)
+            if pair.pred_path is None:
+                pred = task.empty_prediction(gt, params)
+            else:
+                pred = task.read(pair.pred_path, self.pred_buffer, params, warn)
+            row = task.evaluate(pred, gt, params, pred_path=pair.pred_path, gt_path=pair.gt_path)
+            gt_sha = self.gt_buffer.digest()
+            if pair.pred_path is not None:
+                pred_sha = self.pred_buffer.digest()
+        except RpxError as exc:
+            path = getattr(exc, "path", None) or pair.pred_path or pair.gt_path
+            error = PairError(stem=pair.stem, path=path, message=str(exc))
+            return Outcome(pair.stem, None, error, None, None, warnings)
+        except Exception as exc:
+            raise RuntimeError(f"unexpected error while evaluating '{pair.stem}': {exc!r}") from exc
+        return Outcome(pair.stem, row, None, pred_sha, gt_sha, warnings)
+
+
+_worker: _Worker | None = None
+
+
+def _init_worker(task: Task, params: Params, digest: bool) -> None:
+    global _worker
+    _worker = _Worker(task, params, digest)
+
+
+def _run_in_worker(pair: Pair) -> Outcome:
+    assert _worker is not None
+    return _worker(pair)
+
+
+def _outcomes(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int,
+              digest: bool) -> Iterator[Outcome]:
+    if jobs <= 1 or len(pairs) <= 1:
+        worker = _Worker(task, params, digest)
+        for pair in pairs:
+            yield worker(pair)
+        return
+    jobs = min(jobs, len(pairs))
+    # Small chunks keep the progress bar live and the tail short; big enough to amortise IPC.
+    chunksize = max(1, min(8, len(pairs) // (jobs * 16)))
+    shutdown_digest_thread()  # fork only a single-threaded process
+    method = "fork" if sys.platform.startswith("linux") else None
+    context = multiprocessing.get_context(method)
+    pool = context.Pool(jobs, initializer=_init_worker, initargs=(task, params, digest))
+    try:
+        yield from pool.imap(_run_in_worker, pairs, chunksize=chunksize)
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 1,
+              progress: Progress | None = None, digest: bool = True) -> RunResult:
+    """Evaluate every pair; rows and errors come back in stem order."""
+    result = RunResult()
+    for pair, outcome in zip(pairs, _outcomes(task, pairs, params, jobs=jobs, digest=digest)):
+        if outcome.error is not None:
+            result.errors.append(outcome.error)
+        else:
+            row = {"stem": pair.stem, "pred_path": pair.pred_path, "gt_path": pair.gt_path}
+            row.update(outcome.row or {})
+            result.rows.append(row)
+            if outcome.gt_sha256 is not None and pair.gt_rel is not None:
+                result.gt_digests[pair.gt_rel] = outcome.gt_sha256
+            if outcome.pred_sha256 is not None and pair.pred_rel is not None:
+                result.pred_digests[pair.pred_rel] = outcome.pred_sha256
+        for kind, path in outcome.warnings:
+            result.warnings.setdefault(kind, []).append(path)
+        if progress is not None:
+            progress(1)
+    return result

@@ -1,0 +1,118 @@
+"""File discovery and pairing by stem (SPEC §2).
+
+A stem is the path of a file relative to the directory it was found under, without its
+suffix, in POSIX form (``scene1/clutter/000120``). Suffixes match case-insensitively;
+hidden files and folders (a name starting with ``.``) are ignored; files whose suffix the
+task does not read are ignored too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from rpx_cli.errors import InputError
+
+MISSING_POLICIES = ("error", "skip", "empty")
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One unit of work. ``pred_path`` is None for a missing prediction under ``--missing empty``."""
+
+    stem: str
+    pred_path: str | None
+    gt_path: str
+    pred_rel: str | None = None
+    gt_rel: str | None = None
+
+
+@dataclass
+class Pairing:
+    pairs: list[Pair]
+    pred_only: list[str] = field(default_factory=list)
+    gt_only: list[str] = field(default_factory=list)
+    pred_files: dict[str, str] = field(default_factory=dict)  # stem -> relative path
+    gt_files: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def unpaired(self) -> dict[str, list[str]]:
+        return {"pred_only": self.pred_only, "gt_only": self.gt_only}
+
+
+def _split_suffix(name: str) -> tuple[str, str]:
+    base, dot, suffix = name.rpartition(".")
+    if not dot or not base:
+        return name, ""
+    return base, "." + suffix.lower()
+
+
+def discover(root: str, suffixes: Iterable[str]) -> dict[str, str]:
+    """Map stem -> relative POSIX path for every readable file under ``root``.
+
+    Raises :class:`InputError` when ``root`` is not a directory, or when two files share
+    one stem (``a.npy`` and ``a.PGM``): which one is meant cannot be guessed.
+    """
+    if not os.path.isdir(root):
+        what = "does not exist" if not os.path.exists(root) else "is not a directory"
+        raise InputError(f"directory {what}", path=root)
+    wanted = {s.lower() for s in suffixes}
+    found: dict[str, str] = {}
+    clashes: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        rel_dir = os.path.relpath(dirpath, root)
+        prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            base, suffix = _split_suffix(name)
+            if suffix not in wanted:
+                continue
+            stem, rel = prefix + base, prefix + name
+            if stem in found:
+                clashes.append(
+                    f"two files have the stem '{stem}': "
+                    f"{os.path.join(root, found[stem])} and {os.path.join(root, rel)}"
+                )
+                continue
+            found[stem] = rel
+    if clashes:
+        raise InputError("; ".join(clashes), path=root)
+    return found
+
+
+def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: str) -> Pairing:
+    """Pair the files of two directories by stem, rows ordered by stem.
+
+    ``missing``: ``error`` leaves unpaired stems for the caller to reject, ``skip`` pairs the
+    intersection, ``empty`` also keeps GT stems without a prediction (``pred_path`` None).
+    Unpaired stems are always listed.
+    """
+    if missing not in MISSING_POLICIES:
+        raise ValueError(f"missing must be one of {MISSING_POLICIES}, got {missing!r}")
+    suffixes = tuple(suffixes)
+    preds = discover(pred_dir, suffixes)
+    gts = discover(gt_dir, suffixes)
+    pairs: list[Pair] = []
+    for stem in sorted(gts):
+        pred_rel = preds.get(stem)
+        if pred_rel is None and missing != "empty":
+            continue
+        pairs.append(
+            Pair(
+                stem=stem,
+                pred_path=None if pred_rel is None else os.path.join(pred_dir, pred_rel),
+                gt_path=os.path.join(gt_dir, gts[stem]),
+                pred_rel=pred_rel,
+                gt_rel=gts[stem],
+            )
+        )
+    return Pairing(
+        pairs=pairs,
+        pred_only=sorted(set(preds) - set(gts)),
+        gt_only=sorted(set(gts) - set(preds)),
+        pred_files=preds,
+        gt_files=gts,
+    )

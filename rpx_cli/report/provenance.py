@@ -1,0 +1,176 @@
+"""``run_provenance`` (schema ``rpx-run-provenance-v1``): what was run, on what, when, where.
+
+:func:`build_provenance` is a pure function of its sources (argv, clock readings,
+environment, git state) so tests can fix every one of them; the ``collect_*`` helpers
+read the real ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from rpx_cli import __version__
+from rpx_cli.errors import ParameterError
+
+PROVENANCE_SCHEMA = "rpx-run-provenance-v1"
+_VERSIONED = ("numpy", "scipy", "click", "imageio", "pillow", "orjson", "rich")
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Start and end of a run; ``fixed`` when ``SOURCE_DATE_EPOCH`` pins them."""
+
+    started: float
+    finished: float
+    fixed: bool = False
+
+
+@dataclass
+class Stopwatch:
+    """Reads the wall clock, or ``SOURCE_DATE_EPOCH`` when set (reproducible reports)."""
+
+    epoch: float | None = field(default_factory=lambda: source_date_epoch())
+    started: float = field(default_factory=time.time)
+    _t0: float = field(default_factory=time.perf_counter)
+
+    def stop(self) -> Clock:
+        if self.epoch is not None:
+            return Clock(self.epoch, self.epoch, fixed=True)
+        return Clock(self.started, self.started + (time.perf_counter() - self._t0))
+
+
+def source_date_epoch(environ: Mapping[str, str] = os.environ) -> float | None:
+    raw = environ.get("SOURCE_DATE_EPOCH")
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ParameterError(
+            f"SOURCE_DATE_EPOCH must be an integer number of seconds, got {raw!r}"
+        ) from None
+    if value < 0:
+        raise ParameterError(f"SOURCE_DATE_EPOCH must not be negative, got {raw!r}")
+    return float(value)
+
+
+def utc_iso(timestamp: float) -> str:
+    moment = datetime.fromtimestamp(timestamp, tz=timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def directory_digest(digests: Mapping[str, str]) -> str:
+    """sha256 of the ``sha256sum``-format listing (``<hex>  <relative path>\\n``, sorted by
+    path) of the files evaluated, so ``sha256sum`` over the same files reproduces it."""
+    listing = "".join(f"{digests[rel]}  {rel}\n" for rel in sorted(digests))
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
+
+
+def directory_input(path: str, digests: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "path": path,
+        "kind": "directory",
+        "exists": os.path.isdir(path),
+        "n_files": len(digests),
+        "sha256": directory_digest(digests),
+    }
+
+
+def file_input(path: str, sha256: str | None) -> dict[str, Any]:
+    return {
+        "path": path,
+        "kind": "file",
+        "exists": os.path.isfile(path),
+        "n_files": 1 if sha256 else 0,
+        "sha256": sha256,
+    }
+
+
+def collect_environment() -> dict[str, Any]:
+    from importlib import metadata
+
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+    }
+    for name in _VERSIONED:
+        try:
+            env[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            env[name] = None
+    return env
+
+
+def collect_git(cwd: str | None = None) -> dict[str, Any] | None:
+    """``{commit, dirty}`` of the repository holding ``cwd``, or None outside one.
+
+    ``dirty`` considers tracked files only (untracked files do not change a checkout).
+    """
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--verify", "-q", "HEAD")
+    if not commit:
+        return None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+def normalise_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """Sorted, JSON-ready copy of the resolved command options."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, os.PathLike):
+            return os.fspath(value)
+        return value
+
+    return {key: plain(args[key]) for key in sorted(args)}
+
+
+def build_provenance(
+    *,
+    command: str,
+    argv: list[str],
+    args: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    outputs: Mapping[str, Any],
+    clock: Clock,
+    environment: Mapping[str, Any],
+    git: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    return {
+        "schema": PROVENANCE_SCHEMA,
+        "tool": {"name": "rpx", "version": __version__},
+        "command": command,
+        "argv": list(argv),
+        "args": normalise_args(args),
+        "inputs": dict(inputs),
+        "outputs": dict(outputs),
+        "started_at": utc_iso(clock.started),
+        "finished_at": utc_iso(clock.finished),
+        "duration_s": 0.0 if clock.fixed else round(clock.finished - clock.started, 6),
+        "environment": dict(environment),
+        "git": None if git is None else dict(git),
+    }
+
+
+def current_argv() -> list[str]:
+    return ["rpx", *sys.argv[1:]]

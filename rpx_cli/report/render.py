@@ -1,0 +1,86 @@
+"""Human views of any report: headline figures, a one-line summary, Markdown."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+_SKIP_TOP = {"schema_version", "n_pairs", "block_size", "threshold"}
+
+
+def _scalars(prefix: str, value: Any, out: list[tuple[str, Any]], depth: int = 0) -> None:
+    if isinstance(value, Mapping):
+        if depth >= 3:
+            return
+        for key in sorted(value):
+            _scalars(f"{prefix}.{key}" if prefix else str(key), value[key], out, depth + 1)
+    elif value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        out.append((prefix, value))
+
+
+def headline(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The report's metrics as (dotted path, value) pairs, most important first."""
+    figures: list[tuple[str, Any]] = []
+    for key in sorted(report):
+        value = report[key]
+        if key in _SKIP_TOP or isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)) or (value is None and key.endswith("iou")):
+            figures.append((key, value))
+    for section in ("aggregate", "dataset", "totals"):
+        if isinstance(report.get(section), Mapping):
+            _scalars(section, report[section], figures)
+    return figures
+
+
+def context(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """What was evaluated: task, parameters, counts."""
+    unpaired = report.get("unpaired") or {}
+    items: list[tuple[str, Any]] = [
+        ("task", report.get("task") or report.get("schema", "?")),
+        ("pairs", report.get("n_pairs")),
+        ("unpaired (pred only / gt only)",
+         f"{len(unpaired.get('pred_only', []))} / {len(unpaired.get('gt_only', []))}"),
+        ("errors", len(report.get("errors") or [])),
+    ]
+    for key, value in sorted((report.get("params") or {}).items()):
+        items.append((f"params.{key}", value))
+    return items
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return f"{value:.6g}" if abs(value) >= 1e-4 or value == 0 else f"{value:.3e}"
+    return str(value)
+
+
+def summary_line(report: Mapping[str, Any], out: str) -> str:
+    figures = ", ".join(f"{name} {fmt(value)}" for name, value in headline(report)[:4])
+    where = "stdout" if out == "-" else out
+    extra = []
+    unpaired = report.get("unpaired") or {}
+    n_unpaired = len(unpaired.get("pred_only", [])) + len(unpaired.get("gt_only", []))
+    if n_unpaired:
+        extra.append(f"{n_unpaired} unpaired")
+    if report.get("errors"):
+        extra.append(f"{len(report['errors'])} skipped on error")
+    tail = f" ({', '.join(extra)})" if extra else ""
+    return f"{report.get('task')}: {report.get('n_pairs')} pairs{tail}; {figures} -> {where}"
+
+
+def markdown(report: Mapping[str, Any]) -> str:
+    """A Markdown summary for a PR comment or ``$GITHUB_STEP_SUMMARY``."""
+    lines = [f"### rpx {report.get('task', '')} report", "", "| metric | value |", "|---|---:|"]
+    lines += [f"| `{name}` | {fmt(value)} |" for name, value in headline(report)]
+    lines += ["", "| run | |", "|---|---|"]
+    lines += [f"| {name} | {fmt(value)} |" for name, value in context(report)]
+    gates = report.get("gates") or []
+    if gates:
+        lines += ["", "| gate | value | result |", "|---|---:|---|"]
+        lines += [
+            f"| `{g.get('expr')}` | {fmt(g.get('value'))} | {'pass' if g.get('passed') else 'FAIL'} |"
+            for g in gates
+        ]
+    return "\n".join(lines) + "\n"

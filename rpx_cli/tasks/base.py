@@ -1,0 +1,62 @@
+"""What every task provides to the engine and the report.
+
+A task is a stateless object. The engine calls, per pair and inside a worker process:
+``read`` (which readers the task uses; the only method that sees a path), then
+``evaluate`` (a pure function of the loaded data returning one row of metrics). After all
+pairs, ``summarize`` turns the rows (ordered by stem) into the report's metric keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rpx_cli.io.filebuffer import FileBuffer
+
+Params = Mapping[str, Any]
+Warn = Callable[[str, str], None]  # (warning kind, path)
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """How to read a metric: which way is better, and what it is."""
+
+    direction: str  # "higher" | "lower" | "none"
+    description: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"direction": self.direction, "description": self.description}
+
+
+class Task:
+    """Base class of the built-in tasks (and of third-party ones)."""
+
+    name: ClassVar[str]
+    report_schema: ClassVar[str]  # the report's ``schema`` value, e.g. "rpx.saliency-mb"
+    suffixes: ClassVar[tuple[str, ...]]
+    metrics: ClassVar[Mapping[str, MetricInfo]]
+    default_missing: ClassVar[str] = "error"
+    default_params: ClassVar[Mapping[str, Any]] = {}
+
+    def validate_params(self, params: Params) -> None:
+        """Raise :class:`rpx_cli.errors.ParameterError` for a value the task cannot use."""
+
+    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn) -> Any:
+        raise NotImplementedError
+
+    def empty_prediction(self, gt: Any, params: Params) -> Any:
+        """The prediction used for a missing file under ``--missing empty``."""
+        raise NotImplementedError
+
+    def evaluate(self, pred: Any, gt: Any, params: Params, *, pred_path: str | None,
+                 gt_path: str) -> dict[str, Any]:
+        """One row of metrics. Paths are for error messages only."""
+        raise NotImplementedError
+
+    def summarize(self, rows: list[dict[str, Any]], params: Params) -> dict[str, Any]:
+        """Report keys computed from all rows (ordered by stem)."""
+        raise NotImplementedError
+
+    def warning_text(self, kind: str, paths: list[str]) -> str:
+        return f"{kind}: {len(paths)} file(s), e.g. {paths[0]}"
