@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rpx_cli.cli.options import traceback_option
+from rpx_cli.cli.options import traceback_option, write_stdout
 
 SCHEMA_KINDS = ("eval", "saliency-mb", "stability", "coherence", "readiness", "compare",
                 "manifest", "provenance")
@@ -66,7 +66,7 @@ def schema(kind: str) -> None:
     """
     from rpx_cli.report.schemas import schema_text
 
-    click.get_binary_stream("stdout").write(schema_text(kind))
+    write_stdout(schema_text(kind))
 
 
 @click.command()
@@ -123,7 +123,7 @@ def metrics(task_name: str | None, as_json: bool) -> None:
     table = {name: {metric: info.as_dict() for metric, info in TASKS[name].metrics.items()}
              for name in names}
     if as_json:
-        click.get_binary_stream("stdout").write(dumps(table))
+        write_stdout(dumps(table))
         return
     rows = [(name, metric, info["direction"], info["description"])
             for name in names for metric, info in table[name].items()]

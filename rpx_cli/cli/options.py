@@ -74,18 +74,21 @@ def emit_report(report: dict[str, Any], out: str, *, compact: bool) -> None:
 
     data = dumps(report, compact=compact)
     if out == "-":
-        stream = click.get_binary_stream("stdout")
-        stream.write(data)
-        stream.flush()
+        write_stdout(data)
     else:
         write_atomic(out, data)
 
 
-def command_args(ctx: click.Context) -> tuple[str, list[str], dict[str, Any]]:
-    """(command path, argv, resolved options) of the running command for provenance."""
-    argv = ctx.meta.get("rpx.argv") or ["rpx", *sys.argv[1:]]
-    return ctx.command_path, list(argv), dict(ctx.params)
-
+def write_stdout(data: bytes) -> None:
+    """Bytes to stdout in one write (JSON never passes through rich or text encoding)."""
+    stream = getattr(sys.stdout, "buffer", None)
+    if stream is None:
+        sys.stdout.write(data.decode("utf-8"))
+        sys.stdout.flush()
+        return
+    sys.stdout.flush()
+    stream.write(data)
+    stream.flush()
 
 
 def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, pred_dir: str,

@@ -56,7 +56,12 @@ def loads(data: bytes | str) -> Any:
 
 def write_atomic(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temporary file in the same directory and a rename,
-    so a reader (or a failed run) never sees a partial report."""
+    so a reader (or a failed run) never sees a partial report. A path that exists and is not
+    a regular file (``/dev/null``, a FIFO) is written directly."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".rpx-", suffix=".tmp", dir=directory)

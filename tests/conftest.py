@@ -1,0 +1,117 @@
+"""Shared fixtures: one CLI runner that validates every report it sees, and mask writers."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rpx_cli.cli.main import cli
+from rpx_cli.report.schemas import detect_kind, validation_errors
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true",
+                     help="Rewrite fixtures/*/*/expected.json from the current output (review the diff).")
+
+
+def assert_finite(value: Any, path: str = "$") -> None:
+    """No NaN or infinity anywhere in a parsed report."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            assert_finite(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            assert_finite(item, f"{path}[{index}]")
+    elif isinstance(value, float):
+        assert math.isfinite(value), f"non-finite number at {path}"
+
+
+def parse_report(text: str | bytes) -> dict[str, Any]:
+    """Parse strictly (NaN/Infinity tokens are rejected) and validate against the schema."""
+    def refuse(token: str) -> None:
+        raise AssertionError(f"report contains the non-JSON token {token}")
+
+    report = json.loads(text, parse_constant=refuse)
+    assert_finite(report)
+    problems = validation_errors(report, detect_kind(report))
+    assert not problems, "report does not match its schema:\n" + "\n".join(problems)
+    return report
+
+
+@dataclass
+class Run:
+    exit_code: int
+    stdout: str
+    stderr: str
+    stdout_bytes: bytes
+
+    @property
+    def json(self) -> dict[str, Any]:
+        return parse_report(self.stdout_bytes)
+
+
+@pytest.fixture
+def rpx(monkeypatch: pytest.MonkeyPatch):
+    """Invoke the CLI in-process: ``rpx("saliency-mb --pred-dir ...")`` or a list of args.
+
+    Every report written to stdout or to ``-o``/``--out`` is parsed strictly and validated
+    against its JSON Schema.
+    """
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+
+    def invoke(args: str | list[str], **kwargs: Any) -> Run:
+        argv = shlex.split(args) if isinstance(args, str) else [str(a) for a in args]
+        runner = CliRunner()
+        result = runner.invoke(cli, argv, catch_exceptions=False, **kwargs)
+        run = Run(result.exit_code, result.stdout, result.stderr, result.stdout_bytes)
+        if result.stdout_bytes.startswith(b"{") and '"schema"' in result.stdout and argv[0] != "schema":
+            parse_report(result.stdout_bytes)
+        for flag in ("-o", "--out", "--out-json"):
+            if flag in argv:
+                out = Path(argv[argv.index(flag) + 1])
+                if out.is_file():
+                    parse_report(out.read_bytes())
+        return run
+
+    return invoke
+
+
+def write_pgm(path: Path, array: np.ndarray, maxval: int | None = None, *, ascii: bool = False,
+              header: str | None = None) -> Path:
+    """Write a PGM; 16-bit samples big-endian as the format requires."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    height, width = array.shape
+    maxval = maxval if maxval is not None else (255 if array.dtype == np.uint8 else 65535)
+    head = header if header is not None else f"P{'2' if ascii else '5'}\n{width} {height}\n{maxval}\n"
+    if ascii:
+        body = "\n".join(" ".join(str(int(v)) for v in row) for row in array) + "\n"
+        path.write_bytes(head.encode() + body.encode())
+    else:
+        dtype = np.uint8 if maxval < 256 else np.dtype(">u2")
+        path.write_bytes(head.encode() + array.astype(dtype).tobytes())
+    return path
+
+
+def write_png(path: Path, array: np.ndarray) -> Path:
+    import imageio.v3 as iio
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    iio.imwrite(path, array)
+    return path
+
+
+def write_npy(path: Path, array: np.ndarray) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, array)
+    return path

@@ -1,0 +1,40 @@
+"""Golden cases: every ``fixtures/<command>/<case>/`` folder, run through the CLI.
+
+A case holds ``pred/``, ``gt/``, ``args`` (flags on one line) and ``expected.json`` (the
+report without ``run_provenance``). ``pytest --update-golden`` rewrites expected.json for
+review; it never passes silently.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+
+CASES = sorted(p.parent for p in FIXTURES.glob("*/*/args"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.parent.name}/{c.name}" for c in CASES])
+def test_golden(case: Path, rpx, monkeypatch: pytest.MonkeyPatch, request) -> None:
+    monkeypatch.chdir(case)
+    command = case.parent.name
+    args = shlex.split((case / "args").read_text())
+    run = rpx([command, "--pred-dir", "pred", "--gt-dir", "gt", *args, "--jobs", "1"])
+    assert run.exit_code == 0, run.stderr
+    report = run.json
+    report.pop("run_provenance")
+    expected_path = case / "expected.json"
+    if request.config.getoption("--update-golden"):
+        expected_path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        pytest.skip("expected.json rewritten: review the diff")
+    assert report == json.loads(expected_path.read_text())
+
+
+def test_every_case_has_an_expected_report() -> None:
+    assert CASES, "no golden cases found"
+    missing = [str(c) for c in CASES if not (c / "expected.json").is_file()]
+    assert not missing, f"run pytest --update-golden and review: {missing}"
