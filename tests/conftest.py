@@ -72,16 +72,16 @@ def rpx(monkeypatch: pytest.MonkeyPatch):
 
     def invoke(args: str | list[str], **kwargs: Any) -> Run:
         argv = shlex.split(args) if isinstance(args, str) else [str(a) for a in args]
+        outs = [Path(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a in ("-o", "--out", "--out-json")]
+        before = {out: out.read_bytes() if out.is_file() else None for out in outs}
         runner = CliRunner()
         result = runner.invoke(cli, argv, catch_exceptions=False, **kwargs)
         run = Run(result.exit_code, result.stdout, result.stderr, result.stdout_bytes)
         if result.stdout_bytes.startswith(b"{") and '"schema"' in result.stdout and argv[0] != "schema":
             parse_report(result.stdout_bytes)
-        for flag in ("-o", "--out", "--out-json"):
-            if flag in argv:
-                out = Path(argv[argv.index(flag) + 1])
-                if out.is_file():
-                    parse_report(out.read_bytes())
+        for out in outs:  # every report this run wrote
+            if out.is_file() and out.read_bytes() != before[out]:
+                parse_report(out.read_bytes())
         return run
 
     return invoke

@@ -53,7 +53,7 @@ def _located(path: str, message: str) -> str:
     return message if path and message.startswith(path) else f"{path}: {message}"
 
 
-@click.group(cls=RpxGroup, context_settings={"help_option_names": ["-h", "--help"],
+@click.group(name="rpx", cls=RpxGroup, context_settings={"help_option_names": ["-h", "--help"],
                                              "max_content_width": 100})
 @click.version_option(__version__, "-V", "--version", prog_name="rpx")
 def cli() -> None:
