@@ -32,7 +32,7 @@ def to_json(value: Any, path: str = "$") -> Any:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise NonFiniteValue(f"non-finite number {value} at {path}")
-        return value
+        return float(value)  # np.float64 is a float subclass: make it plain
     item = getattr(value, "item", None)  # numpy scalars and 0-d arrays
     if item is not None and getattr(value, "ndim", 1) == 0:
         return to_json(item(), path)

@@ -1,0 +1,158 @@
+"""``rpx show``, ``rpx schema``, ``rpx validate``, ``rpx metrics``, ``--version``, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from rpx_cli import __version__
+from rpx_cli.cli.inspect import SCHEMA_KINDS
+
+ORIGINAL = FIXTURES / "saliency-mb" / "original-xyz"
+
+
+@pytest.fixture
+def report_file(rpx, tmp_path: Path) -> Path:
+    out = tmp_path / "report.json"
+    run = rpx(f"saliency-mb --pred-dir {ORIGINAL / 'pred'} --gt-dir {ORIGINAL / 'gt'} "
+              f"--block-size 2 -o {out}")
+    assert run.exit_code == 0
+    return out
+
+
+def test_version(rpx) -> None:
+    run = rpx("--version")
+    assert run.exit_code == 0 and run.stdout.strip() == f"rpx, version {__version__}"
+
+
+def test_show_table(rpx, report_file: Path) -> None:
+    run = rpx(f"show {report_file}")
+    assert run.exit_code == 0
+    assert "macro_iou" in run.stdout and "0.777778" in run.stdout
+    assert "micro_iou" in run.stdout and "0.5" in run.stdout
+    assert "params.block_size" in run.stdout
+
+
+def test_show_markdown(rpx, report_file: Path) -> None:
+    run = rpx(f"show {report_file} --format markdown")
+    assert run.exit_code == 0
+    assert "| `micro_iou` | 0.5 |" in run.stdout
+    assert "| `macro_iou` | 0.777778 |" in run.stdout
+    assert run.stdout.startswith("### rpx saliency-mb report")
+
+
+def test_show_reads_stdin(rpx, report_file: Path) -> None:
+    run = rpx("show - --format markdown", input=report_file.read_text())
+    assert run.exit_code == 0 and "micro_iou" in run.stdout
+
+
+@pytest.mark.parametrize("content", ["not json", "[1, 2]"])
+def test_show_bad_file_exits_1(rpx, tmp_path: Path, content: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    run = rpx(f"show {bad}")
+    assert run.exit_code == 1 and str(bad) in run.stderr and "Traceback" not in run.stderr
+
+
+def test_show_missing_file_is_usage_or_input_error(rpx, tmp_path: Path) -> None:
+    run = rpx(f"show {tmp_path / 'none.json'}")
+    assert run.exit_code == 1 and "none.json" in run.stderr
+
+
+@pytest.mark.parametrize("kind", SCHEMA_KINDS)
+def test_schema_prints_a_valid_draft_2020_12_schema(rpx, kind: str) -> None:
+    from jsonschema import Draft202012Validator
+
+    run = rpx(f"schema {kind}")
+    assert run.exit_code == 0
+    schema = json.loads(run.stdout)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    Draft202012Validator.check_schema(schema)
+
+
+def test_schema_unknown_kind_is_usage_error(rpx) -> None:
+    assert rpx("schema nonsense").exit_code == 2
+
+
+def test_validate_valid_report(rpx, report_file: Path) -> None:
+    run = rpx(f"validate {report_file}")
+    assert run.exit_code == 0 and "valid saliency-mb report" in run.stderr
+
+
+def test_validate_invalid_report_names_the_failing_path(rpx, report_file: Path) -> None:
+    report = json.loads(report_file.read_text())
+    report["rows"][1]["iou"] = "high"
+    del report["micro_iou"]
+    report_file.write_text(json.dumps(report))
+    run = rpx(f"validate {report_file}")
+    assert run.exit_code == 1
+    assert "$.rows[1].iou" in run.stderr and "'high' is not of type 'number'" in run.stderr
+    assert "'micro_iou' is a required property" in run.stderr
+    assert "not a valid saliency-mb report (2 problem(s))" in run.stderr
+
+
+def test_validate_unknown_kind_and_override(rpx, tmp_path: Path) -> None:
+    doc = tmp_path / "m.json"
+    doc.write_text(json.dumps({"schema_version": 1, "samples": [{"stem": "a", "phase": "clean"}]}))
+    assert rpx(f"validate {doc}").exit_code == 0  # detected as a manifest
+    other = tmp_path / "o.json"
+    other.write_text(json.dumps({"hello": 1}))
+    run = rpx(f"validate {other}")
+    assert run.exit_code == 1 and "has no 'schema' field" in run.stderr
+    assert rpx(f"validate {other} --kind manifest").exit_code == 1
+
+
+def test_metrics_json_and_table(rpx) -> None:
+    run = rpx("metrics --json")
+    assert run.exit_code == 0
+    table = json.loads(run.stdout)
+    assert table["saliency-mb"]["micro_iou"]["direction"] == "higher"
+    single = json.loads(rpx("metrics --task saliency-mb --json").stdout)
+    assert list(single) == ["saliency-mb"]
+    text = rpx("metrics").stdout
+    assert "micro_iou" in text and "higher" in text
+    assert rpx("metrics --task nope").exit_code == 2
+
+
+def test_unexpected_error_is_one_line_unless_traceback(rpx, monkeypatch) -> None:
+    import rpx_cli.api
+
+    def boom(*args, **kwargs):
+        raise ZeroDivisionError("synthetic")
+
+    monkeypatch.setattr(rpx_cli.api, "run_pairs", boom)
+    args = f"saliency-mb --pred-dir {ORIGINAL / 'pred'} --gt-dir {ORIGINAL / 'gt'} --block-size 2"
+    run = rpx(args)
+    assert run.exit_code == 1
+    assert run.stderr.count("\n") == 1 and "internal error: ZeroDivisionError: synthetic" in run.stderr
+    assert "Traceback" not in run.stderr
+    loud = rpx(args + " --traceback")
+    assert loud.exit_code == 1 and "Traceback (most recent call last)" in loud.stderr
+
+
+def test_interrupt_exits_130_without_report(rpx, monkeypatch, tmp_path: Path) -> None:
+    import rpx_cli.api
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rpx_cli.api, "run_pairs", interrupted)
+    out = tmp_path / "r.json"
+    run = rpx(f"saliency-mb --pred-dir {ORIGINAL / 'pred'} --gt-dir {ORIGINAL / 'gt'} -o {out}")
+    assert run.exit_code == 130 and not out.exists()
+
+
+def test_python_api_evaluate_dirs() -> None:
+    import rpx_cli
+    from rpx_cli.errors import ParameterError
+
+    report = rpx_cli.evaluate_dirs("saliency-mb", ORIGINAL / "pred", ORIGINAL / "gt",
+                                   block_size=2, jobs=1)
+    assert report["macro_iou"] == 7 / 9 and report["micro_iou"] == 0.5
+    with pytest.raises(ParameterError):
+        rpx_cli.evaluate_dirs("saliency-mb", ORIGINAL / "pred", ORIGINAL / "gt", block_size=0)
+    with pytest.raises(ParameterError, match="unknown option"):
+        rpx_cli.evaluate_dirs("saliency-mb", ORIGINAL / "pred", ORIGINAL / "gt", blocksize=2)

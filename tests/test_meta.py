@@ -1,0 +1,122 @@
+"""Meta-tests: layering, docs coverage, version, start-up imports, packaging."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from rpx_cli import __version__
+from rpx_cli.cli.main import cli
+
+PACKAGE = ROOT / "rpx_cli"
+
+# package/module -> rpx_cli modules it may import (STYLE.md, "Layers point one way")
+ALLOWED = {
+    "errors": set(),
+    "io": {"errors", "io"},
+    "ops": {"errors", "ops"},
+    "tasks": {"io", "ops", "errors", "tasks"},
+    "deploy": {"tasks", "ops", "io", "errors", "deploy"},
+    "engine": {"io", "tasks", "errors"},
+    "report": {"tasks", "errors", "report", "__init__"},
+    "console": set(),
+    "api": {"engine", "io", "tasks", "report", "errors"},
+    "cli": {"*"},
+    "__init__": {"api"},
+    "__main__": {"cli"},
+}
+# third-party modules only one layer may import
+OWNED = {"click": "cli", "rich": "console", "orjson": "report", "imageio": "io", "PIL": "io",
+         "jsonschema": "report", "referencing": "report"}
+
+
+def layer_of(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def imports_of(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "rpx_cli":
+                names += [f"rpx_cli.{alias.name}" for alias in node.names]
+            else:
+                names.append(node.module)
+    return names
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_layers_point_one_way(path: Path) -> None:
+    layer = layer_of(path)
+    allowed = ALLOWED[layer]
+    for name in imports_of(path):
+        top = name.split(".")[0]
+        if top == "rpx_cli":
+            parts = name.split(".")
+            target = parts[1] if len(parts) > 1 else "__init__"
+            if target == "__version__":
+                target = "__init__"
+            assert "*" in allowed or target in allowed, f"{layer} must not import rpx_cli.{target}"
+        elif top in OWNED:
+            assert OWNED[top] == layer, f"only {OWNED[top]} may import {top} (found in {layer})"
+
+
+def test_every_command_has_help_and_is_in_the_readme(rpx) -> None:
+    readme = (ROOT / "README.md").read_text()
+    for name, command in cli.commands.items():
+        run = rpx([name, "--help"])
+        assert run.exit_code == 0, name
+        assert "Example" in run.stdout, f"rpx {name} --help has no example"
+        assert f"rpx {name}" in readme, f"rpx {name} is not documented in README.md"
+
+
+def test_readme_documents_every_exit_code() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for code in ("| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 130 |"):
+        assert code in readme
+
+
+def test_version_matches_package_metadata() -> None:
+    assert metadata.version("rpx") == __version__
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert f'version = "{__version__}"' in pyproject
+
+
+def test_version_and_help_import_nothing_heavy() -> None:
+    code = (
+        "import contextlib, io, sys; from rpx_cli.cli.main import cli\n"
+        "for args in (['--help'], ['--version'], ['saliency-mb', '--help']):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "        cli(args, standalone_mode=False)\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'numpy', 'imageio', 'scipy', 'rich', 'PIL', 'orjson', 'jsonschema'})\n"
+        "print(','.join(heavy))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""
+
+
+@pytest.mark.slow
+def test_wheel_ships_the_schemas(tmp_path: Path) -> None:
+    pytest.importorskip("hatchling")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), str(ROOT)],
+        check=True, capture_output=True,
+    )
+    wheel = next(tmp_path.glob("rpx-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    for schema in sorted((ROOT / "schemas").glob("*.json")):
+        assert f"rpx_cli/schemas/{schema.name}" in names
+    assert "rpx_cli/cli/main.py" in names
