@@ -22,13 +22,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, machine, rpx_command, timed_run  # noqa: E402
+from _common import DATA, machine, rpx_command, timed_run
 
 BASELINE = textwrap.dedent(
     """
     import sys, numpy as np
     from pathlib import Path
-    pred_dir, gt_dir, block, threshold = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+    pred_dir, gt_dir = Path(sys.argv[1]), Path(sys.argv[2])
+    block, threshold = int(sys.argv[3]), float(sys.argv[4])
 
     def load(path):
         arr = np.asarray(np.load(path), dtype=np.float32)
@@ -103,8 +104,8 @@ def main() -> None:
     jobs2 = timed_run(rpx + ["--jobs", "2"], repeat=args.repeat)
     print(f"machine: {machine()}")
     print(f"{args.pairs} pairs of 1080x1920 float32 .npy, block {block}, median of {args.repeat}")
-    print(f"| run | wall s | vs baseline |")
-    print(f"|---|---:|---:|")
+    print("| run | wall s | vs baseline |")
+    print("|---|---:|---:|")
     print(f"| floor: np.load only | {floor:.2f} | {floor / base:.2f}x |")
     print(f"| baseline: plain numpy script, 1 process | {base:.2f} | 1.00x |")
     print(f"| rpx saliency-mb --jobs 1 | {jobs1:.2f} | {jobs1 / base:.2f}x (target <= 1.10) |")

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
-from rpx_cli.errors import PairError, RpxError
+from rpx_cli.errors import PairError, RpxError, WorkerCrashed
 from rpx_cli.io.discover import Pair
 from rpx_cli.io.filebuffer import FileBuffer, shutdown_digest_thread
 from rpx_cli.tasks.base import Params, Task
@@ -91,6 +94,7 @@ _worker: _Worker | None = None
 
 def _init_worker(task: Task, params: Params, digest: bool) -> None:
     global _worker
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C, once
     _worker = _Worker(task, params, digest)
 
 
@@ -111,21 +115,43 @@ def _outcomes(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int,
     chunksize = max(1, min(8, len(pairs) // (jobs * 16)))
     shutdown_digest_thread()  # fork only a single-threaded process
     method = "fork" if sys.platform.startswith("linux") else None
-    context = multiprocessing.get_context(method)
-    pool = context.Pool(jobs, initializer=_init_worker, initargs=(task, params, digest))
+    # ProcessPoolExecutor, not multiprocessing.Pool: a worker killed by the OOM killer
+    # breaks the pool (an error) instead of losing its task (a hang).
+    executor = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(method),
+                                   initializer=_init_worker, initargs=(task, params, digest))
+    finished = False
     try:
-        yield from pool.imap(_run_in_worker, pairs, chunksize=chunksize)
-        pool.close()
+        yield from executor.map(_run_in_worker, pairs, chunksize=chunksize)
+        finished = True
+    except BrokenProcessPool:
+        raise WorkerCrashed(
+            "a worker process died (killed, or out of memory?); fewer --jobs use less memory"
+        ) from None
     finally:
-        pool.terminate()
-        pool.join()
+        if finished:
+            executor.shutdown(wait=True)
+        else:
+            _terminate(executor)
+
+
+def _terminate(executor: ProcessPoolExecutor) -> None:
+    """Stop the workers now (interrupt, error or crash): no result is waited for."""
+    executor.shutdown(wait=False, cancel_futures=True)
+    terminate = getattr(executor, "terminate_workers", None)  # Python >= 3.14
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(executor, "_processes", None) or {}).values()):
+        process.terminate()
+    for process in list((getattr(executor, "_processes", None) or {}).values()):
+        process.join(timeout=5)
 
 
 def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 1,
               progress: Progress | None = None, digest: bool = True) -> RunResult:
     """Evaluate every pair; rows and errors come back in stem order."""
     result = RunResult()
-    for pair, outcome in zip(pairs, _outcomes(task, pairs, params, jobs=jobs, digest=digest)):
+    for pair, outcome in zip(pairs, _outcomes(task, pairs, params, jobs=jobs, digest=digest), strict=True):
         if outcome.error is not None:
             result.errors.append(outcome.error)
         else:

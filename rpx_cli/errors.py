@@ -77,3 +77,7 @@ class EvaluationFailed(RpxError):
             or f"{len(errors)} of {n_pairs} pairs could not be evaluated; no report written "
             "(--on-error skip records them under 'errors' and goes on)"
         )
+
+
+class WorkerCrashed(RpxError):
+    """A worker process died without reporting (killed, out of memory)."""

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES, parse_report, write_npy, write_pgm, write_png
 
 ORIGINAL = FIXTURES / "saliency-mb" / "original-xyz"
@@ -161,7 +160,7 @@ def test_bad_pairs_exit_1_naming_the_file(rpx, tmp_path: Path, pred, gt, expecte
 def test_shape_mismatch_names_both_files_and_shapes(rpx, tmp_path: Path) -> None:
     two_masks(tmp_path, np.zeros((32, 32), np.float32), np.zeros((32, 48), np.float32))
     run = rpx(f"saliency-mb {dirs(tmp_path)}")
-    line = [ln for ln in run.stderr.splitlines() if "shapes differ" in ln][0]
+    line = next(ln for ln in run.stderr.splitlines() if "shapes differ" in ln)
     assert "pred/a.npy is 32x32" in line and "gt/a.npy is 48x32" in line
 
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES
+
 from rpx_cli import __version__
 from rpx_cli.cli.inspect import SCHEMA_KINDS
 

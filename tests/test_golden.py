@@ -12,7 +12,6 @@ import shlex
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES
 
 CASES = sorted(p.parent for p in FIXTURES.glob("*/*/args"))

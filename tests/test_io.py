@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import write_npy, write_pgm, write_png
+
 from rpx_cli.errors import InputError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.discover import discover, pair_dirs
@@ -115,10 +115,10 @@ def test_npz_named_key(tmp_path: Path) -> None:
     np.savez_compressed(path, depth=np.ones((2, 3), np.float16), other=np.zeros(1))
     loaded = read(path, npz_key="depth")
     assert loaded.array.dtype == np.float16 and loaded.array.shape == (2, 3)
-    with pytest.raises(InputError, match="no array named 'missing'.*depth, other"):
+    with pytest.raises(InputError, match=r"no array named 'missing'.*depth, other"):
         read(path, npz_key="missing")
     path.write_bytes(path.read_bytes()[:30])
-    with pytest.raises(InputError, match="not a valid .npz"):
+    with pytest.raises(InputError, match=r"not a valid \.npz"):
         read(path, npz_key="depth")
 
 

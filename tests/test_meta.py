@@ -10,8 +10,8 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from rpx_cli import __version__
 from rpx_cli.cli.main import cli
 
@@ -74,7 +74,7 @@ def test_layers_point_one_way(path: Path) -> None:
 
 def test_every_command_has_help_and_is_in_the_readme(rpx) -> None:
     readme = (ROOT / "README.md").read_text()
-    for name, command in cli.commands.items():
+    for name in cli.commands:
         run = rpx([name, "--help"])
         assert run.exit_code == 0, name
         assert "Example" in run.stdout, f"rpx {name} --help has no example"

@@ -41,7 +41,8 @@ def show(report: str, fmt: str) -> None:
     """
     from rpx_cli.console import render_table
     from rpx_cli.errors import InputError
-    from rpx_cli.report.render import context, fmt as fmt_value, headline, markdown
+    from rpx_cli.report.render import context, headline, markdown
+    from rpx_cli.report.render import fmt as fmt_value
 
     document = _read_json(report)
     if not isinstance(document, dict):

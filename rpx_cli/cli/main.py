@@ -11,6 +11,7 @@ from rpx_cli import __version__
 from rpx_cli.cli.options import SHOW_TRACEBACK
 from rpx_cli.errors import EvaluationFailed, ExitStatus, RpxError
 
+
 class RpxGroup(click.Group):
     """Translates domain errors into one line on stderr and the SPEC's exit codes."""
 

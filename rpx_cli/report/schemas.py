@@ -6,7 +6,7 @@ as ``rpx_cli/schemas/``. jsonschema is imported only when a report is validated.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ def schema_text(kind: str) -> bytes:
     return (schema_dir() / SCHEMA_FILES[kind]).read_bytes()
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_schema(kind: str) -> dict[str, Any]:
     import json
 
@@ -64,7 +64,7 @@ def detect_kind(document: Any) -> str:
     raise InputError("is not a JSON object")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(kind: str):
     from jsonschema import Draft202012Validator
     from referencing import Registry, Resource

@@ -7,6 +7,7 @@ metric that is undefined must already be ``None`` with a count that explains it 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import tempfile
@@ -73,10 +74,8 @@ def write_atomic(path: str, data: bytes) -> None:
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 

@@ -132,9 +132,8 @@ class SaliencyMB(Task):
                 path=path,
             )
         scale = params.get("mask_scale")
-        if scale is None and loaded.format == "png" and loaded.array.size:
-            if int(loaded.array.max()) == 1:
-                warn(PNG_BINARY, path)
+        if scale is None and loaded.format == "png" and int(loaded.array.max(initial=0)) == 1:
+            warn(PNG_BINARY, path)
         return Mask(loaded.array, loaded.maxval if scale is None else scale)
 
     def empty_prediction(self, gt: Mask, params: Params) -> Mask:

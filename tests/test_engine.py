@@ -1,0 +1,86 @@
+"""The engine: order, error collection, worker crashes, digests, for any number of jobs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from rpx_cli.engine import run_pairs
+from rpx_cli.errors import InputError, WorkerCrashed
+from rpx_cli.io.discover import Pair
+from rpx_cli.io.filebuffer import sha256_file
+from rpx_cli.tasks.base import MetricInfo, Task
+
+
+class Toy(Task):
+    """Reads a text file holding an integer; the metric is pred - gt."""
+
+    name = "toy"
+    report_schema = "rpx.eval"
+    suffixes = (".txt",)
+    metrics = {"diff": MetricInfo("lower", "pred - gt")}
+
+    def read(self, path, buffer, params, warn):
+        text = bytes(buffer.read(path)).decode()
+        if text == "crash":
+            os._exit(3)  # a worker dying without a word (OOM killer)
+        if text == "bug":
+            raise ZeroDivisionError("a bug, not a data problem")
+        if not text.strip().lstrip("-").isdigit():
+            raise InputError(f"not an integer: {text!r}", path=path)
+        if int(text) < 0:
+            warn("negative", path)
+        return int(text)
+
+    def evaluate(self, pred, gt, params, *, pred_path, gt_path):
+        return {"diff": pred - gt}
+
+
+def make_pairs(tmp_path: Path, values: dict[str, tuple[str, str]]) -> list[Pair]:
+    pairs = []
+    for stem, (pred, gt) in sorted(values.items()):
+        for role, text in (("pred", pred), ("gt", gt)):
+            (tmp_path / role).mkdir(exist_ok=True)
+            (tmp_path / role / f"{stem}.txt").write_text(text)
+        pairs.append(Pair(stem, str(tmp_path / "pred" / f"{stem}.txt"),
+                          str(tmp_path / "gt" / f"{stem}.txt"), f"{stem}.txt", f"{stem}.txt"))
+    return pairs
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 4])
+def test_rows_errors_and_digests_in_stem_order(tmp_path: Path, jobs: int) -> None:
+    values = {f"s{i:03d}": (str(i * 2), str(i)) for i in range(60)}
+    values["s007"] = ("oops", "7")
+    values["s031"] = ("-31", "31")
+    values["s040"] = ("40", "nope")
+    pairs = make_pairs(tmp_path, values)
+    result = run_pairs(Toy(), pairs, {}, jobs=jobs)
+    assert [row["stem"] for row in result.rows] == [p.stem for p in pairs if p.stem not in ("s007", "s040")]
+    assert [row["diff"] for row in result.rows][:3] == [0, 1, 2]
+    assert [(e.stem, os.path.relpath(e.path, tmp_path)) for e in result.errors] == [
+        ("s007", os.path.join("pred", "s007.txt")), ("s040", os.path.join("gt", "s040.txt"))]
+    assert result.warnings == {"negative": [str(tmp_path / "pred" / "s031.txt")]}
+    assert result.gt_digests["s010.txt"] == sha256_file(str(tmp_path / "gt" / "s010.txt"))
+    assert "s007.txt" not in result.pred_digests and len(result.gt_digests) == 58
+
+
+def test_progress_is_called_once_per_pair(tmp_path: Path) -> None:
+    pairs = make_pairs(tmp_path, {f"{i}": ("1", "1") for i in range(7)})
+    ticks: list[int] = []
+    run_pairs(Toy(), pairs, {}, jobs=2, progress=ticks.append)
+    assert ticks == [1] * 7
+
+
+def test_a_dead_worker_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    pairs = make_pairs(tmp_path, {**{f"{i:02d}": ("1", "1") for i in range(10)}, "05": ("crash", "1")})
+    with pytest.raises(WorkerCrashed, match="worker process died"):
+        run_pairs(Toy(), pairs, {}, jobs=2)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_bug_is_not_disguised_as_a_data_error(tmp_path: Path, jobs: int) -> None:
+    pairs = make_pairs(tmp_path, {"a": ("1", "1"), "b": ("bug", "1")})
+    with pytest.raises(RuntimeError, match="unexpected error while evaluating 'b'"):
+        run_pairs(Toy(), pairs, {}, jobs=jobs)
