@@ -57,7 +57,8 @@ def fmt(value: Any) -> str:
 
 
 def summary_line(report: Mapping[str, Any], out: str) -> str:
-    figures = ", ".join(f"{name} {fmt(value)}" for name, value in headline(report)[:4])
+    metrics = [(name, value) for name, value in headline(report) if not name.startswith("totals.")]
+    figures = ", ".join(f"{name} {fmt(value)}" for name, value in metrics[:4])
     where = "stdout" if out == "-" else out
     extra = []
     unpaired = report.get("unpaired") or {}
