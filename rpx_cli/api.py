@@ -94,7 +94,10 @@ def run_evaluation(
     if result.errors and on_error == "fail":
         raise EvaluationFailed(result.errors, len(pairing.pairs))
     if not result.rows:
-        raise EvaluationFailed(result.errors, len(pairing.pairs))
+        raise EvaluationFailed(
+            result.errors, len(pairing.pairs),
+            f"none of the {len(pairing.pairs)} pairs could be evaluated; no report written",
+        )
 
     summary = task.summarize(result.rows, params)
     report = build_report(

@@ -223,6 +223,7 @@ def test_on_error_skip_with_nothing_left_exits_1(rpx, tmp_path: Path) -> None:
     two_masks(tmp_path, np.zeros((4, 4)), np.zeros((4, 4)))
     run = rpx(f"saliency-mb {dirs(tmp_path)} --on-error skip")
     assert run.exit_code == 1 and run.stdout == ""
+    assert "none of the 1 pairs could be evaluated" in run.stderr
 
 
 # --- missing policies ---------------------------------------------------------------------
