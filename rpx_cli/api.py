@@ -75,6 +75,7 @@ def run_evaluation(
         raise ParameterError(f"missing must be one of {', '.join(MISSING_POLICIES)}")
     if on_error not in ON_ERROR_POLICIES:
         raise ParameterError(f"on_error must be one of {', '.join(ON_ERROR_POLICIES)}")
+    params = task.normalise_params(params)
     task.validate_params(params)
     params = {**params, "missing": missing, "on_error": on_error}
     jobs = default_jobs() if jobs is None else jobs

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import traceback
 
@@ -26,6 +28,12 @@ class RpxGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except BrokenPipeError:
+            # the reader went away (`rpx ... | head`): nothing to say, and no noise at exit
+            with contextlib.suppress(OSError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(ExitStatus.FAILED)
         except KeyboardInterrupt:
             click.echo("rpx: interrupted; no report written", err=True)
             ctx.exit(ExitStatus.INTERRUPTED)
@@ -70,8 +78,10 @@ def cli() -> None:
 
 
 def _register() -> None:
+    from rpx_cli.cli import eval as eval_cli
     from rpx_cli.cli import inspect, saliency
 
+    cli.add_command(eval_cli.eval_group)
     cli.add_command(saliency.saliency_mb)
     cli.add_command(inspect.show)
     cli.add_command(inspect.schema)

@@ -30,9 +30,9 @@ def build_report(
         "n_pairs": len(rows),
         "unpaired": {"pred_only": list(unpaired["pred_only"]), "gt_only": list(unpaired["gt_only"])},
         "errors": [error.as_dict() for error in errors],
-        "metric_info": {name: info.as_dict() for name, info in task.metrics.items()},
+        "metric_info": {name: info.as_dict() for name, info in task.metric_info(params).items()},
     }
     report.update(summary)
-    if include_rows:
-        report["rows"] = rows
+    if include_rows:  # private per-row statistics ("_sums") stay out of the report
+        report["rows"] = [{k: v for k, v in row.items() if not k.startswith("_")} for row in rows]
     return report

@@ -19,6 +19,29 @@ Warn = Callable[[str, str], None]  # (warning kind, path)
 
 
 @dataclass(frozen=True)
+class Option:
+    """A task parameter as a command-line flag (the CLI builds click options from these).
+
+    ``kind``: ``float``, ``int``, ``str``, ``choice`` (one of ``choices``) or ``parsed``
+    (``parse`` turns the text into the value and raises ``ValueError`` with a message for a
+    bad one). ``multiple`` flags repeat and give a tuple. ``minimum`` (with ``open_min``)
+    bounds numbers.
+    """
+
+    param: str
+    flag: str
+    kind: str
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    multiple: bool = False
+    minimum: float | None = None
+    open_min: bool = False
+    parse: Callable[[str], Any] | None = None
+    metavar: str | None = None
+
+
+@dataclass(frozen=True)
 class MetricInfo:
     """How to read a metric: which way is better, and what it is."""
 
@@ -38,6 +61,12 @@ class Task:
     metrics: ClassVar[Mapping[str, MetricInfo]]
     default_missing: ClassVar[str] = "error"
     default_params: ClassVar[Mapping[str, Any]] = {}
+    options: ClassVar[tuple[Option, ...]] = ()
+    help: ClassVar[str] = ""
+
+    def normalise_params(self, params: Params) -> dict[str, Any]:
+        """Parameters in the form recorded in the report's ``params`` (JSON types)."""
+        return dict(params)
 
     def validate_params(self, params: Params) -> None:
         """Raise :class:`rpx_cli.errors.ParameterError` for a value the task cannot use."""
@@ -57,6 +86,10 @@ class Task:
     def summarize(self, rows: list[dict[str, Any]], params: Params) -> dict[str, Any]:
         """Report keys computed from all rows (ordered by stem)."""
         raise NotImplementedError
+
+    def metric_info(self, params: Params) -> dict[str, MetricInfo]:
+        """Directions of every metric key the report will hold (band keys included)."""
+        return dict(self.metrics)
 
     def warning_text(self, kind: str, paths: list[str]) -> str:
         return f"{kind}: {len(paths)} file(s), e.g. {paths[0]}"

@@ -1,0 +1,96 @@
+"""``rpx eval TASK``: one subcommand per registered evaluation task.
+
+The subcommands and their task-specific flags are built from the task registry (each
+task declares its :class:`rpx_cli.tasks.base.Option` list), so a plugin task gets a CLI
+too. The registry (and numpy) is imported only when ``rpx eval`` itself runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from rpx_cli.cli.options import pair_options, run_pair_command
+
+
+class _Parsed(click.ParamType):
+    """A click type around a task's parse function (``ValueError`` -> usage error)."""
+
+    def __init__(self, parse, metavar: str | None) -> None:
+        self._parse = parse
+        self.name = metavar or "VALUE"
+
+    def convert(self, value: Any, param, ctx):
+        if not isinstance(value, str):
+            return value
+        try:
+            return self._parse(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def _click_option(option) -> Any:
+    kwargs: dict[str, Any] = {"default": option.default, "help": option.help,
+                              "multiple": option.multiple, "show_default": option.default
+                              not in (None, ())}
+    if option.kind == "choice":
+        kwargs["type"] = click.Choice(option.choices)
+    elif option.kind in ("float", "int"):
+        number = click.FloatRange if option.kind == "float" else click.IntRange
+        kwargs["type"] = number(min=option.minimum, min_open=option.open_min) \
+            if option.minimum is not None else (float if option.kind == "float" else int)
+    elif option.kind == "parsed":
+        kwargs["type"] = _Parsed(option.parse, option.metavar)
+    else:
+        kwargs["type"] = str
+    if option.metavar:
+        kwargs["metavar"] = option.metavar
+    return click.option(option.flag, option.param, **kwargs)
+
+
+def build_command(task) -> click.Command:
+    def callback(**kwargs: Any) -> None:
+        ctx = click.get_current_context()
+        params = {option.param: kwargs.pop(option.param) for option in task.options}
+        run_pair_command(ctx, task.name, params, **kwargs)
+
+    for option in reversed(task.options):
+        callback = _click_option(option)(callback)
+    callback = pair_options(default_missing=task.default_missing)(callback)
+    doc = (task.__doc__ or "").strip() if not task.help else task.help
+    example = task.cli_example if hasattr(task, "cli_example") else (
+        f"rpx eval {task.name} --pred-dir runs/{task.name} --gt-dir data/{task.name} "
+        f"| jq .aggregate")
+    help_text = f"{doc}\n\n\b\nExample:\n  {example}"
+    return click.command(task.name, help=help_text)(callback)
+
+
+class EvalGroup(click.Group):
+    """Subcommands come from the task registry, loaded on first use."""
+
+    def _tasks(self) -> dict[str, Any]:
+        from rpx_cli.tasks import TASKS
+
+        return {name: task for name, task in TASKS.items() if task.report_schema == "rpx.eval"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(self._tasks())
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        task = self._tasks().get(name)
+        return None if task is None else build_command(task)
+
+
+@click.group("eval", cls=EvalGroup)
+def eval_group() -> None:
+    """Evaluate a folder of predictions against ground truth for one task.
+
+    Each task has its own flags (rpx eval TASK --help); the pairing, output and error
+    flags are shared by all.
+
+    \b
+    Example:
+      rpx eval depth --pred-dir runs/depth --gt-dir data/depth -o report.json
+      jq .aggregate.absrel report.json
+    """

@@ -1,0 +1,247 @@
+"""``rpx eval depth``: monocular depth against dense ground truth.
+
+Rows are per frame; ``aggregate`` is the mean of the rows (frames weighted equally, a
+frame without a valid pixel excluded and counted in ``n_empty``); ``dataset`` pools every
+valid pixel of every frame (pixels weighted equally). See :mod:`rpx_cli.ops.depth` for the
+metric definitions.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.io.arrays import read_array
+from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.ops.depth import (
+    METRICS,
+    PRED_FLOOR,
+    DepthSums,
+    PixelTerms,
+    align,
+    band_suffix,
+    band_weight,
+    combine,
+    finalize,
+)
+from rpx_cli.ops.resize import RESIZE_METHODS, resize
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
+from rpx_cli.tasks.registry import register_task
+
+ALIGN_METHODS = ("none", "median", "ls_affine", "ls_disparity")
+
+_INFO = {
+    "absrel": MetricInfo("lower", "mean(|p - g| / g)"),
+    "sqrel": MetricInfo("lower", "mean((p - g)^2 / g) (Eigen et al. convention, divided by g, not g^2)"),
+    "rmse": MetricInfo("lower", "sqrt(mean((p - g)^2)), metres"),
+    "rmse_log": MetricInfo("lower", "sqrt(mean((ln p - ln g)^2))"),
+    "log10": MetricInfo("lower", "mean(|log10 p - log10 g|)"),
+    "silog": MetricInfo("lower", "sqrt(mean(d^2) - mean(d)^2), d = ln p - ln g; unscaled (no x100)"),
+    "delta1": MetricInfo("higher", "fraction of pixels with max(p/g, g/p) < 1.25 (strict)"),
+    "delta2": MetricInfo("higher", "fraction of pixels with max(p/g, g/p) < 1.25^2 (strict)"),
+    "delta3": MetricInfo("higher", "fraction of pixels with max(p/g, g/p) < 1.25^3 (strict)"),
+    "n_valid": MetricInfo("none", "valid GT pixels (finite, > 0, strictly inside the caps)"),
+}
+_EIGHT_BIT_IMAGE = ("png", "pgm", "tiff")
+
+
+def parse_range(text: str) -> tuple[float, float | None]:
+    """``A:B`` (min inclusive, max exclusive, metres) or ``A:`` (open-ended)."""
+    low_text, sep, high_text = text.partition(":")
+    if not sep or not low_text.strip():
+        raise ValueError(f"expected A:B or A: (metres), got {text!r}")
+    try:
+        low = float(low_text)
+        high = float(high_text) if high_text.strip() else None
+    except ValueError:
+        raise ValueError(f"expected numbers in A:B, got {text!r}") from None
+    if not math.isfinite(low) or (high is not None and not math.isfinite(high)):
+        raise ValueError(f"band limits must be finite, got {text!r} (use A: for open-ended)")
+    if high is not None and not low < high:
+        raise ValueError(f"band {text!r} is empty: A must be below B")
+    return low, high
+
+
+class DepthMap(NamedTuple):
+    """Depth in metres (float32 or float64; integer sources divided by the depth scale)."""
+
+    values: np.ndarray
+
+
+def to_depth(array: np.ndarray, fmt: str, depth_scale: float, path: str) -> DepthMap:
+    """Check and scale a loaded array: 2-D, numeric, integers / ``depth_scale``."""
+    if array.ndim == 3 and 1 in (array.shape[0], array.shape[2]):
+        array = array.reshape(array.shape[1:] if array.shape[0] == 1 else array.shape[:2])
+    if array.ndim != 2:
+        raise InputError(f"depth map must be 2-D (H, W), got shape {array.shape}", path=path)
+    if array.dtype == np.uint8 and fmt in _EIGHT_BIT_IMAGE:
+        raise InputError(
+            "8-bit depth image: a depth map saved through an 8-bit path has lost its values; "
+            "save depth as 16-bit PNG (millimetres) or .npy",
+            path=path,
+        )
+    kind = array.dtype.kind
+    if kind in "iu":
+        return DepthMap(array.astype(np.float64) / depth_scale)
+    if kind == "f":
+        return DepthMap(array if array.dtype.itemsize >= 4 else array.astype(np.float32))
+    raise InputError(f"depth map has unsupported dtype {array.dtype}", path=path)
+
+
+@register_task
+class Depth(Task):
+    name = "depth"
+    report_schema = "rpx.eval"
+    suffixes = (".npy", ".npz", ".png", ".pgm", ".tif", ".tiff")
+    help = "Monocular depth: AbsRel, SqRel, RMSE, RMSE log, log10, SILog, delta < 1.25^k."
+    metrics = _INFO
+    options = (
+        Option("depth_scale", "--depth-scale", "float", 1000.0, minimum=0.0, open_min=True,
+               help="Integer depth (16-bit PNG/PGM/TIFF, integer .npy) is divided by this to "
+                    "get metres: 1000 = millimetres, 256 = KITTI."),
+        Option("min_depth", "--min-depth", "float", None, minimum=0.0,
+               help="Evaluate only GT depths strictly above this (metres)."),
+        Option("max_depth", "--max-depth", "float", None, minimum=0.0, open_min=True,
+               help="Evaluate only GT depths strictly below this (metres)."),
+        Option("ranges", "--range", "parsed", (), multiple=True, parse=parse_range, metavar="A:B",
+               help="Also report every metric for GT depth in [A, B) metres, suffixed like "
+                    "absrel_0p3m_1m; A: is open-ended. Repeatable."),
+        Option("align", "--align", "choice", "none", choices=ALIGN_METHODS,
+               help="Per-frame alignment of relative-depth predictions, fitted on valid pixels."),
+        Option("resize_pred", "--resize-pred", "choice", None, choices=RESIZE_METHODS,
+               help="Resize predictions to the GT size instead of failing on a shape mismatch."),
+    )
+    default_params = {option.param: option.default for option in options}
+
+    # --- parameters -------------------------------------------------------------------
+
+    def validate_params(self, params: Params) -> None:
+        scale = params["depth_scale"]
+        if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
+            raise ParameterError(f"depth scale must be a positive number, got {scale}")
+        low, high = params["min_depth"], params["max_depth"]
+        for name, value in (("min depth", low), ("max depth", high)):
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise ParameterError(f"{name} must be a non-negative number, got {value}")
+        if low is not None and high is not None and not low < high:
+            raise ParameterError(f"min depth {low} must be below max depth {high}")
+        if params["align"] not in ALIGN_METHODS:
+            raise ParameterError(f"align must be one of {', '.join(ALIGN_METHODS)}")
+        if params["resize_pred"] not in (None, *RESIZE_METHODS):
+            raise ParameterError(f"resize-pred must be one of {', '.join(RESIZE_METHODS)}")
+        suffixes = [band_suffix(*band) for band in params["ranges"]]
+        if len(set(suffixes)) != len(suffixes):
+            raise ParameterError("the same --range is given twice")
+
+    def normalise_params(self, params: Params) -> dict[str, Any]:
+        try:
+            ranges = [parse_range(r) if isinstance(r, str) else tuple(r) for r in params["ranges"]]
+        except ValueError as exc:
+            raise ParameterError(f"--range: {exc}") from None
+        return {**params, "depth_scale": float(params["depth_scale"]),
+                "ranges": [[float(low), None if high is None else float(high)] for low, high in ranges]}
+
+    def metric_info(self, params: Params) -> dict[str, MetricInfo]:
+        info = dict(self.metrics)
+        if params.get("min_depth") is not None or params.get("max_depth") is not None:
+            info["n_capped"] = MetricInfo("none", "GT pixels excluded by --min-depth/--max-depth")
+        if params.get("align", "none") != "none":
+            info["align_scale"] = MetricInfo("none", f"fitted scale ({params['align']})")
+            info["align_shift"] = MetricInfo("none", f"fitted shift ({params['align']})")
+        for low, high in params.get("ranges", ()):
+            suffix = band_suffix(low, high)
+            for metric in METRICS:
+                base = self.metrics[metric]
+                info[f"{metric}_{suffix}"] = MetricInfo(base.direction, f"{base.description}, "
+                                                        f"GT depth in [{low:g}, "
+                                                        f"{'inf' if high is None else f'{high:g}'}) m")
+            info[f"n_valid_{suffix}"] = MetricInfo("none", "valid GT pixels in the band")
+        return info
+
+    # --- per pair ---------------------------------------------------------------------
+
+    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn) -> DepthMap:
+        loaded = read_array(path, buffer, npz_key="depth")
+        return to_depth(loaded.array, loaded.format, params["depth_scale"], path)
+
+    def empty_prediction(self, gt: DepthMap, params: Params) -> DepthMap:
+        return DepthMap(np.zeros(gt.values.shape, dtype=np.float32))
+
+    def evaluate(self, pred: DepthMap, gt: DepthMap, params: Params, *, pred_path: str | None,
+                 gt_path: str) -> dict[str, Any]:
+        p, g = pred.values, gt.values
+        if p.shape != g.shape:
+            if params["resize_pred"] is None:
+                raise InputError(
+                    f"shapes differ: {pred_path} is {_hw(p)}, {gt_path} is {_hw(g)} "
+                    "(--resize-pred nearest|bilinear resizes predictions)",
+                    path=pred_path,
+                )
+            p = resize(p, g.shape, params["resize_pred"])
+        low, high = params["min_depth"], params["max_depth"]
+        capped = low is not None or high is not None
+        valid = np.greater(g, 0.0 if low is None else low)
+        valid &= np.less(g, np.inf if high is None else high)
+        n_valid = int(np.count_nonzero(valid))
+        row: dict[str, Any] = {}
+        if capped:
+            row["n_capped"] = int(np.count_nonzero((g > 0) & (g < np.inf))) - n_valid
+        if n_valid == g.size:
+            p_valid, g_valid = p.ravel(), g.ravel()
+        else:
+            p_valid, g_valid = p[valid], g[valid]
+        finite = int(np.count_nonzero(np.isfinite(p_valid)))
+        if finite != n_valid:
+            raise InputError(
+                f"prediction has {n_valid - finite} non-finite value(s) (NaN or inf) at valid GT "
+                "pixels",
+                path=pred_path,
+            )
+        try:
+            aligned, scale, shift = align(p_valid.astype(np.float64), g_valid.astype(np.float64),
+                                          params["align"])
+        except InputError as exc:
+            raise InputError(str(exc), path=pred_path) from None
+        p64 = np.maximum(aligned, PRED_FLOOR)
+        g64 = g_valid.astype(np.float64)
+        terms = PixelTerms(p64, g64)
+        sums = {"": terms.sums()}
+        for band_low, band_high in params["ranges"]:
+            sums[band_suffix(band_low, band_high)] = terms.sums(band_weight(g64, band_low, band_high))
+        row.update(finalize(sums[""]))
+        row["n_valid"] = n_valid
+        if params["align"] != "none":
+            row["align_scale"], row["align_shift"] = scale, shift
+        for suffix, band in sums.items():
+            if suffix:
+                row.update({f"{k}_{suffix}": v for k, v in finalize(band).items()})
+                row[f"n_valid_{suffix}"] = band.n
+        row["_sums"] = sums
+        return row
+
+    # --- over all rows ------------------------------------------------------------------
+
+    def summarize(self, rows: list[dict[str, Any]], params: Params) -> dict[str, Any]:
+        suffixes = [""] + [band_suffix(low, high) for low, high in params["ranges"]]
+        aggregate: dict[str, Any] = {}
+        dataset: dict[str, Any] = {}
+        for suffix in suffixes:
+            tail = f"_{suffix}" if suffix else ""
+            for metric in METRICS:
+                values = [row[metric + tail] for row in rows if row[metric + tail] is not None]
+                aggregate[metric + tail] = math.fsum(values) / len(values) if values else None
+            aggregate["n_empty" + tail] = sum(1 for row in rows if row["_sums"][suffix].n == 0)
+            pooled: DepthSums = combine([row["_sums"][suffix] for row in rows])
+            dataset.update({k + tail: v for k, v in finalize(pooled).items()})
+            dataset["n_valid" + tail] = pooled.n
+        if params["min_depth"] is not None or params["max_depth"] is not None:
+            dataset["n_capped"] = sum(row["n_capped"] for row in rows)
+        aggregate["n_frames"] = len(rows)
+        return {"aggregate": aggregate, "dataset": dataset}
+
+
+def _hw(array: np.ndarray) -> str:
+    return "x".join(str(n) for n in reversed(array.shape))

@@ -1,0 +1,390 @@
+"""``rpx eval depth``: hand-computed cases, a float64 reference, invariants, CLI behaviour."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from conftest import write_npy, write_pgm, write_png
+from rpx_cli.errors import InputError
+from rpx_cli.ops.depth import METRICS, PixelTerms, align, band_suffix, combine, finalize
+from rpx_cli.tasks.depth import parse_range
+
+# --- an independent reference: the textbook formulas, float64, valid pixels only --------
+
+
+def reference(pred: np.ndarray, gt: np.ndarray, *, low=None, high=None) -> dict:
+    pred = np.asarray(pred, np.float64).ravel()
+    gt = np.asarray(gt, np.float64).ravel()
+    valid = np.isfinite(gt) & (gt > 0)
+    if low is not None:
+        valid &= gt > low
+    if high is not None:
+        valid &= gt < high
+    p, g = np.maximum(pred[valid], 1e-6), gt[valid]
+    if g.size == 0:
+        return dict.fromkeys(METRICS)
+    d = np.log(p) - np.log(g)
+    thresh = np.maximum(p / g, g / p)
+    return {
+        "absrel": np.mean(np.abs(p - g) / g),
+        "sqrel": np.mean((p - g) ** 2 / g),
+        "rmse": np.sqrt(np.mean((p - g) ** 2)),
+        "rmse_log": np.sqrt(np.mean(d**2)),
+        "log10": np.mean(np.abs(np.log10(p) - np.log10(g))),
+        "silog": np.sqrt(max(np.mean(d**2) - np.mean(d) ** 2, 0.0)),
+        "delta1": np.mean(thresh < 1.25),
+        "delta2": np.mean(thresh < 1.25**2),
+        "delta3": np.mean(thresh < 1.25**3),
+    }
+
+
+def close(got: dict, expected: dict, rel: float = 1e-9) -> None:
+    for key, value in expected.items():
+        if value is None:
+            assert got[key] is None, key
+        elif key == "silog":  # ~0 when the log-ratio is near constant: compare absolutely too
+            assert got[key] == pytest.approx(value, rel=rel, abs=1e-7), key
+        else:
+            assert got[key] == pytest.approx(value, rel=rel, abs=0), key
+
+
+def frame_metrics(pred, gt) -> dict:
+    p = np.maximum(np.asarray(pred, np.float64).ravel(), 1e-6)
+    g = np.asarray(gt, np.float64).ravel()
+    return finalize(PixelTerms(p, g).sums())
+
+
+# --- hand-computed ------------------------------------------------------------------------
+
+
+def test_reference_case_from_the_issue(rpx, tmp_path: Path) -> None:
+    write_npy(tmp_path / "gt/a.npy", np.array([[1.0, 2.0], [0.0, 4.0]]))
+    write_npy(tmp_path / "pred/a.npy", np.array([[1.1, 1.5], [9.0, 5.0]]))
+    row = rpx(f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'}").json["rows"][0]
+    # valid pixels: (1.1, 1), (1.5, 2), (5, 4); the GT 0 pixel is ignored
+    assert row["n_valid"] == 3
+    assert row["rmse"] == pytest.approx(math.sqrt((0.1**2 + 0.5**2 + 1.0**2) / 3), rel=1e-12)
+    assert row["rmse"] == pytest.approx(0.6480740698407860, rel=1e-12)
+    assert row["absrel"] == pytest.approx((0.1 / 1 + 0.5 / 2 + 1 / 4) / 3, rel=1e-12)
+    assert row["sqrel"] == pytest.approx((0.1**2 / 1 + 0.5**2 / 2 + 1**2 / 4) / 3, rel=1e-12)
+    assert row["delta1"] == 1 / 3  # 2/1.5 = 1.33 and 5/4 = 1.25 (strict) fail
+    assert row["delta2"] == 1.0 and row["delta3"] == 1.0
+    d = [math.log(1.1), math.log(0.75), math.log(1.25)]
+    assert row["rmse_log"] == pytest.approx(math.sqrt(sum(x * x for x in d) / 3), rel=1e-12)
+    mean = sum(d) / 3
+    assert row["silog"] == pytest.approx(math.sqrt(sum(x * x for x in d) / 3 - mean**2), rel=1e-12)
+    assert row["log10"] == pytest.approx(sum(abs(x) for x in d) / 3 / math.log(10), rel=1e-12)
+
+
+def test_delta_is_strict() -> None:
+    metrics = frame_metrics([[1.25]], [[1.0]])
+    assert metrics["delta1"] == 0.0 and metrics["delta2"] == 1.0
+    metrics = frame_metrics([[1.0]], [[1.25]])  # g/p = 1.25: the other side is strict too
+    assert metrics["delta1"] == 0.0 and metrics["delta2"] == 1.0
+
+
+def test_scaled_prediction() -> None:
+    gt = np.array([[1.0, 2.0, 5.0, 10.0]])
+    metrics = frame_metrics(0.9 * gt, gt)
+    assert metrics["absrel"] == pytest.approx(0.1, rel=1e-12)
+    assert metrics["delta1"] == 1.0
+    assert metrics["silog"] == pytest.approx(0.0, abs=1e-12)  # constant log ratio
+    assert metrics["rmse_log"] == pytest.approx(-math.log(0.9), rel=1e-12)
+
+
+def test_perfect_prediction_scores_ideal() -> None:
+    gt = np.linspace(0.5, 20, 50).reshape(5, 10)
+    metrics = frame_metrics(gt, gt)
+    assert metrics["absrel"] == metrics["sqrel"] == metrics["rmse"] == 0.0
+    assert metrics["rmse_log"] == metrics["log10"] == metrics["silog"] == 0.0
+    assert metrics["delta1"] == metrics["delta2"] == metrics["delta3"] == 1.0
+
+
+def test_prediction_is_clipped_below_at_1e_minus_6() -> None:
+    metrics = frame_metrics([[0.0, -5.0]], [[2.0, 2.0]])
+    assert metrics["absrel"] == pytest.approx((2 - 1e-6) / 2, rel=1e-12)
+    assert metrics["rmse_log"] == pytest.approx(math.log(2 / 1e-6), rel=1e-12)
+    assert metrics["delta3"] == 0.0
+
+
+def test_band_suffixes_are_autoware_style() -> None:
+    assert band_suffix(0.3, 1.0) == "0p3m_1m"
+    assert band_suffix(2.5, None) == "2p5m_inf"
+    assert band_suffix(-1.0, 0.0) == "minus1m_0m"
+    assert band_suffix(10.0, 80.0) == "10m_80m"
+    assert parse_range("0.3:1") == (0.3, 1.0) and parse_range("2.5:") == (2.5, None)
+    for bad in ["1", ":3", "3:1", "a:b", "1:inf", "nan:2"]:
+        with pytest.raises(ValueError):
+            parse_range(bad)
+
+
+def test_bands_min_inclusive_max_exclusive(rpx, tmp_path: Path) -> None:
+    gt = np.array([[0.5, 1.0, 1.5, 2.0]])
+    pred = np.array([[0.6, 1.0, 1.5, 3.0]])
+    write_npy(tmp_path / "gt/a.npy", gt)
+    write_npy(tmp_path / "pred/a.npy", pred)
+    report = rpx(f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'} "
+                 "--range 1:2 --range 2: --range 5:9").json
+    row = report["rows"][0]
+    assert row["n_valid_1m_2m"] == 2 and row["absrel_1m_2m"] == 0.0  # 1.0 and 1.5, not 2.0
+    assert row["n_valid_2m_inf"] == 1 and row["absrel_2m_inf"] == 0.5
+    assert row["n_valid_5m_9m"] == 0 and row["absrel_5m_9m"] is None  # empty band: null
+    assert report["aggregate"]["n_empty_5m_9m"] == 1
+    assert report["dataset"]["n_valid_1m_2m"] == 2
+    assert report["metric_info"]["absrel_1m_2m"]["direction"] == "lower"
+    assert report["metric_info"]["delta1_2m_inf"]["direction"] == "higher"
+
+
+def test_caps_are_strict_and_counted(rpx, tmp_path: Path) -> None:
+    gt = np.array([[0.5, 1.0, 5.0, 10.0, 20.0]])
+    write_npy(tmp_path / "gt/a.npy", gt)
+    write_npy(tmp_path / "pred/a.npy", gt * 1.1)
+    report = rpx(f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'} "
+                 "--min-depth 1 --max-depth 10").json
+    row = report["rows"][0]
+    assert row["n_valid"] == 1 and row["n_capped"] == 4  # only 5.0 is strictly inside
+    assert report["dataset"]["n_capped"] == 4
+
+
+def test_alignment_recovers_scale_and_shift() -> None:
+    rng = np.random.default_rng(1)
+    gt = rng.uniform(0.5, 10, 500)
+    aligned, scale, shift = align(2.0 * gt, gt, "median")
+    assert scale == pytest.approx(0.5, rel=1e-12) and shift is None
+    np.testing.assert_allclose(aligned, gt, rtol=1e-12)
+    aligned, scale, shift = align(2.0 * gt + 1.0, gt, "ls_affine")
+    assert (scale, shift) == (pytest.approx(0.5, rel=1e-12), pytest.approx(-0.5, rel=1e-9))
+    np.testing.assert_allclose(aligned, gt, rtol=1e-9)
+    disparity = 3.0 / gt + 0.2  # a relative-disparity model: 1/p = (1/g - 0.2/..)
+    pred = 1.0 / disparity
+    aligned, scale, shift = align(pred, gt, "ls_disparity")
+    np.testing.assert_allclose(aligned, gt, rtol=1e-9)
+    assert scale == pytest.approx(1 / 3, rel=1e-9) and shift == pytest.approx(-0.2 / 3, rel=1e-9)
+
+
+def test_alignment_reported_per_row(rpx, tmp_path: Path) -> None:
+    gt = np.linspace(1, 5, 20).reshape(4, 5)
+    write_npy(tmp_path / "gt/a.npy", gt)
+    write_npy(tmp_path / "pred/a.npy", (gt * 3 + 2).astype(np.float32))
+    args = f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'}"
+    row = rpx(args + " --align ls_affine").json["rows"][0]
+    assert row["align_scale"] == pytest.approx(1 / 3, rel=1e-6)
+    assert row["align_shift"] == pytest.approx(-2 / 3, rel=1e-6)
+    assert row["absrel"] == pytest.approx(0.0, abs=1e-6)
+    none = rpx(args).json
+    assert "align_scale" not in none["rows"][0] and none["params"]["align"] == "none"
+
+
+def test_degenerate_alignment() -> None:
+    gt = np.array([1.0, 2.0, 3.0])
+    aligned, scale, shift = align(np.full(3, 4.0), gt, "ls_affine")
+    assert scale == 0.0 and shift == 2.0
+    with pytest.raises(InputError, match="positive median"):
+        align(np.zeros(3), gt, "median")
+
+
+# --- against the reference, on random data -----------------------------------------------
+
+
+def random_pair(rng, shape=(37, 53), holes=0.2):
+    gt = rng.uniform(0.2, 30.0, shape)
+    gt[rng.random(shape) < holes] = 0.0
+    gt[rng.random(shape) < 0.02] = np.nan
+    pred = gt * np.exp(rng.normal(0, 0.2, shape)) + rng.normal(0, 0.05, shape)
+    pred[~np.isfinite(gt)] = np.inf  # garbage where GT is invalid is ignored
+    return pred, gt
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_rows_aggregate_and_dataset_match_the_reference(rpx, tmp_path: Path, dtype) -> None:
+    rng = np.random.default_rng(5)
+    pairs = [random_pair(rng) for _ in range(6)]
+    for index, (pred, gt) in enumerate(pairs):
+        write_npy(tmp_path / f"pred/{index}.npy", pred.astype(dtype))
+        write_npy(tmp_path / f"gt/{index}.npy", gt.astype(dtype))
+    report = rpx(f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'} "
+                 "--max-depth 25 --range 0:5 --range 5:").json
+    refs = [reference(p.astype(dtype), g.astype(dtype), high=25) for p, g in pairs]
+    for row, ref in zip(report["rows"], refs, strict=True):
+        close(row, ref)
+    for metric in METRICS:
+        assert report["aggregate"][metric] == pytest.approx(np.mean([r[metric] for r in refs]), rel=1e-9)
+    pooled_pred = np.concatenate([p.astype(dtype).ravel() for p, _ in pairs])
+    pooled_gt = np.concatenate([g.astype(dtype).ravel() for _, g in pairs])
+    close(report["dataset"], reference(pooled_pred, pooled_gt, high=25))
+    band = reference(np.where(pooled_gt < 5, pooled_pred, 0), np.where(pooled_gt < 5, pooled_gt, 0))
+    close({k[: -len("_0m_5m")]: v for k, v in report["dataset"].items() if k.endswith("_0m_5m")
+           and not k.startswith("n_")}, band)
+
+
+def test_combine_is_exact_pooling() -> None:
+    rng = np.random.default_rng(2)
+    parts, preds, gts = [], [], []
+    for size in (1, 50, 300):
+        g = rng.uniform(1, 10, size)
+        p = g * np.exp(rng.normal(0.3, 0.1, size))
+        parts.append(PixelTerms(p, g).sums())
+        preds.append(p)
+        gts.append(g)
+    close(finalize(combine(parts)), reference(np.concatenate(preds), np.concatenate(gts)), rel=1e-12)
+
+
+# --- invariants ---------------------------------------------------------------------------
+
+positive = hnp.arrays(np.float64, st.integers(1, 60), elements=st.floats(0.05, 100))
+
+
+@settings(max_examples=80, deadline=None)
+@given(gt=positive, data=st.data())
+def test_pixel_order_does_not_matter(gt, data) -> None:
+    noise = data.draw(hnp.arrays(np.float64, gt.shape, elements=st.floats(0.5, 2.0)))
+    pred = gt * noise
+    order = data.draw(st.permutations(range(gt.size)))
+    a, b = frame_metrics(pred, gt), frame_metrics(pred[order], gt[order])
+    for metric in METRICS:
+        assert a[metric] == pytest.approx(b[metric], rel=1e-12, abs=1e-12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(gt=positive, data=st.data(), factor=st.sampled_from([0.001, 0.5, 4.0, 1000.0]))
+def test_scaling_both_maps_keeps_relative_metrics(gt, data, factor) -> None:
+    noise = data.draw(hnp.arrays(np.float64, gt.shape, elements=st.floats(0.5, 2.0)))
+    pred = gt * noise
+    a, b = frame_metrics(pred, gt), frame_metrics(pred * factor, gt * factor)
+    for metric in ("absrel", "rmse_log", "log10", "silog"):
+        assert b[metric] == pytest.approx(a[metric], rel=1e-9, abs=1e-12)
+    assert b["rmse"] == pytest.approx(a["rmse"] * factor, rel=1e-9)
+    # a pixel sitting on a threshold may move by an ulp when scaled: allow one pixel
+    for metric in ("delta1", "delta2", "delta3"):
+        assert abs(b[metric] - a[metric]) <= 1 / gt.size + 1e-15
+
+
+# --- edge cases through the CLI -----------------------------------------------------------
+
+
+def dirs(root: Path) -> str:
+    return f"--pred-dir {root / 'pred'} --gt-dir {root / 'gt'}"
+
+
+def test_frame_without_valid_pixels_is_null_not_perfect(rpx, tmp_path: Path) -> None:
+    write_npy(tmp_path / "gt/a.npy", np.zeros((4, 4)))
+    write_npy(tmp_path / "pred/a.npy", np.ones((4, 4)))
+    write_npy(tmp_path / "gt/b.npy", np.full((4, 4), 2.0))
+    write_npy(tmp_path / "pred/b.npy", np.full((4, 4), 2.2))
+    report = rpx(f"eval depth {dirs(tmp_path)}").json
+    empty = report["rows"][0]
+    assert empty["n_valid"] == 0 and all(empty[m] is None for m in METRICS)
+    assert report["aggregate"]["n_empty"] == 1
+    assert report["aggregate"]["absrel"] == pytest.approx(0.1)  # the empty frame is not a 0
+    assert report["aggregate"]["n_frames"] == 2
+
+
+def test_non_finite_prediction_at_a_valid_pixel_is_an_input_error(rpx, tmp_path: Path) -> None:
+    gt = np.ones((3, 3))
+    gt[0, 0] = 0.0
+    pred = np.ones((3, 3))
+    pred[0, 0] = np.nan  # at an invalid GT pixel: ignored
+    write_npy(tmp_path / "gt/a.npy", gt)
+    write_npy(tmp_path / "pred/a.npy", pred)
+    assert rpx(f"eval depth {dirs(tmp_path)}").exit_code == 0
+    pred[1, 1] = np.inf
+    pred[2, 2] = np.nan
+    write_npy(tmp_path / "pred/a.npy", pred)
+    run = rpx(f"eval depth {dirs(tmp_path)}")
+    assert run.exit_code == 1 and run.stdout == ""
+    assert "2 non-finite value(s)" in run.stderr and str(tmp_path / "pred/a.npy") in run.stderr
+
+
+def test_shape_mismatch_and_resize(rpx, tmp_path: Path) -> None:
+    write_npy(tmp_path / "gt/a.npy", np.full((4, 6), 2.0))
+    write_npy(tmp_path / "pred/a.npy", np.full((2, 3), 2.0))
+    run = rpx(f"eval depth {dirs(tmp_path)}")
+    assert run.exit_code == 1
+    assert "pred/a.npy is 3x2" in run.stderr and "gt/a.npy is 6x4" in run.stderr
+    for method in ("nearest", "bilinear"):
+        report = rpx(f"eval depth {dirs(tmp_path)} --resize-pred {method}").json
+        assert report["rows"][0]["absrel"] == 0.0 and report["params"]["resize_pred"] == method
+
+
+def test_formats_and_depth_scale(rpx, tmp_path: Path) -> None:
+    mm = np.array([[1000, 2000], [0, 65535]], np.uint16)
+    write_png(tmp_path / "gt/png.png", mm)
+    write_pgm(tmp_path / "gt/pgm.pgm", mm)
+    write_npy(tmp_path / "gt/ints.npy", mm.astype(np.int32))
+    metres = mm / 1000.0
+    (tmp_path / "pred").mkdir(exist_ok=True)
+    np.savez(tmp_path / "pred/png.npz", depth=metres.astype(np.float16))
+    write_npy(tmp_path / "pred/pgm.npy", metres.astype(np.float32))
+    import imageio.v3 as iio
+
+    iio.imwrite(tmp_path / "pred/ints.tif", metres.astype(np.float32))
+    report = rpx(f"eval depth {dirs(tmp_path)}").json
+    rows = {row["stem"]: row for row in report["rows"]}
+    assert rows["pgm"]["absrel"] == pytest.approx(0.0, abs=1e-7)
+    assert rows["ints"]["absrel"] == pytest.approx(0.0, abs=1e-7)
+    assert rows["png"]["absrel"] == pytest.approx(0.0, abs=1e-3)  # float16 rounding
+    assert all(row["n_valid"] == 3 for row in rows.values())
+    kitti = rpx(f"eval depth {dirs(tmp_path)} --depth-scale 256").json
+    assert kitti["rows"][1]["absrel"] > 0.7  # (1 - 1000/256) / (1000/256) ≈ 0.74: a wrong scale shows
+
+
+def test_eight_bit_depth_image_is_refused(rpx, tmp_path: Path) -> None:
+    write_png(tmp_path / "gt/a.png", np.full((4, 4), 20, np.uint8))
+    write_npy(tmp_path / "pred/a.npy", np.ones((4, 4)))
+    run = rpx(f"eval depth {dirs(tmp_path)}")
+    assert run.exit_code == 1 and "8-bit depth image" in run.stderr and "a.png" in run.stderr
+
+
+def test_missing_prediction_error_skip_empty(rpx, tmp_path: Path) -> None:
+    write_npy(tmp_path / "gt/a.npy", np.full((2, 2), 2.0))
+    write_npy(tmp_path / "pred/a.npy", np.full((2, 2), 2.0))
+    write_npy(tmp_path / "gt/b.npy", np.full((2, 2), 3.0))
+    run = rpx(f"eval depth {dirs(tmp_path)}")  # eval default: error
+    assert run.exit_code == 1 and "gt/b.npy" in run.stderr
+    skip = rpx(f"eval depth {dirs(tmp_path)} --missing skip").json
+    assert skip["n_pairs"] == 1 and skip["unpaired"]["gt_only"] == ["b"]
+    empty = rpx(f"eval depth {dirs(tmp_path)} --missing empty").json
+    missing = empty["rows"][1]
+    assert missing["pred_path"] is None and missing["delta3"] == 0.0
+    assert missing["absrel"] == pytest.approx((3 - 1e-6) / 3)
+
+
+@pytest.mark.parametrize("flags", ["--depth-scale 0", "--depth-scale -1", "--range 3:1",
+                                   "--range x", "--min-depth -1", "--min-depth 5 --max-depth 2",
+                                   "--align magic", "--resize-pred cubic", "--range 1:2 --range 1:2"])
+def test_bad_depth_flags_are_usage_errors(rpx, tmp_path: Path, flags: str) -> None:
+    write_npy(tmp_path / "gt/a.npy", np.ones((2, 2)))
+    write_npy(tmp_path / "pred/a.npy", np.ones((2, 2)))
+    run = rpx(f"eval depth {dirs(tmp_path)} {flags}")
+    assert run.exit_code == 2, run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_metric_info_names_conventions(rpx, tmp_path: Path) -> None:
+    write_npy(tmp_path / "gt/a.npy", np.ones((2, 2)))
+    write_npy(tmp_path / "pred/a.npy", np.ones((2, 2)))
+    info = rpx(f"eval depth {dirs(tmp_path)}").json["metric_info"]
+    assert "Eigen" in info["sqrel"]["description"]
+    assert "unscaled" in info["silog"]["description"]
+    assert info["delta1"]["direction"] == "higher" and info["absrel"]["direction"] == "lower"
+
+
+def test_jobs_do_not_change_the_depth_report(rpx, tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    for index in range(9):
+        pred, gt = random_pair(rng, (20, 30))
+        write_npy(tmp_path / f"pred/s{index}.npy", pred.astype(np.float32))
+        write_npy(tmp_path / f"gt/s{index}.npy", gt.astype(np.float32))
+    reports = []
+    for jobs in (1, 2):
+        report = rpx(f"eval depth {dirs(tmp_path)} --range 0:10 --jobs {jobs}").json
+        report.pop("run_provenance")
+        reports.append(report)
+    assert reports[0] == reports[1]
