@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import write_npy, write_pgm, write_png
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from conftest import write_npy, write_pgm, write_png
 from rpx_cli.errors import InputError
 from rpx_cli.ops.depth import METRICS, PixelTerms, align, band_suffix, combine, finalize
 from rpx_cli.tasks.depth import parse_range
@@ -184,7 +184,7 @@ def test_alignment_reported_per_row(rpx, tmp_path: Path) -> None:
 
 def test_degenerate_alignment() -> None:
     gt = np.array([1.0, 2.0, 3.0])
-    aligned, scale, shift = align(np.full(3, 4.0), gt, "ls_affine")
+    _, scale, shift = align(np.full(3, 4.0), gt, "ls_affine")
     assert scale == 0.0 and shift == 2.0
     with pytest.raises(InputError, match="positive median"):
         align(np.zeros(3), gt, "median")

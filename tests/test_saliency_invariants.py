@@ -7,12 +7,12 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from conftest import write_npy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import rpx_cli
-from conftest import write_npy
 
 MASKS = st.lists(
     st.tuples(hnp.arrays(np.float32, (8, 12), elements=st.floats(0, 1, width=32)),
