@@ -1,7 +1,8 @@
 """Golden cases: every ``fixtures/<command>/<case>/`` folder, run through the CLI.
 
-A case holds ``pred/``, ``gt/``, ``args`` (flags on one line) and ``expected.json`` (the
-report without ``run_provenance``). ``pytest --update-golden`` rewrites expected.json for
+A case holds ``pred/``, ``gt/``, ``args`` (flags on one line; it may name other folders
+with ``--pred-dir``/``--gt-dir``) and ``expected.json`` (the report without
+``run_provenance``). ``pytest --update-golden`` rewrites expected.json for
 review; it never passes silently.
 """
 
@@ -14,15 +15,19 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
+EVAL_TASKS = {"depth", "segmentation", "detection", "grounding", "pose", "keypoints", "tracking",
+              "sparse-depth", "nvs"}
 CASES = sorted(p.parent for p in FIXTURES.glob("*/*/args"))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.parent.name}/{c.name}" for c in CASES])
 def test_golden(case: Path, rpx, monkeypatch: pytest.MonkeyPatch, request) -> None:
     monkeypatch.chdir(case)
-    command = case.parent.name
+    command = ["eval", case.parent.name] if case.parent.name in EVAL_TASKS else [case.parent.name]
     args = shlex.split((case / "args").read_text())
-    run = rpx([command, "--pred-dir", "pred", "--gt-dir", "gt", *args, "--jobs", "1"])
+    if "--pred-dir" not in args:
+        args = ["--pred-dir", "pred", "--gt-dir", "gt", *args]
+    run = rpx([*command, *args, "--jobs", "1"])
     assert run.exit_code == 0, run.stderr
     report = run.json
     report.pop("run_provenance")

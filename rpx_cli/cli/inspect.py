@@ -41,7 +41,7 @@ def show(report: str, fmt: str) -> None:
     """
     from rpx_cli.console import render_table
     from rpx_cli.errors import InputError
-    from rpx_cli.report.render import context, headline, markdown
+    from rpx_cli.report.render import context, markdown, metric_table
     from rpx_cli.report.render import fmt as fmt_value
 
     document = _read_json(report)
@@ -51,8 +51,8 @@ def show(report: str, fmt: str) -> None:
         click.echo(markdown(document), nl=False)
         return
     title = f"rpx {document.get('task', document.get('schema', ''))} — {report}"
-    rows = [(name, fmt_value(value)) for name, value in headline(document)]
-    render_table(title, ["metric", "value"], rows)
+    columns, rows = metric_table(document)
+    render_table(title, columns, rows)
     render_table("run", ["", ""], [(name, fmt_value(value)) for name, value in context(document)])
 
 

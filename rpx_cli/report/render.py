@@ -33,6 +33,22 @@ def headline(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return figures
 
 
+def metric_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Columns and rows for display: ``metric | aggregate | dataset`` side by side when the
+    report has both (per-row mean next to pooled), else ``metric | value``."""
+    aggregate, dataset = report.get("aggregate"), report.get("dataset")
+    if isinstance(aggregate, Mapping) and isinstance(dataset, Mapping):
+        names = [k for k in aggregate if not isinstance(aggregate[k], Mapping)]
+        names += [k for k in dataset if k not in aggregate and not isinstance(dataset[k], Mapping)]
+        rows = [(name, fmt(aggregate.get(name, "")) if name in aggregate else "",
+                 fmt(dataset[name]) if name in dataset else "") for name in sorted(names)]
+        nested = [(name, value) for name, value in headline({"dataset": dataset})
+                  if name.count(".") > 1]
+        rows += [(name, "", fmt(value)) for name, value in nested]
+        return ["metric", "aggregate (mean of rows)", "dataset (pooled)"], rows
+    return ["metric", "value"], [(name, fmt(value)) for name, value in headline(report)]
+
+
 def context(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """What was evaluated: task, parameters, counts."""
     unpaired = report.get("unpaired") or {}
@@ -73,8 +89,10 @@ def summary_line(report: Mapping[str, Any], out: str) -> str:
 
 def markdown(report: Mapping[str, Any]) -> str:
     """A Markdown summary for a PR comment or ``$GITHUB_STEP_SUMMARY``."""
-    lines = [f"### rpx {report.get('task', '')} report", "", "| metric | value |", "|---|---:|"]
-    lines += [f"| `{name}` | {fmt(value)} |" for name, value in headline(report)]
+    columns, rows = metric_table(report)
+    lines = [f"### rpx {report.get('task', '')} report", "", "| " + " | ".join(columns) + " |",
+             "|---|" + "---:|" * (len(columns) - 1)]
+    lines += ["| `" + str(row[0]) + "` | " + " | ".join(str(c) for c in row[1:]) + " |" for row in rows]
     lines += ["", "| run | |", "|---|---|"]
     lines += [f"| {name} | {fmt(value)} |" for name, value in context(report)]
     gates = report.get("gates") or []
