@@ -183,8 +183,15 @@ class Depth(Task):
             p = resize(p, g.shape, params["resize_pred"])
         low, high = params["min_depth"], params["max_depth"]
         capped = low is not None or high is not None
-        valid = np.greater(g, 0.0 if low is None else low)
-        valid &= np.less(g, np.inf if high is None else high)
+        # float32 arithmetic where it is exact for the inputs (see PixelTerms)
+        work = np.float32 if p.dtype == g.dtype == np.float32 and params["align"] == "none" \
+            else np.float64
+        if capped:  # compare in float64: "min < g < max" exactly as written
+            valid = np.greater(g, np.float64(0.0 if low is None else low))
+            valid &= np.less(g, np.float64(np.inf if high is None else high))
+        else:
+            valid = np.greater(g, g.dtype.type(0))
+            valid &= np.less(g, g.dtype.type(np.inf))
         n_valid = int(np.count_nonzero(valid))
         row: dict[str, Any] = {}
         if capped:
@@ -200,17 +207,20 @@ class Depth(Task):
                 "pixels",
                 path=pred_path,
             )
-        try:
-            aligned, scale, shift = align(p_valid.astype(np.float64), g_valid.astype(np.float64),
-                                          params["align"])
-        except InputError as exc:
-            raise InputError(str(exc), path=pred_path) from None
-        p64 = np.maximum(aligned, PRED_FLOOR)
-        g64 = g_valid.astype(np.float64)
-        terms = PixelTerms(p64, g64)
+        scale = shift = None
+        if params["align"] != "none":
+            try:
+                p_valid, scale, shift = align(p_valid.astype(np.float64),
+                                              g_valid.astype(np.float64), params["align"])
+            except InputError as exc:
+                raise InputError(str(exc), path=pred_path) from None
+        p_work = np.maximum(p_valid, work(PRED_FLOOR), dtype=work)
+        g_work = g_valid.astype(work, copy=False)
+        terms = PixelTerms(p_work, g_work)
         sums = {"": terms.sums()}
         for band_low, band_high in params["ranges"]:
-            sums[band_suffix(band_low, band_high)] = terms.sums(band_weight(g64, band_low, band_high))
+            weight = band_weight(g_valid, band_low, band_high)
+            sums[band_suffix(band_low, band_high)] = terms.sums(weight)
         row.update(finalize(sums[""]))
         row["n_valid"] = n_valid
         if params["align"] != "none":
