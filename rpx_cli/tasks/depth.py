@@ -22,8 +22,9 @@ from rpx_cli.ops.depth import (
     DepthSums,
     PixelTerms,
     align,
+    apply_alignment,
     band_suffix,
-    band_weight,
+    band_mask,
     combine,
     finalize,
 )
@@ -196,31 +197,37 @@ class Depth(Task):
         row: dict[str, Any] = {}
         if capped:
             row["n_capped"] = int(np.count_nonzero((g > 0) & (g < np.inf))) - n_valid
-        if n_valid == g.size:
-            p_valid, g_valid = p.ravel(), g.ravel()
+        p, g = p.ravel(), g.ravel()
+        if n_valid < g.size:  # neutral invalid pixels (p = g = 1): see PixelTerms
+            valid = valid.ravel()
+            p = np.where(valid, p, p.dtype.type(1))
+            g = np.where(valid, g, g.dtype.type(1))
         else:
-            p_valid, g_valid = p[valid], g[valid]
-        finite = int(np.count_nonzero(np.isfinite(p_valid)))
-        if finite != n_valid:
+            valid = None
+        finite = int(np.count_nonzero(np.isfinite(p)))
+        if finite != p.size:
             raise InputError(
-                f"prediction has {n_valid - finite} non-finite value(s) (NaN or inf) at valid GT "
+                f"prediction has {p.size - finite} non-finite value(s) (NaN or inf) at valid GT "
                 "pixels",
                 path=pred_path,
             )
         scale = shift = None
         if params["align"] != "none":
+            fit = slice(None) if valid is None else valid
             try:
-                p_valid, scale, shift = align(p_valid.astype(np.float64),
-                                              g_valid.astype(np.float64), params["align"])
+                _, scale, shift = align(p[fit].astype(np.float64), g[fit].astype(np.float64),
+                                        params["align"])
             except InputError as exc:
                 raise InputError(str(exc), path=pred_path) from None
-        p_work = np.maximum(p_valid, work(PRED_FLOOR), dtype=work)
-        g_work = g_valid.astype(work, copy=False)
-        terms = PixelTerms(p_work, g_work)
+            p = apply_alignment(p.astype(np.float64), params["align"], scale, shift)
+            if valid is not None:
+                p = np.where(valid, p, 1.0)
+        p_work = np.maximum(p, work(PRED_FLOOR), dtype=work)
+        g_work = g.astype(work, copy=False)
+        terms = PixelTerms(p_work, g_work, valid)
         sums = {"": terms.sums()}
         for band_low, band_high in params["ranges"]:
-            weight = band_weight(g_valid, band_low, band_high)
-            sums[band_suffix(band_low, band_high)] = terms.sums(weight)
+            sums[band_suffix(band_low, band_high)] = terms.sums(band_mask(g, band_low, band_high))
         row.update(finalize(sums[""]))
         row["n_valid"] = n_valid
         if params["align"] != "none":
