@@ -89,23 +89,26 @@ def run_evaluation(
     hooks = progress or ProgressHooks()
     advance = hooks.start(len(pairing.pairs))
     try:
-        result = run_pairs(task, pairing.pairs, params, jobs=jobs, progress=advance)
+        result = run_pairs(task, pairing.pairs, params, jobs=jobs, progress=advance,
+                           keep_rows=include_rows)
     finally:
         hooks.stop()
     if result.errors and on_error == "fail":
         raise EvaluationFailed(result.errors, len(pairing.pairs))
-    if not result.rows:
+    if not len(result.stats):
         raise EvaluationFailed(
             result.errors, len(pairing.pairs),
             f"none of the {len(pairing.pairs)} pairs could be evaluated; no report written",
         )
 
-    summary = task.summarize(result.rows, params)
+    n_pairs = len(result.stats)
+    summary = task.summarize(result.stats, params)
     report = build_report(
         task=task,
         params=params,
         summary=summary,
         rows=result.rows,
+        n_pairs=n_pairs,
         unpaired=pairing.unpaired,
         errors=result.errors,
         include_rows=include_rows,
@@ -134,11 +137,11 @@ def _check_pairing(pairing: Pairing, pred_dir: str, gt_dir: str, suffixes: tuple
                    missing: str) -> None:
     if missing == "error" and (pairing.pred_only or pairing.gt_only):
         problems = [
-            PairError(stem, os.path.join(gt_dir, pairing.gt_files[stem]),
+            PairError(stem, os.path.join(gt_dir, pairing.gt_only_files[stem]),
                       f"no prediction with this stem in {pred_dir}")
             for stem in pairing.gt_only
         ] + [
-            PairError(stem, os.path.join(pred_dir, pairing.pred_files[stem]),
+            PairError(stem, os.path.join(pred_dir, pairing.pred_only_files[stem]),
                       f"no ground truth with this stem in {gt_dir}")
             for stem in pairing.pred_only
         ]
@@ -151,8 +154,8 @@ def _check_pairing(pairing: Pairing, pred_dir: str, gt_dir: str, suffixes: tuple
     if not pairing.pairs:
         kinds = "/".join(suffixes)
         raise InputError(
-            f"no pairs to evaluate: {pred_dir} has {len(pairing.pred_files)} and {gt_dir} has "
-            f"{len(pairing.gt_files)} {kinds} file(s), and no stem is in both",
+            f"no pairs to evaluate: {pred_dir} has {pairing.n_pred_files} and {gt_dir} has "
+            f"{pairing.n_gt_files} {kinds} file(s), and no stem is in both",
             path=pred_dir,
         )
 

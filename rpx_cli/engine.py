@@ -10,11 +10,14 @@ import multiprocessing
 import os
 import signal
 import sys
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from rpx_cli.errors import PairError, RpxError, WorkerCrashed
 from rpx_cli.io.discover import Pair
@@ -26,23 +29,27 @@ Progress = Callable[[int], None]
 
 @dataclass
 class Outcome:
-    """What one pair produced: a row or an error, digests and warnings."""
+    """What one pair produced: statistics (and the public row, if kept) or an error."""
 
-    stem: str
+    stats: Sequence[float] | None
     row: dict[str, Any] | None
     error: PairError | None
-    pred_sha256: str | None
-    gt_sha256: str | None
+    pred_sha256: bytes | None
+    gt_sha256: bytes | None
     warnings: list[tuple[str, str]]
 
 
 @dataclass
 class RunResult:
+    """Everything the report needs, in stem order. ``stats`` holds one row of sufficient
+    statistics per evaluated pair; ``rows`` the public rows, when they were kept."""
+
+    stats: np.ndarray
     rows: list[dict[str, Any]] = field(default_factory=list)
     errors: list[PairError] = field(default_factory=list)
     warnings: dict[str, list[str]] = field(default_factory=dict)
-    pred_digests: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
-    gt_digests: dict[str, str] = field(default_factory=dict)
+    pred_digests: dict[str, bytes] = field(default_factory=dict)  # relative path -> sha256
+    gt_digests: dict[str, bytes] = field(default_factory=dict)
 
 
 def default_jobs() -> int:
@@ -80,10 +87,11 @@ def tune_allocator() -> None:
 class _Worker:
     """Per-process state: the task, its parameters and two reused file buffers."""
 
-    def __init__(self, task: Task, params: Params, digest: bool) -> None:
+    def __init__(self, task: Task, params: Params, digest: bool, keep_rows: bool) -> None:
         tune_allocator()
         self.task = task
         self.params = params
+        self.keep_rows = keep_rows
         self.pred_buffer = FileBuffer(digest=digest)
         self.gt_buffer = FileBuffer(digest=digest)
 
@@ -102,25 +110,30 @@ class _Worker:
             else:
                 pred = task.read(pair.pred_path, self.pred_buffer, params, warn)
             row = task.evaluate(pred, gt, params, pred_path=pair.pred_path, gt_path=pair.gt_path)
+            stats = task.row_stats(row, params)
             gt_sha = self.gt_buffer.digest()
             if pair.pred_path is not None:
                 pred_sha = self.pred_buffer.digest()
         except RpxError as exc:
             path = getattr(exc, "path", None) or pair.pred_path or pair.gt_path
             error = PairError(stem=pair.stem, path=path, message=str(exc))
-            return Outcome(pair.stem, None, error, None, None, warnings)
+            return Outcome(None, None, error, None, None, warnings)
         except Exception as exc:
             raise RuntimeError(f"unexpected error while evaluating '{pair.stem}': {exc!r}") from exc
-        return Outcome(pair.stem, row, None, pred_sha, gt_sha, warnings)
+        public = None
+        if self.keep_rows:  # private "_" keys never leave the worker
+            public = {"stem": pair.stem, "pred_path": pair.pred_path, "gt_path": pair.gt_path}
+            public.update((k, v) for k, v in row.items() if not k.startswith("_"))
+        return Outcome(stats, public, None, pred_sha, gt_sha, warnings)
 
 
 _worker: _Worker | None = None
 
 
-def _init_worker(task: Task, params: Params, digest: bool) -> None:
+def _init_worker(task: Task, params: Params, digest: bool, keep_rows: bool) -> None:
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C, once
-    _worker = _Worker(task, params, digest)
+    _worker = _Worker(task, params, digest, keep_rows)
 
 
 def _run_in_worker(pair: Pair) -> Outcome:
@@ -129,9 +142,9 @@ def _run_in_worker(pair: Pair) -> Outcome:
 
 
 def _outcomes(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int,
-              digest: bool) -> Iterator[Outcome]:
+              digest: bool, keep_rows: bool) -> Iterator[Outcome]:
     if jobs <= 1 or len(pairs) <= 1:
-        worker = _Worker(task, params, digest)
+        worker = _Worker(task, params, digest, keep_rows)
         for pair in pairs:
             yield worker(pair)
         return
@@ -143,7 +156,7 @@ def _outcomes(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int,
     # ProcessPoolExecutor, not multiprocessing.Pool: a worker killed by the OOM killer
     # breaks the pool (an error) instead of losing its task (a hang).
     executor = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(method),
-                                   initializer=_init_worker, initargs=(task, params, digest))
+                                   initializer=_init_worker, initargs=(task, params, digest, keep_rows))
     finished = False
     try:
         yield from executor.map(_run_in_worker, pairs, chunksize=chunksize)
@@ -173,16 +186,25 @@ def _terminate(executor: ProcessPoolExecutor) -> None:
 
 
 def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 1,
-              progress: Progress | None = None, digest: bool = True) -> RunResult:
-    """Evaluate every pair; rows and errors come back in stem order."""
-    result = RunResult()
-    for pair, outcome in zip(pairs, _outcomes(task, pairs, params, jobs=jobs, digest=digest), strict=True):
+              progress: Progress | None = None, digest: bool = True,
+              keep_rows: bool = True) -> RunResult:
+    """Evaluate every pair; statistics, rows and errors come back in stem order."""
+    stats = array("d")
+    width = None
+    result = RunResult(stats=np.empty((0, 0)))
+    outcomes = _outcomes(task, pairs, params, jobs=jobs, digest=digest, keep_rows=keep_rows)
+    for pair, outcome in zip(pairs, outcomes, strict=True):
         if outcome.error is not None:
             result.errors.append(outcome.error)
         else:
-            row = {"stem": pair.stem, "pred_path": pair.pred_path, "gt_path": pair.gt_path}
-            row.update(outcome.row or {})
-            result.rows.append(row)
+            assert outcome.stats is not None
+            if width is None:
+                width = len(outcome.stats)
+            elif len(outcome.stats) != width:
+                raise RuntimeError(f"{task.name}: row statistics of varying width at '{pair.stem}'")
+            stats.extend(outcome.stats)
+            if outcome.row is not None:
+                result.rows.append(outcome.row)
             if outcome.gt_sha256 is not None and pair.gt_rel is not None:
                 result.gt_digests[pair.gt_rel] = outcome.gt_sha256
             if outcome.pred_sha256 is not None and pair.pred_rel is not None:
@@ -191,4 +213,6 @@ def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 
             result.warnings.setdefault(kind, []).append(path)
         if progress is not None:
             progress(1)
+    if width is not None:
+        result.stats = np.frombuffer(stats, dtype=np.float64).reshape(-1, width).copy()
     return result

@@ -450,3 +450,40 @@ def test_float32_and_float64_paths_agree(rpx, tmp_path: Path) -> None:
                 assert fast[section][key] == value, key  # counts (and deltas' pixels) exact
             else:
                 assert fast[section][key] == pytest.approx(value, rel=1e-6, abs=1e-12), key
+
+
+def test_no_rows_changes_nothing_but_the_rows(rpx, tmp_path: Path) -> None:
+    rng = np.random.default_rng(12)
+    for index in range(5):
+        pred, gt = random_pair(rng, (16, 24))
+        write_npy(tmp_path / f"pred/s{index}.npy", pred.astype(np.float32))
+        write_npy(tmp_path / f"gt/s{index}.npy", gt.astype(np.float32))
+    full = rpx(f"eval depth {dirs(tmp_path)} --range 0:10 --min-depth 0.5").json
+    lean = rpx(f"eval depth {dirs(tmp_path)} --range 0:10 --min-depth 0.5 --no-rows").json
+    assert "rows" not in lean
+    for key in ("aggregate", "dataset", "n_pairs", "params", "metric_info", "unpaired"):
+        assert lean[key] == full[key], key
+    # and the aggregate is the mean of the very numbers in the rows
+    for metric in METRICS:
+        values = [row[metric] for row in full["rows"] if row[metric] is not None]
+        assert full["aggregate"][metric] == math.fsum(values) / len(values)
+
+
+def test_millimetre_png_gt_path_matches_float64_reference(rpx, tmp_path: Path) -> None:
+    """16-bit PNG GT + float32 predictions take the float32 path: metrics within 1e-6 of a
+    float64 evaluation of mm/1000, and delta counts exact even on the thresholds."""
+    rng = np.random.default_rng(13)
+    gt_mm = rng.integers(300, 20000, (48, 64)).astype(np.uint16)
+    gt_mm[rng.random(gt_mm.shape) < 0.1] = 0
+    metres = gt_mm / 1000.0
+    factor = np.exp(rng.normal(0, 0.15, gt_mm.shape))
+    on = rng.random(gt_mm.shape) < 0.3  # a third of the pixels exactly on a threshold
+    factor[on] = rng.choice([1.25, 1.5625, 1.953125, 0.8, 0.64], on.sum())
+    pred = (metres * factor).astype(np.float32)
+    write_png(tmp_path / "gt/a.png", gt_mm)
+    write_npy(tmp_path / "pred/a.npy", pred)
+    row = rpx(f"eval depth {dirs(tmp_path)} --range 0:5").json["rows"][0]
+    expected = reference(pred, metres)
+    for metric in ("delta1", "delta2", "delta3"):
+        assert row[metric] == expected[metric], metric
+    close(row, {k: v for k, v in expected.items() if not k.startswith("delta")}, rel=1e-6)

@@ -37,6 +37,9 @@ class Toy(Task):
     def evaluate(self, pred, gt, params, *, pred_path, gt_path):
         return {"diff": pred - gt}
 
+    def row_stats(self, row, params):
+        return (row["diff"],)
+
 
 def make_pairs(tmp_path: Path, values: dict[str, tuple[str, str]]) -> list[Pair]:
     pairs = []
@@ -62,7 +65,8 @@ def test_rows_errors_and_digests_in_stem_order(tmp_path: Path, jobs: int) -> Non
     assert [(e.stem, os.path.relpath(e.path, tmp_path)) for e in result.errors] == [
         ("s007", os.path.join("pred", "s007.txt")), ("s040", os.path.join("gt", "s040.txt"))]
     assert result.warnings == {"negative": [str(tmp_path / "pred" / "s031.txt")]}
-    assert result.gt_digests["s010.txt"] == sha256_file(str(tmp_path / "gt" / "s010.txt"))
+    assert result.gt_digests["s010.txt"].hex() == sha256_file(str(tmp_path / "gt" / "s010.txt"))
+    assert result.stats.shape == (58, 1) and result.stats[:3, 0].tolist() == [0, 1, 2]
     assert "s007.txt" not in result.pred_digests and len(result.gt_digests) == 58
 
 

@@ -275,10 +275,10 @@ def test_file_buffer_digest_matches_sha256_and_reuses_memory(tmp_path: Path) -> 
     small = write_npy(tmp_path / "small.npy", np.arange(10, dtype=np.float64))
     buffer = FileBuffer()
     view = buffer.read(str(big))
-    assert buffer.digest() == sha256_file(str(big))
+    assert buffer.digest() == bytes.fromhex(sha256_file(str(big)))
     base = view.base if view.base is not None else view
     view = buffer.read(str(small))
-    assert buffer.digest() == sha256_file(str(small))
+    assert buffer.digest() == bytes.fromhex(sha256_file(str(small)))
     assert (view.base if view.base is not None else view) is base  # no new allocation
     empty = tmp_path / "empty.npy"
     empty.write_bytes(b"")

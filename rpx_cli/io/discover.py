@@ -17,7 +17,7 @@ from rpx_cli.errors import InputError
 MISSING_POLICIES = ("error", "skip", "empty")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pair:
     """One unit of work. ``pred_path`` is None for a missing prediction under ``--missing empty``."""
 
@@ -33,8 +33,10 @@ class Pairing:
     pairs: list[Pair]
     pred_only: list[str] = field(default_factory=list)
     gt_only: list[str] = field(default_factory=list)
-    pred_files: dict[str, str] = field(default_factory=dict)  # stem -> relative path
-    gt_files: dict[str, str] = field(default_factory=dict)
+    pred_only_files: dict[str, str] = field(default_factory=dict)  # stem -> relative path
+    gt_only_files: dict[str, str] = field(default_factory=dict)
+    n_pred_files: int = 0
+    n_gt_files: int = 0
 
     @property
     def unpaired(self) -> dict[str, list[str]]:
@@ -109,10 +111,14 @@ def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: s
                 gt_rel=gts[stem],
             )
         )
+    pred_only = sorted(set(preds) - set(gts))
+    gt_only = sorted(set(gts) - set(preds))
     return Pairing(
         pairs=pairs,
-        pred_only=sorted(set(preds) - set(gts)),
-        gt_only=sorted(set(gts) - set(preds)),
-        pred_files=preds,
-        gt_files=gts,
+        pred_only=pred_only,
+        gt_only=gt_only,
+        pred_only_files={stem: preds[stem] for stem in pred_only},
+        gt_only_files={stem: gts[stem] for stem in gt_only},
+        n_pred_files=len(preds),
+        n_gt_files=len(gts),
     )

@@ -35,8 +35,8 @@ def _digest_executor() -> ThreadPoolExecutor:
         return _executor
 
 
-def _sha256(view: memoryview) -> str:
-    return hashlib.sha256(view).hexdigest()
+def _sha256(view: memoryview) -> bytes:
+    return hashlib.sha256(view).digest()
 
 
 def sha256_file(path: str) -> str:
@@ -54,7 +54,7 @@ class FileBuffer:
     def __init__(self, *, digest: bool = True) -> None:
         self._array = np.empty(0, dtype=np.uint8)
         self._digest = digest
-        self._pending: Future[str] | None = None
+        self._pending: Future[bytes] | None = None
 
     def read(self, path: str) -> np.ndarray:
         """Read all of ``path``; returns a uint8 view valid until the next ``read``."""
@@ -82,8 +82,8 @@ class FileBuffer:
             self._pending = _digest_executor().submit(_sha256, memoryview(view))
         return view
 
-    def digest(self) -> str | None:
-        """The sha256 of the last file read (waits for the helper thread)."""
+    def digest(self) -> bytes | None:
+        """The sha256 (32 raw bytes) of the last file read (waits for the helper thread)."""
         if self._pending is None:
             return None
         return self._pending.result()

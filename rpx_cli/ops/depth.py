@@ -27,7 +27,7 @@ comparison is the reference's own expression ``max(p/g, g/p) < T``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,7 +40,7 @@ DELTA_THRESHOLDS = (1.25, 1.25**2, 1.25**3)
 _LN10 = math.log(10.0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DepthSums:
     """Sufficient statistics of one set of pixels."""
 
@@ -55,8 +55,12 @@ class DepthSums:
     delta2: int = 0
     delta3: int = 0
 
-    def as_dict(self) -> dict[str, float | int]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+    def __post_init__(self) -> None:  # counts may arrive as floats from a stats matrix
+        for name in ("n", "delta1", "delta2", "delta3"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+
+    def as_tuple(self) -> tuple[float, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
 
 
 def combine(parts: Sequence[DepthSums]) -> DepthSums:
@@ -128,9 +132,10 @@ class PixelTerms:
     valid. Neutralising with ``np.where`` is ~4x cheaper than compressing the valid pixels
     out when holes come in regions, as sensor dropouts do.
 
-    Use float32 only when it holds the inputs exactly (float32 or float16 sources): every
-    term then has a relative error of a few float32 ulps and the metrics agree with float64
-    to ~1e-7, at half the memory traffic.
+    Use float32 only when it holds the prediction exactly (a float32 or float16 source) and
+    the GT exactly or to one rounding (integer millimetres / scale, with ``gt_exact``):
+    every term then has a relative error of a few float32 ulps and the metrics agree with
+    float64 to ~1e-7 for realistic errors, at half the memory traffic.
     - log terms use ``log1p((p − g)/g)`` (accurate when p ≈ g), and ``log(p/g)`` where
       p < g/2 (where log1p's argument would be near −1);
     - deltas are decided in float32 unless a pixel lies within 4e-7 (relative) of a
@@ -139,10 +144,14 @@ class PixelTerms:
 
     _AMBIGUOUS = 4e-7
 
-    def __init__(self, pred: np.ndarray, gt: np.ndarray, valid: np.ndarray | None = None) -> None:
+    def __init__(self, pred: np.ndarray, gt: np.ndarray, valid: np.ndarray | None = None, *,
+                 gt_exact: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
+        """``gt_exact(index)``: the float64 GT at flat ``index`` when float32 ``gt`` is a
+        rounded copy (integer millimetres / scale); ``pred`` must be exact in float32."""
         if pred.dtype != gt.dtype or pred.dtype not in (np.float32, np.float64):
             raise TypeError("pred and gt must both be float32 or both float64")
         self.pred, self.gt, self.valid = pred, gt, valid
+        self.gt_exact = gt_exact or (lambda index: gt[index].astype(np.float64))
         self.n = pred.size if valid is None else int(np.count_nonzero(valid))
         diff = pred - gt
         rel = diff / gt
@@ -182,7 +191,7 @@ class PixelTerms:
             near &= mask
         index = np.flatnonzero(near)
         p = self.pred[index].astype(np.float64)
-        g = self.gt[index].astype(np.float64)
+        g = self.gt_exact(index)
         return low + int(np.count_nonzero(np.maximum(p / g, g / p) < threshold)) - neutral
 
     def sums(self, band: np.ndarray | None = None) -> DepthSums:

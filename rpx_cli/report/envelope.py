@@ -17,6 +17,7 @@ def build_report(
     params: Mapping[str, Any],
     summary: Mapping[str, Any],
     rows: list[dict[str, Any]],
+    n_pairs: int,
     unpaired: Mapping[str, list[str]],
     errors: list[PairError],
     include_rows: bool = True,
@@ -27,12 +28,12 @@ def build_report(
         "schema_version": SCHEMA_VERSION,
         "task": task.name,
         "params": dict(params),
-        "n_pairs": len(rows),
+        "n_pairs": n_pairs,
         "unpaired": {"pred_only": list(unpaired["pred_only"]), "gt_only": list(unpaired["gt_only"])},
         "errors": [error.as_dict() for error in errors],
         "metric_info": {name: info.as_dict() for name, info in task.metric_info(params).items()},
     }
     report.update(summary)
-    if include_rows:  # private per-row statistics ("_sums") stay out of the report
-        report["rows"] = [{k: v for k, v in row.items() if not k.startswith("_")} for row in rows]
+    if include_rows:
+        report["rows"] = rows
     return report

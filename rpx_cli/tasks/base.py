@@ -2,17 +2,24 @@
 
 A task is a stateless object. The engine calls, per pair and inside a worker process:
 ``read`` (which readers the task uses; the only method that sees a path), then
-``evaluate`` (a pure function of the loaded data returning one row of metrics). After all
-pairs, ``summarize`` turns the rows (ordered by stem) into the report's metric keys.
+``evaluate`` (a pure function of the loaded data returning one row of metrics; keys
+starting with ``_`` are private and never reach the report), then ``row_stats`` (the row's
+sufficient statistics as a fixed-width vector of numbers). After all pairs, ``summarize``
+turns the statistics of every row (a float64 matrix, one row per pair in stem order) into
+the report's metric keys. Rows themselves are kept only when the report includes them, so
+``--no-rows`` runs in memory proportional to the statistics (a few numbers per pair).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rpx_cli.io.filebuffer import FileBuffer
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Params = Mapping[str, Any]
 Warn = Callable[[str, str], None]  # (warning kind, path)
@@ -83,8 +90,12 @@ class Task:
         """One row of metrics. Paths are for error messages only."""
         raise NotImplementedError
 
-    def summarize(self, rows: list[dict[str, Any]], params: Params) -> dict[str, Any]:
-        """Report keys computed from all rows (ordered by stem)."""
+    def row_stats(self, row: dict[str, Any], params: Params) -> Sequence[float]:
+        """The row's sufficient statistics; the same length for every row of a run."""
+        raise NotImplementedError
+
+    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
+        """Report keys from the statistics of all rows (shape (n_rows, width), stem order)."""
         raise NotImplementedError
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:

@@ -23,8 +23,8 @@ from rpx_cli.ops.depth import (
     PixelTerms,
     align,
     apply_alignment,
-    band_suffix,
     band_mask,
+    band_suffix,
     combine,
     finalize,
 )
@@ -67,13 +67,24 @@ def parse_range(text: str) -> tuple[float, float | None]:
 
 
 class DepthMap(NamedTuple):
-    """Depth in metres (float32 or float64; integer sources divided by the depth scale)."""
+    """A depth map: float metres, or integers in 1/``scale`` metres (scale set)."""
 
     values: np.ndarray
+    scale: float | None = None
+
+    @property
+    def exact_in_float32(self) -> bool:
+        return self.scale is None and self.values.dtype in (np.float32, np.float16)
+
+    def metres(self, dtype: type) -> np.ndarray:
+        """Metres in ``dtype``: integers / scale rounded once; floats converted."""
+        if self.scale is None:
+            return self.values.astype(dtype, copy=False)
+        return np.divide(self.values, self.scale, dtype=dtype)
 
 
 def to_depth(array: np.ndarray, fmt: str, depth_scale: float, path: str) -> DepthMap:
-    """Check and scale a loaded array: 2-D, numeric, integers / ``depth_scale``."""
+    """Check a loaded array: 2-D and numeric; integers are read as 1/``depth_scale`` m."""
     if array.ndim == 3 and 1 in (array.shape[0], array.shape[2]):
         array = array.reshape(array.shape[1:] if array.shape[0] == 1 else array.shape[:2])
     if array.ndim != 2:
@@ -86,9 +97,9 @@ def to_depth(array: np.ndarray, fmt: str, depth_scale: float, path: str) -> Dept
         )
     kind = array.dtype.kind
     if kind in "iu":
-        return DepthMap(array.astype(np.float64) / depth_scale)
+        return DepthMap(array, float(depth_scale))
     if kind == "f":
-        return DepthMap(array if array.dtype.itemsize >= 4 else array.astype(np.float32))
+        return DepthMap(array)
     raise InputError(f"depth map has unsupported dtype {array.dtype}", path=path)
 
 
@@ -173,30 +184,38 @@ class Depth(Task):
 
     def evaluate(self, pred: DepthMap, gt: DepthMap, params: Params, *, pred_path: str | None,
                  gt_path: str) -> dict[str, Any]:
-        p, g = pred.values, gt.values
-        if p.shape != g.shape:
-            if params["resize_pred"] is None:
-                raise InputError(
-                    f"shapes differ: {pred_path} is {_hw(p)}, {gt_path} is {_hw(g)} "
-                    "(--resize-pred nearest|bilinear resizes predictions)",
-                    path=pred_path,
-                )
-            p = resize(p, g.shape, params["resize_pred"])
+        if pred.values.shape != gt.values.shape and params["resize_pred"] is None:
+            raise InputError(
+                f"shapes differ: {pred_path} is {_hw(pred.values)}, {gt_path} is {_hw(gt.values)} "
+                "(--resize-pred nearest|bilinear resizes predictions)",
+                path=pred_path,
+            )
+        # float32 arithmetic where it is exact (or exactly repaired) for the inputs; see
+        # PixelTerms. Alignment and bilinear resizing produce float64 predictions.
+        fast = (pred.exact_in_float32 and (gt.exact_in_float32 or gt.scale is not None)
+                and params["align"] == "none" and params["resize_pred"] != "bilinear")
+        work = np.float32 if fast else np.float64
+        p = pred.metres(work if pred.scale is None else np.float64)
+        if p.shape != gt.values.shape:
+            p = resize(p, gt.values.shape, params["resize_pred"])
         low, high = params["min_depth"], params["max_depth"]
         capped = low is not None or high is not None
-        # float32 arithmetic where it is exact for the inputs (see PixelTerms)
-        work = np.float32 if p.dtype == g.dtype == np.float32 and params["align"] == "none" \
-            else np.float64
+        g = gt.metres(work)
+        raw = gt.values if gt.scale is not None else None
         if capped:  # compare in float64: "min < g < max" exactly as written
-            valid = np.greater(g, np.float64(0.0 if low is None else low))
-            valid &= np.less(g, np.float64(np.inf if high is None else high))
+            g_exact = gt.metres(np.float64) if raw is not None else g
+            valid = np.greater(g_exact, np.float64(0.0 if low is None else low))
+            valid &= np.less(g_exact, np.float64(np.inf if high is None else high))
+        elif raw is not None:
+            valid = raw > 0
         else:
             valid = np.greater(g, g.dtype.type(0))
             valid &= np.less(g, g.dtype.type(np.inf))
         n_valid = int(np.count_nonzero(valid))
         row: dict[str, Any] = {}
         if capped:
-            row["n_capped"] = int(np.count_nonzero((g > 0) & (g < np.inf))) - n_valid
+            plausible = (raw > 0) if raw is not None else ((g > 0) & (g < np.inf))
+            row["n_capped"] = int(np.count_nonzero(plausible)) - n_valid
         p, g = p.ravel(), g.ravel()
         if n_valid < g.size:  # neutral invalid pixels (p = g = 1): see PixelTerms
             valid = valid.ravel()
@@ -224,7 +243,11 @@ class Depth(Task):
                 p = np.where(valid, p, 1.0)
         p_work = np.maximum(p, work(PRED_FLOOR), dtype=work)
         g_work = g.astype(work, copy=False)
-        terms = PixelTerms(p_work, g_work, valid)
+        gt_exact = None
+        if fast and raw is not None:
+            flat_raw, divisor = raw.ravel(), gt.scale
+            gt_exact = lambda index: flat_raw[index] / divisor  # noqa: E731
+        terms = PixelTerms(p_work, g_work, valid, gt_exact=gt_exact)
         sums = {"": terms.sums()}
         for band_low, band_high in params["ranges"]:
             sums[band_suffix(band_low, band_high)] = terms.sums(band_mask(g, band_low, band_high))
@@ -241,22 +264,35 @@ class Depth(Task):
 
     # --- over all rows ------------------------------------------------------------------
 
-    def summarize(self, rows: list[dict[str, Any]], params: Params) -> dict[str, Any]:
-        suffixes = [""] + [band_suffix(low, high) for low, high in params["ranges"]]
+    def _suffixes(self, params: Params) -> list[str]:
+        return [""] + [band_suffix(low, high) for low, high in params["ranges"]]
+
+    def row_stats(self, row: dict[str, Any], params: Params) -> list[float]:
+        values: list[float] = []
+        for suffix in self._suffixes(params):
+            values.extend(row["_sums"][suffix].as_tuple())
+        values.append(row.get("n_capped", 0))
+        return values
+
+    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
         aggregate: dict[str, Any] = {}
         dataset: dict[str, Any] = {}
-        for suffix in suffixes:
+        width = len(DepthSums.__slots__)
+        for index, suffix in enumerate(self._suffixes(params)):
             tail = f"_{suffix}" if suffix else ""
+            block = stats[:, index * width:(index + 1) * width].tolist()
+            sums = [DepthSums(*values) for values in block]
+            per_row = [finalize(row) for row in sums]  # the very numbers in the rows
             for metric in METRICS:
-                values = [row[metric + tail] for row in rows if row[metric + tail] is not None]
+                values = [row[metric] for row in per_row if row[metric] is not None]
                 aggregate[metric + tail] = math.fsum(values) / len(values) if values else None
-            aggregate["n_empty" + tail] = sum(1 for row in rows if row["_sums"][suffix].n == 0)
-            pooled: DepthSums = combine([row["_sums"][suffix] for row in rows])
+            aggregate["n_empty" + tail] = sum(1 for row in sums if row.n == 0)
+            pooled = combine(sums)
             dataset.update({k + tail: v for k, v in finalize(pooled).items()})
             dataset["n_valid" + tail] = pooled.n
         if params["min_depth"] is not None or params["max_depth"] is not None:
-            dataset["n_capped"] = sum(row["n_capped"] for row in rows)
-        aggregate["n_frames"] = len(rows)
+            dataset["n_capped"] = int(stats[:, -1].sum())
+        aggregate["n_frames"] = stats.shape[0]
         return {"aggregate": aggregate, "dataset": dataset}
 
 

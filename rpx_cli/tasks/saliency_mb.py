@@ -163,21 +163,25 @@ class SaliencyMB(Task):
             "iou": iou,
         }
 
-    def summarize(self, rows: list[dict[str, Any]], params: Params) -> dict[str, Any]:
-        intersection = sum(row["intersection_blocks"] for row in rows)
-        union = sum(row["union_blocks"] for row in rows)
+    def row_stats(self, row: dict[str, Any], params: Params) -> tuple[float, ...]:
+        return (row["intersection_blocks"], row["union_blocks"], row["iou"], _n_blocks(row))
+
+    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
+        n_rows = stats.shape[0]
+        intersection = int(stats[:, 0].sum())  # integers: exact in float64
+        union = int(stats[:, 1].sum())
         # math.fsum: the correctly rounded sum, independent of row order and of sharding
         # (the original's np.mean may differ in the last bit: 7/9 vs 0.7777777777777777).
-        macro = math.fsum(row["iou"] for row in rows) / len(rows) if rows else None
+        macro = math.fsum(stats[:, 2].tolist()) / n_rows if n_rows else None
         return {
             "block_size": params["block_size"],
             "threshold": params["threshold"],
             "macro_iou": macro,
-            "micro_iou": (1.0 if union == 0 else intersection / union) if rows else None,
+            "micro_iou": (1.0 if union == 0 else intersection / union) if n_rows else None,
             "totals": {
                 "intersection_blocks": intersection,
                 "union_blocks": union,
-                "blocks": sum(_n_blocks(row) for row in rows),
+                "blocks": int(stats[:, 3].sum()),
             },
         }
 
