@@ -102,27 +102,28 @@ class _Worker:
             warnings.append((kind, path))
 
         task, params = self.task, self.params
+        pred_path, gt_path = pair.pred_path, pair.gt_path
         pred_sha = gt_sha = None
         try:
-            gt = task.read(pair.gt_path, self.gt_buffer, params, warn)
-            if pair.pred_path is None:
+            gt = task.read(gt_path, self.gt_buffer, params, warn)
+            if pred_path is None:
                 pred = task.empty_prediction(gt, params)
             else:
-                pred = task.read(pair.pred_path, self.pred_buffer, params, warn)
-            row = task.evaluate(pred, gt, params, pred_path=pair.pred_path, gt_path=pair.gt_path)
+                pred = task.read(pred_path, self.pred_buffer, params, warn)
+            row = task.evaluate(pred, gt, params, pred_path=pred_path, gt_path=gt_path)
             stats = task.row_stats(row, params)
             gt_sha = self.gt_buffer.digest()
-            if pair.pred_path is not None:
+            if pred_path is not None:
                 pred_sha = self.pred_buffer.digest()
         except RpxError as exc:
-            path = getattr(exc, "path", None) or pair.pred_path or pair.gt_path
+            path = getattr(exc, "path", None) or pred_path or gt_path
             error = PairError(stem=pair.stem, path=path, message=str(exc))
             return Outcome(None, None, error, None, None, warnings)
         except Exception as exc:
             raise RuntimeError(f"unexpected error while evaluating '{pair.stem}': {exc!r}") from exc
         public = None
         if self.keep_rows:  # private "_" keys never leave the worker
-            public = {"stem": pair.stem, "pred_path": pair.pred_path, "gt_path": pair.gt_path}
+            public = {"stem": pair.stem, "pred_path": pred_path, "gt_path": gt_path}
             public.update((k, v) for k, v in row.items() if not k.startswith("_"))
         return Outcome(stats, public, None, pred_sha, gt_sha, warnings)
 

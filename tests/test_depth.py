@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from rpx_cli.errors import InputError
-from rpx_cli.ops.depth import METRICS, PixelTerms, align, band_suffix, combine, finalize
+from rpx_cli.ops.depth import METRICS, align, band_suffix, combine, finalize, frame_sums
 from rpx_cli.tasks.depth import parse_range
 
 # --- an independent reference: the textbook formulas, float64, valid pixels only --------
@@ -56,9 +56,9 @@ def close(got: dict, expected: dict, rel: float = 1e-9) -> None:
 
 
 def frame_metrics(pred, gt) -> dict:
-    p = np.maximum(np.asarray(pred, np.float64).ravel(), 1e-6)
-    g = np.asarray(gt, np.float64).ravel()
-    return finalize(PixelTerms(p, g).sums())
+    """The kernel in float64 on every pixel (all valid)."""
+    p = np.asarray(pred, np.float64).ravel()
+    return finalize(frame_sums(p, np.asarray(gt, np.float64).ravel())[0])
 
 
 # --- hand-computed ------------------------------------------------------------------------
@@ -233,7 +233,7 @@ def test_combine_is_exact_pooling() -> None:
     for size in (1, 50, 300):
         g = rng.uniform(1, 10, size)
         p = g * np.exp(rng.normal(0.3, 0.1, size))
-        parts.append(PixelTerms(p, g).sums())
+        parts.append(frame_sums(p, g)[0])
         preds.append(p)
         gts.append(g)
     close(finalize(combine(parts)), reference(np.concatenate(preds), np.concatenate(gts)), rel=1e-12)
@@ -399,8 +399,9 @@ def test_jobs_do_not_change_the_depth_report(rpx, tmp_path: Path) -> None:
 
 
 def terms32(pred, gt) -> dict:
-    p = np.maximum(np.asarray(pred, np.float32).ravel(), np.float32(1e-6))
-    return finalize(PixelTerms(p, np.asarray(gt, np.float32).ravel()).sums())
+    """The kernel in float32 (as for float32 files), every pixel valid."""
+    pred, gt = np.asarray(pred, np.float32).ravel(), np.asarray(gt, np.float32).ravel()
+    return finalize(frame_sums(pred, gt)[0])
 
 
 def test_float32_deltas_are_exact_on_and_next_to_thresholds() -> None:
@@ -487,3 +488,51 @@ def test_millimetre_png_gt_path_matches_float64_reference(rpx, tmp_path: Path) -
     for metric in ("delta1", "delta2", "delta3"):
         assert row[metric] == expected[metric], metric
     close(row, {k: v for k, v in expected.items() if not k.startswith("delta")}, rel=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernel_chunking_does_not_change_results(dtype) -> None:
+    from rpx_cli.ops.depth import DepthKernel
+
+    rng = np.random.default_rng(21)
+    pred, gt = random_pair(rng, (40, 50))
+    valid = np.isfinite(gt) & (gt > 0)
+    pred, gt = pred.astype(dtype).ravel(), gt.astype(dtype).ravel()
+    bands = [(0.0, 5.0), (5.0, None)]
+    whole = DepthKernel(dtype, chunk=1 << 17).sums(pred, gt, valid=valid.ravel(), bands=bands)
+    for chunk in (1, 7, 256, 1999):
+        parts = DepthKernel(dtype, chunk=chunk).sums(pred, gt, valid=valid.ravel(), bands=bands)
+        for a, b in zip(whole, parts, strict=True):
+            assert (a.n, a.delta1, a.delta2, a.delta3) == (b.n, b.delta1, b.delta2, b.delta3)
+            close(finalize(b), finalize(a), rel=1e-7 if dtype == np.float32 else 1e-12)
+    p, g = np.where(valid.ravel(), pred, 0), np.where(valid.ravel(), gt, 0)
+    close(finalize(whole[1]), reference(np.where(g < 5, p, 0), np.where(g < 5, g, 0)),
+          rel=1e-6 if dtype == np.float32 else 1e-9)
+
+
+def test_kernel_reuses_its_workspace() -> None:
+    from rpx_cli.ops.depth import DepthKernel
+
+    kernel = DepthKernel(np.float32, chunk=4096)
+    buffers = {name: buffer.ctypes.data for name, buffer in kernel._f.items()}
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        g = rng.uniform(1, 5, 10000).astype(np.float32)
+        kernel.sums(g * 1.1, g, valid=g > 2)
+    assert {name: buffer.ctypes.data for name, buffer in kernel._f.items()} == buffers
+
+
+def test_column_versions_equal_the_scalar_ones_exactly() -> None:
+    from rpx_cli.ops.depth import DepthSums, combine_columns, finalize_columns
+
+    rng = np.random.default_rng(17)
+    rows = [frame_sums(g * np.exp(rng.normal(0.1 * k, 0.2, g.size)), g)[0]
+            for k, g in enumerate(rng.uniform(0.5, 9, (12, 40)))]
+    rows.insert(3, DepthSums())  # an empty frame
+    matrix = np.array([row.as_tuple() for row in rows], dtype=np.float64)
+    assert combine_columns(matrix) == combine(rows)
+    columns = finalize_columns(matrix)
+    for index, row in enumerate(rows):
+        for metric, value in finalize(row).items():
+            got = columns[metric][index]
+            assert (value is None and np.isnan(got)) or got == value

@@ -47,8 +47,8 @@ def make_pairs(tmp_path: Path, values: dict[str, tuple[str, str]]) -> list[Pair]
         for role, text in (("pred", pred), ("gt", gt)):
             (tmp_path / role).mkdir(exist_ok=True)
             (tmp_path / role / f"{stem}.txt").write_text(text)
-        pairs.append(Pair(stem, str(tmp_path / "pred" / f"{stem}.txt"),
-                          str(tmp_path / "gt" / f"{stem}.txt"), f"{stem}.txt", f"{stem}.txt"))
+        pairs.append(Pair(stem, str(tmp_path / "pred"), f"{stem}.txt", str(tmp_path / "gt"),
+                          f"{stem}.txt"))
     return pairs
 
 

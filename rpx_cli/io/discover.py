@@ -19,13 +19,23 @@ MISSING_POLICIES = ("error", "skip", "empty")
 
 @dataclass(frozen=True, slots=True)
 class Pair:
-    """One unit of work. ``pred_path`` is None for a missing prediction under ``--missing empty``."""
+    """One unit of work: a stem and its files, relative to the two folders (the folder
+    strings are shared by every pair). ``pred_rel`` is None for a missing prediction under
+    ``--missing empty``."""
 
     stem: str
-    pred_path: str | None
-    gt_path: str
-    pred_rel: str | None = None
-    gt_rel: str | None = None
+    pred_dir: str
+    pred_rel: str | None
+    gt_dir: str
+    gt_rel: str
+
+    @property
+    def pred_path(self) -> str | None:
+        return None if self.pred_rel is None else os.path.join(self.pred_dir, self.pred_rel)
+
+    @property
+    def gt_path(self) -> str:
+        return os.path.join(self.gt_dir, self.gt_rel)
 
 
 @dataclass
@@ -102,15 +112,7 @@ def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: s
         pred_rel = preds.get(stem)
         if pred_rel is None and missing != "empty":
             continue
-        pairs.append(
-            Pair(
-                stem=stem,
-                pred_path=None if pred_rel is None else os.path.join(pred_dir, pred_rel),
-                gt_path=os.path.join(gt_dir, gts[stem]),
-                pred_rel=pred_rel,
-                gt_rel=gts[stem],
-            )
-        )
+        pairs.append(Pair(stem, pred_dir, pred_rel, gt_dir, gts[stem]))
     pred_only = sorted(set(preds) - set(gts))
     gt_only = sorted(set(gts) - set(preds))
     return Pairing(

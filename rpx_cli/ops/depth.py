@@ -18,8 +18,8 @@ row, a depth band and the dataset (all frames' pixels pooled) are the same compu
 different sums. silog uses the centred second moment of d (Chan et al. pairwise
 combination), not ``Σd² − (Σd)²/n``, so a constant log-ratio gives exactly 0.
 
-Per-pixel terms are float64, or float32 when that holds the inputs exactly (see
-:class:`PixelTerms`); sums are accumulated in float64. Either way the metrics agree with a
+Per-pixel terms are float64, or float32 when that holds the inputs (see
+:class:`DepthKernel`); sums are accumulated in float64. Either way the metrics agree with a
 plain float64 implementation to ~1e-7 or better, and delta counts are exact: the
 comparison is the reference's own expression ``max(p/g, g/p) < T``.
 """
@@ -27,7 +27,7 @@ comparison is the reference's own expression ``max(p/g, g/p) < T``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,9 +72,9 @@ def combine(parts: Sequence[DepthSums]) -> DepthSums:
     n = sum(part.n for part in parts)
     log_sum = math.fsum(part.log_sum for part in parts)
     mean = log_sum / n
-    m2 = math.fsum(
-        [part.log_m2 for part in parts] + [part.n * (part.log_sum / part.n - mean) ** 2 for part in parts]
-    )
+    spread = [part.log_sum / part.n - mean for part in parts]
+    m2 = math.fsum([part.log_m2 for part in parts]
+                   + [part.n * (d * d) for part, d in zip(parts, spread, strict=True)])
     return DepthSums(
         n=n,
         abs_rel=math.fsum(part.abs_rel for part in parts),
@@ -87,6 +87,40 @@ def combine(parts: Sequence[DepthSums]) -> DepthSums:
         delta2=sum(part.delta2 for part in parts),
         delta3=sum(part.delta3 for part in parts),
     )
+
+
+def combine_columns(stats: np.ndarray) -> DepthSums:
+    """:func:`combine` of many rows given as a matrix (one :class:`DepthSums` per row, in
+    field order): the same arithmetic, without a Python object per row."""
+    stats = stats[stats[:, 0] > 0]
+    if not len(stats):
+        return DepthSums()
+    n_i, log_sum_i = stats[:, 0], stats[:, 4]
+    n = int(n_i.sum())
+    log_sum = math.fsum(log_sum_i.tolist())
+    spread = log_sum_i / n_i - log_sum / n
+    m2 = math.fsum(stats[:, 5].tolist() + (n_i * (spread * spread)).tolist())
+    column = lambda k: math.fsum(stats[:, k].tolist())  # noqa: E731
+    return DepthSums(n, column(1), column(2), column(3), log_sum, m2, column(6),
+                     int(stats[:, 7].sum()), int(stats[:, 8].sum()), int(stats[:, 9].sum()))
+
+
+def finalize_columns(stats: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`finalize` of every row of a statistics matrix, NaN where a row is empty: the
+    same operations in the same order, so each value equals the row's own."""
+    n, abs_rel, sq_rel, sq_err, log_sum, log_m2, abs_log, d1, d2, d3 = (stats[:, k] for k in range(10))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {
+            "absrel": abs_rel / n,
+            "sqrel": sq_rel / n,
+            "rmse": np.sqrt(sq_err / n),
+            "rmse_log": np.sqrt((log_m2 + log_sum * log_sum / n) / n),
+            "log10": abs_log / n / _LN10,
+            "silog": np.sqrt(np.maximum(log_m2 / n, 0.0)),
+            "delta1": d1 / n,
+            "delta2": d2 / n,
+            "delta3": d3 / n,
+        }
 
 
 def finalize(sums: DepthSums) -> dict[str, float | None]:
@@ -123,104 +157,176 @@ def _total(values: np.ndarray) -> float:
     return total
 
 
-class PixelTerms:
-    """Per-pixel terms of one frame, reduced over its valid pixels or a subset (a band).
+class NonFinitePrediction(ValueError):
+    """The prediction is NaN or infinite at ``count`` valid pixels."""
 
-    ``pred`` and ``gt`` are 1-D, both float64 or both float32, ``pred`` already clipped.
-    Invalid pixels must hold ``pred == gt == 1`` ("neutral": every term is exactly 0 and
-    the ratio exactly 1) and be False in ``valid``; ``valid`` None means every pixel is
-    valid. Neutralising with ``np.where`` is ~4x cheaper than compressing the valid pixels
-    out when holes come in regions, as sensor dropouts do.
+    def __init__(self, count: int) -> None:
+        super().__init__(f"prediction has {count} non-finite value(s) (NaN or inf) at valid GT pixels")
+        self.count = count
 
-    Use float32 only when it holds the prediction exactly (a float32 or float16 source) and
-    the GT exactly or to one rounding (integer millimetres / scale, with ``gt_exact``):
-    every term then has a relative error of a few float32 ulps and the metrics agree with
-    float64 to ~1e-7 for realistic errors, at half the memory traffic.
-    - log terms use ``log1p((p − g)/g)`` (accurate when p ≈ g), and ``log(p/g)`` where
+
+class DepthKernel:
+    """Sufficient statistics of depth frames, computed chunk by chunk in a reused workspace.
+
+    Per chunk of ``chunk`` pixels the prediction is copied into a work buffer and clipped,
+    invalid pixels are made neutral (``p = g = 1``: every term exactly 0, every ratio
+    exactly 1), and each per-pixel term is written into its own preallocated buffer. No
+    array is allocated per frame (no page faults, no heap growth over a long run) and the
+    working set stays in cache. Chunk sums are pooled with :func:`combine`.
+
+    ``dtype`` float32 halves the memory traffic and is used only when it holds the
+    prediction exactly (float32 or float16 sources) and the GT exactly or to one rounding
+    (integers / scale): every term then has a relative error of a few float32 ulps, so the
+    metrics agree with float64 to ~1e-7 for realistic errors. Two details keep it exact
+    where it must be:
+
+    - log terms use ``log1p((p − g)/g)`` (accurate when p ≈ g) and ``log(p/g)`` where
       p < g/2 (where log1p's argument would be near −1);
     - deltas are decided in float32 unless a pixel lies within 4e-7 (relative) of a
-      threshold, where the reference expression is re-evaluated in float64: exact counts.
+      threshold; those few are re-decided in float64 from the exact inputs with the
+      reference expression ``max(p/g, g/p) < T``, so the counts are exact.
     """
 
     _AMBIGUOUS = 4e-7
+    _FLOATS = ("p", "g", "d", "r", "q", "l", "w", "x", "s", "y", "c")
+    _BOOLS = ("invalid", "far", "hit", "band")
 
-    def __init__(self, pred: np.ndarray, gt: np.ndarray, valid: np.ndarray | None = None, *,
-                 gt_exact: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
-        """``gt_exact(index)``: the float64 GT at flat ``index`` when float32 ``gt`` is a
-        rounded copy (integer millimetres / scale); ``pred`` must be exact in float32."""
-        if pred.dtype != gt.dtype or pred.dtype not in (np.float32, np.float64):
-            raise TypeError("pred and gt must both be float32 or both float64")
-        self.pred, self.gt, self.valid = pred, gt, valid
-        self.gt_exact = gt_exact or (lambda index: gt[index].astype(np.float64))
-        self.n = pred.size if valid is None else int(np.count_nonzero(valid))
-        diff = pred - gt
-        rel = diff / gt
-        ratio = pred / gt
-        if pred.dtype == np.float32:
-            with np.errstate(divide="ignore"):  # rel = -1 where p << g: replaced just below
-                log_ratio = np.log1p(rel)
-            far = ratio < np.float32(0.5)
-            if far.any():
-                log_ratio[far] = np.log(ratio[far])
+    def __init__(self, dtype: type = np.float32, chunk: int = 1 << 17) -> None:
+        self.dtype = np.dtype(dtype)
+        self.chunk = chunk
+        self._f = {name: np.empty(chunk, self.dtype) for name in self._FLOATS}
+        self._b = {name: np.empty(chunk, bool) for name in self._BOOLS}
+
+    def sums(self, pred: np.ndarray, gt: np.ndarray, *, valid: np.ndarray | None = None,
+             gt_scale: float | None = None,
+             bands: Sequence[tuple[float, float | None]] = ()) -> list[DepthSums]:
+        """``[all valid pixels, band 1, band 2, ...]`` of one frame.
+
+        ``pred``: 1-D metres; ``gt``: 1-D metres, or integers when ``gt_scale`` is given
+        (metres = gt / gt_scale); ``valid``: 1-D bool, None when every pixel is valid.
+        Raises :class:`NonFinitePrediction` for NaN/inf predictions at valid pixels.
+        """
+        parts: list[list[DepthSums]] = [[] for _ in range(1 + len(bands))]
+        bad = 0
+        for start in range(0, pred.size, self.chunk):
+            stop = min(start + self.chunk, pred.size)
+            mask = None if valid is None else valid[start:stop]
+            bad += self._chunk(pred, gt, start, stop, mask, gt_scale, bands, parts)
+        if bad:
+            raise NonFinitePrediction(bad)
+        return [combine(chunks) for chunks in parts]
+
+    def _chunk(self, pred, gt, start, stop, mask, gt_scale, bands, parts) -> int:
+        size = stop - start
+        f = {name: buffer[:size] for name, buffer in self._f.items()}
+        b = {name: buffer[:size] for name, buffer in self._b.items()}
+        n = size if mask is None else int(np.count_nonzero(mask))
+        if n == 0:
+            return 0
+        one = self.dtype.type(1)
+        p, g = f["p"], f["g"]
+        np.copyto(p, pred[start:stop], casting="unsafe")
+        if gt_scale is None:
+            np.copyto(g, gt[start:stop], casting="unsafe")
         else:
-            log_ratio = np.log(ratio)
-        self.worst = np.maximum(ratio, gt / pred)  # max(p/g, g/p), the reference's expression
-        self.sq_err = diff * diff
-        self.sq_rel = np.multiply(diff, rel, out=diff)
-        self.abs_rel = np.abs(rel, out=rel)
-        self.log_ratio = log_ratio
-        self.abs_log = np.abs(log_ratio)
+            np.divide(gt[start:stop], gt_scale, out=g, casting="unsafe")
+        invalid = None
+        if n < size:
+            invalid = np.logical_not(mask, out=b["invalid"])
+            np.copyto(p, one, where=invalid)
+            np.copyto(g, one, where=invalid)
+        finite = int(np.count_nonzero(np.isfinite(p, out=b["hit"])))
+        if finite != size:
+            return size - finite
+        np.maximum(p, self.dtype.type(PRED_FLOOR), out=p)
+        d = np.subtract(p, g, out=f["d"])
+        r = np.divide(d, g, out=f["r"])
+        q = np.divide(p, g, out=f["q"])
+        log_ratio = f["l"]
+        if self.dtype == np.float32:
+            with np.errstate(divide="ignore"):  # r = -1 where p << g: replaced just below
+                np.log1p(r, out=log_ratio)
+            far = np.less(q, self.dtype.type(0.5), out=b["far"])
+            if far.any():
+                log_ratio[far] = np.log(q[far])
+        else:
+            np.log(q, out=log_ratio)
+        worst = np.divide(g, p, out=f["w"])
+        np.maximum(q, worst, out=worst)  # max(p/g, g/p), the reference's expression
+        sq_err = np.multiply(d, d, out=f["x"])
+        sq_rel = np.multiply(d, r, out=f["s"])
+        abs_rel = np.abs(r, out=r)
+        abs_log = np.abs(log_ratio, out=f["y"])
+        terms = (abs_rel, sq_rel, sq_err, abs_log)
+        parts[0].append(self._sums(terms, log_ratio, worst, mask, n, size - n, start, pred, gt,
+                                   gt_scale, f["c"], b["hit"]))
+        for index, (low, high) in enumerate(bands, start=1):
+            band = np.greater_equal(g, np.float64(low), out=b["band"])
+            if high is not None:
+                band &= np.less(g, np.float64(high))
+            if mask is not None:
+                band &= mask
+            n_band = int(np.count_nonzero(band))
+            if n_band:
+                parts[index].append(self._sums(terms, log_ratio, worst, band, n_band, None, start,
+                                               pred, gt, gt_scale, f["c"], b["hit"]))
+        return 0
 
-    def _count_within(self, threshold: float, mask: np.ndarray | None) -> int:
-        """Pixels of ``mask`` (all valid ones when None) with max(p/g, g/p) < threshold."""
-        worst = self.worst
+    def _sums(self, terms, log_ratio, worst, mask, n, neutral, start, pred, gt, gt_scale,
+              scratch, hit) -> DepthSums:
+        """Sums over ``mask`` (all pixels when None). ``neutral``: how many neutral pixels a
+        mask-free count may subtract instead of masking (None: always mask)."""
+        weighted = mask is not None and neutral is None
+        totals = []
+        for values in terms:
+            if weighted:
+                values = np.multiply(values, mask, out=scratch)
+            totals.append(_total(values))
+        log_sum = _total(np.multiply(log_ratio, mask, out=scratch) if weighted else log_ratio)
+        centred = np.subtract(log_ratio, self.dtype.type(log_sum / n), out=scratch)
+        if mask is not None:
+            centred *= mask
+        log_m2 = _total(np.multiply(centred, centred, out=centred))
+        deltas = [self._count(worst, threshold, mask if neutral is None else None,
+                              neutral or 0, hit, start, pred, gt, gt_scale)
+                  for threshold in DELTA_THRESHOLDS]
+        abs_rel, sq_rel, sq_err, abs_log = totals
+        return DepthSums(n, abs_rel, sq_rel, sq_err, log_sum, log_m2, abs_log, *deltas)
 
+    def _count(self, worst, threshold, mask, neutral, hit, start, pred, gt, gt_scale) -> int:
+        """Pixels (of ``mask``) with max(p/g, g/p) < threshold; ``neutral`` pixels (ratio 1,
+        always counted when no mask is given) are subtracted."""
         def below(limit: float) -> int:
-            hit = worst < worst.dtype.type(limit)
-            return int(np.count_nonzero(hit if mask is None else hit & mask))
+            np.less(worst, self.dtype.type(limit), out=hit)
+            if mask is not None:
+                np.logical_and(hit, mask, out=hit)
+            return int(np.count_nonzero(hit))
 
-        neutral = 0 if mask is not None or self.valid is None else self.worst.size - self.n
-        if worst.dtype == np.float64:
+        if self.dtype == np.float64:
             return below(threshold) - neutral
-        low, high = below(threshold * (1 - self._AMBIGUOUS)), below(threshold * (1 + self._AMBIGUOUS))
+        low = below(threshold * (1 - self._AMBIGUOUS))
+        high = below(threshold * (1 + self._AMBIGUOUS))
         if low == high:  # no pixel near the threshold: float32 decided every one exactly
             return low - neutral
         near = (worst >= np.float32(threshold * (1 - self._AMBIGUOUS))) & (
             worst < np.float32(threshold * (1 + self._AMBIGUOUS)))
         if mask is not None:
             near &= mask
-        index = np.flatnonzero(near)
-        p = self.pred[index].astype(np.float64)
-        g = self.gt_exact(index)
-        return low + int(np.count_nonzero(np.maximum(p / g, g / p) < threshold)) - neutral
+        index = np.flatnonzero(near) + start
+        p = np.maximum(pred[index].astype(np.float64), PRED_FLOOR)
+        g = gt[index].astype(np.float64)
+        if gt_scale is not None:
+            g = g / gt_scale
+        exact = int(np.count_nonzero(np.maximum(p / g, g / p) < threshold))
+        return low + exact - neutral
 
-    def sums(self, band: np.ndarray | None = None) -> DepthSums:
-        """Sums over the valid pixels, or over the valid pixels where ``band`` is True."""
-        mask = self.valid if band is None else (band if self.valid is None else band & self.valid)
-        n = self.n if band is None else int(np.count_nonzero(mask))
-        if n == 0:
-            return DepthSums()
-        if band is None:  # neutral pixels add exactly 0 to every plain sum
-            pick = lambda values: values  # noqa: E731
-        else:
-            weight = band.astype(self.gt.dtype)
-            pick = lambda values: values * weight  # noqa: E731
-        log_sum = _total(pick(self.log_ratio))
-        centred = self.log_ratio - self.log_ratio.dtype.type(log_sum / n)
-        if mask is not None:
-            centred *= mask
-        return DepthSums(
-            n=n,
-            abs_rel=_total(pick(self.abs_rel)),
-            sq_rel=_total(pick(self.sq_rel)),
-            sq_err=_total(pick(self.sq_err)),
-            log_sum=log_sum,
-            log_m2=_total(centred * centred),
-            abs_log=_total(pick(self.abs_log)),
-            delta1=self._count_within(DELTA_THRESHOLDS[0], mask),
-            delta2=self._count_within(DELTA_THRESHOLDS[1], mask),
-            delta3=self._count_within(DELTA_THRESHOLDS[2], mask),
-        )
+
+def frame_sums(pred: np.ndarray, gt: np.ndarray, **options) -> list[DepthSums]:
+    """One-off :meth:`DepthKernel.sums` in the arrays' own precision (float32 if both are
+    float32, else float64); for tests and notebooks."""
+    dtype = np.float32 if pred.dtype == gt.dtype == np.float32 else np.float64
+    return DepthKernel(dtype, chunk=max(1, min(pred.size, 1 << 17))).sums(
+        np.ravel(pred), np.ravel(gt), **options)
 
 
 # --- depth bands --------------------------------------------------------------------------
@@ -233,15 +339,6 @@ def band_suffix(low: float, high: float | None) -> str:
         return f"{value:g}".replace("-", "minus").replace(".", "p") + "m"
 
     return f"{name(low)}_{'inf' if high is None else name(high)}"
-
-
-def band_mask(gt: np.ndarray, low: float, high: float | None) -> np.ndarray:
-    """True where ``low <= g < high`` (min inclusive, max exclusive); compared in float64 so
-    the edges are exact for float32 depth too."""
-    inside = np.greater_equal(gt, np.float64(low))
-    if high is not None:
-        inside &= np.less(gt, np.float64(high))
-    return inside
 
 
 # --- alignment (relative-depth models) ----------------------------------------------------

@@ -18,15 +18,15 @@ from rpx_cli.io.arrays import read_array
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.depth import (
     METRICS,
-    PRED_FLOOR,
+    DepthKernel,
     DepthSums,
-    PixelTerms,
-    align,
+    NonFinitePrediction,
     apply_alignment,
-    band_mask,
     band_suffix,
-    combine,
+    combine_columns,
     finalize,
+    finalize_columns,
+    fit_alignment,
 )
 from rpx_cli.ops.resize import RESIZE_METHODS, resize
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
@@ -184,83 +184,79 @@ class Depth(Task):
 
     def evaluate(self, pred: DepthMap, gt: DepthMap, params: Params, *, pred_path: str | None,
                  gt_path: str) -> dict[str, Any]:
-        if pred.values.shape != gt.values.shape and params["resize_pred"] is None:
+        shape = gt.values.shape
+        if pred.values.shape != shape and params["resize_pred"] is None:
             raise InputError(
                 f"shapes differ: {pred_path} is {_hw(pred.values)}, {gt_path} is {_hw(gt.values)} "
                 "(--resize-pred nearest|bilinear resizes predictions)",
                 path=pred_path,
             )
-        # float32 arithmetic where it is exact (or exactly repaired) for the inputs; see
-        # PixelTerms. Alignment and bilinear resizing produce float64 predictions.
+        align_method = params["align"]
+        # float32 arithmetic where it holds the inputs (see DepthKernel); alignment,
+        # bilinear resizing and integer or float64 predictions take float64.
         fast = (pred.exact_in_float32 and (gt.exact_in_float32 or gt.scale is not None)
-                and params["align"] == "none" and params["resize_pred"] != "bilinear")
-        work = np.float32 if fast else np.float64
-        p = pred.metres(work if pred.scale is None else np.float64)
-        if p.shape != gt.values.shape:
-            p = resize(p, gt.values.shape, params["resize_pred"])
-        low, high = params["min_depth"], params["max_depth"]
-        capped = low is not None or high is not None
-        g = gt.metres(work)
-        raw = gt.values if gt.scale is not None else None
-        if capped:  # compare in float64: "min < g < max" exactly as written
-            g_exact = gt.metres(np.float64) if raw is not None else g
-            valid = np.greater(g_exact, np.float64(0.0 if low is None else low))
-            valid &= np.less(g_exact, np.float64(np.inf if high is None else high))
-        elif raw is not None:
-            valid = raw > 0
-        else:
-            valid = np.greater(g, g.dtype.type(0))
-            valid &= np.less(g, g.dtype.type(np.inf))
+                and align_method == "none" and params["resize_pred"] != "bilinear")
+        p = pred.values if fast else pred.metres(np.float64)
+        if p.shape != shape:
+            p = resize(p, shape, params["resize_pred"])
+        valid, row = self._valid(gt, params)
         n_valid = int(np.count_nonzero(valid))
-        row: dict[str, Any] = {}
-        if capped:
-            plausible = (raw > 0) if raw is not None else ((g > 0) & (g < np.inf))
-            row["n_capped"] = int(np.count_nonzero(plausible)) - n_valid
-        p, g = p.ravel(), g.ravel()
-        if n_valid < g.size:  # neutral invalid pixels (p = g = 1): see PixelTerms
-            valid = valid.ravel()
-            p = np.where(valid, p, p.dtype.type(1))
-            g = np.where(valid, g, g.dtype.type(1))
-        else:
-            valid = None
-        finite = int(np.count_nonzero(np.isfinite(p)))
-        if finite != p.size:
-            raise InputError(
-                f"prediction has {p.size - finite} non-finite value(s) (NaN or inf) at valid GT "
-                "pixels",
-                path=pred_path,
-            )
-        scale = shift = None
-        if params["align"] != "none":
-            fit = slice(None) if valid is None else valid
-            try:
-                _, scale, shift = align(p[fit].astype(np.float64), g[fit].astype(np.float64),
-                                        params["align"])
-            except InputError as exc:
-                raise InputError(str(exc), path=pred_path) from None
-            p = apply_alignment(p.astype(np.float64), params["align"], scale, shift)
-            if valid is not None:
-                p = np.where(valid, p, 1.0)
-        p_work = np.maximum(p, work(PRED_FLOOR), dtype=work)
-        g_work = g.astype(work, copy=False)
-        gt_exact = None
-        if fast and raw is not None:
-            flat_raw, divisor = raw.ravel(), gt.scale
-            gt_exact = lambda index: flat_raw[index] / divisor  # noqa: E731
-        terms = PixelTerms(p_work, g_work, valid, gt_exact=gt_exact)
-        sums = {"": terms.sums()}
-        for band_low, band_high in params["ranges"]:
-            sums[band_suffix(band_low, band_high)] = terms.sums(band_mask(g, band_low, band_high))
-        row.update(finalize(sums[""]))
+        flat_valid = None if n_valid == valid.size else valid.ravel()
+        p = p.ravel()
+        if align_method != "none":
+            p, row["align_scale"], row["align_shift"] = self._align(p, gt, flat_valid, align_method,
+                                                                    pred_path)
+        kernel = _kernel(np.float32 if fast else np.float64)
+        gt_values = gt.values.ravel() if (fast or gt.scale is None) else gt.metres(np.float64).ravel()
+        try:
+            sums = kernel.sums(p, gt_values, valid=flat_valid,
+                               gt_scale=gt.scale if fast else None,
+                               bands=[tuple(band) for band in params["ranges"]])
+        except NonFinitePrediction as exc:
+            raise InputError(str(exc), path=pred_path) from None
+        row.update(finalize(sums[0]))
         row["n_valid"] = n_valid
-        if params["align"] != "none":
-            row["align_scale"], row["align_shift"] = scale, shift
-        for suffix, band in sums.items():
-            if suffix:
-                row.update({f"{k}_{suffix}": v for k, v in finalize(band).items()})
-                row[f"n_valid_{suffix}"] = band.n
-        row["_sums"] = sums
+        by_suffix = {"": sums[0]}
+        for (low, high), band in zip(params["ranges"], sums[1:], strict=True):
+            suffix = band_suffix(low, high)
+            row.update({f"{k}_{suffix}": v for k, v in finalize(band).items()})
+            row[f"n_valid_{suffix}"] = band.n
+            by_suffix[suffix] = band
+        row["_sums"] = by_suffix
         return row
+
+    @staticmethod
+    def _valid(gt: DepthMap, params: Params) -> tuple[np.ndarray, dict[str, Any]]:
+        """Valid GT pixels (finite, > 0, strictly inside the caps) and ``n_capped``."""
+        low, high = params["min_depth"], params["max_depth"]
+        raw = gt.values if gt.scale is not None else None
+        if low is not None or high is not None:  # compare in float64: exactly as written
+            metres = gt.metres(np.float64) if raw is not None else gt.values
+            valid = np.greater(metres, np.float64(0.0 if low is None else low))
+            valid &= np.less(metres, np.float64(np.inf if high is None else high))
+            plausible = (raw > 0) if raw is not None else ((metres > 0) & (metres < np.inf))
+            return valid, {"n_capped": int(np.count_nonzero(plausible)) - int(np.count_nonzero(valid))}
+        if raw is not None:
+            return raw > 0, {}
+        g = gt.values
+        valid = np.greater(g, g.dtype.type(0))
+        valid &= np.less(g, g.dtype.type(np.inf))
+        return valid, {}
+
+    @staticmethod
+    def _align(p: np.ndarray, gt: DepthMap, valid: np.ndarray | None, method: str,
+               pred_path: str | None) -> tuple[np.ndarray, float, float | None]:
+        """Fit on the valid pixels, apply to every pixel (float64)."""
+        g = gt.metres(np.float64).ravel()
+        fit_p, fit_g = (p, g) if valid is None else (p[valid], g[valid])
+        if not np.isfinite(fit_p).all():
+            bad = int(fit_p.size - np.count_nonzero(np.isfinite(fit_p)))
+            raise InputError(str(NonFinitePrediction(bad)), path=pred_path)
+        try:
+            scale, shift = fit_alignment(fit_p, fit_g, method) if fit_p.size else (1.0, 0.0)
+        except InputError as exc:
+            raise InputError(str(exc), path=pred_path) from None
+        return apply_alignment(p, method, scale, shift), scale, shift
 
     # --- over all rows ------------------------------------------------------------------
 
@@ -280,20 +276,30 @@ class Depth(Task):
         width = len(DepthSums.__slots__)
         for index, suffix in enumerate(self._suffixes(params)):
             tail = f"_{suffix}" if suffix else ""
-            block = stats[:, index * width:(index + 1) * width].tolist()
-            sums = [DepthSums(*values) for values in block]
-            per_row = [finalize(row) for row in sums]  # the very numbers in the rows
+            block = stats[:, index * width:(index + 1) * width]
+            per_row = finalize_columns(block)  # the very numbers in the rows
+            present = block[:, 0] > 0
             for metric in METRICS:
-                values = [row[metric] for row in per_row if row[metric] is not None]
+                values = per_row[metric][present].tolist()
                 aggregate[metric + tail] = math.fsum(values) / len(values) if values else None
-            aggregate["n_empty" + tail] = sum(1 for row in sums if row.n == 0)
-            pooled = combine(sums)
+            aggregate["n_empty" + tail] = int(np.count_nonzero(~present))
+            pooled = combine_columns(block)
             dataset.update({k + tail: v for k, v in finalize(pooled).items()})
             dataset["n_valid" + tail] = pooled.n
         if params["min_depth"] is not None or params["max_depth"] is not None:
             dataset["n_capped"] = int(stats[:, -1].sum())
         aggregate["n_frames"] = stats.shape[0]
         return {"aggregate": aggregate, "dataset": dataset}
+
+
+_KERNELS: dict[type, DepthKernel] = {}
+
+
+def _kernel(dtype: type) -> DepthKernel:
+    """One kernel (and its workspace) per process and precision."""
+    if dtype not in _KERNELS:
+        _KERNELS[dtype] = DepthKernel(dtype)
+    return _KERNELS[dtype]
 
 
 def _hw(array: np.ndarray) -> str:
