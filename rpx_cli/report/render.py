@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,6 +68,8 @@ def context(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
 def fmt(value: Any) -> str:
     if value is None:
         return "null"
+    if isinstance(value, (list, dict, bool)):
+        return json.dumps(value)
     if isinstance(value, float):
         return f"{value:.6g}" if abs(value) >= 1e-4 or value == 0 else f"{value:.3e}"
     return str(value)
