@@ -27,7 +27,7 @@ comparison is the reference's own expression ``max(p/g, g/p) < T``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -395,7 +395,3 @@ def _least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
         return 0.0, y_mean
     scale = float(np.dot(xc, y - y_mean)) / var
     return scale, y_mean - scale * x_mean
-
-
-def pooled(rows_sums: Iterable[DepthSums]) -> dict[str, float | None]:
-    return finalize(combine(list(rows_sums)))

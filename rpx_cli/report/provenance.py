@@ -11,7 +11,6 @@ import hashlib
 import os
 import platform
 import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -85,16 +84,6 @@ def directory_input(path: str, digests: Mapping[str, bytes | str]) -> dict[str, 
         "exists": os.path.isdir(path),
         "n_files": len(digests),
         "sha256": directory_digest(digests),
-    }
-
-
-def file_input(path: str, sha256: str | None) -> dict[str, Any]:
-    return {
-        "path": path,
-        "kind": "file",
-        "exists": os.path.isfile(path),
-        "n_files": 1 if sha256 else 0,
-        "sha256": sha256,
     }
 
 
@@ -173,7 +162,3 @@ def build_provenance(
         "environment": dict(environment),
         "git": None if git is None else dict(git),
     }
-
-
-def current_argv() -> list[str]:
-    return ["rpx", *sys.argv[1:]]
