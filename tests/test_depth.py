@@ -202,6 +202,20 @@ def random_pair(rng, shape=(37, 53), holes=0.2):
     return pred, gt
 
 
+def write_random_pairs(root: Path, seed: int, count: int, shape: tuple[int, int],
+                       dtypes=(np.float32,)) -> None:
+    """``count`` random pairs under ``root/pred`` and ``root/gt`` (one folder per dtype when
+    several are given: ``root/float32/pred``, ...)."""
+    rng = np.random.default_rng(seed)
+    for index in range(count):
+        pred, gt = random_pair(rng, shape)
+        for dtype in dtypes:
+            base = root if len(dtypes) == 1 else root / np.dtype(dtype).name
+            # through float32 first, so every folder holds the same values
+            write_npy(base / f"pred/s{index}.npy", pred.astype(np.float32).astype(dtype))
+            write_npy(base / f"gt/s{index}.npy", gt.astype(np.float32).astype(dtype))
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_rows_aggregate_and_dataset_match_the_reference(rpx, tmp_path: Path, dtype) -> None:
     rng = np.random.default_rng(5)
@@ -382,11 +396,7 @@ def test_metric_info_names_conventions(rpx, tmp_path: Path) -> None:
 
 
 def test_jobs_do_not_change_the_depth_report(rpx, tmp_path: Path) -> None:
-    rng = np.random.default_rng(9)
-    for index in range(9):
-        pred, gt = random_pair(rng, (20, 30))
-        write_npy(tmp_path / f"pred/s{index}.npy", pred.astype(np.float32))
-        write_npy(tmp_path / f"gt/s{index}.npy", gt.astype(np.float32))
+    write_random_pairs(tmp_path, 9, 9, (20, 30))
     reports = []
     for jobs in (1, 2):
         report = rpx(f"eval depth {dirs(tmp_path)} --range 0:10 --jobs {jobs}").json
@@ -436,15 +446,9 @@ def test_float32_far_below_gt_uses_log_ratio() -> None:
 
 
 def test_float32_and_float64_paths_agree(rpx, tmp_path: Path) -> None:
-    rng = np.random.default_rng(8)
-    for index in range(3):
-        pred, gt = random_pair(rng, (64, 48))
-        write_npy(tmp_path / f"f32/pred/{index}.npy", pred.astype(np.float32))
-        write_npy(tmp_path / f"f32/gt/{index}.npy", gt.astype(np.float32))
-        write_npy(tmp_path / f"f64/pred/{index}.npy", pred.astype(np.float32).astype(np.float64))
-        write_npy(tmp_path / f"f64/gt/{index}.npy", gt.astype(np.float32).astype(np.float64))
-    fast = rpx(f"eval depth {dirs(tmp_path / 'f32')} --range 0:8").json
-    slow = rpx(f"eval depth {dirs(tmp_path / 'f64')} --range 0:8").json
+    write_random_pairs(tmp_path, 8, 3, (64, 48), dtypes=(np.float32, np.float64))
+    fast = rpx(f"eval depth {dirs(tmp_path / 'float32')} --range 0:8").json
+    slow = rpx(f"eval depth {dirs(tmp_path / 'float64')} --range 0:8").json
     for section in ("aggregate", "dataset"):
         for key, value in slow[section].items():
             if isinstance(value, int) or value is None:
@@ -454,11 +458,7 @@ def test_float32_and_float64_paths_agree(rpx, tmp_path: Path) -> None:
 
 
 def test_no_rows_changes_nothing_but_the_rows(rpx, tmp_path: Path) -> None:
-    rng = np.random.default_rng(12)
-    for index in range(5):
-        pred, gt = random_pair(rng, (16, 24))
-        write_npy(tmp_path / f"pred/s{index}.npy", pred.astype(np.float32))
-        write_npy(tmp_path / f"gt/s{index}.npy", gt.astype(np.float32))
+    write_random_pairs(tmp_path, 12, 5, (16, 24))
     full = rpx(f"eval depth {dirs(tmp_path)} --range 0:10 --min-depth 0.5").json
     lean = rpx(f"eval depth {dirs(tmp_path)} --range 0:10 --min-depth 0.5 --no-rows").json
     assert "rows" not in lean
