@@ -44,7 +44,7 @@ class RunResult:
     """Everything the report needs, in stem order. ``stats`` holds one row of sufficient
     statistics per evaluated pair; ``rows`` the public rows, when they were kept."""
 
-    stats: np.ndarray
+    stats: np.ndarray | list[Any]
     rows: list[dict[str, Any]] = field(default_factory=list)
     errors: list[PairError] = field(default_factory=list)
     warnings: dict[str, list[str]] = field(default_factory=dict)
@@ -190,20 +190,22 @@ def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 
               progress: Progress | None = None, digest: bool = True,
               keep_rows: bool = True) -> RunResult:
     """Evaluate every pair; statistics, rows and errors come back in stem order."""
-    stats = array("d")
+    stats: array[float] | list[Any] = array("d") if task.vector_stats else []
     width = None
-    result = RunResult(stats=np.empty((0, 0)))
+    result = RunResult(stats=np.empty((0, 0)) if task.vector_stats else [])
     outcomes = _outcomes(task, pairs, params, jobs=jobs, digest=digest, keep_rows=keep_rows)
     for pair, outcome in zip(pairs, outcomes, strict=True):
         if outcome.error is not None:
             result.errors.append(outcome.error)
         else:
-            assert outcome.stats is not None
-            if width is None:
-                width = len(outcome.stats)
-            elif len(outcome.stats) != width:
-                raise RuntimeError(f"{task.name}: row statistics of varying width at '{pair.stem}'")
-            stats.extend(outcome.stats)
+            if isinstance(stats, list):
+                stats.append(outcome.stats)
+            else:
+                if width is None:
+                    width = len(outcome.stats)
+                elif len(outcome.stats) != width:
+                    raise RuntimeError(f"{task.name}: row statistics of varying width at '{pair.stem}'")
+                stats.extend(outcome.stats)
             if outcome.row is not None:
                 result.rows.append(outcome.row)
             if outcome.gt_sha256 is not None and pair.gt_rel is not None:
@@ -214,6 +216,8 @@ def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 
             result.warnings.setdefault(kind, []).append(path)
         if progress is not None:
             progress(1)
-    if width is not None:
+    if isinstance(stats, list):
+        result.stats = stats
+    elif width is not None:
         result.stats = np.frombuffer(stats, dtype=np.float64).reshape(-1, width).copy()
     return result

@@ -40,6 +40,8 @@ def _click_option(option) -> Any:
         number = click.FloatRange if option.kind == "float" else click.IntRange
         kwargs["type"] = number(min=option.minimum, min_open=option.open_min) \
             if option.minimum is not None else (float if option.kind == "float" else int)
+    elif option.kind == "file":
+        kwargs["type"] = click.Path(exists=True, dir_okay=False)
     elif option.kind == "parsed":
         kwargs["type"] = _Parsed(option.parse, option.metavar)
     else:

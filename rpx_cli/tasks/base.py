@@ -29,7 +29,8 @@ Warn = Callable[[str, str], None]  # (warning kind, path)
 class Option:
     """A task parameter as a command-line flag (the CLI builds click options from these).
 
-    ``kind``: ``float``, ``int``, ``str``, ``choice`` (one of ``choices``) or ``parsed``
+    ``kind``: ``float``, ``int``, ``str``, ``file`` (an existing file), ``choice`` (one of
+    ``choices``) or ``parsed``
     (``parse`` turns the text into the value and raises ``ValueError`` with a message for a
     bad one). ``multiple`` flags repeat and give a tuple. ``minimum`` (with ``open_min``)
     bounds numbers.
@@ -70,6 +71,9 @@ class Task:
     default_params: ClassVar[Mapping[str, Any]] = {}
     options: ClassVar[tuple[Option, ...]] = ()
     help: ClassVar[str] = ""
+    # True: row_stats is a fixed-width vector of numbers, kept as one float64 matrix;
+    # False: any picklable object per row, kept in a list (e.g. a sparse confusion matrix).
+    vector_stats: ClassVar[bool] = True
 
     def normalise_params(self, params: Params) -> dict[str, Any]:
         """Parameters in the form recorded in the report's ``params`` (JSON types)."""
@@ -90,12 +94,14 @@ class Task:
         """One row of metrics. Paths are for error messages only."""
         raise NotImplementedError
 
-    def row_stats(self, row: dict[str, Any], params: Params) -> Sequence[float]:
-        """The row's sufficient statistics; the same length for every row of a run."""
+    def row_stats(self, row: dict[str, Any], params: Params) -> Sequence[float] | Any:
+        """The row's sufficient statistics: with ``vector_stats``, numbers of one length for
+        every row of a run; otherwise any picklable object."""
         raise NotImplementedError
 
-    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
-        """Report keys from the statistics of all rows (shape (n_rows, width), stem order)."""
+    def summarize(self, stats: np.ndarray | list[Any], params: Params) -> dict[str, Any]:
+        """Report keys from the statistics of all rows in stem order: a float64 matrix
+        (n_rows, width) with ``vector_stats``, else the list of row objects."""
         raise NotImplementedError
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:

@@ -1,0 +1,98 @@
+"""Confusion matrices of label maps, and the classification metrics derived from them.
+
+A frame's confusion is kept sparse — the labels present in its GT and in its prediction
+and a small dense count matrix between them — so frames with different label sets pool
+exactly (integer counts) into one dataset matrix of any size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_DIRECT_CODES = 1 << 16  # label pairs below 256 x 256 are counted without compaction
+
+
+@dataclass(frozen=True)
+class FrameConfusion:
+    """Counts of (GT label, predicted label) over a frame's labelled pixels."""
+
+    gt_labels: np.ndarray  # (k,) int64, sorted
+    pred_labels: np.ndarray  # (m,) int64, sorted
+    counts: np.ndarray  # (k, m) int64
+
+    @property
+    def total(self) -> int:
+        return int(self.counts.sum())
+
+
+def frame_confusion(gt: np.ndarray, pred: np.ndarray, ignore: tuple[int, ...] = ()) -> FrameConfusion:
+    """Count label pairs with ``np.bincount`` (no loop over classes or pixels).
+
+    Pixels whose GT label is in ``ignore`` are excluded from everything. Labels of 8-bit maps
+    are counted directly in a 256 x 256 code space; other label maps are first mapped to
+    the dense indices of the labels present.
+    """
+    gt, pred = gt.ravel(), pred.ravel()
+    gt_values, gt_index = _compact(gt)
+    pred_values, pred_index = _compact(pred)
+    width = pred_values.size
+    codes = gt_index.astype(np.intp) * width + pred_index
+    counts = np.bincount(codes, minlength=gt_values.size * width).reshape(gt_values.size, width)
+    if ignore:
+        keep = ~np.isin(gt_values, np.asarray(ignore, dtype=np.int64))
+        gt_values, counts = gt_values[keep], counts[keep]
+    present_rows = counts.any(axis=1)
+    present_cols = counts.any(axis=0)
+    return FrameConfusion(gt_values[present_rows], pred_values[present_cols],
+                          counts[np.ix_(present_rows, present_cols)])
+
+
+def _compact(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, index)``: the label values present (sorted) and each pixel's index into
+    them. 8-bit labels are their own index over all 256 values (no pass over the pixels)."""
+    if labels.dtype == np.uint8:
+        return np.arange(256, dtype=np.int64), labels
+    if labels.dtype.kind in "ui" and labels.size:
+        low, high = int(labels.min()), int(labels.max())
+        if low >= 0 and high < 256:  # wide storage, few labels: the direct 8-bit path
+            return np.arange(256, dtype=np.int64), labels.astype(np.uint8)
+        if low >= 0 and high < _DIRECT_CODES:
+            present = np.bincount(labels, minlength=high + 1) > 0
+            values = np.flatnonzero(present)
+            lut = (np.cumsum(present) - 1).astype(np.uint16)
+            return values.astype(np.int64), lut[labels]
+    values, index = np.unique(labels, return_inverse=True)
+    return values.astype(np.int64), index.reshape(-1)
+
+
+@dataclass(frozen=True)
+class ClassScores:
+    """Per-class figures from a confusion matrix (rows GT, columns predicted)."""
+
+    support: np.ndarray  # GT pixels per class
+    tp: np.ndarray
+    iou: np.ndarray
+    precision: np.ndarray
+    recall: np.ndarray
+    f1: np.ndarray
+
+
+def class_scores(matrix: np.ndarray) -> ClassScores:
+    """IoU = TP / (TP + FP + FN), precision = TP / (TP + FP), recall = TP / (TP + FN),
+    F1 = 2PR / (P + R); a 0/0 is 0 (a class that is never predicted has precision 0).
+
+    ``matrix`` is (C, C) or (C, C + 1) with a last "other" column of predictions outside the
+    classes: those pixels are false negatives of their GT class, never dropped.
+    """
+    classes = matrix.shape[0]
+    tp = np.diagonal(matrix[:, :classes]).astype(np.float64)
+    support = matrix.sum(axis=1).astype(np.float64)
+    predicted = matrix[:, :classes].sum(axis=0).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = np.where(support + predicted - tp > 0, tp / (support + predicted - tp), 0.0)
+        precision = np.where(predicted > 0, tp / predicted, 0.0)
+        recall = np.where(support > 0, tp / support, 0.0)
+        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
+    return ClassScores(support, tp, iou, precision, recall, f1)

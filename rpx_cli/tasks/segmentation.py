@@ -1,0 +1,246 @@
+"""``rpx eval segmentation``: semantic label maps.
+
+Rows (RPX): ``miou`` = mean IoU over the classes present in that frame's GT (a class that
+appears only in the prediction gets no IoU of its own, but its pixels are false positives
+of the classes it covers), ``pixel_acc`` = correct / labelled pixels. Pixels whose GT
+label is ignored are excluded from everything — unions, accuracy, confusion (the RPX code
+kept them in unions: fixed).
+
+``dataset`` comes from one confusion matrix pooled over all frames (rows GT, columns
+predicted): ``miou``, ``fwiou`` (support-weighted), ``acc``, ``mprecision``, ``mrecall``,
+``mf1`` — means over the classes with GT support (autoware-ml) — and ``per_class``
+``{iou, precision, recall, f1, support}``. A 0/0 precision or F1 is 0. A predicted label
+outside the known classes counts as wrong for its GT pixel (column ``"other"``): never
+dropped, which would reward garbage.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.io.arrays import read_array
+from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.ops.confusion import FrameConfusion, class_scores, frame_confusion
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
+from rpx_cli.tasks.registry import register_task
+
+OTHER = "other"
+
+
+def load_class_names(path: str) -> list[str]:
+    """One name per line (blank lines and ``#`` comments skipped), or a JSON list."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise InputError(f"cannot read class names: {exc.strerror or exc}", path=path) from None
+    if text.lstrip().startswith("["):
+        try:
+            names = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"class names: not valid JSON ({exc})", path=path) from None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise InputError("class names: expected a JSON list of strings", path=path)
+    else:
+        names = [line.strip() for line in text.splitlines()]
+        names = [name for name in names if name and not name.startswith("#")]
+    if not names:
+        raise InputError("class names: the file names no class", path=path)
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise InputError(f"class names: duplicated {', '.join(duplicates)}", path=path)
+    if OTHER in names:
+        raise InputError(f"class names: '{OTHER}' is reserved for out-of-range predictions",
+                         path=path)
+    return names
+
+
+@register_task
+class Segmentation(Task):
+    name = "segmentation"
+    report_schema = "rpx.eval"
+    suffixes = (".png", ".npy")
+    help = "Semantic segmentation: per-frame mIoU and accuracy, pooled confusion-matrix metrics."
+    vector_stats = False
+    metrics = {
+        "miou": MetricInfo("higher", "row: mean IoU over classes present in the frame's GT; "
+                           "dataset: mean IoU over classes with GT support, pooled matrix"),
+        "pixel_acc": MetricInfo("higher", "correct / labelled pixels (ignored GT excluded)"),
+        "n_labelled": MetricInfo("none", "pixels whose GT label is not ignored"),
+        "fwiou": MetricInfo("higher", "frequency-weighted IoU: sum of support share x IoU"),
+        "acc": MetricInfo("higher", "pooled pixel accuracy"),
+        "mprecision": MetricInfo("higher", "mean precision over classes with GT support (0/0 = 0)"),
+        "mrecall": MetricInfo("higher", "mean recall over classes with GT support"),
+        "mf1": MetricInfo("higher", "mean F1 over classes with GT support (0/0 = 0)"),
+        "iou": MetricInfo("higher", "per class: TP / (TP + FP + FN)"),
+        "precision": MetricInfo("higher", "per class: TP / (TP + FP)"),
+        "recall": MetricInfo("higher", "per class: TP / (TP + FN)"),
+        "f1": MetricInfo("higher", "per class: 2PR / (P + R)"),
+        "support": MetricInfo("none", "per class: GT pixels"),
+    }
+    options = (
+        Option("ignore_index", "--ignore-index", "int", (-1,), multiple=True,
+               help="GT label to exclude from everything (repeatable; PNG users usually pass 255)."),
+        Option("num_classes", "--num-classes", "int", None, minimum=1,
+               help="Classes are 0..N-1: a GT label >= N is an input error, a predicted one "
+                    "counts in the 'other' column [default: the labels that appear]."),
+        Option("class_names", "--class-names", "file", None, metavar="FILE",
+               help="Class names, one per line or a JSON list; label i is line i. Keys "
+                    "dataset.per_class by name and implies --num-classes."),
+    )
+    default_params = {option.param: option.default for option in options}
+
+    def normalise_params(self, params: Params) -> dict[str, Any]:
+        names = params.get("class_names")
+        if isinstance(names, str):
+            names = load_class_names(names)
+        ignore = params.get("ignore_index", (-1,))
+        ignore = [ignore] if isinstance(ignore, int) else list(ignore)
+        num_classes = params.get("num_classes")
+        if names is not None:
+            if num_classes is not None and num_classes != len(names):
+                raise ParameterError(f"--num-classes {num_classes} but {len(names)} class names")
+            num_classes = len(names)
+        return {**params, "ignore_index": sorted(set(int(i) for i in ignore)),
+                "num_classes": num_classes, "class_names": names}
+
+    def validate_params(self, params: Params) -> None:
+        if params["num_classes"] is not None and params["num_classes"] < 1:
+            raise ParameterError(f"num classes must be >= 1, got {params['num_classes']}")
+
+    # --- per pair ---------------------------------------------------------------------
+
+    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn) -> np.ndarray:
+        labels = read_array(path, buffer).array
+        if labels.ndim == 3 and labels.shape[2] in (3, 4):
+            raise InputError(
+                f"label map has {labels.shape[2]} channels (a colour image?); save class "
+                "indices as a single-channel (L, P or I;16) PNG or an integer .npy",
+                path=path,
+            )
+        if labels.ndim != 2:
+            raise InputError(f"label map must be 2-D (H, W), got shape {labels.shape}", path=path)
+        if labels.dtype == np.bool_:
+            return labels.view(np.uint8)
+        if labels.dtype.kind not in "iu":
+            raise InputError(
+                f"label map has dtype {labels.dtype}; labels must be integers (a float map is "
+                "a score map, not labels)",
+                path=path,
+            )
+        return labels
+
+    def empty_prediction(self, gt: np.ndarray, params: Params) -> np.ndarray:
+        return np.full(gt.shape, -1, dtype=np.int64)  # predicts nothing: every pixel wrong
+
+    def evaluate(self, pred: np.ndarray, gt: np.ndarray, params: Params, *, pred_path: str | None,
+                 gt_path: str) -> dict[str, Any]:
+        if pred.shape != gt.shape:
+            raise InputError(
+                f"shapes differ: {pred_path} is {_hw(pred)}, {gt_path} is {_hw(gt)}", path=pred_path
+            )
+        confusion = frame_confusion(gt, pred, tuple(params["ignore_index"]))
+        bad_gt = confusion.gt_labels[confusion.gt_labels < 0]
+        if bad_gt.size:
+            raise InputError(
+                f"GT holds negative label(s) {bad_gt.tolist()} that are not --ignore-index",
+                path=gt_path,
+            )
+        num_classes = params["num_classes"]
+        if num_classes is not None and confusion.gt_labels.size and confusion.gt_labels[-1] >= num_classes:
+            raise InputError(
+                f"GT label {int(confusion.gt_labels[-1])} is outside --num-classes {num_classes}",
+                path=gt_path,
+            )
+        miou, pixel_acc = frame_scores(confusion)
+        return {"miou": miou, "pixel_acc": pixel_acc, "n_labelled": confusion.total,
+                "_confusion": confusion}
+
+    def row_stats(self, row: dict[str, Any], params: Params) -> tuple[Any, ...]:
+        return row["miou"], row["pixel_acc"], row["_confusion"]
+
+    # --- over all rows ------------------------------------------------------------------
+
+    def summarize(self, stats: list[tuple[Any, ...]], params: Params) -> dict[str, Any]:
+        aggregate: dict[str, Any] = {"n_frames": len(stats)}
+        for index, key in enumerate(("miou", "pixel_acc")):
+            values = [row[index] for row in stats if row[index] is not None]
+            aggregate[key] = math.fsum(values) / len(values) if values else None
+        aggregate["n_empty"] = sum(1 for row in stats if row[0] is None)
+        return {"aggregate": aggregate, "dataset": pooled_dataset([row[2] for row in stats], params)}
+
+
+def frame_scores(confusion: FrameConfusion) -> tuple[float | None, float | None]:
+    """RPX per-frame ``(miou, pixel_acc)``: IoU averaged over the classes in this GT."""
+    total = confusion.total
+    if total == 0:
+        return None, None
+    gt_labels, pred_labels, counts = confusion.gt_labels, confusion.pred_labels, confusion.counts
+    column = np.searchsorted(pred_labels, gt_labels)
+    column = np.minimum(column, pred_labels.size - 1)
+    matched = pred_labels[column] == gt_labels
+    rows = np.arange(gt_labels.size)
+    tp = np.where(matched, counts[rows, column], 0)
+    support = counts.sum(axis=1)
+    predicted = np.where(matched, counts[:, column].sum(axis=0), 0)
+    iou = tp / (support + predicted - tp)
+    present = support > 0
+    return float(iou[present].mean()), float(tp.sum() / total)
+
+
+def pooled_dataset(frames: list[FrameConfusion], params: Params) -> dict[str, Any]:
+    """Sum the frames' counts into one matrix and derive the dataset metrics."""
+    num_classes, names = params["num_classes"], params["class_names"]
+    if num_classes is not None:
+        classes = np.arange(num_classes, dtype=np.int64)
+    else:
+        seen = [frame.gt_labels for frame in frames] + [frame.pred_labels for frame in frames]
+        classes = np.unique(np.concatenate(seen)) if seen else np.zeros(0, np.int64)
+        classes = classes[classes >= 0]
+    other = any(np.any(~np.isin(frame.pred_labels, classes)) for frame in frames)
+    matrix = np.zeros((classes.size, classes.size + (1 if other else 0)), dtype=np.int64)
+    for frame in frames:
+        if not frame.counts.size:
+            continue
+        rows = np.searchsorted(classes, frame.gt_labels)
+        cols = np.searchsorted(classes, frame.pred_labels)
+        known = (cols < classes.size) & (classes[np.minimum(cols, classes.size - 1)] == frame.pred_labels)
+        cols = np.where(known, cols, classes.size)  # outside the classes: the "other" column
+        np.add.at(matrix, (rows[:, None], cols[None, :]), frame.counts)
+    labels = [names[int(c)] if names else str(int(c)) for c in classes]
+    scores = class_scores(matrix)
+    supported = scores.support > 0
+    total = float(scores.support.sum())
+    dataset: dict[str, Any] = {
+        "confusion": {"labels": labels, "columns": labels + ([OTHER] if other else []),
+                      "matrix": matrix.tolist()},
+        "n_labelled": int(total),
+    }
+    if not supported.any():
+        dataset.update(dict.fromkeys(("miou", "fwiou", "acc", "mprecision", "mrecall", "mf1")))
+        dataset["per_class"] = {}
+        return dataset
+    dataset.update({
+        "miou": float(scores.iou[supported].mean()),
+        "fwiou": float(np.sum(scores.support[supported] / total * scores.iou[supported])),
+        "acc": float(scores.tp.sum() / total),
+        "mprecision": float(scores.precision[supported].mean()),
+        "mrecall": float(scores.recall[supported].mean()),
+        "mf1": float(scores.f1[supported].mean()),
+        "per_class": {
+            labels[c]: {"iou": float(scores.iou[c]), "precision": float(scores.precision[c]),
+                        "recall": float(scores.recall[c]), "f1": float(scores.f1[c]),
+                        "support": int(scores.support[c])}
+            for c in np.flatnonzero(supported)
+        },
+    })
+    return dataset
+
+
+def _hw(array: np.ndarray) -> str:
+    return "x".join(str(n) for n in reversed(array.shape))
