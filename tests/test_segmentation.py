@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import write_npy, write_png
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from conftest import write_npy, write_png
 from rpx_cli.ops.confusion import class_scores, frame_confusion
 from rpx_cli.tasks.segmentation import frame_scores
 
@@ -36,18 +36,18 @@ def reference(preds, gts, ignore=(-1,), classes=None):
     gts = [np.asarray(g).ravel().astype(np.int64) for g in gts]
     keep = [~np.isin(g, ignore) for g in gts]
     if classes is None:
-        classes = sorted({int(v) for g, k in zip(gts, keep) for v in g[k]}
-                         | {int(v) for p, k in zip(preds, keep) for v in p[k] if v >= 0})
+        classes = sorted({int(v) for g, k in zip(gts, keep, strict=True) for v in g[k]}
+                         | {int(v) for p, k in zip(preds, keep, strict=True) for v in p[k] if v >= 0})
     per_class, frames = {}, []
-    for p, g, k in zip(preds, gts, keep):
+    for p, g, k in zip(preds, gts, keep, strict=True):
         p, g = p[k], g[k]
         ious = []
         for c in sorted(set(g.tolist())):
             tp = np.sum((g == c) & (p == c))
             ious.append(tp / np.sum((g == c) | (p == c)))
         frames.append((np.mean(ious) if ious else None, np.mean(p == g) if g.size else None))
-    p = np.concatenate([p[k] for p, k in zip(preds, keep)])
-    g = np.concatenate([g[k] for g, k in zip(gts, keep)])
+    p = np.concatenate([p[k] for p, k in zip(preds, keep, strict=True)])
+    g = np.concatenate([g[k] for g, k in zip(gts, keep, strict=True)])
     for c in classes:
         tp, fp, fn = np.sum((g == c) & (p == c)), np.sum((g != c) & (p == c)), np.sum((g == c) & (p != c))
         if tp + fn == 0:
