@@ -35,6 +35,8 @@ def frame_confusion(gt: np.ndarray, pred: np.ndarray, ignore: tuple[int, ...] = 
     the dense indices of the labels present.
     """
     gt, pred = gt.ravel(), pred.ravel()
+    if gt.dtype == pred.dtype == np.uint8:
+        return _confusion_8bit(gt, pred, ignore)
     gt_values, gt_index = _compact(gt)
     pred_values, pred_index = _compact(pred)
     width = pred_values.size
@@ -47,6 +49,21 @@ def frame_confusion(gt: np.ndarray, pred: np.ndarray, ignore: tuple[int, ...] = 
     present_cols = counts.any(axis=0)
     return FrameConfusion(gt_values[present_rows], pred_values[present_cols],
                           counts[np.ix_(present_rows, present_cols)])
+
+
+def _confusion_8bit(gt: np.ndarray, pred: np.ndarray, ignore: tuple[int, ...]) -> FrameConfusion:
+    """8-bit maps: one uint16 code per pixel (gt << 8 | pred), one bincount."""
+    codes = gt.astype(np.uint16)
+    codes <<= 8
+    codes |= pred
+    counts = np.bincount(codes, minlength=1 << 16).reshape(256, 256)
+    for label in ignore:
+        if 0 <= label < 256:
+            counts[label] = 0
+    rows = np.flatnonzero(counts.any(axis=1))
+    cols = np.flatnonzero(counts[rows].any(axis=0))
+    return FrameConfusion(rows.astype(np.int64), cols.astype(np.int64),
+                          counts[np.ix_(rows, cols)])
 
 
 def _compact(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
