@@ -263,7 +263,7 @@ def test_corrupt_image_is_an_input_error(tmp_path: Path, suffix: str) -> None:
         read(path)
     assert str(path) in str(info.value)
     (tmp_path / f"junk{suffix}").write_bytes(b"not an image at all")
-    with pytest.raises(InputError, match="not a readable"):
+    with pytest.raises(InputError, match="not a readable image"):
         read(tmp_path / f"junk{suffix}")
 
 

@@ -14,14 +14,14 @@ from rpx_cli.io.npy import parse_npy, parse_npz
 from rpx_cli.io.pgm import parse_pgm
 
 ARRAY_SUFFIXES = (".npy", ".npz")
-IMAGE_SUFFIXES = (".png", ".pgm", ".tif", ".tiff")
+IMAGE_SUFFIXES = (".png", ".pgm", ".tif", ".tiff", ".jpg", ".jpeg")
 
 
 @dataclass(frozen=True)
 class Loaded:
     """An array and what its file said about its scale.
 
-    ``format`` is ``npy``, ``npz``, ``pgm``, ``png`` or ``tiff``; ``maxval`` is the largest
+    ``format`` is ``npy``, ``npz``, ``pgm``, ``png``, ``jpeg`` or ``tiff``; ``maxval`` is the largest
     value the encoding can hold (PGM maxval; 255 or 65535 for 8/16-bit PNG and TIFF) and
     None for ``.npy``/``.npz`` and float images, whose values carry their own scale.
     """
@@ -44,9 +44,9 @@ def read_array(path: str, buffer: FileBuffer, *, npz_key: str | None = None) -> 
     if suffix == ".pgm":
         samples, maxval = parse_pgm(data, path)
         return Loaded(samples, "pgm", maxval)
-    if suffix in (".png", ".tif", ".tiff"):
+    if suffix in (".png", ".tif", ".tiff", ".jpg", ".jpeg"):
         image = decode_image(data, path)
-        fmt = "png" if suffix == ".png" else "tiff"
+        fmt = {".png": "png", ".jpg": "jpeg", ".jpeg": "jpeg"}.get(suffix, "tiff")
         return Loaded(image, fmt, _dtype_maxval(image.dtype))
     raise InputError(f"unsupported file type '{suffix}'", path=path)
 

@@ -30,7 +30,7 @@ def png_header(data: np.ndarray) -> tuple[int, int] | None:
 
 
 def decode_image(data: np.ndarray, path: str) -> np.ndarray:
-    """Decode an in-memory PNG or TIFF file to a numpy array."""
+    """Decode an in-memory PNG, JPEG or TIFF file to a numpy array."""
     header = png_header(data)
     if header is not None and header[0] == 16 and header[1] in (2, 4, 6):
         raise InputError(
@@ -47,7 +47,7 @@ def decode_image(data: np.ndarray, path: str) -> np.ndarray:
                 image = image.convert("I;16")
             array = np.asarray(image)
     except UnidentifiedImageError:
-        raise InputError("not a readable PNG or TIFF image", path=path) from None
+        raise InputError("not a readable image (PNG, JPEG or TIFF)", path=path) from None
     except (OSError, ValueError, SyntaxError) as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"cannot decode image ({detail})", path=path) from None

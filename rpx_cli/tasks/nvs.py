@@ -1,0 +1,131 @@
+"""``rpx eval nvs``: novel-view synthesis, rendered images against captured ones.
+
+Rows: ``psnr`` (data range from the dtype — 255 for 8-bit, 65535 for 16-bit — or
+``--data-range``; identical images are capped at 100 dB and counted in
+``aggregate.n_identical``, no other pair is capped), ``ssim`` (scikit-image's Gaussian SSIM,
+see :mod:`rpx_cli.ops.image_quality`) and ``ssim_global`` (RPX's single-window form).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.io.arrays import read_array
+from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.ops.image_quality import PSNR_CAP, WINDOW, psnr, ssim, ssim_global
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
+from rpx_cli.tasks.registry import register_task
+
+ALPHA_DROPPED = "alpha-dropped"
+_RANGE_BY_DTYPE = {np.dtype(np.uint8): 255.0, np.dtype(np.uint16): 65535.0}
+
+
+class Image(NamedTuple):
+    values: np.ndarray  # (H, W) or (H, W, C), alpha removed
+
+
+@register_task
+class NovelViewSynthesis(Task):
+    name = "nvs"
+    report_schema = "rpx.eval"
+    suffixes = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".npy")
+    help = "Novel-view synthesis: PSNR, SSIM (scikit-image's Gaussian form) and RPX's global SSIM."
+    metrics = {
+        "psnr": MetricInfo("higher", "10 log10(R^2 / MSE) over all pixels and channels, dB; "
+                           f"identical images capped at {PSNR_CAP:g}"),
+        "ssim": MetricInfo("higher", "mean SSIM, Gaussian window sigma 1.5 truncated at 3.5 "
+                           "(11x11), population covariance, reflect borders, 5-pixel border "
+                           "cropped, averaged per channel then over channels (= skimage "
+                           "structural_similarity(gaussian_weights=True, sigma=1.5, "
+                           "use_sample_covariance=False, channel_axis=-1))"),
+        "ssim_global": MetricInfo("higher", "RPX single-window SSIM: whole image, channels "
+                                  "pooled, population statistics"),
+    }
+    options = (
+        Option("data_range", "--data-range", "float", None, minimum=0.0, open_min=True,
+               help="Peak value range R for PSNR and SSIM [default: 255 for 8-bit images, "
+                    "65535 for 16-bit; required for float images]."),
+    )
+    default_params = {option.param: option.default for option in options}
+
+    def validate_params(self, params: Params) -> None:
+        value = params["data_range"]
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ParameterError(f"data range must be a positive number, got {value}")
+
+    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn) -> Image:
+        image = read_array(path, buffer).array
+        if image.ndim == 3 and image.shape[2] in (2, 4):  # LA / RGBA: drop alpha
+            warn(ALPHA_DROPPED, path)
+            image = image[..., :-1]
+            if image.shape[2] == 1:
+                image = image[..., 0]
+        if image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] != 3):
+            raise InputError(f"expected an (H, W) or (H, W, 3) image, got shape {image.shape}",
+                             path=path)
+        if image.dtype.kind not in "uif" or image.dtype == np.bool_:
+            raise InputError(f"image has unsupported dtype {image.dtype}", path=path)
+        if image.dtype.kind == "f" and not np.isfinite(image).all():
+            raise InputError("image holds NaN or inf", path=path)
+        return Image(image)
+
+    def empty_prediction(self, gt: Image, params: Params) -> Image:
+        return Image(np.zeros_like(gt.values))
+
+    def evaluate(self, pred: Image, gt: Image, params: Params, *, pred_path: str | None,
+                 gt_path: str) -> dict[str, Any]:
+        p, g = pred.values, gt.values
+        if p.shape != g.shape:
+            raise InputError(
+                f"shapes differ: {pred_path} is {_shape(p)}, {gt_path} is {_shape(g)}",
+                path=pred_path,
+            )
+        data_range = params["data_range"]
+        if data_range is None:
+            if p.dtype != g.dtype:
+                raise InputError(
+                    f"bit depths differ: {pred_path} is {p.dtype}, {gt_path} is {g.dtype} "
+                    "(pass --data-range to compare them on one scale)",
+                    path=pred_path,
+                )
+            data_range = _RANGE_BY_DTYPE.get(g.dtype)
+            if data_range is None:
+                raise InputError(
+                    f"{g.dtype} images have no implied peak value: pass --data-range", path=gt_path
+                )
+        if min(g.shape[:2]) < WINDOW:
+            raise InputError(f"image {_shape(g)} is smaller than the {WINDOW}x{WINDOW} SSIM window",
+                             path=gt_path)
+        value, identical = psnr(p, g, data_range)
+        return {
+            "psnr": value,
+            "ssim": ssim(p, g, data_range),
+            "ssim_global": ssim_global(p, g, data_range),
+            "_identical": identical,
+        }
+
+    def row_stats(self, row: dict[str, Any], params: Params) -> tuple[float, ...]:
+        return row["psnr"], row["ssim"], row["ssim_global"], float(row["_identical"])
+
+    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
+        aggregate: dict[str, Any] = {}
+        for index, key in enumerate(("psnr", "ssim", "ssim_global")):
+            aggregate[key] = math.fsum(stats[:, index].tolist()) / len(stats)
+        aggregate["n_identical"] = int(stats[:, 3].sum())
+        aggregate["n_frames"] = len(stats)
+        return {"aggregate": aggregate, "dataset": {}}
+
+    def warning_text(self, kind: str, paths: list[str]) -> str:
+        if kind == ALPHA_DROPPED:
+            return (f"{len(paths)} image(s) have an alpha channel (e.g. {paths[0]}); it was "
+                    "dropped and only the colour channels compared")
+        return super().warning_text(kind, paths)
+
+
+def _shape(array: np.ndarray) -> str:
+    size = f"{array.shape[1]}x{array.shape[0]}"
+    return size if array.ndim == 2 else f"{size}x{array.shape[2]}"
