@@ -42,40 +42,65 @@ def ssim(x: np.ndarray, y: np.ndarray, data_range: float) -> float:
         x, y = x[..., None], y[..., None]
     if min(x.shape[:2]) < WINDOW:
         raise ValueError(f"images smaller than the {WINDOW}x{WINDOW} SSIM window")
-    work = _Workspace(x.shape[:2])
-    scores = [work.channel(np.asarray(x[..., c], np.float64), np.asarray(y[..., c], np.float64),
-                           data_range) for c in range(x.shape[2])]
-    return float(np.mean(scores))
+    work = _workspace(x.shape[:2])
+    return float(np.mean([work.channel(x[..., c], y[..., c], data_range)
+                          for c in range(x.shape[2])]))
+
+
+_WORKSPACES: dict[tuple[int, int], _Workspace] = {}
+
+
+def _workspace(shape: tuple[int, int]) -> _Workspace:
+    """Buffers for one image size, kept between calls (a run's images share a size)."""
+    if shape not in _WORKSPACES:
+        if len(_WORKSPACES) >= 4:
+            _WORKSPACES.pop(next(iter(_WORKSPACES)))
+        _WORKSPACES[shape] = _Workspace(shape)
+    return _WORKSPACES[shape]
 
 
 class _Workspace:
-    """Preallocated filter outputs for one image size."""
+    """Preallocated float64 buffers for one image size: inputs, the five filtered moments
+    and scratch for the SSIM map. No array is allocated per call."""
 
     def __init__(self, shape: tuple[int, int]) -> None:
+        self.x, self.y, self.product = (np.empty(shape) for _ in range(3))
         self.maps = [np.empty(shape) for _ in range(5)]
-        self.product = np.empty(shape)
+        inner = (shape[0] - 2 * RADIUS, shape[1] - 2 * RADIUS)
+        self.scratch = [np.empty(inner) for _ in range(4)]
 
     def channel(self, x: np.ndarray, y: np.ndarray, data_range: float) -> float:
+        np.copyto(self.x, x, casting="unsafe")
+        np.copyto(self.y, y, casting="unsafe")
+        x, y, product = self.x, self.y, self.product
         ux, uy, uxx, uyy, uxy = self.maps
         gauss = {"sigma": SIGMA, "truncate": TRUNCATE, "mode": "reflect"}
         ndimage.gaussian_filter(x, output=ux, **gauss)
         ndimage.gaussian_filter(y, output=uy, **gauss)
-        ndimage.gaussian_filter(np.multiply(x, x, out=self.product), output=uxx, **gauss)
-        ndimage.gaussian_filter(np.multiply(y, y, out=self.product), output=uyy, **gauss)
-        ndimage.gaussian_filter(np.multiply(x, y, out=self.product), output=uxy, **gauss)
+        ndimage.gaussian_filter(np.multiply(x, x, out=product), output=uxx, **gauss)
+        ndimage.gaussian_filter(np.multiply(y, y, out=product), output=uyy, **gauss)
+        ndimage.gaussian_filter(np.multiply(x, y, out=product), output=uxy, **gauss)
         inner = (slice(RADIUS, -RADIUS), slice(RADIUS, -RADIUS))
         ux, uy, uxx, uyy, uxy = (m[inner] for m in (ux, uy, uxx, uyy, uxy))
         c1 = (K1 * data_range) ** 2
         c2 = (K2 * data_range) ** 2
-        # the expressions of scikit-image, in its order (so the floats are the same)
-        vx = uxx - ux * ux
-        vy = uyy - uy * uy
-        vxy = uxy - ux * uy
-        a1 = 2 * ux * uy + c1
-        a2 = 2 * vxy + c2
-        b1 = ux**2 + uy**2 + c1
-        b2 = vx + vy + c2
-        return float(((a1 * a2) / (b1 * b2)).mean(dtype=np.float64))
+        t0, t1, t2, t3 = self.scratch
+        # scikit-image's expressions, operation for operation (so the floats are the same):
+        vx = np.subtract(uxx, np.multiply(ux, ux, out=t0), out=t0)  # uxx - ux * ux
+        vy = np.subtract(uyy, np.multiply(uy, uy, out=t1), out=t1)  # uyy - uy * uy
+        vxy = np.subtract(uxy, np.multiply(ux, uy, out=t2), out=t2)  # uxy - ux * uy
+        a1 = np.multiply(np.multiply(2, ux, out=uxx), uy, out=uxx)  # 2 * ux * uy + C1
+        a1 += c1
+        a2 = np.multiply(2, vxy, out=vxy)  # 2 * vxy + C2
+        a2 += c2
+        b1 = np.add(np.square(ux, out=uyy), np.square(uy, out=t3), out=uyy)  # ux**2 + uy**2 + C1
+        b1 += c1
+        b2 = np.add(vx, vy, out=vx)  # vx + vy + C2
+        b2 += c2
+        np.multiply(b1, b2, out=b1)  # D = B1 * B2
+        np.multiply(a1, a2, out=a1)  # S = (A1 * A2) / D
+        np.divide(a1, b1, out=a1)
+        return float(a1.mean(dtype=np.float64))
 
 
 def ssim_global(x: np.ndarray, y: np.ndarray, data_range: float) -> float:
