@@ -65,10 +65,15 @@ def run_evaluation(
     on_error: str = "fail",
     jobs: int | None = None,
     include_rows: bool = True,
+    shard: tuple[int, int] | None = None,
     invocation: Invocation | None = None,
     progress: ProgressHooks | None = None,
 ) -> Evaluation:
-    """Pair, evaluate and assemble the report. Raises :class:`rpx_cli.errors.RpxError`."""
+    """Pair, evaluate and assemble the report. Raises :class:`rpx_cli.errors.RpxError`.
+
+    ``shard=(k, n)`` evaluates only shard k of n (1-based, by a stable hash of the stem)
+    and adds ``state``: what :func:`merge_reports` needs to rebuild the single-run report.
+    """
     task = get_task(task_name)
     missing = task.default_missing if missing is None else missing
     if missing not in MISSING_POLICIES:
@@ -85,6 +90,12 @@ def run_evaluation(
 
     pairing = pair_dirs(pred_dir, gt_dir, task.suffixes, missing=missing)
     _check_pairing(pairing, pred_dir, gt_dir, task.suffixes, missing)
+    whole = pairing.digest()
+    if shard is not None:
+        index, count = shard
+        if not 1 <= index <= count:
+            raise ParameterError(f"shard {index}/{count}: expected 1 <= K <= N")
+        pairing = pairing.shard(index, count)
 
     hooks = progress or ProgressHooks()
     advance = hooks.start(len(pairing.pairs))
@@ -95,24 +106,32 @@ def run_evaluation(
         hooks.stop()
     if result.errors and on_error == "fail":
         raise EvaluationFailed(result.errors, len(pairing.pairs))
-    if not len(result.stats):
+    if not len(result.stats) and shard is None:
         raise EvaluationFailed(
             result.errors, len(pairing.pairs),
             f"none of the {len(pairing.pairs)} pairs could be evaluated; no report written",
         )
 
-    n_pairs = len(result.stats)
-    summary = task.summarize(result.stats, params)
     report = build_report(
         task=task,
         params=params,
-        summary=summary,
+        summary=task.summarize(result.stats, params) if len(result.stats) else {},
         rows=result.rows,
-        n_pairs=n_pairs,
+        n_pairs=len(result.stats),
         unpaired=pairing.unpaired,
         errors=result.errors,
         include_rows=include_rows,
     )
+    if shard is not None:
+        report["state"] = {
+            "shard": {"index": shard[0], "count": shard[1]},
+            "pairing": whole,
+            "inputs": {"pred_dir": pred_dir, "gt_dir": gt_dir},
+            "stems": result.stems,
+            "stats": task.encode_stats(result.stats),
+            "digests": {"pred_dir": {k: v.hex() for k, v in result.pred_digests.items()},
+                        "gt_dir": {k: v.hex() for k, v in result.gt_digests.items()}},
+        }
     invocation = invocation or Invocation(
         command=f"rpx_cli.evaluate_dirs({task_name!r})", argv=[], args={}
     )
@@ -182,3 +201,86 @@ def evaluate_dirs(task: str, pred_dir: str | os.PathLike[str], gt_dir: str | os.
 
 def default_params(task: str) -> dict[str, Any]:
     return dict(get_task(task).default_params)
+
+
+def merge_reports(parts: list[tuple[str, dict[str, Any], str]], *,
+                  invocation: Invocation | None = None) -> dict[str, Any]:
+    """Merge the ``--shard`` reports of one evaluation: ``parts`` are ``(path, report,
+    sha256 of the file)``. The result equals the single-run report (apart from
+    ``run_provenance``): statistics are re-sorted by stem and summarised once."""
+    stopwatch = Stopwatch()
+    if not parts:
+        raise ParameterError("nothing to merge")
+    for path, part, _ in parts:
+        if not isinstance(part, dict) or "state" not in part:
+            raise InputError("is not a --shard partial report (no 'state')", path=path)
+    first_path, first, _ = parts[0]
+    task = get_task(first["task"])
+    count = first["state"]["shard"]["count"]
+    for path, part, _ in parts[1:]:
+        for key in ("schema", "schema_version", "task", "params"):
+            if part.get(key) != first.get(key):
+                raise InputError(f"its {key} differs from {first_path}'s: parts of different "
+                                 "evaluations cannot be merged", path=path)
+        state = part["state"]
+        if state["pairing"] != first["state"]["pairing"]:
+            raise InputError(f"its inputs (stems and files) differ from {first_path}'s", path=path)
+        if state["shard"]["count"] != count:
+            raise InputError(f"is shard {state['shard']['index']}/{state['shard']['count']}, "
+                             f"not of {count}", path=path)
+        if ("rows" in part) != ("rows" in first):
+            raise InputError(f"has {'no ' if 'rows' not in part else ''}rows unlike {first_path}",
+                             path=path)
+    seen: dict[int, str] = {}
+    for path, part, _ in parts:
+        index = part["state"]["shard"]["index"]
+        if index in seen:
+            raise InputError(f"shard {index}/{count} is given twice: {seen[index]} and {path}",
+                             path=path)
+        seen[index] = path
+    missing_shards = sorted(set(range(1, count + 1)) - set(seen))
+    if missing_shards:
+        raise InputError(f"shard(s) {', '.join(f'{k}/{count}' for k in missing_shards)} missing",
+                         path=first_path)
+
+    stems = [stem for _, part, _ in parts for stem in part["state"]["stems"]]
+    decoded = [task.decode_stats(part["state"]["stats"]) for _, part, _ in parts]
+    order = sorted(range(len(stems)), key=stems.__getitem__)
+    if task.vector_stats:
+        import numpy as np
+
+        stacked = np.concatenate([d for d in decoded if len(d)]) if any(len(d) for d in decoded) \
+            else np.empty((0, 0))
+        stats: Any = stacked[order] if len(order) else stacked
+    else:
+        flat = [item for d in decoded for item in d]
+        stats = [flat[i] for i in order]
+    params = first["params"]
+    include_rows = "rows" in first
+    rows = sorted((row for _, part, _ in parts for row in part.get("rows", [])),
+                  key=lambda row: row["stem"])
+    errors = sorted((PairError(**error) for _, part, _ in parts for error in part["errors"]),
+                    key=lambda error: error.stem)
+    unpaired = {side: sorted(stem for _, part, _ in parts for stem in part["unpaired"][side])
+                for side in ("pred_only", "gt_only")}
+    if not len(stats):
+        raise EvaluationFailed(errors, len(errors),
+                               "none of the pairs in these parts could be evaluated")
+    report = build_report(task=task, params=params, summary=task.summarize(stats, params),
+                          rows=rows, n_pairs=len(stats), unpaired=unpaired, errors=errors,
+                          include_rows=include_rows)
+    digests = {role: {rel: bytes.fromhex(h) for _, part, _ in parts
+                      for rel, h in part["state"]["digests"][role].items()}
+               for role in ("pred_dir", "gt_dir")}
+    inputs = {role: directory_input(first["state"]["inputs"][role], digests[role])
+              for role in ("pred_dir", "gt_dir")}
+    for path, part, sha in sorted(parts, key=lambda p: p[1]["state"]["shard"]["index"]):
+        inputs[f"shard_{part['state']['shard']['index']}"] = {
+            "path": path, "kind": "file", "exists": os.path.isfile(path), "n_files": 1, "sha256": sha}
+    invocation = invocation or Invocation(command="rpx_cli.merge_reports", argv=[], args={})
+    report["run_provenance"] = build_provenance(
+        command=invocation.command, argv=invocation.argv, args=invocation.args, inputs=inputs,
+        outputs={"report": {"path": invocation.out}}, clock=stopwatch.stop(),
+        environment=collect_environment(), git=collect_git(os.getcwd()),
+    )
+    return report

@@ -45,6 +45,7 @@ class RunResult:
     statistics per evaluated pair; ``rows`` the public rows, when they were kept."""
 
     stats: np.ndarray | list[Any]
+    stems: list[str] = field(default_factory=list)  # of the evaluated pairs, in order
     rows: list[dict[str, Any]] = field(default_factory=list)
     errors: list[PairError] = field(default_factory=list)
     warnings: dict[str, list[str]] = field(default_factory=dict)
@@ -206,6 +207,7 @@ def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 
                 elif len(outcome.stats) != width:
                     raise RuntimeError(f"{task.name}: row statistics of varying width at '{pair.stem}'")
                 stats.extend(outcome.stats)
+            result.stems.append(pair.stem)
             if outcome.row is not None:
                 result.rows.append(outcome.row)
             if outcome.gt_sha256 is not None and pair.gt_rel is not None:

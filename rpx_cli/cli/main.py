@@ -79,7 +79,7 @@ def cli() -> None:
 
 def _register() -> None:
     from rpx_cli.cli import eval as eval_cli
-    from rpx_cli.cli import inspect, saliency
+    from rpx_cli.cli import inspect, saliency, workflow
 
     cli.add_command(eval_cli.eval_group)
     cli.add_command(saliency.saliency_mb)
@@ -87,6 +87,7 @@ def _register() -> None:
     cli.add_command(inspect.schema)
     cli.add_command(inspect.validate)
     cli.add_command(inspect.metrics)
+    cli.add_command(workflow.merge)
 
 
 _register()

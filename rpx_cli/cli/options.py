@@ -23,6 +23,20 @@ def traceback_option(func: Callable[..., Any]) -> Callable[..., Any]:
                         help="Show the stack of an unexpected error.")(func)
 
 
+class ShardType(click.ParamType):
+    """``K/N``: shard K (1-based) of N."""
+
+    name = "K/N"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        if isinstance(value, tuple):
+            return value
+        head, sep, tail = str(value).partition("/")
+        if not (sep and head.isdigit() and tail.isdigit() and 1 <= int(head) <= int(tail)):
+            self.fail(f"expected K/N with 1 <= K <= N (e.g. 2/4), got {value!r}", param, ctx)
+        return int(head), int(tail)
+
+
 def pair_options(*, default_missing: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--pred-dir``, ``--gt-dir``, ``--out``, ``--missing``, ``--on-error``, ``--jobs``,
     ``--no-rows``, ``--compact``, ``--quiet``, ``--progress/--no-progress``, ``--traceback``."""
@@ -42,6 +56,9 @@ def pair_options(*, default_missing: str) -> Callable[[Callable[..., Any]], Call
                           "without a report, or record it under 'errors' and go on."),
         click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
                      help="Worker processes [default: CPUs available]. Never changes a number."),
+        click.option("--shard", type=ShardType(), default=None,
+                     help="Evaluate only shard K of N (stable hash of the stem) and write a "
+                          "partial report for `rpx merge`."),
         click.option("--no-rows", is_flag=True, help="Omit per-pair rows from the report."),
         click.option("--compact", is_flag=True, help="One-line JSON instead of indented."),
         click.option("-q", "--quiet", is_flag=True,
@@ -93,7 +110,8 @@ def write_stdout(data: bytes) -> None:
 
 def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, pred_dir: str,
                      gt_dir: str, out: str, missing: str, on_error: str, jobs: int | None,
-                     no_rows: bool, compact: bool, quiet: bool, progress: bool | None) -> None:
+                     shard: tuple[int, int] | None, no_rows: bool, compact: bool, quiet: bool,
+                     progress: bool | None) -> None:
     """The body every pair-reading command shares: evaluate, warn, write, summarise."""
     from rpx_cli.api import Invocation, run_evaluation
     from rpx_cli.console import ProgressBar, print_lines
@@ -105,7 +123,7 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
     verbose = show_progress(quiet, progress)
     evaluation = run_evaluation(
         task, pred_dir, gt_dir, params,
-        missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows,
+        missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows, shard=shard,
         invocation=invocation, progress=ProgressBar(task, enabled=verbose),
     )
     if not quiet:

@@ -8,6 +8,7 @@ task does not read are ignored too.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -51,6 +52,40 @@ class Pairing:
     @property
     def unpaired(self) -> dict[str, list[str]]:
         return {"pred_only": self.pred_only, "gt_only": self.gt_only}
+
+    def digest(self) -> str:
+        """sha256 of every stem and its files (before sharding): shards of one evaluation
+        agree on it, so ``rpx merge`` can tell that parts come from the same inputs."""
+        digest = hashlib.sha256()
+        for pair in self.pairs:
+            digest.update(f"{pair.stem}\t{pair.pred_rel}\t{pair.gt_rel}\n".encode())
+        for stem in self.pred_only:
+            digest.update(f"pred_only\t{stem}\n".encode())
+        for stem in self.gt_only:
+            digest.update(f"gt_only\t{stem}\n".encode())
+        return digest.hexdigest()
+
+    def shard(self, index: int, count: int) -> Pairing:
+        """Shard ``index`` (1-based) of ``count``: the stems whose stable hash falls in it."""
+        def mine(stem: str) -> bool:
+            return shard_of(stem, count) == index
+
+        return Pairing(
+            pairs=[pair for pair in self.pairs if mine(pair.stem)],
+            pred_only=[stem for stem in self.pred_only if mine(stem)],
+            gt_only=[stem for stem in self.gt_only if mine(stem)],
+            pred_only_files={k: v for k, v in self.pred_only_files.items() if mine(k)},
+            gt_only_files={k: v for k, v in self.gt_only_files.items() if mine(k)},
+            n_pred_files=self.n_pred_files,
+            n_gt_files=self.n_gt_files,
+        )
+
+
+def shard_of(stem: str, count: int) -> int:
+    """The 1-based shard of a stem: the first 8 bytes of sha256(stem) modulo ``count`` — the
+    same on every machine and Python version (``hash()`` is salted per process)."""
+    value = int.from_bytes(hashlib.sha256(stem.encode("utf-8")).digest()[:8], "big")
+    return value % count + 1
 
 
 def _split_suffix(name: str) -> tuple[str, str]:

@@ -104,6 +104,19 @@ class Task:
         (n_rows, width) with ``vector_stats``, else the list of row objects."""
         raise NotImplementedError
 
+    def encode_stats(self, stats: Any) -> Any:
+        """Row statistics as JSON (a shard report's ``state``); exact for float64."""
+        return stats.tolist() if hasattr(stats, "tolist") else list(stats)
+
+    def decode_stats(self, encoded: Any) -> Any:
+        """The inverse of :meth:`encode_stats`, for ``rpx merge``."""
+        if self.vector_stats:
+            import numpy as np
+
+            array = np.asarray(encoded, dtype=np.float64)
+            return array.reshape(len(encoded), -1) if len(encoded) else np.empty((0, 0))
+        return list(encoded)
+
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         """Directions of every metric key the report will hold (band keys included)."""
         return dict(self.metrics)

@@ -164,6 +164,15 @@ class Segmentation(Task):
     def row_stats(self, row: dict[str, Any], params: Params) -> tuple[Any, ...]:
         return row["miou"], row["pixel_acc"], row["_confusion"]
 
+    def encode_stats(self, stats: list[tuple[Any, ...]]) -> list[list[Any]]:
+        return [[miou, acc, c.gt_labels.tolist(), c.pred_labels.tolist(), c.counts.tolist()]
+                for miou, acc, c in stats]
+
+    def decode_stats(self, encoded: list[list[Any]]) -> list[tuple[Any, ...]]:
+        return [(miou, acc, FrameConfusion(np.asarray(g, np.int64), np.asarray(p, np.int64),
+                                           np.asarray(c, np.int64).reshape(len(g), len(p))))
+                for miou, acc, g, p, c in encoded]
+
     # --- over all rows ------------------------------------------------------------------
 
     def summarize(self, stats: list[tuple[Any, ...]], params: Params) -> dict[str, Any]:

@@ -1,0 +1,172 @@
+"""``--shard K/N`` + ``rpx merge``: the merged report equals one run over everything, for
+every task (hypothesis over random datasets and shard counts), and bad merges are refused."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import parse_report, write_npy
+from rpx_cli.api import Invocation, merge_reports, run_evaluation
+from rpx_cli.io.discover import shard_of
+
+
+def make_saliency(root: Path, rng, stems) -> dict:
+    for stem in stems:
+        write_npy(root / "pred" / f"{stem}.npy", rng.random((8, 12)).astype(np.float32))
+        write_npy(root / "gt" / f"{stem}.npy", (rng.random((8, 12)) > 0.5).astype(np.float32))
+    return {"block_size": 2, "threshold": 0.5, "mask_scale": None}
+
+
+def make_depth(root: Path, rng, stems) -> dict:
+    for stem in stems:
+        gt = rng.uniform(0.5, 9, (6, 7)).astype(np.float32)
+        gt[rng.random(gt.shape) < 0.2] = 0
+        write_npy(root / "pred" / f"{stem}.npy", (gt * rng.uniform(0.8, 1.2, gt.shape)).astype(np.float32))
+        write_npy(root / "gt" / f"{stem}.npy", gt)
+    return {"depth_scale": 1000.0, "min_depth": None, "max_depth": 8.0, "ranges": [[0, 3], [3, None]],
+            "align": "none", "resize_pred": None}
+
+
+def make_segmentation(root: Path, rng, stems) -> dict:
+    for stem in stems:
+        gt = rng.integers(0, 5, (6, 7)).astype(np.uint8)
+        write_npy(root / "pred" / f"{stem}.npy", np.where(rng.random(gt.shape) < 0.6, gt,
+                                                          rng.integers(0, 7, gt.shape)).astype(np.uint8))
+        write_npy(root / "gt" / f"{stem}.npy", gt)
+    return {"ignore_index": [4], "num_classes": None, "class_names": None}
+
+
+def make_nvs(root: Path, rng, stems) -> dict:
+    for stem in stems:
+        gt = (rng.random((12, 13, 3)) * 255).astype(np.uint8)
+        noisy = np.clip(gt + rng.integers(-9, 10, gt.shape), 0, 255).astype(np.uint8)
+        write_npy(root / "pred" / f"{stem}.npy", noisy)
+        write_npy(root / "gt" / f"{stem}.npy", gt)
+    return {"data_range": None}
+
+
+def make_sparse(root: Path, rng, stems) -> dict:
+    for stem in stems:
+        gt = np.column_stack([rng.uniform(0, 20, (9, 2)), rng.uniform(1, 9, 9)])
+        pred = np.column_stack([gt[:, :2] + rng.normal(0, 1, (9, 2)), gt[:, 2] * 1.1])
+        write_npy(root / "pred" / f"{stem}.npy", pred[rng.random(9) < 0.8])
+        write_npy(root / "gt" / f"{stem}.npy", gt)
+    return {"radius": 2.0, "depth_scale": 1000.0, "pred_kind": "auto"}
+
+
+MAKERS = {"saliency-mb": make_saliency, "depth": make_depth, "segmentation": make_segmentation,
+          "nvs": make_nvs, "sparse-depth": make_sparse}
+
+
+def evaluate(task, root, params, **kwargs):
+    return run_evaluation(task, str(root / "pred"), str(root / "gt"), params, jobs=1,
+                          **kwargs).report
+
+
+def merged(task, root, params, count, **kwargs):
+    parts = []
+    for index in range(1, count + 1):
+        part = evaluate(task, root, params, shard=(index, count), **kwargs)
+        data = json.dumps(part).encode()
+        parse_report(data)  # partial reports are valid reports too
+        parts.append((f"part{index}.json", json.loads(data), hashlib.sha256(data).hexdigest()))
+    return merge_reports(parts, invocation=Invocation("rpx merge", [], {}))
+
+
+def without_provenance(report: dict) -> dict:
+    report = dict(report)
+    report.pop("run_provenance")
+    return report
+
+
+@pytest.mark.parametrize("task", sorted(MAKERS))
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**31), n_stems=st.integers(1, 9), count=st.integers(1, 5),
+       rows=st.booleans())
+def test_merge_of_shards_equals_a_single_run(task, seed, n_stems, count, rows) -> None:
+    rng = np.random.default_rng(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        stems = [f"scene{i % 3}/{i:04d}" for i in range(n_stems)]
+        params = MAKERS[task](root, rng, stems)
+        write_npy(root / "gt" / "extra_gt.npy", np.zeros((1, 1)))  # unpaired, listed either way
+        single = evaluate(task, root, params, missing="skip", include_rows=rows)
+        combined = merged(task, root, params, count, missing="skip", include_rows=rows)
+        assert without_provenance(combined) == without_provenance(single)
+        parse_report(json.dumps(combined))
+        for role in ("pred_dir", "gt_dir"):
+            assert combined["run_provenance"]["inputs"][role]["sha256"] == \
+                single["run_provenance"]["inputs"][role]["sha256"]
+
+
+def test_shards_partition_the_stems() -> None:
+    stems = [f"s{i}" for i in range(500)]
+    for count in (1, 2, 7):
+        shards = [shard_of(stem, count) for stem in stems]
+        assert set(shards) <= set(range(1, count + 1))
+        assert shards == [shard_of(stem, count) for stem in stems]  # deterministic
+    assert shard_of("scene1/clutter/000120", 4) == 1 + int.from_bytes(
+        hashlib.sha256(b"scene1/clutter/000120").digest()[:8], "big") % 4
+
+
+@pytest.fixture
+def parts(rpx, tmp_path: Path):
+    rng = np.random.default_rng(0)
+    root = tmp_path / "data"
+    make_depth(root, rng, [f"s{i}" for i in range(8)])
+    paths = []
+    for k in (1, 2, 3):
+        out = tmp_path / f"part{k}.json"
+        run = rpx(f"eval depth --pred-dir {root / 'pred'} --gt-dir {root / 'gt'} --shard {k}/3 -o {out}")
+        assert run.exit_code == 0, run.stderr
+        paths.append(out)
+    return root, paths
+
+
+def test_cli_merge_equals_single_run(rpx, parts, tmp_path: Path) -> None:
+    root, paths = parts
+    merged_run = rpx(["merge", *paths])
+    assert merged_run.exit_code == 0, merged_run.stderr
+    single = rpx(f"eval depth --pred-dir {root / 'pred'} --gt-dir {root / 'gt'}").json
+    combined = merged_run.json
+    assert without_provenance(combined) == without_provenance(single)
+    assert combined["run_provenance"]["command"] == "rpx merge"
+    assert {k for k in combined["run_provenance"]["inputs"] if k.startswith("shard_")} == \
+        {"shard_1", "shard_2", "shard_3"}
+    assert "state" not in combined
+
+
+def test_merge_refuses_missing_and_repeated_shards(rpx, parts) -> None:
+    _, paths = parts
+    run = rpx(["merge", paths[0], paths[2]])
+    assert run.exit_code == 1 and "shard(s) 2/3 missing" in run.stderr
+    run = rpx(["merge", paths[0], paths[1], paths[2], paths[1]])
+    assert run.exit_code == 1 and "shard 2/3 is given twice" in run.stderr
+
+
+def test_merge_refuses_parts_of_other_evaluations(rpx, parts, tmp_path: Path) -> None:
+    root, paths = parts
+    other = tmp_path / "other.json"
+    rpx(f"eval depth --pred-dir {root / 'pred'} --gt-dir {root / 'gt'} --shard 2/3 "
+        f"--max-depth 5 -o {other}")
+    run = rpx(["merge", paths[0], other, paths[2]])
+    assert run.exit_code == 1 and "params differs" in run.stderr and str(other) in run.stderr
+    full = tmp_path / "full.json"
+    rpx(f"eval depth --pred-dir {root / 'pred'} --gt-dir {root / 'gt'} -o {full}")
+    run = rpx(["merge", paths[0], full])
+    assert run.exit_code == 1 and "not a --shard partial report" in run.stderr
+
+
+def test_bad_shard_flag_is_a_usage_error(rpx, parts) -> None:
+    root, _ = parts
+    for bad in ("0/3", "4/3", "2", "a/b", "1/0"):
+        run = rpx(f"eval depth --pred-dir {root / 'pred'} --gt-dir {root / 'gt'} --shard {bad}")
+        assert run.exit_code == 2, bad
