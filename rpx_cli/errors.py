@@ -81,3 +81,9 @@ class EvaluationFailed(RpxError):
 
 class WorkerCrashed(RpxError):
     """A worker process died without reporting (killed, out of memory)."""
+
+
+class GateFailed(RpxError):
+    """The report was written, but a gate (``--require``, ``--require-no-regression``) failed."""
+
+    exit_status = ExitStatus.GATE_FAILED

@@ -88,6 +88,7 @@ def _register() -> None:
     cli.add_command(inspect.validate)
     cli.add_command(inspect.metrics)
     cli.add_command(workflow.merge)
+    cli.add_command(workflow.check)
 
 
 _register()

@@ -37,6 +37,48 @@ class ShardType(click.ParamType):
         return int(head), int(tail)
 
 
+class GateType(click.ParamType):
+    """``PATH OP NUMBER`` (e.g. ``aggregate.absrel<=0.12``); malformed = usage error."""
+
+    name = "EXPR"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        """Validate now (a malformed gate is a usage error); keep the text for provenance."""
+        from rpx_cli.report.gates import parse_gate
+
+        try:
+            parse_gate(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value)
+
+
+def require_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--require", "require", type=GateType(), multiple=True, metavar="EXPR",
+                        help="Gate on the report, e.g. aggregate.absrel<=0.12 (repeatable): "
+                             "the report is written, then exit 3 if any gate fails.")(func)
+
+
+def apply_gates(report: dict[str, Any], gates: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Evaluate ``gates`` into ``report["gates"]``; returns the failures."""
+    from rpx_cli.report.gates import check, parse_gate
+
+    if not gates:
+        return []
+    report["gates"] = check(report, [parse_gate(gate) for gate in gates])
+    return [gate for gate in report["gates"] if not gate["passed"]]
+
+
+def raise_if_failed(failures: list[dict[str, Any]], total: int) -> None:
+    from rpx_cli.console import print_lines
+    from rpx_cli.errors import GateFailed
+
+    if failures:
+        print_lines([f"gate failed: {gate['expr']}: {gate['message']}" for gate in failures],
+                    style="red")
+        raise GateFailed(f"{len(failures)} of {total} gate(s) failed")
+
+
 def pair_options(*, default_missing: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--pred-dir``, ``--gt-dir``, ``--out``, ``--missing``, ``--on-error``, ``--jobs``,
     ``--no-rows``, ``--compact``, ``--quiet``, ``--progress/--no-progress``, ``--traceback``."""
@@ -59,6 +101,7 @@ def pair_options(*, default_missing: str) -> Callable[[Callable[..., Any]], Call
         click.option("--shard", type=ShardType(), default=None,
                      help="Evaluate only shard K of N (stable hash of the stem) and write a "
                           "partial report for `rpx merge`."),
+        require_option,
         click.option("--no-rows", is_flag=True, help="Omit per-pair rows from the report."),
         click.option("--compact", is_flag=True, help="One-line JSON instead of indented."),
         click.option("-q", "--quiet", is_flag=True,
@@ -111,7 +154,7 @@ def write_stdout(data: bytes) -> None:
 def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, pred_dir: str,
                      gt_dir: str, out: str, missing: str, on_error: str, jobs: int | None,
                      shard: tuple[int, int] | None, no_rows: bool, compact: bool, quiet: bool,
-                     progress: bool | None) -> None:
+                     progress: bool | None, require: tuple[Any, ...] = ()) -> None:
     """The body every pair-reading command shares: evaluate, warn, write, summarise."""
     from rpx_cli.api import Invocation, run_evaluation
     from rpx_cli.console import ProgressBar, print_lines
@@ -130,6 +173,8 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
         skipped = [f"skipped: {e['path']}: {e['message']}" for e in evaluation.report["errors"]]
         warnings = [f"warning: {text}" for text in evaluation.warnings]
         print_lines(skipped + warnings, style="yellow")
+    failures = apply_gates(evaluation.report, require)
     emit_report(evaluation.report, out, compact=compact)
     if verbose:
         print_lines([summary_line(evaluation.report, out)])
+    raise_if_failed(failures, len(require))

@@ -6,7 +6,13 @@ import hashlib
 
 import click
 
-from rpx_cli.cli.options import emit_report, traceback_option
+from rpx_cli.cli.options import (
+    GateType,
+    emit_report,
+    raise_if_failed,
+    traceback_option,
+    write_stdout,
+)
 
 
 def read_report(path: str) -> tuple[dict, bytes]:
@@ -56,3 +62,33 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool) -
     invocation = Invocation(command=ctx.command_path, argv=list(ctx.meta.get("rpx.argv", [])),
                             args=dict(ctx.params), out=out)
     emit_report(merge_reports(loaded, invocation=invocation), out, compact=compact)
+
+
+@click.command()
+@click.argument("report", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--require", "require", type=GateType(), multiple=True, required=True,
+              metavar="EXPR", help="A gate such as aggregate.absrel<=0.12 (repeatable).")
+@click.option("--compact", is_flag=True, help="One-line JSON instead of indented.")
+@traceback_option
+def check(report: str, require: tuple, compact: bool) -> None:
+    """Gate an existing report: exit 0 when every gate passes, 3 when one fails.
+
+    Prints {report, passed, gates: [{expr, value, passed, message}]} as JSON. A path that
+    is not in the report, or a null value, fails its gate (never a silent pass); a bare
+    name means the top-level key, else aggregate.<name>.
+
+    \b
+    Example:
+      rpx check report.json --require 'aggregate.absrel<=0.12' --require 'dataset.delta1>=0.9'
+      rpx check seg.json --require 'dataset.per_class.person.iou>=0.5' | jq .passed
+    """
+    from rpx_cli.report.gates import check as check_gates
+    from rpx_cli.report.gates import parse_gate
+    from rpx_cli.report.serialize import dumps
+
+    document, _ = read_report(report)
+    results = check_gates(document, [parse_gate(expr) for expr in require])
+    failures = [gate for gate in results if not gate["passed"]]
+    write_stdout(dumps({"report": report, "passed": not failures, "gates": results},
+                       compact=compact))
+    raise_if_failed(failures, len(results))

@@ -1,0 +1,99 @@
+"""Gates: ``--require aggregate.absrel<=0.12`` and friends.
+
+An expression is a path into the report, an operator (``<``, ``<=``, ``>``, ``>=``, ``==``)
+and a number. The path is dotted (``dataset.per_class.person.recall``); a key holding dots
+or other operator characters is bracket-quoted (``dataset.per_class["traffic.light"].iou``).
+A bare name (``absrel``) means the top-level key if the report has one (``micro_iou``),
+else ``aggregate.<name>``. A path that does not exist, or a value that is null or not a
+number, fails the gate with a message saying so — never a silent pass.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+_OPERATORS = {"<=": operator.le, ">=": operator.ge, "==": operator.eq, "<": operator.lt,
+              ">": operator.gt}
+_EXPR = re.compile(r"^\s*(?P<path>.+?)\s*(?P<op><=|>=|==|<|>)\s*(?P<number>[^<>=\s]+)\s*$")
+_SEGMENT = re.compile(r'\["((?:[^"\\]|\\.)*)"\]|([^.\[\]<>=]+)')
+
+
+@dataclass(frozen=True)
+class Gate:
+    expr: str
+    path: tuple[str, ...]
+    op: str
+    threshold: float
+
+
+def parse_path(text: str) -> tuple[str, ...]:
+    """``a.b["c.d"].e`` -> ``("a", "b", "c.d", "e")``; ValueError when malformed."""
+    segments: list[str] = []
+    position = 0
+    text = text.strip()
+    while position < len(text):
+        if text[position] == "." and segments:
+            position += 1
+        match = _SEGMENT.match(text, position)
+        if match is None:
+            raise ValueError(f"cannot read the path {text!r} at character {position + 1}")
+        quoted, plain = match.groups()
+        segments.append(plain.strip() if quoted is None else quoted.replace('\\"', '"'))
+        position = match.end()
+    if not segments or any(not s for s in segments):
+        raise ValueError(f"empty path in {text!r}")
+    return tuple(segments)
+
+
+def parse_gate(text: str) -> Gate:
+    """Parse ``PATH OP NUMBER``; ValueError with a message when malformed."""
+    match = _EXPR.match(text)
+    if match is None:
+        raise ValueError(f"expected PATH OP NUMBER with OP one of < <= > >= ==, got {text!r}")
+    try:
+        threshold = float(match["number"])
+    except ValueError:
+        raise ValueError(f"{match['number']!r} is not a number (in {text!r})") from None
+    if not math.isfinite(threshold):
+        raise ValueError(f"the threshold must be finite (in {text!r})")
+    return Gate(text.strip(), parse_path(match["path"]), match["op"], threshold)
+
+
+def resolve(report: Mapping[str, Any], path: tuple[str, ...]) -> tuple[bool, Any, str]:
+    """``(found, value, dotted path used)``; a bare name falls back to ``aggregate``."""
+    if len(path) == 1 and path[0] not in report and isinstance(report.get("aggregate"), Mapping):
+        path = ("aggregate", *path)
+    node: Any = report
+    for key in path:
+        if isinstance(node, Mapping) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return False, None, ".".join(path)
+    return True, node, ".".join(path)
+
+
+def check(report: Mapping[str, Any], gates: list[Gate]) -> list[dict[str, Any]]:
+    """One ``{expr, value, passed, message}`` per gate."""
+    results = []
+    for gate in gates:
+        found, value, where = resolve(report, gate.path)
+        if not found:
+            results.append({"expr": gate.expr, "value": None, "passed": False,
+                            "message": f"{where} is not in the report"})
+        elif value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            what = "null" if value is None else f"not a number ({type(value).__name__})"
+            results.append({"expr": gate.expr, "value": None, "passed": False,
+                            "message": f"{where} is {what}"})
+        else:
+            passed = bool(_OPERATORS[gate.op](value, gate.threshold))
+            results.append({"expr": gate.expr, "value": value, "passed": passed,
+                            "message": f"{where} = {value:g} {'satisfies' if passed else 'fails'} "
+                                       f"{gate.op} {gate.threshold:g}"})
+    return results

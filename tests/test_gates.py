@@ -1,0 +1,84 @@
+"""Gates: ``--require`` on evaluations and ``rpx check`` on existing reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from rpx_cli.report.gates import check, parse_gate, parse_path
+
+DEPTH = FIXTURES / "depth" / "indoor"
+SALIENCY = FIXTURES / "saliency-mb" / "original-xyz"
+REPORT = {"micro_iou": 0.5, "aggregate": {"absrel": 0.1, "n": 3, "empty": None},
+          "dataset": {"per_class": {"traffic.light": {"iou": 0.7}, "car": {"iou": 0.2}}},
+          "rows": [{"iou": 1.0}]}
+
+
+def results(*exprs: str) -> list[dict]:
+    return check(REPORT, [parse_gate(e) for e in exprs])
+
+
+def test_paths_operators_and_bare_names() -> None:
+    assert parse_path('dataset.per_class["traffic.light"].iou') == (
+        "dataset", "per_class", "traffic.light", "iou")
+    got = results("aggregate.absrel<=0.1", "absrel<0.1", "micro_iou>=0.5", "aggregate.n==3",
+                  'dataset.per_class["traffic.light"].iou>0.6', "dataset.per_class.car.iou>0.6",
+                  "rows.0.iou == 1")
+    assert [g["passed"] for g in got] == [True, False, True, True, True, False, True]
+    assert got[1]["message"] == "aggregate.absrel = 0.1 fails < 0.1"
+
+
+def test_missing_and_null_fail_with_a_reason() -> None:
+    missing, null, nested = results("aggregate.nope>0", "aggregate.empty>0", "dataset.per_class>0")
+    assert (missing["passed"], missing["value"], missing["message"]) == (
+        False, None, "aggregate.nope is not in the report")
+    assert null["message"] == "aggregate.empty is null" and not null["passed"]
+    assert "not a number" in nested["message"] and not nested["passed"]
+
+
+@pytest.mark.parametrize("bad", ["absrel", "absrel<<1", "absrel<=x", "<=1", "absrel<=inf",
+                                 "absrel=1", "a..b<1"])
+def test_malformed_expressions(bad: str) -> None:
+    with pytest.raises(ValueError):
+        parse_gate(bad)
+
+
+def test_require_on_eval_writes_report_then_exits_3(rpx, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    run = rpx(f"eval depth --pred-dir {DEPTH / 'pred'} --gt-dir {DEPTH / 'gt'} -o {out} "
+              "--require aggregate.absrel<=0.5 --require dataset.delta1>=0.99")
+    assert run.exit_code == 3
+    report = json.loads(out.read_text())
+    assert [g["passed"] for g in report["gates"]] == [True, False]
+    assert "gate failed: dataset.delta1>=0.99" in run.stderr and "1 of 2 gate(s) failed" in run.stderr
+    ok = rpx(f"eval depth --pred-dir {DEPTH / 'pred'} --gt-dir {DEPTH / 'gt'} --require absrel<=0.5")
+    assert ok.exit_code == 0 and ok.json["gates"][0]["passed"]
+    assert ok.json["run_provenance"]["args"]["require"] == ["absrel<=0.5"]
+
+
+def test_require_on_saliency_top_level_key(rpx) -> None:
+    run = rpx(f"saliency-mb --pred-dir {SALIENCY / 'pred'} --gt-dir {SALIENCY / 'gt'} "
+              "--block-size 2 --require micro_iou>=0.6")
+    assert run.exit_code == 3 and run.json["gates"][0]["value"] == 0.5
+
+
+def test_malformed_require_is_a_usage_error_and_writes_nothing(rpx, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    run = rpx(f"eval depth --pred-dir {DEPTH / 'pred'} --gt-dir {DEPTH / 'gt'} -o {out} "
+              "--require absrel")
+    assert run.exit_code == 2 and not out.exists()
+
+
+def test_check_existing_report(rpx, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    rpx(f"eval depth --pred-dir {DEPTH / 'pred'} --gt-dir {DEPTH / 'gt'} -o {out}")
+    ok = rpx(["check", out, "--require", "absrel<0.5", "--require", "dataset.n_valid>1000"])
+    assert ok.exit_code == 0
+    assert json.loads(ok.stdout)["passed"] is True
+    bad = rpx(["check", out, "--require", "aggregate.silog<0.1"])
+    assert bad.exit_code == 3 and json.loads(bad.stdout)["gates"][0]["passed"] is False
+    assert rpx(["check", out]).exit_code == 2  # --require is required
+    assert rpx(["check", tmp_path / "none.json", "--require", "a<1"]).exit_code == 1
