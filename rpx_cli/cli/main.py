@@ -89,6 +89,7 @@ def _register() -> None:
     cli.add_command(inspect.metrics)
     cli.add_command(workflow.merge)
     cli.add_command(workflow.check)
+    cli.add_command(workflow.compare)
 
 
 _register()

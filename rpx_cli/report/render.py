@@ -106,3 +106,28 @@ def markdown(report: Mapping[str, Any]) -> str:
             for g in gates
         ]
     return "\n".join(lines) + "\n"
+
+
+def compare_markdown(document: Mapping[str, Any]) -> str:
+    """A Markdown table of a comparison: regressions first, then improvements."""
+    summary = document.get("summary") or {}
+    lines = [f"### rpx compare: {document['new'].get('task')} — "
+             f"{summary.get('improved', 0)} improved, {summary.get('regressed', 0)} regressed", "",
+             "| metric | base | new | delta | | 95% CI |", "|---|---:|---:|---:|---|---|"]
+    order = {"regressed": 0, "improved": 1}
+    metrics = sorted(document.get("metrics") or [],
+                     key=lambda m: (order.get(m["status"], 2), m["metric"]))
+    for m in metrics:
+        if m["base"] is None and m["new"] is None:
+            continue
+        mark = {"regressed": "🔴 worse", "improved": "🟢 better"}.get(m["status"], m["status"])
+        boot = m.get("bootstrap")
+        ci = f"[{fmt(boot['ci95'][0])}, {fmt(boot['ci95'][1])}]" if boot else ""
+        lines.append(f"| `{m['metric']}` | {fmt(m['base'])} | {fmt(m['new'])} | {fmt(m['delta'])} "
+                     f"| {mark} | {ci} |")
+    gates = document.get("gates") or []
+    if gates:
+        lines += ["", "| gate | result |", "|---|---|"]
+        lines += [f"| `{g['expr']}` | {'pass' if g['passed'] else 'FAIL'}: {g['message']} |"
+                  for g in gates]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,181 @@
+"""Comparing two reports: every shared metric with its direction, a paired bootstrap over
+the shared stems, and no-regression gates."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rpx_cli.report.gates import parse_path, resolve
+
+_SKIP_SECTIONS = {"run_provenance", "metric_info", "params", "rows", "state", "gates", "unpaired",
+                  "errors", "confusion"}
+
+
+def flatten(report: Mapping[str, Any]) -> dict[str, float | None]:
+    """Every numeric (or null) scalar of the report by dotted path, provenance and
+    bookkeeping excluded: ``aggregate.absrel``, ``dataset.per_class.car.iou``, ``micro_iou``."""
+    out: dict[str, float | None] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if key in _SKIP_SECTIONS:
+                    continue
+                walk(f"{prefix}.{key}" if prefix else str(key), value)
+        elif node is None or (isinstance(node, (int, float)) and not isinstance(node, bool)):
+            out[prefix] = node
+
+    walk("", report)
+    for key in ("schema_version",):
+        out.pop(key, None)
+    return out
+
+
+def direction(report: Mapping[str, Any], path: str) -> str:
+    """``higher`` / ``lower`` / ``none`` from ``metric_info`` (full key, else last part)."""
+    info = report.get("metric_info") or {}
+    name = path.rsplit(".", 1)[-1]
+    for key in (name, re.sub(r"^(n_)", "", name)):
+        if key in info:
+            return info[key].get("direction", "none")
+    return "none"
+
+
+def status(base: float | None, new: float | None, way: str) -> str:
+    if base is None or new is None:
+        return "n/a"
+    if new == base:
+        return "unchanged"
+    if way == "none":
+        return "changed"
+    better = new > base if way == "higher" else new < base
+    return "improved" if better else "regressed"
+
+
+def paired_bootstrap(base_rows: list[dict[str, Any]], new_rows: list[dict[str, Any]],
+                     metrics: list[str], *, resamples: int, seed: int) -> dict[str, dict[str, Any]]:
+    """95% interval of the mean per-row delta (new − base) over the stems both reports have,
+    resampling stems with replacement (the same resamples for every metric). Vectorised:
+    blocks of resamples are index matrices, no Python loop over rows."""
+    base_by_stem = {row["stem"]: row for row in base_rows}
+    shared = [(base_by_stem[row["stem"]], row) for row in new_rows if row["stem"] in base_by_stem]
+    n = len(shared)
+    if n == 0 or resamples <= 0:
+        return {}
+    deltas, valid = {}, {}
+    for metric in metrics:
+        values = np.array([[_num(b.get(metric)), _num(r.get(metric))] for b, r in shared], float)
+        ok = np.isfinite(values).all(axis=1)
+        if ok.any():
+            deltas[metric] = np.where(ok, values[:, 1] - values[:, 0], 0.0)
+            valid[metric] = ok.astype(np.float64)
+    rng = np.random.default_rng(seed)
+    means = {metric: [] for metric in deltas}
+    block = max(1, min(resamples, 2_000_000 // n))
+    for start in range(0, resamples, block):
+        index = rng.integers(0, n, size=(min(block, resamples - start), n))
+        for metric, delta in deltas.items():
+            counts = valid[metric][index].sum(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means[metric].append(delta[index].sum(axis=1) / counts)
+    out = {}
+    for metric, delta in deltas.items():
+        sample = np.concatenate(means[metric])
+        sample = sample[np.isfinite(sample)]
+        k = int(valid[metric].sum())
+        low, high = (float(v) for v in np.percentile(sample, [2.5, 97.5]))
+        out[metric] = {"n_shared": k, "mean_delta": float(delta.sum() / k), "ci95": [low, high],
+                       "significant": bool(low > 0 or high < 0), "resamples": resamples,
+                       "seed": seed}
+    return out
+
+
+def _num(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+
+
+@dataclass(frozen=True)
+class NoRegression:
+    """``METRIC[:TOL]``: TOL absolute (``0.01``) or relative (``5%``), default 0."""
+
+    text: str
+    path: tuple[str, ...]
+    tolerance: float
+    relative: bool
+
+
+def parse_no_regression(text: str) -> NoRegression:
+    metric, sep, tol = text.rpartition(":") if ":" in text else (text, "", "")
+    if not sep:
+        metric, tol = text, "0"
+    tol = tol.strip()
+    relative = tol.endswith("%")
+    try:
+        value = float(tol[:-1] if relative else tol)
+    except ValueError:
+        raise ValueError(f"tolerance {tol!r} is not a number or a percentage (in {text!r})") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"tolerance must be a non-negative number (in {text!r})")
+    path = parse_path(metric)
+    if len(path) == 1:
+        path = ("aggregate", *path)  # a bare metric name means aggregate.<name>
+    return NoRegression(text.strip(), path, value / 100 if relative else value, relative)
+
+
+def check_no_regression(base: Mapping[str, Any], new: Mapping[str, Any],
+                        gates: list[NoRegression]) -> list[dict[str, Any]]:
+    results = []
+    for gate in gates:
+        where = ".".join(gate.path)
+        found_b, value_b, _ = resolve(base, gate.path)
+        found_n, value_n, _ = resolve(new, gate.path)
+        way = direction(new, where)
+        entry: dict[str, Any] = {"expr": gate.text, "value": None, "passed": False}
+        if not (found_b and found_n):
+            entry["message"] = f"{where} is not in {'BASE' if not found_b else 'NEW'}"
+        elif not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (value_b, value_n)):
+            entry["message"] = f"{where} is null or not a number in one of the reports"
+        elif way == "none":
+            entry["message"] = f"{where} has no direction (higher or lower is better) in metric_info"
+        else:
+            tolerance = gate.tolerance * abs(value_b) if gate.relative else gate.tolerance
+            worse_by = (value_b - value_n) if way == "higher" else (value_n - value_b)
+            entry.update({"value": value_n - value_b, "passed": worse_by <= tolerance,
+                          "message": f"{where}: {value_b:g} -> {value_n:g} ({way} is better), "
+                                     f"{'within' if worse_by <= tolerance else 'beyond'} tolerance "
+                                     f"{tolerance:g}"})
+        results.append(entry)
+    return results
+
+
+def compare_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, bootstrap: int,
+                    seed: int) -> list[dict[str, Any]]:
+    """One entry per metric present in either report, shared ones first."""
+    flat_base, flat_new = flatten(base), flatten(new)
+    row_metrics = sorted({k for row in (base.get("rows") or [])[:1] for k, v in row.items()
+                          if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    boot = paired_bootstrap(base.get("rows") or [], new.get("rows") or [], row_metrics,
+                            resamples=bootstrap, seed=seed) if bootstrap else {}
+    entries = []
+    shared_first = sorted(set(flat_base) | set(flat_new),
+                          key=lambda p: (p not in flat_base or p not in flat_new, p))
+    for path in shared_first:
+        b, n = flat_base.get(path), flat_new.get(path)
+        way = direction(new if path in flat_new else base, path)
+        entry: dict[str, Any] = {
+            "metric": path, "base": b, "new": n,
+            "delta": None if b is None or n is None else n - b,
+            "rel_delta": None if b in (None, 0) or n is None else (n - b) / abs(b),
+            "direction": way, "status": status(b, n, way),
+        }
+        name = path.split(".", 1)[1] if path.startswith("aggregate.") else None
+        if name in boot:
+            entry["bootstrap"] = boot[name]
+        entries.append(entry)
+    return entries
