@@ -18,8 +18,15 @@ class RpxGroup(click.Group):
     """Translates domain errors into one line on stderr and the SPEC's exit codes."""
 
     def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[override]
+        from rpx_cli.cli import config
+
+        args = list(args)
         ctx = super().make_context(info_name, list(args), parent=parent, **extra)
         ctx.meta["rpx.argv"] = ["rpx", *args]
+        if "--help" not in args and "-h" not in args and "--version" not in args and "-V" not in args:
+            defaults, path = config.resolve(self, ctx, args)
+            ctx.default_map = defaults or None
+            ctx.meta["rpx.config"] = path
         return ctx
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
@@ -65,6 +72,9 @@ def _located(path: str, message: str) -> str:
 @click.group(name="rpx", cls=RpxGroup, context_settings={"help_option_names": ["-h", "--help"],
                                              "max_content_width": 100})
 @click.version_option(__version__, "-V", "--version", prog_name="rpx")
+@click.option("--config", metavar="FILE", expose_value=False,
+              help="Defaults for any command from this TOML file [default: the nearest rpx.toml, "
+                   "or pyproject.toml with [tool.rpx]]. Flags win.")
 def cli() -> None:
     """rpx: evaluate a folder of predictions against a folder of ground truth.
 

@@ -17,6 +17,12 @@ def enable_traceback(ctx: click.Context, param: click.Parameter, value: bool) ->
     return value
 
 
+def config_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--config FILE`` after the subcommand too (read by the root group before parsing)."""
+    return click.option("--config", metavar="FILE", expose_value=False,
+                        help="Defaults from this TOML file (rpx.toml format; flags win).")(func)
+
+
 def traceback_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--traceback", is_flag=True, expose_value=False, is_eager=True,
                         callback=enable_traceback,
@@ -110,6 +116,7 @@ def pair_options(*, default_missing: str) -> Callable[[Callable[..., Any]], Call
                      help="Force the progress bar on or off [default: on when stderr is a "
                           "terminal]."),
         traceback_option,
+        config_option,
     ]
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -161,8 +168,10 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
     from rpx_cli.report.render import summary_line
 
     argv = ctx.meta.get("rpx.argv") or ["rpx", *sys.argv[1:]]
-    invocation = Invocation(command=ctx.command_path, argv=list(argv), args=dict(ctx.params),
-                            out=out)
+    args = dict(ctx.params)
+    if ctx.meta.get("rpx.config"):
+        args["config"] = ctx.meta["rpx.config"]
+    invocation = Invocation(command=ctx.command_path, argv=list(argv), args=args, out=out)
     verbose = show_progress(quiet, progress)
     evaluation = run_evaluation(
         task, pred_dir, gt_dir, params,

@@ -9,6 +9,7 @@ import click
 
 from rpx_cli.cli.options import (
     GateType,
+    config_option,
     emit_report,
     raise_if_failed,
     traceback_option,
@@ -125,6 +126,7 @@ class NoRegressionType(click.ParamType):
               help="Where the JSON comparison goes ('-' = stdout).")
 @click.option("--compact", is_flag=True, help="One-line JSON instead of indented.")
 @click.option("-q", "--quiet", is_flag=True, help="No table on stderr.")
+@config_option
 @traceback_option
 @click.pass_context
 def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, bootstrap: int,

@@ -1,0 +1,121 @@
+"""Defaults for any command from ``rpx.toml`` or ``[tool.rpx]`` in ``pyproject.toml``.
+
+Tables are command paths (``[eval.depth]``, ``[saliency-mb]``, ``[compare]``; under
+``[tool.rpx]`` in ``pyproject.toml``), keys are long flag names without the dashes
+(``depth-scale = 256``, ``range = ["0:1", "1:"]``, ``no-rows = true``). Flags on the command
+line win. ``--config FILE`` names the file; otherwise the nearest ``rpx.toml`` or
+``pyproject.toml`` with a ``[tool.rpx]`` table, from the working directory up. An unknown
+table or key is a usage error naming it and the file.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+CONFIG_FLAG = "--config"
+
+
+def config_path_from_args(args: list[str]) -> str | None:
+    """The ``--config`` value anywhere in ``args`` (it may follow the subcommand)."""
+    for index, arg in enumerate(args):
+        if arg == CONFIG_FLAG and index + 1 < len(args):
+            return args[index + 1]
+        if arg.startswith(CONFIG_FLAG + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def discover(start: Path) -> Path | None:
+    """The nearest rpx.toml, or pyproject.toml holding [tool.rpx], from ``start`` up."""
+    for folder in (start, *start.parents):
+        candidate = folder / "rpx.toml"
+        if candidate.is_file():
+            return candidate
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                if "tool" in (data := _read_toml(pyproject)) and "rpx" in data["tool"]:
+                    return pyproject
+            except click.UsageError:
+                return None
+    return None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise click.UsageError(f"{path}: reading config files on Python 3.10 needs "
+                                   "'pip install tomli'") from None
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise click.UsageError(f"{path}: cannot read the config file ({exc})") from None
+
+
+def load(path: Path) -> dict[str, Any]:
+    """The rpx tables of a config file (``[tool.rpx]`` for a pyproject.toml)."""
+    data = _read_toml(path)
+    if path.name == "pyproject.toml":
+        data = data.get("tool", {}).get("rpx", {})
+    if not isinstance(data, dict):
+        raise click.UsageError(f"{path}: [tool.rpx] must be a table")
+    return data
+
+
+def default_map(group: click.Group, ctx: click.Context, tables: dict[str, Any],
+                path: Path) -> dict[str, Any]:
+    """click's ``default_map`` for ``tables``, every key checked against the real command."""
+    result: dict[str, Any] = {}
+    for name, table in tables.items():
+        command = group.get_command(ctx, name)
+        prefix = ctx.command_path.split(" ")[1:]  # "rpx eval" -> ["eval"]
+        where = ".".join([*prefix, name])
+        if command is None:
+            raise click.UsageError(f"{path}: unknown command table [{where}]")
+        if not isinstance(table, dict):
+            raise click.UsageError(f"{path}: [{where}] must be a table of flag = value")
+        if isinstance(command, click.Group):
+            sub_ctx = click.Context(command, info_name=name, parent=ctx)
+            result[name] = default_map(command, sub_ctx, table, path)
+            continue
+        flags = {}
+        for param in command.params:
+            if isinstance(param, click.Option):
+                for opt in param.opts + param.secondary_opts:
+                    if opt.startswith("--"):
+                        flags[opt[2:]] = param
+        values = {}
+        for key, value in table.items():
+            param = flags.get(key)
+            if param is None or key in ("config", "help", "traceback"):
+                raise click.UsageError(f"{path}: unknown key '{key}' in [{where}] "
+                                       "(keys are long flag names without the dashes)")
+            if param.is_flag and param.secondary_opts and key in [o[2:] for o in param.secondary_opts]:
+                value = not value  # e.g. no-progress = true
+            values[param.name] = list(value) if isinstance(value, list) else value
+        result[name] = values
+    return result
+
+
+def resolve(group: click.Group, ctx: click.Context, args: list[str]) -> tuple[dict, str | None]:
+    """``(default_map, config path or None)`` for one invocation."""
+    named = config_path_from_args(args)
+    if named is not None:
+        path = Path(named)
+        if not path.is_file():
+            raise click.UsageError(f"--config {named}: no such file")
+    else:
+        path = discover(Path(os.getcwd()))
+        if path is None:
+            return {}, None
+    return default_map(group, ctx, load(path), path), str(path)
