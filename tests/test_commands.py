@@ -156,3 +156,14 @@ def test_python_api_evaluate_dirs() -> None:
         rpx_cli.evaluate_dirs("saliency-mb", ORIGINAL / "pred", ORIGINAL / "gt", block_size=0)
     with pytest.raises(ParameterError, match="unknown option"):
         rpx_cli.evaluate_dirs("saliency-mb", ORIGINAL / "pred", ORIGINAL / "gt", blocksize=2)
+
+
+def test_show_markdown_per_class_table_and_gates(rpx, tmp_path: Path) -> None:
+    case = FIXTURES / "segmentation" / "street"
+    out = tmp_path / "seg.json"
+    rpx(f"eval segmentation --pred-dir {case / 'pred'} --gt-dir {case / 'gt'} --ignore-index 255 "
+        f"--class-names {case / 'names.txt'} --require miou>=0.99 -o {out}")
+    text = rpx(f"show {out} --format markdown").stdout
+    assert "| class | f1 | iou | precision | recall | support |" in text
+    assert "| person |" in text
+    assert "| `miou>=0.99` |" in text and "FAIL" in text

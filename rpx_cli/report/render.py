@@ -44,7 +44,7 @@ def metric_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, 
         rows = [(name, fmt(aggregate.get(name, "")) if name in aggregate else "",
                  fmt(dataset[name]) if name in dataset else "") for name in sorted(names)]
         nested = [(name, value) for name, value in headline({"dataset": dataset})
-                  if name.count(".") > 1]
+                  if name.count(".") > 1 and not name.startswith("dataset.per_class.")]
         rows += [(name, "", fmt(value)) for name, value in nested]
         return ["metric", "aggregate (mean of rows)", "dataset (pooled)"], rows
     return ["metric", "value"], [(name, fmt(value)) for name, value in headline(report)]
@@ -96,6 +96,12 @@ def markdown(report: Mapping[str, Any]) -> str:
     lines = [f"### rpx {report.get('task', '')} report", "", "| " + " | ".join(columns) + " |",
              "|---|" + "---:|" * (len(columns) - 1)]
     lines += ["| `" + str(row[0]) + "` | " + " | ".join(str(c) for c in row[1:]) + " |" for row in rows]
+    per_class = (report.get("dataset") or {}).get("per_class")
+    if isinstance(per_class, Mapping) and per_class:
+        fields = sorted({k for entry in per_class.values() if isinstance(entry, Mapping) for k in entry})
+        lines += ["", "| class | " + " | ".join(fields) + " |", "|---|" + "---:|" * len(fields)]
+        lines += [f"| {name} | " + " | ".join(fmt(entry.get(k)) for k in fields) + " |"
+                  for name, entry in per_class.items() if isinstance(entry, Mapping)]
     lines += ["", "| run | |", "|---|---|"]
     lines += [f"| {name} | {fmt(value)} |" for name, value in context(report)]
     gates = report.get("gates") or []
