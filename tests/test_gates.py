@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES
+
 from rpx_cli.report.gates import check, parse_gate, parse_path
 
 DEPTH = FIXTURES / "depth" / "indoor"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import parse_report, write_npy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import parse_report, write_npy
 from rpx_cli.api import Invocation, merge_reports, run_evaluation
 from rpx_cli.io.discover import shard_of
 
