@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, machine, rpx_command, timed_run  # noqa: E402
+from _common import DATA, machine, rpx_command, timed_run
 
 H, W, CLASSES = 480, 640, 20
 
