@@ -8,12 +8,18 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "evaluate_dirs"]
+_REGISTRY_API = ("MetricCalculator", "register_metric", "unregister_metric", "clear_registry",
+                 "get_calculators", "available_metrics", "compute_metrics")
+__all__ = ["__version__", "evaluate_dirs", *_REGISTRY_API]
 
 
-def __getattr__(name: str):  # lazy public API (PEP 562)
+def __getattr__(name: str):  # lazy public API (PEP 562): importing rpx_cli stays cheap
     if name == "evaluate_dirs":
         from rpx_cli.api import evaluate_dirs
 
         return evaluate_dirs
+    if name in _REGISTRY_API:
+        from rpx_cli import tasks
+
+        return getattr(tasks, name)
     raise AttributeError(f"module 'rpx_cli' has no attribute {name!r}")

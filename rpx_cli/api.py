@@ -6,6 +6,7 @@ scripts call :func:`evaluate_dirs`.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from rpx_cli.report.provenance import (
     collect_git,
     directory_input,
 )
+from rpx_cli.tasks.calculators import plugin_calculators
 from rpx_cli.tasks.registry import get_task
 
 ON_ERROR_POLICIES = ("fail", "skip")
@@ -97,11 +99,12 @@ def run_evaluation(
             raise ParameterError(f"shard {index}/{count}: expected 1 <= K <= N")
         pairing = pairing.shard(index, count)
 
+    calculators = plugin_calculators(task_name)
     hooks = progress or ProgressHooks()
     advance = hooks.start(len(pairing.pairs))
     try:
         result = run_pairs(task, pairing.pairs, params, jobs=jobs, progress=advance,
-                           keep_rows=include_rows)
+                           keep_rows=include_rows, calculators=calculators)
     finally:
         hooks.stop()
     if result.errors and on_error == "fail":
@@ -115,12 +118,13 @@ def run_evaluation(
     report = build_report(
         task=task,
         params=params,
-        summary=task.summarize(result.stats, params) if len(result.stats) else {},
+        summary=_summary(task, result.stats, result.extras, params),
         rows=result.rows,
         n_pairs=len(result.stats),
         unpaired=pairing.unpaired,
         errors=result.errors,
         include_rows=include_rows,
+        calculators=calculators,
     )
     if shard is not None:
         report["state"] = {
@@ -129,6 +133,7 @@ def run_evaluation(
             "inputs": {"pred_dir": pred_dir, "gt_dir": gt_dir},
             "stems": result.stems,
             "stats": task.encode_stats(result.stats),
+            "extras": result.extras,
             "digests": {"pred_dir": {k: v.hex() for k, v in result.pred_digests.items()},
                         "gt_dir": {k: v.hex() for k, v in result.gt_digests.items()}},
         }
@@ -150,6 +155,18 @@ def run_evaluation(
     )
     warnings = [task.warning_text(kind, paths) for kind, paths in sorted(result.warnings.items())]
     return Evaluation(report=report, warnings=warnings)
+
+
+def _summary(task: Any, stats: Any, extras: list[dict[str, Any]],
+             params: Mapping[str, Any]) -> dict[str, Any]:
+    """The task's summary, plus the mean of every plugin metric over its non-null rows."""
+    summary = task.summarize(stats, params) if len(stats) else {}
+    if extras:
+        aggregate = summary.setdefault("aggregate", {})
+        for key in sorted({k for extra in extras for k in extra}):
+            values = [extra[key] for extra in extras if extra.get(key) is not None]
+            aggregate[key] = math.fsum(values) / len(values) if values else None
+    return summary
 
 
 def _check_pairing(pairing: Pairing, pred_dir: str, gt_dir: str, suffixes: tuple[str, ...],
@@ -266,9 +283,12 @@ def merge_reports(parts: list[tuple[str, dict[str, Any], str]], *,
     if not len(stats):
         raise EvaluationFailed(errors, len(errors),
                                "none of the pairs in these parts could be evaluated")
-    report = build_report(task=task, params=params, summary=task.summarize(stats, params),
+    extras_all = [extra for _, part, _ in parts for extra in part["state"].get("extras", [])]
+    extras = [extras_all[i] for i in order] if extras_all else []
+    calculators = plugin_calculators(task.name)
+    report = build_report(task=task, params=params, summary=_summary(task, stats, extras, params),
                           rows=rows, n_pairs=len(stats), unpaired=unpaired, errors=errors,
-                          include_rows=include_rows)
+                          include_rows=include_rows, calculators=calculators)
     digests = {role: {rel: bytes.fromhex(h) for _, part, _ in parts
                       for rel, h in part["state"]["digests"][role].items()}
                for role in ("pred_dir", "gt_dir")}

@@ -23,6 +23,7 @@ from rpx_cli.errors import PairError, RpxError, WorkerCrashed
 from rpx_cli.io.discover import Pair
 from rpx_cli.io.filebuffer import FileBuffer, shutdown_digest_thread
 from rpx_cli.tasks.base import Params, Task
+from rpx_cli.tasks.calculators import run_calculator
 
 Progress = Callable[[int], None]
 
@@ -32,6 +33,7 @@ class Outcome:
     """What one pair produced: statistics (and the public row, if kept) or an error."""
 
     stats: Sequence[float] | None
+    extra: dict[str, Any] | None  # plugin calculators' values
     row: dict[str, Any] | None
     error: PairError | None
     pred_sha256: bytes | None
@@ -46,6 +48,7 @@ class RunResult:
 
     stats: np.ndarray | list[Any]
     stems: list[str] = field(default_factory=list)  # of the evaluated pairs, in order
+    extras: list[dict[str, Any]] = field(default_factory=list)  # plugin values, when any
     rows: list[dict[str, Any]] = field(default_factory=list)
     errors: list[PairError] = field(default_factory=list)
     warnings: dict[str, list[str]] = field(default_factory=dict)
@@ -88,11 +91,13 @@ def tune_allocator() -> None:
 class _Worker:
     """Per-process state: the task, its parameters and two reused file buffers."""
 
-    def __init__(self, task: Task, params: Params, digest: bool, keep_rows: bool) -> None:
+    def __init__(self, task: Task, params: Params, digest: bool, keep_rows: bool,
+                 calculators: Sequence[Any] = ()) -> None:
         tune_allocator()
         self.task = task
         self.params = params
         self.keep_rows = keep_rows
+        self.calculators = calculators
         self.pred_buffer = FileBuffer(digest=digest)
         self.gt_buffer = FileBuffer(digest=digest)
 
@@ -113,29 +118,36 @@ class _Worker:
                 pred = task.read(pred_path, self.pred_buffer, params, warn)
             row = task.evaluate(pred, gt, params, pred_path=pred_path, gt_path=gt_path)
             stats = task.row_stats(row, params)
+            extra = None
+            if self.calculators:
+                extra = {}
+                for calculator in self.calculators:
+                    extra.update(run_calculator(calculator, pred, gt))
             gt_sha = self.gt_buffer.digest()
             if pred_path is not None:
                 pred_sha = self.pred_buffer.digest()
         except RpxError as exc:
             path = getattr(exc, "path", None) or pred_path or gt_path
             error = PairError(stem=pair.stem, path=path, message=str(exc))
-            return Outcome(None, None, error, None, None, warnings)
+            return Outcome(None, None, None, error, None, None, warnings)
         except Exception as exc:
             raise RuntimeError(f"unexpected error while evaluating '{pair.stem}': {exc!r}") from exc
         public = None
         if self.keep_rows:  # private "_" keys never leave the worker
             public = {"stem": pair.stem, "pred_path": pred_path, "gt_path": gt_path}
             public.update((k, v) for k, v in row.items() if not k.startswith("_"))
-        return Outcome(stats, public, None, pred_sha, gt_sha, warnings)
+            public.update(extra or {})
+        return Outcome(stats, extra, public, None, pred_sha, gt_sha, warnings)
 
 
 _worker: _Worker | None = None
 
 
-def _init_worker(task: Task, params: Params, digest: bool, keep_rows: bool) -> None:
+def _init_worker(task: Task, params: Params, digest: bool, keep_rows: bool,
+                 calculators: Sequence[Any]) -> None:
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C, once
-    _worker = _Worker(task, params, digest, keep_rows)
+    _worker = _Worker(task, params, digest, keep_rows, calculators)
 
 
 def _run_in_worker(pair: Pair) -> Outcome:
@@ -144,9 +156,9 @@ def _run_in_worker(pair: Pair) -> Outcome:
 
 
 def _outcomes(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int,
-              digest: bool, keep_rows: bool) -> Iterator[Outcome]:
+              digest: bool, keep_rows: bool, calculators: Sequence[Any]) -> Iterator[Outcome]:
     if jobs <= 1 or len(pairs) <= 1:
-        worker = _Worker(task, params, digest, keep_rows)
+        worker = _Worker(task, params, digest, keep_rows, calculators)
         for pair in pairs:
             yield worker(pair)
         return
@@ -158,7 +170,8 @@ def _outcomes(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int,
     # ProcessPoolExecutor, not multiprocessing.Pool: a worker killed by the OOM killer
     # breaks the pool (an error) instead of losing its task (a hang).
     executor = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(method),
-                                   initializer=_init_worker, initargs=(task, params, digest, keep_rows))
+                                   initializer=_init_worker,
+                                   initargs=(task, params, digest, keep_rows, calculators))
     finished = False
     try:
         yield from executor.map(_run_in_worker, pairs, chunksize=chunksize)
@@ -189,12 +202,13 @@ def _terminate(executor: ProcessPoolExecutor) -> None:
 
 def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 1,
               progress: Progress | None = None, digest: bool = True,
-              keep_rows: bool = True) -> RunResult:
+              keep_rows: bool = True, calculators: Sequence[Any] = ()) -> RunResult:
     """Evaluate every pair; statistics, rows and errors come back in stem order."""
     stats: array[float] | list[Any] = array("d") if task.vector_stats else []
     width = None
     result = RunResult(stats=np.empty((0, 0)) if task.vector_stats else [])
-    outcomes = _outcomes(task, pairs, params, jobs=jobs, digest=digest, keep_rows=keep_rows)
+    outcomes = _outcomes(task, pairs, params, jobs=jobs, digest=digest, keep_rows=keep_rows,
+                         calculators=calculators)
     for pair, outcome in zip(pairs, outcomes, strict=True):
         if outcome.error is not None:
             result.errors.append(outcome.error)
@@ -208,6 +222,8 @@ def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 
                     raise RuntimeError(f"{task.name}: row statistics of varying width at '{pair.stem}'")
                 stats.extend(outcome.stats)
             result.stems.append(pair.stem)
+            if outcome.extra is not None:
+                result.extras.append(outcome.extra)
             if outcome.row is not None:
                 result.rows.append(outcome.row)
             if outcome.gt_sha256 is not None and pair.gt_rel is not None:

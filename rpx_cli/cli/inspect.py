@@ -105,15 +105,21 @@ def validate(file: str, kind: str | None) -> None:
 @click.option("--task", "task_name", default=None, help="Only this task.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout instead of a table.")
 def metrics(task_name: str | None, as_json: bool) -> None:
-    """List every registered metric with its direction (higher or lower is better).
+    """List every registered metric, which way is better, and where it comes from.
+
+    Built-in tasks and third-party calculators (entry-point group rpx.calculators.v1)
+    are listed through one registry.
 
     \b
     Example:
       rpx metrics --json | jq '."saliency-mb".micro_iou.direction'
+      rpx metrics --task depth
     """
-    from rpx_cli.console import render_table
+    from rpx_cli.cli.options import plugin_warnings
+    from rpx_cli.console import print_lines, render_table
     from rpx_cli.report.serialize import dumps
     from rpx_cli.tasks import TASKS
+    from rpx_cli.tasks.calculators import plugin_calculators
 
     names = sorted(TASKS)
     if task_name is not None:
@@ -121,11 +127,19 @@ def metrics(task_name: str | None, as_json: bool) -> None:
             raise click.BadParameter(f"unknown task (known: {', '.join(names)})",
                                      param_hint="--task")
         names = [task_name]
-    table = {name: {metric: info.as_dict() for metric, info in TASKS[name].metrics.items()}
-             for name in names}
+    table: dict[str, dict[str, dict[str, str]]] = {}
+    for name in names:
+        entries = {metric: {**info.as_dict(), "calculator": "built-in"}
+                   for metric, info in TASKS[name].metrics.items()}
+        for calculator in plugin_calculators(name):
+            for metric, direction in calculator.directions.items():
+                entries[metric] = {"direction": direction, "description": "",
+                                   "calculator": f"plugin {calculator.name}"}
+        table[name] = entries
+    print_lines(plugin_warnings(), style="yellow")
     if as_json:
         write_stdout(dumps(table))
         return
-    rows = [(name, metric, info["direction"], info["description"])
+    rows = [(name, metric, info["direction"], info["calculator"], info["description"])
             for name in names for metric, info in table[name].items()]
-    render_table("rpx metrics", ["task", "metric", "better", "meaning"], rows)
+    render_table("rpx metrics", ["task", "metric", "better", "from", "meaning"], rows)

@@ -127,6 +127,13 @@ def pair_options(*, default_missing: str) -> Callable[[Callable[..., Any]], Call
     return decorate
 
 
+def plugin_warnings() -> list[str]:
+    """One line per plugin that failed to load (rpx carries on without it)."""
+    from rpx_cli.tasks.calculators import PLUGIN_ERRORS
+
+    return [f"warning: plugin {error} — skipped" for error in PLUGIN_ERRORS]
+
+
 def show_progress(quiet: bool, progress: bool | None) -> bool:
     from rpx_cli.console import stderr_is_terminal
 
@@ -181,7 +188,7 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
     if not quiet:
         skipped = [f"skipped: {e['path']}: {e['message']}" for e in evaluation.report["errors"]]
         warnings = [f"warning: {text}" for text in evaluation.warnings]
-        print_lines(skipped + warnings, style="yellow")
+        print_lines(plugin_warnings() + skipped + warnings, style="yellow")
     failures = apply_gates(evaluation.report, require)
     emit_report(evaluation.report, out, compact=compact)
     if verbose:

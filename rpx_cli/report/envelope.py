@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rpx_cli.errors import PairError
@@ -21,6 +21,7 @@ def build_report(
     unpaired: Mapping[str, list[str]],
     errors: list[PairError],
     include_rows: bool = True,
+    calculators: Sequence[Any] = (),
 ) -> dict[str, Any]:
     """Assemble a report (without ``run_provenance``, added last)."""
     report: dict[str, Any] = {
@@ -33,6 +34,10 @@ def build_report(
         "errors": [error.as_dict() for error in errors],
         "metric_info": {name: info.as_dict() for name, info in task.metric_info(params).items()},
     }
+    for calculator in calculators:  # plugin metrics carry their directions too
+        for name, way in calculator.directions.items():
+            report["metric_info"].setdefault(name, {"direction": way,
+                                                    "description": f"plugin {calculator.name}"})
     report.update(summary)
     if include_rows:
         report["rows"] = rows

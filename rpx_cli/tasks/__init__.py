@@ -7,6 +7,16 @@ from rpx_cli.tasks import (  # noqa: F401  (register themselves)
     segmentation,
     sparse_depth,
 )
+from rpx_cli.tasks.calculators import (
+    MetricCalculator,
+    available_metrics,
+    clear_registry,
+    compute_metrics,
+    get_calculators,
+    register_metric,
+    unregister_metric,
+)
 from rpx_cli.tasks.registry import TASKS, get_task, register_task
 
-__all__ = ["TASKS", "get_task", "register_task"]
+__all__ = ["TASKS", "MetricCalculator", "available_metrics", "clear_registry", "compute_metrics",
+           "get_calculators", "get_task", "register_metric", "register_task", "unregister_metric"]

@@ -1,0 +1,151 @@
+"""The calculator registry, the Python API, and a real third-party plugin end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import FIXTURES
+
+import rpx_cli
+from rpx_cli.tasks.depth import DepthMap
+from rpx_cli.testing import check_calculator
+
+DEPTH = FIXTURES / "depth" / "indoor"
+
+PLUGIN = '''
+import numpy as np
+from rpx_cli import MetricCalculator, register_metric
+
+
+@register_metric("depth")
+class MedianAbsError(MetricCalculator):
+    name = "median_abs_error"
+    directions = {"median_abs_error": "lower"}
+
+    def compute(self, prediction, ground_truth):
+        p, g = prediction.metres(np.float64), ground_truth.metres(np.float64)
+        valid = np.isfinite(g) & (g > 0)
+        if not valid.any():
+            return {"median_abs_error": None}
+        return {"median_abs_error": float(np.median(np.abs(p - g)[valid]))}
+'''
+
+
+class Bias(rpx_cli.MetricCalculator):
+    name = "bias"
+    directions = {"bias": "none"}
+
+    def compute(self, prediction, ground_truth):
+        p, g = prediction.metres(np.float64), ground_truth.metres(np.float64)
+        valid = g > 0
+        return {"bias": float(np.mean(p[valid] - g[valid])) if valid.any() else None}
+
+
+class Nan(Bias):
+    name = "nan"
+
+    def compute(self, prediction, ground_truth):
+        return {"bias": float("nan")}
+
+
+class Mutates(Bias):
+    name = "mutates"
+
+    def compute(self, prediction, ground_truth):
+        prediction.values[0, 0] += 1
+        return {"bias": 0.0}
+
+
+@pytest.fixture
+def registered():
+    rpx_cli.register_metric("depth")(Bias)
+    yield
+    rpx_cli.clear_registry()
+
+
+def test_registry_api(registered) -> None:
+    names = [c.name for c in rpx_cli.get_calculators("depth")]
+    assert names == ["depth", "bias"]
+    assert rpx_cli.available_metrics("depth")["depth"]["bias"] == ["bias"]
+    assert "absrel" in rpx_cli.available_metrics("depth")["depth"]["depth"]
+    gt = DepthMap(np.array([[1.0, 2.0], [0.0, 4.0]]))
+    pred = DepthMap(np.array([[1.1, 1.5], [9.0, 5.0]]))
+    values = rpx_cli.compute_metrics("depth", pred, gt)
+    assert values["bias"] == pytest.approx((0.1 - 0.5 + 1.0) / 3)
+    assert values["rmse"] == pytest.approx(0.6480740698407860)
+    rpx_cli.unregister_metric("depth", "bias")
+    assert [c.name for c in rpx_cli.get_calculators("depth")] == ["depth"]
+
+
+def test_plugin_metrics_join_rows_aggregate_shards(registered, rpx, tmp_path: Path) -> None:
+    run = rpx(f"eval depth --pred-dir {DEPTH / 'pred'} --gt-dir {DEPTH / 'gt'} --jobs 2")
+    report = run.json
+    assert all("bias" in row for row in report["rows"])
+    values = [row["bias"] for row in report["rows"]]
+    assert report["aggregate"]["bias"] == pytest.approx(sum(values) / len(values))
+    assert report["metric_info"]["bias"]["direction"] == "none"
+    parts = []
+    for k in (1, 2):
+        out = tmp_path / f"p{k}.json"
+        rpx(f"eval depth --pred-dir {DEPTH / 'pred'} --gt-dir {DEPTH / 'gt'} --shard {k}/2 -o {out}")
+        parts.append(out)
+    merged = rpx(["merge", *parts]).json
+    merged.pop("run_provenance")
+    report.pop("run_provenance")
+    assert merged == report
+
+
+def test_conformance_helper_accepts_a_good_calculator_and_names_faults() -> None:
+    gt = DepthMap(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    empty = DepthMap(np.zeros((2, 2)))
+    check_calculator(Bias(), [(gt, gt), (DepthMap(gt.values * 2), gt)], perfect=(gt, gt),
+                     ideal={"bias": 0.0}, undefined=(gt, empty))
+    with pytest.raises(AssertionError, match="undefined must be None"):
+        check_calculator(Nan(), [(gt, gt)])
+    with pytest.raises(AssertionError, match="changed its inputs"):
+        check_calculator(Mutates(), [(DepthMap(gt.values.copy()), gt)])
+
+
+@pytest.mark.slow
+def test_installed_plugin_package_end_to_end(tmp_path: Path) -> None:
+    """Build a tiny plugin distribution, pip-install it into a temporary target, run rpx."""
+    source = tmp_path / "src"
+    (source / "rpx_demo_plugin").mkdir(parents=True)
+    (source / "rpx_demo_plugin" / "__init__.py").write_text(PLUGIN)
+    (source / "pyproject.toml").write_text(textwrap.dedent('''
+        [build-system]
+        requires = ["hatchling"]
+        build-backend = "hatchling.build"
+
+        [project]
+        name = "rpx-demo-plugin"
+        version = "0.1"
+
+        [project.entry-points."rpx.calculators.v1"]
+        demo = "rpx_demo_plugin"
+        broken = "rpx_module_that_does_not_exist"
+    '''))
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--target", str(target), str(source)],
+                   check=True, capture_output=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), *sys.path])}
+    run = subprocess.run([sys.executable, "-m", "rpx_cli", "eval", "depth", "--pred-dir",
+                          str(DEPTH / "pred"), "--gt-dir", str(DEPTH / "gt"), "--jobs", "1"],
+                         capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["aggregate"]["median_abs_error"] > 0
+    assert report["metric_info"]["median_abs_error"]["direction"] == "lower"
+    assert "plugin broken" in run.stderr and "skipped" in run.stderr  # one warning, rpx goes on
+    listed = subprocess.run([sys.executable, "-m", "rpx_cli", "metrics", "--task", "depth", "--json"],
+                            capture_output=True, text=True, env=env, check=True)
+    table = json.loads(listed.stdout)
+    assert table["depth"]["median_abs_error"]["calculator"] == "plugin median_abs_error"
