@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,6 +86,7 @@ def run_evaluation(
     params = task.normalise_params(params)
     task.validate_params(params)
     params = {**params, "missing": missing, "on_error": on_error}
+    params = select_families(task, params)
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise ParameterError(f"jobs must be >= 1, got {jobs}")
@@ -126,6 +128,7 @@ def run_evaluation(
         include_rows=include_rows,
         calculators=calculators,
     )
+    drop_skipped(task, params, report)
     if shard is not None:
         report["state"] = {
             "shard": {"index": shard[0], "count": shard[1]},
@@ -155,6 +158,47 @@ def run_evaluation(
     )
     warnings = [task.warning_text(kind, paths) for kind, paths in sorted(result.warnings.items())]
     return Evaluation(report=report, warnings=warnings)
+
+
+def select_families(task: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Resolve ``params["metrics"]`` (families to run, default all) and name the skipped ones."""
+    chosen = params.pop("metrics", None)
+    if not task.families:
+        if chosen:
+            raise ParameterError(f"{task.name} has no metric families to choose from")
+        return params
+    names = list(task.families)
+    if chosen is None:
+        chosen = names
+    if isinstance(chosen, str):
+        chosen = [part.strip() for part in chosen.split(",") if part.strip()]
+    unknown = [name for name in chosen if name not in task.families]
+    if unknown or not chosen:
+        raise ParameterError(f"unknown metric famil{'ies' if len(unknown) > 1 else 'y'} "
+                             f"{', '.join(unknown) or '(none given)'} for {task.name} "
+                             f"(known: {', '.join(names)})")
+    return {**params, "metrics": [n for n in names if n in chosen],
+            "skipped_metrics": [n for n in names if n not in chosen]}
+
+
+def drop_skipped(task: Any, params: Mapping[str, Any], report: dict[str, Any]) -> None:
+    """Leave the keys of skipped families out of rows, aggregate and the report."""
+    for family in params.get("skipped_metrics", ()):
+        keys, sections = task.families[family]
+        for section in sections:
+            report.pop(section, None)
+        for mapping in [*report.get("rows", ()), report.get("aggregate") or {}]:
+            for key in [k for k in mapping if _in_family(k, keys)]:
+                del mapping[key]
+
+
+_BAND_SUFFIX = re.compile(r"(minus)?\d[\w]*m_((minus)?\d[\w]*m|inf)$")
+
+
+def _in_family(key: str, keys: tuple[str, ...]) -> bool:
+    """``key`` is one of ``keys``, or one of them with a depth-band suffix (absrel_0p3m_1m)."""
+    return key in keys or any(key.startswith(k + "_") and _BAND_SUFFIX.match(key[len(k) + 1:])
+                              for k in keys)
 
 
 def _summary(task: Any, stats: Any, extras: list[dict[str, Any]],
@@ -289,6 +333,7 @@ def merge_reports(parts: list[tuple[str, dict[str, Any], str]], *,
     report = build_report(task=task, params=params, summary=_summary(task, stats, extras, params),
                           rows=rows, n_pairs=len(stats), unpaired=unpaired, errors=errors,
                           include_rows=include_rows, calculators=calculators)
+    drop_skipped(task, params, report)
     digests = {role: {rel: bytes.fromhex(h) for _, part, _ in parts
                       for rel, h in part["state"]["digests"][role].items()}
                for role in ("pred_dir", "gt_dir")}

@@ -82,8 +82,6 @@ eval_schema = {
     "type": "object",
     "required": ["schema", "schema_version", "task", "params", "n_pairs", "unpaired", "errors",
                  "metric_info", "run_provenance"],
-    "if": {"not": {"required": ["state"]}},
-    "then": {"required": ["aggregate", "dataset"]},
     "properties": {
         "schema": {"const": "rpx.eval"},
         **common_props,

@@ -55,10 +55,18 @@ def build_command(task) -> click.Command:
     def callback(**kwargs: Any) -> None:
         ctx = click.get_current_context()
         params = {option.param: kwargs.pop(option.param) for option in task.options}
+        if task.families:
+            params["metrics"] = kwargs.pop("metrics")
         run_pair_command(ctx, task.name, params, **kwargs)
 
     for option in reversed(task.options):
         callback = _click_option(option)(callback)
+    if task.families:
+        names = ",".join(task.families)
+        callback = click.option(
+            "--metrics", "metrics", default=None, metavar="NAME,...",
+            help=f"Run only these metric families ({names}) [default: all]; the others are "
+                 "left out of the report and named in params.skipped_metrics.")(callback)
     callback = pair_options(default_missing=task.default_missing)(callback)
     doc = (task.__doc__ or "").strip() if not task.help else task.help
     example = task.cli_example if hasattr(task, "cli_example") else (

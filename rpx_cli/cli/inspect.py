@@ -137,9 +137,16 @@ def metrics(task_name: str | None, as_json: bool) -> None:
                                    "calculator": f"plugin {calculator.name}"}
         table[name] = entries
     print_lines(plugin_warnings(), style="yellow")
+    families = {name: {family: list(keys) + list(sections)
+                       for family, (keys, sections) in TASKS[name].families.items()}
+                for name in names if TASKS[name].families}
     if as_json:
-        write_stdout(dumps(table))
+        write_stdout(dumps({**table, "families": families} if task_name and families else table))
         return
     rows = [(name, metric, info["direction"], info["calculator"], info["description"])
             for name in names for metric, info in table[name].items()]
     render_table("rpx metrics", ["task", "metric", "better", "from", "meaning"], rows)
+    if families:
+        render_table("metric families (--metrics)", ["task", "family", "keys"],
+                     [(name, family, ", ".join(keys)) for name, fams in families.items()
+                      for family, keys in fams.items()])

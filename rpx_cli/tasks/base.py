@@ -71,6 +71,9 @@ class Task:
     default_params: ClassVar[Mapping[str, Any]] = {}
     options: ClassVar[tuple[Option, ...]] = ()
     help: ClassVar[str] = ""
+    # --metrics: family -> (row/aggregate keys it holds, report sections it holds). A
+    # skipped family's keys are left out of the report; a task may also skip its work.
+    families: ClassVar[Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {}
     # True: row_stats is a fixed-width vector of numbers, kept as one float64 matrix;
     # False: any picklable object per row, kept in a list (e.g. a sparse confusion matrix).
     vector_stats: ClassVar[bool] = True

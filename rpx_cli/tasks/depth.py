@@ -110,6 +110,7 @@ class Depth(Task):
     suffixes = (".npy", ".npz", ".png", ".pgm", ".tif", ".tiff")
     help = "Monocular depth: AbsRel, SqRel, RMSE, RMSE log, log10, SILog, delta < 1.25^k."
     metrics = _INFO
+    families = {"rows": (METRICS, ()), "dataset": ((), ("dataset",))}
     options = (
         Option("depth_scale", "--depth-scale", "float", 1000.0, minimum=0.0, open_min=True,
                help="Integer depth (16-bit PNG/PGM/TIFF, integer .npy) is divided by this to "

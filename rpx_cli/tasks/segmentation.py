@@ -83,6 +83,7 @@ class Segmentation(Task):
         "f1": MetricInfo("higher", "per class: 2PR / (P + R)"),
         "support": MetricInfo("none", "per class: GT pixels"),
     }
+    families = {"rows": (("miou", "pixel_acc"), ()), "confusion": ((), ("dataset",))}
     options = (
         Option("ignore_index", "--ignore-index", "int", (-1,), multiple=True,
                help="GT label to exclude from everything (repeatable; PNG users usually pass 255)."),

@@ -44,6 +44,7 @@ class SparseDepth(Task):
         "n_missed": MetricInfo("none", "GT points without a prediction"),
         "n_invalid_gt": MetricInfo("none", "GT points left out: depth not a positive finite number"),
     }
+    families = {"rows": (("sparse_absrel", "sparse_rmse"), ()), "dataset": ((), ("dataset",))}
     options = (
         Option("radius", "--radius", "float", 2.0, minimum=0.0,
                help="Match a GT point to the nearest predicted point within this many pixels "
