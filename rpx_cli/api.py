@@ -334,7 +334,7 @@ def merge_reports(parts: list[tuple[str, dict[str, Any], str]], *,
                           rows=rows, n_pairs=len(stats), unpaired=unpaired, errors=errors,
                           include_rows=include_rows, calculators=calculators)
     drop_skipped(task, params, report)
-    digests = {role: {rel: bytes.fromhex(h) for _, part, _ in parts
+    digests = {role: {rel: h for _, part, _ in parts
                       for rel, h in part["state"]["digests"][role].items()}
                for role in ("pred_dir", "gt_dir")}
     inputs = {role: directory_input(first["state"]["inputs"][role], digests[role])

@@ -142,11 +142,12 @@ def show_progress(quiet: bool, progress: bool | None) -> bool:
     return stderr_is_terminal() if progress is None else progress
 
 
-def emit_report(report: dict[str, Any], out: str, *, compact: bool) -> None:
+def emit_report(report: dict[str, Any], out: str, *, compact: bool,
+                parsed: tuple[str, ...] = ()) -> None:
     """Serialise and write the report: atomically to a file, or to stdout in one write."""
     from rpx_cli.report.serialize import dumps, write_atomic
 
-    data = dumps(report, compact=compact)
+    data = dumps(report, compact=compact, parsed=parsed)
     if out == "-":
         write_stdout(data)
     else:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import ndimage
 
 SIGMA = 1.5
 TRUNCATE = 3.5
@@ -70,6 +69,8 @@ class _Workspace:
         self.scratch = [np.empty(inner) for _ in range(4)]
 
     def channel(self, x: np.ndarray, y: np.ndarray, data_range: float) -> float:
+        from scipy import ndimage  # imported on first use: ~0.1 s that other commands skip
+
         np.copyto(self.x, x, casting="unsafe")
         np.copyto(self.y, y, casting="unsafe")
         x, y, product = self.x, self.y, self.product

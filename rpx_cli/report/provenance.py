@@ -70,10 +70,9 @@ def utc_iso(timestamp: float) -> str:
 def directory_digest(digests: Mapping[str, bytes | str]) -> str:
     """sha256 of the ``sha256sum``-format listing (``<hex>  <relative path>\\n``, sorted by
     path) of the files evaluated, so ``sha256sum`` over the same files reproduces it."""
-    def hexed(value: bytes | str) -> str:
-        return value.hex() if isinstance(value, bytes) else value
-
-    listing = "".join(f"{hexed(digests[rel])}  {rel}\n" for rel in sorted(digests))
+    hexed = {rel: value.hex() if isinstance(value, bytes) else value
+             for rel, value in digests.items()}
+    listing = "".join([f"{hexed[rel]}  {rel}\n" for rel in sorted(hexed)])
     return hashlib.sha256(listing.encode("utf-8")).hexdigest()
 
 

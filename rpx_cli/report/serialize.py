@@ -20,35 +20,68 @@ class NonFiniteValue(ValueError):
     """A NaN or infinity reached the serializer: a bug in the task that produced it."""
 
 
-def to_json(value: Any, path: str = "$") -> Any:
-    """A copy of ``value`` made of plain JSON types; raises on any non-finite number."""
-    if isinstance(value, dict):
-        return {str(k): to_json(v, f"{path}.{k}") for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json(v, f"{path}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
+_PLAIN = (str, int, bool, type(None))
+_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+
+
+def check_finite(value: Any, path: str = "$") -> None:
+    """Raise :class:`NonFiniteValue` for any NaN or infinity in ``value`` (numpy included).
+
+    A validation pass, no copy: exact-type checks for the plain values that make up almost
+    every report, numpy arrays checked at once. Paths are built only on the way to an error.
+    """
+    kind = type(value)
+    if kind is float:
+        if value - value != 0.0:  # NaN - NaN and inf - inf are NaN
             raise NonFiniteValue(f"non-finite number {value} at {path}")
-        return float(value)  # np.float64 is a float subclass: make it plain
-    item = getattr(value, "item", None)  # numpy scalars and 0-d arrays
-    if item is not None and getattr(value, "ndim", 1) == 0:
-        return to_json(item(), path)
-    tolist = getattr(value, "tolist", None)
-    if tolist is not None:
-        return to_json(tolist(), path)
-    raise TypeError(f"cannot serialise {type(value).__name__} at {path}")
+    elif kind is dict:
+        for key, item in value.items():
+            item_kind = type(item)
+            if item_kind is float:
+                if item - item != 0.0:
+                    raise NonFiniteValue(f"non-finite number {item} at {path}.{key}")
+            elif item_kind not in _PLAIN:
+                check_finite(item, f"{path}.{key}")
+    elif kind is list or kind is tuple:
+        for index, item in enumerate(value):
+            item_kind = type(item)
+            if item_kind is float:
+                if item - item != 0.0:
+                    raise NonFiniteValue(f"non-finite number {item} at {path}[{index}]")
+            elif item_kind not in _PLAIN:
+                check_finite(item, f"{path}[{index}]")
+    elif kind in _PLAIN:
+        return
+    elif hasattr(value, "dtype"):  # numpy scalars and arrays
+        import numpy as np
+
+        array = np.asarray(value)
+        if array.dtype.kind in "fc" and not np.isfinite(array).all():
+            raise NonFiniteValue(f"non-finite number at {path}")
+        if array.dtype.kind not in "biufc":
+            raise TypeError(f"cannot serialise {array.dtype} values at {path}")
+    elif isinstance(value, float):  # float subclasses
+        check_finite(float(value), path)
+    elif isinstance(value, (int, str)):
+        return
+    else:
+        raise TypeError(f"cannot serialise {type(value).__name__} at {path}")
 
 
-def dumps(report: dict[str, Any], *, compact: bool = False) -> bytes:
-    """Sorted keys, 2-space indent (or one line), trailing newline."""
-    option = orjson.OPT_SORT_KEYS
-    if not compact:
-        option |= orjson.OPT_INDENT_2
-    return orjson.dumps(to_json(report), option=option) + b"\n"
+def to_json(value: Any, path: str = "$") -> Any:
+    """``value`` as plain JSON types (numpy converted); raises on any non-finite number."""
+    check_finite(value, path)
+    return orjson.loads(orjson.dumps(value, option=_OPTIONS))
+
+
+def dumps(report: dict[str, Any], *, compact: bool = False, parsed: tuple[str, ...] = ()) -> bytes:
+    """Sorted keys, 2-space indent (or one line), trailing newline; NaN/inf refused.
+
+    ``parsed`` names top-level keys whose content was itself parsed from JSON (rows of a
+    merge): JSON cannot hold NaN, so they are not walked again."""
+    check_finite({k: v for k, v in report.items() if k not in parsed})
+    option = _OPTIONS if compact else _OPTIONS | orjson.OPT_INDENT_2
+    return orjson.dumps(report, option=option) + b"\n"
 
 
 def loads(data: bytes | str) -> Any:

@@ -18,7 +18,6 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
@@ -127,6 +126,8 @@ def match_points(xy: np.ndarray, pred: Points, radius: float) -> np.ndarray:
     out = np.full(xy.shape[0], np.nan)
     if pred.xy.shape[0] == 0 or xy.shape[0] == 0:
         return out
+    from scipy.spatial import cKDTree  # imported on first use
+
     tree = cKDTree(pred.xy)
     # the tree compares squared distances strictly: search a hair wider, then apply the
     # radius exactly (inclusive) to the nearest point found
