@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, machine, rpx_command, timed_run  # noqa: E402
+from _common import DATA, machine, rpx_command, timed_run
 
-from rpx_cli.io.discover import shard_of  # noqa: E402
+from rpx_cli.io.discover import shard_of
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "depth" / "indoor"

@@ -8,7 +8,6 @@ metric that is undefined must already be ``None`` with a count that explains it 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import tempfile
 from typing import Any
