@@ -121,3 +121,11 @@ def test_wheel_ships_the_schemas(tmp_path: Path) -> None:
     for schema in sorted((ROOT / "schemas").glob("*.json")):
         assert f"rpx_cli/schemas/{schema.name}" in names
     assert "rpx_cli/cli/main.py" in names
+
+
+def test_ruff_is_clean() -> None:
+    ruff = pytest.importorskip("ruff")
+    del ruff
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "rpx_cli", "tests", "benchmarks",
+                           "fixtures", "tools"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
