@@ -6,6 +6,7 @@ scripts call :func:`evaluate_dirs`.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
@@ -120,7 +121,7 @@ def run_evaluation(
     report = build_report(
         task=task,
         params=params,
-        summary=_summary(task, result.stats, result.extras, params),
+        summary=_summary(task, result.stats, result.extras, params, result.rows),
         rows=result.rows,
         n_pairs=len(result.stats),
         unpaired=pairing.unpaired,
@@ -185,8 +186,13 @@ def drop_skipped(task: Any, params: Mapping[str, Any], report: dict[str, Any]) -
     """Leave the keys of skipped families out of rows, aggregate and the report."""
     for family in params.get("skipped_metrics", ()):
         keys, sections = task.families[family]
-        for section in sections:
-            report.pop(section, None)
+        for section in sections:  # "dataset" or a nested "dataset.pooled"
+            *parents, last = section.split(".")
+            node = report
+            for key in parents:
+                node = node.get(key) if isinstance(node, dict) else None
+            if isinstance(node, dict):
+                node.pop(last, None)
         for mapping in [*report.get("rows", ()), report.get("aggregate") or {}]:
             for key in [k for k in mapping if _in_family(k, keys)]:
                 del mapping[key]
@@ -201,10 +207,16 @@ def _in_family(key: str, keys: tuple[str, ...]) -> bool:
                               for k in keys)
 
 
-def _summary(task: Any, stats: Any, extras: list[dict[str, Any]],
-             params: Mapping[str, Any]) -> dict[str, Any]:
-    """The task's summary, plus the mean of every plugin metric over its non-null rows."""
-    summary = task.summarize(stats, params) if len(stats) else {}
+def _summary(task: Any, stats: Any, extras: list[dict[str, Any]], params: Mapping[str, Any],
+             rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The task's summary, plus the mean of every plugin metric over its non-null rows.
+    Per-row values the task computes across frames are merged into ``rows`` (stem order)."""
+    summary: dict[str, Any] = {}
+    if len(stats):
+        summary, values = task.summarize_rows(stats, params)
+        if values is not None and rows:
+            for row, extra in zip(rows, values, strict=True):
+                row.update(extra)
     if extras:
         aggregate = summary.setdefault("aggregate", {})
         for key in sorted({k for extra in extras for k in extra}):
@@ -262,6 +274,88 @@ def evaluate_dirs(task: str, pred_dir: str | os.PathLike[str], gt_dir: str | os.
 
 def default_params(task: str) -> dict[str, Any]:
     return dict(get_task(task).default_params)
+
+
+def run_coco_evaluation(
+    gt_file: str,
+    dt_file: str,
+    params: Mapping[str, Any],
+    *,
+    on_error: str = "fail",
+    include_rows: bool = True,
+    shard: tuple[int, int] | None = None,
+    invocation: Invocation | None = None,
+) -> Evaluation:
+    """``rpx eval detection --coco-gt F --coco-dt F``: the same report from COCO files.
+    Images keep their COCO ids (the COCO view orders them by id); rows are ordered by stem
+    (``file_name`` without its suffix)."""
+    from collections import Counter
+
+    from rpx_cli.io.boxes import apply_class_map, load_coco
+    from rpx_cli.io.filebuffer import sha256_file
+    from rpx_cli.tasks.detection import Frame
+
+    task = get_task("detection")
+    params = task.normalise_params(params)
+    task.validate_params(params)
+    params = select_families(task, {**params, "missing": "error", "on_error": on_error})
+    stopwatch = Stopwatch()
+    files = load_coco(gt_file, dt_file)
+    repeated = sorted(stem for stem, n in Counter(files.stems).items() if n > 1)
+    if repeated:
+        raise InputError(f"several images have the stem(s) {', '.join(repeated[:5])}: file_name "
+                         "stems must be unique", path=gt_file)
+    mapping = params.get("class_map") or {}
+    categories = list(dict.fromkeys(mapping.get(c, c) for c in files.categories))
+    params["categories"] = [c for c in categories if c is not None]
+    frames = sorted(
+        (stem, Frame(apply_class_map(gt, mapping), apply_class_map(pred, mapping), image_id))
+        for stem, image_id, gt, pred in zip(files.stems, files.image_ids, files.gt, files.pred,
+                                            strict=True))
+    whole = hashlib.sha256("".join(f"{stem}\t{frame.image_id}\n" for stem, frame in frames)
+                           .encode()).hexdigest()
+    if shard is not None:
+        from rpx_cli.io.discover import shard_of
+
+        frames = [(stem, frame) for stem, frame in frames if shard_of(stem, shard[1]) == shard[0]]
+    rows, stats = [], []
+    for stem, frame in frames:
+        row = task.evaluate(frame.pred, frame.gt, params, pred_path=dt_file, gt_path=gt_file)
+        stats.append(frame)  # keeps its COCO image id (the order of the COCO view)
+        if include_rows:
+            rows.append({"stem": stem, "pred_path": dt_file, "gt_path": gt_file,
+                         **{k: v for k, v in row.items() if not k.startswith("_")}})
+    if not stats and shard is None:
+        raise InputError("the COCO GT file has no images", path=gt_file)
+    report = build_report(task=task, params=params,
+                          summary=_summary(task, stats, [], params, rows), rows=rows,
+                          n_pairs=len(stats), unpaired={"pred_only": [], "gt_only": []},
+                          errors=[], include_rows=include_rows)
+    drop_skipped(task, params, report)
+    digests = {"coco_gt": sha256_file(gt_file), "coco_dt": sha256_file(dt_file)}
+    if shard is not None:
+        report["state"] = {"shard": {"index": shard[0], "count": shard[1]}, "pairing": whole,
+                           "inputs": {"coco_gt": gt_file, "coco_dt": dt_file},
+                           "stems": [stem for stem, _ in frames],
+                           "stats": task.encode_stats(stats), "extras": [], "digests": digests}
+    invocation = invocation or Invocation(command="rpx_cli.run_coco_evaluation", argv=[], args={})
+    report["run_provenance"] = build_provenance(
+        command=invocation.command, argv=invocation.argv, args=invocation.args,
+        inputs={role: file_input(path, digests[role])
+                for role, path in (("coco_gt", gt_file), ("coco_dt", dt_file))},
+        outputs={"report": {"path": invocation.out}}, clock=stopwatch.stop(),
+        environment=collect_environment(), git=collect_git(os.getcwd()),
+    )
+    warnings = []
+    if files.n_unknown_category:
+        warnings.append(f"{files.n_unknown_category} detection(s) name a category that is not in "
+                        f"{gt_file}; they are not evaluated (as pycocotools)")
+    return Evaluation(report=report, warnings=warnings)
+
+
+def file_input(path: str, sha256: str) -> dict[str, Any]:
+    return {"path": path, "kind": "file", "exists": os.path.isfile(path), "n_files": 1,
+            "sha256": sha256}
 
 
 def merge_reports(parts: list[tuple[str, dict[str, Any], str]], *,
@@ -330,15 +424,20 @@ def merge_reports(parts: list[tuple[str, dict[str, Any], str]], *,
     extras_all = [extra for _, part, _ in parts for extra in part["state"].get("extras", [])]
     extras = [extras_all[i] for i in order] if extras_all else []
     calculators = plugin_calculators(task.name)
-    report = build_report(task=task, params=params, summary=_summary(task, stats, extras, params),
+    report = build_report(task=task, params=params,
+                          summary=_summary(task, stats, extras, params, rows),
                           rows=rows, n_pairs=len(stats), unpaired=unpaired, errors=errors,
                           include_rows=include_rows, calculators=calculators)
     drop_skipped(task, params, report)
-    digests = {role: {rel: h for _, part, _ in parts
-                      for rel, h in part["state"]["digests"][role].items()}
-               for role in ("pred_dir", "gt_dir")}
-    inputs = {role: directory_input(first["state"]["inputs"][role], digests[role])
-              for role in ("pred_dir", "gt_dir")}
+    if "coco_gt" in first["state"]["inputs"]:  # COCO files: the same two files in every part
+        inputs = {role: file_input(first["state"]["inputs"][role], first["state"]["digests"][role])
+                  for role in ("coco_gt", "coco_dt")}
+    else:
+        digests = {role: {rel: h for _, part, _ in parts
+                          for rel, h in part["state"]["digests"][role].items()}
+                   for role in ("pred_dir", "gt_dir")}
+        inputs = {role: directory_input(first["state"]["inputs"][role], digests[role])
+                  for role in ("pred_dir", "gt_dir")}
     for path, part, sha in sorted(parts, key=lambda p: p[1]["state"]["shard"]["index"]):
         inputs[f"shard_{part['state']['shard']['index']}"] = {
             "path": path, "kind": "file", "exists": os.path.isfile(path), "n_files": 1, "sha256": sha}

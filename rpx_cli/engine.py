@@ -111,11 +111,11 @@ class _Worker:
         pred_path, gt_path = pair.pred_path, pair.gt_path
         pred_sha = gt_sha = None
         try:
-            gt = task.read(gt_path, self.gt_buffer, params, warn)
+            gt = task.read(gt_path, self.gt_buffer, params, warn, role="gt")
             if pred_path is None:
                 pred = task.empty_prediction(gt, params)
             else:
-                pred = task.read(pred_path, self.pred_buffer, params, warn)
+                pred = task.read(pred_path, self.pred_buffer, params, warn, role="pred")
             row = task.evaluate(pred, gt, params, pred_path=pred_path, gt_path=gt_path)
             stats = task.row_stats(row, params)
             extra = None

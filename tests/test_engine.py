@@ -22,7 +22,7 @@ class Toy(Task):
     suffixes = (".txt",)
     metrics = {"diff": MetricInfo("lower", "pred - gt")}
 
-    def read(self, path, buffer, params, warn):
+    def read(self, path, buffer, params, warn, *, role="gt"):
         text = bytes(buffer.read(path)).decode()
         if text == "crash":
             os._exit(3)  # a worker dying without a word (OOM killer)

@@ -62,7 +62,24 @@ def make_sparse(root: Path, rng, stems) -> dict:
     return {"radius": 2.0, "depth_scale": 1000.0, "pred_kind": "auto"}
 
 
-MAKERS = {"saliency-mb": make_saliency, "depth": make_depth, "segmentation": make_segmentation,
+def make_detection(root: Path, rng, stems) -> dict:
+    for stem in stems:
+        gt, pred = [], []
+        for _ in range(int(rng.integers(0, 5))):
+            x, y, w, h = rng.uniform(1, 50, 4)
+            label = f"c{rng.integers(0, 3)}"
+            gt.append({"bbox": [x, y, x + w, y + h], "label": label, "iscrowd": int(rng.random() < 0.1)})
+            pred.append({"bbox": [x + 1, y, x + w, y + h + 1], "label": label,
+                         "score": round(float(rng.random()), 1)})
+        pred.append({"bbox": [0, 0, 5, 5], "label": "c1", "score": 0.3})
+        for role, objects in (("gt", gt), ("pred", pred)):
+            (root / role).mkdir(parents=True, exist_ok=True)
+            (root / role / f"{stem.replace('/', '_')}.json").write_text(json.dumps(objects))
+    return {"box_format": "xyxy", "iou_threshold": 0.5, "conf_threshold": 0.2, "class_map": None,
+            "skip_empty_gt": False}
+
+
+MAKERS = {"detection": make_detection, "saliency-mb": make_saliency, "depth": make_depth, "segmentation": make_segmentation,
           "nvs": make_nvs, "sparse-depth": make_sparse}
 
 

@@ -34,6 +34,9 @@ def _click_option(option) -> Any:
     kwargs: dict[str, Any] = {"default": option.default, "help": option.help,
                               "multiple": option.multiple, "show_default": option.default
                               not in (None, ())}
+    if option.kind == "flag":
+        return click.option(option.flag, option.param, is_flag=True, default=bool(option.default),
+                            help=option.help)
     if option.kind == "choice":
         kwargs["type"] = click.Choice(option.choices)
     elif option.kind in ("float", "int"):
@@ -57,9 +60,10 @@ def build_command(task) -> click.Command:
         params = {option.param: kwargs.pop(option.param) for option in task.options}
         if task.families:
             params["metrics"] = kwargs.pop("metrics")
-        run_pair_command(ctx, task.name, params, **kwargs)
+        files = {option.param: kwargs.pop(option.param) for option in task.file_inputs} or None
+        run_pair_command(ctx, task.name, params, files=files, **kwargs)
 
-    for option in reversed(task.options):
+    for option in reversed((*task.options, *task.file_inputs)):
         callback = _click_option(option)(callback)
     if task.families:
         names = ",".join(task.families)
@@ -67,7 +71,8 @@ def build_command(task) -> click.Command:
             "--metrics", "metrics", default=None, metavar="NAME,...",
             help=f"Run only these metric families ({names}) [default: all]; the others are "
                  "left out of the report and named in params.skipped_metrics.")(callback)
-    callback = pair_options(default_missing=task.default_missing)(callback)
+    callback = pair_options(default_missing=task.default_missing,
+                            dirs_required=not task.file_inputs)(callback)
     doc = (task.__doc__ or "").strip() if not task.help else task.help
     example = task.cli_example if hasattr(task, "cli_example") else (
         f"rpx eval {task.name} --pred-dir runs/{task.name} --gt-dir data/{task.name} "

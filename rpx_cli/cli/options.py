@@ -85,13 +85,16 @@ def raise_if_failed(failures: list[dict[str, Any]], total: int) -> None:
         raise GateFailed(f"{len(failures)} of {total} gate(s) failed")
 
 
-def pair_options(*, default_missing: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def pair_options(*, default_missing: str,
+                 dirs_required: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--pred-dir``, ``--gt-dir``, ``--out``, ``--missing``, ``--on-error``, ``--jobs``,
     ``--no-rows``, ``--compact``, ``--quiet``, ``--progress/--no-progress``, ``--traceback``."""
     dir_type = click.Path(file_okay=False, path_type=str)
     options = [
-        click.option("--pred-dir", required=True, type=dir_type, help="Folder of predictions."),
-        click.option("--gt-dir", required=True, type=dir_type, help="Folder of ground truth."),
+        click.option("--pred-dir", required=dirs_required, type=dir_type,
+                     help="Folder of predictions."),
+        click.option("--gt-dir", required=dirs_required, type=dir_type,
+                     help="Folder of ground truth."),
         click.option("-o", "--out", "--out-json", "out", default="-", show_default=True,
                      metavar="PATH", help="Where the JSON report goes ('-' = stdout)."),
         click.option("--missing", type=click.Choice(["error", "skip", "empty"]),
@@ -169,7 +172,8 @@ def write_stdout(data: bytes) -> None:
 def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, pred_dir: str,
                      gt_dir: str, out: str, missing: str, on_error: str, jobs: int | None,
                      shard: tuple[int, int] | None, no_rows: bool, compact: bool, quiet: bool,
-                     progress: bool | None, require: tuple[Any, ...] = ()) -> None:
+                     progress: bool | None, require: tuple[Any, ...] = (),
+                     files: dict[str, str | None] | None = None) -> None:
     """The body every pair-reading command shares: evaluate, warn, write, summarise."""
     from rpx_cli.api import Invocation, run_evaluation
     from rpx_cli.console import ProgressBar, print_lines
@@ -181,11 +185,24 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
         args["config"] = ctx.meta["rpx.config"]
     invocation = Invocation(command=ctx.command_path, argv=list(argv), args=args, out=out)
     verbose = show_progress(quiet, progress)
-    evaluation = run_evaluation(
-        task, pred_dir, gt_dir, params,
-        missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows, shard=shard,
-        invocation=invocation, progress=ProgressBar(task, enabled=verbose),
-    )
+    given = {k: v for k, v in (files or {}).items() if v is not None}
+    if given:
+        if pred_dir or gt_dir or len(given) != len(files):
+            raise click.UsageError(f"give {' and '.join('--' + k.replace('_', '-') for k in files)} "
+                                   "together, instead of --pred-dir/--gt-dir")
+        from rpx_cli.api import run_coco_evaluation
+
+        evaluation = run_coco_evaluation(given["coco_gt"], given["coco_dt"], params,
+                                         on_error=on_error, include_rows=not no_rows,
+                                         shard=shard, invocation=invocation)
+    else:
+        if not (pred_dir and gt_dir):
+            raise click.UsageError("--pred-dir and --gt-dir are required")
+        evaluation = run_evaluation(
+            task, pred_dir, gt_dir, params,
+            missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows, shard=shard,
+            invocation=invocation, progress=ProgressBar(task, enabled=verbose),
+        )
     if not quiet:
         skipped = [f"skipped: {e['path']}: {e['message']}" for e in evaluation.report["errors"]]
         warnings = [f"warning: {text}" for text in evaluation.warnings]

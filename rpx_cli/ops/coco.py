@@ -24,8 +24,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rpx_cli.ops.boxes import iou_xywh
-
 IOU_THRESHOLDS = np.linspace(0.5, 0.95, 10)
 RECALL_THRESHOLDS = np.linspace(0.0, 1.0, 101)
 MAX_DETS = (1, 10, 100)
@@ -105,19 +103,10 @@ def evaluate(data: CocoInput) -> CocoResult:
     gorder = np.argsort(gt_group, kind="stable")
     gt_group, gt_box = gt_group[gorder], data.gt_box[gorder]
     gt_area, gt_crowd = data.gt_area[gorder], data.gt_crowd[gorder].astype(bool)
-    gt_start = np.searchsorted(gt_group, np.arange(n_groups), side="left")
-    gt_count = np.searchsorted(gt_group, np.arange(n_groups), side="right") - gt_start
 
-    matched = np.zeros((A, T, dt_group.size), bool)
-    ignored = np.zeros((A, T, dt_group.size), bool)
-    thresholds = np.minimum(IOU_THRESHOLDS, 1 - 1e-10)
     ranges = np.array(list(AREA_RANGES.values()))
-    det_gt_count = gt_count[dt_group]
-    for low, high in _buckets(int(det_gt_count.max(initial=0))):
-        dets = np.flatnonzero((det_gt_count >= low) & (det_gt_count <= high))
-        if dets.size:
-            _match_bucket(dets, high, dt_group, dt_box, rank, gt_start, gt_count, gt_box,
-                          gt_area, gt_crowd, thresholds, ranges, matched, ignored)
+    matched, ignored = greedy_match(dt_group, dt_box, rank, gt_group, gt_box, gt_area, gt_crowd,
+                                    np.minimum(IOU_THRESHOLDS, 1 - 1e-10), ranges, n_groups)
     outside = (dt_area[None, :] < ranges[:, :1]) | (dt_area[None, :] > ranges[:, 1:])
     ignored |= ~matched & outside[:, None, :]
 
@@ -140,6 +129,29 @@ def evaluate(data: CocoInput) -> CocoResult:
                 _accumulate(matched[a][:, sel], ignored[a][:, sel], regular,
                             precision[:, :, k, a, m], recall[:, k, a, m])
     return CocoResult(precision, recall)
+
+
+def greedy_match(dt_group, dt_box, rank, gt_group, gt_box, gt_area, gt_crowd, thresholds,
+                 ranges, n_groups) -> tuple[np.ndarray, np.ndarray]:
+    """pycocotools' greedy matching, for every group at once.
+
+    Detections are given sorted by group and rank (best score first) and GT sorted by
+    group in input order. Returns ``(matched, ignored)`` of shape (areas, thresholds,
+    detections): matched to any GT, and matched to an ignored GT (crowd, or area outside
+    the range ``ranges[a]``).
+    """
+    A, T = len(ranges), len(thresholds)
+    gt_start = np.searchsorted(gt_group, np.arange(n_groups), side="left")
+    gt_count = np.searchsorted(gt_group, np.arange(n_groups), side="right") - gt_start
+    matched = np.zeros((A, T, dt_group.size), bool)
+    ignored = np.zeros((A, T, dt_group.size), bool)
+    det_gt_count = gt_count[dt_group] if dt_group.size else np.zeros(0, np.int64)
+    for low, high in _buckets(int(det_gt_count.max(initial=0))):
+        dets = np.flatnonzero((det_gt_count >= low) & (det_gt_count <= high))
+        if dets.size:
+            _match_bucket(dets, high, dt_group, dt_box, rank, gt_start, gt_count, gt_box,
+                          gt_area, gt_crowd, thresholds, ranges, matched, ignored)
+    return matched, ignored
 
 
 def _buckets(largest: int) -> list[tuple[int, int]]:

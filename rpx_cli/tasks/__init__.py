@@ -2,6 +2,7 @@
 
 from rpx_cli.tasks import (  # noqa: F401  (register themselves)
     depth,
+    detection,
     nvs,
     saliency_mb,
     segmentation,

@@ -29,8 +29,8 @@ Warn = Callable[[str, str], None]  # (warning kind, path)
 class Option:
     """A task parameter as a command-line flag (the CLI builds click options from these).
 
-    ``kind``: ``float``, ``int``, ``str``, ``file`` (an existing file), ``choice`` (one of
-    ``choices``) or ``parsed``
+    ``kind``: ``float``, ``int``, ``str``, ``flag``, ``file`` (an existing file), ``choice``
+    (one of ``choices``) or ``parsed``
     (``parse`` turns the text into the value and raises ``ValueError`` with a message for a
     bad one). ``multiple`` flags repeat and give a tuple. ``minimum`` (with ``open_min``)
     bounds numbers.
@@ -70,6 +70,8 @@ class Task:
     default_missing: ClassVar[str] = "error"
     default_params: ClassVar[Mapping[str, Any]] = {}
     options: ClassVar[tuple[Option, ...]] = ()
+    # input files that replace --pred-dir/--gt-dir (detection: --coco-gt/--coco-dt)
+    file_inputs: ClassVar[tuple[Option, ...]] = ()
     help: ClassVar[str] = ""
     # --metrics: family -> (row/aggregate keys it holds, report sections it holds). A
     # skipped family's keys are left out of the report; a task may also skip its work.
@@ -85,7 +87,9 @@ class Task:
     def validate_params(self, params: Params) -> None:
         """Raise :class:`rpx_cli.errors.ParameterError` for a value the task cannot use."""
 
-    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn) -> Any:
+    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
+             role: str = "gt") -> Any:
+        """Load one file (``role`` is ``"gt"`` or ``"pred"``)."""
         raise NotImplementedError
 
     def empty_prediction(self, gt: Any, params: Params) -> Any:
@@ -96,6 +100,11 @@ class Task:
                  gt_path: str) -> dict[str, Any]:
         """One row of metrics. Paths are for error messages only."""
         raise NotImplementedError
+
+    def summarize_rows(self, stats: Any, params: Params) -> tuple[dict[str, Any], list[dict] | None]:
+        """``(summary, per-row values)``: a task whose row values need every frame (vectorised
+        matching across images) returns them here, in stem order; the default has none."""
+        return self.summarize(stats, params), None
 
     def row_stats(self, row: dict[str, Any], params: Params) -> Sequence[float] | Any:
         """The row's sufficient statistics: with ``vector_stats``, numbers of one length for

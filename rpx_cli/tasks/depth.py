@@ -176,7 +176,8 @@ class Depth(Task):
 
     # --- per pair ---------------------------------------------------------------------
 
-    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn) -> DepthMap:
+    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
+             role: str = "gt") -> DepthMap:
         loaded = read_array(path, buffer, npz_key="depth")
         return to_depth(loaded.array, loaded.format, params["depth_scale"], path)
 

@@ -59,7 +59,8 @@ class NovelViewSynthesis(Task):
         if value is not None and not (math.isfinite(value) and value > 0):
             raise ParameterError(f"data range must be a positive number, got {value}")
 
-    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn) -> Image:
+    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
+             role: str = "gt") -> Image:
         image = read_array(path, buffer).array
         if image.ndim == 3 and image.shape[2] in (2, 4):  # LA / RGBA: drop alpha
             warn(ALPHA_DROPPED, path)

@@ -122,7 +122,8 @@ class SaliencyMB(Task):
         if scale is not None and not (math.isfinite(scale) and scale > 0):
             raise ParameterError(f"mask scale must be a positive number, got {scale}")
 
-    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn) -> Mask:
+    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
+             role: str = "gt") -> Mask:
         loaded = read_array(path, buffer)
         if loaded.format == "npy":
             return Mask(loaded.array, None)

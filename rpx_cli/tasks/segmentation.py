@@ -116,7 +116,8 @@ class Segmentation(Task):
 
     # --- per pair ---------------------------------------------------------------------
 
-    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn) -> np.ndarray:
+    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
+             role: str = "gt") -> np.ndarray:
         labels = read_array(path, buffer).array
         if labels.ndim == 3 and labels.shape[2] in (3, 4):
             raise InputError(

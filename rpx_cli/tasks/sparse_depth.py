@@ -62,7 +62,8 @@ class SparseDepth(Task):
         if not (math.isfinite(params["depth_scale"]) and params["depth_scale"] > 0):
             raise ParameterError(f"depth scale must be positive, got {params['depth_scale']}")
 
-    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn) -> Points | DepthMap:
+    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
+             role: str = "gt") -> Points | DepthMap:
         if path.lower().endswith(".json"):
             return parse_points_json(buffer.read(path), path)
         loaded = read_array(path, buffer, npz_key="depth")
