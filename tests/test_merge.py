@@ -79,8 +79,8 @@ def make_detection(root: Path, rng, stems) -> dict:
             "skip_empty_gt": False}
 
 
-MAKERS = {"detection": make_detection, "saliency-mb": make_saliency, "depth": make_depth, "segmentation": make_segmentation,
-          "nvs": make_nvs, "sparse-depth": make_sparse}
+MAKERS = {"detection": make_detection, "saliency-mb": make_saliency, "depth": make_depth,
+          "segmentation": make_segmentation, "nvs": make_nvs, "sparse-depth": make_sparse}
 
 
 def evaluate(task, root, params, **kwargs):
