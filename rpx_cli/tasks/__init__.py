@@ -3,6 +3,7 @@
 from rpx_cli.tasks import (  # noqa: F401  (register themselves)
     depth,
     detection,
+    grounding,
     nvs,
     saliency_mb,
     segmentation,

@@ -1,0 +1,100 @@
+"""``rpx eval grounding``: one box answers a referring expression.
+
+GT ``{"text": ..., "boxes": [[...], ...]}`` (any GT box is a right answer), prediction
+``{"boxes": [[...], ...], "scores": [...]}``. The highest-scoring predicted box is the
+answer (ties: the first); the RPX code took the first box whatever its score — fixed.
+Row: ``grounding_iou`` = the best IoU of the answer with any GT box, ``grounding_acc`` =
+IoU >= ``--iou-threshold``. No prediction scores 0/0; a GT without boxes gives nulls,
+counted in ``aggregate.n_empty``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from rpx_cli.errors import InputError
+from rpx_cli.io.boxes import boxes_from_objects
+from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.ops.boxes import iou_xywh
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
+from rpx_cli.tasks.detection import _probability
+from rpx_cli.tasks.registry import register_task
+
+
+@register_task
+class Grounding(Task):
+    name = "grounding"
+    report_schema = "rpx.eval"
+    suffixes = (".json",)
+    help = "Visual grounding: IoU and accuracy of the highest-scoring box for each expression."
+    metrics = {
+        "grounding_iou": MetricInfo("higher", "best IoU of the highest-scoring predicted box "
+                                    "with any GT box (0 without a prediction)"),
+        "grounding_acc": MetricInfo("higher", "grounding_iou >= the IoU threshold"),
+    }
+    options = (
+        Option("box_format", "--box-format", "choice", "xyxy", choices=("xyxy", "xywh"),
+               help="Boxes are [x1, y1, x2, y2] or [x, y, w, h]."),
+        Option("iou_threshold", "--iou-threshold", "parsed", 0.5,
+               parse=_probability("IoU threshold"), metavar="T",
+               help="An answer is right when its IoU with a GT box is >= T."),
+    )
+    default_params = {option.param: option.default for option in options}
+
+    def normalise_params(self, params: Params) -> dict[str, Any]:
+        return {**params, "iou_threshold": float(params["iou_threshold"])}
+
+    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
+             role: str = "gt") -> tuple[np.ndarray, np.ndarray]:
+        try:
+            document = json.loads(buffer.read(path).tobytes())
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InputError(f"not valid JSON ({exc})", path=path) from None
+        if not isinstance(document, dict) or not isinstance(document.get("boxes"), list):
+            raise InputError('expected {"boxes": [[...], ...]' +
+                             (', "scores": [...]}' if role == "pred" else ', "text": ...}'), path=path)
+        boxes = document["boxes"]
+        scores = document.get("scores")
+        if role == "pred":
+            if scores is None and len(boxes) == 1:
+                scores = [1.0]
+            if not isinstance(scores, list) or len(scores) != len(boxes):
+                raise InputError(f"'scores' must be a list as long as 'boxes' ({len(boxes)})",
+                                 path=path)
+        objects = [{"bbox": b, "label": "x", **({"score": s} if role == "pred" else {})}
+                   for b, s in zip(boxes, scores or [None] * len(boxes), strict=True)]
+        parsed = boxes_from_objects(objects, path, prediction=role == "pred",
+                                    box_format=params["box_format"])
+        return parsed.box, parsed.scores if parsed.scores is not None else np.zeros(0)
+
+    def empty_prediction(self, gt: Any, params: Params) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros((0, 4)), np.zeros(0)
+
+    def evaluate(self, pred, gt, params: Params, *, pred_path: str | None,
+                 gt_path: str) -> dict[str, Any]:
+        gt_boxes, _ = gt
+        pred_boxes, scores = pred
+        if not len(gt_boxes):
+            return {"grounding_iou": None, "grounding_acc": None}
+        if not len(pred_boxes):
+            return {"grounding_iou": 0.0, "grounding_acc": 0.0}
+        answer = pred_boxes[int(np.argmax(scores))][None, :]
+        iou = float(iou_xywh(answer, gt_boxes).max())
+        return {"grounding_iou": iou, "grounding_acc": float(iou >= params["iou_threshold"])}
+
+    def row_stats(self, row: dict[str, Any], params: Params) -> tuple[float, ...]:
+        if row["grounding_iou"] is None:
+            return (0.0, 0.0, 0.0)
+        return (1.0, row["grounding_iou"], row["grounding_acc"])
+
+    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
+        present = stats[:, 0] > 0
+        aggregate: dict[str, Any] = {"n_frames": len(stats), "n_empty": int(np.count_nonzero(~present))}
+        for index, key in ((1, "grounding_iou"), (2, "grounding_acc")):
+            values = stats[present, index].tolist()
+            aggregate[key] = math.fsum(values) / len(values) if values else None
+        return {"aggregate": aggregate, "dataset": {}}
