@@ -79,22 +79,31 @@ def parse_boxes(data: bytes, path: str, *, prediction: bool, box_format: str) ->
     return boxes_from_objects(objects, path, prediction=prediction, box_format=box_format)
 
 
-def boxes_from_objects(objects: list[Any], path: str, *, prediction: bool,
-                       box_format: str) -> Boxes:
+def boxes_from_objects(objects: list[Any], path: str, *, prediction: bool, box_format: str,
+                       labels: np.ndarray | None = None) -> Boxes:
     """Validate box objects with numpy; the per-object walk below only runs to word the
-    error message when something is wrong."""
-    fast = _fast(objects, prediction, box_format)
-    return fast if fast is not None else _checked(objects, path, prediction, box_format)
+    error message when something is wrong. ``labels``: category indices given instead of
+    each object's ``label`` (COCO files; kept as integers in ``Boxes.labels``)."""
+    fast = _fast(objects, prediction, box_format, labels)
+    if fast is not None:
+        return fast
+    if labels is not None:
+        objects = [{**item, "label": int(code)} for item, code in zip(objects, labels, strict=True)]
+        checked = _checked(objects, path, prediction, box_format)
+        checked.labels = [int(label) for label in checked.labels]
+        return checked
+    return _checked(objects, path, prediction, box_format)
 
 
-def _fast(objects: list[Any], prediction: bool, box_format: str) -> Boxes | None:
+def _fast(objects: list[Any], prediction: bool, box_format: str,
+          codes: np.ndarray | None = None) -> Boxes | None:
     if not objects:
         return Boxes.empty(prediction)
     try:
         if any(type(item) is not dict for item in objects):
             return None
         box = np.asarray([item["bbox"] for item in objects], dtype=np.float64)
-        raw_labels = [item["label"] for item in objects]
+        raw_labels = codes.tolist() if codes is not None else [item["label"] for item in objects]
         scores = np.asarray([item["score"] for item in objects], dtype=np.float64) \
             if prediction else None
         crowd = np.asarray([item.get("iscrowd", 0) for item in objects], dtype=bool)
@@ -120,7 +129,8 @@ def _fast(objects: list[Any], prediction: bool, box_format: str) -> Boxes | None
                          for i, v in enumerate(given)], dtype=np.float64)
     else:
         area = box[:, 2] * box[:, 3]
-    return Boxes(box, [str(label) for label in raw_labels], scores, crowd, area)
+    labels = raw_labels if codes is not None else [str(label) for label in raw_labels]
+    return Boxes(box, labels, scores, crowd, area)
 
 
 def _checked(objects: list[Any], path: str, prediction: bool, box_format: str) -> Boxes:
@@ -227,7 +237,10 @@ class CocoFiles:
 
 
 def load_coco(gt_path: str, dt_path: str) -> CocoFiles:
-    """Read ``instances.json`` and a results list; stems come from ``file_name``."""
+    """Read ``instances.json`` and a results list; stems come from ``file_name``.
+
+    Fields are gathered into flat arrays in one pass and validated with numpy once (the
+    per-object checks run only to word an error), then split per image."""
     gt = _read_json(gt_path)
     if not isinstance(gt, dict) or not isinstance(gt.get("images"), list) or \
             not isinstance(gt.get("annotations"), list) or not isinstance(gt.get("categories"), list):
@@ -242,47 +255,73 @@ def load_coco(gt_path: str, dt_path: str) -> CocoFiles:
     try:
         images = sorted(gt["images"], key=lambda image: image["id"])
         categories = sorted(gt["categories"], key=lambda c: c["id"])
-        names = {c["id"]: str(c.get("name", c["id"])) for c in categories}
-    except (KeyError, TypeError):
+        names = [str(c.get("name", c["id"])) for c in categories]
+        category_index = {c["id"]: k for k, c in enumerate(categories)}
+    except (KeyError, TypeError, AttributeError):
         raise InputError("every image and category needs an 'id'", path=gt_path) from None
-    index = {image["id"]: i for i, image in enumerate(images)}
+    image_index = {image["id"]: i for i, image in enumerate(images)}
     stems = [str(image.get("file_name", image["id"])).rsplit(".", 1)[0] for image in images]
-    gt_items: list[list[dict]] = [[] for _ in images]
-    for n, ann in enumerate(gt["annotations"]):
+    anns = gt["annotations"]
+    try:
+        g_image = np.array([image_index[a["image_id"]] for a in anns], np.int64)
+        g_cat = np.array([category_index[a["category_id"]] for a in anns], np.int64)
+    except (KeyError, TypeError):
+        _explain_annotation(anns, image_index, category_index, gt_path)
+    try:
+        d_image = np.array([image_index[d["image_id"]] for d in results], np.int64)
+    except (KeyError, TypeError):
+        _explain_detection(results, image_index, dt_path, gt_path)
+    d_cat_raw = [category_index.get(d.get("category_id"), -1) for d in results]
+    d_cat = np.array(d_cat_raw, np.int64)
+    known = d_cat >= 0  # pycocotools evaluates only the GT's categories
+    gt_boxes = boxes_from_objects(anns, gt_path, prediction=False, box_format="xywh",
+                                  labels=g_cat)
+    results_known = [d for d, k in zip(results, known, strict=True) if k] if not known.all() \
+        else results
+    dt_boxes = boxes_from_objects(results_known, dt_path, prediction=True, box_format="xywh",
+                                  labels=d_cat[known])
+    label_names = np.array(names, dtype=object)
+    return CocoFiles(stems, [image["id"] for image in images],
+                     _split(gt_boxes, g_image, len(images), label_names),
+                     _split(dt_boxes, d_image[known], len(images), label_names),
+                     names, int(np.count_nonzero(~known)))
+
+
+def _split(boxes: Boxes, image: np.ndarray, n_images: int, names: np.ndarray) -> list[Boxes]:
+    """Per-image Boxes, in input order within each image; labels from category indices."""
+    order = np.argsort(image, kind="stable")
+    bounds = np.searchsorted(image[order], np.arange(n_images + 1))
+    codes = np.asarray(boxes.labels, np.int64)
+    out = []
+    for i in range(n_images):
+        take = order[bounds[i]:bounds[i + 1]]
+        out.append(Boxes(boxes.box[take], names[codes[take]].tolist(),
+                         None if boxes.scores is None else boxes.scores[take],
+                         boxes.crowd[take], boxes.area[take]))
+    return out
+
+
+def _explain_annotation(anns, image_index, category_index, path) -> None:
+    for n, ann in enumerate(anns):
         if not isinstance(ann, dict):
-            raise InputError(f"annotation {n}: expected an object", path=gt_path)
-        image = index.get(ann.get("image_id"))
-        if image is None:
+            raise InputError(f"annotation {n}: expected an object", path=path)
+        if ann.get("image_id") not in image_index:
             raise InputError(f"annotation {n}: image_id {ann.get('image_id')!r} is not an image "
-                             "of this file", path=gt_path)
-        if ann.get("category_id") not in names:
+                             "of this file", path=path)
+        if ann.get("category_id") not in category_index:
             raise InputError(f"annotation {n}: category_id {ann.get('category_id')!r} is not a "
-                             "category of this file", path=gt_path)
-        item = {"bbox": ann.get("bbox"), "label": names[ann["category_id"]],
-                "iscrowd": ann.get("iscrowd", 0)}
-        if "area" in ann:
-            item["area"] = ann["area"]
-        gt_items[image].append(item)
-    dt_items: list[list[dict]] = [[] for _ in images]
-    unknown = 0
+                             "category of this file", path=path)
+    raise InputError("malformed annotations", path=path)
+
+
+def _explain_detection(results, image_index, path, gt_path) -> None:
     for n, det in enumerate(results):
         if not isinstance(det, dict):
-            raise InputError(f"detection {n}: expected an object", path=dt_path)
-        image = index.get(det.get("image_id"))
-        if image is None:
+            raise InputError(f"detection {n}: expected an object", path=path)
+        if det.get("image_id") not in image_index:
             raise InputError(f"detection {n}: image_id {det.get('image_id')!r} is not in the GT "
-                             f"file {gt_path}", path=dt_path)
-        if det.get("category_id") not in names:
-            unknown += 1  # pycocotools evaluates only the GT's categories
-            continue
-        dt_items[image].append({"bbox": det.get("bbox"), "label": names[det["category_id"]],
-                                "score": det.get("score")})
-    gts = [boxes_from_objects(items, gt_path, prediction=False, box_format="xywh")
-           for items in gt_items]
-    preds = [boxes_from_objects(items, dt_path, prediction=True, box_format="xywh")
-             for items in dt_items]
-    return CocoFiles(stems, [image["id"] for image in images], gts, preds,
-                     [names[c["id"]] for c in categories], unknown)
+                             f"file {gt_path}", path=path)
+    raise InputError("malformed detections", path=path)
 
 
 def _read_json(path: str) -> Any:

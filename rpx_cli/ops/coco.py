@@ -114,8 +114,11 @@ def evaluate(data: CocoInput) -> CocoResult:
     gt_category = gt_group % K
     precision = -np.ones((T, len(RECALL_THRESHOLDS), K, A, M))
     recall = -np.ones((T, K, A, M))
+    # one sort for every cell: score descending, ties by image then rank (pycocotools'
+    # concatenation order); selecting a subset of a sorted array keeps it sorted
+    ranked = np.lexsort((rank, dt_image, -dt_score))
     for k in range(K):
-        in_k = np.flatnonzero(dt_category == k)
+        in_k = ranked[dt_category[ranked] == k]
         gts_k = gt_category == k
         if not in_k.size and not gts_k.any():
             continue  # no image has anything of this category
@@ -125,7 +128,6 @@ def evaluate(data: CocoInput) -> CocoResult:
                 continue
             for m, max_det in enumerate(MAX_DETS):
                 sel = in_k[rank[in_k] < max_det]
-                sel = sel[np.lexsort((rank[sel], dt_image[sel], -dt_score[sel]))]
                 _accumulate(matched[a][:, sel], ignored[a][:, sel], regular,
                             precision[:, :, k, a, m], recall[:, k, a, m])
     return CocoResult(precision, recall)

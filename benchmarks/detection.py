@@ -1,0 +1,152 @@
+"""``rpx eval detection`` against pycocotools, faster-coco-eval and hotcoco.
+
+Generates (once) a COCO-style set: N images, 10 classes, ~15 GT and ~60 scored detections
+per image (near-GT and random), as COCO JSON, and the same as N per-stem JSON pairs. Times
+each tool in a fresh process on the same files (load + evaluate + summarise), median of
+``--repeat``, with peak RSS. rpx computes every view (rows, pooled, confusion, COCO) unless
+noted; ``--metrics coco`` is the like-for-like comparison.
+
+Usage: python benchmarks/detection.py [--images 5000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import DATA, machine, rpx_command
+
+PYCOCOTOOLS = textwrap.dedent("""
+    import sys, contextlib, io
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+    with contextlib.redirect_stdout(io.StringIO()):
+        gt = COCO(sys.argv[1]); dt = gt.loadRes(sys.argv[2])
+        ev = COCOeval(gt, dt, "bbox"); ev.evaluate(); ev.accumulate(); ev.summarize()
+    print(ev.stats[0])
+""")
+FASTER = textwrap.dedent("""
+    import sys, contextlib, io
+    from faster_coco_eval import COCO, COCOeval_faster
+    with contextlib.redirect_stdout(io.StringIO()):
+        gt = COCO(sys.argv[1]); dt = gt.loadRes(sys.argv[2])
+        ev = COCOeval_faster(gt, dt, "bbox"); ev.evaluate(); ev.accumulate(); ev.summarize()
+    print(ev.stats[0])
+""")
+HOTCOCO = textwrap.dedent("""
+    import sys, contextlib, io
+    from hotcoco import COCO, COCOeval
+    with contextlib.redirect_stdout(io.StringIO()):
+        gt = COCO(sys.argv[1]); dt = gt.load_res(sys.argv[2])
+        ev = COCOeval(gt, dt, "bbox"); ev.evaluate(); ev.accumulate(); ev.summarize()
+    print(ev.stats[0])
+""")
+
+
+def generate(root: Path, n_images: int) -> Path:
+    if (root / "DONE").exists():
+        return root
+    rng = np.random.default_rng(0)
+    names = [f"class{k}" for k in range(10)]
+    images, anns, dets = [], [], []
+    (root / "gt").mkdir(parents=True, exist_ok=True)
+    (root / "pred").mkdir(parents=True, exist_ok=True)
+    for image_id in range(1, n_images + 1):
+        images.append({"id": image_id, "file_name": f"img{image_id:06d}.jpg", "width": 640,
+                       "height": 480})
+        gt_objects, pred_objects, mine = [], [], []
+        for _ in range(int(rng.integers(10, 21))):
+            k = int(rng.integers(10))
+            x, y = rng.uniform(0, 560, 2)
+            w, h = rng.uniform(8, 200, 2)
+            box = [round(float(v), 2) for v in (x, y, w, h)]
+            anns.append({"id": len(anns) + 1, "image_id": image_id, "category_id": k + 1,
+                         "bbox": box, "area": round(box[2] * box[3], 2), "iscrowd": 0})
+            gt_objects.append({"bbox": [box[0], box[1], box[0] + box[2], box[1] + box[3]],
+                               "label": names[k]})
+            for _ in range(int(rng.integers(1, 4))):
+                j = rng.normal(0, 0.08, 4) * [w, h, w, h]
+                d = [round(float(v), 2) for v in (x + j[0], y + j[1], max(2, w + j[2]), max(2, h + j[3]))]
+                mine.append({"image_id": image_id, "category_id": k + 1, "bbox": d,
+                             "score": round(float(rng.uniform(0.05, 1)), 3)})
+        while len(mine) < 60:
+            k = int(rng.integers(10))
+            x, y = rng.uniform(0, 560, 2)
+            w, h = rng.uniform(8, 200, 2)
+            mine.append({"image_id": image_id, "category_id": k + 1,
+                         "bbox": [round(float(v), 2) for v in (x, y, w, h)],
+                         "score": round(float(rng.uniform(0.01, 0.6)), 3)})
+        dets.extend(mine)
+        for d in mine:
+            x, y, w, h = d["bbox"]
+            pred_objects.append({"bbox": [x, y, x + w, y + h], "label": names[d["category_id"] - 1],
+                                 "score": d["score"]})
+        stem = f"img{image_id:06d}"
+        (root / "gt" / f"{stem}.json").write_text(json.dumps(gt_objects))
+        (root / "pred" / f"{stem}.json").write_text(json.dumps(pred_objects))
+    (root / "instances.json").write_text(json.dumps({"images": images, "annotations": anns,
+        "categories": [{"id": k + 1, "name": n} for k, n in enumerate(names)]}))
+    (root / "results.json").write_text(json.dumps(dets))
+    (root / "DONE").write_text(f"{len(anns)} gt, {len(dets)} detections\n")
+    return root
+
+
+def run(argv: list[str], repeat: int) -> tuple[float, float, str]:
+    """(median wall s, peak RSS MB, stdout) of a fresh process."""
+    code = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], check=True, "
+            "capture_output=True, text=True); print(resource.getrusage("
+            "resource.RUSAGE_CHILDREN).ru_maxrss); print(r.stdout[-200:])")
+    times, peaks, out = [], [], ""
+    for _ in range(repeat):
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", code, *argv], check=True, capture_output=True,
+                              text=True)
+        times.append(time.perf_counter() - start)
+        lines = done.stdout.splitlines()
+        peaks.append(int(lines[0]) / 1024)
+        out = "\n".join(lines[1:]).strip()
+    return statistics.median(times), max(peaks), out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=5000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-pycocotools", action="store_true")
+    args = parser.parse_args()
+    root = generate(DATA / f"detection-{args.images}", args.images)
+    gt, dt = str(root / "instances.json"), str(root / "results.json")
+    py = sys.executable
+    results = {}
+    if not args.skip_pycocotools:
+        results["pycocotools"] = run([py, "-c", PYCOCOTOOLS, gt, dt], 1)
+    results["faster-coco-eval"] = run([py, "-c", FASTER, gt, dt], args.repeat)
+    results["hotcoco"] = run([py, "-c", HOTCOCO, gt, dt], args.repeat)
+    rpx = rpx_command() + ["eval", "detection", "-o", "/dev/null", "--quiet"]
+    coco_files = ["--coco-gt", gt, "--coco-dt", dt]
+    results["rpx --metrics coco (COCO files)"] = run(rpx + coco_files + ["--metrics", "coco"], args.repeat)
+    results["rpx, every view (COCO files)"] = run(rpx + coco_files, args.repeat)
+    stems = ["--pred-dir", str(root / "pred"), "--gt-dir", str(root / "gt")]
+    results["rpx, every view (per-stem JSON), --jobs 2"] = run(rpx + stems + ["--jobs", "2"], args.repeat)
+    base = results.get("pycocotools", (None,))[0]
+    print(f"machine: {machine()}")
+    print(f"{args.images} images, 10 classes; {(root / 'DONE').read_text().strip()}; "
+          f"median of {args.repeat} (pycocotools: 1 run)")
+    print("| tool | wall s | peak RSS MB | vs pycocotools |")
+    print("|---|---:|---:|---:|")
+    for name, (seconds, peak, _) in results.items():
+        ratio = f"{base / seconds:.1f}x faster" if base else ""
+        print(f"| {name} | {seconds:.2f} | {peak:.0f} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()
