@@ -193,9 +193,14 @@ def drop_skipped(task: Any, params: Mapping[str, Any], report: dict[str, Any]) -
                 node = node.get(key) if isinstance(node, dict) else None
             if isinstance(node, dict):
                 node.pop(last, None)
+        verdict: dict[str, bool] = {}  # rows share their keys: decide each key once
         for mapping in [*report.get("rows", ()), report.get("aggregate") or {}]:
-            for key in [k for k in mapping if _in_family(k, keys)]:
-                del mapping[key]
+            for key in list(mapping):
+                drop = verdict.get(key)
+                if drop is None:
+                    drop = verdict[key] = _in_family(key, keys)
+                if drop:
+                    del mapping[key]
 
 
 _BAND_SUFFIX = re.compile(r"(minus)?\d[\w]*m_((minus)?\d[\w]*m|inf)$")
@@ -291,9 +296,9 @@ def run_coco_evaluation(
     (``file_name`` without its suffix)."""
     from collections import Counter
 
-    from rpx_cli.io.boxes import apply_class_map, load_coco
+    from rpx_cli.io.box_table import FrameTable
+    from rpx_cli.io.coco_files import load_coco
     from rpx_cli.io.filebuffer import sha256_file
-    from rpx_cli.tasks.detection import Frame
 
     task = get_task("detection")
     params = task.normalise_params(params)
@@ -305,27 +310,27 @@ def run_coco_evaluation(
     if repeated:
         raise InputError(f"several images have the stem(s) {', '.join(repeated[:5])}: file_name "
                          "stems must be unique", path=gt_file)
-    mapping = params.get("class_map") or {}
-    categories = list(dict.fromkeys(mapping.get(c, c) for c in files.categories))
-    params["categories"] = [c for c in categories if c is not None]
-    frames = sorted(
-        (stem, Frame(apply_class_map(gt, mapping), apply_class_map(pred, mapping), image_id))
-        for stem, image_id, gt, pred in zip(files.stems, files.image_ids, files.gt, files.pred,
-                                            strict=True))
-    whole = hashlib.sha256("".join(f"{stem}\t{frame.image_id}\n" for stem, frame in frames)
+    table = FrameTable(len(files.stems), files.categories, files.gt, files.pred, files.image_ids)
+    table = table.map_labels(params.get("class_map"))
+    params["categories"] = table.vocabulary
+    order = sorted(range(table.n), key=files.stems.__getitem__)
+    stems = [files.stems[i] for i in order]
+    table = table.subset(order)  # frames in stem order; the COCO view orders them by image id
+    whole = hashlib.sha256("".join(f"{stem}\t{image_id}\n" for stem, image_id in
+                                   zip(stems, table.image_ids.tolist(), strict=True))
                            .encode()).hexdigest()
     if shard is not None:
         from rpx_cli.io.discover import shard_of
 
-        frames = [(stem, frame) for stem, frame in frames if shard_of(stem, shard[1]) == shard[0]]
-    rows, stats = [], []
-    for stem, frame in frames:
-        row = task.evaluate(frame.pred, frame.gt, params, pred_path=dt_file, gt_path=gt_file)
-        stats.append(frame)  # keeps its COCO image id (the order of the COCO view)
-        if include_rows:
-            rows.append({"stem": stem, "pred_path": dt_file, "gt_path": gt_file,
-                         **{k: v for k, v in row.items() if not k.startswith("_")}})
-    if not stats and shard is None:
+        mine = [i for i, stem in enumerate(stems) if shard_of(stem, shard[1]) == shard[0]]
+        stems, table = [stems[i] for i in mine], table.subset(mine)
+    stats = table
+    rows = []
+    if include_rows:
+        n_gt, n_pred = table.n_gt(), table.n_pred(params["conf_threshold"])
+        rows = [{"stem": stem, "pred_path": dt_file, "gt_path": gt_file, "n_gt": a, "n_pred": b}
+                for stem, a, b in zip(stems, n_gt, n_pred, strict=True)]
+    if not len(stats) and shard is None:
         raise InputError("the COCO GT file has no images", path=gt_file)
     report = build_report(task=task, params=params,
                           summary=_summary(task, stats, [], params, rows), rows=rows,
@@ -336,7 +341,7 @@ def run_coco_evaluation(
     if shard is not None:
         report["state"] = {"shard": {"index": shard[0], "count": shard[1]}, "pairing": whole,
                            "inputs": {"coco_gt": gt_file, "coco_dt": dt_file},
-                           "stems": [stem for stem, _ in frames],
+                           "stems": stems,
                            "stats": task.encode_stats(stats), "extras": [], "digests": digests}
     invocation = invocation or Invocation(command="rpx_cli.run_coco_evaluation", argv=[], args={})
     report["run_provenance"] = build_provenance(

@@ -9,12 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pycocotools.coco import COCO
+from pycocotools.cocoeval import COCOeval
 
 from rpx_cli.tasks.detection import prf
-
-pycocotools = pytest.importorskip("pycocotools")
-from pycocotools.coco import COCO  # noqa: E402
-from pycocotools.cocoeval import COCOeval  # noqa: E402
 
 
 def dirs(root: Path) -> str:

@@ -36,6 +36,9 @@ ALLOWED = {
 # third-party modules only one layer may import
 OWNED = {"click": "cli", "rich": "console", "orjson": "report", "imageio": "io", "PIL": "io",
          "jsonschema": "report", "referencing": "report"}
+# the one exception: the box reader *parses* large JSON with orjson (a 28 MB COCO results
+# file: 0.21 s against the stdlib's 0.58 s); serialising stays in report/
+READERS = {"orjson": {"io/boxes.py"}}
 
 
 def layer_of(path: Path) -> str:
@@ -69,6 +72,8 @@ def test_layers_point_one_way(path: Path) -> None:
             if target == "__version__":
                 target = "__init__"
             assert "*" in allowed or target in allowed, f"{layer} must not import rpx_cli.{target}"
+        elif top in OWNED and str(path.relative_to(PACKAGE)) in READERS.get(top, ()):
+            assert "orjson.dumps" not in path.read_text(), "only report/ serialises JSON"
         elif top in OWNED:
             assert OWNED[top] == layer, f"only {OWNED[top]} may import {top} (found in {layer})"
 

@@ -95,8 +95,9 @@ def evaluate(data: CocoInput) -> CocoResult:
     starts = np.searchsorted(dt_group, dt_group, side="left")
     rank = np.arange(dt_group.size) - starts
     keep = rank < MAX_DETS[-1]
-    dt_group, dt_box, dt_score, rank = dt_group[keep], dt_box[keep], dt_score[keep], rank[keep]
-    dt_image, dt_category = dt_image[keep], dt_category[keep]
+    if not keep.all():
+        dt_group, dt_box, dt_score, rank = dt_group[keep], dt_box[keep], dt_score[keep], rank[keep]
+        dt_image, dt_category = dt_image[keep], dt_category[keep]
     dt_area = dt_box[:, 2] * dt_box[:, 3]
     # GT: group, then input order
     gt_group = data.gt_image.astype(np.int64) * K + data.gt_category
@@ -107,28 +108,36 @@ def evaluate(data: CocoInput) -> CocoResult:
     ranges = np.array(list(AREA_RANGES.values()))
     matched, ignored = greedy_match(dt_group, dt_box, rank, gt_group, gt_box, gt_area, gt_crowd,
                                     np.minimum(IOU_THRESHOLDS, 1 - 1e-10), ranges, n_groups)
-    outside = (dt_area[None, :] < ranges[:, :1]) | (dt_area[None, :] > ranges[:, 1:])
-    ignored |= ~matched & outside[:, None, :]
+    outside = (dt_area[:, None] < ranges[None, :, 0]) | (dt_area[:, None] > ranges[None, :, 1])
+    ignored |= ~matched & np.repeat(outside, T, axis=1)  # (detections, areas * thresholds)
 
     gt_ignored = gt_crowd[None, :] | (gt_area[None, :] < ranges[:, :1]) | (gt_area[None, :] > ranges[:, 1:])
     gt_category = gt_group % K
+    regular = np.stack([np.bincount(gt_category[~gt_ignored[a]], minlength=K) for a in range(A)])
     precision = -np.ones((T, len(RECALL_THRESHOLDS), K, A, M))
     recall = -np.ones((T, K, A, M))
-    # one sort for every cell: score descending, ties by image then rank (pycocotools'
-    # concatenation order); selecting a subset of a sorted array keeps it sorted
-    ranked = np.lexsort((rank, dt_image, -dt_score))
+    # category-major, then score descending, ties by image then rank (pycocotools'
+    # concatenation order): every category is one contiguous slice
+    # (the detections are in image, category, rank order: a stable sort by category, then
+    # score keeps image and rank order among ties)
+    ranked = np.lexsort((-dt_score, dt_category))
+    bounds = np.searchsorted(dt_category[ranked], np.arange(K + 1))
+    rank_sorted = rank[ranked]
+    # (areas * thresholds, detections), contiguous along the detections to run sums fast
+    tps = np.ascontiguousarray((matched & ~ignored)[ranked].T)
+    fps = np.ascontiguousarray(~(matched | ignored)[ranked].T)
     for k in range(K):
-        in_k = ranked[dt_category[ranked] == k]
-        gts_k = gt_category == k
-        if not in_k.size and not gts_k.any():
-            continue  # no image has anything of this category
-        for a in range(A):
-            regular = int(np.count_nonzero(gts_k & ~gt_ignored[a]))
-            if regular == 0:
-                continue
-            for m, max_det in enumerate(MAX_DETS):
-                sel = in_k[rank[in_k] < max_det]
-                _accumulate(matched[a][:, sel], ignored[a][:, sel], regular,
+        lo, hi = bounds[k], bounds[k + 1]
+        for m, max_det in enumerate(MAX_DETS):
+            if max_det >= MAX_DETS[-1]:  # detections past the last were dropped already
+                tp, fp = tps[:, lo:hi], fps[:, lo:hi]
+            else:
+                sel = lo + np.flatnonzero(rank_sorted[lo:hi] < max_det)
+                tp, fp = tps[:, sel], fps[:, sel]
+            fp_before = np.cumsum(fp, axis=1, dtype=np.int32)
+            for a in np.flatnonzero(regular[:, k]).tolist():
+                cells = slice(a * T, (a + 1) * T)
+                _accumulate(tp[cells], fp_before[cells], int(regular[a, k]),
                             precision[:, :, k, a, m], recall[:, k, a, m])
     return CocoResult(precision, recall)
 
@@ -138,15 +147,15 @@ def greedy_match(dt_group, dt_box, rank, gt_group, gt_box, gt_area, gt_crowd, th
     """pycocotools' greedy matching, for every group at once.
 
     Detections are given sorted by group and rank (best score first) and GT sorted by
-    group in input order. Returns ``(matched, ignored)`` of shape (areas, thresholds,
-    detections): matched to any GT, and matched to an ignored GT (crowd, or area outside
-    the range ``ranges[a]``).
+    group in input order. Returns ``(matched, ignored)`` of shape (detections,
+    areas * thresholds), column ``a * T + t``: matched to any GT, and matched to an ignored
+    GT (crowd, or area outside the range ``ranges[a]``).
     """
     A, T = len(ranges), len(thresholds)
     gt_start = np.searchsorted(gt_group, np.arange(n_groups), side="left")
     gt_count = np.searchsorted(gt_group, np.arange(n_groups), side="right") - gt_start
-    matched = np.zeros((A, T, dt_group.size), bool)
-    ignored = np.zeros((A, T, dt_group.size), bool)
+    matched = np.zeros((dt_group.size, A * T), bool)
+    ignored = np.zeros((dt_group.size, A * T), bool)
     det_gt_count = gt_count[dt_group] if dt_group.size else np.zeros(0, np.int64)
     for low, high in _buckets(int(det_gt_count.max(initial=0))):
         dets = np.flatnonzero((det_gt_count >= low) & (det_gt_count <= high))
@@ -167,42 +176,88 @@ def _buckets(largest: int) -> list[tuple[int, int]]:
 
 def _match_bucket(dets, width, dt_group, dt_box, rank, gt_start, gt_count, gt_box, gt_area,
                   gt_crowd, thresholds, ranges, matched, ignored) -> None:
-    """Greedy matching of the detections ``dets`` (their groups have <= ``width`` GTs)."""
+    """Greedy matching of the detections ``dets`` (their groups have <= ``width`` GTs).
+
+    A detection whose IoU with every GT of its group is below the lowest threshold can
+    match nothing and takes nothing away from the others, so only the rest are walked,
+    round by round (the r-th such detection of every group in round r), with areas and
+    thresholds on one axis."""
     if width == 0:
         return  # no GT: nothing to match
     groups, local = np.unique(dt_group[dets], return_inverse=True)
-    slots = gt_start[groups][:, None] + np.arange(width)[None, :]
-    valid = np.arange(width)[None, :] < gt_count[groups][:, None]
-    slots = np.where(valid, slots, 0)
+    cols = np.arange(width)
+    valid = cols[None, :] < gt_count[groups][:, None]
+    slots = np.where(valid, gt_start[groups][:, None] + cols[None, :], 0)
     crowd = gt_crowd[slots] & valid
+    ious = iou_xywh_rows(dt_box[dets], gt_box[slots][local], crowd[local])
+    ious[~valid[local]] = -1.0
+    hopeful = (ious >= thresholds.min()).any(axis=1)
+    if not hopeful.any():
+        return
+    dets, local, ious = dets[hopeful], local[hopeful], ious[hopeful]
+    A, T = len(ranges), thresholds.size
     area = gt_area[slots]
-    boxes = gt_box[slots]  # (groups, width, 4)
-    det_boxes = dt_box[dets]
-    ious = iou_xywh_rows(det_boxes, boxes[local], crowd[local])
-    ious = np.where(valid[local], ious, -1.0)
-    T = thresholds.size
-    for a, (low, high) in enumerate(ranges):
-        gt_ig = crowd | (area < low) | (area > high)
-        taken = np.zeros((groups.size, T, width), bool)
-        for r in range(int(rank[dets].max()) + 1):
-            at = np.flatnonzero(rank[dets] == r)
-            if not at.size:
-                continue
-            g = local[at]
-            iou = ious[at][:, None, :]  # (n, 1, width)
-            free = ~(taken[g] & ~crowd[g][:, None, :])
-            eligible = (iou >= thresholds[None, :, None]) & free & valid[g][:, None, :]
-            ig = gt_ig[g][:, None, :]
-            regular = eligible & ~ig
-            has_regular = regular.any(axis=2, keepdims=True)
-            candidates = np.where(has_regular, regular, eligible & ig)
-            score = np.where(candidates, iou, -2.0)
-            best = width - 1 - np.argmax(score[:, :, ::-1], axis=2)  # ties: the last GT
-            hit = candidates.any(axis=2)
-            rows, ts = np.nonzero(hit)
-            matched[a][:, dets[at]] = hit.T
-            ignored[a][ts, dets[at][rows]] = gt_ig[g[rows], best[rows, ts]]
-            taken[g[rows], ts, best[rows, ts]] = True
+    # (groups, A, width): ignored GT per area range
+    gt_ig = crowd[:, None, :] | (area[:, None, :] < ranges[None, :, :1]) | \
+        (area[:, None, :] > ranges[None, :, 1:])
+    contested = np.zeros(groups.size, bool)
+    contested[local[(ious >= thresholds.min()).sum(axis=1) > 1]] = True
+    simple = ~contested[local]
+    if simple.any():
+        _match_simple(dets[simple], local[simple], ious[simple], rank, crowd, gt_ig, thresholds,
+                      matched, ignored)
+        if simple.all():
+            return
+        dets, local, ious = dets[~simple], local[~simple], ious[~simple]
+    gt_ig = np.repeat(gt_ig, T, axis=1)  # (groups, A * T, width)
+    cut = np.tile(thresholds, A)[None, :, None]
+    crowd_taken_ok = crowd[:, None, :]
+    taken = np.zeros((groups.size, A * T, width), bool)
+    # round of each detection: its position among its group's hopeful detections (dets
+    # are sorted by group, then rank)
+    start = np.searchsorted(local, local, side="left")
+    rounds = np.arange(local.size) - start
+    order = np.argsort(rounds, kind="stable")
+    bounds = np.searchsorted(rounds[order], np.arange(int(rounds.max()) + 2))
+    for r in range(bounds.size - 1):
+        at = order[bounds[r]:bounds[r + 1]]
+        g = local[at]
+        iou = ious[at][:, None, :]  # (n, 1, width)
+        eligible = (iou >= cut) & ~(taken[g] & ~crowd_taken_ok[g])
+        ig = gt_ig[g]
+        regular = eligible & ~ig
+        has_regular = regular.any(axis=2, keepdims=True)
+        candidates = np.where(has_regular, regular, eligible & ig)
+        score = np.where(candidates, iou, -2.0)
+        best = width - 1 - np.argmax(score[:, :, ::-1], axis=2)  # ties: the last GT
+        rows, cs = np.nonzero(candidates.any(axis=2))
+        chosen = best[rows, cs]
+        who = dets[at][rows]
+        matched[who, cs] = True
+        ignored[who, cs] = ig[rows, cs, chosen]
+        taken[g[rows], cs, chosen] = True
+
+
+def _match_simple(dets, local, ious, rank, crowd, gt_ig, thresholds, matched, ignored) -> None:
+    """Groups where every detection has a single GT it can match (IoU >= the lowest
+    threshold): there the greedy walk reduces to "the best-ranked detection over the
+    threshold takes the GT" (every one does, for a crowd GT), the same in every area range."""
+    width = ious.shape[1]
+    column = np.argmax(ious >= thresholds.min(), axis=1)
+    iou = ious[np.arange(dets.size), column]
+    target = local * width + column
+    order = np.lexsort((rank[dets], target))
+    target, iou, column, local, dets = (x[order] for x in (target, iou, column, local, dets))
+    over = iou[None, :] >= thresholds[:, None]  # (T, n)
+    seen = np.cumsum(over, axis=1)
+    start = np.searchsorted(target, target, side="left")
+    before = np.where(start > 0, seen[:, np.maximum(start - 1, 0)], 0)
+    first = over & (seen - before == 1)
+    hit = np.where(crowd[local, column][None, :], over, first)
+    A, T = gt_ig.shape[1], thresholds.size
+    hit = np.tile(hit.T, A)  # (n, A * T)
+    matched[dets] = hit
+    ignored[dets] = hit & np.repeat(gt_ig[local, :, column], T, axis=1)
 
 
 def iou_xywh_rows(dt: np.ndarray, gt: np.ndarray, crowd: np.ndarray) -> np.ndarray:
@@ -218,20 +273,23 @@ def iou_xywh_rows(dt: np.ndarray, gt: np.ndarray, crowd: np.ndarray) -> np.ndarr
         return np.where(inter > 0, inter / union, 0.0)
 
 
-def _accumulate(matched, ignored, regular, precision_out, recall_out) -> None:
-    """One (category, area, maxDets) cell: pycocotools' accumulate, vectorised over T."""
-    tps = matched & ~ignored
-    fps = ~matched & ~ignored
-    tp = np.cumsum(tps, axis=1).astype(float)
-    fp = np.cumsum(fps, axis=1).astype(float)
-    nd = tp.shape[1]
-    rc = tp / regular
-    pr = tp / (fp + tp + np.spacing(1))
-    recall_out[:] = rc[:, -1] if nd else 0.0
-    pr = np.maximum.accumulate(pr[:, ::-1], axis=1)[:, ::-1]
-    for t in range(rc.shape[0]):
-        inds = np.searchsorted(rc[t], RECALL_THRESHOLDS, side="left")
-        inside = inds < nd
+def _accumulate(tps, fp_before, regular, precision_out, recall_out) -> None:
+    """One (category, area, maxDets) cell, pycocotools' accumulate read at the true
+    positives only: recall only rises there, and precision's running maximum from the
+    right is always attained at one of them (a false positive lowers precision, an ignored
+    detection repeats it), so the values — the same divisions — are bit for bit the same.
+    ``tps``: (thresholds, detections); ``fp_before``: false positives up to each detection.
+    """
+    for t in range(tps.shape[0]):
+        at = np.flatnonzero(tps[t])
+        recall_out[t] = at.size / regular
+        tp = np.arange(1, at.size + 1, dtype=np.float64)
+        fp = fp_before[t, at].astype(np.float64)
+        pr = tp / (fp + tp + np.spacing(1))
+        rc = tp / regular
+        envelope = np.maximum.accumulate(pr[::-1])[::-1]
+        inds = np.searchsorted(rc, RECALL_THRESHOLDS, side="left")
+        inside = inds < at.size
         q = np.zeros(RECALL_THRESHOLDS.size)
-        q[inside] = pr[t, inds[inside]]
+        q[inside] = envelope[inds[inside]]
         precision_out[t] = q

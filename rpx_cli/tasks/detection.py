@@ -27,15 +27,15 @@ and confusion (not COCO), as Aquarium does by default.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.errors import ParameterError
+from rpx_cli.io.box_table import BoxTable, Frame, FrameTable
 from rpx_cli.io.boxes import Boxes, apply_class_map, load_class_map, parse_boxes
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.ops.boxes import iou_xywh
+from rpx_cli.ops.boxes import iou_pairs, iou_xywh
 from rpx_cli.ops.coco import STAT_NAMES, CocoInput, greedy_match
 from rpx_cli.ops.coco import evaluate as coco_evaluate
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
@@ -43,17 +43,6 @@ from rpx_cli.tasks.registry import register_task
 
 BACKGROUND = "background"
 ROW_KEYS = ("precision", "recall", "f1", "tp", "fp", "fn")
-
-
-@dataclass
-class Frame:
-    """One image's GT and predictions (labels already mapped). ``image_id``: the COCO id
-    for COCO-file input (it orders images in the COCO view, as pycocotools does); None for
-    per-stem input, whose images are numbered in stem order."""
-
-    gt: Boxes
-    pred: Boxes
-    image_id: int | None = None
 
 
 def _probability(name: str):
@@ -164,35 +153,36 @@ class Detection(Task):
     def summarize(self, stats: list[Frame], params: Params) -> dict[str, Any]:
         return self.summarize_rows(stats, params)[0]
 
-    def summarize_rows(self, stats: list[Frame], params: Params):
+    def summarize_rows(self, stats: list[Frame] | FrameTable, params: Params):
         wanted = params.get("metrics") or list(self.families)
-        vocabulary = params.get("categories") or _vocabulary(stats)
-        index = {label: i for i, label in enumerate(vocabulary)}
-        skipped = np.array([params["skip_empty_gt"] and len(frame.gt) == 0 for frame in stats], bool)
+        table = stats if isinstance(stats, FrameTable) else FrameTable.from_frames(
+            stats, params.get("categories") or _vocabulary(stats))
+        n = table.n
+        empty = table.gt.counts(n) == 0
+        skipped = empty & bool(params["skip_empty_gt"])
         dataset: dict[str, Any] = {}
-        rows: list[dict[str, Any]] = [{} for _ in stats]
-        aggregate: dict[str, Any] = {"n_frames": len(stats),
-                                     "n_empty_gt": sum(1 for f in stats if len(f.gt) == 0),
+        rows: list[dict[str, Any]] = [{} for _ in range(n)]
+        aggregate: dict[str, Any] = {"n_frames": n, "n_empty_gt": int(np.count_nonzero(empty)),
                                      "n_skipped": int(np.count_nonzero(skipped))}
         if {"rows", "pooled"} & set(wanted):
-            counts = operating_point(stats, index, params["iou_threshold"], params["conf_threshold"])
-            for i, (tp, fp, fn) in enumerate(counts):
-                if skipped[i]:
-                    rows[i] = dict.fromkeys(ROW_KEYS)
-                else:
-                    rows[i] = {**prf(tp, fp, fn), "tp": tp, "fp": fp, "fn": fn}
-            used = [row for row, skip in zip(rows, skipped, strict=True) if not skip]
+            tp, fp, fn = operating_point(table, params["iou_threshold"], params["conf_threshold"])
+            figures = prf_arrays(tp, fp, fn)
+            columns = [figures[key].tolist() for key in ("precision", "recall", "f1")]
+            columns += [tp.tolist(), fp.tolist(), fn.tolist()]
+            for i, values in enumerate(zip(*columns, strict=True)):
+                rows[i] = dict(zip(ROW_KEYS, (None,) * len(ROW_KEYS) if skipped[i] else values,
+                                   strict=True))
+            used = ~skipped
             for key in ("precision", "recall", "f1"):
-                values = [row[key] for row in used]
-                aggregate[key] = math.fsum(values) / len(values) if values else None
-            totals = [sum(row[k] for row in used) for k in ("tp", "fp", "fn")]
+                values = figures[key][used]
+                aggregate[key] = math.fsum(values.tolist()) / values.size if values.size else None
+            totals = [int(x[used].sum()) for x in (tp, fp, fn)]
             dataset["pooled"] = {**prf(*totals), **dict(zip(("tp", "fp", "fn"), totals, strict=True))}
         if "confusion" in wanted:
-            frames = [frame for frame, skip in zip(stats, skipped, strict=True) if not skip]
-            dataset["confusion"] = confusion(frames, vocabulary, index, params["iou_threshold"],
+            dataset["confusion"] = confusion(table, ~skipped, params["iou_threshold"],
                                              params["conf_threshold"])
         if "coco" in wanted:
-            dataset["coco"] = coco(stats, vocabulary, index)
+            dataset["coco"] = coco(table)
         return {"aggregate": aggregate, "dataset": dataset}, rows
 
 
@@ -213,90 +203,76 @@ def prf(tp: int, fp: int, fn: int) -> dict[str, float]:
     return {"precision": precision, "recall": recall, "f1": f1}
 
 
-def _flatten(stats: list[Frame], index: dict[str, int], conf: float | None):
-    """Every frame's boxes as flat arrays (image index, category index, ...)."""
-    gt_parts, dt_parts = [], []
-    for i, frame in enumerate(stats):
-        gt_labels = np.array([index[label] for label in frame.gt.labels], np.int64)
-        gt_parts.append((np.full(len(frame.gt), i), gt_labels, frame.gt.box, frame.gt.area,
-                         frame.gt.crowd))
-        keep = slice(None) if conf is None else frame.pred.scores >= conf
-        labels = np.array([index[label] for label in frame.pred.labels], np.int64)
-        dt_parts.append((np.full(len(frame.pred), i)[keep], labels[keep] if labels.size else labels,
-                         frame.pred.box[keep], frame.pred.scores[keep]))
-
-    def cat(parts, k, dtype, shape=(0,)):
-        arrays = [p[k] for p in parts]
-        return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(shape, dtype)
-
-    gt = tuple(cat(gt_parts, k, d, s) for k, d, s in ((0, np.int64, (0,)), (1, np.int64, (0,)),
-                                                       (2, np.float64, (0, 4)), (3, np.float64, (0,)),
-                                                       (4, bool, (0,))))
-    dt = tuple(cat(dt_parts, k, d, s) for k, d, s in ((0, np.int64, (0,)), (1, np.int64, (0,)),
-                                                       (2, np.float64, (0, 4)), (3, np.float64, (0,))))
-    return gt, dt
+def prf_arrays(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`prf` for arrays of counts, the same operations."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(tp + fp > 0, tp / (tp + fp), 0.0)
+        recall = np.where(tp + fn > 0, tp / (tp + fn), 0.0)
+        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
+    ideal = tp + fp + fn == 0
+    return {"precision": np.where(ideal, 1.0, precision), "recall": np.where(ideal, 1.0, recall),
+            "f1": np.where(ideal, 1.0, f1)}
 
 
-def operating_point(stats: list[Frame], index: dict[str, int], iou_threshold: float,
-                    conf_threshold: float) -> list[tuple[int, int, int]]:
+def operating_point(table: FrameTable, iou_threshold: float,
+                    conf_threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(TP, FP, FN) of every frame: class-aware greedy matching by descending score,
     vectorised over frames (pycocotools' matcher at one IoU threshold)."""
-    (g_img, g_cat, g_box, g_area, g_crowd), (d_img, d_cat, d_box, d_score) = \
-        _flatten(stats, index, conf_threshold)
-    K = max(len(index), 1)
-    d_group = d_img * K + d_cat
-    order = np.lexsort((np.arange(d_group.size), -d_score, d_group))
-    d_group, d_box, d_img = d_group[order], d_box[order], d_img[order]
+    gt, pred, n = table.gt, table.pred.where(table.pred.score >= conf_threshold), table.n
+    K = max(len(table.vocabulary), 1)
+    d_group = pred.frame * K + pred.label
+    order = np.lexsort((np.arange(d_group.size), -pred.score, d_group))
+    d_group = d_group[order]
     rank = np.arange(d_group.size) - np.searchsorted(d_group, d_group, side="left")
-    g_group = g_img * K + g_cat
+    g_group = gt.frame * K + gt.label
     gorder = np.argsort(g_group, kind="stable")
     matched, ignored = greedy_match(
-        d_group, d_box, rank, g_group[gorder], g_box[gorder], g_area[gorder], g_crowd[gorder],
-        np.array([min(iou_threshold, 1 - 1e-10)]), np.array([[-np.inf, np.inf]]), len(stats) * K)
-    tp_det = matched[0, 0] & ~ignored[0, 0]
-    fp_det = ~matched[0, 0]
-    n = len(stats)
-    tp = np.bincount(d_img[tp_det], minlength=n)
-    fp = np.bincount(d_img[fp_det], minlength=n)
-    n_gt = np.bincount(g_img[~g_crowd], minlength=n)
-    return [(int(a), int(b), int(c - a)) for a, b, c in zip(tp, fp, n_gt, strict=True)]
+        d_group, pred.box[order], rank, g_group[gorder], gt.box[gorder], gt.area[gorder],
+        gt.crowd[gorder], np.array([min(iou_threshold, 1 - 1e-10)]), np.array([[-np.inf, np.inf]]),
+        n * K)
+    d_frame = pred.frame[order]
+    tp = np.bincount(d_frame[matched[:, 0] & ~ignored[:, 0]], minlength=n)
+    fp = np.bincount(d_frame[~matched[:, 0]], minlength=n)
+    n_gt = np.bincount(gt.frame[~gt.crowd], minlength=n)
+    return tp, fp, n_gt - tp
 
 
-def confusion(frames: list[Frame], vocabulary: list[str], index: dict[str, int],
-              iou_threshold: float, conf_threshold: float) -> dict[str, Any]:
-    """Aquarium's confusion matrix (rows GT, columns predicted, background last)."""
+def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
+              conf_threshold: float) -> dict[str, Any]:
+    """Aquarium's confusion matrix (rows GT, columns predicted, background last) over the
+    frames where ``frames`` is True. The optimal assignment is solved per frame (scipy has
+    no batched solver); everything else is flat."""
     from scipy.optimize import linear_sum_assignment
 
+    n, vocabulary = table.n, table.vocabulary
     K = len(vocabulary)
-    matrix = np.zeros((K + 1, K + 1), np.int64)
-    for frame in frames:
-        keep = frame.pred.scores >= conf_threshold
-        d_box = frame.pred.box[keep]
-        d_cat = np.array([index[label] for label, k in zip(frame.pred.labels, keep, strict=True)
-                          if k], np.int64)
-        regular = ~frame.gt.crowd
-        g_box = frame.gt.box[regular]
-        g_cat = np.array([index[label] for label, r in zip(frame.gt.labels, regular, strict=True)
-                          if r], np.int64)
-        det_matched = np.zeros(d_box.shape[0], bool)
-        gt_matched = np.zeros(g_box.shape[0], bool)
-        if d_box.size and g_box.size:
-            ious = iou_xywh(d_box, g_box)
-            rows, cols = linear_sum_assignment(ious, maximize=True)
-            good = ious[rows, cols] >= iou_threshold
-            rows, cols = rows[good], cols[good]
-            np.add.at(matrix, (g_cat[cols], d_cat[rows]), 1)
-            det_matched[rows] = True
-            gt_matched[cols] = True
-        np.add.at(matrix, (g_cat[~gt_matched], K), 1)
-        lonely = ~det_matched
-        if frame.gt.crowd.any() and lonely.any():  # on a crowd region: ignored, not background
-            ioa = iou_xywh(d_box[lonely], frame.gt.box[frame.gt.crowd],
-                           np.ones(int(frame.gt.crowd.sum()), bool))
-            on_crowd = np.zeros(d_box.shape[0], bool)
-            on_crowd[np.flatnonzero(lonely)] = (ioa >= iou_threshold).any(axis=1)
-            lonely &= ~on_crowd
-        np.add.at(matrix, (K, d_cat[lonely]), 1)
+    pred = table.pred.where((table.pred.score >= conf_threshold) & frames[table.pred.frame])
+    gt_all = table.gt.where(frames[table.gt.frame])
+    gt, crowd = gt_all.where(~gt_all.crowd), gt_all.where(gt_all.crowd)
+    d_bounds, g_bounds = pred.bounds(n), gt.bounds(n)
+    det_matched = np.zeros(len(pred), bool)
+    gt_matched = np.zeros(len(gt), bool)
+    pairs_d, pairs_g = [], []
+    both = np.flatnonzero((np.diff(d_bounds) > 0) & (np.diff(g_bounds) > 0))
+    for i in both.tolist():
+        d0, d1, g0, g1 = d_bounds[i], d_bounds[i + 1], g_bounds[i], g_bounds[i + 1]
+        ious = iou_xywh(pred.box[d0:d1], gt.box[g0:g1])
+        rows, cols = linear_sum_assignment(ious, maximize=True)
+        good = ious[rows, cols] >= iou_threshold
+        pairs_d.append(rows[good] + d0)
+        pairs_g.append(cols[good] + g0)
+    if pairs_d:
+        matched_d, matched_g = np.concatenate(pairs_d), np.concatenate(pairs_g)
+        det_matched[matched_d] = True
+        gt_matched[matched_g] = True
+    else:
+        matched_d = matched_g = np.zeros(0, np.int64)
+    lonely = np.flatnonzero(~det_matched)
+    lonely = lonely[~_on_crowd(pred, lonely, crowd, n, iou_threshold)]
+    side = K + 1
+    cells = np.concatenate([gt.label[matched_g] * side + pred.label[matched_d],
+                            gt.label[~gt_matched] * side + K, K * side + pred.label[lonely]])
+    matrix = np.bincount(cells, minlength=side * side).reshape(side, side)
     diagonal = np.diagonal(matrix)[:K].astype(np.float64)
     column = matrix[:, :K].sum(axis=0).astype(np.float64)
     row = matrix[:K, :].sum(axis=1).astype(np.float64)
@@ -315,19 +291,36 @@ def confusion(frames: list[Frame], vocabulary: list[str], index: dict[str, int],
     }
 
 
-def coco(stats: list[Frame], vocabulary: list[str], index: dict[str, int]) -> dict[str, Any]:
+def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
+              iou_threshold: float) -> np.ndarray:
+    """Which of the detections ``dets`` lie on a crowd region of their frame (intersection
+    over the detection's area >= the threshold): ignored, not background."""
+    out = np.zeros(dets.size, bool)
+    if not len(crowd) or not dets.size:
+        return out
+    bounds = crowd.bounds(n)
+    frame = pred.frame[dets]
+    counts = bounds[frame + 1] - bounds[frame]
+    which = np.repeat(np.arange(dets.size), counts)
+    first = np.repeat(bounds[frame] - (np.cumsum(counts) - counts), counts)
+    regions = first + np.arange(which.size)
+    ioa = iou_pairs(pred.box[dets[which]], crowd.box[regions], crowd=True)
+    out[which[ioa >= iou_threshold]] = True
+    return out
+
+
+def coco(table: FrameTable) -> dict[str, Any]:
     """COCO AP/AR over every detection; None (with a reason) where pycocotools gives -1."""
-    if stats and all(frame.image_id is not None for frame in stats):
-        stats = sorted(stats, key=lambda frame: frame.image_id)  # COCO input keeps its ids
-    (g_img, g_cat, g_box, g_area, g_crowd), (d_img, d_cat, d_box, d_score) = \
-        _flatten(stats, index, None)
-    result = coco_evaluate(CocoInput(len(stats), len(vocabulary), g_img, g_cat, g_box, g_area,
-                                     g_crowd, d_img, d_cat, d_box, d_score))
+    image = table.coco_image()
+    gt, pred = table.gt, table.pred
+    result = coco_evaluate(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label,
+                                     gt.box, gt.area, gt.crowd, image[pred.frame], pred.label,
+                                     pred.box, pred.score))
     figures = result.stats()
     reasons = {name: "no GT box in this area range" for name, value in figures.items()
                if value is None}
     per_class = {}
-    for label, ap in zip(vocabulary, result.per_category_ap(), strict=True):
+    for label, ap in zip(table.vocabulary, result.per_category_ap(), strict=True):
         per_class[label] = {"AP": ap} if ap is not None else {
             "AP": None, "reason": "no GT box of this class (pycocotools: -1)"}
     out: dict[str, Any] = {**figures, "per_class": per_class}

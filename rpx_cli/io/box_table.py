@@ -1,0 +1,166 @@
+"""Boxes of many images as flat arrays, the form every detection view computes on.
+
+A per-stem run reads one :class:`Boxes` per file and flattens them once
+(:meth:`FrameTable.from_frames`); COCO files are read straight into tables, so 300,000
+detections never become 5,000 per-image objects. Frames are numbered 0..n-1 (stem order);
+within a frame, boxes keep their input order, which decides score ties.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rpx_cli.io.boxes import Boxes
+
+
+@dataclass
+class Frame:
+    """One image's GT and predictions (labels already mapped). ``image_id``: the COCO id
+    for COCO-file input (it orders images in the COCO view, as pycocotools does); None for
+    per-stem input, whose images are numbered in stem order."""
+
+    gt: Boxes
+    pred: Boxes
+    image_id: int | None = None
+
+
+@dataclass
+class BoxTable:
+    """Boxes of many frames, sorted by ``frame`` (input order within a frame)."""
+
+    frame: np.ndarray  # (N,) int64
+    label: np.ndarray  # (N,) int64, index into the vocabulary
+    box: np.ndarray  # (N, 4) float64 x, y, w, h
+    crowd: np.ndarray  # (N,) bool
+    area: np.ndarray  # (N,) float64: the given area, else w * h
+    score: np.ndarray | None  # (N,) float64 for predictions
+
+    def __len__(self) -> int:
+        return int(self.frame.size)
+
+    def take(self, index: np.ndarray, frame: np.ndarray | None = None) -> BoxTable:
+        return BoxTable(self.frame[index] if frame is None else frame, self.label[index],
+                        self.box[index], self.crowd[index], self.area[index],
+                        None if self.score is None else self.score[index])
+
+    def where(self, keep: np.ndarray) -> BoxTable:
+        return self if keep.all() else self.take(np.flatnonzero(keep))
+
+    def bounds(self, n_frames: int) -> np.ndarray:
+        """``bounds[i]:bounds[i + 1]`` are frame i's boxes."""
+        return np.searchsorted(self.frame, np.arange(n_frames + 1), side="left")
+
+    def counts(self, n_frames: int) -> np.ndarray:
+        return np.bincount(self.frame, minlength=n_frames)[:n_frames]
+
+    @classmethod
+    def from_boxes(cls, parts: Sequence[Boxes], index: dict[str, int], with_scores: bool) -> BoxTable:
+        counts = np.fromiter(map(len, parts), np.int64, count=len(parts))
+        total = int(counts.sum())
+        label = np.fromiter((index[label] for part in parts for label in part.labels), np.int64,
+                            count=total)
+        nonempty = [part for part in parts if len(part)]
+
+        def cat(field: str, dtype, shape) -> np.ndarray:
+            arrays = [getattr(part, field) for part in nonempty]
+            return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(shape, dtype)
+
+        return cls(np.repeat(np.arange(len(parts)), counts), label, cat("box", np.float64, (0, 4)),
+                   cat("crowd", bool, (0,)), cat("area", np.float64, (0,)),
+                   cat("scores", np.float64, (0,)) if with_scores else None)
+
+
+@dataclass
+class FrameTable(Sequence):
+    """Every frame's GT and predictions. ``image_ids``: COCO image ids (the COCO view
+    orders images by them, as pycocotools does); None numbers images in frame order."""
+
+    n: int
+    vocabulary: list[str]
+    gt: BoxTable
+    pred: BoxTable
+    image_ids: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):  # a Frame, built on demand (sharding, tests)
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self.n))]
+        if not -self.n <= i < self.n:
+            raise IndexError(i)
+        i %= self.n
+        image_id = None if self.image_ids is None else int(self.image_ids[i])
+        return Frame(self._boxes(self.gt, i), self._boxes(self.pred, i), image_id)
+
+    def __iter__(self) -> Iterator[Frame]:
+        return (self[i] for i in range(self.n))
+
+    def _boxes(self, table: BoxTable, i: int) -> Boxes:
+        lo, hi = np.searchsorted(table.frame, [i, i + 1])
+        names = [self.vocabulary[k] for k in table.label[lo:hi].tolist()]
+        return Boxes(table.box[lo:hi], names, None if table.score is None else table.score[lo:hi],
+                     table.crowd[lo:hi], table.area[lo:hi])
+
+    @classmethod
+    def from_frames(cls, frames: Sequence[Frame], vocabulary: list[str]) -> FrameTable:
+        index = {label: k for k, label in enumerate(vocabulary)}
+        ids = [frame.image_id for frame in frames]
+        image_ids = np.array(ids, np.int64) if ids and None not in ids else None
+        return cls(len(frames), list(vocabulary),
+                   BoxTable.from_boxes([frame.gt for frame in frames], index, False),
+                   BoxTable.from_boxes([frame.pred for frame in frames], index, True), image_ids)
+
+    def subset(self, frames: Sequence[int] | np.ndarray) -> FrameTable:
+        """The frames ``frames``, in that order (renumbered 0..len-1)."""
+        frames = np.asarray(frames, np.int64)
+        new = np.full(self.n, -1, np.int64)
+        new[frames] = np.arange(frames.size)
+
+        def pick(table: BoxTable) -> BoxTable:
+            renumbered = new[table.frame]
+            kept = np.flatnonzero(renumbered >= 0)
+            order = kept[np.argsort(renumbered[kept], kind="stable")]
+            return table.take(order, renumbered[order])
+
+        return FrameTable(int(frames.size), self.vocabulary, pick(self.gt), pick(self.pred),
+                          None if self.image_ids is None else self.image_ids[frames])
+
+    def map_labels(self, mapping: dict[str, str | None] | None) -> FrameTable:
+        """Rename labels; drop those mapped to None (labels not in the map are kept)."""
+        if not mapping:
+            return self
+        renamed = [mapping.get(label, label) for label in self.vocabulary]
+        vocabulary = list(dict.fromkeys(label for label in renamed if label is not None))
+        position = {label: k for k, label in enumerate(vocabulary)}
+        code = np.array([-1 if label is None else position[label] for label in renamed], np.int64)
+
+        def relabel(table: BoxTable) -> BoxTable:
+            label = code[table.label]
+            keep = np.flatnonzero(label >= 0)
+            out = table.take(keep)
+            out.label = label[keep]
+            return out
+
+        return FrameTable(self.n, vocabulary, relabel(self.gt), relabel(self.pred), self.image_ids)
+
+    def n_gt(self) -> list[int]:
+        """GT boxes per frame, crowd regions excluded."""
+        regular = self.gt.frame[~self.gt.crowd]
+        return np.bincount(regular, minlength=self.n).tolist()
+
+    def n_pred(self, conf_threshold: float) -> list[int]:
+        """Detections per frame with score >= ``conf_threshold``."""
+        kept = self.pred.frame[self.pred.score >= conf_threshold]
+        return np.bincount(kept, minlength=self.n).tolist()
+
+    def coco_image(self) -> np.ndarray:
+        """Each frame's position in COCO image id order (frame order without ids)."""
+        if self.image_ids is None:
+            return np.arange(self.n)
+        rank = np.empty(self.n, np.int64)
+        rank[np.argsort(self.image_ids, kind="stable")] = np.arange(self.n)
+        return rank
