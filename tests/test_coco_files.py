@@ -1,0 +1,169 @@
+"""COCO-file input (``--coco-gt/--coco-dt``) and the flat box tables behind detection.
+
+The same data given as per-stem files and as COCO files must give the same report; class
+maps, shards and merges work on COCO files; malformed COCO files are one-line errors.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_detection import box, dirs, generated, write
+
+from rpx_cli.io.box_table import FrameTable
+from rpx_cli.io.boxes import Boxes
+
+
+def coco_files(tmp_path: Path, frames, *, shuffle: int | None = None) -> str:
+    """``frames`` as instances.json + results.json; image ids deliberately not in stem
+    order (and annotations shuffled across images when ``shuffle`` is a seed)."""
+    labels = sorted({o["label"] for _, gt, pred in frames for o in gt + pred})
+    cat = {label: 10 * (i + 1) for i, label in enumerate(labels)}
+    images, anns, dets = [], [], []
+    for n, (stem, gt, pred) in enumerate(frames):
+        image_id = 1000 - 7 * n
+        images.append({"id": image_id, "file_name": f"{stem}.png"})
+        for o in gt:
+            x1, y1, x2, y2 = o["bbox"]
+            anns.append({"id": len(anns) + 1, "image_id": image_id, "category_id": cat[o["label"]],
+                         "bbox": [x1, y1, x2 - x1, y2 - y1], "iscrowd": o.get("iscrowd", 0),
+                         "area": (x2 - x1) * (y2 - y1)})
+        for o in pred:
+            x1, y1, x2, y2 = o["bbox"]
+            dets.append({"image_id": image_id, "category_id": cat[o["label"]],
+                         "bbox": [x1, y1, x2 - x1, y2 - y1], "score": o["score"]})
+    if shuffle is not None:  # order across images is free; within an image it breaks ties
+        rng = np.random.default_rng(shuffle)
+        image_order = {image["id"]: rng.random() for image in images}
+        anns.sort(key=lambda a: image_order[a["image_id"]])
+        dets.sort(key=lambda d: image_order[d["image_id"]])
+    (tmp_path / "instances.json").write_text(json.dumps({
+        "images": images, "annotations": anns,
+        "categories": [{"id": i, "name": label} for label, i in cat.items()]}))
+    (tmp_path / "results.json").write_text(json.dumps(dets))
+    return f"--coco-gt {tmp_path / 'instances.json'} --coco-dt {tmp_path / 'results.json'}"
+
+
+def comparable(report: dict) -> dict:
+    rows = [{k: v for k, v in row.items() if not k.endswith("_path")} for row in report["rows"]]
+    return {"rows": rows, "aggregate": report["aggregate"], "dataset": report["dataset"]}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_per_stem_and_coco_files_give_the_same_report(rpx, tmp_path: Path, seed: int) -> None:
+    frames = generated(seed)
+    for stem, gt, pred in frames:
+        write(tmp_path, stem, gt, pred)
+    per_stem = rpx(f"eval detection {dirs(tmp_path)}").json
+    files = rpx(f"eval detection {coco_files(tmp_path, frames, shuffle=seed)}").json
+    # COCO orders images by id (here the reverse of stem order): only score ties between
+    # images could tell, and generated() has ties, so compare everything but the COCO view
+    same, other = comparable(per_stem), comparable(files)
+    coco_a, coco_b = same["dataset"].pop("coco"), other["dataset"].pop("coco")
+    assert same == other
+    assert coco_a.keys() == coco_b.keys()
+
+
+def test_class_map_on_coco_files(rpx, tmp_path: Path) -> None:
+    frames = [("a", [box("car", [0, 0, 10, 10]), box("tree", [20, 20, 30, 30])],
+               [box("automobile", [0, 0, 10, 10], 0.9), box("tree", [20, 20, 30, 30], 0.9)])]
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps({"automobile": "car", "tree": None}))
+    report = rpx(f"eval detection {coco_files(tmp_path, frames)} --class-map {mapping}").json
+    assert report["rows"][0]["tp"] == 1 and report["rows"][0]["n_gt"] == 1
+    assert list(report["dataset"]["coco"]["per_class"]) == ["car"]
+    assert report["dataset"]["coco"]["AP"] == pytest.approx(1.0)
+
+
+def test_coco_file_shards_merge_to_the_whole_run(rpx, tmp_path: Path) -> None:
+    frames = generated(4)
+    args = coco_files(tmp_path, frames)
+    whole = rpx(f"eval detection {args}").json
+    parts = []
+    for k in (1, 2, 3):
+        out = tmp_path / f"part{k}.json"
+        assert rpx(f"eval detection {args} --shard {k}/3 -o {out}").exit_code == 0
+        parts.append(str(out))
+    merged = rpx(["merge", *parts]).json
+    assert comparable(merged) == comparable(whole)
+
+
+def test_unknown_categories_are_dropped_with_a_warning(rpx, tmp_path: Path) -> None:
+    args = coco_files(tmp_path, [("a", [box("a", [0, 0, 10, 10])], [box("a", [0, 0, 10, 10], 0.9)])])
+    results = json.loads((tmp_path / "results.json").read_text())
+    results += [{"image_id": 1000, "category_id": 99, "bbox": [0, 0, 5, 5], "score": 0.99},
+                {"image_id": 1000, "category_id": "10", "bbox": [0, 0, 5, 5], "score": 0.99}]
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    run = rpx(f"eval detection {args}")
+    assert run.exit_code == 0 and "2 detection(s) name a category that is not in" in run.stderr
+    assert run.json["rows"][0]["fp"] == 0 and run.json["dataset"]["coco"]["AP"] == pytest.approx(1.0)
+
+
+GT = {"images": [{"id": 1, "file_name": "a.jpg"}], "annotations": [
+    {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 5, 5], "area": 25, "iscrowd": 0}],
+    "categories": [{"id": 1, "name": "a"}]}
+DET = {"image_id": 1, "category_id": 1, "bbox": [0, 0, 5, 5], "score": 0.5}
+
+
+@pytest.mark.parametrize(("gt", "dets", "where", "message"), [
+    ({"images": []}, [DET], "instances", "needs 'images', 'annotations' and 'categories'"),
+    ({**GT, "images": [{"id": 1}, {"id": 1}]}, [DET], "instances", "image ids must be unique"),
+    ({**GT, "images": [{"id": "1"}]}, [DET], "instances", "image ids must be integers"),
+    ({**GT, "images": [{"file_name": "a.jpg"}]}, [DET], "instances", "needs an 'id'"),
+    ({**GT, "annotations": [{**GT["annotations"][0], "image_id": 5}]}, [DET], "instances",
+     "annotation 0: image_id 5 is not an image"),
+    ({**GT, "annotations": [{**GT["annotations"][0], "category_id": [1]}]}, [DET], "instances",
+     "annotation 0: category_id [1] is not a category"),
+    ({**GT, "annotations": [{**GT["annotations"][0], "bbox": [0, 0, -1, 5]}]}, [DET], "instances",
+     "negative width or height"),
+    ({**GT, "annotations": [{**GT["annotations"][0], "area": "big"}]}, [DET], "instances",
+     "'area' must be a finite number"),
+    (GT, {"results": 1}, "results", "a COCO results file is a list"),
+    (GT, [DET, 3], "results", "detection 1: expected an object"),
+    (GT, [DET, {"bbox": [0, 0, 1, 1], "score": 0.5, "category_id": 1}], "results",
+     "detection 1: missing 'image_id'"),
+    (GT, [{**DET, "image_id": "1"}], "results", "detection 0: image_id '1' is not an integer"),
+    (GT, [DET, {**DET, "image_id": 2}], "results", "detection 1: image_id 2 is not in the GT"),
+    (GT, [DET, {**DET, "score": 2}], "results", "object 1: 'score' must be a number in [0, 1]"),
+    (GT, [{**DET, "bbox": [0, 0, "5", 5]}], "results", "'bbox' must be four finite numbers"),
+])
+def test_malformed_coco_files(rpx, tmp_path: Path, gt, dets, where, message) -> None:
+    (tmp_path / "instances.json").write_text(json.dumps(gt))
+    (tmp_path / "results.json").write_text(json.dumps(dets))
+    run = rpx(f"eval detection --coco-gt {tmp_path / 'instances.json'} "
+              f"--coco-dt {tmp_path / 'results.json'} -o {tmp_path / 'out.json'}")
+    assert run.exit_code == 1, run.stderr
+    assert message in run.stderr and f"{where}.json" in run.stderr
+    assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_frame_table_round_trip() -> None:
+    from rpx_cli.io.box_table import Frame
+
+    def boxes(n, scored, rng):
+        xy = rng.uniform(0, 50, (n, 2))
+        return Boxes(np.hstack([xy, rng.uniform(1, 9, (n, 2))]),
+                     [str(v) for v in rng.choice(["a", "b", "c"], n)],
+                     rng.random(n) if scored else None, rng.random(n) < 0.2, rng.uniform(1, 80, n))
+
+    rng = np.random.default_rng(0)
+    frames = [Frame(boxes(int(rng.integers(0, 4)), False, rng), boxes(int(rng.integers(0, 4)), True, rng))
+              for _ in range(7)]
+    table = FrameTable.from_frames(frames, ["a", "b", "c"])
+    assert len(table) == 7 and table.image_ids is None
+    for original, rebuilt in zip(frames, table, strict=True):
+        assert rebuilt.gt.labels == original.gt.labels and rebuilt.pred.labels == original.pred.labels
+        for side in ("gt", "pred"):
+            a, b = getattr(original, side), getattr(rebuilt, side)
+            assert np.array_equal(a.box.reshape(-1, 4), b.box) and np.array_equal(a.crowd, b.crowd)
+            assert np.array_equal(a.area, b.area)
+        assert np.array_equal(original.pred.scores, rebuilt.pred.scores)
+    backwards = table.subset([6, 5, 4, 3, 2, 1, 0])
+    assert [f.gt.labels for f in backwards] == [f.gt.labels for f in reversed(frames)]
+    mapped = table.map_labels({"a": None, "b": "c"})
+    assert mapped.vocabulary == ["c"]
+    assert [f.gt.labels for f in mapped] == [["c"] * sum(lab != "a" for lab in f.gt.labels) for f in frames]
