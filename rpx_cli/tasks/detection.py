@@ -35,6 +35,7 @@ from rpx_cli.errors import ParameterError
 from rpx_cli.io.box_table import BoxTable, Frame, FrameTable
 from rpx_cli.io.boxes import Boxes, apply_class_map, load_class_map, parse_boxes
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.ops.assignment import solver
 from rpx_cli.ops.boxes import iou_pairs, iou_xywh
 from rpx_cli.ops.coco import STAT_NAMES, CocoInput, greedy_match
 from rpx_cli.ops.coco import evaluate as coco_evaluate
@@ -242,8 +243,7 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
     """Aquarium's confusion matrix (rows GT, columns predicted, background last) over the
     frames where ``frames`` is True. The optimal assignment is solved per frame (scipy has
     no batched solver); everything else is flat."""
-    from scipy.optimize import linear_sum_assignment
-
+    linear_sum_assignment = solver()
     n, vocabulary = table.n, table.vocabulary
     K = len(vocabulary)
     pred = table.pred.where((table.pred.score >= conf_threshold) & frames[table.pred.frame])

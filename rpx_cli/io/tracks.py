@@ -1,0 +1,229 @@
+"""Multi-object tracks of one sequence: MOTChallenge ``.txt`` or JSON.
+
+MOTChallenge text: one box per line, ``frame, id, x, y, w, h, conf, ...`` (commas or
+whitespace). In a GT file column 7 is the "consider" flag (0 = ignore this box; TrackEval's
+``zero_marked``) and column 8 the class; in a results file column 7 is the confidence.
+MOTChallenge GT files are sorted by track id and results files by frame, so lines may come
+in any order, with one rule that both layouts satisfy: each track's frames increase down
+the file. A frame listed again for one id is a duplicate, an earlier one is out of order.
+
+JSON: ``{"frames": [{"frame": n, "objects": [{"id": ..., "bbox": [x1, y1, x2, y2],
+"score"?: s}, ...]}, ...]}`` with frames in increasing order; ids are integers or strings.
+
+Boxes are kept as ``[x1, y1, x2, y2]`` float64; MOT ``x + w`` is computed exactly as
+TrackEval does, so IoUs agree bit for bit.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rpx_cli.errors import InputError
+from rpx_cli.io.boxes import loads_json
+from rpx_cli.io.filebuffer import FileBuffer
+
+_SEPARATORS = re.compile(rb"[,\s]+")
+
+
+@dataclass
+class Tracks:
+    """The boxes of one sequence in file order (``frame`` and ``ids`` int64)."""
+
+    frame: np.ndarray  # (N,)
+    ids: np.ndarray  # (N,) integer track ids (JSON string ids numbered by first appearance)
+    box: np.ndarray  # (N, 4) x1, y1, x2, y2
+    score: np.ndarray  # (N,) confidence (NaN when absent)
+    flag: np.ndarray  # (N,) MOT GT column 7 (1 when absent)
+    cls: np.ndarray  # (N,) MOT GT column 8 (-1 when absent)
+
+    @classmethod
+    def empty(cls) -> Tracks:
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 4)), np.zeros(0),
+                   np.ones(0, np.int64), np.full(0, -1, np.int64))
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def where(self, keep: np.ndarray) -> Tracks:
+        return Tracks(self.frame[keep], self.ids[keep], self.box[keep], self.score[keep],
+                      self.flag[keep], self.cls[keep])
+
+
+def read_tracks(path: str, buffer: FileBuffer, *, box_format: str = "xyxy") -> Tracks:
+    """Load a sequence; ``box_format`` applies to JSON (MOT text is always x, y, w, h)."""
+    data = buffer.read(path).tobytes()
+    if path.lower().endswith(".json"):
+        return parse_tracks_json(data, path, box_format=box_format)
+    return parse_mot_text(data, path)
+
+
+# --------------------------------------------------------------------------- MOT text
+
+
+def parse_mot_text(data: bytes, path: str) -> Tracks:
+    lines = data.splitlines()
+    content = [i for i, line in enumerate(lines) if line.strip()]
+    if not content:
+        return Tracks.empty()
+    width = len(_fields(lines[content[0]]))
+    values = _parse_numbers(data, len(content) * width)
+    if values is None:
+        _raise_malformed(lines, content, width, path)
+    table = values.reshape(len(content), width)
+    line_numbers = np.asarray(content) + 1
+    if width < 6:
+        raise InputError(f"line {line_numbers[0]}: {width} columns, need at least 6 "
+                         "(frame, id, x, y, w, h)", path=path)
+    used = table[:, : min(width, 8)]
+    bad = ~np.isfinite(used).all(axis=1)
+    _first_error(bad, line_numbers, "a value is not a finite number", path)
+    for column, name in ((0, "frame"), (1, "id")):
+        _first_error(table[:, column] != np.floor(table[:, column]), line_numbers,
+                     f"{name} must be an integer", path)
+    _first_error((table[:, 4] < 0) | (table[:, 5] < 0), line_numbers,
+                 "box width and height must be >= 0", path)
+    frame, ids = table[:, 0].astype(np.int64), table[:, 1].astype(np.int64)
+    _check_track_order(frame, ids, line_numbers, path)
+    box = table[:, 2:6].copy()
+    box[:, 2] = box[:, 0] + box[:, 2]  # TrackEval's arithmetic, for identical IoUs
+    box[:, 3] = box[:, 1] + box[:, 3]
+    n = len(table)
+    score = table[:, 6].copy() if width > 6 else np.full(n, np.nan)
+    flag = table[:, 6].astype(np.int64) if width > 6 else np.ones(n, np.int64)
+    cls = table[:, 7].astype(np.int64) if width > 7 else np.full(n, -1, np.int64)
+    return Tracks(frame, ids, box, score, flag, cls)
+
+
+def _fields(line: bytes) -> list[bytes]:
+    return [field for field in _SEPARATORS.split(line.strip()) if field]
+
+
+def _parse_numbers(data: bytes, expected: int) -> np.ndarray | None:
+    """Every number of the text (commas and whitespace separate), or None when the text
+    holds anything else or a different count (then the slow path finds the line)."""
+    text = data.replace(b",", b" ").decode("ascii", errors="replace")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            values = np.fromstring(text, dtype=np.float64, sep=" ")
+        except (ValueError, DeprecationWarning):
+            return None
+    return values if values.size == expected else None
+
+
+def _raise_malformed(lines: list[bytes], content: list[int], width: int, path: str) -> None:
+    for index in content:
+        fields = _fields(lines[index])
+        if len(fields) != width:
+            raise InputError(f"line {index + 1}: {len(fields)} columns, expected {width} "
+                             f"like line {content[0] + 1}", path=path)
+        for field in fields:
+            try:
+                float(field)
+            except ValueError:
+                text = field.decode("utf-8", errors="replace")
+                raise InputError(f"line {index + 1}: '{text}' is not a number", path=path) from None
+    raise InputError("malformed MOTChallenge text", path=path)
+
+
+def _first_error(bad: np.ndarray, line_numbers: np.ndarray, message: str, path: str) -> None:
+    if bad.any():
+        raise InputError(f"line {line_numbers[np.argmax(bad)]}: {message}", path=path)
+
+
+def _check_track_order(frame: np.ndarray, ids: np.ndarray, where: np.ndarray, path: str) -> None:
+    """Each track's frames must increase in file order; ``where`` numbers the lines."""
+    order = np.argsort(ids, kind="stable")
+    same = ids[order][1:] == ids[order][:-1]
+    step = np.diff(frame[order])
+    bad = np.zeros(len(frame), bool)
+    bad[order[1:][same & (step <= 0)]] = True
+    if not bad.any():
+        return
+    at = int(np.argmax(bad))  # the first offending line in file order
+    track = ids[at]
+    if np.count_nonzero((frame == frame[at]) & (ids == track)) > 1:
+        raise InputError(f"line {where[at]}: id {track} appears twice in frame {frame[at]}",
+                         path=path)
+    raise InputError(f"line {where[at]}: frames out of order: id {track} in frame {frame[at]} "
+                     "after a later frame (each track's lines must be in frame order)", path=path)
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def parse_tracks_json(data: bytes, path: str, *, box_format: str = "xyxy") -> Tracks:
+    document = loads_json(data, path)
+    frames = document.get("frames") if isinstance(document, dict) else None
+    if not isinstance(frames, list):
+        raise InputError('expected {"frames": [{"frame": n, "objects": [...]}, ...]}', path=path)
+    frame_of, objects = [], []
+    previous = None
+    for k, entry in enumerate(frames):
+        if not isinstance(entry, dict) or not isinstance(entry.get("objects"), list):
+            raise InputError(f'frames[{k}]: expected {{"frame": n, "objects": [...]}}', path=path)
+        number = entry.get("frame")
+        if not isinstance(number, int) or isinstance(number, bool):
+            raise InputError(f"frames[{k}].frame must be an integer, got {number!r}", path=path)
+        if previous is not None and number <= previous:
+            raise InputError(f"frames[{k}]: frames out of order: frame {number} after frame "
+                             f"{previous}", path=path)
+        previous = number
+        frame_of.extend([number] * len(entry["objects"]))
+        objects.extend((k, obj) for obj in entry["objects"])
+    return _tracks_from_objects(np.asarray(frame_of, np.int64), objects, path, box_format)
+
+
+def _tracks_from_objects(frame: np.ndarray, objects: list[tuple[int, Any]], path: str,
+                         box_format: str) -> Tracks:
+    n = len(objects)
+    if n == 0:
+        return Tracks.empty()
+    codes: dict[Any, int] = {}
+    ids = np.empty(n, np.int64)
+    boxes, scores = [], np.full(n, np.nan)
+    for i, (k, obj) in enumerate(objects):
+        where = f"frames[{k}]"
+        if not isinstance(obj, dict):
+            raise InputError(f"{where}: each object must be a JSON object", path=path)
+        track = obj.get("id")
+        if isinstance(track, bool) or not isinstance(track, int | str):
+            raise InputError(f"{where}: 'id' must be an integer or a string, got {track!r}",
+                             path=path)
+        ids[i] = codes.setdefault(track, len(codes))
+        box = obj.get("bbox")
+        if not (isinstance(box, list) and len(box) == 4 and all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in box)):
+            raise InputError(f"{where}: 'bbox' must be four numbers, got {box!r}", path=path)
+        boxes.append(box)
+        score = obj.get("score")
+        if score is not None:
+            if isinstance(score, bool) or not isinstance(score, int | float):
+                raise InputError(f"{where}: 'score' must be a number, got {score!r}", path=path)
+            scores[i] = score
+    box = np.asarray(boxes, np.float64)
+    if not np.isfinite(box).all():
+        bad = int(np.argmax(~np.isfinite(box).all(axis=1)))
+        raise InputError(f"frames[{objects[bad][0]}]: 'bbox' must be finite", path=path)
+    if box_format == "xywh":
+        box[:, 2] = box[:, 0] + box[:, 2]
+        box[:, 3] = box[:, 1] + box[:, 3]
+    inverted = (box[:, 2] < box[:, 0]) | (box[:, 3] < box[:, 1])
+    if inverted.any():
+        bad = int(np.argmax(inverted))
+        raise InputError(f"frames[{objects[bad][0]}]: bbox {boxes[bad]} has x2 < x1 or y2 < y1",
+                         path=path)
+    key = frame * (len(codes) + 1) + ids
+    unique, counts = np.unique(key, return_counts=True)
+    if (counts > 1).any():
+        twice = unique[np.argmax(counts > 1)]
+        bad = int(np.argmax(key == twice))
+        name = next(k for k, v in codes.items() if v == ids[bad])
+        raise InputError(f"frames[{objects[bad][0]}]: id {name!r} appears twice in frame "
+                         f"{frame[bad]}", path=path)
+    return Tracks(frame, ids, box, scores, np.ones(n, np.int64), np.full(n, -1, np.int64))

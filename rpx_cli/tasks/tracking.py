@@ -1,0 +1,192 @@
+"""``rpx eval tracking``: CLEAR-MOT, Identity and HOTA per sequence and pooled.
+
+One file per sequence (MOTChallenge ``.txt`` or JSON, :mod:`rpx_cli.io.tracks`), paired by
+stem. Row per sequence: TrackEval's CLEAR, Identity and HOTA on IoU similarity
+(:mod:`rpx_cli.ops.mot`); ``dataset`` from the summed statistics of every sequence
+(TrackEval's ``COMBINED_SEQ``), not a mean of rows; ``aggregate`` is the mean of the rows
+(a per-sequence macro average, labelled as such).
+
+GT filtering: by default MOT GT lines whose column 7 (the "consider" flag) is 0 are
+dropped. ``--benchmark mot17`` (or ``mot20``) instead applies TrackEval's MOTChallenge
+preprocessing: per frame, predictions matched (optimal assignment, IoU >= 0.5) to a GT box
+of a distractor class (person on vehicle, static person, distractor, reflection; MOT20
+adds non-MOT vehicle) are removed, then only pedestrian GT boxes with a non-zero flag are
+kept.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.tracks import Tracks, read_tracks
+from rpx_cli.ops import mot
+from rpx_cli.ops.assignment import solver
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
+from rpx_cli.tasks.detection import _probability
+from rpx_cli.tasks.registry import register_task
+
+BENCHMARKS = ("none", "mot17", "mot20")
+PEDESTRIAN = 1
+MOT_CLASSES = range(1, 14)  # pedestrian … crowd (TrackEval's class_name_to_class_id)
+DISTRACTORS = {"mot17": (2, 7, 8, 12), "mot20": (2, 6, 7, 8, 12)}
+RATIOS = ("mota", "moda", "motp", "idf1", "idp", "idr", "hota", "deta", "assa", "loca")
+COUNTS = ("idsw", "fp", "fn", "tp", "mt", "pt", "ml", "frag", "idtp", "idfp", "idfn", "num_gt",
+          "num_pred", "num_gt_ids", "num_pred_ids")
+
+
+@register_task
+class Tracking(Task):
+    name = "tracking"
+    report_schema = "rpx.eval"
+    suffixes = (".txt", ".json")
+    help = "Multi-object tracking: CLEAR-MOT, IDF1 and HOTA equal to TrackEval."
+    metrics = {
+        "mota": MetricInfo("higher", "1 - (FN + FP + IDSW) / num_gt (CLEAR)"),
+        "moda": MetricInfo("higher", "1 - (FN + FP) / num_gt (CLEAR, no ID switches)"),
+        "motp": MetricInfo("higher", "mean IoU of the CLEAR matches (TrackEval's similarity "
+                           "form: higher is better)"),
+        "idf1": MetricInfo("higher", "IDTP / (IDTP + (IDFP + IDFN) / 2): one-to-one id assignment"),
+        "idp": MetricInfo("higher", "IDTP / (IDTP + IDFP)"),
+        "idr": MetricInfo("higher", "IDTP / (IDTP + IDFN)"),
+        "hota": MetricInfo("higher", "sqrt(DetA * AssA), averaged over alpha = 0.05 ... 0.95"),
+        "deta": MetricInfo("higher", "HOTA detection accuracy TP / (TP + FN + FP), mean over alpha"),
+        "assa": MetricInfo("higher", "HOTA association accuracy, mean over alpha"),
+        "loca": MetricInfo("higher", "HOTA localisation accuracy (mean IoU of matches), mean "
+                           "over alpha"),
+        "idsw": MetricInfo("lower", "identity switches (CLEAR)"),
+        "fp": MetricInfo("lower", "false positives (CLEAR)"),
+        "fn": MetricInfo("lower", "misses (CLEAR)"),
+        "tp": MetricInfo("higher", "CLEAR matches"),
+        "mt": MetricInfo("higher", "mostly tracked GT tracks (> 80 % of frames matched)"),
+        "pt": MetricInfo("none", "partially tracked GT tracks (20-80 %)"),
+        "ml": MetricInfo("lower", "mostly lost GT tracks (< 20 %)"),
+        "frag": MetricInfo("lower", "fragmentations: times a GT track resumes after a gap in "
+                           "its matches"),
+        "idtp": MetricInfo("higher", "identity true positives"),
+        "idfp": MetricInfo("lower", "identity false positives"),
+        "idfn": MetricInfo("lower", "identity false negatives"),
+        "num_gt": MetricInfo("none", "GT boxes evaluated"),
+        "num_pred": MetricInfo("none", "predicted boxes evaluated"),
+        "num_gt_ids": MetricInfo("none", "GT tracks"),
+        "num_pred_ids": MetricInfo("none", "predicted tracks"),
+    }
+    options = (
+        Option("iou_threshold", "--iou-threshold", "parsed", 0.5,
+               parse=_probability("IoU threshold"), metavar="T",
+               help="IoU a CLEAR or Identity match needs (HOTA always sweeps 0.05 ... 0.95)."),
+        Option("box_format", "--box-format", "choice", "xyxy", choices=("xyxy", "xywh"),
+               help="Boxes in JSON files are [x1, y1, x2, y2] or [x, y, w, h] (MOT text is "
+                    "always x, y, w, h)."),
+        Option("benchmark", "--benchmark", "choice", "none", choices=BENCHMARKS,
+               help="Apply TrackEval's MOTChallenge preprocessing (distractor classes, "
+                    "zero-marked GT, pedestrians only) [none: drop GT lines whose flag is 0]."),
+    )
+    default_params = {option.param: option.default for option in options}
+
+    def normalise_params(self, params: Params) -> dict[str, Any]:
+        return {**params, "iou_threshold": float(params["iou_threshold"])}
+
+    def validate_params(self, params: Params) -> None:
+        if not 0.0 < params["iou_threshold"] <= 1.0:
+            raise ParameterError(f"IoU threshold must be in (0, 1], got {params['iou_threshold']}")
+        if params["benchmark"] not in BENCHMARKS:
+            raise ParameterError(f"benchmark must be one of {', '.join(BENCHMARKS)}")
+
+    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
+             role: str = "gt") -> Tracks:
+        tracks = read_tracks(path, buffer, box_format=params["box_format"])
+        if params["benchmark"] != "none":
+            _check_benchmark_file(tracks, path, role, params["benchmark"])
+        return tracks
+
+    def empty_prediction(self, gt: Tracks, params: Params) -> Tracks:
+        return Tracks.empty()
+
+    def evaluate(self, pred: Tracks, gt: Tracks, params: Params, *, pred_path: str | None,
+                 gt_path: str) -> dict[str, Any]:
+        gt, pred = _preprocess(gt, pred, params["benchmark"])
+        stats = mot.sequence_stats(_side(gt), _side(pred), params["iou_threshold"])
+        return {**mot.finalize(stats), "_stats": stats}
+
+    def row_stats(self, row: dict[str, Any], params: Params) -> np.ndarray:
+        return row["_stats"]
+
+    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
+        rows = [mot.finalize(vector) for vector in stats]
+        aggregate: dict[str, Any] = {"n_sequences": len(rows),
+                                     "n_empty": sum(1 for row in rows if row["num_gt"] == 0)}
+        for key in RATIOS:
+            values = [row[key] for row in rows if row[key] is not None]
+            aggregate[key] = math.fsum(values) / len(values) if values else None
+        for key in COUNTS:
+            aggregate[key] = sum(row[key] for row in rows) / len(rows) if rows else None
+        combined = mot.combine(stats)
+        dataset: dict[str, Any] = mot.finalize(combined)
+        if dataset["num_gt"]:
+            arrays = mot.alpha_arrays(combined)
+            dataset["hota_alpha"] = {"alpha": [round(a, 2) for a in mot.ALPHAS.tolist()],
+                                     **{key: arrays[key].tolist() for key in
+                                        ("hota", "deta", "assa", "loca", "detre", "detpr",
+                                         "assre", "asspr")}}
+        return {"aggregate": aggregate, "dataset": dataset}
+
+    def metric_info(self, params: Params) -> dict[str, MetricInfo]:
+        info = dict(self.metrics)
+        info["benchmark"] = MetricInfo("none", {
+            "none": "GT lines with flag (column 7) 0 dropped; every prediction kept",
+            "mot17": "TrackEval MOTChallenge preprocessing (MOT17 distractor classes)",
+            "mot20": "TrackEval MOTChallenge preprocessing (MOT20 distractor classes)",
+        }[params["benchmark"]])
+        return info
+
+
+def _side(tracks: Tracks) -> mot.Side:
+    return mot.Side(tracks.frame, tracks.ids, tracks.box)
+
+
+def _check_benchmark_file(tracks: Tracks, path: str, role: str, benchmark: str) -> None:
+    """TrackEval's MOTChallenge checks: GT needs flag and class columns with known classes;
+    predictions may only be pedestrians (class column 1 or absent/-1)."""
+    if not len(tracks):
+        return
+    if path.lower().endswith(".json"):
+        raise InputError(f"--benchmark {benchmark} needs MOTChallenge .txt files", path=path)
+    if role == "gt":
+        if (tracks.cls < 0).all():
+            raise InputError(f"--benchmark {benchmark}: GT needs 8 columns (frame, id, x, y, w, "
+                             "h, flag, class)", path=path)
+        unknown = np.setdiff1d(tracks.cls, np.asarray(MOT_CLASSES))
+        if unknown.size:
+            raise InputError(f"--benchmark {benchmark}: unknown GT class(es) "
+                             f"{', '.join(map(str, unknown.tolist()))} (MOTChallenge classes are "
+                             "1-13)", path=path)
+    elif (tracks.cls > PEDESTRIAN).any():
+        raise InputError(f"--benchmark {benchmark}: predictions must be pedestrians (column 8 "
+                         f"is {int(tracks.cls.max())}; MOTChallenge evaluates class 1 only)",
+                         path=path)
+
+
+def _preprocess(gt: Tracks, pred: Tracks, benchmark: str) -> tuple[Tracks, Tracks]:
+    """The boxes that are evaluated: see the module docstring."""
+    if benchmark == "none":
+        return gt.where(gt.flag != 0), pred
+    gt = gt.where(np.argsort(gt.frame, kind="stable"))
+    pred = pred.where(np.argsort(pred.frame, kind="stable"))
+    if len(gt) and len(pred):
+        pairs = mot.pair_up(_side(gt), _side(pred))
+        remove = np.zeros(len(pred), bool)
+        lsa = solver()
+        distractor = np.isin(gt.cls, DISTRACTORS[benchmark])
+        for g0, _, p0, _, _, sim in pairs.frame_matrices():
+            scores = np.where(sim < 0.5 - mot.EPS, 0.0, sim)
+            rows, cols = lsa(-scores)
+            matched = scores[rows, cols] > mot.EPS
+            hit = distractor[g0 + rows[matched]]
+            remove[p0 + cols[matched][hit]] = True
+        pred = pred.where(~remove)
+    return gt.where((gt.flag != 0) & (gt.cls == PEDESTRIAN)), pred
