@@ -79,7 +79,17 @@ def make_detection(root: Path, rng, stems) -> dict:
             "skip_empty_gt": False}
 
 
-MAKERS = {"detection": make_detection, "saliency-mb": make_saliency, "depth": make_depth,
+def make_tracking(root: Path, rng, stems) -> dict:
+    from mot_data import generate, write_mot
+
+    for stem in stems:
+        gt, pred = generate(int(rng.integers(0, 2**31)), n_frames=12, n_tracks=4, p_double=0.2)
+        write_mot(root / "gt" / f"{stem}.txt", gt, gt=True)
+        write_mot(root / "pred" / f"{stem}.txt", pred[rng.random(len(pred)) < 0.9], gt=False)
+    return {"iou_threshold": 0.5, "box_format": "xyxy", "benchmark": "none"}
+
+
+MAKERS = {"detection": make_detection, "tracking": make_tracking, "saliency-mb": make_saliency, "depth": make_depth,
           "segmentation": make_segmentation, "nvs": make_nvs, "sparse-depth": make_sparse}
 
 

@@ -184,8 +184,7 @@ def _tracks_from_objects(frame: np.ndarray, objects: list[tuple[int, Any]], path
     n = len(objects)
     if n == 0:
         return Tracks.empty()
-    codes: dict[Any, int] = {}
-    ids = np.empty(n, np.int64)
+    raw_ids = []
     boxes, scores = [], np.full(n, np.nan)
     for i, (k, obj) in enumerate(objects):
         where = f"frames[{k}]"
@@ -195,7 +194,7 @@ def _tracks_from_objects(frame: np.ndarray, objects: list[tuple[int, Any]], path
         if isinstance(track, bool) or not isinstance(track, int | str):
             raise InputError(f"{where}: 'id' must be an integer or a string, got {track!r}",
                              path=path)
-        ids[i] = codes.setdefault(track, len(codes))
+        raw_ids.append(track)
         box = obj.get("bbox")
         if not (isinstance(box, list) and len(box) == 4 and all(
                 isinstance(v, int | float) and not isinstance(v, bool) for v in box)):
@@ -206,6 +205,11 @@ def _tracks_from_objects(frame: np.ndarray, objects: list[tuple[int, Any]], path
             if isinstance(score, bool) or not isinstance(score, int | float):
                 raise InputError(f"{where}: 'score' must be a number, got {score!r}", path=path)
             scores[i] = score
+    # ids numbered in sorted order (integers numerically, then strings), as TrackEval
+    # relabels MOT ids: the order of ids decides assignment ties and summation order
+    codes = {track: code for code, track in enumerate(
+        sorted(set(raw_ids), key=lambda v: (isinstance(v, str), v)))}
+    ids = np.fromiter(map(codes.__getitem__, raw_ids), np.int64, n)
     box = np.asarray(boxes, np.float64)
     if not np.isfinite(box).all():
         bad = int(np.argmax(~np.isfinite(box).all(axis=1)))
