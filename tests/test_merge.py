@@ -89,8 +89,9 @@ def make_tracking(root: Path, rng, stems) -> dict:
     return {"iou_threshold": 0.5, "box_format": "xyxy", "benchmark": "none"}
 
 
-MAKERS = {"detection": make_detection, "tracking": make_tracking, "saliency-mb": make_saliency, "depth": make_depth,
-          "segmentation": make_segmentation, "nvs": make_nvs, "sparse-depth": make_sparse}
+MAKERS = {"detection": make_detection, "tracking": make_tracking, "saliency-mb": make_saliency,
+          "depth": make_depth, "segmentation": make_segmentation, "nvs": make_nvs,
+          "sparse-depth": make_sparse}
 
 
 def evaluate(task, root, params, **kwargs):
