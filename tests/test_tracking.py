@@ -372,3 +372,25 @@ def test_benchmark_checks(rpx, tmp_path: Path) -> None:
     assert run.exit_code == 1 and "GT needs 8 columns" in run.stderr
     assert rpx(f"eval tracking {dirs(tmp_path)} --benchmark mot18").exit_code == 2
     assert rpx(f"eval tracking {dirs(tmp_path)} --iou-threshold 0").exit_code == 2
+
+
+def test_assignment_solver_is_scipys_without_importing_scipy_optimize() -> None:
+    import subprocess
+    import sys
+
+    from scipy.optimize import linear_sum_assignment
+
+    from rpx_cli.ops.assignment import _load_extension
+
+    rng = np.random.default_rng(0)
+    direct = _load_extension()
+    for shape in ((5, 5), (3, 7), (8, 2)):
+        cost = rng.integers(0, 4, shape).astype(float)  # many ties
+        for maximize in (False, True):
+            for got, expected in zip(direct(cost, maximize), linear_sum_assignment(cost, maximize),
+                                     strict=True):
+                assert np.array_equal(got, expected)
+    code = ("import sys; from rpx_cli.ops.assignment import solver; solver()([[1.0]], False); "
+            "print('scipy.optimize' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
