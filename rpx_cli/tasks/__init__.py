@@ -4,10 +4,13 @@ from rpx_cli.tasks import (  # noqa: F401  (register themselves)
     depth,
     detection,
     grounding,
+    keypoints,
     nvs,
+    pose,
     saliency_mb,
     segmentation,
     sparse_depth,
+    tracking,
 )
 from rpx_cli.tasks.calculators import (
     MetricCalculator,
