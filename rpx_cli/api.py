@@ -72,11 +72,17 @@ def run_evaluation(
     shard: tuple[int, int] | None = None,
     invocation: Invocation | None = None,
     progress: ProgressHooks | None = None,
+    manifest: str | None = None,
+    primary_metric: str | None = None,
+    bootstrap: int = 0,
+    seed: int = 0,
 ) -> Evaluation:
     """Pair, evaluate and assemble the report. Raises :class:`rpx_cli.errors.RpxError`.
 
     ``shard=(k, n)`` evaluates only shard k of n (1-based, by a stable hash of the stem)
     and adds ``state``: what :func:`merge_reports` needs to rebuild the single-run report.
+    ``manifest`` adds ``strata`` (SPEC §6) of ``primary_metric`` (the task's default when
+    None), with ``bootstrap`` seeded resamples for 95 % intervals when > 0.
     """
     task = get_task(task_name)
     missing = task.default_missing if missing is None else missing
@@ -96,6 +102,14 @@ def run_evaluation(
     pairing = pair_dirs(pred_dir, gt_dir, task.suffixes, missing=missing)
     _check_pairing(pairing, pred_dir, gt_dir, task.suffixes, missing)
     whole = pairing.digest()
+    plan = None
+    if manifest is not None:
+        from rpx_cli.deploy import eval_strata
+
+        plan = eval_strata.plan(manifest, task, params, [pair.stem for pair in pairing.pairs],
+                                primary_metric=primary_metric, bootstrap=bootstrap, seed=seed,
+                                missing=missing)
+        params = {**params, "strata": plan.params}
     if shard is not None:
         index, count = shard
         if not 1 <= index <= count:
@@ -107,7 +121,7 @@ def run_evaluation(
     advance = hooks.start(len(pairing.pairs))
     try:
         result = run_pairs(task, pairing.pairs, params, jobs=jobs, progress=advance,
-                           keep_rows=include_rows, calculators=calculators)
+                           keep_rows=include_rows or plan is not None, calculators=calculators)
     finally:
         hooks.stop()
     if result.errors and on_error == "fail":
@@ -130,6 +144,12 @@ def run_evaluation(
         calculators=calculators,
     )
     drop_skipped(task, params, report)
+    strata_inputs = None
+    if plan is not None:
+        strata_inputs = eval_strata.inputs(plan, result.rows)
+        if shard is None:
+            report["strata"] = eval_strata.section(plan.params, plan.direction, strata_inputs,
+                                                   plan.problems)
     if shard is not None:
         report["state"] = {
             "shard": {"index": shard[0], "count": shard[1]},
@@ -141,6 +161,9 @@ def run_evaluation(
             "digests": {"pred_dir": {k: v.hex() for k, v in result.pred_digests.items()},
                         "gt_dir": {k: v.hex() for k, v in result.gt_digests.items()}},
         }
+        if plan is not None:
+            report["state"]["strata"] = {"inputs": strata_inputs, "direction": plan.direction,
+                                         "problems": plan.problems}
     invocation = invocation or Invocation(
         command=f"rpx_cli.evaluate_dirs({task_name!r})", argv=[], args={}
     )
@@ -151,6 +174,7 @@ def run_evaluation(
         inputs={
             "pred_dir": directory_input(pred_dir, result.pred_digests),
             "gt_dir": directory_input(gt_dir, result.gt_digests),
+            **({"manifest": file_input(manifest, plan.sha256)} if plan else {}),
         },
         outputs={"report": {"path": invocation.out}},
         clock=stopwatch.stop(),
@@ -158,6 +182,7 @@ def run_evaluation(
         git=collect_git(os.getcwd()),
     )
     warnings = [task.warning_text(kind, paths) for kind, paths in sorted(result.warnings.items())]
+    warnings += [f"manifest: {problem}" for problem in (plan.problems if plan else [])]
     return Evaluation(report=report, warnings=warnings)
 
 
@@ -217,7 +242,8 @@ def _summary(task: Any, stats: Any, extras: list[dict[str, Any]], params: Mappin
     """The task's summary, plus the mean of every plugin metric over its non-null rows.
     Per-row values the task computes across frames are merged into ``rows`` (stem order)."""
     summary: dict[str, Any] = {}
-    if len(stats):
+    # an empty --shard part has no summary, unless its schema requires the keys (coherence)
+    if len(stats) or getattr(task, "summarize_empty", False):
         summary, values = task.summarize_rows(stats, params)
         if values is not None and rows:
             for row, extra in zip(rows, values, strict=True):
@@ -434,6 +460,18 @@ def merge_reports(parts: list[tuple[str, dict[str, Any], str]], *,
                           rows=rows, n_pairs=len(stats), unpaired=unpaired, errors=errors,
                           include_rows=include_rows, calculators=calculators)
     drop_skipped(task, params, report)
+    if "strata" in first["state"]:
+        from rpx_cli.deploy import eval_strata
+
+        gathered: dict[str, list[Any]] = {}
+        for _, part, _ in parts:
+            for key, values in part["state"]["strata"]["inputs"].items():
+                gathered.setdefault(key, []).extend(values)
+        rank = sorted(range(len(gathered.get("stems", []))), key=gathered["stems"].__getitem__)
+        by_stem = {key: [values[i] for i in rank] for key, values in gathered.items()}
+        first_strata = first["state"]["strata"]
+        report["strata"] = eval_strata.section(params["strata"], first_strata["direction"],
+                                               by_stem, first_strata["problems"])
     if "coco_gt" in first["state"]["inputs"]:  # COCO files: the same two files in every part
         inputs = {role: file_input(first["state"]["inputs"][role], first["state"]["digests"][role])
                   for role in ("coco_gt", "coco_dt")}

@@ -27,7 +27,7 @@ ALLOWED = {
     "engine": {"io", "tasks", "errors"},
     "report": {"tasks", "errors", "report", "__init__"},
     "console": set(),
-    "api": {"engine", "io", "tasks", "report", "errors"},
+    "api": {"engine", "io", "tasks", "report", "errors", "deploy"},
     "cli": {"*"},
     "__init__": {"api", "tasks"},
     "__main__": {"cli"},

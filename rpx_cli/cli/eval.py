@@ -54,6 +54,28 @@ def _click_option(option) -> Any:
     return click.option(option.flag, option.param, **kwargs)
 
 
+def strata_options(func: Any) -> Any:
+    """``--manifest`` and the options of the strata it adds (SPEC §6)."""
+    options = [
+        click.option("--manifest", type=click.Path(exists=True, dir_okay=False), default=None,
+                     metavar="FILE",
+                     help="Per-stem phase/difficulty/sequence metadata (JSON or JSON Lines; RPX "
+                          "manifests accepted): adds 'strata' — the primary metric per "
+                          "difficulty and phase, the weighted phase score and STR."),
+        click.option("--primary-metric", default=None, metavar="NAME",
+                     help="The metric the strata use [default: the task's, e.g. absrel, miou, "
+                          "f1, mota]."),
+        click.option("--bootstrap", type=click.IntRange(min=0), default=0, show_default=True,
+                     metavar="N",
+                     help="Add a 95%% interval to every stratum figure from N seeded resamples."),
+        click.option("--seed", type=int, default=0, show_default=True,
+                     help="Seed of the --bootstrap resamples."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 def build_command(task) -> click.Command:
     def callback(**kwargs: Any) -> None:
         ctx = click.get_current_context()
@@ -61,7 +83,8 @@ def build_command(task) -> click.Command:
         if task.families:
             params["metrics"] = kwargs.pop("metrics")
         files = {option.param: kwargs.pop(option.param) for option in task.file_inputs} or None
-        run_pair_command(ctx, task.name, params, files=files, **kwargs)
+        strata = {key: kwargs.pop(key) for key in ("manifest", "primary_metric", "bootstrap", "seed")}
+        run_pair_command(ctx, task.name, params, files=files, strata=strata, **kwargs)
 
     for option in reversed((*task.options, *task.file_inputs)):
         callback = _click_option(option)(callback)
@@ -71,6 +94,7 @@ def build_command(task) -> click.Command:
             "--metrics", "metrics", default=None, metavar="NAME,...",
             help=f"Run only these metric families ({names}) [default: all]; the others are "
                  "left out of the report and named in params.skipped_metrics.")(callback)
+    callback = strata_options(callback)
     callback = pair_options(default_missing=task.default_missing,
                             dirs_required=not task.file_inputs)(callback)
     doc = (task.__doc__ or "").strip() if not task.help else task.help

@@ -173,7 +173,8 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
                      gt_dir: str, out: str, missing: str, on_error: str, jobs: int | None,
                      shard: tuple[int, int] | None, no_rows: bool, compact: bool, quiet: bool,
                      progress: bool | None, require: tuple[Any, ...] = (),
-                     files: dict[str, str | None] | None = None) -> None:
+                     files: dict[str, str | None] | None = None,
+                     strata: dict[str, Any] | None = None) -> None:
     """The body every pair-reading command shares: evaluate, warn, write, summarise."""
     from rpx_cli.api import Invocation, run_evaluation
     from rpx_cli.console import ProgressBar, print_lines
@@ -190,6 +191,8 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
         if pred_dir or gt_dir or len(given) != len(files):
             raise click.UsageError(f"give {' and '.join('--' + k.replace('_', '-') for k in files)} "
                                    "together, instead of --pred-dir/--gt-dir")
+        if strata and strata.get("manifest"):
+            raise click.UsageError("--manifest works with --pred-dir/--gt-dir, not COCO files")
         from rpx_cli.api import run_coco_evaluation
 
         evaluation = run_coco_evaluation(given["coco_gt"], given["coco_dt"], params,
@@ -201,7 +204,7 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
         evaluation = run_evaluation(
             task, pred_dir, gt_dir, params,
             missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows, shard=shard,
-            invocation=invocation, progress=ProgressBar(task, enabled=verbose),
+            invocation=invocation, progress=ProgressBar(task, enabled=verbose), **(strata or {}),
         )
     if not quiet:
         skipped = [f"skipped: {e['path']}: {e['message']}" for e in evaluation.report["errors"]]

@@ -1,0 +1,1 @@
+"""Deployment-readiness metrics (SPEC §6): strata, temporal stability, geometric coherence."""
