@@ -491,3 +491,38 @@ def merge_reports(parts: list[tuple[str, dict[str, Any], str]], *,
         environment=collect_environment(), git=collect_git(os.getcwd()),
     )
     return report
+
+
+def run_readiness(eval_report: str, *, stability: str | None = None, coherence: str | None = None,
+                  cost: Mapping[str, float | None] | None = None, model_name: str | None = None,
+                  invocation: Invocation | None = None) -> Evaluation:
+    """The ``rpx.readiness`` report (SPEC §6) from the files of an eval report (with
+    ``--manifest`` strata), and optionally a stability and a coherence report."""
+    from rpx_cli.deploy.readiness import build_readiness
+    from rpx_cli.report.serialize import loads
+
+    stopwatch = Stopwatch()
+    loaded: dict[str, tuple[str, str, Any]] = {}
+    for name, path in (("eval", eval_report), ("stability", stability), ("coherence", coherence)):
+        if path is None:
+            continue
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+        try:
+            loaded[name] = (path, hashlib.sha256(data).hexdigest(), loads(data))
+        except ValueError as exc:
+            raise InputError(f"not valid JSON ({exc})", path=path) from None
+    report, warnings = build_readiness(loaded["eval"], stability=loaded.get("stability"),
+                                       coherence=loaded.get("coherence"), cost=cost,
+                                       model_name=model_name)
+    invocation = invocation or Invocation(command="rpx_cli.run_readiness", argv=[], args={})
+    report["run_provenance"] = build_provenance(
+        command=invocation.command, argv=invocation.argv, args=invocation.args,
+        inputs={name: file_input(path, sha) for name, (path, sha, _) in loaded.items()},
+        outputs={"report": {"path": invocation.out}}, clock=stopwatch.stop(),
+        environment=collect_environment(), git=collect_git(os.getcwd()),
+    )
+    return Evaluation(report=report, warnings=warnings)

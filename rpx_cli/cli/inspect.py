@@ -47,6 +47,17 @@ def show(report: str, fmt: str) -> None:
     document = _read_json(report)
     if not isinstance(document, dict):
         raise InputError("is not an rpx report (a JSON object)", path=report)
+    if document.get("schema") == "rpx.readiness":
+        from rpx_cli.report import readiness_view
+
+        if fmt == "markdown":
+            click.echo(readiness_view.markdown(document), nl=False)
+            return
+        name = document.get("model_name") or "model"
+        for title, columns, rows in readiness_view.sections(document):
+            render_table(f"{name} on {document.get('task')}: {title}", columns,
+                         readiness_view.table_cells(rows))
+        return
     if fmt == "markdown":
         click.echo(markdown(document), nl=False)
         return

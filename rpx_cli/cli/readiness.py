@@ -1,0 +1,75 @@
+"""``rpx readiness``: the deployment-readiness report of one model on one task."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from rpx_cli.cli.options import (
+    apply_gates,
+    config_option,
+    emit_report,
+    raise_if_failed,
+    require_option,
+    traceback_option,
+)
+
+_FILE = click.Path(exists=True, dir_okay=False)
+_COST = click.FloatRange(min=0.0)
+
+
+@click.command()
+@click.option("--eval", "eval_report", required=True, type=_FILE, metavar="REPORT",
+              help="An rpx eval report made with --manifest (its strata give the phase table).")
+@click.option("--stability", type=_FILE, default=None, metavar="FILE",
+              help="An rpx stability report of the same task.")
+@click.option("--coherence", type=_FILE, default=None, metavar="FILE",
+              help="An rpx coherence report (mask/depth boundary agreement).")
+@click.option("--params-m", type=_COST, default=None, help="Parameters, millions.")
+@click.option("--flops-g", type=_COST, default=None, help="GFLOPs per sample.")
+@click.option("--latency-ms", type=_COST, default=None, help="Latency per sample, ms.")
+@click.option("--actmem-gb", type=_COST, default=None, help="Peak activation memory, GB (fp16).")
+@click.option("--model-name", default=None, metavar="NAME", help="The model's name.")
+@click.option("-o", "--out", "--out-json", "out", default="-", show_default=True, metavar="PATH",
+              help="Where the JSON report goes ('-' = stdout).")
+@click.option("--compact", is_flag=True, help="One-line JSON instead of indented.")
+@click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr.")
+@require_option
+@traceback_option
+@config_option
+@click.pass_context
+def readiness(ctx: click.Context, eval_report: str, stability: str | None,
+              coherence: str | None, params_m: float | None, flops_g: float | None,
+              latency_ms: float | None, actmem_gb: float | None, model_name: str | None,
+              out: str, compact: bool, quiet: bool, require: tuple[Any, ...]) -> None:
+    """Combine an eval report (with strata), temporal stability, geometric coherence and
+    cost figures into one deployment-readiness report.
+
+    The inputs must be of one task (a stability report of another task is an input error);
+    each is named with its sha256 and the digests of the data it was computed from. Read
+    it with `rpx show` (phase table, transitions coloured by direction, TS, SGC, cost).
+
+    \b
+    Example:
+      rpx eval depth --pred-dir P --gt-dir G --manifest M -o eval.json
+      rpx stability --task depth --pred-dir P --manifest M -o ts.json
+      rpx readiness --eval eval.json --stability ts.json --latency-ms 12 -o ready.json
+      rpx show ready.json
+    """
+    from rpx_cli.api import Invocation, run_readiness
+    from rpx_cli.console import print_lines
+
+    argv = ctx.meta.get("rpx.argv") or ["rpx", *sys.argv[1:]]
+    invocation = Invocation(command=ctx.command_path, argv=list(argv), args=dict(ctx.params),
+                            out=out)
+    cost = {"params_m": params_m, "flops_g": flops_g, "latency_ms": latency_ms,
+            "actmem_gb": actmem_gb}
+    result = run_readiness(eval_report, stability=stability, coherence=coherence, cost=cost,
+                           model_name=model_name, invocation=invocation)
+    if not quiet:
+        print_lines([f"warning: {text}" for text in result.warnings], style="yellow")
+    failures = apply_gates(result.report, require)
+    emit_report(result.report, out, compact=compact)
+    raise_if_failed(failures, len(require))
