@@ -25,7 +25,7 @@ def test_golden(case: Path, rpx, monkeypatch: pytest.MonkeyPatch, request) -> No
     monkeypatch.chdir(case)
     command = ["eval", case.parent.name] if case.parent.name in EVAL_TASKS else [case.parent.name]
     args = shlex.split((case / "args").read_text())
-    if "--pred-dir" not in args and "--coco-gt" not in args:
+    if not {"--pred-dir", "--coco-gt", "--mask-dir"} & set(args):  # coherence: --mask-dir
         args = ["--pred-dir", "pred", "--gt-dir", "gt", *args]
     run = rpx([*command, *args, "--jobs", "1"])
     assert run.exit_code == 0, run.stderr

@@ -63,6 +63,18 @@ def test_readiness_combines_every_input(rpx, reports) -> None:
     assert ready["stability"]["sha256"] == hashlib.sha256(reports["stability"].read_bytes()).hexdigest()
 
 
+def test_a_real_coherence_report_is_accepted(rpx, reports, tmp_path: Path) -> None:
+    from conftest import FIXTURES
+
+    shelf = FIXTURES / "coherence" / "shelf"
+    sgc = tmp_path / "sgc.json"
+    made = rpx(["coherence", "--mask-dir", shelf / "mask", "--depth-dir", shelf / "depth", "-o", sgc])
+    assert made.exit_code == 0, made.stderr
+    run = rpx(["readiness", "--eval", reports["eval"], "--coherence", sgc])
+    assert run.exit_code == 0, run.stderr
+    assert run.json["coherence"]["sgc"] == json.loads(sgc.read_text())["sgc"]
+
+
 def test_inputs_must_agree_on_task_and_kind(rpx, reports) -> None:
     run = rpx(["readiness", "--eval", reports["eval"], "--stability", reports["stability_seg"]])
     assert run.exit_code == 1 and run.stdout == ""

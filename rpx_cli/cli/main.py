@@ -100,6 +100,10 @@ def _register() -> None:
     cli.add_command(workflow.merge)
     cli.add_command(workflow.check)
     cli.add_command(workflow.compare)
+    from rpx_cli.cli.readiness import readiness
+    cli.add_command(readiness)
+    from rpx_cli.cli.coherence import coherence
+    cli.add_command(coherence)
 
 
 _register()

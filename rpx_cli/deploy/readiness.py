@@ -79,7 +79,7 @@ def build_readiness(evaluation: tuple[str, str, Any], *,
     if coherence is not None:
         path, sha, doc = coherence
         doc = _expect(doc, "rpx.coherence", path)
-        if doc.get("task") not in (None, task):
+        if doc.get("task") not in (None, "coherence", task):
             raise InputError(f"is a coherence report for task {doc.get('task')!r}, but "
                              f"{eval_path} evaluates {task!r}", path=path)
         body["coherence"] = {**_source(path, sha, doc), "sgc": doc.get("sgc"),

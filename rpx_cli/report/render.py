@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 _SKIP_TOP = {"schema_version", "n_pairs", "block_size", "threshold"}
+_LEAD_TOP = {"sgc": 0}  # a kind's headline figure goes first; the rest alphabetical
 
 
 def _scalars(prefix: str, value: Any, out: list[tuple[str, Any]], depth: int = 0) -> None:
@@ -22,7 +23,7 @@ def _scalars(prefix: str, value: Any, out: list[tuple[str, Any]], depth: int = 0
 def headline(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """The report's metrics as (dotted path, value) pairs, most important first."""
     figures: list[tuple[str, Any]] = []
-    for key in sorted(report):
+    for key in sorted(report, key=lambda k: (_LEAD_TOP.get(k, 1), k)):
         value = report[key]
         if key in _SKIP_TOP or isinstance(value, bool):
             continue

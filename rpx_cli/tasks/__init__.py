@@ -1,6 +1,7 @@
 """Tasks: one module per task, registered in :mod:`rpx_cli.tasks.registry`."""
 
 from rpx_cli.tasks import (  # noqa: F401  (register themselves)
+    coherence,
     depth,
     detection,
     grounding,

@@ -1,0 +1,132 @@
+"""``rpx coherence``: Stack-Level Geometric Coherence (SGC) of a mask and a depth map per stem.
+
+The mask directory plays the prediction's role and the depth directory the ground truth's
+(``pred_path`` is the mask, ``gt_path`` the depth map in rows and errors; rows also name
+them ``mask_path`` and ``depth_path``). Definitions are in :mod:`rpx_cli.ops.boundaries`:
+per frame, the mask boundary and the depth boundary (``|numpy.gradient(D)| > tau``, strict)
+are both dilated by ``dilation`` 4-neighbour steps; precision = overlap / dilated mask
+boundary, recall = overlap / dilated depth boundary (1.0 when the denominator is 0);
+``sgc`` = F-score of the mean precision and the mean recall (RPX ``compute_sgc``).
+
+Inputs: masks are label maps as in ``rpx eval segmentation`` (PNG L/P/I;16, integer
+``.npy``); depth maps as in ``rpx eval depth`` (float ``.npy`` in metres, ``.npz`` key
+``depth``, 16-bit PNG/PGM/TIFF divided by ``--depth-scale``; 8-bit depth refused).
+Non-finite depth is an input error (a NaN in a model's depth is a bug to surface, not a
+pixel to skip); depth ``<= 0`` marks a pixel without depth, excluded from every count
+(``n_no_depth``). Mask and depth of different shapes are an input error naming both.
+
+Sufficient statistics per row are its precision, recall and integer counts, so ``--shard``
++ ``rpx merge`` rebuild the single-run report exactly (means are ``math.fsum`` over rows).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.io.arrays import read_array
+from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.ops.boundaries import FrameAgreement, boundary_agreement, sgc_summary
+from rpx_cli.tasks.base import MetricInfo, Params, Task, Warn
+from rpx_cli.tasks.depth import DepthMap, to_depth
+from rpx_cli.tasks.registry import register_task
+from rpx_cli.tasks.segmentation import Segmentation
+
+COUNTS = ("n_mask_boundary", "n_depth_boundary", "n_mask_band", "n_depth_band", "n_overlap",
+          "n_no_depth")
+_LABELS = Segmentation()  # its label-map reader (PNG L/P/I;16, integer .npy)
+
+
+@register_task
+class Coherence(Task):
+    name = "coherence"
+    report_schema = "rpx.coherence"
+    suffixes = (".png", ".npy", ".npz", ".pgm", ".tif", ".tiff")
+    help = "Stack-Level Geometric Coherence: mask boundaries against depth discontinuities."
+    summarize_empty = True  # the rpx.coherence schema requires sgc/precision/recall: null
+    metrics = {
+        "sgc": MetricInfo("higher", "F-score of the mean precision and the mean recall"),
+        "precision": MetricInfo("higher", "row: overlap / dilated mask boundary (1.0 when 0/0); "
+                                "top level: mean over rows"),
+        "recall": MetricInfo("higher", "row: overlap / dilated depth boundary (1.0 when 0/0); "
+                             "top level: mean over rows"),
+        "n_mask_boundary": MetricInfo("none", "mask boundary pixels (right or lower neighbour "
+                                      "differs), before dilation"),
+        "n_depth_boundary": MetricInfo("none", "depth boundary pixels (|gradient| > tau), "
+                                       "before dilation"),
+        "n_mask_band": MetricInfo("none", "dilated mask boundary pixels: precision denominator"),
+        "n_depth_band": MetricInfo("none", "dilated depth boundary pixels: recall denominator"),
+        "n_overlap": MetricInfo("none", "pixels in both dilated boundaries"),
+        "n_no_depth": MetricInfo("none", "pixels with depth <= 0, excluded from every count"),
+    }
+    # flags are declared by the command (rpx_cli/cli/coherence.py), as for saliency-mb
+    default_params = {"tau": 0.1, "dilation": 2, "depth_scale": 1000.0}
+
+    # --- parameters -------------------------------------------------------------------
+
+    def normalise_params(self, params: Params) -> dict[str, Any]:
+        try:
+            return {**params, "tau": float(params["tau"]),
+                    "dilation": operator.index(params["dilation"]),
+                    "depth_scale": float(params["depth_scale"])}
+        except (TypeError, ValueError):
+            raise ParameterError("tau and depth scale must be numbers and dilation an integer, "
+                                 f"got {params['tau']!r}, {params['depth_scale']!r}, "
+                                 f"{params['dilation']!r}") from None
+
+    def validate_params(self, params: Params) -> None:
+        if not (math.isfinite(params["tau"]) and params["tau"] > 0):
+            raise ParameterError(f"tau must be a positive number, got {params['tau']}")
+        if params["dilation"] < 0:
+            raise ParameterError(f"dilation must be >= 0, got {params['dilation']}")
+        scale = params["depth_scale"]
+        if not (math.isfinite(scale) and scale > 0):
+            raise ParameterError(f"depth scale must be a positive number, got {scale}")
+
+    # --- per pair ---------------------------------------------------------------------
+
+    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
+             role: str = "gt") -> np.ndarray | DepthMap:
+        """``role="pred"``: the label map; ``role="gt"``: the depth map."""
+        if role == "pred":
+            return _LABELS.read(path, buffer, params, warn, role=role)
+        loaded = read_array(path, buffer, npz_key="depth")
+        return to_depth(loaded.array, loaded.format, params["depth_scale"], path)
+
+    def empty_prediction(self, gt: DepthMap, params: Params) -> np.ndarray:
+        return np.zeros(gt.values.shape, dtype=np.uint8)  # one label: no mask boundary
+
+    def evaluate(self, pred: np.ndarray, gt: DepthMap, params: Params, *, pred_path: str | None,
+                 gt_path: str) -> dict[str, Any]:
+        if pred.shape != gt.values.shape:
+            raise InputError(f"shapes differ: mask {pred_path} is {_hw(pred)}, depth {gt_path} "
+                             f"is {_hw(gt.values)}", path=pred_path)
+        depth = gt.metres(np.float64)
+        finite = np.isfinite(depth)
+        if not finite.all():
+            bad = int(finite.size - np.count_nonzero(finite))
+            raise InputError(f"depth map holds {bad} non-finite value(s) (NaN or inf); mark "
+                             "pixels without depth with 0", path=gt_path)
+        frame: FrameAgreement = boundary_agreement(pred, depth, tau=params["tau"],
+                                                   dilation=params["dilation"])
+        return {"mask_path": pred_path, "depth_path": gt_path, **frame._asdict()}
+
+    def row_stats(self, row: dict[str, Any], params: Params) -> tuple[float, ...]:
+        return (row["precision"], row["recall"], *(row[key] for key in COUNTS))
+
+    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
+        if not len(stats):  # an empty --shard part: nulls, counts 0
+            precision = recall = sgc = None
+            totals = dict.fromkeys(COUNTS, 0)
+        else:
+            precision, recall, sgc = sgc_summary(stats[:, 0].tolist(), stats[:, 1].tolist())
+            totals = {key: int(stats[:, 2 + i].sum()) for i, key in enumerate(COUNTS)}
+        return {"sgc": sgc, "precision": precision, "recall": recall, "totals": totals}
+
+
+def _hw(array: np.ndarray) -> str:
+    return "x".join(str(n) for n in reversed(array.shape))
