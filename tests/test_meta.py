@@ -134,3 +134,13 @@ def test_ruff_is_clean() -> None:
     done = subprocess.run([sys.executable, "-m", "ruff", "check", "rpx_cli", "tests", "benchmarks",
                            "fixtures", "tools"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_committed_schemas_are_what_the_generator_writes(tmp_path: Path) -> None:
+    """schemas/*.json come from tools/make_schemas.py: edit the generator, not the files."""
+    subprocess.run([sys.executable, str(ROOT / "tools" / "make_schemas.py"), str(tmp_path)],
+                   check=True)
+    written = sorted(p.name for p in tmp_path.glob("*.json"))
+    assert written == sorted(p.name for p in (ROOT / "schemas").glob("*.json"))
+    for name in written:
+        assert (tmp_path / name).read_text() == (ROOT / "schemas" / name).read_text(), name
