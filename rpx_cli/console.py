@@ -82,6 +82,8 @@ class ProgressBar:
 
 def print_lines(lines: Sequence[str], *, style: str | None = None) -> None:
     """Plain lines on stderr (warnings, summaries), no markup interpretation."""
+    if not lines:
+        return  # rich is not even imported (~25 ms)
     console = stderr_console()
     for line in lines:
         console.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
