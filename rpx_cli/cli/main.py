@@ -104,6 +104,8 @@ def _register() -> None:
     cli.add_command(readiness)
     from rpx_cli.cli.coherence import coherence
     cli.add_command(coherence)
+    from rpx_cli.cli.stability import stability
+    cli.add_command(stability)
 
 
 _register()

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 _SKIP_TOP = {"schema_version", "n_pairs", "block_size", "threshold"}
-_LEAD_TOP = {"sgc": 0}  # a kind's headline figure goes first; the rest alphabetical
+_LEAD_TOP = {"sgc": 0, "ts_score": 0}  # a kind's headline figure goes first; the rest alphabetical
 
 
 def _scalars(prefix: str, value: Any, out: list[tuple[str, Any]], depth: int = 0) -> None:
@@ -38,6 +38,8 @@ def headline(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
 def metric_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Columns and rows for display: ``metric | aggregate | dataset`` side by side when the
     report has both (per-row mean next to pooled), else ``metric | value``."""
+    if report.get("schema") == "rpx.stability":
+        return _stability_table(report)
     aggregate, dataset = report.get("aggregate"), report.get("dataset")
     if isinstance(aggregate, Mapping) and isinstance(dataset, Mapping):
         names = [k for k in aggregate if not isinstance(aggregate[k], Mapping)]
@@ -53,6 +55,8 @@ def metric_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, 
 
 def context(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """What was evaluated: task, parameters, counts."""
+    if report.get("schema") == "rpx.stability":
+        return _stability_context(report)
     unpaired = report.get("unpaired") or {}
     items: list[tuple[str, Any]] = [
         ("task", report.get("task") or report.get("schema", "?")),
@@ -60,6 +64,34 @@ def context(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
         ("unpaired (pred only / gt only)",
          f"{len(unpaired.get('pred_only', []))} / {len(unpaired.get('gt_only', []))}"),
         ("errors", len(report.get("errors") or [])),
+    ]
+    for key, value in sorted((report.get("params") or {}).items()):
+        items.append((f"params.{key}", value))
+    return items
+
+
+def _stability_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """``rpx stability``: the overall TS, then one row per sequence."""
+    columns = ["sequence", "ts_score", "pairs", "null pairs", "frames"]
+    rows = [("(all)", fmt(report.get("ts_score")), fmt(report.get("num_pairs")),
+             fmt(report.get("n_null_pairs")), fmt(report.get("n_frames")))]
+    for name, entry in sorted((report.get("sequences") or {}).items()):
+        if isinstance(entry, Mapping):
+            rows.append((name, fmt(entry.get("ts_score")), fmt(entry.get("num_pairs")),
+                         fmt(entry.get("n_null_pairs")), fmt(entry.get("n_frames"))))
+    return columns, rows
+
+
+def _stability_context(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    unpaired = report.get("unpaired") or {}
+    items: list[tuple[str, Any]] = [
+        ("task", report.get("task")),
+        ("warp used", report.get("warp")),
+        ("sequences / frames / pairs",
+         f"{report.get('n_sequences')} / {report.get('n_frames')} / {report.get('num_pairs')}"),
+        ("unpaired (pred only / manifest only)",
+         f"{len(unpaired.get('pred_only', []))} / {len(unpaired.get('manifest_only', []))}"),
+        ("skipped", len(report.get("skipped") or [])),
     ]
     for key, value in sorted((report.get("params") or {}).items()):
         items.append((f"params.{key}", value))
@@ -77,6 +109,11 @@ def fmt(value: Any) -> str:
 
 
 def summary_line(report: Mapping[str, Any], out: str) -> str:
+    if report.get("schema") == "rpx.stability":
+        where = "stdout" if out == "-" else out
+        return (f"stability {report.get('task')}: {report.get('num_pairs')} pairs in "
+                f"{len(report.get('sequences') or {})} sequence(s), warp {report.get('warp')}; "
+                f"ts_score {fmt(report.get('ts_score'))} -> {where}")
     metrics = [(name, value) for name, value in headline(report) if not name.startswith("totals.")]
     figures = ", ".join(f"{name} {fmt(value)}" for name, value in metrics[:4])
     where = "stdout" if out == "-" else out

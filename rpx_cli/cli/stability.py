@@ -1,0 +1,130 @@
+"""``rpx stability``: temporal stability of predictions over the frames of a sequence."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from rpx_cli.cli.options import (
+    apply_gates,
+    config_option,
+    emit_report,
+    raise_if_failed,
+    require_option,
+    show_progress,
+    traceback_option,
+)
+
+_DIR = click.Path(file_okay=False, path_type=str)
+
+
+@click.command("stability")
+@click.option("--task", required=True, type=click.Choice(["depth", "segmentation"]),
+              help="What the predictions are: depth maps or label maps.")
+@click.option("--pred-dir", required=True, type=_DIR,
+              help="Folder of predictions, one file per frame, named by the manifest's stems.")
+@click.option("--manifest", required=True, type=click.Path(dir_okay=False, path_type=str),
+              help="Per-stem sequence, frame, pose (4x4 camera-to-world) and intrinsics "
+                   "[fx, fy, cx, cy].")
+@click.option("--warp", type=click.Choice(["auto", "reproject", "inplane", "none"]),
+              default="auto", show_default=True,
+              help="How frame t+1 is brought into frame t: reproject with depth and poses, "
+                   "the RPX in-plane rotation, or not at all. auto = reproject when possible, "
+                   "else inplane when poses exist, else none.")
+@click.option("--depth-dir", type=_DIR, default=None,
+              help="GT depth per stem (segmentation): drives the reprojection and the "
+                   "occlusion test.")
+@click.option("--depth-scale", type=click.FloatRange(min=0.0, min_open=True), default=1000.0,
+              show_default=True,
+              help="Integer depth (16-bit PNG/PGM/TIFF, integer .npy) is divided by this to get "
+                   "metres: 1000 = millimetres.")
+@click.option("--ignore-index", type=int, multiple=True, default=(-1,), show_default=True,
+              help="Segmentation: a label to leave out of both maps (repeatable; PNG users "
+                   "usually pass 255).")
+@click.option("--missing", type=click.Choice(["error", "skip"]), default="error",
+              show_default=True,
+              help="A stem in the manifest or the folder only, a frame without a number or GT "
+                   "depth, two frames with one number: fail, or leave those frames out and "
+                   "list them under 'unpaired' / 'skipped'.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Worker processes [default: CPUs available]. Never changes a number.")
+@click.option("-o", "--out", "--out-json", "out", default="-", show_default=True, metavar="PATH",
+              help="Where the JSON report goes ('-' = stdout).")
+@require_option
+@click.option("--compact", is_flag=True, help="One-line JSON instead of indented.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar, summary or warnings on stderr.")
+@click.option("--progress/--no-progress", default=None,
+              help="Force the progress bar on or off [default: on when stderr is a terminal].")
+@traceback_option
+@config_option
+@click.pass_context
+def stability(ctx: click.Context, task: str, pred_dir: str, manifest: str, warp: str,
+              depth_dir: str | None, depth_scale: float, ignore_index: tuple[int, ...],
+              missing: str, jobs: int | None, out: str, require: tuple[str, ...], compact: bool,
+              quiet: bool, progress: bool | None) -> None:
+    """Temporal stability (TS): do a model's predictions for consecutive frames agree once
+    the camera motion is undone?
+
+    Frames are grouped by the manifest's 'sequence' (else scene/phase) and ordered by
+    'frame'. Each pair (t, t+1) scores mean per-class IoU(P_t, warp(P_t+1)) for
+    segmentation, or max(0, 1 - mean|D_t - warp(D_t+1)| / max(range(D_t), 1e-3)) for
+    depth, over the pixels valid in both. ts_score is the mean over all pairs; a
+    single-frame sequence adds no pair. reproject back-projects frame t (predicted depth
+    for depth, --depth-dir GT depth for segmentation) with the poses (camera-to-world) and
+    intrinsics, and excludes pixels that leave the image, fall behind the camera or are
+    occluded. The report names the warp used.
+
+    \b
+    Example:
+      rpx stability --task depth --pred-dir runs/depth --manifest manifest.json \\
+        --require 'ts_score>=0.9' | jq '.ts_score, (.sequences | map_values(.ts_score))'
+    """
+    from rpx_cli.console import ProgressBar, print_lines
+    from rpx_cli.deploy.stability import plan_stability, run_stability
+    from rpx_cli.engine import default_jobs, tune_allocator
+    from rpx_cli.io.filebuffer import sha256_file
+    from rpx_cli.report.provenance import (
+        Stopwatch,
+        build_provenance,
+        collect_environment,
+        collect_git,
+        directory_input,
+    )
+    from rpx_cli.report.render import summary_line
+
+    stopwatch = Stopwatch()
+    verbose = show_progress(quiet, progress)
+    plan = plan_stability(task, pred_dir, manifest, warp=warp, depth_dir=depth_dir,
+                          missing=missing)
+    tune_allocator()
+    bar = ProgressBar(f"stability {task}", enabled=verbose)
+    try:
+        run = run_stability(plan, depth_scale=depth_scale, ignore_index=ignore_index,
+                            jobs=default_jobs() if jobs is None else jobs, progress=bar.start)
+    finally:
+        bar.stop()
+    args = dict(ctx.params)
+    if ctx.meta.get("rpx.config"):
+        args["config"] = ctx.meta["rpx.config"]
+    inputs = {
+        "pred_dir": directory_input(pred_dir, run.pred_digests),
+        "manifest": {"path": manifest, "kind": "file", "exists": os.path.isfile(manifest),
+                     "n_files": 1, "sha256": sha256_file(manifest)},
+    }
+    if depth_dir is not None:
+        inputs["depth_dir"] = directory_input(depth_dir, run.depth_digests)
+    report = run.report
+    report["run_provenance"] = build_provenance(
+        command=ctx.command_path, argv=ctx.meta.get("rpx.argv") or ["rpx", *sys.argv[1:]],
+        args=args, inputs=inputs, outputs={"report": {"path": out}}, clock=stopwatch.stop(),
+        environment=collect_environment(), git=collect_git(os.getcwd()),
+    )
+    if not quiet:
+        print_lines([f"warning: {text}" for text in run.warnings], style="yellow")
+    failures = apply_gates(report, require)
+    emit_report(report, out, compact=compact)
+    if verbose:
+        print_lines([summary_line(report, out)])
+    raise_if_failed(failures, len(require))
