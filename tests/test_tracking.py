@@ -9,11 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import trackeval  # test-only reference implementation (the [test] extra)
 from mot_data import generate, trackeval_metrics, trackeval_sequence, write_mot
 
 from rpx_cli.ops import mot
-
-trackeval = pytest.importorskip("trackeval")
 
 QUIET = {"PRINT_CONFIG": False}
 BOX = (0.0, 0.0, 10.0, 10.0)
