@@ -115,3 +115,21 @@ def write_npy(path: Path, array: np.ndarray) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, array)
     return path
+
+
+def assert_jobs_and_shards_agree(rpx, command: str, tmp_path: Path, *, shards: int = 3) -> None:
+    """``command`` (an ``rpx eval ...`` line) gives the same numbers with --jobs 1, --jobs 2
+    and as --shard parts merged with ``rpx merge``."""
+    one = rpx(f"{command} --jobs 1").json
+    two = rpx(f"{command} --jobs 2").json
+    parts = []
+    for k in range(1, shards + 1):
+        out = tmp_path / f"part{k}.json"
+        assert rpx(f"{command} --shard {k}/{shards} -o {out}").exit_code == 0
+        parts.append(str(out))
+    merged_path = tmp_path / "merged.json"
+    assert rpx(["merge", *parts, "-o", str(merged_path)]).exit_code == 0
+    merged = json.loads(merged_path.read_text())
+    for report in (two, merged):
+        for key in ("aggregate", "dataset", "rows", "params", "metric_info"):
+            assert report[key] == one[key], key

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_npy
+from conftest import assert_jobs_and_shards_agree, write_npy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -269,19 +269,7 @@ def test_order_does_not_matter() -> None:
 
 def test_jobs_and_shards_do_not_change_the_numbers(rpx, tmp_path: Path) -> None:
     random_set(tmp_path, 9, 2)
-    one = rpx(f"eval pose {dirs(tmp_path)} --jobs 1").json
-    two = rpx(f"eval pose {dirs(tmp_path)} --jobs 2").json
-    parts = []
-    for k in (1, 2, 3):
-        out = tmp_path / f"part{k}.json"
-        assert rpx(f"eval pose {dirs(tmp_path)} --shard {k}/3 -o {out}").exit_code == 0
-        parts.append(str(out))
-    merged_path = tmp_path / "merged.json"
-    assert rpx(["merge", *parts, "-o", str(merged_path)]).exit_code == 0
-    merged = json.loads(merged_path.read_text())
-    for report in (two, merged):
-        for key in ("aggregate", "dataset", "rows", "params", "metric_info"):
-            assert report[key] == one[key]
+    assert_jobs_and_shards_agree(rpx, f"eval pose {dirs(tmp_path)}", tmp_path)
 
 
 def test_missing_prediction_is_the_worst_case(rpx, tmp_path: Path) -> None:
