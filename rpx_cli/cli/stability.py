@@ -82,7 +82,7 @@ def stability(ctx: click.Context, task: str, pred_dir: str, manifest: str, warp:
         --require 'ts_score>=0.9' | jq '.ts_score, (.sequences | map_values(.ts_score))'
     """
     from rpx_cli.console import ProgressBar, print_lines
-    from rpx_cli.deploy.stability import plan_stability, run_stability
+    from rpx_cli.deploy.stability_run import plan_stability, run_stability
     from rpx_cli.engine import default_jobs, tune_allocator
     from rpx_cli.io.filebuffer import sha256_file
     from rpx_cli.report.provenance import (

@@ -1,0 +1,490 @@
+"""Running temporal stability over a manifest's frames (``rpx stability``): planning
+(which frames, in which order, with which warp), reading the prediction and depth files,
+scoring sequences in worker processes, and the ``rpx.stability`` report. The per-pair and
+per-sequence metric, and its conventions, are in :mod:`rpx_cli.deploy.stability`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rpx_cli.deploy.stability import (
+    DEPTH_SUFFIXES,
+    LABEL_SUFFIXES,
+    METRIC_INFO,
+    MISSING_POLICIES,
+    OCCLUSION_ABSOLUTE_M,
+    OCCLUSION_RELATIVE,
+    SCHEMA,
+    SCHEMA_VERSION,
+    TASKS,
+    WARP_CHOICES,
+    Intrinsics,
+    PairScore,
+    Progress,
+    ShapeMismatch,
+    _wh,
+    depth_pair,
+    mean_score,
+    segmentation_pair,
+)
+from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError, WorkerCrashed
+from rpx_cli.io.arrays import read_array
+from rpx_cli.io.discover import discover
+from rpx_cli.io.filebuffer import FileBuffer, shutdown_digest_thread
+from rpx_cli.io.manifest import Manifest, Sample, read_manifest
+from rpx_cli.tasks.depth import to_depth
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame to read: its prediction (and GT depth) relative to the folders."""
+
+    stem: str
+    frame: int
+    pred_rel: str
+    depth_rel: str | None
+    pose: np.ndarray | None
+    intrinsics: Intrinsics | None
+
+
+@dataclass
+class Plan:
+    """What :func:`run_stability` will read, in which order, with which warp."""
+
+    task: str
+    requested_warp: str
+    warp: str
+    pred_dir: str
+    manifest: str
+    depth_dir: str | None
+    missing: str
+    sequences: dict[str, list[Frame]]
+    labels: dict[str, dict[str, str | None]]  # sequence -> {scene, phase}
+    pred_only: list[str] = field(default_factory=list)
+    manifest_only: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def n_frames(self) -> int:
+        return sum(len(frames) for frames in self.sequences.values())
+
+
+def plan_stability(task: str, pred_dir: str, manifest_path: str, *, warp: str = "auto",
+                   depth_dir: str | None = None, missing: str = "error") -> Plan:
+    """Pair the manifest with the prediction files, group and order the frames, pick the
+    warp. Problems (a stem on one side only, a frame that cannot be ordered, two frames
+    with one number, a frame without GT depth) are input errors under ``missing="error"``;
+    under ``"skip"`` those frames are left out and listed."""
+    if task not in TASKS:
+        raise ParameterError(f"unknown task {task!r} (expected one of {', '.join(TASKS)})")
+    if warp not in WARP_CHOICES:
+        raise ParameterError(f"unknown warp {warp!r} (expected one of {', '.join(WARP_CHOICES)})")
+    if missing not in MISSING_POLICIES:
+        raise ParameterError(f"missing must be one of {', '.join(MISSING_POLICIES)}")
+    if depth_dir is not None and task == "depth":
+        raise ParameterError("--depth-dir (GT depth) is for --task segmentation: the depth task "
+                             "reprojects with its own predictions")
+    if warp == "reproject" and task == "segmentation" and depth_dir is None:
+        raise ParameterError("--warp reproject for segmentation needs --depth-dir (GT depth of "
+                             "the frames)")
+    manifest = read_manifest(manifest_path)
+    preds = discover(pred_dir, DEPTH_SUFFIXES if task == "depth" else LABEL_SUFFIXES)
+    problems: list[PairError] = [PairError("", manifest_path, text) for text in manifest.problems]
+    skipped: list[dict[str, str]] = [{"stem": "", "reason": text} for text in manifest.problems]
+
+    def reject(stem: str, path: str, reason: str) -> None:
+        problems.append(PairError(stem, path, reason))
+        skipped.append({"stem": stem, "reason": reason})
+
+    manifest_only = sorted(stem for stem in manifest.samples if stem not in preds)
+    pred_only = sorted(stem for stem in preds if stem not in manifest.samples)
+    for stem in manifest_only:
+        problems.append(PairError(stem, manifest_path, f"{stem}: no prediction with this stem in "
+                                                       f"{pred_dir}"))
+    for stem in pred_only:
+        problems.append(PairError(stem, os.path.join(pred_dir, preds[stem]),
+                                  f"no entry for this stem in {manifest_path}"))
+    samples = [manifest.samples[stem] for stem in sorted(preds) if stem in manifest.samples]
+    groups: dict[str, list[Sample]] = {}
+    for sample in samples:
+        if sample.frame is None:
+            reject(sample.stem, manifest_path, f"{sample.stem}: no 'frame' number: the frame "
+                                               "cannot be ordered in its sequence")
+        elif not sample.group:
+            reject(sample.stem, manifest_path, f"{sample.stem}: no 'sequence' (nor scene/phase): "
+                                               "the frame belongs to no sequence")
+        else:
+            groups.setdefault(sample.group, []).append(sample)
+    for name, members in groups.items():
+        by_frame: dict[int, list[str]] = {}
+        for sample in members:
+            by_frame.setdefault(sample.frame, []).append(sample.stem)
+        clashes = {n: stems for n, stems in by_frame.items() if len(stems) > 1}
+        for number, stems in sorted(clashes.items()):
+            for stem in stems:
+                reject(stem, manifest_path, f"{stem}: frame {number} of sequence {name!r} is also "
+                                            f"given by {', '.join(s for s in stems if s != stem)}")
+        groups[name] = sorted((s for s in members if s.frame not in clashes), key=lambda s: s.frame)
+
+    kept = [sample for members in groups.values() for sample in members]
+    used, warnings = _choose_warp(task, warp, kept, depth_dir, manifest)
+    depth_files: dict[str, str] = {}
+    if used == "reproject" and task == "segmentation":
+        depth_files = discover(depth_dir, DEPTH_SUFFIXES)
+        for name, members in groups.items():
+            for sample in members:
+                if sample.stem not in depth_files:
+                    reject(sample.stem, depth_dir, f"{sample.stem}: no GT depth with this stem in "
+                                                   f"{depth_dir}")
+            groups[name] = [s for s in members if s.stem in depth_files]
+    elif depth_dir is not None:
+        warnings.append(f"--depth-dir is not used by --warp {used}")
+    if problems and missing == "error":
+        raise EvaluationFailed(problems, len(problems),
+                               f"{len(problems)} problem(s) pairing {manifest_path} with {pred_dir}; "
+                               "no report written (--missing skip leaves those frames out and "
+                               "lists them)")
+    if problems:
+        warnings.append(f"{len(problems)} problem(s) pairing {manifest_path} with {pred_dir} "
+                        "(--missing skip): the frames that cannot be used are left out and listed "
+                        "under 'unpaired' and 'skipped'")
+    sequences = {
+        name: [Frame(s.stem, s.frame, preds[s.stem], depth_files.get(s.stem), s.pose, s.intrinsics)
+               for s in members]
+        for name, members in sorted(groups.items()) if members
+    }
+    labels = {name: {"scene": _uniform([s.scene for s in groups[name]]),
+                     "phase": _uniform([s.phase for s in groups[name]])} for name in sequences}
+    if not sequences:
+        raise InputError(f"no frame to evaluate: {pred_dir} and {manifest_path} share no usable "
+                         "stem", path=manifest_path)
+    return Plan(task, warp, used, pred_dir, manifest_path, depth_dir, missing, sequences, labels,
+                pred_only=pred_only, manifest_only=manifest_only,
+                skipped=[s for s in skipped if s["stem"]], warnings=warnings)
+
+
+def _uniform(values: list[str | None]) -> str | None:
+    return values[0] if values and all(v == values[0] for v in values) else None
+
+
+def _choose_warp(task: str, warp: str, samples: list[Sample], depth_dir: str | None,
+                 manifest: Manifest) -> tuple[str, list[str]]:
+    no_pose = [s.stem for s in samples if s.pose is None]
+    no_intrinsics = [s.stem for s in samples if s.intrinsics is None]
+    if warp == "reproject":
+        lacking = sorted(set(no_pose) | set(no_intrinsics))
+        if lacking:
+            raise InputError(f"{len(lacking)} sample(s) have no pose or no intrinsics, which "
+                             f"--warp reproject needs, e.g. {lacking[0]!r}", path=manifest.path)
+        return warp, []
+    if warp == "inplane":
+        if no_pose:
+            raise InputError(f"{len(no_pose)} sample(s) have no pose, which --warp inplane needs, "
+                             f"e.g. {no_pose[0]!r}", path=manifest.path)
+        return warp, []
+    if warp == "none":
+        return warp, []
+    depth_source = task == "depth" or depth_dir is not None
+    if not no_pose and not no_intrinsics and depth_source:
+        return "reproject", []
+    if no_pose or no_intrinsics:
+        why = (f"{len(no_pose)} sample(s) of {manifest.path} have no pose" if no_pose else
+               f"{len(no_intrinsics)} sample(s) of {manifest.path} have no intrinsics")
+    else:
+        why = "segmentation needs --depth-dir (GT depth) to reproject"
+    used = "inplane" if not no_pose else "none"
+    return used, [f"--warp reproject is not possible ({why}): using --warp {used}"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a worker needs besides its frames."""
+
+    task: str
+    warp: str
+    pred_dir: str
+    depth_dir: str | None
+    depth_scale: float
+    ignore_index: tuple[int, ...]
+
+
+@dataclass
+class UnitResult:
+    scores: list[PairScore]
+    errors: list[PairError]
+    pred_digests: dict[str, bytes]
+    depth_digests: dict[str, bytes]
+
+
+@dataclass
+class StabilityRun:
+    """The report body (no ``run_provenance``), the digests of the files read and the
+    warnings for stderr."""
+
+    report: dict[str, Any]
+    pred_digests: dict[str, bytes]
+    depth_digests: dict[str, bytes]
+    warnings: list[str]
+
+
+class _FrameReader:
+    """Reads frames into alternating buffers (a frame stays valid while the next one is
+    read) and keeps the sha256 of every file read; a digest is collected just before its
+    buffer is reused, so hashing overlaps the arithmetic."""
+
+    def __init__(self, settings: Settings) -> None:
+        from rpx_cli.tasks.registry import get_task
+
+        self.settings = settings
+        self.labels = get_task("segmentation") if settings.task == "segmentation" else None
+        self.buffers = {"pred": [FileBuffer(), FileBuffer()], "depth": [FileBuffer(), FileBuffer()]}
+        self.held: dict[tuple[str, int], str] = {}  # (kind, slot) -> relative path in it
+        self.digests: dict[str, dict[str, bytes]] = {"pred": {}, "depth": {}}
+
+    def _buffer(self, kind: str, slot: int) -> FileBuffer:
+        rel = self.held.pop((kind, slot), None)
+        buffer = self.buffers[kind][slot]
+        if rel is not None:
+            digest = buffer.digest()
+            if digest is not None:
+                self.digests[kind][rel] = digest
+        return buffer
+
+    def read(self, frame: Frame, slot: int) -> tuple[np.ndarray, np.ndarray | None]:
+        settings = self.settings
+        path = os.path.join(settings.pred_dir, frame.pred_rel)
+        buffer = self._buffer("pred", slot)
+        if settings.task == "depth":
+            values = _read_depth(path, buffer, settings.depth_scale)
+            _check_finite(values, path)
+        else:
+            values = self.labels.read(path, buffer, {}, _no_warning, role="pred")
+        self.held["pred", slot] = frame.pred_rel
+        depth = None
+        if frame.depth_rel is not None and settings.depth_dir is not None:
+            depth_path = os.path.join(settings.depth_dir, frame.depth_rel)
+            depth = _read_depth(depth_path, self._buffer("depth", slot), settings.depth_scale)
+            self.held["depth", slot] = frame.depth_rel
+            if depth.shape != values.shape:
+                raise InputError(f"label map and GT depth differ in size: {path} is {_wh(values)}, "
+                                 f"{depth_path} is {_wh(depth)}", path=depth_path)
+        return values, depth
+
+    def finish(self) -> None:
+        for kind, slot in list(self.held):
+            self._buffer(kind, slot)
+
+
+def _no_warning(kind: str, path: str) -> None:
+    pass
+
+
+def _check_finite(values: np.ndarray, path: str) -> None:
+    """A predicted depth map must be finite (one reduction; a precise count only when the
+    sum is not finite)."""
+    with np.errstate(all="ignore"):
+        total = float(np.add.reduce(values, axis=None))
+    if not math.isfinite(total):
+        bad = values.size - int(np.count_nonzero(np.isfinite(values)))
+        if bad:
+            raise InputError(f"{bad} non-finite predicted depth value(s); mark pixels without a "
+                             "prediction with 0", path=path)
+
+
+def _read_depth(path: str, buffer: FileBuffer, depth_scale: float) -> np.ndarray:
+    loaded = read_array(path, buffer, npz_key="depth")
+    return to_depth(loaded.array, loaded.format, depth_scale, path).metres(np.float32)
+
+
+def _evaluate_unit(settings: Settings, frames: Sequence[Frame],
+                   progress: Progress | None = None) -> UnitResult:
+    """Read ``frames`` in order and score each consecutive pair."""
+    reader = _FrameReader(settings)
+    scores: list[PairScore] = []
+    errors: list[PairError] = []
+    previous: tuple[np.ndarray, np.ndarray | None] | None = None
+    for k, frame in enumerate(frames):
+        try:
+            current = reader.read(frame, k % 2)
+        except InputError as exc:
+            path = exc.path or os.path.join(settings.pred_dir, frame.pred_rel)
+            errors.append(PairError(frame.stem, path, str(exc)))
+            current = None
+        if k > 0:
+            score = PairScore(None, 0)
+            if previous is not None and current is not None:
+                try:
+                    score = _score_pair(settings, frames[k - 1], frame, previous, current)
+                except ShapeMismatch as exc:
+                    first = os.path.join(settings.pred_dir, frames[k - 1].pred_rel)
+                    second = os.path.join(settings.pred_dir, frame.pred_rel)
+                    errors.append(PairError(frame.stem, second, f"{exc} ({first} and {second})"))
+            scores.append(score)
+            if progress is not None:
+                progress(1)
+        previous = current
+    reader.finish()
+    return UnitResult(scores, errors, reader.digests["pred"], reader.digests["depth"])
+
+
+def _score_pair(settings: Settings, first: Frame, second: Frame,
+                a: tuple[np.ndarray, np.ndarray | None],
+                b: tuple[np.ndarray, np.ndarray | None]) -> PairScore:
+    geometry: dict[str, Any] = {}
+    if settings.warp != "none":
+        geometry = {"pose_t": first.pose, "pose_t1": second.pose}
+    if settings.warp == "reproject":
+        geometry.update(intrinsics_t=first.intrinsics, intrinsics_t1=second.intrinsics)
+    if settings.task == "depth":
+        return depth_pair(a[0], b[0], warp=settings.warp, **geometry)
+    if settings.warp == "reproject":
+        geometry.update(depth_t=a[1], depth_t1=b[1])
+    return segmentation_pair(a[0], b[0], warp=settings.warp, ignore_index=settings.ignore_index,
+                             **geometry)
+
+
+def _units(plan: Plan, jobs: int) -> list[tuple[str, list[Frame]]]:
+    """Contiguous runs of frames (overlapping by one frame, so every pair is in exactly one
+    run): one per sequence with one job, about 4 per job otherwise."""
+    if jobs <= 1:
+        return list(plan.sequences.items())
+    n_pairs = sum(max(len(f) - 1, 0) for f in plan.sequences.values())
+    size = max(4, math.ceil(n_pairs / (jobs * 4)))
+    units = []
+    for name, frames in plan.sequences.items():
+        if len(frames) < 2:
+            units.append((name, frames))
+            continue
+        for start in range(0, len(frames) - 1, size):
+            units.append((name, frames[start:start + size + 1]))
+    return units
+
+
+_settings: Settings | None = None
+
+
+def _init_worker(settings: Settings) -> None:
+    global _settings
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C, once
+    _settings = settings
+
+
+def _run_in_worker(frames: Sequence[Frame]) -> UnitResult:
+    assert _settings is not None
+    return _evaluate_unit(_settings, frames)
+
+
+def _unit_results(settings: Settings, units: list[tuple[str, list[Frame]]], jobs: int,
+                  progress: Progress | None) -> Iterator[UnitResult]:
+    if jobs <= 1 or len(units) <= 1:
+        for _, frames in units:
+            yield _evaluate_unit(settings, frames, progress)
+        return
+    shutdown_digest_thread()  # fork only a single-threaded process
+    method = "fork" if sys.platform.startswith("linux") else None
+    executor = ProcessPoolExecutor(min(jobs, len(units)),
+                                   mp_context=multiprocessing.get_context(method),
+                                   initializer=_init_worker, initargs=(settings,))
+    finished = False
+    try:
+        for (_, frames), result in zip(units, executor.map(_run_in_worker, [f for _, f in units]),
+                                       strict=True):
+            if progress is not None:
+                progress(max(len(frames) - 1, 0))
+            yield result
+        finished = True
+    except BrokenProcessPool:
+        raise WorkerCrashed("a worker process died (killed, or out of memory?); fewer --jobs "
+                            "use less memory") from None
+    finally:
+        executor.shutdown(wait=finished, cancel_futures=not finished)
+
+
+def run_stability(plan: Plan, *, depth_scale: float = 1000.0, ignore_index: Sequence[int] = (-1,),
+                  jobs: int = 1, progress: Callable[[int], Progress | None] | None = None,
+                  ) -> StabilityRun:
+    """Score every consecutive pair of every sequence of ``plan``; raises
+    :class:`EvaluationFailed` listing every file that could not be used."""
+    if not (isinstance(depth_scale, int | float) and math.isfinite(depth_scale) and depth_scale > 0):
+        raise ParameterError(f"depth scale must be a positive number, got {depth_scale}")
+    if jobs < 1:
+        raise ParameterError(f"jobs must be >= 1, got {jobs}")
+    ignore = tuple(sorted({int(i) for i in ignore_index}))
+    settings = Settings(plan.task, plan.warp, plan.pred_dir, plan.depth_dir, float(depth_scale),
+                        ignore)
+    units = _units(plan, jobs)
+    n_pairs = sum(max(len(f) - 1, 0) for f in plan.sequences.values())
+    advance = progress(n_pairs) if progress is not None else None
+    scores: dict[str, list[PairScore]] = {name: [] for name in plan.sequences}
+    errors: list[PairError] = []
+    pred_digests: dict[str, bytes] = {}
+    depth_digests: dict[str, bytes] = {}
+    for (name, _), result in zip(units, _unit_results(settings, units, jobs, advance), strict=True):
+        scores[name].extend(result.scores)
+        errors.extend(e for e in result.errors if e not in errors)  # a shared frame: once
+        pred_digests.update(result.pred_digests)
+        depth_digests.update(result.depth_digests)
+    if errors:
+        raise EvaluationFailed(errors, n_pairs,
+                               f"{len(errors)} file(s) or pair(s) could not be used; no report "
+                               "written")
+    params: dict[str, Any] = {"warp": plan.requested_warp, "missing": plan.missing,
+                              "occlusion": {"relative": OCCLUSION_RELATIVE,
+                                            "absolute_m": OCCLUSION_ABSOLUTE_M}}
+    if plan.task == "depth" or plan.warp == "reproject":
+        params["depth_scale"] = float(depth_scale)
+    if plan.task == "segmentation":
+        params["ignore_index"] = list(ignore)
+    report = stability_report(plan, scores, params)
+    return StabilityRun(report, pred_digests, depth_digests, list(plan.warnings))
+
+
+def stability_report(plan: Plan, scores: Mapping[str, list[PairScore]],
+                     params: dict[str, Any]) -> dict[str, Any]:
+    """The ``rpx.stability`` report body (``run_provenance`` is added by the caller)."""
+    sequences: dict[str, Any] = {}
+    every: list[float | None] = []
+    for name, frames in plan.sequences.items():
+        values = [s.value for s in scores[name]]
+        every.extend(values)
+        sequences[name] = {
+            "ts_score": mean_score(values),
+            "num_pairs": len(values),
+            "n_null_pairs": sum(v is None for v in values),
+            "n_frames": len(frames),
+            "per_pair": values,
+            "n_valid": [s.n_valid for s in scores[name]],
+            "pairs": [[a.stem, b.stem] for a, b in itertools.pairwise(frames)],
+            "frames": [f.frame for f in frames],
+            **plan.labels[name],
+        }
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "task": plan.task,
+        "warp": plan.warp,
+        "params": params,
+        "ts_score": mean_score(every),
+        "num_pairs": len(every),
+        "n_null_pairs": sum(v is None for v in every),
+        "n_frames": plan.n_frames,
+        "n_sequences": len(sequences),
+        "sequences": sequences,
+        "unpaired": {"pred_only": plan.pred_only, "manifest_only": plan.manifest_only},
+        "skipped": plan.skipped,
+        "metric_info": METRIC_INFO,
+    }
