@@ -45,6 +45,8 @@ class Tracking(Task):
     report_schema = "rpx.eval"
     suffixes = (".txt", ".json")
     help = "Multi-object tracking: CLEAR-MOT, IDF1 and HOTA equal to TrackEval."
+    cli_example = ("rpx eval tracking --pred-dir results --gt-dir mot17/gt --benchmark mot17 "
+                   "| jq '.dataset | {hota, mota, idf1}'")
     metrics = {
         "mota": MetricInfo("higher", "1 - (FN + FP + IDSW) / num_gt (CLEAR)"),
         "moda": MetricInfo("higher", "1 - (FN + FP) / num_gt (CLEAR, no ID switches)"),
