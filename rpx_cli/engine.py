@@ -165,16 +165,26 @@ def _outcomes(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int,
     jobs = min(jobs, len(pairs))
     # Small chunks keep the progress bar live and the tail short; big enough to amortise IPC.
     chunksize = max(1, min(8, len(pairs) // (jobs * 16)))
+    yield from parallel_map(_run_in_worker, pairs, jobs=jobs, initializer=_init_worker,
+                            initargs=(task, params, digest, keep_rows, calculators),
+                            chunksize=chunksize)
+
+
+def parallel_map(function: Callable[[Any], Any], items: Sequence[Any], *, jobs: int,
+                 initializer: Callable[..., None], initargs: tuple[Any, ...],
+                 chunksize: int = 1) -> Iterator[Any]:
+    """``function(item)`` for every item in ``jobs`` worker processes (forked on Linux),
+    results in order. A worker that dies is :class:`WorkerCrashed`; on any error or
+    interrupt the workers are stopped at once."""
     shutdown_digest_thread()  # fork only a single-threaded process
     method = "fork" if sys.platform.startswith("linux") else None
     # ProcessPoolExecutor, not multiprocessing.Pool: a worker killed by the OOM killer
     # breaks the pool (an error) instead of losing its task (a hang).
     executor = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(method),
-                                   initializer=_init_worker,
-                                   initargs=(task, params, digest, keep_rows, calculators))
+                                   initializer=initializer, initargs=initargs)
     finished = False
     try:
-        yield from executor.map(_run_in_worker, pairs, chunksize=chunksize)
+        yield from executor.map(function, items, chunksize=chunksize)
         finished = True
     except BrokenProcessPool:
         raise WorkerCrashed(

@@ -23,7 +23,7 @@ ALLOWED = {
     "io": {"errors", "io"},
     "ops": {"errors", "ops"},
     "tasks": {"io", "ops", "errors", "tasks"},
-    "deploy": {"tasks", "ops", "io", "errors", "deploy"},
+    "deploy": {"tasks", "ops", "io", "errors", "deploy", "engine"},
     "engine": {"io", "tasks", "errors"},
     "report": {"tasks", "errors", "report", "__init__"},
     "console": set(),

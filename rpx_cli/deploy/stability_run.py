@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import itertools
 import math
-import multiprocessing
 import os
 import signal
-import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,10 +36,11 @@ from rpx_cli.deploy.stability import (
     mean_score,
     segmentation_pair,
 )
-from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError, WorkerCrashed
+from rpx_cli.engine import parallel_map
+from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.discover import discover
-from rpx_cli.io.filebuffer import FileBuffer, shutdown_digest_thread
+from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.manifest import Manifest, Sample, read_manifest
 from rpx_cli.tasks.depth import to_depth
 
@@ -394,24 +391,13 @@ def _unit_results(settings: Settings, units: list[tuple[str, list[Frame]]], jobs
         for _, frames in units:
             yield _evaluate_unit(settings, frames, progress)
         return
-    shutdown_digest_thread()  # fork only a single-threaded process
-    method = "fork" if sys.platform.startswith("linux") else None
-    executor = ProcessPoolExecutor(min(jobs, len(units)),
-                                   mp_context=multiprocessing.get_context(method),
-                                   initializer=_init_worker, initargs=(settings,))
-    finished = False
-    try:
-        for (_, frames), result in zip(units, executor.map(_run_in_worker, [f for _, f in units]),
-                                       strict=True):
-            if progress is not None:
-                progress(max(len(frames) - 1, 0))
-            yield result
-        finished = True
-    except BrokenProcessPool:
-        raise WorkerCrashed("a worker process died (killed, or out of memory?); fewer --jobs "
-                            "use less memory") from None
-    finally:
-        executor.shutdown(wait=finished, cancel_futures=not finished)
+    results = parallel_map(_run_in_worker, [frames for _, frames in units],
+                           jobs=min(jobs, len(units)), initializer=_init_worker,
+                           initargs=(settings,))
+    for (_, frames), result in zip(units, results, strict=True):
+        if progress is not None:
+            progress(max(len(frames) - 1, 0))
+        yield result
 
 
 def run_stability(plan: Plan, *, depth_scale: float = 1000.0, ignore_index: Sequence[int] = (-1,),
