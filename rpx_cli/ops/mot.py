@@ -290,10 +290,6 @@ def alpha_arrays(stats: np.ndarray) -> dict[str, np.ndarray]:
             "asspr": arrays["asspr"]}
 
 
-def scalar(stats: np.ndarray, name: str) -> float:
-    return float(stats[_AT[name]])
-
-
 def finalize(stats: np.ndarray) -> dict[str, float | int | None]:
     """Metrics from one statistics vector (a sequence, or :func:`combine` of several).
     Without GT every ratio is None; counts are always given."""
