@@ -119,10 +119,10 @@ def sequence_stats(gt: Side, pred: Side, threshold: float = 0.5) -> np.ndarray:
     out[:4] = len(gt.frame), len(pred.frame), n_g, n_p
     gt_count = np.bincount(gid, minlength=n_g).astype(np.float64)
     pred_count = np.bincount(pid, minlength=n_p).astype(np.float64)
-    if len(gt.frame) == 0 or len(pred.frame) == 0:
+    pairs = pair_up(gt, pred)
+    if len(pairs.sim) == 0:  # no frame has boxes on both sides: nothing can match
         _fill_unmatched(out, gt_count)
         return out
-    pairs = pair_up(gt, pred)
     _identity(out, pairs, gid, pid, n_g, n_p, threshold)
     pm = _clear(out, pairs, gid, pid, n_g, n_p, gt_count, threshold)
     _hota(out, pairs, gid, pid, n_g, n_p, gt_count, pred_count, pm)
@@ -130,7 +130,8 @@ def sequence_stats(gt: Side, pred: Side, threshold: float = 0.5) -> np.ndarray:
 
 
 def _fill_unmatched(out: np.ndarray, gt_count: np.ndarray) -> None:
-    """Nothing to match (TrackEval's early return): every box is a miss or a false alarm."""
+    """Nothing to match: every box is a miss or a false alarm (TrackEval's early return
+    when a side is empty, and what its loops give when no frame has both sides)."""
     num_gt, num_pred = out[0], out[1]
     out[_AT["fn"]], out[_AT["fp"]] = num_gt, num_pred
     out[_AT["ml"]] = len(gt_count)
