@@ -89,7 +89,41 @@ def make_tracking(root: Path, rng, stems) -> dict:
     return {"iou_threshold": 0.5, "box_format": "xyxy", "benchmark": "none"}
 
 
-MAKERS = {"detection": make_detection, "tracking": make_tracking, "saliency-mb": make_saliency,
+def make_pose(root: Path, rng, stems) -> dict:
+    for stem in stems:
+        for role in ("gt", "pred"):
+            q = rng.normal(size=4)
+            (root / role).mkdir(parents=True, exist_ok=True)
+            (root / role / f"{stem.replace('/', '_')}.json").write_text(json.dumps(
+                {"quaternion_wxyz": q.tolist(), "t": rng.normal(size=3).tolist()}))
+    return {"translation_sign_ambiguous": bool(rng.random() < 0.5)}
+
+
+def make_keypoints(root: Path, rng, stems) -> dict:
+    for stem in stems:
+        n = int(rng.integers(0, 6))
+        p0 = rng.uniform(0, 20, (n, 2))
+        gt = {"points0": p0.tolist(), "points1": (p0 + 3).tolist(),
+              "visibility": (rng.random(n) < 0.8).tolist()}
+        m = int(rng.integers(0, 6))
+        pred = {"points0": rng.uniform(0, 20, (m, 2)).tolist(),
+                "points1": rng.uniform(0, 25, (m, 2)).tolist()}
+        for role, document in (("gt", gt), ("pred", pred)):
+            (root / role).mkdir(parents=True, exist_ok=True)
+            (root / role / f"{stem.replace('/', '_')}.json").write_text(json.dumps(document))
+    return {"px_threshold": 3.0}
+
+
+def make_coherence(root: Path, rng, stems) -> dict:
+    for stem in stems:
+        mask = rng.integers(0, 3, (6, 7)).astype(np.uint8)
+        write_npy(root / "pred" / f"{stem}.npy", mask)
+        write_npy(root / "gt" / f"{stem}.npy", (1 + mask * rng.uniform(0.05, 0.3)).astype(np.float32))
+    return {"tau": 0.1, "dilation": 1, "depth_scale": 1000.0}
+
+
+MAKERS = {"detection": make_detection, "pose": make_pose, "keypoints": make_keypoints,
+          "coherence": make_coherence, "tracking": make_tracking, "saliency-mb": make_saliency,
           "depth": make_depth, "segmentation": make_segmentation, "nvs": make_nvs,
           "sparse-depth": make_sparse}
 
