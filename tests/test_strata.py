@@ -194,3 +194,15 @@ def test_sharded_manifest_runs_merge_exactly(tmp_path: Path) -> None:
         parts.append((f"p{k}.json", json.loads(json.dumps(part)), "0" * 64))
     merged = merge_reports(parts, invocation=Invocation("rpx merge", [], {}))
     assert merged["strata"] == single["strata"]
+
+
+def test_primary_metric_of_a_skipped_family_is_refused(rpx, tmp_path: Path) -> None:
+    from conftest import FIXTURES
+
+    shelf = FIXTURES / "detection" / "shelf"
+    write_manifest(tmp_path / "m.json", sorted(p.stem for p in (shelf / "gt").iterdir()))
+    base = (f"eval detection --pred-dir {shelf / 'pred'} --gt-dir {shelf / 'gt'} "
+            f"--manifest {tmp_path / 'm.json'}")
+    run = rpx(f"{base} --metrics coco")  # f1 comes from the rows family
+    assert run.exit_code == 2 and "family 'rows'" in run.stderr
+    assert rpx(f"{base} --metrics rows,coco").json["strata"]["by_phase"]["clutter"]["n"] > 0

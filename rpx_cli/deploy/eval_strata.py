@@ -50,6 +50,11 @@ def plan(path: str, task: Any, params: Any, stems: list[str], *, primary_metric:
         known = ", ".join(sorted(k for k, v in info.items() if v.direction in ("higher", "lower")))
         raise ParameterError(f"primary metric {metric!r} is not a metric of {task.name} "
                              f"(known: {known})")
+    for family in params.get("skipped_metrics", ()):
+        if metric in task.families[family][0]:
+            raise ParameterError(f"primary metric {metric!r} is computed by the metric family "
+                                 f"{family!r}, which --metrics leaves out: include it, or "
+                                 "choose another --primary-metric")
     if bootstrap < 0:
         raise ParameterError(f"bootstrap must be >= 0, got {bootstrap}")
     manifest = read_manifest(path, load_poses=False)
