@@ -172,8 +172,8 @@ def run_evaluation(
         argv=invocation.argv,
         args=invocation.args,
         inputs={
-            "pred_dir": directory_input(pred_dir, result.pred_digests),
-            "gt_dir": directory_input(gt_dir, result.gt_digests),
+            task.input_names[0]: directory_input(pred_dir, result.pred_digests),
+            task.input_names[1]: directory_input(gt_dir, result.gt_digests),
             **({"manifest": file_input(manifest, plan.sha256)} if plan else {}),
         },
         outputs={"report": {"path": invocation.out}},
@@ -479,8 +479,8 @@ def merge_reports(parts: list[tuple[str, dict[str, Any], str]], *,
         digests = {role: {rel: h for _, part, _ in parts
                           for rel, h in part["state"]["digests"][role].items()}
                    for role in ("pred_dir", "gt_dir")}
-        inputs = {role: directory_input(first["state"]["inputs"][role], digests[role])
-                  for role in ("pred_dir", "gt_dir")}
+        inputs = {name: directory_input(first["state"]["inputs"][role], digests[role])
+                  for name, role in zip(task.input_names, ("pred_dir", "gt_dir"), strict=True)}
     for path, part, sha in sorted(parts, key=lambda p: p[1]["state"]["shard"]["index"]):
         inputs[f"shard_{part['state']['shard']['index']}"] = {
             "path": path, "kind": "file", "exists": os.path.isfile(path), "n_files": 1, "sha256": sha}

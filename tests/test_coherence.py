@@ -396,3 +396,13 @@ def test_not_an_eval_task_and_config_defaults(rpx, tmp_path: Path) -> None:
     report = rpx(f"coherence {dirs} --config {config}").json
     assert (report["params"]["tau"], report["params"]["dilation"]) == (0.6, 0)
     assert report["rows"][0]["n_depth_boundary"] == 0  # 0.5 is not above 0.6
+
+
+def test_provenance_names_the_mask_and_depth_folders(rpx) -> None:
+    from conftest import FIXTURES
+
+    shelf = FIXTURES / "coherence" / "shelf"
+    report = rpx(["coherence", "--mask-dir", shelf / "mask", "--depth-dir", shelf / "depth"]).json
+    inputs = report["run_provenance"]["inputs"]
+    assert set(inputs) == {"mask_dir", "depth_dir"}
+    assert inputs["mask_dir"]["path"].endswith("mask") and inputs["depth_dir"]["n_files"] == 3

@@ -70,6 +70,8 @@ class Task:
     default_missing: ClassVar[str] = "error"
     default_params: ClassVar[Mapping[str, Any]] = {}
     options: ClassVar[tuple[Option, ...]] = ()
+    # how run_provenance names the two folders (coherence: mask_dir, depth_dir)
+    input_names: ClassVar[tuple[str, str]] = ("pred_dir", "gt_dir")
     # input files that replace --pred-dir/--gt-dir (detection: --coco-gt/--coco-dt)
     file_inputs: ClassVar[tuple[Option, ...]] = ()
     help: ClassVar[str] = ""

@@ -64,6 +64,7 @@ class Coherence(Task):
         "n_no_depth": MetricInfo("none", "pixels with depth <= 0, excluded from every count"),
     }
     # flags are declared by the command (rpx_cli/cli/coherence.py), as for saliency-mb
+    input_names = ("mask_dir", "depth_dir")
     default_params = {"tau": 0.1, "dilation": 2, "depth_scale": 1000.0}
 
     # --- parameters -------------------------------------------------------------------
