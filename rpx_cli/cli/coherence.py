@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rpx_cli.cli.options import pair_options, run_pair_command
+from rpx_cli.cli.options import depth_scale_option, pair_options, run_pair_command
 
 # The shared pair options name the directories --pred-dir/--gt-dir; here the mask folder
 # plays the prediction and the depth folder the ground truth, under their own names.
@@ -24,10 +24,7 @@ _RENAMED = ("pred_dir", "gt_dir")
 @click.option("--dilation", type=click.IntRange(min=0), default=2, show_default=True,
               help="Both boundaries grow by this many 4-neighbour steps (a diamond) before "
                    "matching; 0 = exact pixels.")
-@click.option("--depth-scale", type=click.FloatRange(min=0.0, min_open=True), default=1000.0,
-              show_default=True,
-              help="Integer depth (16-bit PNG/PGM/TIFF, integer .npy) is divided by this to get "
-                   "metres: 1000 = millimetres.")
+@depth_scale_option
 @click.pass_context
 def coherence(ctx: click.Context, mask_dir: str, depth_dir: str, tau: float, dilation: int,
               depth_scale: float, **common) -> None:

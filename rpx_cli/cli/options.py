@@ -59,6 +59,13 @@ class GateType(click.ParamType):
         return str(value)
 
 
+def depth_scale_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--depth-scale", type=click.FloatRange(min=0.0, min_open=True),
+                        default=1000.0, show_default=True,
+                        help="Integer depth (16-bit PNG/PGM/TIFF, integer .npy) is divided by "
+                             "this to get metres: 1000 = millimetres.")(func)
+
+
 def require_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--require", "require", type=GateType(), multiple=True, metavar="EXPR",
                         help="Gate on the report, e.g. aggregate.absrel<=0.12 (repeatable): "

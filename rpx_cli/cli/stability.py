@@ -10,6 +10,7 @@ import click
 from rpx_cli.cli.options import (
     apply_gates,
     config_option,
+    depth_scale_option,
     emit_report,
     raise_if_failed,
     require_option,
@@ -36,10 +37,7 @@ _DIR = click.Path(file_okay=False, path_type=str)
 @click.option("--depth-dir", type=_DIR, default=None,
               help="GT depth per stem (segmentation): drives the reprojection and the "
                    "occlusion test.")
-@click.option("--depth-scale", type=click.FloatRange(min=0.0, min_open=True), default=1000.0,
-              show_default=True,
-              help="Integer depth (16-bit PNG/PGM/TIFF, integer .npy) is divided by this to get "
-                   "metres: 1000 = millimetres.")
+@depth_scale_option
 @click.option("--ignore-index", type=int, multiple=True, default=(-1,), show_default=True,
               help="Segmentation: a label to leave out of both maps (repeatable; PNG users "
                    "usually pass 255).")
