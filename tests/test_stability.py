@@ -496,6 +496,20 @@ def test_manifest_problems_fail_under_missing_error_and_are_listed_under_skip(rp
     assert "are left out" in skip.stderr
 
 
+def test_a_manifest_without_sequences_is_one_sequence(rpx, tmp_path: Path) -> None:
+    # stems in reverse frame order: the frame number orders them, not the stem
+    paths = write_case(tmp_path / "one", "segmentation", {"z": SEG_T, "a": SEG_T1},
+                       [{"stem": "z", "frame": 0}, {"stem": "a", "frame": 1}], fmt="png")
+    report = rpx(args(paths, "segmentation", "--warp", "none")).json
+    assert report["sequences"]["all"]["pairs"] == [["z", "a"]]
+    assert report["ts_score"] == SEG_EXPECTED
+    mixed = write_case(tmp_path / "mixed", "segmentation", {"z": SEG_T, "a": SEG_T1},
+                       [{"stem": "z", "frame": 0, "sequence": "s"}, {"stem": "a", "frame": 1}],
+                       fmt="png")
+    assert_failed_cleanly(rpx(args(mixed, "segmentation", "--warp", "none")),
+                          "a: no 'sequence' (nor scene/phase), unlike other frames")
+
+
 def test_warp_requirements(rpx, tmp_path: Path) -> None:
     maps = {"a": DEPTH_T, "b": DEPTH_T1}
     no_k = [{"stem": s, "sequence": "q", "frame": i, "pose": np.eye(4).tolist()} for i, s in enumerate("ab")]

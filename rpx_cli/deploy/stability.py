@@ -1,8 +1,9 @@
 """Temporal stability (TS, SPEC §6): how much a model's prediction for a frame agrees with
 its prediction for the next frame once the camera's motion is undone.
 
-Frames are grouped by the manifest's ``sequence`` (else ``scene/phase``) and ordered by
-``frame``; every consecutive pair ``(t, t+1)`` scores one value:
+Frames are grouped by the manifest's ``sequence`` (else ``scene/phase``; a manifest naming
+none of them is one sequence, ``all``) and ordered by ``frame``; every consecutive pair
+``(t, t+1)`` scores one value:
 
 - segmentation: ``mean over classes c present in either map of IoU_c(P_t, warp(P_t+1))``,
   over the pixels valid after warping whose label is not an ignore index in either map

@@ -44,6 +44,8 @@ from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.manifest import Manifest, Sample, read_manifest
 from rpx_cli.tasks.depth import to_depth
 
+SINGLE_SEQUENCE = "all"  # the name of the one sequence of a manifest without sequences
+
 
 @dataclass(frozen=True)
 class Frame:
@@ -117,15 +119,17 @@ def plan_stability(task: str, pred_dir: str, manifest_path: str, *, warp: str = 
                                   f"no entry for this stem in {manifest_path}"))
     samples = [manifest.samples[stem] for stem in sorted(preds) if stem in manifest.samples]
     groups: dict[str, list[Sample]] = {}
+    # a manifest that names no sequence, scene or phase at all describes one sequence
+    single = not any(sample.group for sample in samples)
     for sample in samples:
         if sample.frame is None:
             reject(sample.stem, manifest_path, f"{sample.stem}: no 'frame' number: the frame "
                                                "cannot be ordered in its sequence")
-        elif not sample.group:
-            reject(sample.stem, manifest_path, f"{sample.stem}: no 'sequence' (nor scene/phase): "
-                                               "the frame belongs to no sequence")
+        elif not sample.group and not single:
+            reject(sample.stem, manifest_path, f"{sample.stem}: no 'sequence' (nor scene/phase), "
+                                               "unlike other frames: it belongs to no sequence")
         else:
-            groups.setdefault(sample.group, []).append(sample)
+            groups.setdefault(sample.group or SINGLE_SEQUENCE, []).append(sample)
     for name, members in groups.items():
         by_frame: dict[int, list[str]] = {}
         for sample in members:
