@@ -424,3 +424,18 @@ def test_tiny_integer_sequences_equal_trackeval(seed: int, n_frames: int, n_gt: 
             assert got[key] is None, key  # rpx: no GT, no ratio (TrackEval prints numbers)
             continue
         assert got[key] == pytest.approx(float(value), rel=1e-9, abs=1e-12), key
+
+
+@pytest.mark.parametrize("threshold", [0.3, 0.7])
+def test_iou_threshold_equals_trackeval_threshold(threshold: float) -> None:
+    from trackeval.metrics import CLEAR, HOTA, Identity
+
+    gt, pred = generate(31, jitter=6.0, p_double=0.2)
+    data = trackeval_sequence(gt, pred)
+    config = {**QUIET, "THRESHOLD": threshold}
+    expected = trackeval_metrics((CLEAR(config).eval_sequence(data),
+                                  Identity(config).eval_sequence(data),
+                                  HOTA(QUIET).eval_sequence(data)))
+    got = mot.finalize(mot.sequence_stats(side(gt), side(pred), threshold))
+    assert_matches(got, expected)
+    assert got["tp"] != metrics(gt, pred)["tp"]  # the threshold matters on this sequence
