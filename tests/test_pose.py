@@ -283,7 +283,9 @@ def test_missing_prediction_is_the_worst_case(rpx, tmp_path: Path) -> None:
     assert row["rotation_error_deg"] == row["translation_angular_deg"] == row["pose_error_max_deg"] == 180.0
     assert report["aggregate"]["n_missing"] == 1
     others = [r["translation_error_m"] for r in full["rows"] if r["stem"] != "s02"]
-    assert report["aggregate"]["translation_error_m"] == pytest.approx(sum(others) / 4)
+    assert report["aggregate"]["translation_error_m"] is None  # undefined, never flattering
+    assert report["aggregate"]["translation_error_m_predicted"] == pytest.approx(sum(others) / 4)
+    assert "translation_error_m_predicted" not in full["aggregate"]
     # nothing headline can improve by leaving a file out
     for key in ("auc_5deg", "auc_10deg", "auc_20deg"):
         assert report["dataset"][key] <= full["dataset"][key]
@@ -301,7 +303,8 @@ def test_median_on_a_missing_prediction_is_null() -> None:
     rows = [row_of(None, gt), row_of(Pose(np.eye(3), np.array([0.0, 0.0, 2.0])), gt)]
     summary = TASK.summarize(np.array([TASK.row_stats(r, PARAMS) for r in rows]), PARAMS)
     assert summary["dataset"]["median_translation_error_m"] is None  # (1 + inf) / 2
-    assert summary["aggregate"]["translation_error_m"] == 1.0
+    assert summary["aggregate"]["translation_error_m"] is None
+    assert summary["aggregate"]["translation_error_m_predicted"] == 1.0
     assert summary["dataset"]["median_rotation_error_deg"] == 90.0  # (0 + 180) / 2
 
 

@@ -22,8 +22,9 @@ Row:
 A missing prediction under ``--missing empty`` is the worst case: 180° for every angle and a
 null ``translation_error_m`` (there is no worst distance), counted in
 ``aggregate.n_missing``. The AUCs, the medians and the angle means therefore can never
-improve by omitting a file; ``aggregate.translation_error_m`` is a mean over the predicted
-rows only (gate on ``aggregate.n_missing`` too).
+improve by omitting a file, and ``aggregate.translation_error_m`` is null when a pose is
+missing (the mean over the predicted rows alone, which omitting files could lower, is
+``translation_error_m_predicted``, for diagnosis).
 
 ``aggregate``: the mean of each row metric, ``n_frames``, ``n_missing``. ``dataset``:
 ``auc_5deg``, ``auc_10deg``, ``auc_20deg`` — SuperGlue's ``pose_auc`` of
@@ -74,6 +75,9 @@ class RelativePose(Task):
         "median_translation_error_m": MetricInfo("lower", "median translation_error_m over all "
                                                  "rows, a missing prediction ranked worst"),
         "n_missing": MetricInfo("none", "rows without a prediction (--missing empty)"),
+        "translation_error_m_predicted": MetricInfo(
+            "lower", "mean translation_error_m over the rows with a prediction (only when one "
+            "is missing; aggregate.translation_error_m is then null)"),
     }
     options = (
         Option("translation_sign_ambiguous", "--translation-sign-ambiguous", "flag", False,
@@ -122,8 +126,15 @@ class RelativePose(Task):
         aggregate: dict[str, Any] = {"n_frames": len(stats),
                                      "n_missing": int(np.count_nonzero(missing))}
         for index, key in enumerate(ROW_KEYS):
-            values = stats[~missing, index] if key == "translation_error_m" else stats[:, index]
+            values = stats[:, index]
             aggregate[key] = math.fsum(values.tolist()) / len(values) if len(values) else None
+        if missing.any():
+            # a missing pose has no translation error: the mean over all rows is undefined
+            # (a mean over the predicted rows alone would reward leaving files out)
+            aggregate["translation_error_m"] = None
+            present = stats[~missing, 1]
+            aggregate["translation_error_m_predicted"] = (
+                math.fsum(present.tolist()) / len(present) if len(present) else None)
         translation = np.where(missing, np.inf, stats[:, 1])
         dataset: dict[str, Any] = {
             f"auc_{t:g}deg": auc for t, auc in zip(AUC_THRESHOLDS, pose_auc(stats[:, 3]),
