@@ -38,6 +38,17 @@ def timed_run(argv: list[str], *, repeat: int = 1, env: dict | None = None) -> f
     return statistics.median(times)
 
 
+def timed_output(argv: list[str], *, repeat: int = 1) -> tuple[float, str]:
+    """Median wall time of ``argv`` in fresh processes, and the stdout of the last run."""
+    times, out = [], ""
+    for _ in range(repeat):
+        start = time.perf_counter()
+        done = subprocess.run(argv, check=True, capture_output=True, text=True)
+        times.append(time.perf_counter() - start)
+        out = done.stdout
+    return statistics.median(times), out
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:

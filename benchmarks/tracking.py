@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, machine, rpx_command
+from _common import DATA, machine, rpx_command, timed_output
 
 FLOOR = textwrap.dedent("""
     import sys, json, numpy as np
@@ -121,16 +118,6 @@ def generate(root: Path, n_seq: int, n_frames: int) -> list[str]:
     return seqs
 
 
-def run(argv: list[str], repeat: int) -> tuple[float, str]:
-    times, out = [], ""
-    for _ in range(repeat):
-        start = time.perf_counter()
-        done = subprocess.run(argv, check=True, capture_output=True, text=True)
-        times.append(time.perf_counter() - start)
-        out = done.stdout
-    return statistics.median(times), out
-
-
 def rpx_values(report: str) -> dict[str, list[float]]:
     rows = json.loads(report)["rows"]
     return {row["stem"]: [row["mota"], row["idf1"], row["hota"]] for row in rows}
@@ -148,13 +135,14 @@ def main() -> None:
     rpx = rpx_command() + ["eval", "tracking", "--pred-dir", str(root / "rpx" / "pred"),
                            "--gt-dir", str(root / "rpx" / "gt"), "--benchmark", "mot17",
                            "--quiet", "--no-progress"]
-    results = {
-        "floor: np.loadtxt of the files": run([py, "-c", FLOOR, str(root), *seqs], args.repeat),
-        "TrackEval (trackeval package)": run([py, "-c", TRACKEVAL, str(root), *seqs], args.repeat),
-        "motrics": run([py, "-c", MOTRICS, str(root), *seqs], args.repeat),
-        "rpx --jobs 1": run(rpx + ["--jobs", "1"], args.repeat),
-        "rpx (--jobs 2)": run(rpx + ["--jobs", "2"], args.repeat),
+    commands = {
+        "floor: np.loadtxt of the files": [py, "-c", FLOOR, str(root), *seqs],
+        "TrackEval (trackeval package)": [py, "-c", TRACKEVAL, str(root), *seqs],
+        "motrics": [py, "-c", MOTRICS, str(root), *seqs],
+        "rpx --jobs 1": rpx + ["--jobs", "1"],
+        "rpx (--jobs 2)": rpx + ["--jobs", "2"],
     }
+    results = {name: timed_output(argv, repeat=args.repeat) for name, argv in commands.items()}
     reference = rpx_values(results["rpx --jobs 1"][1])
     trackeval_s = results["TrackEval (trackeval package)"][0]
     motrics_s = results["motrics"][0]

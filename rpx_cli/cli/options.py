@@ -59,6 +59,15 @@ class GateType(click.ParamType):
         return str(value)
 
 
+def out_option(what: str = "JSON report") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-o/--out`` (alias ``--out-json``): where the JSON goes, ``-`` = stdout."""
+    return click.option("-o", "--out", "--out-json", "out", default="-", show_default=True,
+                        metavar="PATH", help=f"Where the {what} goes ('-' = stdout).")
+
+
+compact_option = click.option("--compact", is_flag=True, help="One-line JSON instead of indented.")
+
+
 def depth_scale_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--depth-scale", type=click.FloatRange(min=0.0, min_open=True),
                         default=1000.0, show_default=True,
@@ -102,8 +111,7 @@ def pair_options(*, default_missing: str,
                      help="Folder of predictions."),
         click.option("--gt-dir", required=dirs_required, type=dir_type,
                      help="Folder of ground truth."),
-        click.option("-o", "--out", "--out-json", "out", default="-", show_default=True,
-                     metavar="PATH", help="Where the JSON report goes ('-' = stdout)."),
+        out_option(),
         click.option("--missing", type=click.Choice(["error", "skip", "empty"]),
                      default=default_missing, show_default=True,
                      help="Unpaired stems: fail, evaluate the stems in both (listing the "
@@ -119,7 +127,7 @@ def pair_options(*, default_missing: str,
                           "partial report for `rpx merge`."),
         require_option,
         click.option("--no-rows", is_flag=True, help="Omit per-pair rows from the report."),
-        click.option("--compact", is_flag=True, help="One-line JSON instead of indented."),
+        compact_option,
         click.option("-q", "--quiet", is_flag=True,
                      help="No progress bar, summary or warnings on stderr."),
         click.option("--progress/--no-progress", default=None,

@@ -9,8 +9,10 @@ import click
 
 from rpx_cli.cli.options import (
     apply_gates,
+    compact_option,
     config_option,
     emit_report,
+    out_option,
     raise_if_failed,
     require_option,
     traceback_option,
@@ -32,9 +34,8 @@ _COST = click.FloatRange(min=0.0)
 @click.option("--latency-ms", type=_COST, default=None, help="Latency per sample, ms.")
 @click.option("--actmem-gb", type=_COST, default=None, help="Peak activation memory, GB (fp16).")
 @click.option("--model-name", default=None, metavar="NAME", help="The model's name.")
-@click.option("-o", "--out", "--out-json", "out", default="-", show_default=True, metavar="PATH",
-              help="Where the JSON report goes ('-' = stdout).")
-@click.option("--compact", is_flag=True, help="One-line JSON instead of indented.")
+@out_option()
+@compact_option
 @click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr.")
 @require_option
 @traceback_option

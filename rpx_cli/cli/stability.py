@@ -9,9 +9,11 @@ import click
 
 from rpx_cli.cli.options import (
     apply_gates,
+    compact_option,
     config_option,
     depth_scale_option,
     emit_report,
+    out_option,
     raise_if_failed,
     require_option,
     show_progress,
@@ -48,10 +50,9 @@ _DIR = click.Path(file_okay=False, path_type=str)
                    "list them under 'unpaired' / 'skipped'.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes [default: CPUs available]. Never changes a number.")
-@click.option("-o", "--out", "--out-json", "out", default="-", show_default=True, metavar="PATH",
-              help="Where the JSON report goes ('-' = stdout).")
+@out_option()
 @require_option
-@click.option("--compact", is_flag=True, help="One-line JSON instead of indented.")
+@compact_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar, summary or warnings on stderr.")
 @click.option("--progress/--no-progress", default=None,
               help="Force the progress bar on or off [default: on when stderr is a terminal].")

@@ -9,8 +9,10 @@ import click
 
 from rpx_cli.cli.options import (
     GateType,
+    compact_option,
     config_option,
     emit_report,
+    out_option,
     raise_if_failed,
     traceback_option,
     write_stdout,
@@ -38,9 +40,8 @@ def read_report(path: str) -> tuple[dict, bytes]:
 
 @click.command()
 @click.argument("parts", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("-o", "--out", "--out-json", "out", default="-", show_default=True, metavar="PATH",
-              help="Where the merged report goes ('-' = stdout).")
-@click.option("--compact", is_flag=True, help="One-line JSON instead of indented.")
+@out_option("merged report")
+@compact_option
 @traceback_option
 @click.pass_context
 def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool) -> None:
@@ -72,7 +73,7 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool) -
 @click.argument("report", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--require", "require", type=GateType(), multiple=True, required=True,
               metavar="EXPR", help="A gate such as aggregate.absrel<=0.12 (repeatable).")
-@click.option("--compact", is_flag=True, help="One-line JSON instead of indented.")
+@compact_option
 @traceback_option
 def check(report: str, require: tuple, compact: bool) -> None:
     """Gate an existing report: exit 0 when every gate passes, 3 when one fails.
@@ -124,9 +125,8 @@ class NoRegressionType(click.ParamType):
               show_default=True, help="JSON on stdout, or a Markdown table for a PR comment.")
 @click.option("--force", is_flag=True,
               help="Compare reports of different tasks or parameters (a warning, not an error).")
-@click.option("-o", "--out", "--out-json", "out", default="-", show_default=True, metavar="PATH",
-              help="Where the JSON comparison goes ('-' = stdout).")
-@click.option("--compact", is_flag=True, help="One-line JSON instead of indented.")
+@out_option("JSON comparison")
+@compact_option
 @click.option("-q", "--quiet", is_flag=True, help="No table on stderr.")
 @config_option
 @traceback_option

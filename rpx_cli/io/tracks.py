@@ -9,6 +9,7 @@ the file. A frame listed again for one id is a duplicate, an earlier one is out 
 
 JSON: ``{"frames": [{"frame": n, "objects": [{"id": ..., "bbox": [x1, y1, x2, y2],
 "score"?: s}, ...]}, ...]}`` with frames in increasing order; ids are integers or strings.
+Confidences are checked but not kept: CLEAR, Identity and HOTA do not use them.
 
 Boxes are kept as ``[x1, y1, x2, y2]`` float64; MOT ``x + w`` is computed exactly as
 TrackEval does, so IoUs agree bit for bit.
@@ -37,21 +38,20 @@ class Tracks:
     frame: np.ndarray  # (N,)
     ids: np.ndarray  # (N,) integer track ids (JSON string ids numbered by first appearance)
     box: np.ndarray  # (N, 4) x1, y1, x2, y2
-    score: np.ndarray  # (N,) confidence (NaN when absent)
     flag: np.ndarray  # (N,) MOT GT column 7 (1 when absent)
     cls: np.ndarray  # (N,) MOT GT column 8 (-1 when absent)
 
     @classmethod
     def empty(cls) -> Tracks:
-        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 4)), np.zeros(0),
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 4)),
                    np.ones(0, np.int64), np.full(0, -1, np.int64))
 
     def __len__(self) -> int:
         return len(self.frame)
 
     def where(self, keep: np.ndarray) -> Tracks:
-        return Tracks(self.frame[keep], self.ids[keep], self.box[keep], self.score[keep],
-                      self.flag[keep], self.cls[keep])
+        return Tracks(self.frame[keep], self.ids[keep], self.box[keep], self.flag[keep],
+                      self.cls[keep])
 
 
 def read_tracks(path: str, buffer: FileBuffer, *, box_format: str = "xyxy") -> Tracks:
@@ -93,10 +93,9 @@ def parse_mot_text(data: bytes, path: str) -> Tracks:
     box[:, 2] = box[:, 0] + box[:, 2]  # TrackEval's arithmetic, for identical IoUs
     box[:, 3] = box[:, 1] + box[:, 3]
     n = len(table)
-    score = table[:, 6].copy() if width > 6 else np.full(n, np.nan)
     flag = table[:, 6].astype(np.int64) if width > 6 else np.ones(n, np.int64)
     cls = table[:, 7].astype(np.int64) if width > 7 else np.full(n, -1, np.int64)
-    return Tracks(frame, ids, box, score, flag, cls)
+    return Tracks(frame, ids, box, flag, cls)
 
 
 def _fields(line: bytes) -> list[bytes]:
@@ -185,8 +184,8 @@ def _tracks_from_objects(frame: np.ndarray, objects: list[tuple[int, Any]], path
     if n == 0:
         return Tracks.empty()
     raw_ids = []
-    boxes, scores = [], np.full(n, np.nan)
-    for i, (k, obj) in enumerate(objects):
+    boxes = []
+    for k, obj in objects:
         where = f"frames[{k}]"
         if not isinstance(obj, dict):
             raise InputError(f"{where}: each object must be a JSON object", path=path)
@@ -201,10 +200,8 @@ def _tracks_from_objects(frame: np.ndarray, objects: list[tuple[int, Any]], path
             raise InputError(f"{where}: 'bbox' must be four numbers, got {box!r}", path=path)
         boxes.append(box)
         score = obj.get("score")
-        if score is not None:
-            if isinstance(score, bool) or not isinstance(score, int | float):
-                raise InputError(f"{where}: 'score' must be a number, got {score!r}", path=path)
-            scores[i] = score
+        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
+            raise InputError(f"{where}: 'score' must be a number, got {score!r}", path=path)
     # ids numbered in sorted order (integers numerically, then strings), as TrackEval
     # relabels MOT ids: the order of ids decides assignment ties and summation order
     codes = {track: code for code, track in enumerate(
@@ -230,4 +227,4 @@ def _tracks_from_objects(frame: np.ndarray, objects: list[tuple[int, Any]], path
         name = next(k for k, v in codes.items() if v == ids[bad])
         raise InputError(f"frames[{objects[bad][0]}]: id {name!r} appears twice in frame "
                          f"{frame[bad]}", path=path)
-    return Tracks(frame, ids, box, scores, np.ones(n, np.int64), np.full(n, -1, np.int64))
+    return Tracks(frame, ids, box, np.ones(n, np.int64), np.full(n, -1, np.int64))

@@ -49,6 +49,16 @@ class Option:
     metavar: str | None = None
 
 
+def probability(name: str) -> Callable[[str], float]:
+    """A ``parse`` for an :class:`Option` whose value must lie in [0, 1]."""
+    def parse(text: str) -> float:
+        value = float(text)
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {text}")
+        return value
+    return parse
+
+
 @dataclass(frozen=True)
 class MetricInfo:
     """How to read a metric: which way is better, and what it is."""

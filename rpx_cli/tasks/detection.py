@@ -39,20 +39,11 @@ from rpx_cli.ops.assignment import solver
 from rpx_cli.ops.boxes import iou_pairs, iou_xywh
 from rpx_cli.ops.coco import STAT_NAMES, CocoInput, greedy_match
 from rpx_cli.ops.coco import evaluate as coco_evaluate
-from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn, probability
 from rpx_cli.tasks.registry import register_task
 
 BACKGROUND = "background"
 ROW_KEYS = ("precision", "recall", "f1", "tp", "fp", "fn")
-
-
-def _probability(name: str):
-    def parse(text: str) -> float:
-        value = float(text)
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"{name} must be in [0, 1], got {text}")
-        return value
-    return parse
 
 
 @register_task
@@ -84,10 +75,10 @@ class Detection(Task):
     options = (
         Option("box_format", "--box-format", "choice", "xyxy", choices=("xyxy", "xywh"),
                help="Boxes in per-stem files are [x1, y1, x2, y2] or [x, y, w, h]."),
-        Option("iou_threshold", "--iou-threshold", "parsed", 0.5, parse=_probability("IoU threshold"),
+        Option("iou_threshold", "--iou-threshold", "parsed", 0.5, parse=probability("IoU threshold"),
                metavar="T", help="IoU a match needs (>=), for rows, pooled and confusion."),
         Option("conf_threshold", "--conf-threshold", "parsed", 0.0,
-               parse=_probability("confidence threshold"), metavar="S",
+               parse=probability("confidence threshold"), metavar="S",
                help="Keep detections with score >= S for rows, pooled and confusion (COCO AP "
                     "always uses every detection)."),
         Option("class_map", "--class-map", "file", None, metavar="FILE",

@@ -20,8 +20,7 @@ from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import boxes_from_objects
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.boxes import iou_xywh
-from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
-from rpx_cli.tasks.detection import _probability
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn, probability
 from rpx_cli.tasks.registry import register_task
 
 
@@ -40,7 +39,7 @@ class Grounding(Task):
         Option("box_format", "--box-format", "choice", "xyxy", choices=("xyxy", "xywh"),
                help="Boxes are [x1, y1, x2, y2] or [x, y, w, h]."),
         Option("iou_threshold", "--iou-threshold", "parsed", 0.5,
-               parse=_probability("IoU threshold"), metavar="T",
+               parse=probability("IoU threshold"), metavar="T",
                help="An answer is right when its IoU with a GT box is >= T."),
     )
     default_params = {option.param: option.default for option in options}

@@ -26,8 +26,7 @@ from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.tracks import Tracks, read_tracks
 from rpx_cli.ops import mot
 from rpx_cli.ops.assignment import solver
-from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
-from rpx_cli.tasks.detection import _probability
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn, probability
 from rpx_cli.tasks.registry import register_task
 
 BENCHMARKS = ("none", "mot17", "mot20")
@@ -79,7 +78,7 @@ class Tracking(Task):
     }
     options = (
         Option("iou_threshold", "--iou-threshold", "parsed", 0.5,
-               parse=_probability("IoU threshold"), metavar="T",
+               parse=probability("IoU threshold"), metavar="T",
                help="IoU a CLEAR or Identity match needs (HOTA always sweeps 0.05 ... 0.95)."),
         Option("box_format", "--box-format", "choice", "xyxy", choices=("xyxy", "xywh"),
                help="Boxes in JSON files are [x1, y1, x2, y2] or [x, y, w, h] (MOT text is "
