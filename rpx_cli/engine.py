@@ -1,7 +1,12 @@
-"""Run pairs through a task: process pool, stem order, error collection, progress.
+"""Run units of work through worker processes: file reading with digests, stem order,
+error collection, progress. The only place that creates workers.
 
-The result never depends on ``jobs``: pairs are evaluated independently, results come
-back in submission (stem) order, and every reduction over rows happens afterwards.
+A *job* is a picklable callable ``job(worker, unit) -> result``: :class:`PairJob` evaluates
+one pair of files with a task (``rpx eval``, ``saliency-mb``, ``coherence``); temporal
+stability's job scores a run of consecutive frames. Each process has one :class:`Worker`
+holding reused file buffers (every file is read once, into memory that is kept between
+files, and its sha256 is computed alongside for ``run_provenance``). Results come back in
+submission order whatever ``jobs`` is, so nothing a job returns can depend on it.
 """
 
 from __future__ import annotations
@@ -10,50 +15,23 @@ import multiprocessing
 import os
 import signal
 import sys
-from array import array
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-import numpy as np
-
+from rpx_cli.allocator import tune_allocator
 from rpx_cli.errors import PairError, RpxError, WorkerCrashed
 from rpx_cli.io.discover import Pair
 from rpx_cli.io.filebuffer import FileBuffer, shutdown_digest_thread
 from rpx_cli.tasks.base import Params, Task
 from rpx_cli.tasks.calculators import run_calculator
+from rpx_cli.tasks.stats import Collector, StatTable
 
 Progress = Callable[[int], None]
-
-
-@dataclass
-class Outcome:
-    """What one pair produced: statistics (and the public row, if kept) or an error."""
-
-    stats: Sequence[float] | None
-    extra: dict[str, Any] | None  # plugin calculators' values
-    row: dict[str, Any] | None
-    error: PairError | None
-    pred_sha256: bytes | None
-    gt_sha256: bytes | None
-    warnings: list[tuple[str, str]]
-
-
-@dataclass
-class RunResult:
-    """Everything the report needs, in stem order. ``stats`` holds one row of sufficient
-    statistics per evaluated pair; ``rows`` the public rows, when they were kept."""
-
-    stats: np.ndarray | list[Any]
-    stems: list[str] = field(default_factory=list)  # of the evaluated pairs, in order
-    extras: list[dict[str, Any]] = field(default_factory=list)  # plugin values, when any
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[PairError] = field(default_factory=list)
-    warnings: dict[str, list[str]] = field(default_factory=dict)
-    pred_digests: dict[str, bytes] = field(default_factory=dict)  # relative path -> sha256
-    gt_digests: dict[str, bytes] = field(default_factory=dict)
+T = TypeVar("T")
+Digests = dict[str, dict[str, bytes]]  # role ("pred", "gt", "depth") -> relative path -> sha256
 
 
 def default_jobs() -> int:
@@ -64,127 +42,117 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_THRESHOLD = -3
-_malloc_tuned = False
+class Worker:
+    """Per-process state: reused file buffers (one per role and slot), the sha256 of every
+    file read, and warnings noted while reading.
 
+    A value parsed from a buffer is valid until the next read into the same slot; a job
+    that keeps two files of one role alive (frame t while t+1 is read) alternates slots.
+    A file's digest is collected when its buffer is reused or at :meth:`take_digests`, so
+    hashing (on a helper thread) overlaps the arithmetic."""
 
-def tune_allocator() -> None:
-    """Keep freed memory in the process (glibc): per-frame temporaries of a few MB are then
-    reused instead of being unmapped and page-faulted back in on every pair, which cost
-    more than the arithmetic (PERF-NOTES: 8.4 -> 4 ms per depth pair). Once per process; a
-    no-op where glibc's ``mallopt`` is not available."""
-    global _malloc_tuned
-    if _malloc_tuned or not sys.platform.startswith("linux"):
-        return
-    _malloc_tuned = True
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        libc.mallopt(_M_MMAP_THRESHOLD, 32 * 1024 * 1024)
-        libc.mallopt(_M_TRIM_THRESHOLD, 256 * 1024 * 1024)
-    except (OSError, AttributeError):
-        pass
-
-
-class _Worker:
-    """Per-process state: the task, its parameters and two reused file buffers."""
-
-    def __init__(self, task: Task, params: Params, digest: bool, keep_rows: bool,
-                 calculators: Sequence[Any] = ()) -> None:
+    def __init__(self, *, digest: bool = True) -> None:
         tune_allocator()
-        self.task = task
-        self.params = params
-        self.keep_rows = keep_rows
-        self.calculators = calculators
-        self.pred_buffer = FileBuffer(digest=digest)
-        self.gt_buffer = FileBuffer(digest=digest)
+        self.digest = digest
+        self._buffers: dict[tuple[str, int], FileBuffer] = {}
+        self._held: dict[tuple[str, int], str] = {}  # (role, slot) -> relative path read into it
+        self._digests: Digests = {}
+        self.warnings: list[tuple[str, str]] = []
 
-    def __call__(self, pair: Pair) -> Outcome:
-        warnings: list[tuple[str, str]] = []
+    def read(self, role: str, path: str, rel: str | None, parse: Callable[[str, FileBuffer], T],
+             *, slot: int = 0) -> T:
+        """``parse(path, buffer)`` with ``path`` read into the (role, slot) buffer;
+        ``rel`` (the path relative to its folder) names the digest, None keeps none."""
+        key = (role, slot)
+        buffer = self._buffers.get(key)
+        if buffer is None:
+            buffer = self._buffers[key] = FileBuffer(digest=self.digest)
+        self._settle(key)
+        value = parse(path, buffer)
+        if rel is not None:
+            self._held[key] = rel
+        return value
 
-        def warn(kind: str, path: str) -> None:
-            warnings.append((kind, path))
+    def warn(self, kind: str, path: str) -> None:
+        self.warnings.append((kind, path))
 
-        task, params = self.task, self.params
-        pred_path, gt_path = pair.pred_path, pair.gt_path
-        pred_sha = gt_sha = None
-        try:
-            gt = task.read(gt_path, self.gt_buffer, params, warn, role="gt")
-            if pred_path is None:
-                pred = task.empty_prediction(gt, params)
-            else:
-                pred = task.read(pred_path, self.pred_buffer, params, warn, role="pred")
-            row = task.evaluate(pred, gt, params, pred_path=pred_path, gt_path=gt_path)
-            stats = task.row_stats(row, params)
-            extra = None
-            if self.calculators:
-                extra = {}
-                for calculator in self.calculators:
-                    extra.update(run_calculator(calculator, pred, gt))
-            gt_sha = self.gt_buffer.digest()
-            if pred_path is not None:
-                pred_sha = self.pred_buffer.digest()
-        except RpxError as exc:
-            path = getattr(exc, "path", None) or pred_path or gt_path
-            error = PairError(stem=pair.stem, path=path, message=str(exc))
-            return Outcome(None, None, None, error, None, None, warnings)
-        except Exception as exc:
-            raise RuntimeError(f"unexpected error while evaluating '{pair.stem}': {exc!r}") from exc
-        public = None
-        if self.keep_rows:  # private "_" keys never leave the worker
-            public = {"stem": pair.stem, "pred_path": pred_path, "gt_path": gt_path}
-            public.update((k, v) for k, v in row.items() if not k.startswith("_"))
-            public.update(extra or {})
-        return Outcome(stats, extra, public, None, pred_sha, gt_sha, warnings)
+    def take_digests(self) -> Digests:
+        """The digests of every file read since the last call (waits for the hashing)."""
+        for key in list(self._held):
+            self._settle(key)
+        out, self._digests = self._digests, {}
+        return out
 
+    def take_warnings(self) -> list[tuple[str, str]]:
+        out, self.warnings = self.warnings, []
+        return out
 
-_worker: _Worker | None = None
+    def forget(self) -> None:
+        """Drop what was read since the last :meth:`take_digests` (a pair that failed)."""
+        for key in list(self._held):
+            self._settle(key)
+        self._digests = {}
 
-
-def _init_worker(task: Task, params: Params, digest: bool, keep_rows: bool,
-                 calculators: Sequence[Any]) -> None:
-    global _worker
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C, once
-    _worker = _Worker(task, params, digest, keep_rows, calculators)
+    def _settle(self, key: tuple[str, int]) -> None:
+        rel = self._held.pop(key, None)
+        if rel is not None:
+            value = self._buffers[key].digest()
+            if value is not None:
+                self._digests.setdefault(key[0], {})[rel] = value
 
 
-def _run_in_worker(pair: Pair) -> Outcome:
-    assert _worker is not None
-    return _worker(pair)
-
-
-def _outcomes(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int,
-              digest: bool, keep_rows: bool, calculators: Sequence[Any]) -> Iterator[Outcome]:
-    if jobs <= 1 or len(pairs) <= 1:
-        worker = _Worker(task, params, digest, keep_rows, calculators)
-        for pair in pairs:
-            yield worker(pair)
+def run_units(job: Callable[[Worker, Any], T], units: Sequence[Any], *, jobs: int = 1,
+              digest: bool = True, progress: Progress | None = None,
+              weight: Callable[[Any], int] | None = None) -> Iterator[T]:
+    """``job(worker, unit)`` for every unit, in ``jobs`` processes, results in order.
+    ``progress(weight(unit))`` is called as each finishes (weight 1 by default). A worker
+    that dies is :class:`WorkerCrashed`; on any error or interrupt the workers stop at once.
+    """
+    if jobs <= 1 or len(units) <= 1:
+        worker = Worker(digest=digest)
+        for unit in units:
+            result = job(worker, unit)
+            if progress is not None:
+                progress(1 if weight is None else weight(unit))
+            yield result
         return
-    jobs = min(jobs, len(pairs))
+    jobs = min(jobs, len(units))
     # Small chunks keep the progress bar live and the tail short; big enough to amortise IPC.
-    chunksize = max(1, min(8, len(pairs) // (jobs * 16)))
-    yield from parallel_map(_run_in_worker, pairs, jobs=jobs, initializer=_init_worker,
-                            initargs=(task, params, digest, keep_rows, calculators),
-                            chunksize=chunksize)
+    chunksize = max(1, min(8, len(units) // (jobs * 16)))
+    results = _parallel_map(units, jobs=jobs, chunksize=chunksize,
+                            initargs=(job, digest))
+    for unit, result in zip(units, results, strict=True):
+        if progress is not None:
+            progress(1 if weight is None else weight(unit))
+        yield result
 
 
-def parallel_map(function: Callable[[Any], Any], items: Sequence[Any], *, jobs: int,
-                 initializer: Callable[..., None], initargs: tuple[Any, ...],
-                 chunksize: int = 1) -> Iterator[Any]:
-    """``function(item)`` for every item in ``jobs`` worker processes (forked on Linux),
-    results in order. A worker that dies is :class:`WorkerCrashed`; on any error or
-    interrupt the workers are stopped at once."""
+_job: tuple[Callable[[Worker, Any], Any], Worker] | None = None
+
+
+def _init_process(job: Callable[[Worker, Any], Any], digest: bool) -> None:
+    global _job
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C, once
+    _job = (job, Worker(digest=digest))
+
+
+def _run_in_process(unit: Any) -> Any:
+    assert _job is not None
+    job, worker = _job
+    return job(worker, unit)
+
+
+def _parallel_map(units: Sequence[Any], *, jobs: int, chunksize: int,
+                  initargs: tuple[Any, ...]) -> Iterator[Any]:
     shutdown_digest_thread()  # fork only a single-threaded process
     method = "fork" if sys.platform.startswith("linux") else None
     # ProcessPoolExecutor, not multiprocessing.Pool: a worker killed by the OOM killer
     # breaks the pool (an error) instead of losing its task (a hang).
     executor = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(method),
-                                   initializer=initializer, initargs=initargs)
+                                   initializer=_init_process, initargs=initargs)
     finished = False
     try:
-        yield from executor.map(function, items, chunksize=chunksize)
+        yield from executor.map(_run_in_process, units, chunksize=chunksize)
         finished = True
     except BrokenProcessPool:
         raise WorkerCrashed(
@@ -210,42 +178,106 @@ def _terminate(executor: ProcessPoolExecutor) -> None:
         process.join(timeout=5)
 
 
+def pair_error(exc: RpxError, stem: str, default_path: str) -> PairError:
+    """A domain error of one unit as the report's ``errors`` entry."""
+    return PairError(stem=stem, path=exc.path or default_path, message=str(exc))
+
+
+# --- pairs of files through a task -------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What one pair produced: its statistics (and the public row, if kept) or an error."""
+
+    stats: Any | None
+    extra: dict[str, Any] | None  # plugin calculators' values
+    row: dict[str, Any] | None
+    error: PairError | None
+    digests: Digests
+    warnings: list[tuple[str, str]]
+
+
+@dataclass
+class PairJob:
+    """Evaluate one :class:`~rpx_cli.io.discover.Pair` with a task."""
+
+    task: Task
+    params: Params
+    keep_rows: bool = True
+    calculators: Sequence[Any] = ()
+
+    def __call__(self, worker: Worker, pair: Pair) -> Outcome:
+        task, params = self.task, self.params
+        pred_path, gt_path = pair.pred_path, pair.gt_path
+
+        def reader(role: str) -> Callable[[str, FileBuffer], Any]:
+            return lambda path, buffer: task.read(path, buffer, params, worker.warn, role=role)
+
+        try:
+            gt = worker.read("gt", gt_path, pair.gt_rel, reader("gt"))
+            if pred_path is None:
+                pred = task.empty_prediction(gt, params)
+            else:
+                pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
+            sample = task.evaluate(pred, gt, params, pred_path=pred_path, gt_path=gt_path)
+            extra = None
+            if self.calculators:
+                extra = {}
+                for calculator in self.calculators:
+                    extra.update(run_calculator(calculator, pred, gt))
+            digests = worker.take_digests()
+        except RpxError as exc:
+            worker.forget()
+            return Outcome(None, None, None, pair_error(exc, pair.stem, pred_path or gt_path), {},
+                           worker.take_warnings())
+        except Exception as exc:
+            raise RuntimeError(f"unexpected error while evaluating '{pair.stem}': {exc!r}") from exc
+        row = None
+        if self.keep_rows:
+            row = {"stem": pair.stem, "pred_path": pred_path, "gt_path": gt_path, **sample.row,
+                   **(extra or {})}
+        return Outcome(sample.values, extra, row, None, digests, worker.take_warnings())
+
+
+@dataclass
+class RunResult:
+    """Everything the report needs, in stem order: the statistics table of the evaluated
+    pairs, their stems, public rows (when kept), errors, warnings and file digests."""
+
+    stats: StatTable
+    stems: list[str] = field(default_factory=list)
+    extras: list[dict[str, Any]] = field(default_factory=list)  # plugin values, when any
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[PairError] = field(default_factory=list)
+    warnings: dict[str, list[str]] = field(default_factory=dict)
+    digests: Digests = field(default_factory=dict)
+
+
 def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 1,
               progress: Progress | None = None, digest: bool = True,
               keep_rows: bool = True, calculators: Sequence[Any] = ()) -> RunResult:
     """Evaluate every pair; statistics, rows and errors come back in stem order."""
-    stats: array[float] | list[Any] = array("d") if task.vector_stats else []
-    width = None
-    result = RunResult(stats=np.empty((0, 0)) if task.vector_stats else [])
-    outcomes = _outcomes(task, pairs, params, jobs=jobs, digest=digest, keep_rows=keep_rows,
-                         calculators=calculators)
+    collector = Collector(task.statistics(params))
+    result = RunResult(stats=StatTable.empty(collector.declared))
+    job = PairJob(task, params, keep_rows, tuple(calculators))
+    outcomes = run_units(job, pairs, jobs=jobs, digest=digest, progress=progress)
     for pair, outcome in zip(pairs, outcomes, strict=True):
         if outcome.error is not None:
             result.errors.append(outcome.error)
         else:
-            if isinstance(stats, list):
-                stats.append(outcome.stats)
-            else:
-                if width is None:
-                    width = len(outcome.stats)
-                elif len(outcome.stats) != width:
-                    raise RuntimeError(f"{task.name}: row statistics of varying width at '{pair.stem}'")
-                stats.extend(outcome.stats)
+            try:
+                collector.add(outcome.stats)
+            except (KeyError, ValueError) as exc:
+                raise RuntimeError(f"{task.name} at '{pair.stem}': {exc}") from None
             result.stems.append(pair.stem)
             if outcome.extra is not None:
                 result.extras.append(outcome.extra)
             if outcome.row is not None:
                 result.rows.append(outcome.row)
-            if outcome.gt_sha256 is not None and pair.gt_rel is not None:
-                result.gt_digests[pair.gt_rel] = outcome.gt_sha256
-            if outcome.pred_sha256 is not None and pair.pred_rel is not None:
-                result.pred_digests[pair.pred_rel] = outcome.pred_sha256
+            for role, digests in outcome.digests.items():
+                result.digests.setdefault(role, {}).update(digests)
         for kind, path in outcome.warnings:
             result.warnings.setdefault(kind, []).append(path)
-        if progress is not None:
-            progress(1)
-    if isinstance(stats, list):
-        result.stats = stats
-    elif width is not None:
-        result.stats = np.frombuffer(stats, dtype=np.float64).reshape(-1, width).copy()
+    result.stats = collector.table()
     return result

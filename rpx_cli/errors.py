@@ -1,7 +1,7 @@
 """Domain errors and exit statuses.
 
 The core raises these; ``rpx_cli.cli`` is the one place that turns them into exit codes
-and one-line messages (SPEC §2, §7).
+and one-line messages (the exit codes are listed in README.md).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from enum import IntEnum
 
 
 class ExitStatus(IntEnum):
-    """Process exit codes (SPEC §2)."""
+    """Process exit codes."""
 
     OK = 0
     FAILED = 1  # the evaluation could not be completed; no report written
@@ -24,6 +24,7 @@ class RpxError(Exception):
     """Base of every error rpx reports to the user as one line (never a traceback)."""
 
     exit_status: ExitStatus = ExitStatus.FAILED
+    path: str | None = None  # the file at fault, when there is one
 
 
 class InputError(RpxError):

@@ -7,7 +7,8 @@
                          perfect=(gt, gt), ideal={"my_metric": 0.0},
                          undefined=(pred, empty_gt))
 
-Each check raises ``AssertionError`` saying what is wrong.
+Each check raises ``AssertionError`` saying what is wrong. :func:`summarize_samples` runs a
+task's ``summarize`` on samples built in a test (no files), as the engine would.
 """
 
 from __future__ import annotations
@@ -18,7 +19,22 @@ import pickle
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rpx_cli.tasks.base import Params, Sample, Task
 from rpx_cli.tasks.calculators import MetricCalculator
+from rpx_cli.tasks.stats import Collector, StatTable
+
+
+def stat_table(task: Task, samples: Sequence[Sample], params: Params) -> StatTable:
+    """The statistics table the engine would build from ``samples`` (in order)."""
+    collector = Collector(task.statistics(params))
+    for sample in samples:
+        collector.add(sample.values)
+    return collector.table()
+
+
+def summarize_samples(task: Task, samples: Sequence[Sample], params: Params) -> dict[str, Any]:
+    """``task.summarize`` of the statistics of ``samples`` (in order)."""
+    return task.summarize(stat_table(task, samples, params), params)
 
 
 def check_calculator(calculator: MetricCalculator, samples: Sequence[tuple[Any, Any]], *,

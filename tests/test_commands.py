@@ -9,7 +9,9 @@ import pytest
 from conftest import FIXTURES
 
 from rpx_cli import __version__
-from rpx_cli.cli.inspect import SCHEMA_KINDS
+from rpx_cli.report.schemas import schema_kinds
+
+SCHEMA_KINDS = schema_kinds()
 
 ORIGINAL = FIXTURES / "saliency-mb" / "original-xyz"
 
@@ -118,12 +120,12 @@ def test_metrics_json_and_table(rpx) -> None:
 
 
 def test_unexpected_error_is_one_line_unless_traceback(rpx, monkeypatch) -> None:
-    import rpx_cli.api
+    import rpx_cli.run.evaluate
 
     def boom(*args, **kwargs):
         raise ZeroDivisionError("synthetic")
 
-    monkeypatch.setattr(rpx_cli.api, "run_pairs", boom)
+    monkeypatch.setattr(rpx_cli.run.evaluate, "run_pairs", boom)
     args = f"saliency-mb --pred-dir {ORIGINAL / 'pred'} --gt-dir {ORIGINAL / 'gt'} --block-size 2"
     run = rpx(args)
     assert run.exit_code == 1
@@ -134,12 +136,12 @@ def test_unexpected_error_is_one_line_unless_traceback(rpx, monkeypatch) -> None
 
 
 def test_interrupt_exits_130_without_report(rpx, monkeypatch, tmp_path: Path) -> None:
-    import rpx_cli.api
+    import rpx_cli.run.evaluate
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(rpx_cli.api, "run_pairs", interrupted)
+    monkeypatch.setattr(rpx_cli.run.evaluate, "run_pairs", interrupted)
     out = tmp_path / "r.json"
     run = rpx(f"saliency-mb --pred-dir {ORIGINAL / 'pred'} --gt-dir {ORIGINAL / 'gt'} -o {out}")
     assert run.exit_code == 130 and not out.exists()

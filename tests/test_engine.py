@@ -11,7 +11,8 @@ from rpx_cli.engine import run_pairs
 from rpx_cli.errors import InputError, WorkerCrashed
 from rpx_cli.io.discover import Pair
 from rpx_cli.io.filebuffer import sha256_file
-from rpx_cli.tasks.base import MetricInfo, Task
+from rpx_cli.tasks.base import MetricInfo, Sample, Task
+from rpx_cli.tasks.stats import Stat
 
 
 class Toy(Task):
@@ -21,6 +22,7 @@ class Toy(Task):
     report_schema = "rpx.eval"
     suffixes = (".txt",)
     metrics = {"diff": MetricInfo("lower", "pred - gt")}
+    stats = (Stat("diff"),)
 
     def read(self, path, buffer, params, warn, *, role="gt"):
         text = bytes(buffer.read(path)).decode()
@@ -35,10 +37,7 @@ class Toy(Task):
         return int(text)
 
     def evaluate(self, pred, gt, params, *, pred_path, gt_path):
-        return {"diff": pred - gt}
-
-    def row_stats(self, row, params):
-        return (row["diff"],)
+        return Sample({"diff": pred - gt})
 
 
 def make_pairs(tmp_path: Path, values: dict[str, tuple[str, str]]) -> list[Pair]:
@@ -65,9 +64,9 @@ def test_rows_errors_and_digests_in_stem_order(tmp_path: Path, jobs: int) -> Non
     assert [(e.stem, os.path.relpath(e.path, tmp_path)) for e in result.errors] == [
         ("s007", os.path.join("pred", "s007.txt")), ("s040", os.path.join("gt", "s040.txt"))]
     assert result.warnings == {"negative": [str(tmp_path / "pred" / "s031.txt")]}
-    assert result.gt_digests["s010.txt"].hex() == sha256_file(str(tmp_path / "gt" / "s010.txt"))
-    assert result.stats.shape == (58, 1) and result.stats[:3, 0].tolist() == [0, 1, 2]
-    assert "s007.txt" not in result.pred_digests and len(result.gt_digests) == 58
+    assert result.digests["gt"]["s010.txt"].hex() == sha256_file(str(tmp_path / "gt" / "s010.txt"))
+    assert len(result.stats) == 58 and result.stats["diff"][:3].tolist() == [0, 1, 2]
+    assert "s007.txt" not in result.digests["pred"] and len(result.digests["gt"]) == 58
 
 
 def test_progress_is_called_once_per_pair(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rpx_cli.tasks.keypoints import Correspondences, Keypoints, nearest_index
+from rpx_cli.testing import summarize_samples
 
 TASK = Keypoints()
 
@@ -185,7 +186,7 @@ def test_matches_a_plain_loop(seed, grid, n_pred, n_gt, threshold) -> None:
     visible[0] = True
     row = TASK.evaluate(Correspondences(pred0, pred1, np.ones(n_pred, bool)),
                         Correspondences(gt0, gt1, visible), {"px_threshold": threshold},
-                        pred_path="p", gt_path="g")
+                        pred_path="p", gt_path="g").row
     expected = plain_loop(pred0.tolist(), pred1.tolist(), gt0.tolist(), gt1.tolist(),
                           visible.tolist(), threshold)
     for key, value in expected.items():
@@ -222,19 +223,18 @@ def test_prediction_order_does_not_matter() -> None:
     gt = Correspondences(rng.uniform(0, 100, (20, 2)), rng.uniform(0, 100, (20, 2)), np.ones(20, bool))
     params = {"px_threshold": 3.0}
     whole = TASK.evaluate(Correspondences(pred0, pred1, np.ones(50, bool)), gt, params,
-                          pred_path="p", gt_path="g")
+                          pred_path="p", gt_path="g").row
     for _ in range(5):
         order = rng.permutation(50)
         again = TASK.evaluate(Correspondences(pred0[order], pred1[order], np.ones(50, bool)), gt,
-                              params, pred_path="p", gt_path="g")
-        assert {k: v for k, v in again.items() if k != "_sums"} == \
-            pytest.approx({k: v for k, v in whole.items() if k != "_sums"}, rel=1e-12)
-    rows = np.array([TASK.row_stats(TASK.evaluate(
+                              params, pred_path="p", gt_path="g").row
+        assert again == pytest.approx(whole, rel=1e-12)
+    samples = [TASK.evaluate(
         Correspondences(pred0, pred1, np.ones(50, bool)),
         Correspondences(rng.uniform(0, 100, (5, 2)), rng.uniform(0, 100, (5, 2)), np.ones(5, bool)),
-        params, pred_path="p", gt_path="g"), params) for _ in range(8)])
-    summary = TASK.summarize(rows, params)
-    assert TASK.summarize(rows[::-1], params) == summary
+        params, pred_path="p", gt_path="g") for _ in range(8)]
+    summary = summarize_samples(TASK, samples, params)
+    assert summarize_samples(TASK, samples[::-1], params) == summary
 
 
 def test_jobs_and_shards_do_not_change_the_numbers(rpx, tmp_path: Path) -> None:

@@ -14,7 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rpx_cli.io.poses import Pose, quaternion_to_matrix
+from rpx_cli.tasks.base import Sample
 from rpx_cli.tasks.pose import RelativePose, pose_auc, rotation_angle_deg, vector_angle_deg
+from rpx_cli.testing import summarize_samples
 
 TASK = RelativePose()
 PARAMS = {"translation_sign_ambiguous": False}
@@ -60,7 +62,7 @@ def dirs(root: Path) -> str:
 
 
 def row_of(pred: Pose | None, gt: Pose, **params) -> dict:
-    return TASK.evaluate(pred, gt, {**PARAMS, **params}, pred_path="p", gt_path="g")
+    return TASK.evaluate(pred, gt, {**PARAMS, **params}, pred_path="p", gt_path="g").row
 
 
 # --- hand-computed ---------------------------------------------------------------------
@@ -259,12 +261,16 @@ def test_perfect_prediction_scores_zero(rpx, tmp_path: Path) -> None:
 
 def test_order_does_not_matter() -> None:
     rng = np.random.default_rng(3)
-    stats = np.column_stack([rng.uniform(0, 30, 25), rng.uniform(0, 2, 25), rng.uniform(0, 30, 25),
-                             np.zeros(25), (rng.random(25) < 0.2).astype(float)])
-    stats[:, 3] = np.maximum(stats[:, 0], stats[:, 2])
-    whole = TASK.summarize(stats, PARAMS)
+    samples = []
+    for _ in range(25):
+        rotation, angle = rng.uniform(0, 30), rng.uniform(0, 30)
+        samples.append(Sample({"rotation_error_deg": rotation,
+                               "translation_error_m": None if rng.random() < 0.2 else rng.uniform(0, 2),
+                               "translation_angular_deg": angle,
+                               "pose_error_max_deg": max(rotation, angle)}))
+    whole = summarize_samples(TASK, samples, PARAMS)
     for _ in range(5):
-        assert TASK.summarize(stats[rng.permutation(25)], PARAMS) == whole
+        assert summarize_samples(TASK, [samples[i] for i in rng.permutation(25)], PARAMS) == whole
 
 
 def test_jobs_and_shards_do_not_change_the_numbers(rpx, tmp_path: Path) -> None:
@@ -301,7 +307,7 @@ def test_missing_prediction_is_the_worst_case(rpx, tmp_path: Path) -> None:
 def test_median_on_a_missing_prediction_is_null() -> None:
     gt = Pose(np.eye(3), np.array([0.0, 0.0, 1.0]))
     rows = [row_of(None, gt), row_of(Pose(np.eye(3), np.array([0.0, 0.0, 2.0])), gt)]
-    summary = TASK.summarize(np.array([TASK.row_stats(r, PARAMS) for r in rows]), PARAMS)
+    summary = summarize_samples(TASK, [Sample(row) for row in rows], PARAMS)
     assert summary["dataset"]["median_translation_error_m"] is None  # (1 + inf) / 2
     assert summary["aggregate"]["translation_error_m"] is None
     assert summary["aggregate"]["translation_error_m_predicted"] == 1.0

@@ -126,11 +126,11 @@ def test_matches_brute_force(seed: int, radius: float) -> None:
     gt = np.column_stack([rng.uniform(0, 50, (30, 2)), rng.uniform(1, 20, 30)])
     pred = np.column_stack([rng.uniform(0, 50, (60, 2)), rng.uniform(1, 20, 60)])
     row = SparseDepth().evaluate(Points(pred[:, :2], pred[:, 2]), Points(gt[:, :2], gt[:, 2]),
-                                 {"radius": radius}, pred_path="p", gt_path="g")
+                                 {"radius": radius}, pred_path="p", gt_path="g").row
     absrel, rmse = brute_force(gt, pred, radius)
     assert row["sparse_absrel"] == pytest.approx(absrel, rel=1e-12)
     assert row["sparse_rmse"] == pytest.approx(rmse, rel=1e-12)
     # a perfect prediction scores 0 and misses nothing
     perfect = SparseDepth().evaluate(Points(gt[:, :2], gt[:, 2]), Points(gt[:, :2], gt[:, 2]),
-                                     {"radius": radius}, pred_path="p", gt_path="g")
+                                     {"radius": radius}, pred_path="p", gt_path="g").row
     assert perfect["sparse_absrel"] == 0.0 and perfect["n_missed"] == 0

@@ -55,7 +55,7 @@ def _click_option(option) -> Any:
 
 
 def strata_options(func: Any) -> Any:
-    """``--manifest`` and the options of the strata it adds (SPEC §6)."""
+    """``--manifest`` and the options of the strata it adds (``deploy/strata.py``)."""
     options = [
         click.option("--manifest", type=click.Path(exists=True, dir_okay=False), default=None,
                      metavar="FILE",
@@ -98,9 +98,8 @@ def build_command(task) -> click.Command:
     callback = pair_options(default_missing=task.default_missing,
                             dirs_required=not task.file_inputs)(callback)
     doc = (task.__doc__ or "").strip() if not task.help else task.help
-    example = task.cli_example if hasattr(task, "cli_example") else (
-        f"rpx eval {task.name} --pred-dir runs/{task.name} --gt-dir data/{task.name} "
-        f"| jq .aggregate")
+    example = task.example or (f"rpx eval {task.name} --pred-dir runs/{task.name} "
+                               f"--gt-dir data/{task.name} | jq .aggregate")
     help_text = f"{doc}\n\n\b\nExample:\n  {example}"
     return click.command(task.name, help=help_text)(callback)
 

@@ -6,23 +6,32 @@ import click
 
 from rpx_cli.cli.options import traceback_option, write_stdout
 
-SCHEMA_KINDS = ("eval", "saliency-mb", "stability", "coherence", "readiness", "compare",
-                "manifest", "provenance")
+
+class KindChoice(click.Choice):
+    """The report kinds, from the task registry, resolved when the command runs (so
+    ``rpx --help`` imports no task)."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    @property
+    def choices(self):  # type: ignore[override]
+        from rpx_cli.report.schemas import schema_kinds
+
+        return tuple(schema_kinds())
+
+    @choices.setter
+    def choices(self, value) -> None:
+        pass
+
+    def get_metavar(self, param, ctx=None) -> str:  # type: ignore[override]
+        return "KIND"
 
 
 def _read_json(path: str):
-    from rpx_cli.errors import InputError
-    from rpx_cli.report.serialize import loads
+    from rpx_cli.run.documents import read_json
 
-    try:
-        with click.open_file(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    try:
-        return loads(data)
-    except ValueError as exc:
-        raise InputError(f"not valid JSON ({exc})", path=path) from None
+    return read_json(path)[0]
 
 
 @click.command()
@@ -68,9 +77,12 @@ def show(report: str, fmt: str) -> None:
 
 
 @click.command()
-@click.argument("kind", type=click.Choice(SCHEMA_KINDS))
+@click.argument("kind", type=KindChoice())
 def schema(kind: str) -> None:
     """Print the JSON Schema (Draft 2020-12) of a report kind.
+
+    KIND is eval, a task's own report kind (saliency-mb, coherence) or a workflow's
+    (stability, readiness, compare, manifest, provenance). Schemas are self-contained.
 
     \b
     Example:
@@ -83,7 +95,7 @@ def schema(kind: str) -> None:
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--kind", type=click.Choice(SCHEMA_KINDS), default=None,
+@click.option("--kind", type=KindChoice(), default=None,
               help="Validate as this kind [default: from the file's 'schema' field].")
 @traceback_option
 def validate(file: str, kind: str | None) -> None:

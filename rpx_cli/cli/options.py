@@ -184,6 +184,34 @@ def write_stdout(data: bytes) -> None:
     stream.flush()
 
 
+def invocation_of(ctx: click.Context, out: str):
+    """How this command was run, for ``run_provenance`` (argv, resolved args, config file)."""
+    from rpx_cli.run.invocation import Invocation
+
+    argv = ctx.meta.get("rpx.argv") or ["rpx", *sys.argv[1:]]
+    args = dict(ctx.params)
+    if ctx.meta.get("rpx.config"):
+        args["config"] = ctx.meta["rpx.config"]
+    return Invocation(command=ctx.command_path, argv=list(argv), args=args, out=out)
+
+
+def finish(evaluation: Any, *, out: str, compact: bool, quiet: bool, verbose: bool,
+           require: tuple[Any, ...] = (), notes: list[str] = ()) -> None:
+    """What every report-writing command does last: warnings, gates, write, summary line,
+    exit 3 if a gate failed."""
+    from rpx_cli.console import print_lines
+    from rpx_cli.report.render import summary_line
+
+    if not quiet:
+        warnings = [f"warning: {text}" for text in evaluation.warnings]
+        print_lines([*notes, *warnings], style="yellow")
+    failures = apply_gates(evaluation.report, require)
+    emit_report(evaluation.report, out, compact=compact)
+    if verbose:
+        print_lines([summary_line(evaluation.report, out)])
+    raise_if_failed(failures, len(require))
+
+
 def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, pred_dir: str,
                      gt_dir: str, out: str, missing: str, on_error: str, jobs: int | None,
                      shard: tuple[int, int] | None, no_rows: bool, compact: bool, quiet: bool,
@@ -191,15 +219,9 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
                      files: dict[str, str | None] | None = None,
                      strata: dict[str, Any] | None = None) -> None:
     """The body every pair-reading command shares: evaluate, warn, write, summarise."""
-    from rpx_cli.api import Invocation, run_evaluation
-    from rpx_cli.console import ProgressBar, print_lines
-    from rpx_cli.report.render import summary_line
+    from rpx_cli.console import ProgressBar
 
-    argv = ctx.meta.get("rpx.argv") or ["rpx", *sys.argv[1:]]
-    args = dict(ctx.params)
-    if ctx.meta.get("rpx.config"):
-        args["config"] = ctx.meta["rpx.config"]
-    invocation = Invocation(command=ctx.command_path, argv=list(argv), args=args, out=out)
+    invocation = invocation_of(ctx, out)
     verbose = show_progress(quiet, progress)
     given = {k: v for k, v in (files or {}).items() if v is not None}
     if given:
@@ -207,26 +229,22 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
             raise click.UsageError(f"give {' and '.join('--' + k.replace('_', '-') for k in files)} "
                                    "together, instead of --pred-dir/--gt-dir")
         if strata and strata.get("manifest"):
-            raise click.UsageError("--manifest works with --pred-dir/--gt-dir, not COCO files")
-        from rpx_cli.api import run_coco_evaluation
+            raise click.UsageError("--manifest works with --pred-dir/--gt-dir, not input files")
+        from rpx_cli.run.files import run_file_evaluation
 
-        evaluation = run_coco_evaluation(given["coco_gt"], given["coco_dt"], params,
-                                         on_error=on_error, include_rows=not no_rows,
-                                         shard=shard, invocation=invocation)
+        evaluation = run_file_evaluation(task, given, params, on_error=on_error,
+                                         include_rows=not no_rows, shard=shard,
+                                         invocation=invocation)
     else:
         if not (pred_dir and gt_dir):
             raise click.UsageError("--pred-dir and --gt-dir are required")
+        from rpx_cli.run.evaluate import run_evaluation
+
         evaluation = run_evaluation(
             task, pred_dir, gt_dir, params,
             missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows, shard=shard,
             invocation=invocation, progress=ProgressBar(task, enabled=verbose), **(strata or {}),
         )
-    if not quiet:
-        skipped = [f"skipped: {e['path']}: {e['message']}" for e in evaluation.report["errors"]]
-        warnings = [f"warning: {text}" for text in evaluation.warnings]
-        print_lines(plugin_warnings() + skipped + warnings, style="yellow")
-    failures = apply_gates(evaluation.report, require)
-    emit_report(evaluation.report, out, compact=compact)
-    if verbose:
-        print_lines([summary_line(evaluation.report, out)])
-    raise_if_failed(failures, len(require))
+    skipped = [f"skipped: {e['path']}: {e['message']}" for e in evaluation.report["errors"]]
+    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=verbose, require=require,
+           notes=plugin_warnings() + skipped)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
 from rpx_cli.cli.options import (
-    apply_gates,
     compact_option,
     config_option,
-    emit_report,
+    finish,
+    invocation_of,
     out_option,
-    raise_if_failed,
     require_option,
     traceback_option,
 )
@@ -59,18 +57,10 @@ def readiness(ctx: click.Context, eval_report: str, stability: str | None,
       rpx readiness --eval eval.json --stability ts.json --latency-ms 12 -o ready.json
       rpx show ready.json
     """
-    from rpx_cli.api import Invocation, run_readiness
-    from rpx_cli.console import print_lines
+    from rpx_cli.run.readiness import run_readiness
 
-    argv = ctx.meta.get("rpx.argv") or ["rpx", *sys.argv[1:]]
-    invocation = Invocation(command=ctx.command_path, argv=list(argv), args=dict(ctx.params),
-                            out=out)
     cost = {"params_m": params_m, "flops_g": flops_g, "latency_ms": latency_ms,
             "actmem_gb": actmem_gb}
-    result = run_readiness(eval_report, stability=stability, coherence=coherence, cost=cost,
-                           model_name=model_name, invocation=invocation)
-    if not quiet:
-        print_lines([f"warning: {text}" for text in result.warnings], style="yellow")
-    failures = apply_gates(result.report, require)
-    emit_report(result.report, out, compact=compact)
-    raise_if_failed(failures, len(require))
+    evaluation = run_readiness(eval_report, stability=stability, coherence=coherence, cost=cost,
+                               model_name=model_name, invocation=invocation_of(ctx, out))
+    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=False, require=require)

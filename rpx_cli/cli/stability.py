@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import click
 
 from rpx_cli.cli.options import (
-    apply_gates,
     compact_option,
     config_option,
     depth_scale_option,
-    emit_report,
+    finish,
+    invocation_of,
     out_option,
-    raise_if_failed,
     require_option,
     show_progress,
     traceback_option,
@@ -80,50 +76,13 @@ def stability(ctx: click.Context, task: str, pred_dir: str, manifest: str, warp:
       rpx stability --task depth --pred-dir runs/depth --manifest manifest.json \\
         --require 'ts_score>=0.9' | jq '.ts_score, (.sequences | map_values(.ts_score))'
     """
-    from rpx_cli.console import ProgressBar, print_lines
-    from rpx_cli.deploy.stability_run import plan_stability, run_stability
-    from rpx_cli.engine import default_jobs, tune_allocator
-    from rpx_cli.io.filebuffer import sha256_file
-    from rpx_cli.report.provenance import (
-        Stopwatch,
-        build_provenance,
-        collect_environment,
-        collect_git,
-        directory_input,
-    )
-    from rpx_cli.report.render import summary_line
+    from rpx_cli.console import ProgressBar
+    from rpx_cli.run.stability import run_stability_report
 
-    stopwatch = Stopwatch()
     verbose = show_progress(quiet, progress)
-    plan = plan_stability(task, pred_dir, manifest, warp=warp, depth_dir=depth_dir,
-                          missing=missing)
-    tune_allocator()
-    bar = ProgressBar(f"stability {task}", enabled=verbose)
-    try:
-        run = run_stability(plan, depth_scale=depth_scale, ignore_index=ignore_index,
-                            jobs=default_jobs() if jobs is None else jobs, progress=bar.start)
-    finally:
-        bar.stop()
-    args = dict(ctx.params)
-    if ctx.meta.get("rpx.config"):
-        args["config"] = ctx.meta["rpx.config"]
-    inputs = {
-        "pred_dir": directory_input(pred_dir, run.pred_digests),
-        "manifest": {"path": manifest, "kind": "file", "exists": os.path.isfile(manifest),
-                     "n_files": 1, "sha256": sha256_file(manifest)},
-    }
-    if depth_dir is not None:
-        inputs["depth_dir"] = directory_input(depth_dir, run.depth_digests)
-    report = run.report
-    report["run_provenance"] = build_provenance(
-        command=ctx.command_path, argv=ctx.meta.get("rpx.argv") or ["rpx", *sys.argv[1:]],
-        args=args, inputs=inputs, outputs={"report": {"path": out}}, clock=stopwatch.stop(),
-        environment=collect_environment(), git=collect_git(os.getcwd()),
-    )
-    if not quiet:
-        print_lines([f"warning: {text}" for text in run.warnings], style="yellow")
-    failures = apply_gates(report, require)
-    emit_report(report, out, compact=compact)
-    if verbose:
-        print_lines([summary_line(report, out)])
-    raise_if_failed(failures, len(require))
+    evaluation = run_stability_report(
+        task, pred_dir, manifest, warp=warp, depth_dir=depth_dir, depth_scale=depth_scale,
+        ignore_index=ignore_index, missing=missing, jobs=jobs,
+        progress=ProgressBar(f"stability {task}", enabled=verbose),
+        invocation=invocation_of(ctx, out))
+    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=verbose, require=require)

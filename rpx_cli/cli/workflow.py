@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import sys
 
 import click
@@ -12,30 +11,12 @@ from rpx_cli.cli.options import (
     compact_option,
     config_option,
     emit_report,
+    invocation_of,
     out_option,
     raise_if_failed,
     traceback_option,
     write_stdout,
 )
-
-
-def read_report(path: str) -> tuple[dict, bytes]:
-    """A report file parsed, with its bytes (for digests); input errors name the file."""
-    from rpx_cli.errors import InputError
-    from rpx_cli.report.serialize import loads
-
-    try:
-        with click.open_file(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    try:
-        document = loads(data)
-    except ValueError as exc:
-        raise InputError(f"not valid JSON ({exc})", path=path) from None
-    if not isinstance(document, dict):
-        raise InputError("is not an rpx report (a JSON object)", path=path)
-    return document, data
 
 
 @click.command()
@@ -56,17 +37,16 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool) -
       for k in 1 2 3 4; do rpx eval depth --pred-dir P --gt-dir G --shard $k/4 -o part$k.json; done
       rpx merge part*.json -o report.json && jq .aggregate.absrel report.json
     """
-    from rpx_cli.api import Invocation, merge_reports
+    from rpx_cli.run.documents import read_report, sha256_hex
+    from rpx_cli.run.merge import merge_reports
 
     loaded = []
     for path in parts:
         document, data = read_report(path)
-        loaded.append((path, document, hashlib.sha256(data).hexdigest()))
-    invocation = Invocation(command=ctx.command_path, argv=list(ctx.meta.get("rpx.argv", [])),
-                            args=dict(ctx.params), out=out)
+        loaded.append((path, document, sha256_hex(data)))
+    report = merge_reports(loaded, invocation=invocation_of(ctx, out))
     # merged rows were parsed from the parts' JSON: finite by construction, not walked again
-    emit_report(merge_reports(loaded, invocation=invocation), out, compact=compact,
-                parsed=("rows",))
+    emit_report(report, out, compact=compact, parsed=("rows",))
 
 
 @click.command()
@@ -90,6 +70,7 @@ def check(report: str, require: tuple, compact: bool) -> None:
     from rpx_cli.report.gates import check as check_gates
     from rpx_cli.report.gates import parse_gate
     from rpx_cli.report.serialize import dumps
+    from rpx_cli.run.documents import read_report
 
     document, _ = read_report(report)
     results = check_gates(document, [parse_gate(expr) for expr in require])
@@ -147,46 +128,16 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
       rpx compare main.json pr.json --format markdown >> "$GITHUB_STEP_SUMMARY"
     """
     from rpx_cli.console import print_lines, render_table
-    from rpx_cli.errors import InputError
-    from rpx_cli.report.compare import check_no_regression, compare_reports, parse_no_regression
-    from rpx_cli.report.provenance import Stopwatch, build_provenance, collect_environment, collect_git
     from rpx_cli.report.render import compare_markdown
     from rpx_cli.report.render import fmt as fmt_value
+    from rpx_cli.run.compare import run_compare
 
-    stopwatch = Stopwatch()
-    (base_doc, base_bytes), (new_doc, new_bytes) = read_report(base), read_report(new)
-    problems = []
-    if base_doc.get("task") != new_doc.get("task") or base_doc.get("schema") != new_doc.get("schema"):
-        problems.append(f"different tasks: {base_doc.get('task')} vs {new_doc.get('task')}")
-    differ = sorted(k for k in set(base_doc.get("params") or {}) | set(new_doc.get("params") or {})
-                    if (base_doc.get("params") or {}).get(k) != (new_doc.get("params") or {}).get(k))
-    if differ:
-        problems.append(f"parameters that change the numbers differ: {', '.join(differ)}")
-    if problems and not force:
-        raise InputError("; ".join(problems) + " (--force compares them anyway)", path=new)
-    if problems and not quiet:
-        print_lines([f"warning: {p}" for p in problems], style="yellow")
-    metrics = compare_reports(base_doc, new_doc, bootstrap=bootstrap, seed=seed)
-    gates = check_no_regression(base_doc, new_doc, [parse_no_regression(t) for t in no_regression])
-    counts = {s: sum(1 for m in metrics if m["status"] == s) for s in ("improved", "regressed",
-                                                                          "unchanged")}
-    argv = list(ctx.meta.get("rpx.argv", []))
-    document = {
-        "schema": "rpx.compare", "schema_version": 1,
-        "base": _side(base, base_doc, base_bytes), "new": _side(new, new_doc, new_bytes),
-        "params_differ": differ, "summary": counts, "metrics": metrics,
-        "run_provenance": build_provenance(
-            command=ctx.command_path, argv=argv, args=dict(ctx.params),
-            inputs={"base": {"path": base, "kind": "file", "exists": True, "n_files": 1,
-                             "sha256": hashlib.sha256(base_bytes).hexdigest()},
-                    "new": {"path": new, "kind": "file", "exists": True, "n_files": 1,
-                            "sha256": hashlib.sha256(new_bytes).hexdigest()}},
-            outputs={"report": {"path": out}}, clock=stopwatch.stop(),
-            environment=collect_environment(), git=collect_git()),
-    }
-    if gates:
-        document["gates"] = gates
+    comparison = run_compare(base, new, no_regression=no_regression, bootstrap=bootstrap,
+                             seed=seed, force=force, invocation=invocation_of(ctx, out))
+    document = comparison.document
     if not quiet:
+        print_lines(comparison.warnings, style="yellow")
+        counts, metrics = document["summary"], document["metrics"]
         shown = [m for m in metrics if m["base"] is not None or m["new"] is not None]
         render_table(
             f"rpx compare — {counts['improved']} improved, {counts['regressed']} regressed",
@@ -198,12 +149,7 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
         click.echo(compare_markdown(document), nl=False)
     else:
         emit_report(document, out, compact=compact)
-    raise_if_failed([g for g in gates if not g["passed"]], len(gates))
-
-
-def _side(path: str, document: dict, data: bytes) -> dict:
-    return {"path": path, "schema": document.get("schema"), "task": document.get("task"),
-            "n_pairs": document.get("n_pairs"), "sha256": hashlib.sha256(data).hexdigest()}
+    raise_if_failed(comparison.failed, len(document.get("gates", [])))
 
 
 def _ci(metric: dict) -> str:

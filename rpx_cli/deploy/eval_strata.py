@@ -17,12 +17,6 @@ from rpx_cli.deploy.strata import compute_strata
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.manifest import Manifest, read_manifest
 
-# SPEC §6: the metric each task is stratified by unless --primary-metric says otherwise
-PRIMARY_METRICS = {"depth": "absrel", "segmentation": "miou", "detection": "f1",
-                   "pose": "rotation_error_deg", "keypoints": "keypoint_acc",
-                   "sparse-depth": "sparse_absrel", "nvs": "psnr", "grounding": "grounding_acc",
-                   "tracking": "mota"}
-
 
 @dataclass
 class Plan:
@@ -44,7 +38,7 @@ def plan(path: str, task: Any, params: Any, stems: list[str], *, primary_metric:
          bootstrap: int, seed: int, missing: str) -> Plan:
     """Read and check the manifest. Label and pairing problems are input errors under
     ``--missing error``; otherwise they are reported under ``strata.problems``."""
-    metric = primary_metric or PRIMARY_METRICS.get(task.name)
+    metric = primary_metric or task.primary_metric
     info = task.metric_info(params)
     if metric is None or metric not in info:
         known = ", ".join(sorted(k for k, v in info.items() if v.direction in ("higher", "lower")))

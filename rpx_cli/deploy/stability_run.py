@@ -1,6 +1,7 @@
 """Running temporal stability over a manifest's frames (``rpx stability``): planning
-(which frames, in which order, with which warp), reading the prediction and depth files,
-scoring sequences in worker processes, and the ``rpx.stability`` report. The per-pair and
+(which frames, in which order, with which warp), the engine job that reads the prediction
+and depth files of a run of frames and scores its consecutive pairs (on the same workers,
+buffers and digests as ``rpx eval``), and the ``rpx.stability`` report. The per-pair and
 per-sequence metric, and its conventions, are in :mod:`rpx_cli.deploy.stability`.
 """
 
@@ -9,8 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import signal
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,13 +36,14 @@ from rpx_cli.deploy.stability import (
     mean_score,
     segmentation_pair,
 )
-from rpx_cli.engine import parallel_map
+from rpx_cli.engine import Digests, Worker, pair_error, run_units
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.discover import discover
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.manifest import Manifest, Sample, read_manifest
 from rpx_cli.tasks.depth import to_depth
+from rpx_cli.tasks.registry import get_task
 
 SINGLE_SEQUENCE = "all"  # the name of the one sequence of a manifest without sequences
 
@@ -227,67 +228,17 @@ class Settings:
 class UnitResult:
     scores: list[PairScore]
     errors: list[PairError]
-    pred_digests: dict[str, bytes]
-    depth_digests: dict[str, bytes]
+    digests: Digests
 
 
 @dataclass
 class StabilityRun:
-    """The report body (no ``run_provenance``), the digests of the files read and the
-    warnings for stderr."""
+    """The report body (no ``run_provenance``), the digests of the files read (role
+    ``pred`` and ``depth``: relative path -> sha256) and the warnings for stderr."""
 
     report: dict[str, Any]
-    pred_digests: dict[str, bytes]
-    depth_digests: dict[str, bytes]
+    digests: Digests
     warnings: list[str]
-
-
-class _FrameReader:
-    """Reads frames into alternating buffers (a frame stays valid while the next one is
-    read) and keeps the sha256 of every file read; a digest is collected just before its
-    buffer is reused, so hashing overlaps the arithmetic."""
-
-    def __init__(self, settings: Settings) -> None:
-        from rpx_cli.tasks.registry import get_task
-
-        self.settings = settings
-        self.labels = get_task("segmentation") if settings.task == "segmentation" else None
-        self.buffers = {"pred": [FileBuffer(), FileBuffer()], "depth": [FileBuffer(), FileBuffer()]}
-        self.held: dict[tuple[str, int], str] = {}  # (kind, slot) -> relative path in it
-        self.digests: dict[str, dict[str, bytes]] = {"pred": {}, "depth": {}}
-
-    def _buffer(self, kind: str, slot: int) -> FileBuffer:
-        rel = self.held.pop((kind, slot), None)
-        buffer = self.buffers[kind][slot]
-        if rel is not None:
-            digest = buffer.digest()
-            if digest is not None:
-                self.digests[kind][rel] = digest
-        return buffer
-
-    def read(self, frame: Frame, slot: int) -> tuple[np.ndarray, np.ndarray | None]:
-        settings = self.settings
-        path = os.path.join(settings.pred_dir, frame.pred_rel)
-        buffer = self._buffer("pred", slot)
-        if settings.task == "depth":
-            values = _read_depth(path, buffer, settings.depth_scale)
-            _check_finite(values, path)
-        else:
-            values = self.labels.read(path, buffer, {}, _no_warning, role="pred")
-        self.held["pred", slot] = frame.pred_rel
-        depth = None
-        if frame.depth_rel is not None and settings.depth_dir is not None:
-            depth_path = os.path.join(settings.depth_dir, frame.depth_rel)
-            depth = _read_depth(depth_path, self._buffer("depth", slot), settings.depth_scale)
-            self.held["depth", slot] = frame.depth_rel
-            if depth.shape != values.shape:
-                raise InputError(f"label map and GT depth differ in size: {path} is {_wh(values)}, "
-                                 f"{depth_path} is {_wh(depth)}", path=depth_path)
-        return values, depth
-
-    def finish(self) -> None:
-        for kind, slot in list(self.held):
-            self._buffer(kind, slot)
 
 
 def _no_warning(kind: str, path: str) -> None:
@@ -306,40 +257,66 @@ def _check_finite(values: np.ndarray, path: str) -> None:
                              "prediction with 0", path=path)
 
 
-def _read_depth(path: str, buffer: FileBuffer, depth_scale: float) -> np.ndarray:
-    loaded = read_array(path, buffer, npz_key="depth")
-    return to_depth(loaded.array, loaded.format, depth_scale, path).metres(np.float32)
+def _depth_reader(depth_scale: float) -> Callable[[str, FileBuffer], np.ndarray]:
+    def parse(path: str, buffer: FileBuffer) -> np.ndarray:
+        loaded = read_array(path, buffer, npz_key="depth")
+        return to_depth(loaded.array, loaded.format, depth_scale, path).metres(np.float32)
+    return parse
 
 
-def _evaluate_unit(settings: Settings, frames: Sequence[Frame],
-                   progress: Progress | None = None) -> UnitResult:
-    """Read ``frames`` in order and score each consecutive pair."""
-    reader = _FrameReader(settings)
-    scores: list[PairScore] = []
-    errors: list[PairError] = []
-    previous: tuple[np.ndarray, np.ndarray | None] | None = None
-    for k, frame in enumerate(frames):
-        try:
-            current = reader.read(frame, k % 2)
-        except InputError as exc:
-            path = exc.path or os.path.join(settings.pred_dir, frame.pred_rel)
-            errors.append(PairError(frame.stem, path, str(exc)))
-            current = None
-        if k > 0:
-            score = PairScore(None, 0)
-            if previous is not None and current is not None:
-                try:
-                    score = _score_pair(settings, frames[k - 1], frame, previous, current)
-                except ShapeMismatch as exc:
-                    first = os.path.join(settings.pred_dir, frames[k - 1].pred_rel)
-                    second = os.path.join(settings.pred_dir, frame.pred_rel)
-                    errors.append(PairError(frame.stem, second, f"{exc} ({first} and {second})"))
-            scores.append(score)
-            if progress is not None:
-                progress(1)
-        previous = current
-    reader.finish()
-    return UnitResult(scores, errors, reader.digests["pred"], reader.digests["depth"])
+@dataclass
+class FrameRunJob:
+    """The engine's job for stability: read a run of consecutive frames (alternating two
+    buffers, so frame t stays valid while t+1 is read) and score each consecutive pair."""
+
+    settings: Settings
+
+    def _read(self, worker: Worker, frame: Frame, slot: int) -> tuple[np.ndarray, np.ndarray | None]:
+        settings = self.settings
+        path = os.path.join(settings.pred_dir, frame.pred_rel)
+        if settings.task == "depth":
+            values = worker.read("pred", path, frame.pred_rel, _depth_reader(settings.depth_scale),
+                                 slot=slot)
+            _check_finite(values, path)
+        else:
+            labels = get_task("segmentation")
+            values = worker.read("pred", path, frame.pred_rel,
+                                 lambda p, b: labels.read(p, b, {}, _no_warning, role="pred"),
+                                 slot=slot)
+        depth = None
+        if frame.depth_rel is not None and settings.depth_dir is not None:
+            depth_path = os.path.join(settings.depth_dir, frame.depth_rel)
+            depth = worker.read("depth", depth_path, frame.depth_rel,
+                                _depth_reader(settings.depth_scale), slot=slot)
+            if depth.shape != values.shape:
+                raise InputError(f"label map and GT depth differ in size: {path} is {_wh(values)}, "
+                                 f"{depth_path} is {_wh(depth)}", path=depth_path)
+        return values, depth
+
+    def __call__(self, worker: Worker, frames: Sequence[Frame]) -> UnitResult:
+        settings = self.settings
+        scores: list[PairScore] = []
+        errors: list[PairError] = []
+        previous: tuple[np.ndarray, np.ndarray | None] | None = None
+        for k, frame in enumerate(frames):
+            try:
+                current = self._read(worker, frame, k % 2)
+            except InputError as exc:
+                errors.append(pair_error(exc, frame.stem,
+                                         os.path.join(settings.pred_dir, frame.pred_rel)))
+                current = None
+            if k > 0:
+                score = PairScore(None, 0)
+                if previous is not None and current is not None:
+                    try:
+                        score = _score_pair(settings, frames[k - 1], frame, previous, current)
+                    except ShapeMismatch as exc:
+                        first = os.path.join(settings.pred_dir, frames[k - 1].pred_rel)
+                        second = os.path.join(settings.pred_dir, frame.pred_rel)
+                        errors.append(PairError(frame.stem, second, f"{exc} ({first} and {second})"))
+                scores.append(score)
+            previous = current
+        return UnitResult(scores, errors, worker.take_digests())
 
 
 def _score_pair(settings: Settings, first: Frame, second: Frame,
@@ -375,40 +352,11 @@ def _units(plan: Plan, jobs: int) -> list[tuple[str, list[Frame]]]:
     return units
 
 
-_settings: Settings | None = None
-
-
-def _init_worker(settings: Settings) -> None:
-    global _settings
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C, once
-    _settings = settings
-
-
-def _run_in_worker(frames: Sequence[Frame]) -> UnitResult:
-    assert _settings is not None
-    return _evaluate_unit(_settings, frames)
-
-
-def _unit_results(settings: Settings, units: list[tuple[str, list[Frame]]], jobs: int,
-                  progress: Progress | None) -> Iterator[UnitResult]:
-    if jobs <= 1 or len(units) <= 1:
-        for _, frames in units:
-            yield _evaluate_unit(settings, frames, progress)
-        return
-    results = parallel_map(_run_in_worker, [frames for _, frames in units],
-                           jobs=min(jobs, len(units)), initializer=_init_worker,
-                           initargs=(settings,))
-    for (_, frames), result in zip(units, results, strict=True):
-        if progress is not None:
-            progress(max(len(frames) - 1, 0))
-        yield result
-
-
 def run_stability(plan: Plan, *, depth_scale: float = 1000.0, ignore_index: Sequence[int] = (-1,),
                   jobs: int = 1, progress: Callable[[int], Progress | None] | None = None,
                   ) -> StabilityRun:
-    """Score every consecutive pair of every sequence of ``plan``; raises
-    :class:`EvaluationFailed` listing every file that could not be used."""
+    """Score every consecutive pair of every sequence of ``plan`` on the engine's workers;
+    raises :class:`EvaluationFailed` listing every file that could not be used."""
     if not (isinstance(depth_scale, int | float) and math.isfinite(depth_scale) and depth_scale > 0):
         raise ParameterError(f"depth scale must be a positive number, got {depth_scale}")
     if jobs < 1:
@@ -421,13 +369,14 @@ def run_stability(plan: Plan, *, depth_scale: float = 1000.0, ignore_index: Sequ
     advance = progress(n_pairs) if progress is not None else None
     scores: dict[str, list[PairScore]] = {name: [] for name in plan.sequences}
     errors: list[PairError] = []
-    pred_digests: dict[str, bytes] = {}
-    depth_digests: dict[str, bytes] = {}
-    for (name, _), result in zip(units, _unit_results(settings, units, jobs, advance), strict=True):
+    digests: Digests = {}
+    results = run_units(FrameRunJob(settings), [frames for _, frames in units], jobs=jobs,
+                        progress=advance, weight=lambda frames: max(len(frames) - 1, 0))
+    for (name, _), result in zip(units, results, strict=True):
         scores[name].extend(result.scores)
         errors.extend(e for e in result.errors if e not in errors)  # a shared frame: once
-        pred_digests.update(result.pred_digests)
-        depth_digests.update(result.depth_digests)
+        for role, found in result.digests.items():
+            digests.setdefault(role, {}).update(found)
     if errors:
         raise EvaluationFailed(errors, n_pairs,
                                f"{len(errors)} file(s) or pair(s) could not be used; no report "
@@ -440,7 +389,7 @@ def run_stability(plan: Plan, *, depth_scale: float = 1000.0, ignore_index: Sequ
     if plan.task == "segmentation":
         params["ignore_index"] = list(ignore)
     report = stability_report(plan, scores, params)
-    return StabilityRun(report, pred_digests, depth_digests, list(plan.warnings))
+    return StabilityRun(report, digests, list(plan.warnings))
 
 
 def stability_report(plan: Plan, scores: Mapping[str, list[PairScore]],

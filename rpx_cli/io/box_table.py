@@ -129,6 +129,10 @@ class FrameTable(Sequence):
         return FrameTable(int(frames.size), self.vocabulary, pick(self.gt), pick(self.pred),
                           None if self.image_ids is None else self.image_ids[frames])
 
+    def take(self, frames: Sequence[int] | np.ndarray) -> FrameTable:
+        """:meth:`subset` (the method a statistics table uses to reorder a column)."""
+        return self.subset(frames)
+
     def map_labels(self, mapping: dict[str, str | None] | None) -> FrameTable:
         """Rename labels; drop those mapped to None (labels not in the map are kept)."""
         if not mapping:

@@ -165,6 +165,18 @@ class NonFinitePrediction(ValueError):
         self.count = count
 
 
+_SHARED: dict[np.dtype, DepthKernel] = {}
+
+
+def shared_kernel(dtype: type) -> DepthKernel:
+    """This process's :class:`DepthKernel` for ``dtype``: one workspace per process and
+    precision, reused by every frame (a module-level cache; workers are processes)."""
+    key = np.dtype(dtype)
+    if key not in _SHARED:
+        _SHARED[key] = DepthKernel(key)
+    return _SHARED[key]
+
+
 class DepthKernel:
     """Sufficient statistics of depth frames, computed chunk by chunk in a reused workspace.
 

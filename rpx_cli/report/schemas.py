@@ -1,61 +1,53 @@
 """JSON Schemas of the report kinds, and validation against them.
 
-The schemas live in the top-level ``schemas/`` folder of a checkout and inside the wheel
-as ``rpx_cli/schemas/``. jsonschema is imported only when a report is validated.
+Schemas are generated from the task registry (:mod:`rpx_cli.report.schema_defs`), so a
+registered plugin task's reports validate too; the built-in tasks' schemas are also
+committed in ``schemas/`` and shipped in the wheel as ``rpx_cli/schemas/``. jsonschema is
+imported only when a report is validated.
 """
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
+import json
 from typing import Any
 
 from rpx_cli.errors import InputError
+from rpx_cli.report import schema_defs
+from rpx_cli.tasks.registry import TASKS, load_builtin_tasks
 
-SCHEMA_FILES = {
-    "eval": "rpx-eval.v1.schema.json",
-    "saliency-mb": "rpx-saliency-mb.v1.schema.json",
-    "stability": "rpx-stability.v1.schema.json",
-    "coherence": "rpx-coherence.v1.schema.json",
-    "readiness": "rpx-readiness.v1.schema.json",
-    "compare": "rpx-compare.v1.schema.json",
-    "manifest": "rpx-manifest.v1.schema.json",
-    "provenance": "rpx-run-provenance.v1.schema.json",
-}
-KIND_BY_SCHEMA = {
-    "rpx.eval": "eval",
-    "rpx.saliency-mb": "saliency-mb",
-    "rpx.stability": "stability",
-    "rpx.coherence": "coherence",
-    "rpx.readiness": "readiness",
-    "rpx.compare": "compare",
-    "rpx-run-provenance-v1": "provenance",
-}
+WORKFLOW_SCHEMAS = {"rpx.stability": "stability", "rpx.readiness": "readiness",
+                    "rpx.compare": "compare", "rpx-run-provenance-v1": "provenance"}
 
 
-def schema_dir() -> Path:
-    here = Path(__file__).resolve().parent.parent
-    packaged = here / "schemas"
-    return packaged if packaged.is_dir() else here.parent / "schemas"
+def _tasks() -> dict[str, Any]:
+    load_builtin_tasks()
+    return dict(TASKS)
+
+
+def schema_kinds() -> list[str]:
+    """Every kind ``rpx schema`` accepts."""
+    return schema_defs.kinds(_tasks())
+
+
+def load_schema(kind: str) -> dict[str, Any]:
+    try:
+        return schema_defs.build(kind, _tasks())
+    except KeyError as exc:
+        raise InputError(str(exc.args[0])) from None
 
 
 def schema_text(kind: str) -> bytes:
-    return (schema_dir() / SCHEMA_FILES[kind]).read_bytes()
-
-
-@cache
-def load_schema(kind: str) -> dict[str, Any]:
-    import json
-
-    return json.loads(schema_text(kind))
+    return (json.dumps(load_schema(kind), indent=2) + "\n").encode()
 
 
 def detect_kind(document: Any) -> str:
     """The report kind named by the document's ``schema`` field."""
     if isinstance(document, dict):
         name = document.get("schema")
-        if name in KIND_BY_SCHEMA:
-            return KIND_BY_SCHEMA[name]
+        if name in WORKFLOW_SCHEMAS:
+            return WORKFLOW_SCHEMAS[name]
+        if isinstance(name, str) and name.startswith("rpx.") and name[4:] in schema_kinds():
+            return name[4:]
         if "samples" in document and "schema" not in document:
             return "manifest"
         if name is None:
@@ -64,19 +56,18 @@ def detect_kind(document: Any) -> str:
     raise InputError("is not a JSON object")
 
 
-@cache
-def _validator(kind: str):
-    from jsonschema import Draft202012Validator
-    from referencing import Registry, Resource
+_VALIDATORS: dict[tuple[str, tuple[str, ...]], Any] = {}
 
-    resources = []
-    for name in SCHEMA_FILES:
-        schema = load_schema(name)
-        resources.append((schema["$id"], Resource.from_contents(schema)))
-    registry = Registry().with_resources(resources)
-    schema = load_schema(kind)
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema, registry=registry)
+
+def _validator(kind: str):
+    key = (kind, tuple(sorted(TASKS)))  # a task registered later changes the eval schema
+    if key not in _VALIDATORS:
+        from jsonschema import Draft202012Validator
+
+        schema = load_schema(kind)
+        Draft202012Validator.check_schema(schema)
+        _VALIDATORS[key] = Draft202012Validator(schema)
+    return _VALIDATORS[key]
 
 
 def validation_errors(document: Any, kind: str) -> list[str]:

@@ -1,18 +1,10 @@
-"""Tasks: one module per task, registered in :mod:`rpx_cli.tasks.registry`."""
+"""Tasks: one module per task, each registering itself with ``@register_task``.
 
-from rpx_cli.tasks import (  # noqa: F401  (register themselves)
-    coherence,
-    depth,
-    detection,
-    grounding,
-    keypoints,
-    nvs,
-    pose,
-    saliency_mb,
-    segmentation,
-    sparse_depth,
-    tracking,
-)
+Every module of this package is imported on first use (:func:`load_builtin_tasks`), so
+adding a task is adding a module: nothing else lists the tasks. The protocol a task
+implements is :mod:`rpx_cli.tasks.base`; ``docs/architecture.md`` walks through it.
+"""
+
 from rpx_cli.tasks.calculators import (
     MetricCalculator,
     available_metrics,
@@ -22,7 +14,10 @@ from rpx_cli.tasks.calculators import (
     register_metric,
     unregister_metric,
 )
-from rpx_cli.tasks.registry import TASKS, get_task, register_task
+from rpx_cli.tasks.registry import TASKS, builtin_tasks, get_task, load_builtin_tasks, register_task
 
-__all__ = ["TASKS", "MetricCalculator", "available_metrics", "clear_registry", "compute_metrics",
-           "get_calculators", "get_task", "register_metric", "register_task", "unregister_metric"]
+load_builtin_tasks()
+
+__all__ = ["TASKS", "MetricCalculator", "available_metrics", "builtin_tasks", "clear_registry",
+           "compute_metrics", "get_calculators", "get_task", "register_metric", "register_task",
+           "unregister_metric"]

@@ -1,25 +1,35 @@
-"""What every task provides to the engine and the report.
+"""The task protocol: everything a task may provide, declared here with its default.
 
-A task is a stateless object. The engine calls, per pair and inside a worker process:
-``read`` (which readers the task uses; the only method that sees a path), then
-``evaluate`` (a pure function of the loaded data returning one row of metrics; keys
-starting with ``_`` are private and never reach the report), then ``row_stats`` (the row's
-sufficient statistics as a fixed-width vector of numbers). After all pairs, ``summarize``
-turns the statistics of every row (a float64 matrix, one row per pair in stem order) into
-the report's metric keys. Rows themselves are kept only when the report includes them, so
-``--no-rows`` runs in memory proportional to the statistics (a few numbers per pair).
+A task is a stateless object registered in :mod:`rpx_cli.tasks.registry`. The engine calls,
+per pair and inside a worker process:
+
+1. :meth:`Task.read` for the ground truth and the prediction (the only method that sees a
+   path; it uses the readers in :mod:`rpx_cli.io`), or :meth:`Task.empty_prediction` for a
+   missing prediction under ``--missing empty``;
+2. :meth:`Task.evaluate`, a pure function of the loaded data returning a :class:`Sample`:
+   the public row of metrics and the values of the statistics the task declared by name
+   (:meth:`Task.statistics`, :class:`~rpx_cli.tasks.stats.Stat`).
+
+After all pairs, :meth:`Task.summarize` turns the :class:`~rpx_cli.tasks.stats.StatTable`
+of every evaluated pair (rows in stem order) into the report's sections (``aggregate``,
+``dataset``, or the task's own top-level keys). Because the statistics are all the summary
+needs, ``--shard`` parts, ``rpx merge`` and ``--jobs`` give the same numbers, and rows are
+kept only when the report includes them (``--no-rows`` memory is the statistics').
+
+Everything else (flags, metric directions, metric families, the primary metric of strata,
+the report kind and its JSON Schema additions, input files that replace the folders) is
+declared as class attributes; the CLI, the schemas, ``rpx metrics`` and the golden tests are
+generated from them. ``docs/architecture.md`` walks through adding a task.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rpx_cli.io.filebuffer import FileBuffer
-
-if TYPE_CHECKING:
-    import numpy as np
+from rpx_cli.tasks.stats import Stat, StatTable
 
 Params = Mapping[str, Any]
 Warn = Callable[[str, str], None]  # (warning kind, path)
@@ -70,27 +80,78 @@ class MetricInfo:
         return {"direction": self.direction, "description": self.description}
 
 
-class Task:
-    """Base class of the built-in tasks (and of third-party ones)."""
 
+@dataclass
+class Sample:
+    """What :meth:`Task.evaluate` returns for one pair: the public ``row`` (metric name ->
+    number, None when undefined) and the values of the declared statistics by name
+    (``stats``; None: they are keys of the row)."""
+
+    row: dict[str, Any]
+    stats: Mapping[str, Any] | None = None
+
+    @property
+    def values(self) -> Mapping[str, Any]:
+        return self.row if self.stats is None else self.stats
+
+
+@dataclass
+class FileInput:
+    """Inputs a task read from files that replace the two folders (:attr:`Task.file_inputs`,
+    e.g. COCO files), one entry per stem. Either ``samples`` — (prediction, GT) pairs in the
+    form ``read`` returns, evaluated like pairs read from folders — or, when the task can
+    build its statistics faster in bulk, ``stats`` with the public ``rows`` values."""
+
+    stems: list[str]
+    samples: list[tuple[Any, Any]] | None = None
+    stats: StatTable | None = None
+    rows: list[dict[str, Any]] | None = None
+    params: dict[str, Any] | None = None  # added to the report's params (e.g. categories)
+    warnings: list[str] | None = None
+
+
+class Task:
+    """Base class of every task: each hook has its default here, so the engine, the run
+    layer and the CLI never probe for attributes."""
+
+    # --- identity and report kind ------------------------------------------------------
     name: ClassVar[str]
-    report_schema: ClassVar[str]  # the report's ``schema`` value, e.g. "rpx.saliency-mb"
-    suffixes: ClassVar[tuple[str, ...]]
-    metrics: ClassVar[Mapping[str, MetricInfo]]
+    help: ClassVar[str] = ""
+    example: ClassVar[str] = ""  # the --help example; default: a generic pipe to jq
+    # the report's ``schema`` value: "rpx.eval" (an ``rpx eval`` subcommand) or a kind of
+    # its own (then a top-level command of the same name, e.g. "rpx.saliency-mb")
+    report_schema: ClassVar[str] = "rpx.eval"
+    # JSON Schema additions for this task's reports: top-level properties, the ones always
+    # present in a full (not --shard) report, and the properties of a row
+    report_properties: ClassVar[Mapping[str, Any]] = {}
+    report_required: ClassVar[tuple[str, ...]] = ()
+    row_properties: ClassVar[Mapping[str, Any]] = {}
+    row_required: ClassVar[tuple[str, ...]] = ()
+
+    # --- inputs -------------------------------------------------------------------------
+    suffixes: ClassVar[tuple[str, ...]] = ()
     default_missing: ClassVar[str] = "error"
-    default_params: ClassVar[Mapping[str, Any]] = {}
-    options: ClassVar[tuple[Option, ...]] = ()
     # how run_provenance names the two folders (coherence: mask_dir, depth_dir)
     input_names: ClassVar[tuple[str, str]] = ("pred_dir", "gt_dir")
-    # input files that replace --pred-dir/--gt-dir (detection: --coco-gt/--coco-dt)
+    # input files that replace --pred-dir/--gt-dir (detection: --coco-gt/--coco-dt); the
+    # task reads them in :meth:`read_files`
     file_inputs: ClassVar[tuple[Option, ...]] = ()
-    help: ClassVar[str] = ""
+
+    # --- parameters ---------------------------------------------------------------------
+    options: ClassVar[tuple[Option, ...]] = ()
+    default_params: ClassVar[Mapping[str, Any]] = {}
+
+    # --- metrics ------------------------------------------------------------------------
+    metrics: ClassVar[Mapping[str, MetricInfo]] = {}
+    # the metric `--manifest` strata use unless --primary-metric says otherwise
+    primary_metric: ClassVar[str | None] = None
     # --metrics: family -> (row/aggregate keys it holds, report sections it holds). A
     # skipped family's keys are left out of the report; a task may also skip its work.
     families: ClassVar[Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {}
-    # True: row_stats is a fixed-width vector of numbers, kept as one float64 matrix;
-    # False: any picklable object per row, kept in a list (e.g. a sparse confusion matrix).
-    vector_stats: ClassVar[bool] = True
+    # the statistics kept per pair (see rpx_cli.tasks.stats); statistics() may vary them
+    stats: ClassVar[tuple[Stat, ...]] = ()
+    # summarize an empty --shard part too (a kind whose schema requires its keys)
+    summarize_empty: ClassVar[bool] = False
 
     def normalise_params(self, params: Params) -> dict[str, Any]:
         """Parameters in the form recorded in the report's ``params`` (JSON types)."""
@@ -99,9 +160,20 @@ class Task:
     def validate_params(self, params: Params) -> None:
         """Raise :class:`rpx_cli.errors.ParameterError` for a value the task cannot use."""
 
+    def metric_info(self, params: Params) -> dict[str, MetricInfo]:
+        """Directions of every metric key the report will hold (band keys included)."""
+        return dict(self.metrics)
+
+    def statistics(self, params: Params) -> tuple[Stat, ...]:
+        """The statistics kept per pair under ``params`` (default: :attr:`stats`)."""
+        return self.stats
+
+    # --- per pair (in a worker process) ---------------------------------------------------
+
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Any:
-        """Load one file (``role`` is ``"gt"`` or ``"pred"``)."""
+        """Load one file (``role`` is ``"gt"`` or ``"pred"``); ``warn(kind, path)`` notes a
+        warning for stderr (see :meth:`warning_text`)."""
         raise NotImplementedError
 
     def empty_prediction(self, gt: Any, params: Params) -> Any:
@@ -109,41 +181,49 @@ class Task:
         raise NotImplementedError
 
     def evaluate(self, pred: Any, gt: Any, params: Params, *, pred_path: str | None,
-                 gt_path: str) -> dict[str, Any]:
-        """One row of metrics. Paths are for error messages only."""
+                 gt_path: str) -> Sample:
+        """One pair's row and statistics. Paths are for error messages only."""
         raise NotImplementedError
 
-    def summarize_rows(self, stats: Any, params: Params) -> tuple[dict[str, Any], list[dict] | None]:
-        """``(summary, per-row values)``: a task whose row values need every frame (vectorised
-        matching across images) returns them here, in stem order; the default has none."""
+    def read_files(self, files: Mapping[str, str], params: Params) -> FileInput:
+        """Read the :attr:`file_inputs` (option name -> path) given instead of folders."""
+        raise NotImplementedError(f"{self.name} reads folders only")
+
+    # --- over all pairs -----------------------------------------------------------------------
+
+    def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
+        """Report sections from the statistics of every pair (rows in stem order)."""
+        raise NotImplementedError
+
+    def summarize_rows(self, stats: StatTable,
+                       params: Params) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+        """``(sections, per-row values)``: a task whose row values need every pair at once
+        (detection matches all images in one vectorised pass) returns them here, in stem
+        order, to be merged into the rows; the default has none."""
         return self.summarize(stats, params), None
 
-    def row_stats(self, row: dict[str, Any], params: Params) -> Sequence[float] | Any:
-        """The row's sufficient statistics: with ``vector_stats``, numbers of one length for
-        every row of a run; otherwise any picklable object."""
-        raise NotImplementedError
-
-    def summarize(self, stats: np.ndarray | list[Any], params: Params) -> dict[str, Any]:
-        """Report keys from the statistics of all rows in stem order: a float64 matrix
-        (n_rows, width) with ``vector_stats``, else the list of row objects."""
-        raise NotImplementedError
-
-    def encode_stats(self, stats: Any) -> Any:
-        """Row statistics as JSON (a shard report's ``state``); exact for float64."""
-        return stats.tolist() if hasattr(stats, "tolist") else list(stats)
-
-    def decode_stats(self, encoded: Any) -> Any:
-        """The inverse of :meth:`encode_stats`, for ``rpx merge``."""
-        if self.vector_stats:
-            import numpy as np
-
-            array = np.asarray(encoded, dtype=np.float64)
-            return array.reshape(len(encoded), -1) if len(encoded) else np.empty((0, 0))
-        return list(encoded)
-
-    def metric_info(self, params: Params) -> dict[str, MetricInfo]:
-        """Directions of every metric key the report will hold (band keys included)."""
-        return dict(self.metrics)
-
     def warning_text(self, kind: str, paths: list[str]) -> str:
+        """One stderr line for the files that raised warning ``kind``."""
         return f"{kind}: {len(paths)} file(s), e.g. {paths[0]}"
+
+    # --- derived ------------------------------------------------------------------------------
+
+    @property
+    def kind(self) -> str:
+        """The report kind (``rpx schema KIND``): ``eval`` or the task's own."""
+        return self.report_schema.removeprefix("rpx.")
+
+    @property
+    def command(self) -> tuple[str, ...]:
+        """How the task is run: ``("eval", name)`` or its own top-level command."""
+        return ("eval", self.name) if self.report_schema == "rpx.eval" else (self.kind,)
+
+
+def shape_text(array: Any) -> str:
+    """``WxH`` (or ``WxHxC``) for messages about image-like arrays."""
+    shape = tuple(array.shape)
+    if len(shape) == 2:
+        return f"{shape[1]}x{shape[0]}"
+    if len(shape) == 3:
+        return f"{shape[1]}x{shape[0]}x{shape[2]}"
+    return str(shape)

@@ -78,8 +78,8 @@ class BuiltinCalculator(MetricCalculator):
         task = self.task
         merged = {**task.default_params, **params}
         merged = task.normalise_params(merged)
-        row = task.evaluate(prediction, ground_truth, merged, pred_path=None, gt_path="")
-        return {k: v for k, v in row.items() if not k.startswith("_")}
+        sample = task.evaluate(prediction, ground_truth, merged, pred_path=None, gt_path="")
+        return dict(sample.row)
 
 
 C = TypeVar("C", bound=type[MetricCalculator])

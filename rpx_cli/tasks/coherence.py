@@ -31,14 +31,17 @@ from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.boundaries import FrameAgreement, boundary_agreement, sgc_summary
-from rpx_cli.tasks.base import MetricInfo, Params, Task, Warn
+from rpx_cli.tasks.base import MetricInfo, Params, Sample, Task, Warn, shape_text
 from rpx_cli.tasks.depth import DepthMap, to_depth
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.segmentation import Segmentation
+from rpx_cli.tasks.stats import Stat, StatTable
 
 COUNTS = ("n_mask_boundary", "n_depth_boundary", "n_mask_band", "n_depth_band", "n_overlap",
           "n_no_depth")
 _LABELS = Segmentation()  # its label-map reader (PNG L/P/I;16, integer .npy)
+_COUNT = {"type": "integer", "minimum": 0}
+_FRACTION = {"type": "number", "minimum": 0, "maximum": 1}
 
 
 @register_task
@@ -48,6 +51,26 @@ class Coherence(Task):
     suffixes = (".png", ".npy", ".npz", ".pgm", ".tif", ".tiff")
     help = "Stack-Level Geometric Coherence: mask boundaries against depth discontinuities."
     summarize_empty = True  # the rpx.coherence schema requires sgc/precision/recall: null
+    stats = (Stat("precision"), Stat("recall"), *(Stat(key) for key in COUNTS))
+    report_properties = {
+        "sgc": {"type": ["number", "null"]},
+        "precision": {"type": ["number", "null"]},
+        "recall": {"type": ["number", "null"]},
+        "params": {"type": "object",
+                   "description": "Every option that can change a number, normalised.",
+                   "properties": {"tau": {"type": "number", "exclusiveMinimum": 0},
+                                  "dilation": {"type": "integer", "minimum": 0},
+                                  "depth_scale": {"type": "number", "exclusiveMinimum": 0},
+                                  "missing": {"enum": ["error", "skip", "empty"]},
+                                  "on_error": {"enum": ["fail", "skip"]}}},
+        "totals": {"type": "object", "description": "Pixel counts summed over the rows.",
+                   "required": list(COUNTS), "properties": dict.fromkeys(COUNTS, _COUNT)},
+    }
+    report_required = ("sgc", "precision", "recall", "totals")
+    row_properties = {"gt_path": {"type": "string"}, "mask_path": {"type": ["string", "null"]},
+                      "depth_path": {"type": "string"}, "precision": _FRACTION,
+                      "recall": _FRACTION, **dict.fromkeys(COUNTS, _COUNT)}
+    row_required = ("mask_path", "depth_path", "precision", "recall", *COUNTS)
     metrics = {
         "sgc": MetricInfo("higher", "F-score of the mean precision and the mean recall"),
         "precision": MetricInfo("higher", "row: overlap / dilated mask boundary (1.0 when 0/0); "
@@ -102,10 +125,10 @@ class Coherence(Task):
         return np.zeros(gt.values.shape, dtype=np.uint8)  # one label: no mask boundary
 
     def evaluate(self, pred: np.ndarray, gt: DepthMap, params: Params, *, pred_path: str | None,
-                 gt_path: str) -> dict[str, Any]:
+                 gt_path: str) -> Sample:
         if pred.shape != gt.values.shape:
-            raise InputError(f"shapes differ: mask {pred_path} is {_hw(pred)}, depth {gt_path} "
-                             f"is {_hw(gt.values)}", path=pred_path)
+            raise InputError(f"shapes differ: mask {pred_path} is {shape_text(pred)}, depth "
+                             f"{gt_path} is {shape_text(gt.values)}", path=pred_path)
         depth = gt.metres(np.float64)
         finite = np.isfinite(depth)
         if not finite.all():
@@ -114,20 +137,14 @@ class Coherence(Task):
                              "pixels without depth with 0", path=gt_path)
         frame: FrameAgreement = boundary_agreement(pred, depth, tau=params["tau"],
                                                    dilation=params["dilation"])
-        return {"mask_path": pred_path, "depth_path": gt_path, **frame._asdict()}
+        return Sample({"mask_path": pred_path, "depth_path": gt_path, **frame._asdict()})
 
-    def row_stats(self, row: dict[str, Any], params: Params) -> tuple[float, ...]:
-        return (row["precision"], row["recall"], *(row[key] for key in COUNTS))
-
-    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
+    def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
         if not len(stats):  # an empty --shard part: nulls, counts 0
             precision = recall = sgc = None
             totals = dict.fromkeys(COUNTS, 0)
         else:
-            precision, recall, sgc = sgc_summary(stats[:, 0].tolist(), stats[:, 1].tolist())
-            totals = {key: int(stats[:, 2 + i].sum()) for i, key in enumerate(COUNTS)}
+            precision, recall, sgc = sgc_summary(stats["precision"].tolist(),
+                                                 stats["recall"].tolist())
+            totals = {key: int(stats[key].sum()) for key in COUNTS}
         return {"sgc": sgc, "precision": precision, "recall": recall, "totals": totals}
-
-
-def _hw(array: np.ndarray) -> str:
-    return "x".join(str(n) for n in reversed(array.shape))

@@ -18,7 +18,6 @@ from rpx_cli.io.arrays import read_array
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.depth import (
     METRICS,
-    DepthKernel,
     DepthSums,
     NonFinitePrediction,
     apply_alignment,
@@ -27,10 +26,13 @@ from rpx_cli.ops.depth import (
     finalize,
     finalize_columns,
     fit_alignment,
+    shared_kernel,
 )
+from rpx_cli.ops.reduce import mean_present
 from rpx_cli.ops.resize import RESIZE_METHODS, resize
-from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
 from rpx_cli.tasks.registry import register_task
+from rpx_cli.tasks.stats import Stat, StatTable
 
 ALIGN_METHODS = ("none", "median", "ls_affine", "ls_disparity")
 
@@ -106,7 +108,7 @@ def to_depth(array: np.ndarray, fmt: str, depth_scale: float, path: str) -> Dept
 @register_task
 class Depth(Task):
     name = "depth"
-    report_schema = "rpx.eval"
+    primary_metric = "absrel"
     suffixes = (".npy", ".npz", ".png", ".pgm", ".tif", ".tiff")
     help = "Monocular depth: AbsRel, SqRel, RMSE, RMSE log, log10, SILog, delta < 1.25^k."
     metrics = _INFO
@@ -185,11 +187,12 @@ class Depth(Task):
         return DepthMap(np.zeros(gt.values.shape, dtype=np.float32))
 
     def evaluate(self, pred: DepthMap, gt: DepthMap, params: Params, *, pred_path: str | None,
-                 gt_path: str) -> dict[str, Any]:
+                 gt_path: str) -> Sample:
         shape = gt.values.shape
         if pred.values.shape != shape and params["resize_pred"] is None:
             raise InputError(
-                f"shapes differ: {pred_path} is {_hw(pred.values)}, {gt_path} is {_hw(gt.values)} "
+                f"shapes differ: {pred_path} is {shape_text(pred.values)}, {gt_path} is "
+                f"{shape_text(gt.values)} "
                 "(--resize-pred nearest|bilinear resizes predictions)",
                 path=pred_path,
             )
@@ -208,7 +211,7 @@ class Depth(Task):
         if align_method != "none":
             p, row["align_scale"], row["align_shift"] = self._align(p, gt, flat_valid, align_method,
                                                                     pred_path)
-        kernel = _kernel(np.float32 if fast else np.float64)
+        kernel = shared_kernel(np.float32 if fast else np.float64)
         gt_values = gt.values.ravel() if (fast or gt.scale is None) else gt.metres(np.float64).ravel()
         try:
             sums = kernel.sums(p, gt_values, valid=flat_valid,
@@ -218,14 +221,13 @@ class Depth(Task):
             raise InputError(str(exc), path=pred_path) from None
         row.update(finalize(sums[0]))
         row["n_valid"] = n_valid
-        by_suffix = {"": sums[0]}
+        stats = {"sums": sums[0].as_tuple(), "n_capped": row.get("n_capped", 0)}
         for (low, high), band in zip(params["ranges"], sums[1:], strict=True):
             suffix = band_suffix(low, high)
             row.update({f"{k}_{suffix}": v for k, v in finalize(band).items()})
             row[f"n_valid_{suffix}"] = band.n
-            by_suffix[suffix] = band
-        row["_sums"] = by_suffix
-        return row
+            stats[f"sums_{suffix}"] = band.as_tuple()
+        return Sample(row, stats)
 
     @staticmethod
     def _valid(gt: DepthMap, params: Params) -> tuple[np.ndarray, dict[str, Any]]:
@@ -265,44 +267,28 @@ class Depth(Task):
     def _suffixes(self, params: Params) -> list[str]:
         return [""] + [band_suffix(low, high) for low, high in params["ranges"]]
 
-    def row_stats(self, row: dict[str, Any], params: Params) -> list[float]:
-        values: list[float] = []
-        for suffix in self._suffixes(params):
-            values.extend(row["_sums"][suffix].as_tuple())
-        values.append(row.get("n_capped", 0))
-        return values
+    def statistics(self, params: Params) -> tuple[Stat, ...]:
+        """Per band (the whole frame first): the :class:`DepthSums` of the frame."""
+        width = len(DepthSums.__slots__)
+        return (*(Stat(f"sums_{suffix}" if suffix else "sums", width)
+                  for suffix in self._suffixes(params)), Stat("n_capped"))
 
-    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
+    def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
         aggregate: dict[str, Any] = {}
         dataset: dict[str, Any] = {}
-        width = len(DepthSums.__slots__)
-        for index, suffix in enumerate(self._suffixes(params)):
+        for suffix in self._suffixes(params):
             tail = f"_{suffix}" if suffix else ""
-            block = stats[:, index * width:(index + 1) * width]
+            block = stats[f"sums{tail}"]
             per_row = finalize_columns(block)  # the very numbers in the rows
             present = block[:, 0] > 0
             for metric in METRICS:
-                values = per_row[metric][present].tolist()
-                aggregate[metric + tail] = math.fsum(values) / len(values) if values else None
+                aggregate[metric + tail] = mean_present(per_row[metric][present])
             aggregate["n_empty" + tail] = int(np.count_nonzero(~present))
             pooled = combine_columns(block)
             dataset.update({k + tail: v for k, v in finalize(pooled).items()})
             dataset["n_valid" + tail] = pooled.n
         if params["min_depth"] is not None or params["max_depth"] is not None:
-            dataset["n_capped"] = int(stats[:, -1].sum())
-        aggregate["n_frames"] = stats.shape[0]
+            dataset["n_capped"] = int(stats["n_capped"].sum())
+        aggregate["n_frames"] = len(stats)
         return {"aggregate": aggregate, "dataset": dataset}
 
-
-_KERNELS: dict[type, DepthKernel] = {}
-
-
-def _kernel(dtype: type) -> DepthKernel:
-    """One kernel (and its workspace) per process and precision."""
-    if dtype not in _KERNELS:
-        _KERNELS[dtype] = DepthKernel(dtype)
-    return _KERNELS[dtype]
-
-
-def _hw(array: np.ndarray) -> str:
-    return "x".join(str(n) for n in reversed(array.shape))

@@ -26,34 +26,56 @@ and confusion (not COCO), as Aquarium does by default.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import ParameterError
+from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.box_table import BoxTable, Frame, FrameTable
 from rpx_cli.io.boxes import Boxes, apply_class_map, load_class_map, parse_boxes
+from rpx_cli.io.coco_files import load_coco
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.assignment import solver
 from rpx_cli.ops.boxes import iou_pairs, iou_xywh
 from rpx_cli.ops.coco import STAT_NAMES, CocoInput, greedy_match
 from rpx_cli.ops.coco import evaluate as coco_evaluate
-from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn, probability
+from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
+from rpx_cli.tasks.base import (
+    FileInput,
+    MetricInfo,
+    Option,
+    Params,
+    Sample,
+    Task,
+    Warn,
+    probability,
+)
 from rpx_cli.tasks.registry import register_task
+from rpx_cli.tasks.stats import Stat, StatTable
 
 BACKGROUND = "background"
 ROW_KEYS = ("precision", "recall", "f1", "tp", "fp", "fn")
 
 
+def encode_frame(frame: Frame) -> dict[str, Any]:
+    return {"gt": frame.gt.as_json(), "pred": frame.pred.as_json(), "image_id": frame.image_id}
+
+
+def decode_frame(data: dict[str, Any]) -> Frame:
+    return Frame(Boxes.from_json(data["gt"]), Boxes.from_json(data["pred"]), data.get("image_id"))
+
+
 @register_task
 class Detection(Task):
     name = "detection"
-    report_schema = "rpx.eval"
+    primary_metric = "f1"
     suffixes = (".json",)
     help = ("Object detection: per-image P/R/F1 at an operating point, the Aquarium confusion "
             "matrix, and COCO AP/AR equal to pycocotools.")
-    vector_stats = False
+    # every frame's boxes: the views match across all frames at once (a Frame per pair, or
+    # the flat FrameTable of COCO-file input)
+    stats = (Stat("frame", encode=encode_frame, decode=decode_frame),)
     metrics = {
         "precision": MetricInfo("higher", "TP / (TP + FP) at the operating point (IoU >= threshold, "
                                 "score >= conf threshold, greedy by descending score, stable ties)"),
@@ -124,31 +146,40 @@ class Detection(Task):
         return Boxes.empty(with_scores=True)
 
     def evaluate(self, pred: Boxes, gt: Boxes, params: Params, *, pred_path: str | None,
-                 gt_path: str) -> dict[str, Any]:
+                 gt_path: str) -> Sample:
         n_pred = int(np.count_nonzero(pred.scores >= params["conf_threshold"])) if len(pred) else 0
-        return {"n_gt": int(np.count_nonzero(~gt.crowd)), "n_pred": n_pred,
-                "_frame": Frame(gt, pred)}
+        return Sample({"n_gt": int(np.count_nonzero(~gt.crowd)), "n_pred": n_pred},
+                      {"frame": Frame(gt, pred)})
 
-    def row_stats(self, row: dict[str, Any], params: Params) -> Frame:
-        return row["_frame"]
-
-    def encode_stats(self, stats: list[Frame]) -> list[dict[str, Any]]:
-        return [{"gt": frame.gt.as_json(), "pred": frame.pred.as_json(), "image_id": frame.image_id}
-                for frame in stats]
-
-    def decode_stats(self, encoded: list[dict[str, Any]]) -> list[Frame]:
-        return [Frame(Boxes.from_json(item["gt"]), Boxes.from_json(item["pred"]),
-                      item.get("image_id")) for item in encoded]
+    def read_files(self, files: Mapping[str, str], params: Params) -> FileInput:
+        """``--coco-gt``/``--coco-dt``: read straight into a flat table (no per-image
+        objects). Images keep their COCO ids (the COCO view orders them by id); stems are
+        ``file_name`` without its suffix."""
+        gt_file, dt_file = files["coco_gt"], files["coco_dt"]
+        coco = load_coco(gt_file, dt_file)
+        if not coco.stems:
+            raise InputError("the COCO GT file has no images", path=gt_file)
+        table = FrameTable(len(coco.stems), coco.categories, coco.gt, coco.pred, coco.image_ids)
+        table = table.map_labels(params.get("class_map"))
+        rows = [{"n_gt": a, "n_pred": b} for a, b in
+                zip(table.n_gt(), table.n_pred(params["conf_threshold"]), strict=True)]
+        warnings = []
+        if coco.n_unknown_category:
+            warnings.append(f"{coco.n_unknown_category} detection(s) name a category that is "
+                            f"not in {gt_file}; they are not evaluated (as pycocotools)")
+        return FileInput(coco.stems, stats=StatTable(self.stats, {"frame": table}, table.n),
+                         rows=rows, params={"categories": table.vocabulary}, warnings=warnings)
 
     # --- over all frames ----------------------------------------------------------------
 
-    def summarize(self, stats: list[Frame], params: Params) -> dict[str, Any]:
+    def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
         return self.summarize_rows(stats, params)[0]
 
-    def summarize_rows(self, stats: list[Frame] | FrameTable, params: Params):
+    def summarize_rows(self, stats: StatTable, params: Params):
         wanted = params.get("metrics") or list(self.families)
-        table = stats if isinstance(stats, FrameTable) else FrameTable.from_frames(
-            stats, params.get("categories") or _vocabulary(stats))
+        frames = stats["frame"]
+        table = frames if isinstance(frames, FrameTable) else FrameTable.from_frames(
+            frames, params.get("categories") or _vocabulary(frames))
         n = table.n
         empty = table.gt.counts(n) == 0
         skipped = empty & bool(params["skip_empty_gt"])
@@ -167,7 +198,7 @@ class Detection(Task):
             used = ~skipped
             for key in ("precision", "recall", "f1"):
                 values = figures[key][used]
-                aggregate[key] = math.fsum(values.tolist()) / values.size if values.size else None
+                aggregate[key] = mean_present(values)
             totals = [int(x[used].sum()) for x in (tp, fp, fn)]
             dataset["pooled"] = {**prf(*totals), **dict(zip(("tp", "fp", "fn"), totals, strict=True))}
         if "confusion" in wanted:
@@ -182,28 +213,6 @@ def _vocabulary(stats: list[Frame]) -> list[str]:
     labels = {label for frame in stats for label in (*frame.gt.labels, *frame.pred.labels)}
     return sorted(labels, key=lambda label: (0, int(label), "") if label.lstrip("-").isdigit()
                   else (1, 0, label))
-
-
-def prf(tp: int, fp: int, fn: int) -> dict[str, float]:
-    """Precision, recall, F1; nothing to find and nothing predicted is 1/1/1, any other
-    0/0 is 0."""
-    if tp + fp + fn == 0:
-        return {"precision": 1.0, "recall": 1.0, "f1": 1.0}
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1}
-
-
-def prf_arrays(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> dict[str, np.ndarray]:
-    """:func:`prf` for arrays of counts, the same operations."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        precision = np.where(tp + fp > 0, tp / (tp + fp), 0.0)
-        recall = np.where(tp + fn > 0, tp / (tp + fn), 0.0)
-        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
-    ideal = tp + fp + fn == 0
-    return {"precision": np.where(ideal, 1.0, precision), "recall": np.where(ideal, 1.0, recall),
-            "f1": np.where(ideal, 1.0, f1)}
 
 
 def operating_point(table: FrameTable, iou_threshold: float,

@@ -11,7 +11,6 @@ counted in ``aggregate.n_empty``.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import numpy as np
@@ -20,14 +19,16 @@ from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import boxes_from_objects
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.boxes import iou_xywh
-from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn, probability
+from rpx_cli.ops.reduce import mean_present
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, probability
 from rpx_cli.tasks.registry import register_task
+from rpx_cli.tasks.stats import Stat, StatTable
 
 
 @register_task
 class Grounding(Task):
     name = "grounding"
-    report_schema = "rpx.eval"
+    primary_metric = "grounding_acc"
     suffixes = (".json",)
     help = "Visual grounding: IoU and accuracy of the highest-scoring box for each expression."
     metrics = {
@@ -43,6 +44,7 @@ class Grounding(Task):
                help="An answer is right when its IoU with a GT box is >= T."),
     )
     default_params = {option.param: option.default for option in options}
+    stats = (Stat("grounding_iou"), Stat("grounding_acc"))
 
     def normalise_params(self, params: Params) -> dict[str, Any]:
         return {**params, "iou_threshold": float(params["iou_threshold"])}
@@ -74,26 +76,21 @@ class Grounding(Task):
         return np.zeros((0, 4)), np.zeros(0)
 
     def evaluate(self, pred, gt, params: Params, *, pred_path: str | None,
-                 gt_path: str) -> dict[str, Any]:
+                 gt_path: str) -> Sample:
         gt_boxes, _ = gt
         pred_boxes, scores = pred
         if not len(gt_boxes):
-            return {"grounding_iou": None, "grounding_acc": None}
+            return Sample({"grounding_iou": None, "grounding_acc": None})
         if not len(pred_boxes):
-            return {"grounding_iou": 0.0, "grounding_acc": 0.0}
+            return Sample({"grounding_iou": 0.0, "grounding_acc": 0.0})
         answer = pred_boxes[int(np.argmax(scores))][None, :]
         iou = float(iou_xywh(answer, gt_boxes).max())
-        return {"grounding_iou": iou, "grounding_acc": float(iou >= params["iou_threshold"])}
+        return Sample({"grounding_iou": iou, "grounding_acc": float(iou >= params["iou_threshold"])})
 
-    def row_stats(self, row: dict[str, Any], params: Params) -> tuple[float, ...]:
-        if row["grounding_iou"] is None:
-            return (0.0, 0.0, 0.0)
-        return (1.0, row["grounding_iou"], row["grounding_acc"])
-
-    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
-        present = stats[:, 0] > 0
-        aggregate: dict[str, Any] = {"n_frames": len(stats), "n_empty": int(np.count_nonzero(~present))}
-        for index, key in ((1, "grounding_iou"), (2, "grounding_acc")):
-            values = stats[present, index].tolist()
-            aggregate[key] = math.fsum(values) / len(values) if values else None
+    def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
+        iou = stats["grounding_iou"]
+        aggregate: dict[str, Any] = {"n_frames": len(stats),
+                                     "n_empty": int(np.count_nonzero(np.isnan(iou)))}
+        for key in ("grounding_iou", "grounding_acc"):
+            aggregate[key] = mean_present(stats[key])
         return {"aggregate": aggregate, "dataset": {}}

@@ -31,11 +31,16 @@ import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
+from rpx_cli.ops.reduce import mean_present
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn
 from rpx_cli.tasks.registry import register_task
+from rpx_cli.tasks.stats import Stat, StatTable
 
 FIXED_THRESHOLDS = (1.0, 3.0, 5.0)
 ACCURACY_KEYS = ("keypoint_acc", "keypoint_acc_1px", "keypoint_acc_3px", "keypoint_acc_5px")
+# per frame: visible GT points, points with a prediction to match, hits at --px-threshold and
+# at 1, 3 and 5 px, and the summed match error
+SUMS = ("n_points", "n_matched", "hits", "hits_1px", "hits_3px", "hits_5px", "error_sum")
 # candidates asked of the k-d tree per GT point; rows whose candidates all tie are resolved
 # by brute force, so the first-listed rule holds however many predictions tie
 TREE_CANDIDATES = 4
@@ -50,11 +55,11 @@ class Correspondences(NamedTuple):
 @register_task
 class Keypoints(Task):
     name = "keypoints"
-    report_schema = "rpx.eval"
+    primary_metric = "keypoint_acc"
     suffixes = (".json",)
     help = ("Keypoint correspondences: for each visible GT point the prediction nearest in "
             "image 0, scored by its distance in image 1.")
-    cli_example = ("rpx eval keypoints --pred-dir runs/matches --gt-dir data/matches "
+    example = ("rpx eval keypoints --pred-dir runs/matches --gt-dir data/matches "
                    "| jq .dataset.keypoint_acc")
     metrics = {
         "keypoint_acc": MetricInfo("higher", "fraction of visible GT points with match error "
@@ -72,6 +77,7 @@ class Keypoints(Task):
                help="A GT point is matched correctly when its error is < this many pixels."),
     )
     default_params = {option.param: option.default for option in options}
+    stats = tuple(Stat(name) for name in SUMS)
 
     def normalise_params(self, params: Params) -> dict[str, Any]:
         return {**params, "px_threshold": float(params["px_threshold"])}
@@ -97,7 +103,7 @@ class Keypoints(Task):
         return Correspondences(empty, empty, np.zeros(0, dtype=bool))
 
     def evaluate(self, pred: Correspondences, gt: Correspondences, params: Params, *,
-                 pred_path: str | None, gt_path: str) -> dict[str, Any]:
+                 pred_path: str | None, gt_path: str) -> Sample:
         visible = gt.visible
         gt0, gt1 = gt.points0[visible], gt.points1[visible]
         n = len(gt0)
@@ -111,24 +117,21 @@ class Keypoints(Task):
         else:
             hits, error_sum = (0, 0, 0, 0), 0.0
         sums = (n, matched, *hits, error_sum)
-        return {**finalize(sums), "n_points": n, "_sums": sums}
+        return Sample({**finalize(sums), "n_points": n}, dict(zip(SUMS, sums, strict=True)))
 
-    def row_stats(self, row: dict[str, Any], params: Params) -> tuple[float, ...]:
-        return row["_sums"]
-
-    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
-        rows = [finalize(values) for values in stats.tolist()]
-        n, matched = stats[:, 0], stats[:, 1]
+    def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
+        table = np.column_stack([stats[name] for name in SUMS])
+        rows = [finalize(values) for values in table.tolist()]
+        n, matched = stats["n_points"], stats["n_matched"]
         aggregate: dict[str, Any] = {
             "n_frames": len(stats),
             "n_empty": int(np.count_nonzero(n == 0)),
             "n_no_prediction": int(np.count_nonzero((n > 0) & (matched == 0))),
         }
         for key in (*ACCURACY_KEYS, "mean_match_error"):
-            values = [row[key] for row in rows if row[key] is not None]
-            aggregate[key] = math.fsum(values) / len(values) if values else None
-        pooled = [int(v) for v in stats[:, :6].sum(axis=0).tolist()]
-        dataset = finalize((*pooled, math.fsum(stats[:, 6].tolist())))
+            aggregate[key] = mean_present([row[key] for row in rows])
+        pooled = [int(v) for v in table[:, :6].sum(axis=0).tolist()]
+        dataset = finalize((*pooled, math.fsum(stats["error_sum"].tolist())))
         dataset.update({"n_points": pooled[0], "n_unmatched": pooled[0] - pooled[1]})
         return {"aggregate": aggregate, "dataset": dataset}
 

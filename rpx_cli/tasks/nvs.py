@@ -17,8 +17,10 @@ from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.image_quality import PSNR_CAP, WINDOW, psnr, ssim, ssim_global
-from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
+from rpx_cli.ops.reduce import mean_present
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
 from rpx_cli.tasks.registry import register_task
+from rpx_cli.tasks.stats import Stat, StatTable
 
 ALPHA_DROPPED = "alpha-dropped"
 _RANGE_BY_DTYPE = {np.dtype(np.uint8): 255.0, np.dtype(np.uint16): 65535.0}
@@ -31,7 +33,7 @@ class Image(NamedTuple):
 @register_task
 class NovelViewSynthesis(Task):
     name = "nvs"
-    report_schema = "rpx.eval"
+    primary_metric = "psnr"
     suffixes = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".npy")
     help = "Novel-view synthesis: PSNR, SSIM (scikit-image's Gaussian form) and RPX's global SSIM."
     metrics = {
@@ -53,6 +55,7 @@ class NovelViewSynthesis(Task):
                     "65535 for 16-bit; required for float images]."),
     )
     default_params = {option.param: option.default for option in options}
+    stats = (Stat("psnr"), Stat("ssim"), Stat("ssim_global"), Stat("identical"))
 
     def validate_params(self, params: Params) -> None:
         value = params["data_range"]
@@ -80,11 +83,11 @@ class NovelViewSynthesis(Task):
         return Image(np.zeros_like(gt.values))
 
     def evaluate(self, pred: Image, gt: Image, params: Params, *, pred_path: str | None,
-                 gt_path: str) -> dict[str, Any]:
+                 gt_path: str) -> Sample:
         p, g = pred.values, gt.values
         if p.shape != g.shape:
             raise InputError(
-                f"shapes differ: {pred_path} is {_shape(p)}, {gt_path} is {_shape(g)}",
+                f"shapes differ: {pred_path} is {shape_text(p)}, {gt_path} is {shape_text(g)}",
                 path=pred_path,
             )
         data_range = params["data_range"]
@@ -101,25 +104,19 @@ class NovelViewSynthesis(Task):
                     f"{g.dtype} images have no implied peak value: pass --data-range", path=gt_path
                 )
         if min(g.shape[:2]) < WINDOW:
-            raise InputError(f"image {_shape(g)} is smaller than the {WINDOW}x{WINDOW} SSIM window",
+            raise InputError(f"image {shape_text(g)} is smaller than the {WINDOW}x{WINDOW} SSIM window",
                              path=gt_path)
         wanted = params.get("metrics") or self.families
         value, identical = psnr(p, g, data_range)
-        return {
-            "psnr": value,
-            "ssim": ssim(p, g, data_range) if "ssim" in wanted else 0.0,
-            "ssim_global": ssim_global(p, g, data_range) if "ssim_global" in wanted else 0.0,
-            "_identical": identical,
-        }
+        row = {"psnr": value,
+               "ssim": ssim(p, g, data_range) if "ssim" in wanted else None,
+               "ssim_global": ssim_global(p, g, data_range) if "ssim_global" in wanted else None}
+        return Sample(row, {**row, "identical": identical})
 
-    def row_stats(self, row: dict[str, Any], params: Params) -> tuple[float, ...]:
-        return row["psnr"], row["ssim"], row["ssim_global"], float(row["_identical"])
-
-    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
-        aggregate: dict[str, Any] = {}
-        for index, key in enumerate(("psnr", "ssim", "ssim_global")):
-            aggregate[key] = math.fsum(stats[:, index].tolist()) / len(stats)
-        aggregate["n_identical"] = int(stats[:, 3].sum())
+    def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
+        aggregate: dict[str, Any] = {key: mean_present(stats[key])
+                                     for key in ("psnr", "ssim", "ssim_global")}
+        aggregate["n_identical"] = int(stats["identical"].sum())
         aggregate["n_frames"] = len(stats)
         return {"aggregate": aggregate, "dataset": {}}
 
@@ -129,7 +126,3 @@ class NovelViewSynthesis(Task):
                     "dropped and only the colour channels compared")
         return super().warning_text(kind, paths)
 
-
-def _shape(array: np.ndarray) -> str:
-    size = f"{array.shape[1]}x{array.shape[0]}"
-    return size if array.ndim == 2 else f"{size}x{array.shape[2]}"

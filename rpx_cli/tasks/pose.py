@@ -43,8 +43,10 @@ import numpy as np
 
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.poses import POSE_SUFFIXES, Pose, read_pose
-from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
+from rpx_cli.ops.reduce import mean_present
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn
 from rpx_cli.tasks.registry import register_task
+from rpx_cli.tasks.stats import Stat, StatTable
 
 AUC_THRESHOLDS = (5.0, 10.0, 20.0)
 MIN_TRANSLATION_NORM = 1e-9
@@ -57,7 +59,8 @@ _FOLDED = _ANGLE + "; folded to min(e, 180 - e) (--translation-sign-ambiguous, S
 @register_task
 class RelativePose(Task):
     name = "pose"
-    report_schema = "rpx.eval"
+    primary_metric = "rotation_error_deg"
+    stats = tuple(Stat(key) for key in ROW_KEYS)
     suffixes = POSE_SUFFIXES
     help = ("Relative camera pose: rotation and translation errors, SuperGlue pose AUC at "
             "5/10/20 degrees.")
@@ -103,43 +106,36 @@ class RelativePose(Task):
         return None  # scored as the worst case by evaluate
 
     def evaluate(self, pred: Pose | None, gt: Pose, params: Params, *, pred_path: str | None,
-                 gt_path: str) -> dict[str, Any]:
+                 gt_path: str) -> Sample:
         if pred is None:
-            return {"rotation_error_deg": 180.0, "translation_error_m": None,
-                    "translation_angular_deg": 180.0, "pose_error_max_deg": 180.0}
+            return Sample({"rotation_error_deg": 180.0, "translation_error_m": None,
+                           "translation_angular_deg": 180.0, "pose_error_max_deg": 180.0})
         rotation = rotation_angle_deg(pred.R, gt.R)
         a, b = pred.t.tolist(), gt.t.tolist()
         angle = vector_angle_deg(a, b)
         if params["translation_sign_ambiguous"] and angle is not None:
             angle = min(angle, 180.0 - angle)
         angle = 180.0 if angle is None else angle
-        return {"rotation_error_deg": rotation, "translation_error_m": math.dist(a, b),
-                "translation_angular_deg": angle, "pose_error_max_deg": max(rotation, angle)}
+        return Sample({"rotation_error_deg": rotation, "translation_error_m": math.dist(a, b),
+                       "translation_angular_deg": angle, "pose_error_max_deg": max(rotation, angle)})
 
-    def row_stats(self, row: dict[str, Any], params: Params) -> tuple[float, ...]:
-        missing = row["translation_error_m"] is None
-        return (row["rotation_error_deg"], 0.0 if missing else row["translation_error_m"],
-                row["translation_angular_deg"], row["pose_error_max_deg"], float(missing))
-
-    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
-        missing = stats[:, 4] > 0
+    def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
+        missing = np.isnan(stats["translation_error_m"])
         aggregate: dict[str, Any] = {"n_frames": len(stats),
                                      "n_missing": int(np.count_nonzero(missing))}
-        for index, key in enumerate(ROW_KEYS):
-            values = stats[:, index]
-            aggregate[key] = math.fsum(values.tolist()) / len(values) if len(values) else None
+        for key in ROW_KEYS:
+            aggregate[key] = mean_present(stats[key])
         if missing.any():
             # a missing pose has no translation error: the mean over all rows is undefined
             # (a mean over the predicted rows alone would reward leaving files out)
             aggregate["translation_error_m"] = None
-            present = stats[~missing, 1]
-            aggregate["translation_error_m_predicted"] = (
-                math.fsum(present.tolist()) / len(present) if len(present) else None)
-        translation = np.where(missing, np.inf, stats[:, 1])
+            aggregate["translation_error_m_predicted"] = mean_present(stats["translation_error_m"])
+        translation = np.where(missing, np.inf, stats["translation_error_m"])
         dataset: dict[str, Any] = {
-            f"auc_{t:g}deg": auc for t, auc in zip(AUC_THRESHOLDS, pose_auc(stats[:, 3]),
+            f"auc_{t:g}deg": auc for t, auc in zip(AUC_THRESHOLDS,
+                                                   pose_auc(stats["pose_error_max_deg"]),
                                                    strict=True)}
-        dataset["median_rotation_error_deg"] = float(np.median(stats[:, 0]))
+        dataset["median_rotation_error_deg"] = float(np.median(stats["rotation_error_deg"]))
         median = float(np.median(translation))
         dataset["median_translation_error_m"] = median if math.isfinite(median) else None
         return {"aggregate": aggregate, "dataset": dataset}

@@ -9,7 +9,7 @@ blocks cropped); a block is *on* when the mean of its values, scaled to [0, 1], 
 and over all pairs ``macro_iou`` = mean of the row IoUs, ``micro_iou`` = Σ intersection /
 Σ union (1.0 when Σ union = 0).
 
-Scaling to [0, 1] (SPEC §4, §7):
+Scaling to [0, 1]:
 
 - ``.npy``: if the maximum exceeds 1 the array is divided by its maximum; then values are
   clipped to [0, 1] (negatives count as 0).
@@ -32,8 +32,10 @@ from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.blocks import block_grid, block_sums, integer_sum_threshold
-from rpx_cli.tasks.base import MetricInfo, Params, Task, Warn
+from rpx_cli.ops.reduce import mean_present
+from rpx_cli.tasks.base import MetricInfo, Params, Sample, Task, Warn, shape_text
 from rpx_cli.tasks.registry import register_task
+from rpx_cli.tasks.stats import Stat, StatTable
 
 PNG_BINARY = "png-binary"
 
@@ -104,9 +106,33 @@ def block_iou(pred: np.ndarray, gt: np.ndarray) -> tuple[int, int, float]:
 class SaliencyMB(Task):
     name = "saliency-mb"
     report_schema = "rpx.saliency-mb"
+    help = ("Block-level saliency IoU: top-level and row keys of eval_saliency_per_mb.py, plus "
+            "the rpx envelope.")
     suffixes = (".npy", ".pgm", ".png")
     default_missing = "skip"
     default_params = {"block_size": 16, "threshold": 0.5, "mask_scale": None}
+    stats = (Stat("intersection_blocks"), Stat("union_blocks"), Stat("iou"), Stat("blocks"))
+    # the original tool's top-level and row keys
+    report_properties = {
+        "block_size": {"type": "integer", "minimum": 1},
+        "threshold": {"type": "number", "minimum": 0, "maximum": 1},
+        "macro_iou": {"type": "number", "minimum": 0, "maximum": 1},
+        "micro_iou": {"type": "number", "minimum": 0, "maximum": 1},
+        "totals": {"type": "object", "required": ["intersection_blocks", "union_blocks", "blocks"],
+                   "properties": {key: {"type": "integer", "minimum": 0}
+                                  for key in ("intersection_blocks", "union_blocks", "blocks")}},
+    }
+    report_required = ("block_size", "threshold", "macro_iou", "micro_iou", "totals")
+    row_properties = {
+        "gt_path": {"type": "string"},
+        "width": {"type": "integer", "minimum": 1}, "height": {"type": "integer", "minimum": 1},
+        "block_size": {"type": "integer", "minimum": 1},
+        **{key: {"type": "integer", "minimum": 0} for key in
+           ("pred_blocks", "gt_blocks", "intersection_blocks", "union_blocks")},
+        "iou": {"type": "number", "minimum": 0, "maximum": 1},
+    }
+    row_required = ("width", "height", "block_size", "pred_blocks", "gt_blocks",
+                    "intersection_blocks", "union_blocks", "iou")
     metrics = {
         "iou": MetricInfo("higher", "block IoU of one pair (1.0 when both have no block on)"),
         "macro_iou": MetricInfo("higher", "mean of the row IoUs"),
@@ -141,11 +167,11 @@ class SaliencyMB(Task):
         return Mask(np.zeros(gt.values.shape, dtype=np.uint8), 1)
 
     def evaluate(self, pred: Mask, gt: Mask, params: Params, *, pred_path: str | None,
-                 gt_path: str) -> dict[str, Any]:
+                 gt_path: str) -> Sample:
         if pred.values.shape != gt.values.shape:
             raise InputError(
-                f"mask shapes differ: {pred_path} is {_shape(pred.values)}, "
-                f"{gt_path} is {_shape(gt.values)}",
+                f"mask shapes differ: {pred_path} is {shape_text(pred.values)}, "
+                f"{gt_path} is {shape_text(gt.values)}",
                 path=pred_path,
             )
         block_size, threshold = params["block_size"], params["threshold"]
@@ -153,7 +179,8 @@ class SaliencyMB(Task):
         gt_blocks = _blocks(gt, block_size, threshold, gt_path)
         intersection, union, iou = block_iou(pred_blocks, gt_blocks)
         height, width = gt.values.shape
-        return {
+        hb, wb = block_grid((height, width), block_size)
+        return Sample({
             "width": int(width),
             "height": int(height),
             "block_size": int(block_size),
@@ -162,18 +189,16 @@ class SaliencyMB(Task):
             "intersection_blocks": intersection,
             "union_blocks": union,
             "iou": iou,
-        }
+        }, {"intersection_blocks": intersection, "union_blocks": union, "iou": iou,
+            "blocks": hb * wb})
 
-    def row_stats(self, row: dict[str, Any], params: Params) -> tuple[float, ...]:
-        return (row["intersection_blocks"], row["union_blocks"], row["iou"], _n_blocks(row))
-
-    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
-        n_rows = stats.shape[0]
-        intersection = int(stats[:, 0].sum())  # integers: exact in float64
-        union = int(stats[:, 1].sum())
+    def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
+        n_rows = len(stats)
+        intersection = int(stats["intersection_blocks"].sum())  # integers: exact in float64
+        union = int(stats["union_blocks"].sum())
         # math.fsum: the correctly rounded sum, independent of row order and of sharding
         # (the original's np.mean may differ in the last bit: 7/9 vs 0.7777777777777777).
-        macro = math.fsum(stats[:, 2].tolist()) / n_rows if n_rows else None
+        macro = mean_present(stats["iou"]) if n_rows else None
         return {
             "block_size": params["block_size"],
             "threshold": params["threshold"],
@@ -182,7 +207,7 @@ class SaliencyMB(Task):
             "totals": {
                 "intersection_blocks": intersection,
                 "union_blocks": union,
-                "blocks": int(stats[:, 3].sum()),
+                "blocks": int(stats["blocks"].sum()),
             },
         }
 
@@ -202,12 +227,3 @@ def _blocks(mask: Mask, block_size: int, threshold: float, path: str | None) -> 
         )
     except InputError as exc:
         raise InputError(str(exc), path=path) from None
-
-
-def _shape(array: np.ndarray) -> str:
-    return "x".join(str(n) for n in reversed(array.shape)) if array.ndim == 2 else str(array.shape)
-
-
-def _n_blocks(row: dict[str, Any]) -> int:
-    hb, wb = block_grid((row["height"], row["width"]), row["block_size"])
-    return hb * wb

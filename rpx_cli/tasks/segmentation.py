@@ -17,7 +17,6 @@ dropped, which would reward garbage.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import numpy as np
@@ -26,8 +25,10 @@ from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.confusion import FrameConfusion, class_scores, frame_confusion
-from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
+from rpx_cli.ops.reduce import mean_present
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
 from rpx_cli.tasks.registry import register_task
+from rpx_cli.tasks.stats import Stat, StatTable
 
 OTHER = "other"
 
@@ -60,13 +61,26 @@ def load_class_names(path: str) -> list[str]:
     return names
 
 
+def encode_confusion(confusion: FrameConfusion) -> list[list[int]]:
+    return [confusion.gt_labels.tolist(), confusion.pred_labels.tolist(),
+            confusion.counts.tolist()]
+
+
+def decode_confusion(data: list[list[int]]) -> FrameConfusion:
+    gt, pred, counts = data
+    return FrameConfusion(np.asarray(gt, np.int64), np.asarray(pred, np.int64),
+                          np.asarray(counts, np.int64).reshape(len(gt), len(pred)))
+
+
 @register_task
 class Segmentation(Task):
     name = "segmentation"
-    report_schema = "rpx.eval"
+    primary_metric = "miou"
     suffixes = (".png", ".npy")
     help = "Semantic segmentation: per-frame mIoU and accuracy, pooled confusion-matrix metrics."
-    vector_stats = False
+    # the frame's RPX row values and its sparse confusion matrix (labels that occur only)
+    stats = (Stat("miou"), Stat("pixel_acc"),
+             Stat("confusion", encode=encode_confusion, decode=decode_confusion))
     metrics = {
         "miou": MetricInfo("higher", "row: mean IoU over classes present in the frame's GT; "
                            "dataset: mean IoU over classes with GT support, pooled matrix"),
@@ -141,10 +155,11 @@ class Segmentation(Task):
         return np.full(gt.shape, -1, dtype=np.int64)  # predicts nothing: every pixel wrong
 
     def evaluate(self, pred: np.ndarray, gt: np.ndarray, params: Params, *, pred_path: str | None,
-                 gt_path: str) -> dict[str, Any]:
+                 gt_path: str) -> Sample:
         if pred.shape != gt.shape:
             raise InputError(
-                f"shapes differ: {pred_path} is {_hw(pred)}, {gt_path} is {_hw(gt)}", path=pred_path
+                f"shapes differ: {pred_path} is {shape_text(pred)}, {gt_path} is {shape_text(gt)}",
+                path=pred_path
             )
         confusion = frame_confusion(gt, pred, tuple(params["ignore_index"]))
         bad_gt = confusion.gt_labels[confusion.gt_labels < 0]
@@ -160,30 +175,17 @@ class Segmentation(Task):
                 path=gt_path,
             )
         miou, pixel_acc = frame_scores(confusion)
-        return {"miou": miou, "pixel_acc": pixel_acc, "n_labelled": confusion.total,
-                "_confusion": confusion}
-
-    def row_stats(self, row: dict[str, Any], params: Params) -> tuple[Any, ...]:
-        return row["miou"], row["pixel_acc"], row["_confusion"]
-
-    def encode_stats(self, stats: list[tuple[Any, ...]]) -> list[list[Any]]:
-        return [[miou, acc, c.gt_labels.tolist(), c.pred_labels.tolist(), c.counts.tolist()]
-                for miou, acc, c in stats]
-
-    def decode_stats(self, encoded: list[list[Any]]) -> list[tuple[Any, ...]]:
-        return [(miou, acc, FrameConfusion(np.asarray(g, np.int64), np.asarray(p, np.int64),
-                                           np.asarray(c, np.int64).reshape(len(g), len(p))))
-                for miou, acc, g, p, c in encoded]
+        row = {"miou": miou, "pixel_acc": pixel_acc, "n_labelled": confusion.total}
+        return Sample(row, {"miou": miou, "pixel_acc": pixel_acc, "confusion": confusion})
 
     # --- over all rows ------------------------------------------------------------------
 
-    def summarize(self, stats: list[tuple[Any, ...]], params: Params) -> dict[str, Any]:
-        aggregate: dict[str, Any] = {"n_frames": len(stats)}
-        for index, key in enumerate(("miou", "pixel_acc")):
-            values = [row[index] for row in stats if row[index] is not None]
-            aggregate[key] = math.fsum(values) / len(values) if values else None
-        aggregate["n_empty"] = sum(1 for row in stats if row[0] is None)
-        return {"aggregate": aggregate, "dataset": pooled_dataset([row[2] for row in stats], params)}
+    def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
+        aggregate: dict[str, Any] = {"n_frames": len(stats),
+                                     "miou": mean_present(stats["miou"]),
+                                     "pixel_acc": mean_present(stats["pixel_acc"]),
+                                     "n_empty": int(np.count_nonzero(np.isnan(stats["miou"])))}
+        return {"aggregate": aggregate, "dataset": pooled_dataset(stats["confusion"], params)}
 
 
 def frame_scores(confusion: FrameConfusion) -> tuple[float | None, float | None]:
@@ -252,6 +254,3 @@ def pooled_dataset(frames: list[FrameConfusion], params: Params) -> dict[str, An
     })
     return dataset
 
-
-def _hw(array: np.ndarray) -> str:
-    return "x".join(str(n) for n in reversed(array.shape))

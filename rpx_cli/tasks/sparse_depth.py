@@ -23,17 +23,22 @@ from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.points import Points, parse_points_json, points_from_array
-from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn
+from rpx_cli.ops.reduce import mean_present
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn
 from rpx_cli.tasks.depth import DepthMap, to_depth
 from rpx_cli.tasks.registry import register_task
+from rpx_cli.tasks.stats import Stat, StatTable
 
 PRED_KINDS = ("auto", "points", "dense")
+# per frame: GT points, missed points, sum of relative errors, sum of squared errors, GT
+# points left out
+SUMS = ("n_points", "n_missed", "abs_rel_sum", "sq_err_sum", "n_invalid_gt")
 
 
 @register_task
 class SparseDepth(Task):
     name = "sparse-depth"
-    report_schema = "rpx.eval"
+    primary_metric = "sparse_absrel"
     suffixes = (".npy", ".json", ".npz", ".png", ".pgm", ".tif", ".tiff")
     help = "Depth at sparse GT points, predicted as points (nearest within a radius) or dense maps."
     metrics = {
@@ -55,6 +60,7 @@ class SparseDepth(Task):
                     "points, anything else a map]."),
     )
     default_params = {option.param: option.default for option in options}
+    stats = tuple(Stat(name) for name in SUMS)
 
     def validate_params(self, params: Params) -> None:
         if not (math.isfinite(params["radius"]) and params["radius"] >= 0):
@@ -79,7 +85,7 @@ class SparseDepth(Task):
         return Points(np.zeros((0, 2)), np.zeros(0))
 
     def evaluate(self, pred: Points | DepthMap, gt: Points | DepthMap, params: Params, *,
-                 pred_path: str | None, gt_path: str) -> dict[str, Any]:
+                 pred_path: str | None, gt_path: str) -> Sample:
         if not isinstance(gt, Points):
             raise InputError("GT must be points: an (N, 3) .npy or a JSON file", path=gt_path)
         good = np.isfinite(gt.depth) & (gt.depth > 0)
@@ -94,19 +100,15 @@ class SparseDepth(Task):
         n = int(depth.size)
         sums = (n, n - int(np.count_nonzero(hit)), math.fsum(abs_rel.tolist()),
                 math.fsum(sq_err.tolist()), int(np.count_nonzero(~good)))
-        return {**finalize(*sums[:4]), "n_points": n, "n_missed": sums[1],
-                "n_invalid_gt": sums[4], "_sums": sums}
+        return Sample({**finalize(*sums[:4]), "n_points": n, "n_missed": sums[1],
+                       "n_invalid_gt": sums[4]}, dict(zip(SUMS, sums, strict=True)))
 
-    def row_stats(self, row: dict[str, Any], params: Params) -> tuple[float, ...]:
-        return row["_sums"]
-
-    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
-        n, missed, abs_rel, sq_err, invalid = (stats[:, k] for k in range(5))
-        rows = [finalize(*values) for values in stats[:, :4].tolist()]
+    def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
+        n, missed, abs_rel, sq_err, invalid = (stats[name] for name in SUMS)
+        rows = [finalize(*values) for values in np.column_stack([n, missed, abs_rel, sq_err]).tolist()]
         aggregate: dict[str, Any] = {"n_frames": len(stats)}
         for key in ("sparse_absrel", "sparse_rmse"):
-            values = [row[key] for row in rows if row[key] is not None]
-            aggregate[key] = math.fsum(values) / len(values) if values else None
+            aggregate[key] = mean_present([row[key] for row in rows])
         aggregate["n_empty"] = int(np.count_nonzero(n == 0))
         dataset = finalize(int(n.sum()), int(missed.sum()), math.fsum(abs_rel.tolist()),
                            math.fsum(sq_err.tolist()))

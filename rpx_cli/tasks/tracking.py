@@ -16,7 +16,6 @@ kept.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -26,8 +25,10 @@ from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.tracks import Tracks, read_tracks
 from rpx_cli.ops import mot
 from rpx_cli.ops.assignment import solver
-from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn, probability
+from rpx_cli.ops.reduce import mean_present
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, probability
 from rpx_cli.tasks.registry import register_task
+from rpx_cli.tasks.stats import Stat, StatTable
 
 BENCHMARKS = ("none", "mot17", "mot20")
 PEDESTRIAN = 1
@@ -41,10 +42,10 @@ COUNTS = ("idsw", "fp", "fn", "tp", "mt", "pt", "ml", "frag", "idtp", "idfp", "i
 @register_task
 class Tracking(Task):
     name = "tracking"
-    report_schema = "rpx.eval"
+    primary_metric = "mota"
     suffixes = (".txt", ".json")
     help = "Multi-object tracking: CLEAR-MOT, IDF1 and HOTA equal to TrackEval."
-    cli_example = ("rpx eval tracking --pred-dir results --gt-dir mot17/gt --benchmark mot17 "
+    example = ("rpx eval tracking --pred-dir results --gt-dir mot17/gt --benchmark mot17 "
                    "| jq '.dataset | {hota, mota, idf1}'")
     metrics = {
         "mota": MetricInfo("higher", "1 - (FN + FP + IDSW) / num_gt (CLEAR)"),
@@ -88,6 +89,8 @@ class Tracking(Task):
                     "zero-marked GT, pedestrians only) [none: drop GT lines whose flag is 0]."),
     )
     default_params = {option.param: option.default for option in options}
+    # TrackEval's summed fields of one sequence, named by ops.mot.STAT_NAMES
+    stats = (Stat("mot", width=mot.WIDTH),)
 
     def normalise_params(self, params: Params) -> dict[str, Any]:
         return {**params, "iou_threshold": float(params["iou_threshold"])}
@@ -109,24 +112,21 @@ class Tracking(Task):
         return Tracks.empty()
 
     def evaluate(self, pred: Tracks, gt: Tracks, params: Params, *, pred_path: str | None,
-                 gt_path: str) -> dict[str, Any]:
+                 gt_path: str) -> Sample:
         gt, pred = _preprocess(gt, pred, params["benchmark"])
         stats = mot.sequence_stats(_side(gt), _side(pred), params["iou_threshold"])
-        return {**mot.finalize(stats), "_stats": stats}
+        return Sample(mot.finalize(stats), {"mot": stats.tolist()})
 
-    def row_stats(self, row: dict[str, Any], params: Params) -> np.ndarray:
-        return row["_stats"]
-
-    def summarize(self, stats: np.ndarray, params: Params) -> dict[str, Any]:
-        rows = [mot.finalize(vector) for vector in stats]
+    def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
+        vectors = stats["mot"]
+        rows = [mot.finalize(vector) for vector in vectors]
         aggregate: dict[str, Any] = {"n_sequences": len(rows),
                                      "n_empty": sum(1 for row in rows if row["num_gt"] == 0)}
         for key in RATIOS:
-            values = [row[key] for row in rows if row[key] is not None]
-            aggregate[key] = math.fsum(values) / len(values) if values else None
+            aggregate[key] = mean_present([row[key] for row in rows])
         for key in COUNTS:
             aggregate[key] = sum(row[key] for row in rows) / len(rows) if rows else None
-        combined = mot.combine(stats)
+        combined = mot.combine(vectors)
         dataset: dict[str, Any] = mot.finalize(combined)
         if dataset["num_gt"]:
             arrays = mot.alpha_arrays(combined)

@@ -1,0 +1,63 @@
+"""``rpx compare``: two reports metric by metric, with a paired bootstrap over the shared
+stems and no-regression gates; the ``rpx.compare`` document."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rpx_cli.errors import InputError
+from rpx_cli.report.compare import check_no_regression, compare_reports, parse_no_regression
+from rpx_cli.report.provenance import Stopwatch
+from rpx_cli.run.documents import read_report, sha256_hex
+from rpx_cli.run.invocation import Invocation, file_input, stamp
+
+
+@dataclass
+class Comparison:
+    """The ``rpx.compare`` document, the failed no-regression gates and the warnings."""
+
+    document: dict[str, Any]
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), bootstrap: int = 1000,
+                seed: int = 0, force: bool = False,
+                invocation: Invocation | None = None) -> Comparison:
+    """Compare the reports at ``base`` and ``new``. Reports of different tasks or
+    parameters are an input error unless ``force`` (then a warning)."""
+    stopwatch = Stopwatch()
+    (base_doc, base_bytes), (new_doc, new_bytes) = read_report(base), read_report(new)
+    problems = []
+    if base_doc.get("task") != new_doc.get("task") or base_doc.get("schema") != new_doc.get("schema"):
+        problems.append(f"different tasks: {base_doc.get('task')} vs {new_doc.get('task')}")
+    base_params, new_params = base_doc.get("params") or {}, new_doc.get("params") or {}
+    differ = sorted(k for k in set(base_params) | set(new_params)
+                    if base_params.get(k) != new_params.get(k))
+    if differ:
+        problems.append(f"parameters that change the numbers differ: {', '.join(differ)}")
+    if problems and not force:
+        raise InputError("; ".join(problems) + " (--force compares them anyway)", path=new)
+    metrics = compare_reports(base_doc, new_doc, bootstrap=bootstrap, seed=seed)
+    gates = check_no_regression(base_doc, new_doc, [parse_no_regression(t) for t in no_regression])
+    counts = {s: sum(1 for m in metrics if m["status"] == s)
+              for s in ("improved", "regressed", "unchanged")}
+    document = {
+        "schema": "rpx.compare", "schema_version": 1,
+        "base": _side(base, base_doc, base_bytes), "new": _side(new, new_doc, new_bytes),
+        "params_differ": differ, "summary": counts, "metrics": metrics,
+    }
+    inputs = {"base": file_input(base, sha256_hex(base_bytes), exists=True),
+              "new": file_input(new, sha256_hex(new_bytes), exists=True)}
+    stamp(document, invocation or Invocation(command="rpx_cli.run_compare"), inputs, stopwatch)
+    if gates:
+        document["gates"] = gates
+    return Comparison(document, [g for g in gates if not g["passed"]],
+                      [f"warning: {p}" for p in problems])
+
+
+def _side(path: str, document: dict[str, Any], data: bytes) -> dict[str, Any]:
+    return {"path": path, "schema": document.get("schema"), "task": document.get("task"),
+            "n_pairs": document.get("n_pairs"), "sha256": sha256_hex(data)}

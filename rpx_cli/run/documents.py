@@ -1,0 +1,42 @@
+"""Reading JSON documents the workflows take as input (reports, parts): bytes for their
+digest, the parsed content, and one-line input errors naming the file. ``-`` is stdin."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from typing import Any
+
+from rpx_cli.errors import InputError
+from rpx_cli.report.serialize import loads
+
+
+def read_bytes(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+
+
+def read_json(path: str) -> tuple[Any, bytes]:
+    """The parsed document and its bytes."""
+    data = read_bytes(path)
+    try:
+        return loads(data), data
+    except ValueError as exc:
+        raise InputError(f"not valid JSON ({exc})", path=path) from None
+
+
+def read_report(path: str) -> tuple[dict[str, Any], bytes]:
+    """A report (a JSON object) and its bytes."""
+    document, data = read_json(path)
+    if not isinstance(document, dict):
+        raise InputError("is not an rpx report (a JSON object)", path=path)
+    return document, data
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

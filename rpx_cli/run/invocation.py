@@ -1,0 +1,76 @@
+"""How a run was asked for, and the one place ``run_provenance`` is stamped on a report.
+
+Every workflow (evaluate folders or files, merge, stability, readiness, compare) starts a
+:class:`~rpx_cli.report.provenance.Stopwatch`, does its work, and ends with :func:`stamp`,
+which adds ``run_provenance`` (schema ``rpx-run-provenance-v1``) from the
+:class:`Invocation` (what the CLI parsed, or the API call) and the inputs the workflow read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rpx_cli.report.provenance import (
+    Stopwatch,
+    build_provenance,
+    collect_environment,
+    collect_git,
+    directory_input,
+)
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """How the run was asked for: the command, its argv and resolved arguments, and where
+    the report goes."""
+
+    command: str
+    argv: list[str] = field(default_factory=list)
+    args: Mapping[str, Any] = field(default_factory=dict)
+    out: str = "-"
+
+
+@dataclass
+class Evaluation:
+    """A finished run: the report and what the user should be told on stderr."""
+
+    report: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+class ProgressHooks:
+    """Progress callbacks; the CLI passes a progress bar, the API nothing."""
+
+    def start(self, total: int) -> Callable[[int], None] | None:
+        return None
+
+    def stop(self) -> None:
+        pass
+
+
+def file_input(path: str, sha256: str, *, exists: bool | None = None) -> dict[str, Any]:
+    """A provenance input that is one file."""
+    return {"path": path, "kind": "file",
+            "exists": os.path.isfile(path) if exists is None else exists, "n_files": 1,
+            "sha256": sha256}
+
+
+def input_entry(path: str, digests: Mapping[str, bytes | str] | str) -> dict[str, Any]:
+    """A provenance input from its digests: a folder's (relative path -> sha256) or a
+    file's hex sha256."""
+    return file_input(path, digests) if isinstance(digests, str) else directory_input(path, digests)
+
+
+def stamp(report: dict[str, Any], invocation: Invocation, inputs: Mapping[str, Any],
+          stopwatch: Stopwatch) -> dict[str, Any]:
+    """Add ``run_provenance`` to ``report`` (last, so ``finished_at`` is the end of the
+    work) and return the report."""
+    report["run_provenance"] = build_provenance(
+        command=invocation.command, argv=list(invocation.argv), args=invocation.args,
+        inputs=inputs, outputs={"report": {"path": invocation.out}}, clock=stopwatch.stop(),
+        environment=collect_environment(), git=collect_git(os.getcwd()),
+    )
+    return report
