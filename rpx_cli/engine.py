@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from rpx_cli.allocator import tune_allocator
-from rpx_cli.errors import PairError, RpxError, WorkerCrashed
+from rpx_cli.errors import InputError, PairError, RpxError, WorkerCrashed
 from rpx_cli.io.discover import Pair
 from rpx_cli.io.filebuffer import FileBuffer, shutdown_digest_thread
 from rpx_cli.tasks.base import Params, Task
@@ -216,6 +216,8 @@ class PairJob:
 
         try:
             gt = worker.read("gt", gt_path, pair.gt_rel, reader("gt"))
+            if pair.aux:
+                gt = task.attach(gt, self._read_aux(worker, pair, reader), params)
             if pred_path is None:
                 pred = task.empty_prediction(gt, params)
             else:
@@ -238,6 +240,18 @@ class PairJob:
             row = {"stem": pair.stem, "pred_path": pred_path, "gt_path": gt_path, **sample.row,
                    **(extra or {})}
         return Outcome(sample.values, extra, row, None, digests, worker.take_warnings())
+
+
+    @staticmethod
+    def _read_aux(worker: Worker, pair: Pair,
+                  reader: Callable[[str], Callable[[str, FileBuffer], Any]]) -> dict[str, Any]:
+        values = {}
+        for name, root, rel in pair.aux:
+            if rel is None:
+                raise InputError(f"no file with the stem '{pair.stem}' in {root} "
+                                 f"(--{name.replace('_', '-')})", path=pair.gt_path)
+            values[name] = worker.read(name, os.path.join(root, rel), rel, reader(name))
+        return values
 
 
 @dataclass

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import example_task  # noqa: F401  (registers the test-only task "cer")
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -18,6 +19,8 @@ from rpx_cli.report.schemas import detect_kind, validation_errors
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
+# golden cases: the product's fixtures, and those of tasks defined only in the test suite
+FIXTURE_ROOTS = (FIXTURES, ROOT / "tests" / "fixtures")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,9 +1,11 @@
-"""Golden cases: every ``fixtures/<command>/<case>/`` folder, run through the CLI.
+"""Golden cases: every ``fixtures/<name>/<case>/`` folder, run through the CLI.
 
-A case holds ``pred/``, ``gt/``, ``args`` (flags on one line; it may name other folders
-with ``--pred-dir``/``--gt-dir``) and ``expected.json`` (the report without
-``run_provenance``). ``pytest --update-golden`` rewrites expected.json for
-review; it never passes silently.
+``<name>`` is a registered task (run as its command: ``rpx eval depth``, ``rpx saliency-mb``)
+or a workflow command (``stability``). A case holds ``pred/``, ``gt/``, ``args`` (flags on
+one line; it may name other folders with ``--pred-dir``/``--gt-dir``, or input files) and
+``expected.json`` (the report without ``run_provenance``). ``pytest --update-golden``
+rewrites expected.json for review; it never passes silently. Fixture roots are
+``fixtures/`` and ``tests/fixtures/`` (tasks defined only in the test suite).
 """
 
 from __future__ import annotations
@@ -13,21 +15,37 @@ import shlex
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURE_ROOTS
 
-EVAL_TASKS = {"depth", "segmentation", "detection", "grounding", "pose", "keypoints", "tracking",
-              "sparse-depth", "nvs"}
-CASES = sorted(p.parent for p in FIXTURES.glob("*/*/args"))
+from rpx_cli.tasks import TASKS
+
+CASES = sorted((p.parent for root in FIXTURE_ROOTS for p in root.glob("*/*/args")),
+               key=lambda case: (case.parent.name, case.name))
+
+
+def command_of(case: Path) -> list[str]:
+    """The command a case runs, and its input flags when ``args`` gives none."""
+    name = case.parent.name
+    args = shlex.split((case / "args").read_text())
+    task = TASKS.get(name)
+    if task is None:  # a workflow command (stability): args say everything
+        return [name, *args]
+    given = {"--pred-dir", "--gt-dir", *(option.flag for option in task.file_inputs),
+             *(f"--{name.replace('_', '-')}" for name in task.input_names)}
+    if not given & set(args):
+        flags = [f"--{name.replace('_', '-')}" for name in task.input_names]
+        if task.input_names == ("pred_dir", "gt_dir"):
+            args = [flags[0], "pred", flags[1], "gt", *args]
+        else:  # a task that names its folders (coherence: --mask-dir/--depth-dir)
+            args = [flags[0], task.input_names[0].removesuffix("_dir"), flags[1],
+                    task.input_names[1].removesuffix("_dir"), *args]
+    return [*task.command, *args]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.parent.name}/{c.name}" for c in CASES])
 def test_golden(case: Path, rpx, monkeypatch: pytest.MonkeyPatch, request) -> None:
     monkeypatch.chdir(case)
-    command = ["eval", case.parent.name] if case.parent.name in EVAL_TASKS else [case.parent.name]
-    args = shlex.split((case / "args").read_text())
-    if not {"--pred-dir", "--coco-gt", "--mask-dir"} & set(args):  # coherence: --mask-dir
-        args = ["--pred-dir", "pred", "--gt-dir", "gt", *args]
-    run = rpx([*command, *args, "--jobs", "1"])
+    run = rpx([*command_of(case), "--jobs", "1"])
     assert run.exit_code == 0, run.stderr
     report = run.json
     report.pop("run_provenance")
@@ -38,7 +56,37 @@ def test_golden(case: Path, rpx, monkeypatch: pytest.MonkeyPatch, request) -> No
     assert report == json.loads(expected_path.read_text())
 
 
+TASK_CASES = [case for case in CASES if case.parent.name in TASKS]
+SAME = ("aggregate", "dataset", "rows", "params", "metric_info", "errors", "unpaired", "n_pairs")
+
+
+@pytest.mark.parametrize("case", TASK_CASES, ids=[f"{c.parent.name}/{c.name}" for c in TASK_CASES])
+def test_golden_case_is_the_same_in_shards_and_with_two_jobs(case: Path, rpx, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every task's golden cases, from registration alone: two --shard parts merged with
+    `rpx merge`, and a run with --jobs 2, equal the expected single run."""
+    monkeypatch.chdir(case)
+    expected = json.loads((case / "expected.json").read_text())
+    parts = [str(tmp_path / f"part{k}.json") for k in (1, 2)]
+    for k, part in enumerate(parts, 1):
+        assert rpx([*command_of(case), "--shard", f"{k}/2", "-o", part]).exit_code == 0
+    merged = rpx(["merge", *parts])
+    assert merged.exit_code == 0, merged.stderr
+    two = rpx([*command_of(case), "--jobs", "2"])
+    assert two.exit_code == 0, two.stderr
+    for report in (merged.json, two.json):
+        for key in SAME:
+            assert report.get(key) == expected.get(key), key
+
+
 def test_every_case_has_an_expected_report() -> None:
     assert CASES, "no golden cases found"
     missing = [str(c) for c in CASES if not (c / "expected.json").is_file()]
     assert not missing, f"run pytest --update-golden and review: {missing}"
+
+
+def test_every_registered_task_has_a_golden_case() -> None:
+    """Registering a task brings its golden coverage: a task without a case fails here."""
+    covered = {case.parent.name for case in CASES}
+    missing = sorted(set(TASKS) - covered)
+    assert not missing, f"tasks without a fixtures/<task>/<case>/args golden case: {missing}"

@@ -45,6 +45,8 @@ def _click_option(option) -> Any:
             if option.minimum is not None else (float if option.kind == "float" else int)
     elif option.kind == "file":
         kwargs["type"] = click.Path(exists=True, dir_okay=False)
+    elif option.kind == "dir":
+        kwargs["type"] = click.Path(file_okay=False, path_type=str)
     elif option.kind == "parsed":
         kwargs["type"] = _Parsed(option.parse, option.metavar)
     else:
@@ -83,10 +85,11 @@ def build_command(task) -> click.Command:
         if task.families:
             params["metrics"] = kwargs.pop("metrics")
         files = {option.param: kwargs.pop(option.param) for option in task.file_inputs} or None
+        aux = {option.param: kwargs.pop(option.param) for option in task.aux_inputs}
         strata = {key: kwargs.pop(key) for key in ("manifest", "primary_metric", "bootstrap", "seed")}
-        run_pair_command(ctx, task.name, params, files=files, strata=strata, **kwargs)
+        run_pair_command(ctx, task.name, params, files=files, strata=strata, aux=aux, **kwargs)
 
-    for option in reversed((*task.options, *task.file_inputs)):
+    for option in reversed((*task.options, *task.file_inputs, *task.aux_inputs)):
         callback = _click_option(option)(callback)
     if task.families:
         names = ",".join(task.families)

@@ -217,7 +217,8 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
                      shard: tuple[int, int] | None, no_rows: bool, compact: bool, quiet: bool,
                      progress: bool | None, require: tuple[Any, ...] = (),
                      files: dict[str, str | None] | None = None,
-                     strata: dict[str, Any] | None = None) -> None:
+                     strata: dict[str, Any] | None = None,
+                     aux: dict[str, str | None] | None = None) -> None:
     """The body every pair-reading command shares: evaluate, warn, write, summarise."""
     from rpx_cli.console import ProgressBar
 
@@ -243,7 +244,8 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
         evaluation = run_evaluation(
             task, pred_dir, gt_dir, params,
             missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows, shard=shard,
-            invocation=invocation, progress=ProgressBar(task, enabled=verbose), **(strata or {}),
+            invocation=invocation, progress=ProgressBar(task, enabled=verbose), aux=aux,
+            **(strata or {}),
         )
     skipped = [f"skipped: {e['path']}: {e['message']}" for e in evaluation.report["errors"]]
     finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=verbose, require=require,

@@ -1,4 +1,4 @@
-"""File discovery and pairing by stem (SPEC §2).
+"""File discovery and pairing by stem.
 
 A stem is the path of a file relative to the directory it was found under, without its
 suffix, in POSIX form (``scene1/clutter/000120``). Suffixes match case-insensitively;
@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rpx_cli.errors import InputError
 
@@ -22,13 +22,15 @@ MISSING_POLICIES = ("error", "skip", "empty")
 class Pair:
     """One unit of work: a stem and its files, relative to the two folders (the folder
     strings are shared by every pair). ``pred_rel`` is None for a missing prediction under
-    ``--missing empty``."""
+    ``--missing empty``. ``aux``: the stem's file in each auxiliary folder a task reads
+    besides the two (``(name, folder, relative path or None)``, e.g. point clouds)."""
 
     stem: str
     pred_dir: str
     pred_rel: str | None
     gt_dir: str
     gt_rel: str
+    aux: tuple[tuple[str, str, str | None], ...] = ()
 
     @property
     def pred_path(self) -> str | None:
@@ -64,6 +66,14 @@ class Pairing:
         for stem in self.gt_only:
             digest.update(f"gt_only\t{stem}\n".encode())
         return digest.hexdigest()
+
+    def with_aux(self, name: str, root: str, suffixes: Iterable[str]) -> Pairing:
+        """Attach each pair's file in the auxiliary folder ``root`` (None where the folder
+        has no file with the stem: the task reports it when it reads the pair)."""
+        files = discover(root, suffixes)
+        self.pairs = [replace(pair, aux=(*pair.aux, (name, root, files.get(pair.stem))))
+                      for pair in self.pairs]
+        return self
 
     def shard(self, index: int, count: int) -> Pairing:
         """Shard ``index`` (1-based) of ``count``: the stems whose stable hash falls in it."""

@@ -35,6 +35,7 @@ def run_evaluation(
     primary_metric: str | None = None,
     bootstrap: int = 0,
     seed: int = 0,
+    aux: Mapping[str, str | None] | None = None,
 ) -> Evaluation:
     """Pair, evaluate and assemble the report. Raises :class:`rpx_cli.errors.RpxError`.
 
@@ -42,12 +43,16 @@ def run_evaluation(
     and adds ``state``: what :func:`rpx_cli.run.merge.merge_reports` needs to rebuild the
     single-run report. ``manifest`` adds ``strata`` of ``primary_metric`` (the task's
     default when None), with ``bootstrap`` seeded resamples for 95 % intervals when > 0.
+    ``aux``: the task's auxiliary folders (``aux_inputs`` param -> folder, None = not given).
     """
     task = get_task(task_name)
     missing = task.default_missing if missing is None else missing
     if missing not in MISSING_POLICIES:
         raise ParameterError(f"missing must be one of {', '.join(MISSING_POLICIES)}")
-    params = resolve_params(task, params, missing=missing, on_error=on_error)
+    # the auxiliary folders given are parameters too (their presence can change numbers);
+    # the task's normalise_params decides how they are recorded
+    aux_dirs = {option.param: (aux or {}).get(option.param) for option in task.aux_inputs}
+    params = resolve_params(task, {**params, **aux_dirs}, missing=missing, on_error=on_error)
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise ParameterError(f"jobs must be >= 1, got {jobs}")
@@ -57,6 +62,9 @@ def run_evaluation(
     pairing = pair_dirs(pred_dir, gt_dir, task.suffixes, missing=missing)
     _check_pairing(pairing, pred_dir, gt_dir, task.suffixes, missing)
     whole = pairing.digest()
+    for option in task.aux_inputs:
+        if aux_dirs[option.param] is not None:
+            pairing = pairing.with_aux(option.param, aux_dirs[option.param], option.suffixes)
     plan = None
     if manifest is not None:
         from rpx_cli.deploy import eval_strata
@@ -98,6 +106,10 @@ def run_evaluation(
     digests = {task.input_names[0]: {k: v.hex() for k, v in result.digests.get("pred", {}).items()},
                task.input_names[1]: {k: v.hex() for k, v in result.digests.get("gt", {}).items()}}
     paths = {task.input_names[0]: pred_dir, task.input_names[1]: gt_dir}
+    for name, folder in aux_dirs.items():
+        if folder is not None:
+            paths[name] = folder
+            digests[name] = {k: v.hex() for k, v in result.digests.get(name, {}).items()}
     if shard is not None:
         report["state"] = shard_state(shard, whole, paths, result.stems, result.stats.encode(),
                                       result.extras, digests)

@@ -53,7 +53,8 @@ def run_file_evaluation(
     if shard is not None:
         order = [i for i in order if shard_of(stems[i], shard[1]) == shard[0]]
     stems = [stems[i] for i in order]
-    pred_path, gt_path = files[expected[-1]], files[expected[0]]
+    pred_path = loaded.pred_path or files[expected[-1]]
+    gt_path = loaded.gt_path or files[expected[0]]
     calculators = plugin_calculators(task_name)
     errors: list[PairError] = []
     if loaded.samples is not None:

@@ -39,8 +39,9 @@ Warn = Callable[[str, str], None]  # (warning kind, path)
 class Option:
     """A task parameter as a command-line flag (the CLI builds click options from these).
 
-    ``kind``: ``float``, ``int``, ``str``, ``flag``, ``file`` (an existing file), ``choice``
-    (one of ``choices``) or ``parsed``
+    ``kind``: ``float``, ``int``, ``str``, ``flag``, ``file`` (an existing file), ``dir`` (a
+    folder; ``suffixes`` are the files read from it), ``choice`` (one of ``choices``) or
+    ``parsed``
     (``parse`` turns the text into the value and raises ``ValueError`` with a message for a
     bad one). ``multiple`` flags repeat and give a tuple. ``minimum`` (with ``open_min``)
     bounds numbers.
@@ -57,6 +58,7 @@ class Option:
     open_min: bool = False
     parse: Callable[[str], Any] | None = None
     metavar: str | None = None
+    suffixes: tuple[str, ...] = ()
 
 
 def probability(name: str) -> Callable[[str], float]:
@@ -108,6 +110,10 @@ class FileInput:
     rows: list[dict[str, Any]] | None = None
     params: dict[str, Any] | None = None  # added to the report's params (e.g. categories)
     warnings: list[str] | None = None
+    # the files the rows name as pred_path/gt_path (default: the last and the first of
+    # the task's file_inputs)
+    pred_path: str | None = None
+    gt_path: str | None = None
 
 
 class Task:
@@ -136,6 +142,10 @@ class Task:
     # input files that replace --pred-dir/--gt-dir (detection: --coco-gt/--coco-dt); the
     # task reads them in :meth:`read_files`
     file_inputs: ClassVar[tuple[Option, ...]] = ()
+    # folders read besides the two, paired by the same stems (kind "dir" options, e.g. point
+    # clouds for per-point labels): each stem's file is read with ``role`` = the option's
+    # param and handed to :meth:`attach`; provenance digests them like the two folders
+    aux_inputs: ClassVar[tuple[Option, ...]] = ()
 
     # --- parameters ---------------------------------------------------------------------
     options: ClassVar[tuple[Option, ...]] = ()
@@ -184,6 +194,11 @@ class Task:
                  gt_path: str) -> Sample:
         """One pair's row and statistics. Paths are for error messages only."""
         raise NotImplementedError
+
+    def attach(self, gt: Any, aux: Mapping[str, Any], params: Params) -> Any:
+        """The ground truth with the pair's auxiliary inputs (``aux_inputs`` param -> what
+        :meth:`read` returned for it) joined, as :meth:`evaluate` wants it."""
+        return gt
 
     def read_files(self, files: Mapping[str, str], params: Params) -> FileInput:
         """Read the :attr:`file_inputs` (option name -> path) given instead of folders."""
