@@ -225,7 +225,7 @@ def test_rows_aggregate_and_dataset_match_the_reference(rpx, tmp_path: Path, dty
         write_npy(tmp_path / f"gt/{index}.npy", gt.astype(dtype))
     report = rpx(f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'} "
                  "--max-depth 25 --range 0:5 --range 5:").json
-    # float32 inputs take the float32 path: the SPEC's 1e-6; float64 inputs: float64 throughout
+    # float32 inputs take the float32 path: the documented 1e-6; float64 inputs: float64 throughout
     rel = 1e-6 if dtype == np.float32 else 1e-9
     refs = [reference(p.astype(dtype), g.astype(dtype), high=25) for p, g in pairs]
     for row, ref in zip(report["rows"], refs, strict=True):

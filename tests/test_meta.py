@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import zipfile
@@ -17,7 +18,7 @@ from rpx_cli.cli.main import cli
 
 PACKAGE = ROOT / "rpx_cli"
 
-# package/module -> rpx_cli modules it may import (STYLE.md, "Layers point one way")
+# package/module -> rpx_cli modules it may import (docs/architecture.md, "Layers")
 ALLOWED = {
     "errors": set(),
     "io": {"errors", "io"},
@@ -48,18 +49,34 @@ def layer_of(path: Path) -> str:
     return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 
 
-def imports_of(path: Path) -> list[str]:
+def imports_of(path: Path, package: list[str] | None = None) -> list[str]:
+    """Absolute names of everything ``path`` imports; relative imports (``from . import x``,
+    ``from ..ops import y``) are resolved against the module's own package."""
     tree = ast.parse(path.read_text(), filename=str(path))
+    if package is None:
+        package = ["rpx_cli", *path.relative_to(PACKAGE).parent.parts]
     names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "rpx_cli":
-                names += [f"rpx_cli.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - (node.level - 1)]
+                module = ".".join([*base, node.module] if node.module else base)
             else:
-                names.append(node.module)
+                module = node.module or ""
+            if module == "rpx_cli" or (node.level and not node.module):
+                names += [f"{module}.{alias.name}" for alias in node.names]
+            else:
+                names.append(module)
     return names
+
+
+def test_imports_of_resolves_relative_imports(tmp_path: Path) -> None:
+    module = tmp_path / "base.py"
+    module.write_text("from . import stats\nfrom ..ops import reduce\nfrom .registry import TASKS\n")
+    assert imports_of(module, ["rpx_cli", "tasks"]) == [
+        "rpx_cli.tasks.stats", "rpx_cli.ops", "rpx_cli.tasks.registry"]
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
@@ -78,6 +95,19 @@ def test_layers_point_one_way(path: Path) -> None:
             assert "orjson.dumps" not in path.read_text(), "only report/ serialises JSON"
         elif top in OWNED:
             assert OWNED[top] == layer, f"only {OWNED[top]} may import {top} (found in {layer})"
+
+
+def test_no_module_cites_a_document_outside_the_repository() -> None:
+    """Code may point readers to README.md and docs/*.md (which must exist), never to the
+    team's design documents that do not ship with rpx."""
+    outside = re.compile(r"\bSPEC\b|PERF-NOTES|STYLE\.md|seeds/")
+    cited = re.compile(r"\b(docs/[\w./-]+\.md|README\.md)")
+    files = [*PACKAGE.rglob("*.py"), *(ROOT / "tools").glob("*.py"), *(ROOT / "benchmarks").glob("*.py")]
+    for path in files:
+        text = path.read_text()
+        assert not outside.search(text), f"{path.relative_to(ROOT)} cites {outside.search(text)[0]}"
+        for name in cited.findall(text):
+            assert (ROOT / name).is_file(), f"{path.relative_to(ROOT)} cites {name}, which is missing"
 
 
 def test_every_command_has_help_and_is_in_the_readme(rpx) -> None:

@@ -36,7 +36,7 @@ def test_ssim_and_psnr_equal_scikit_image(dtype, data_range, shape) -> None:
     pred = np.clip(gt + rng.normal(0, 0.05 * data_range, shape), 0, data_range)
     gt, pred = gt.astype(dtype), pred.astype(dtype)
     # integer images: the same float64 arithmetic as scikit-image. float32 images:
-    # scikit-image stays in float32, rpx computes in float64: the SPEC's 1e-6.
+    # scikit-image stays in float32, rpx computes in float64: the documented 1e-6.
     rel = 1e-12 if dtype != np.float32 else 1e-6
     assert ssim(pred, gt, data_range) == pytest.approx(skimage_ssim(pred, gt, data_range),
                                                        rel=rel, abs=1e-15)

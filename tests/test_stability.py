@@ -1,4 +1,4 @@
-"""``rpx stability``: temporal stability of depth and label predictions (SPEC §6).
+"""``rpx stability``: temporal stability of depth and label predictions .
 
 Hand-computed pairs, the geometry against plain per-pixel loops, a rendered scene seen by a
 moving camera (perfect predictions score 1 once the motion is undone, clearly less without),

@@ -1,4 +1,4 @@
-"""Strata (SPEC §6): ESD, weighted phase score, STR, bootstrap intervals, and
+"""Strata: ESD, weighted phase score, STR, bootstrap intervals, and
 ``rpx eval --manifest`` end to end (manifest formats, problems, shards)."""
 
 from __future__ import annotations

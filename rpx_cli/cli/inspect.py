@@ -142,7 +142,7 @@ def metrics(task_name: str | None, as_json: bool) -> None:
     from rpx_cli.console import print_lines, render_table
     from rpx_cli.report.serialize import dumps
     from rpx_cli.tasks import TASKS
-    from rpx_cli.tasks.calculators import plugin_calculators
+    from rpx_cli.tasks.calculators import metric_listing
 
     names = sorted(TASKS)
     if task_name is not None:
@@ -150,19 +150,8 @@ def metrics(task_name: str | None, as_json: bool) -> None:
             raise click.BadParameter(f"unknown task (known: {', '.join(names)})",
                                      param_hint="--task")
         names = [task_name]
-    table: dict[str, dict[str, dict[str, str]]] = {}
-    for name in names:
-        entries = {metric: {**info.as_dict(), "calculator": "built-in"}
-                   for metric, info in TASKS[name].metrics.items()}
-        for calculator in plugin_calculators(name):
-            for metric, direction in calculator.directions.items():
-                entries[metric] = {"direction": direction, "description": "",
-                                   "calculator": f"plugin {calculator.name}"}
-        table[name] = entries
+    table, families = metric_listing(names)
     print_lines(plugin_warnings(), style="yellow")
-    families = {name: {family: list(keys) + list(sections)
-                       for family, (keys, sections) in TASKS[name].families.items()}
-                for name in names if TASKS[name].families}
     if as_json:
         write_stdout(dumps({**table, "families": families} if task_name and families else table))
         return

@@ -15,7 +15,7 @@ from rpx_cli.errors import EvaluationFailed, ExitStatus, RpxError
 
 
 class RpxGroup(click.Group):
-    """Translates domain errors into one line on stderr and the SPEC's exit codes."""
+    """Translates domain errors into one line on stderr and rpx's exit codes (README.md, "Exit codes")."""
 
     def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[override]
         from rpx_cli.cli import config

@@ -1,1 +1,2 @@
-"""Deployment-readiness metrics (SPEC §6): strata, temporal stability, geometric coherence."""
+"""Deployment-readiness metrics: strata, temporal stability, geometric coherence
+(README.md, "Deployment readiness")."""

@@ -1,6 +1,6 @@
 """``rpx readiness``: one deployment-readiness report from an eval report (with strata),
 an optional temporal-stability report, an optional geometric-coherence report and the
-model's cost figures (SPEC §6; the RPX ``DeploymentReadinessReport``).
+model's cost figures (the RPX ``DeploymentReadinessReport``).
 
 Pure: takes the parsed reports (and their file digests) and returns the report body. The
 inputs must describe one model on one task: the stability report's task must equal the

@@ -1,4 +1,4 @@
-"""Temporal stability (TS, SPEC §6): how much a model's prediction for a frame agrees with
+"""Temporal stability (TS): how much a model's prediction for a frame agrees with
 its prediction for the next frame once the camera's motion is undone.
 
 Frames are grouped by the manifest's ``sequence`` (else ``scene/phase``; a manifest naming

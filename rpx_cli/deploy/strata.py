@@ -1,4 +1,4 @@
-"""Strata of a primary metric over the manifest's phases and difficulties (SPEC §6).
+"""Strata of a primary metric over the manifest's phases and difficulties.
 
 - ESD: the metric's mean per difficulty (``by_difficulty``), per phase (``by_phase``) and
   per (phase, difficulty) (``by_phase_difficulty``), each ``{mean, n}`` where ``n`` counts

@@ -3,7 +3,8 @@
 8-bit images decode to uint8, 16-bit grayscale (PNG ``I;16``, TIFF) to uint16, float TIFF
 to float32, bilevel to uint8 0/1; palette images decode to their indices, never to RGB.
 Pillow is called directly, not through imageio's plugin search: the same decoder at about
-two thirds of the cost per file (PERF-NOTES), and palette indices stay reachable.
+two thirds of the cost per file (measured: 3.7 s against 5.2 s for 2,000 label PNGs), and
+palette indices stay reachable.
 
 Pillow silently reduces 16-bit colour PNGs to 8 bits; rpx refuses them instead (an input
 error) rather than evaluate truncated values. Pillow is imported on first use only.

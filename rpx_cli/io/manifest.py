@@ -1,4 +1,4 @@
-"""Per-stem metadata manifests (SPEC §6): phase, difficulty, sequence, frame, pose, intrinsics.
+"""Per-stem metadata manifests: phase, difficulty, sequence, frame, pose, intrinsics.
 
 Accepted documents:
 

@@ -27,6 +27,14 @@ def block_sums(array: np.ndarray, block: int, *, dtype: type | np.dtype) -> np.n
     return rows.reshape(hb, wb, block).sum(axis=2)
 
 
+def reference_block_sums(array: np.ndarray, block: int, *, dtype: type | np.dtype) -> np.ndarray:
+    """:func:`block_sums` written plainly (one reshape, one reduction over both block
+    axes): the readable reference a test compares the fast one with."""
+    hb, wb = block_grid(array.shape, block)
+    tiles = array[: hb * block, : wb * block].reshape(hb, block, wb, block)
+    return tiles.sum(axis=(1, 3), dtype=dtype)
+
+
 def integer_sum_threshold(threshold: float, count: int, divisor: float) -> int:
     """Smallest integer sum S with ``S / (count * divisor) >= threshold``, exactly.
 

@@ -51,6 +51,21 @@ def frame_confusion(gt: np.ndarray, pred: np.ndarray, ignore: tuple[int, ...] = 
                           counts[np.ix_(present_rows, present_cols)])
 
 
+def reference_confusion(gt: np.ndarray, pred: np.ndarray,
+                        ignore: tuple[int, ...] = ()) -> FrameConfusion:
+    """:func:`frame_confusion` written plainly: the labels present, one dense
+    ``bincount(gt_index * m + pred_index)`` over the pixels whose GT is not ignored. The
+    readable reference a test compares the fast paths (8-bit codes, compaction) with."""
+    gt, pred = gt.ravel().astype(np.int64), pred.ravel().astype(np.int64)
+    keep = ~np.isin(gt, np.asarray(ignore, dtype=np.int64))
+    gt, pred = gt[keep], pred[keep]
+    gt_labels, gt_index = np.unique(gt, return_inverse=True)
+    pred_labels, pred_index = np.unique(pred, return_inverse=True)
+    counts = np.bincount(gt_index * pred_labels.size + pred_index,
+                         minlength=gt_labels.size * pred_labels.size)
+    return FrameConfusion(gt_labels, pred_labels, counts.reshape(gt_labels.size, pred_labels.size))
+
+
 def _confusion_8bit(gt: np.ndarray, pred: np.ndarray, ignore: tuple[int, ...]) -> FrameConfusion:
     """8-bit maps: one uint16 code per pixel (gt << 8 | pred), one bincount."""
     codes = gt.astype(np.uint16)

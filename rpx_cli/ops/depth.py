@@ -341,6 +341,30 @@ def frame_sums(pred: np.ndarray, gt: np.ndarray, **options) -> list[DepthSums]:
         np.ravel(pred), np.ravel(gt), **options)
 
 
+def reference_metrics(pred: np.ndarray, gt: np.ndarray) -> dict[str, float | None]:
+    """The metrics of one frame written as the formulas in this module's docstring, plain
+    float64 numpy over the valid pixels (GT finite and > 0; prediction clipped at 1e-6):
+    the readable reference that :class:`DepthKernel` must agree with (a test compares
+    them). Not used in a run: it allocates a temporary per term."""
+    p = np.asarray(pred, dtype=np.float64).ravel()
+    g = np.asarray(gt, dtype=np.float64).ravel()
+    valid = np.isfinite(g) & (g > 0)
+    p, g = np.maximum(p[valid], PRED_FLOOR), g[valid]
+    if not g.size:
+        return dict.fromkeys(METRICS)
+    d = np.log(p) - np.log(g)
+    ratio = np.maximum(p / g, g / p)
+    return {
+        "absrel": float(np.mean(np.abs(p - g) / g)),
+        "sqrel": float(np.mean((p - g) ** 2 / g)),
+        "rmse": float(np.sqrt(np.mean((p - g) ** 2))),
+        "rmse_log": float(np.sqrt(np.mean(d**2))),
+        "log10": float(np.mean(np.abs(np.log10(p) - np.log10(g)))),
+        "silog": float(np.sqrt(max(np.mean(d**2) - np.mean(d) ** 2, 0.0))),
+        **{f"delta{k}": float(np.mean(ratio < t)) for k, t in enumerate(DELTA_THRESHOLDS, 1)},
+    }
+
+
 # --- depth bands --------------------------------------------------------------------------
 
 

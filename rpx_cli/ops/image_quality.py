@@ -104,6 +104,29 @@ class _Workspace:
         return float(a1.mean(dtype=np.float64))
 
 
+def reference_ssim(x: np.ndarray, y: np.ndarray, data_range: float) -> float:
+    """:func:`ssim` written as the formula (Wang et al. 2004 with scikit-image's Gaussian
+    window), one temporary per term: the readable reference a test compares the
+    workspace kernel with."""
+    from scipy import ndimage
+
+    if x.ndim == 2:
+        x, y = x[..., None], y[..., None]
+    c1, c2 = (K1 * data_range) ** 2, (K2 * data_range) ** 2
+    values = []
+    for c in range(x.shape[2]):
+        a, b = x[..., c].astype(np.float64), y[..., c].astype(np.float64)
+
+        def blur(image: np.ndarray) -> np.ndarray:
+            return ndimage.gaussian_filter(image, sigma=SIGMA, truncate=TRUNCATE, mode="reflect")
+
+        mx, my = blur(a), blur(b)
+        vx, vy, vxy = blur(a * a) - mx * mx, blur(b * b) - my * my, blur(a * b) - mx * my
+        index = ((2 * mx * my + c1) * (2 * vxy + c2)) / ((mx**2 + my**2 + c1) * (vx + vy + c2))
+        values.append(index[RADIUS:-RADIUS, RADIUS:-RADIUS].mean())
+    return float(np.mean(values))
+
+
 def ssim_global(x: np.ndarray, y: np.ndarray, data_range: float) -> float:
     """RPX single-window SSIM: whole image, channels pooled, population statistics."""
     x = x.astype(np.float64).ravel()

@@ -1,6 +1,6 @@
 """Warps between two frames of a sequence: where each pixel of frame t is found in frame t+1.
 
-Used by temporal stability (SPEC §6, :mod:`rpx_cli.deploy.stability`). Pure numpy, no
+Used by temporal stability (:mod:`rpx_cli.deploy.stability`). Pure numpy, no
 OpenCV, no per-pixel Python: every per-pixel array is float32 (indices intp), and the
 passes avoid masked numpy operations (``where=``, boolean indexing), which cost ten
 plain passes each.

@@ -1,4 +1,4 @@
-"""The report envelope shared by every pair-reading command (SPEC §3)."""
+"""The report envelope shared by every pair-reading command (``docs/architecture.md``)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 orjson silently writes NaN/Infinity as ``null`` and refuses numpy scalars; :func:`to_json`
 converts numpy values on purpose and refuses a non-finite float outright, because a
-metric that is undefined must already be ``None`` with a count that explains it (SPEC §3).
+metric that is undefined must already be ``None`` with a count that explains it.
 """
 
 from __future__ import annotations

@@ -185,3 +185,23 @@ def load_plugins() -> None:
         except Exception as exc:
             PLUGIN_ERRORS.append(f"{entry_point.name} ({entry_point.value}): "
                                  f"{type(exc).__name__}: {exc}")
+
+
+def metric_listing(names: list[str]) -> tuple[dict[str, dict[str, dict[str, str]]],
+                                              dict[str, dict[str, list[str]]]]:
+    """What ``rpx metrics`` shows for the tasks ``names``: per task, every metric with its
+    direction, description and origin (built-in or a plugin calculator), and the task's
+    ``--metrics`` families (family -> the keys and sections it holds)."""
+    table: dict[str, dict[str, dict[str, str]]] = {}
+    for name in names:
+        entries = {metric: {**info.as_dict(), "calculator": "built-in"}
+                   for metric, info in TASKS[name].metrics.items()}
+        for calculator in plugin_calculators(name):
+            for metric, direction in calculator.directions.items():
+                entries[metric] = {"direction": direction, "description": "",
+                                   "calculator": f"plugin {calculator.name}"}
+        table[name] = entries
+    families = {name: {family: list(keys) + list(sections)
+                       for family, (keys, sections) in TASKS[name].families.items()}
+                for name in names if TASKS[name].families}
+    return table, families

@@ -1,0 +1,109 @@
+"""Each fast kernel against the readable reference that lives beside it in the package
+(workspaces, chunking, dtype tricks and caches must not change a number), and the private
+fast paths (scipy's assignment solver loaded directly, the memoised .npy header parser)
+against the public functions they stand in for."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rpx_cli.io.npy import parse_npy
+from rpx_cli.ops.assignment import linear_sum_assignment
+from rpx_cli.ops.blocks import block_sums, reference_block_sums
+from rpx_cli.ops.confusion import frame_confusion, reference_confusion
+from rpx_cli.ops.depth import METRICS, DepthKernel, finalize, reference_metrics
+from rpx_cli.ops.image_quality import reference_ssim, ssim
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("chunk", [7, 1000, 1 << 17])
+def test_depth_kernel_equals_the_formulas(dtype, chunk: int) -> None:
+    rng = np.random.default_rng(chunk)
+    gt = rng.uniform(0.2, 20, 5000)
+    gt[rng.random(gt.size) < 0.1] = 0  # invalid pixels
+    pred = gt * rng.lognormal(0, 0.3, gt.size)
+    pred[:50] = 0  # clipped at 1e-6
+    pred, gt = pred.astype(dtype), gt.astype(dtype)
+    expected = reference_metrics(pred, gt)
+    sums = DepthKernel(dtype, chunk=chunk).sums(pred, gt, valid=gt > 0)[0]
+    got = finalize(sums)
+    tolerance = 1e-6 if dtype is np.float32 else 1e-10
+    for key in METRICS:
+        assert got[key] == pytest.approx(expected[key], rel=tolerance, abs=1e-12), key
+
+
+def test_depth_kernel_of_an_empty_frame_is_null() -> None:
+    gt = np.zeros(10)
+    assert finalize(DepthKernel(np.float64).sums(np.ones(10), gt, valid=gt > 0)[0]) == \
+        reference_metrics(np.ones(10), gt)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), block=st.sampled_from([1, 2, 3, 8, 16]),
+       dtype=st.sampled_from([np.uint8, np.uint16, np.float32]))
+def test_block_sums_rows_first_equal_the_plain_reshape(seed: int, block: int, dtype) -> None:
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(n) for n in rng.integers(block, 5 * block + 3, 2))
+    data = (rng.random(shape) * 255).astype(dtype)
+    accumulate = np.float64 if dtype is np.float32 else np.uint64
+    np.testing.assert_array_equal(block_sums(data, block, dtype=accumulate),
+                                  reference_block_sums(data, block, dtype=accumulate))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), dtype=st.sampled_from([np.uint8, np.uint16, np.int32, np.int64]),
+       ignore=st.sampled_from([(), (0,), (255,), (3, 7)]))
+def test_frame_confusion_fast_paths_equal_the_plain_bincount(seed: int, dtype, ignore) -> None:
+    rng = np.random.default_rng(seed)
+    high = 12 if dtype in (np.int32, np.int64) else int(np.iinfo(dtype).max) + 1
+    gt = rng.integers(0, min(high, 12), (17, 23)).astype(dtype)
+    pred = rng.integers(0, min(high, 14), (17, 23)).astype(dtype)
+    if dtype is np.uint8:
+        gt[0, :5] = 255
+    fast, plain = frame_confusion(gt, pred, ignore), reference_confusion(gt, pred, ignore)
+    np.testing.assert_array_equal(fast.gt_labels, plain.gt_labels)
+    np.testing.assert_array_equal(fast.pred_labels, plain.pred_labels)
+    np.testing.assert_array_equal(fast.counts, plain.counts)
+
+
+@pytest.mark.parametrize("shape", [(11, 11), (32, 45, 3), (64, 40)])
+def test_ssim_workspace_kernel_equals_the_formula(shape) -> None:
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.random(shape) * 255).astype(np.uint8)
+    y = np.clip(x + rng.integers(-30, 31, shape), 0, 255).astype(np.uint8)
+    for _ in range(2):  # the second call reuses the cached workspace
+        assert ssim(x, y, 255) == pytest.approx(reference_ssim(x, y, 255), rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+def test_directly_loaded_assignment_solver_is_scipys(maximize: bool) -> None:
+    from scipy.optimize import linear_sum_assignment as public
+
+    rng = np.random.default_rng(5)
+    for shape in ((1, 1), (4, 4), (3, 7), (9, 2)):
+        cost = rng.random(shape)
+        for got, expected in zip(linear_sum_assignment(cost, maximize), public(cost, maximize),
+                                 strict=True):
+            np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", ["<f4", ">f8", "<i2", "u1", "?", "<c16", "<M8[s]"])
+@pytest.mark.parametrize("fortran", [False, True])
+def test_memoised_npy_parser_equals_numpy_load(dtype: str, fortran: bool) -> None:
+    rng = np.random.default_rng(1)
+    array = (rng.random((5, 7)) * 100).astype(dtype)
+    if fortran:
+        array = np.asfortranarray(array)
+    stream = io.BytesIO()
+    np.save(stream, array)
+    data = np.frombuffer(stream.getvalue(), dtype=np.uint8)
+    for _ in range(2):  # the second parse takes the header from the cache
+        got = parse_npy(data, "a.npy")
+        expected = np.load(io.BytesIO(stream.getvalue()))
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_array_equal(got, expected)
