@@ -59,7 +59,6 @@ measurement). Two frames of a pair must have the same size.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -67,6 +66,7 @@ import numpy as np
 
 from rpx_cli.errors import ParameterError
 from rpx_cli.ops import warp as ops
+from rpx_cli.ops.reduce import mean_present
 
 SCHEMA = "rpx.stability"
 SCHEMA_VERSION = 1
@@ -246,10 +246,7 @@ def _wh(array: np.ndarray) -> str:
 
 def mean_score(values: Sequence[float | None]) -> float | None:
     """Mean of the non-null values; 1.0 when there is no pair, null when all are null."""
-    present = [v for v in values if v is not None]
-    if not values:
-        return 1.0
-    return math.fsum(present) / len(present) if present else None
+    return 1.0 if not values else mean_present(list(values))
 
 
 def sequence_stability(task: str, maps: Sequence[np.ndarray], *, warp: str = "none",

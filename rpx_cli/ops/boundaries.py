@@ -36,11 +36,12 @@ Reference case (the issue's): 8 x 8, labels 1 for ``x >= 4``, depth 1 m left / 2
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+
+from rpx_cli.ops.reduce import f_score, mean_present
 
 
 class FrameAgreement(NamedTuple):
@@ -146,20 +147,12 @@ def boundary_agreement(labels: np.ndarray, depth: np.ndarray, *, tau: float,
     )
 
 
-def f_score(precision: float, recall: float) -> float:
-    """``2 P R / (P + R)``; 0 when both are 0."""
-    total = precision + recall
-    return 2.0 * precision * recall / total if total > 0 else 0.0
-
-
 def sgc_summary(precisions: Sequence[float],
                 recalls: Sequence[float]) -> tuple[float | None, float | None, float | None]:
     """``(mean precision, mean recall, sgc)`` over frames; means are correctly rounded sums
     (``math.fsum``) / n, so frame order and sharding never change a bit. No frame: nulls
     (the seed returns 0.0 there: undefined is not zero)."""
-    n = len(precisions)
-    if n == 0:
+    precision, recall = mean_present(list(precisions)), mean_present(list(recalls))
+    if precision is None or recall is None:
         return None, None, None
-    precision = math.fsum(precisions) / n
-    recall = math.fsum(recalls) / n
     return precision, recall, f_score(precision, recall)

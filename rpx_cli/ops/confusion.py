@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rpx_cli.ops.reduce import prf_arrays
+
 _DIRECT_CODES = 1 << 16  # label pairs below 256 x 256 are counted without compaction
 
 
@@ -124,7 +126,5 @@ def class_scores(matrix: np.ndarray) -> ClassScores:
     predicted = matrix[:, :classes].sum(axis=0).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         iou = np.where(support + predicted - tp > 0, tp / (support + predicted - tp), 0.0)
-        precision = np.where(predicted > 0, tp / predicted, 0.0)
-        recall = np.where(support > 0, tp / support, 0.0)
-        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
-    return ClassScores(support, tp, iou, precision, recall, f1)
+    scores = prf_arrays(tp, predicted - tp, support - tp, empty=None)
+    return ClassScores(support, tp, iou, scores["precision"], scores["recall"], scores["f1"])
