@@ -37,8 +37,9 @@ from rpx_cli.io.boxes import Boxes, apply_class_map, load_class_map, parse_boxes
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.assignment import solver
 from rpx_cli.ops.boxes import iou_pairs, iou_xywh
-from rpx_cli.ops.coco import STAT_NAMES, CocoInput, greedy_match
+from rpx_cli.ops.coco import STAT_NAMES, CocoInput, iou_similarity
 from rpx_cli.ops.coco import evaluate as coco_evaluate
+from rpx_cli.ops.matching import greedy_match
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn, probability
 from rpx_cli.tasks.registry import register_task
 
@@ -215,13 +216,11 @@ def operating_point(table: FrameTable, iou_threshold: float,
     d_group = pred.frame * K + pred.label
     order = np.lexsort((np.arange(d_group.size), -pred.score, d_group))
     d_group = d_group[order]
-    rank = np.arange(d_group.size) - np.searchsorted(d_group, d_group, side="left")
     g_group = gt.frame * K + gt.label
     gorder = np.argsort(g_group, kind="stable")
-    matched, ignored = greedy_match(
-        d_group, pred.box[order], rank, g_group[gorder], gt.box[gorder], gt.area[gorder],
-        gt.crowd[gorder], np.array([min(iou_threshold, 1 - 1e-10)]), np.array([[-np.inf, np.inf]]),
-        n * K)
+    matched, ignored, _ = greedy_match(
+        d_group, g_group[gorder], iou_similarity(pred.box[order], gt.box[gorder]),
+        min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder])
     d_frame = pred.frame[order]
     tp = np.bincount(d_frame[matched[:, 0] & ~ignored[:, 0]], minlength=n)
     fp = np.bincount(d_frame[~matched[:, 0]], minlength=n)
