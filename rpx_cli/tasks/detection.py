@@ -35,11 +35,10 @@ from rpx_cli.errors import ParameterError
 from rpx_cli.io.box_table import BoxTable, Frame, FrameTable
 from rpx_cli.io.boxes import Boxes, apply_class_map, load_class_map, parse_boxes
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.ops.assignment import solver
 from rpx_cli.ops.boxes import iou_pairs, iou_xywh
 from rpx_cli.ops.coco import STAT_NAMES, CocoInput, iou_similarity
 from rpx_cli.ops.coco import evaluate as coco_evaluate
-from rpx_cli.ops.matching import greedy_match
+from rpx_cli.ops.matching import greedy_match, optimal_match
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Task, Warn, probability
 from rpx_cli.tasks.registry import register_task
 
@@ -233,7 +232,6 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
     """Aquarium's confusion matrix (rows GT, columns predicted, background last) over the
     frames where ``frames`` is True. The optimal assignment is solved per frame (scipy has
     no batched solver); everything else is flat."""
-    linear_sum_assignment = solver()
     n, vocabulary = table.n, table.vocabulary
     K = len(vocabulary)
     pred = table.pred.where((table.pred.score >= conf_threshold) & frames[table.pred.frame])
@@ -246,11 +244,9 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
     both = np.flatnonzero((np.diff(d_bounds) > 0) & (np.diff(g_bounds) > 0))
     for i in both.tolist():
         d0, d1, g0, g1 = d_bounds[i], d_bounds[i + 1], g_bounds[i], g_bounds[i + 1]
-        ious = iou_xywh(pred.box[d0:d1], gt.box[g0:g1])
-        rows, cols = linear_sum_assignment(ious, maximize=True)
-        good = ious[rows, cols] >= iou_threshold
-        pairs_d.append(rows[good] + d0)
-        pairs_g.append(cols[good] + g0)
+        rows, cols = optimal_match(iou_xywh(pred.box[d0:d1], gt.box[g0:g1]), iou_threshold, ">=")
+        pairs_d.append(rows + d0)
+        pairs_g.append(cols + g0)
     if pairs_d:
         matched_d, matched_g = np.concatenate(pairs_d), np.concatenate(pairs_g)
         det_matched[matched_d] = True
