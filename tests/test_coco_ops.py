@@ -97,16 +97,16 @@ def test_precision_and_recall_arrays_equal_pycocotools(seed: int) -> None:
 
 def test_the_generated_data_reaches_both_matching_paths() -> None:
     """Guard for the test above: some detections take the closed form, others the rounds."""
-    from rpx_cli.ops import coco as ops
+    from rpx_cli.ops import matching as ops
     from rpx_cli.ops.boxes import iou_xywh
 
     gt, dets = dataset(3)
     sent = []
     simple = ops._match_simple
 
-    def spy(dets_, *args, **kwargs):
+    def spy(problem, dets_, *args, **kwargs):
         sent.append(len(dets_))
-        return simple(dets_, *args, **kwargs)
+        return simple(problem, dets_, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ops, "_match_simple", spy)

@@ -1,7 +1,8 @@
 """COCO bbox AP/AR, equal to pycocotools' ``COCOeval`` and vectorised.
 
 pycocotools matches detections to GT per (image, category) in Python: for every IoU
-threshold, every detection (best score first), every GT. Here the greedy step is a loop
+threshold, every detection (best score first), every GT. Here the greedy step
+(:func:`rpx_cli.ops.matching.greedy_match` with IoU, ``>=`` and ties to the last GT) is a loop
 over detection *rank* only (at most ``maxDets[-1]`` = 100), vectorised over every
 (image, category) group and all ten IoU thresholds at once; groups are bucketed by their
 GT count so padding stays small. The rules are pycocotools', exactly:
@@ -23,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from rpx_cli.ops.matching import Similarity, greedy_match
 
 IOU_THRESHOLDS = np.linspace(0.5, 0.95, 10)
 RECALL_THRESHOLDS = np.linspace(0.0, 1.0, 101)
@@ -86,7 +89,6 @@ def evaluate(data: CocoInput) -> CocoResult:
     """COCOeval(iouType="bbox") evaluate + accumulate on ``data``."""
     T, A, M = len(IOU_THRESHOLDS), len(AREA_RANGES), len(MAX_DETS)
     K = data.n_categories
-    n_groups = data.n_images * K
     # detections: group, then score (descending), ties in input order; rank within group
     dt_group = data.dt_image.astype(np.int64) * K + data.dt_category
     order = np.lexsort((np.arange(dt_group.size), -data.dt_score, dt_group))
@@ -106,8 +108,9 @@ def evaluate(data: CocoInput) -> CocoResult:
     gt_area, gt_crowd = data.gt_area[gorder], data.gt_crowd[gorder].astype(bool)
 
     ranges = np.array(list(AREA_RANGES.values()))
-    matched, ignored = greedy_match(dt_group, dt_box, rank, gt_group, gt_box, gt_area, gt_crowd,
-                                    np.minimum(IOU_THRESHOLDS, 1 - 1e-10), ranges, n_groups)
+    matched, ignored, _ = greedy_match(dt_group, gt_group, iou_similarity(dt_box, gt_box),
+                                       np.minimum(IOU_THRESHOLDS, 1 - 1e-10), ">=", ties="last",
+                                       gt_crowd=gt_crowd, gt_area=gt_area, area_ranges=ranges)
     outside = (dt_area[:, None] < ranges[None, :, 0]) | (dt_area[:, None] > ranges[None, :, 1])
     ignored |= ~matched & np.repeat(outside, T, axis=1)  # (detections, areas * thresholds)
 
@@ -142,122 +145,15 @@ def evaluate(data: CocoInput) -> CocoResult:
     return CocoResult(precision, recall)
 
 
-def greedy_match(dt_group, dt_box, rank, gt_group, gt_box, gt_area, gt_crowd, thresholds,
-                 ranges, n_groups) -> tuple[np.ndarray, np.ndarray]:
-    """pycocotools' greedy matching, for every group at once.
+def iou_similarity(dt_box: np.ndarray, gt_box: np.ndarray) -> Similarity:
+    """The similarity :func:`rpx_cli.ops.matching.greedy_match` takes, for ``[x, y, w, h]``
+    boxes: IoU of detection ``dt_box[i]`` with each GT ``gt_box[j]`` of its row, over the
+    detection's area for a crowd GT (pycocotools)."""
+    def similarity(dets: np.ndarray, slots: np.ndarray, crowd: np.ndarray) -> np.ndarray:
+        # np.take: ~3x faster than gt_box[slots] for a 2-D index
+        return iou_xywh_rows(dt_box[dets], np.take(gt_box, slots, axis=0), crowd)
 
-    Detections are given sorted by group and rank (best score first) and GT sorted by
-    group in input order. Returns ``(matched, ignored)`` of shape (detections,
-    areas * thresholds), column ``a * T + t``: matched to any GT, and matched to an ignored
-    GT (crowd, or area outside the range ``ranges[a]``).
-    """
-    A, T = len(ranges), len(thresholds)
-    gt_start = np.searchsorted(gt_group, np.arange(n_groups), side="left")
-    gt_count = np.searchsorted(gt_group, np.arange(n_groups), side="right") - gt_start
-    matched = np.zeros((dt_group.size, A * T), bool)
-    ignored = np.zeros((dt_group.size, A * T), bool)
-    det_gt_count = gt_count[dt_group] if dt_group.size else np.zeros(0, np.int64)
-    for low, high in _buckets(int(det_gt_count.max(initial=0))):
-        dets = np.flatnonzero((det_gt_count >= low) & (det_gt_count <= high))
-        if dets.size:
-            _match_bucket(dets, high, dt_group, dt_box, rank, gt_start, gt_count, gt_box,
-                          gt_area, gt_crowd, thresholds, ranges, matched, ignored)
-    return matched, ignored
-
-
-def _buckets(largest: int) -> list[tuple[int, int]]:
-    """GT-count ranges [0, 0], [1, 1], [2, 3], [4, 7], ...: padding at most doubles."""
-    out, low = [(0, 0)], 1
-    while low <= largest:
-        out.append((low, 2 * low - 1))
-        low *= 2
-    return out
-
-
-def _match_bucket(dets, width, dt_group, dt_box, rank, gt_start, gt_count, gt_box, gt_area,
-                  gt_crowd, thresholds, ranges, matched, ignored) -> None:
-    """Greedy matching of the detections ``dets`` (their groups have <= ``width`` GTs).
-
-    A detection whose IoU with every GT of its group is below the lowest threshold can
-    match nothing and takes nothing away from the others, so only the rest are walked,
-    round by round (the r-th such detection of every group in round r), with areas and
-    thresholds on one axis."""
-    if width == 0:
-        return  # no GT: nothing to match
-    groups, local = np.unique(dt_group[dets], return_inverse=True)
-    cols = np.arange(width)
-    valid = cols[None, :] < gt_count[groups][:, None]
-    slots = np.where(valid, gt_start[groups][:, None] + cols[None, :], 0)
-    crowd = gt_crowd[slots] & valid
-    ious = iou_xywh_rows(dt_box[dets], gt_box[slots][local], crowd[local])
-    ious[~valid[local]] = -1.0
-    hopeful = (ious >= thresholds.min()).any(axis=1)
-    if not hopeful.any():
-        return
-    dets, local, ious = dets[hopeful], local[hopeful], ious[hopeful]
-    A, T = len(ranges), thresholds.size
-    area = gt_area[slots]
-    # (groups, A, width): ignored GT per area range
-    gt_ig = crowd[:, None, :] | (area[:, None, :] < ranges[None, :, :1]) | \
-        (area[:, None, :] > ranges[None, :, 1:])
-    contested = np.zeros(groups.size, bool)
-    contested[local[(ious >= thresholds.min()).sum(axis=1) > 1]] = True
-    simple = ~contested[local]
-    if simple.any():
-        _match_simple(dets[simple], local[simple], ious[simple], rank, crowd, gt_ig, thresholds,
-                      matched, ignored)
-        if simple.all():
-            return
-        dets, local, ious = dets[~simple], local[~simple], ious[~simple]
-    gt_ig = np.repeat(gt_ig, T, axis=1)  # (groups, A * T, width)
-    cut = np.tile(thresholds, A)[None, :, None]
-    crowd_taken_ok = crowd[:, None, :]
-    taken = np.zeros((groups.size, A * T, width), bool)
-    # round of each detection: its position among its group's hopeful detections (dets
-    # are sorted by group, then rank)
-    start = np.searchsorted(local, local, side="left")
-    rounds = np.arange(local.size) - start
-    order = np.argsort(rounds, kind="stable")
-    bounds = np.searchsorted(rounds[order], np.arange(int(rounds.max()) + 2))
-    for r in range(bounds.size - 1):
-        at = order[bounds[r]:bounds[r + 1]]
-        g = local[at]
-        iou = ious[at][:, None, :]  # (n, 1, width)
-        eligible = (iou >= cut) & ~(taken[g] & ~crowd_taken_ok[g])
-        ig = gt_ig[g]
-        regular = eligible & ~ig
-        has_regular = regular.any(axis=2, keepdims=True)
-        candidates = np.where(has_regular, regular, eligible & ig)
-        score = np.where(candidates, iou, -2.0)
-        best = width - 1 - np.argmax(score[:, :, ::-1], axis=2)  # ties: the last GT
-        rows, cs = np.nonzero(candidates.any(axis=2))
-        chosen = best[rows, cs]
-        who = dets[at][rows]
-        matched[who, cs] = True
-        ignored[who, cs] = ig[rows, cs, chosen]
-        taken[g[rows], cs, chosen] = True
-
-
-def _match_simple(dets, local, ious, rank, crowd, gt_ig, thresholds, matched, ignored) -> None:
-    """Groups where every detection has a single GT it can match (IoU >= the lowest
-    threshold): there the greedy walk reduces to "the best-ranked detection over the
-    threshold takes the GT" (every one does, for a crowd GT), the same in every area range."""
-    width = ious.shape[1]
-    column = np.argmax(ious >= thresholds.min(), axis=1)
-    iou = ious[np.arange(dets.size), column]
-    target = local * width + column
-    order = np.lexsort((rank[dets], target))
-    target, iou, column, local, dets = (x[order] for x in (target, iou, column, local, dets))
-    over = iou[None, :] >= thresholds[:, None]  # (T, n)
-    seen = np.cumsum(over, axis=1)
-    start = np.searchsorted(target, target, side="left")
-    before = np.where(start > 0, seen[:, np.maximum(start - 1, 0)], 0)
-    first = over & (seen - before == 1)
-    hit = np.where(crowd[local, column][None, :], over, first)
-    A, T = gt_ig.shape[1], thresholds.size
-    hit = np.tile(hit.T, A)  # (n, A * T)
-    matched[dets] = hit
-    ignored[dets] = hit & np.repeat(gt_ig[local, :, column], T, axis=1)
+    return similarity
 
 
 def iou_xywh_rows(dt: np.ndarray, gt: np.ndarray, crowd: np.ndarray) -> np.ndarray:

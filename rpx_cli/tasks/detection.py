@@ -36,10 +36,10 @@ from rpx_cli.io.box_table import BoxTable, Frame, FrameTable
 from rpx_cli.io.boxes import Boxes, apply_class_map, load_class_map, parse_boxes
 from rpx_cli.io.coco_files import load_coco
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.ops.assignment import solver
 from rpx_cli.ops.boxes import iou_pairs, iou_xywh
-from rpx_cli.ops.coco import STAT_NAMES, CocoInput, greedy_match
+from rpx_cli.ops.coco import STAT_NAMES, CocoInput, iou_similarity
 from rpx_cli.ops.coco import evaluate as coco_evaluate
+from rpx_cli.ops.matching import greedy_match, optimal_match
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
 from rpx_cli.tasks.base import (
     FileInput,
@@ -224,13 +224,11 @@ def operating_point(table: FrameTable, iou_threshold: float,
     d_group = pred.frame * K + pred.label
     order = np.lexsort((np.arange(d_group.size), -pred.score, d_group))
     d_group = d_group[order]
-    rank = np.arange(d_group.size) - np.searchsorted(d_group, d_group, side="left")
     g_group = gt.frame * K + gt.label
     gorder = np.argsort(g_group, kind="stable")
-    matched, ignored = greedy_match(
-        d_group, pred.box[order], rank, g_group[gorder], gt.box[gorder], gt.area[gorder],
-        gt.crowd[gorder], np.array([min(iou_threshold, 1 - 1e-10)]), np.array([[-np.inf, np.inf]]),
-        n * K)
+    matched, ignored, _ = greedy_match(
+        d_group, g_group[gorder], iou_similarity(pred.box[order], gt.box[gorder]),
+        min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder])
     d_frame = pred.frame[order]
     tp = np.bincount(d_frame[matched[:, 0] & ~ignored[:, 0]], minlength=n)
     fp = np.bincount(d_frame[~matched[:, 0]], minlength=n)
@@ -243,7 +241,6 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
     """Aquarium's confusion matrix (rows GT, columns predicted, background last) over the
     frames where ``frames`` is True. The optimal assignment is solved per frame (scipy has
     no batched solver); everything else is flat."""
-    linear_sum_assignment = solver()
     n, vocabulary = table.n, table.vocabulary
     K = len(vocabulary)
     pred = table.pred.where((table.pred.score >= conf_threshold) & frames[table.pred.frame])
@@ -256,11 +253,9 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
     both = np.flatnonzero((np.diff(d_bounds) > 0) & (np.diff(g_bounds) > 0))
     for i in both.tolist():
         d0, d1, g0, g1 = d_bounds[i], d_bounds[i + 1], g_bounds[i], g_bounds[i + 1]
-        ious = iou_xywh(pred.box[d0:d1], gt.box[g0:g1])
-        rows, cols = linear_sum_assignment(ious, maximize=True)
-        good = ious[rows, cols] >= iou_threshold
-        pairs_d.append(rows[good] + d0)
-        pairs_g.append(cols[good] + g0)
+        rows, cols = optimal_match(iou_xywh(pred.box[d0:d1], gt.box[g0:g1]), iou_threshold, ">=")
+        pairs_d.append(rows + d0)
+        pairs_g.append(cols + g0)
     if pairs_d:
         matched_d, matched_g = np.concatenate(pairs_d), np.concatenate(pairs_g)
         det_matched[matched_d] = True
@@ -276,10 +271,8 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
     diagonal = np.diagonal(matrix)[:K].astype(np.float64)
     column = matrix[:, :K].sum(axis=0).astype(np.float64)
     row = matrix[:K, :].sum(axis=1).astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        precision = np.where(column > 0, diagonal / column, 0.0)
-        recall = np.where(row > 0, diagonal / row, 0.0)
-        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
+    scores = prf_arrays(diagonal, column - diagonal, row - diagonal, empty=None)
+    precision, recall, f1 = scores["precision"], scores["recall"], scores["f1"]
     overall = prf(int(diagonal.sum()), int(column.sum() - diagonal.sum()), int(row.sum() - diagonal.sum()))
     return {
         "labels": [*vocabulary, BACKGROUND],
