@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from rpx_cli.allocator import tune_allocator
 from rpx_cli.errors import InputError, PairError, RpxError, WorkerCrashed
+from rpx_cli.io.digest_cache import DigestCache
 from rpx_cli.io.discover import Pair
 from rpx_cli.io.filebuffer import FileBuffer, shutdown_digest_thread
 from rpx_cli.tasks.base import Params, Task
@@ -51,12 +52,14 @@ class Worker:
     A file's digest is collected when its buffer is reused or at :meth:`take_digests`, so
     hashing (on a helper thread) overlaps the arithmetic."""
 
-    def __init__(self, *, digest: bool = True) -> None:
+    def __init__(self, *, digest: bool = True, cache: DigestCache | None = None) -> None:
         tune_allocator()
         self.digest = digest
+        self.cache = cache
         self._buffers: dict[tuple[str, int], FileBuffer] = {}
         self._held: dict[tuple[str, int], str] = {}  # (role, slot) -> relative path read into it
         self._digests: Digests = {}
+        self.tally = CacheTally()
         self.warnings: list[tuple[str, str]] = []
 
     def read(self, role: str, path: str, rel: str | None, parse: Callable[[str, FileBuffer], T],
@@ -68,6 +71,10 @@ class Worker:
         if buffer is None:
             buffer = self._buffers[key] = FileBuffer(digest=self.digest)
         self._settle(key)
+        cache = self.cache
+        if cache is not None and rel is not None:
+            cache = cache if cache.usable_for(path[:len(path) - len(rel)] or ".") else None
+        buffer.cache = cache if rel is not None else None
         value = parse(path, buffer)
         if rel is not None:
             self._held[key] = rel
@@ -83,6 +90,11 @@ class Worker:
         out, self._digests = self._digests, {}
         return out
 
+    def take_tally(self) -> CacheTally:
+        """Digests computed and reused since the last call, and the new cache entries."""
+        out, self.tally = self.tally, CacheTally()
+        return out
+
     def take_warnings(self) -> list[tuple[str, str]]:
         out, self.warnings = self.warnings, []
         return out
@@ -96,20 +108,45 @@ class Worker:
     def _settle(self, key: tuple[str, int]) -> None:
         rel = self._held.pop(key, None)
         if rel is not None:
-            value = self._buffers[key].digest()
+            buffer = self._buffers[key]
+            value = buffer.digest()
             if value is not None:
                 self._digests.setdefault(key[0], {})[rel] = value
+                self.tally.count(buffer, value)
+
+
+@dataclass
+class CacheTally:
+    """Digests computed and reused from the digest cache, and the entries to store."""
+
+    computed: int = 0
+    reused: int = 0
+    new: list[tuple[bytes, bytes]] = field(default_factory=list)
+
+    def count(self, buffer: FileBuffer, digest: bytes) -> None:
+        if buffer.reused:
+            self.reused += 1
+        else:
+            self.computed += 1
+            if buffer.store_key is not None:
+                self.new.append((buffer.store_key, digest))
+
+    def add(self, other: CacheTally) -> None:
+        self.computed += other.computed
+        self.reused += other.reused
+        self.new.extend(other.new)
 
 
 def run_units(job: Callable[[Worker, Any], T], units: Sequence[Any], *, jobs: int = 1,
-              digest: bool = True, progress: Progress | None = None,
+              digest: bool = True, cache: DigestCache | None = None,
+              progress: Progress | None = None,
               weight: Callable[[Any], int] | None = None) -> Iterator[T]:
     """``job(worker, unit)`` for every unit, in ``jobs`` processes, results in order.
     ``progress(weight(unit))`` is called as each finishes (weight 1 by default). A worker
     that dies is :class:`WorkerCrashed`; on any error or interrupt the workers stop at once.
     """
     if jobs <= 1 or len(units) <= 1:
-        worker = Worker(digest=digest)
+        worker = Worker(digest=digest, cache=cache)
         for unit in units:
             result = job(worker, unit)
             if progress is not None:
@@ -120,7 +157,7 @@ def run_units(job: Callable[[Worker, Any], T], units: Sequence[Any], *, jobs: in
     # Small chunks keep the progress bar live and the tail short; big enough to amortise IPC.
     chunksize = max(1, min(8, len(units) // (jobs * 16)))
     results = _parallel_map(units, jobs=jobs, chunksize=chunksize,
-                            initargs=(job, digest))
+                            initargs=(job, digest, cache))
     for unit, result in zip(units, results, strict=True):
         if progress is not None:
             progress(1 if weight is None else weight(unit))
@@ -130,10 +167,11 @@ def run_units(job: Callable[[Worker, Any], T], units: Sequence[Any], *, jobs: in
 _job: tuple[Callable[[Worker, Any], Any], Worker] | None = None
 
 
-def _init_process(job: Callable[[Worker, Any], Any], digest: bool) -> None:
+def _init_process(job: Callable[[Worker, Any], Any], digest: bool,
+                  cache: DigestCache | None) -> None:
     global _job
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C, once
-    _job = (job, Worker(digest=digest))
+    _job = (job, Worker(digest=digest, cache=cache))
 
 
 def _run_in_process(unit: Any) -> Any:
@@ -196,6 +234,7 @@ class Outcome:
     error: PairError | None
     digests: Digests
     warnings: list[tuple[str, str]]
+    tally: CacheTally
 
 
 @dataclass
@@ -232,14 +271,15 @@ class PairJob:
         except RpxError as exc:
             worker.forget()
             return Outcome(None, None, None, pair_error(exc, pair.stem, pred_path or gt_path), {},
-                           worker.take_warnings())
+                           worker.take_warnings(), worker.take_tally())
         except Exception as exc:
             raise RuntimeError(f"unexpected error while evaluating '{pair.stem}': {exc!r}") from exc
         row = None
         if self.keep_rows:
             row = {"stem": pair.stem, "pred_path": pred_path, "gt_path": gt_path, **sample.row,
                    **(extra or {})}
-        return Outcome(sample.values, extra, row, None, digests, worker.take_warnings())
+        return Outcome(sample.values, extra, row, None, digests, worker.take_warnings(),
+                       worker.take_tally())
 
 
     @staticmethod
@@ -266,17 +306,20 @@ class RunResult:
     errors: list[PairError] = field(default_factory=list)
     warnings: dict[str, list[str]] = field(default_factory=dict)
     digests: Digests = field(default_factory=dict)
+    tally: CacheTally = field(default_factory=lambda: CacheTally())
 
 
 def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 1,
               progress: Progress | None = None, digest: bool = True,
-              keep_rows: bool = True, calculators: Sequence[Any] = ()) -> RunResult:
+              cache: DigestCache | None = None, keep_rows: bool = True,
+              calculators: Sequence[Any] = ()) -> RunResult:
     """Evaluate every pair; statistics, rows and errors come back in stem order."""
     collector = Collector(task.statistics(params))
     result = RunResult(stats=StatTable.empty(collector.declared))
     job = PairJob(task, params, keep_rows, tuple(calculators))
-    outcomes = run_units(job, pairs, jobs=jobs, digest=digest, progress=progress)
+    outcomes = run_units(job, pairs, jobs=jobs, digest=digest, cache=cache, progress=progress)
     for pair, outcome in zip(pairs, outcomes, strict=True):
+        result.tally.add(outcome.tally)
         if outcome.error is not None:
             result.errors.append(outcome.error)
         else:

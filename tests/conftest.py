@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,9 @@ from click.testing import CliRunner
 
 from rpx_cli.cli.main import cli
 from rpx_cli.report.schemas import detect_kind, validation_errors
+
+# the digest cache of every run in the suite: a fresh folder, never the user's
+os.environ["RPX_DIGEST_CACHE"] = tempfile.mkdtemp(prefix="rpx-test-digests-")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -101,6 +101,23 @@ def raise_if_failed(failures: list[dict[str, Any]], total: int) -> None:
         raise GateFailed(f"{len(failures)} of {total} gate(s) failed")
 
 
+def digest_cache_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--digest-cache DIR`` / ``--no-digest-cache`` (the stat-keyed cache of file sha256s)."""
+    func = click.option("--no-digest-cache", is_flag=True,
+                        help="Hash every input file, neither reusing nor storing digests.")(func)
+    return click.option("--digest-cache", metavar="DIR", default=None,
+                        help="Where file digests are cached, keyed by inode, size, mtime and "
+                             "ctime [default: $RPX_DIGEST_CACHE, else ~/.cache/rpx]. Reports "
+                             "are identical with or without it.")(func)
+
+
+def digest_cache_setting(directory: str | None, off: bool) -> str | bool | None:
+    """What the run layer takes: False (off), a folder, or None (the default folder)."""
+    if off and directory:
+        raise click.UsageError("give --digest-cache DIR or --no-digest-cache, not both")
+    return False if off else directory
+
+
 def pair_options(*, default_missing: str,
                  dirs_required: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--pred-dir``, ``--gt-dir``, ``--out``, ``--missing``, ``--on-error``, ``--jobs``,
@@ -127,6 +144,7 @@ def pair_options(*, default_missing: str,
                           "partial report for `rpx merge`."),
         require_option,
         click.option("--no-rows", is_flag=True, help="Omit per-pair rows from the report."),
+        digest_cache_options,
         compact_option,
         click.option("-q", "--quiet", is_flag=True,
                      help="No progress bar, summary or warnings on stderr."),
@@ -218,12 +236,14 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
                      progress: bool | None, require: tuple[Any, ...] = (),
                      files: dict[str, str | None] | None = None,
                      strata: dict[str, Any] | None = None,
-                     aux: dict[str, str | None] | None = None) -> None:
+                     aux: dict[str, str | None] | None = None,
+                     digest_cache: str | None = None, no_digest_cache: bool = False) -> None:
     """The body every pair-reading command shares: evaluate, warn, write, summarise."""
     from rpx_cli.console import ProgressBar
 
     invocation = invocation_of(ctx, out)
     verbose = show_progress(quiet, progress)
+    cache = digest_cache_setting(digest_cache, no_digest_cache)
     given = {k: v for k, v in (files or {}).items() if v is not None}
     if given:
         if pred_dir or gt_dir or len(given) != len(files):
@@ -245,7 +265,7 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
             task, pred_dir, gt_dir, params,
             missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows, shard=shard,
             invocation=invocation, progress=ProgressBar(task, enabled=verbose), aux=aux,
-            **(strata or {}),
+            digest_cache=cache, **(strata or {}),
         )
     skipped = [f"skipped: {e['path']}: {e['message']}" for e in evaluation.report["errors"]]
     finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=verbose, require=require,

@@ -8,6 +8,8 @@ from rpx_cli.cli.options import (
     compact_option,
     config_option,
     depth_scale_option,
+    digest_cache_options,
+    digest_cache_setting,
     finish,
     invocation_of,
     out_option,
@@ -47,6 +49,7 @@ _DIR = click.Path(file_okay=False, path_type=str)
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes [default: CPUs available]. Never changes a number.")
 @out_option()
+@digest_cache_options
 @require_option
 @compact_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar, summary or warnings on stderr.")
@@ -58,7 +61,8 @@ _DIR = click.Path(file_okay=False, path_type=str)
 def stability(ctx: click.Context, task: str, pred_dir: str, manifest: str, warp: str,
               depth_dir: str | None, depth_scale: float, ignore_index: tuple[int, ...],
               missing: str, jobs: int | None, out: str, require: tuple[str, ...], compact: bool,
-              quiet: bool, progress: bool | None) -> None:
+              quiet: bool, progress: bool | None, digest_cache: str | None,
+              no_digest_cache: bool) -> None:
     """Temporal stability (TS): do a model's predictions for consecutive frames agree once
     the camera motion is undone?
 
@@ -84,5 +88,6 @@ def stability(ctx: click.Context, task: str, pred_dir: str, manifest: str, warp:
         task, pred_dir, manifest, warp=warp, depth_dir=depth_dir, depth_scale=depth_scale,
         ignore_index=ignore_index, missing=missing, jobs=jobs,
         progress=ProgressBar(f"stability {task}", enabled=verbose),
-        invocation=invocation_of(ctx, out))
+        invocation=invocation_of(ctx, out),
+        digest_cache=digest_cache_setting(digest_cache, no_digest_cache))
     finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=verbose, require=require)

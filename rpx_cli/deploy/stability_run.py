@@ -36,9 +36,10 @@ from rpx_cli.deploy.stability import (
     mean_score,
     segmentation_pair,
 )
-from rpx_cli.engine import Digests, Worker, pair_error, run_units
+from rpx_cli.engine import CacheTally, Digests, Worker, pair_error, run_units
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
 from rpx_cli.io.arrays import read_array
+from rpx_cli.io.digest_cache import DigestCache
 from rpx_cli.io.discover import discover
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.manifest import Manifest, Sample, read_manifest
@@ -229,16 +230,19 @@ class UnitResult:
     scores: list[PairScore]
     errors: list[PairError]
     digests: Digests
+    tally: CacheTally
 
 
 @dataclass
 class StabilityRun:
     """The report body (no ``run_provenance``), the digests of the files read (role
-    ``pred`` and ``depth``: relative path -> sha256) and the warnings for stderr."""
+    ``pred`` and ``depth``: relative path -> sha256), how many were computed or reused from
+    the digest cache, and the warnings for stderr."""
 
     report: dict[str, Any]
     digests: Digests
     warnings: list[str]
+    tally: CacheTally
 
 
 def _no_warning(kind: str, path: str) -> None:
@@ -316,7 +320,7 @@ class FrameRunJob:
                         errors.append(PairError(frame.stem, second, f"{exc} ({first} and {second})"))
                 scores.append(score)
             previous = current
-        return UnitResult(scores, errors, worker.take_digests())
+        return UnitResult(scores, errors, worker.take_digests(), worker.take_tally())
 
 
 def _score_pair(settings: Settings, first: Frame, second: Frame,
@@ -354,7 +358,7 @@ def _units(plan: Plan, jobs: int) -> list[tuple[str, list[Frame]]]:
 
 def run_stability(plan: Plan, *, depth_scale: float = 1000.0, ignore_index: Sequence[int] = (-1,),
                   jobs: int = 1, progress: Callable[[int], Progress | None] | None = None,
-                  ) -> StabilityRun:
+                  cache: DigestCache | None = None) -> StabilityRun:
     """Score every consecutive pair of every sequence of ``plan`` on the engine's workers;
     raises :class:`EvaluationFailed` listing every file that could not be used."""
     if not (isinstance(depth_scale, int | float) and math.isfinite(depth_scale) and depth_scale > 0):
@@ -370,9 +374,12 @@ def run_stability(plan: Plan, *, depth_scale: float = 1000.0, ignore_index: Sequ
     scores: dict[str, list[PairScore]] = {name: [] for name in plan.sequences}
     errors: list[PairError] = []
     digests: Digests = {}
+    tally = CacheTally()
     results = run_units(FrameRunJob(settings), [frames for _, frames in units], jobs=jobs,
-                        progress=advance, weight=lambda frames: max(len(frames) - 1, 0))
+                        cache=cache, progress=advance,
+                        weight=lambda frames: max(len(frames) - 1, 0))
     for (name, _), result in zip(units, results, strict=True):
+        tally.add(result.tally)
         scores[name].extend(result.scores)
         errors.extend(e for e in result.errors if e not in errors)  # a shared frame: once
         for role, found in result.digests.items():
@@ -389,7 +396,7 @@ def run_stability(plan: Plan, *, depth_scale: float = 1000.0, ignore_index: Sequ
     if plan.task == "segmentation":
         params["ignore_index"] = list(ignore)
     report = stability_report(plan, scores, params)
-    return StabilityRun(report, digests, list(plan.warnings))
+    return StabilityRun(report, digests, list(plan.warnings), tally)
 
 
 def stability_report(plan: Plan, scores: Mapping[str, list[PairScore]],

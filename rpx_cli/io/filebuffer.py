@@ -20,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from rpx_cli.errors import InputError
+from rpx_cli.io.digest_cache import DigestCache, Key, stat_key
 
 # Below this size a file is digested inline: handing it to the helper thread (submit, wake,
 # wait, GIL hand-off) costs ~65 us a file, sha256 of 1 KiB ~2 us (10,000 pose files: 0.65 s).
@@ -61,13 +62,22 @@ class FileBuffer:
         self._digest = digest
         self._pending: Future[bytes] | None = None
         self._inline: bytes | None = None
+        # the last file's digest came from the cache; the key under which a computed
+        # digest of it may be stored (None: not storable)
+        self.reused = False
+        self.store_key: Key | None = None
+        # set by the caller for the files it reads next: a digest stored for a file's stat
+        # key is then reused instead of hashing the bytes again
+        self.cache: DigestCache | None = None
 
     def read(self, path: str) -> np.ndarray:
         """Read all of ``path``; returns a uint8 view valid until the next ``read``."""
         self._settle()
+        cache = self.cache
         try:
             with open(path, "rb", buffering=0) as handle:
-                size = os.fstat(handle.fileno()).st_size
+                st = os.fstat(handle.fileno())
+                size = st.st_size
                 if size > self._array.size:
                     self._array = np.empty(max(size, self._array.size * 5 // 4), np.uint8)
                 view = self._array[:size]
@@ -85,6 +95,13 @@ class FileBuffer:
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
         if self._digest:
+            if cache is not None:
+                key = stat_key(st)
+                self._inline = cache.lookup(key)
+                if self._inline is not None:
+                    self.reused = True
+                    return view
+                self.store_key = key if cache.storable(st) else None
             if size < INLINE_DIGEST_BYTES:
                 self._inline = _sha256(memoryview(view))
             else:
@@ -100,6 +117,8 @@ class FileBuffer:
     def _settle(self) -> None:
         # The buffer is about to be overwritten: the previous digest must be finished.
         self._inline = None
+        self.reused = False
+        self.store_key = None
         if self._pending is not None:
             self._pending.result()
             self._pending = None

@@ -146,7 +146,11 @@ def build_provenance(
     clock: Clock,
     environment: Mapping[str, Any],
     git: Mapping[str, Any] | None,
+    digests: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
+    """``digests``: how many input digests were computed and how many reused from the
+    digest cache (the one part of a report that depends on the cache)."""
+    extra = {} if digests is None else {"digests": dict(digests)}
     return {
         "schema": PROVENANCE_SCHEMA,
         "tool": {"name": "rpx", "version": __version__},
@@ -160,4 +164,5 @@ def build_provenance(
         "duration_s": 0.0 if clock.fixed else round(clock.finished - clock.started, 6),
         "environment": dict(environment),
         "git": None if git is None else dict(git),
+        **extra,
     }

@@ -71,6 +71,11 @@ def provenance() -> dict[str, Any]:
                             "properties": {"python": {"type": "string"},
                                            "platform": {"type": "string"},
                                            "numpy": {"type": ["string", "null"]}}},
+            "digests": {"type": "object", "description": "Input digests computed, and reused "
+                        "from the digest cache (the only field the cache changes).",
+                        "required": ["computed", "reused"],
+                        "properties": {"computed": {"type": "integer", "minimum": 0},
+                                       "reused": {"type": "integer", "minimum": 0}}},
             "git": {"oneOf": [{"type": "null"}, {
                 "type": "object", "required": ["commit", "dirty"],
                 "properties": {"commit": {"type": "string", "pattern": "^[0-9a-f]{40,64}$"},

@@ -8,12 +8,21 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from rpx_cli.engine import default_jobs, run_pairs
+from rpx_cli.engine import CacheTally, default_jobs, run_pairs
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
+from rpx_cli.io.digest_cache import DigestCache
 from rpx_cli.io.discover import MISSING_POLICIES, Pairing, pair_dirs
 from rpx_cli.report.provenance import Stopwatch
 from rpx_cli.run.assemble import assemble, resolve_params
-from rpx_cli.run.invocation import Evaluation, Invocation, ProgressHooks, file_input, input_entry, stamp
+from rpx_cli.run.invocation import (
+    Evaluation,
+    Invocation,
+    ProgressHooks,
+    file_input,
+    input_entry,
+    open_digest_cache,
+    stamp,
+)
 from rpx_cli.tasks.calculators import plugin_calculators
 from rpx_cli.tasks.registry import get_task
 
@@ -36,6 +45,7 @@ def run_evaluation(
     bootstrap: int = 0,
     seed: int = 0,
     aux: Mapping[str, str | None] | None = None,
+    digest_cache: str | bool | None = None,
 ) -> Evaluation:
     """Pair, evaluate and assemble the report. Raises :class:`rpx_cli.errors.RpxError`.
 
@@ -44,6 +54,7 @@ def run_evaluation(
     single-run report. ``manifest`` adds ``strata`` of ``primary_metric`` (the task's
     default when None), with ``bootstrap`` seeded resamples for 95 % intervals when > 0.
     ``aux``: the task's auxiliary folders (``aux_inputs`` param -> folder, None = not given).
+    ``digest_cache``: where file digests are cached (None: the default folder; False: off).
     """
     task = get_task(task_name)
     missing = task.default_missing if missing is None else missing
@@ -77,13 +88,15 @@ def run_evaluation(
         pairing = pairing.shard(*shard)
 
     calculators = plugin_calculators(task_name)
+    cache = open_digest_cache(digest_cache)
     hooks = progress or ProgressHooks()
     advance = hooks.start(len(pairing.pairs))
     try:
-        result = run_pairs(task, pairing.pairs, params, jobs=jobs, progress=advance,
+        result = run_pairs(task, pairing.pairs, params, jobs=jobs, progress=advance, cache=cache,
                            keep_rows=include_rows or plan is not None, calculators=calculators)
     finally:
         hooks.stop()
+    cache_warnings = save_digest_cache(cache, result.tally)
     if result.errors and on_error == "fail":
         raise EvaluationFailed(result.errors, len(pairing.pairs))
     if not len(result.stats) and shard is None:
@@ -120,10 +133,22 @@ def run_evaluation(
     if plan is not None:
         inputs["manifest"] = file_input(manifest, plan.sha256)
     invocation = invocation or Invocation(command=f"rpx_cli.evaluate_dirs({task_name!r})")
-    stamp(report, invocation, inputs, stopwatch)
+    stamp(report, invocation, inputs, stopwatch,
+          digests={"computed": result.tally.computed, "reused": result.tally.reused})
     warnings = [task.warning_text(kind, paths) for kind, paths in sorted(result.warnings.items())]
     warnings += [f"manifest: {problem}" for problem in (plan.problems if plan else [])]
+    warnings += cache_warnings
     return Evaluation(report=report, warnings=warnings)
+
+
+def save_digest_cache(cache: DigestCache | None, tally: CacheTally) -> list[str]:
+    """Store the run's new digests; the cache's warnings (a corrupt segment, an unwritable
+    folder) for stderr."""
+    if cache is None:
+        return []
+    cache.add(tally.new)
+    cache.save()
+    return [text.removeprefix("warning: ") for text in cache.warnings]
 
 
 def check_shard(shard: tuple[int, int] | None) -> None:
@@ -173,12 +198,12 @@ def evaluate_dirs(task: str, pred_dir: str | os.PathLike[str], gt_dir: str | os.
     """Evaluate two directories and return the report as a dict.
 
     ``options``: the task's parameters (``block_size=16, threshold=0.5`` for saliency-mb)
-    plus ``missing``, ``on_error``, ``jobs``, ``include_rows``.
+    plus ``missing``, ``on_error``, ``jobs``, ``include_rows``, ``digest_cache``.
 
     >>> report = evaluate_dirs("saliency-mb", "pred", "gt", block_size=16)  # doctest: +SKIP
     >>> report["micro_iou"]  # doctest: +SKIP
     """
-    runner_keys = {"missing", "on_error", "jobs", "include_rows"}
+    runner_keys = {"missing", "on_error", "jobs", "include_rows", "digest_cache"}
     run_options = {k: options.pop(k) for k in list(options) if k in runner_keys}
     params = {**default_params(task), **options}
     unknown = set(params) - set(default_params(task))

@@ -89,5 +89,5 @@ def run_file_evaluation(
         report["state"] = shard_state(shard, whole, files, stems, stats.encode(), [], digests)
     inputs = {name: file_input(files[name], digests[name]) for name in expected}
     invocation = invocation or Invocation(command=f"rpx_cli.run_file_evaluation({task_name!r})")
-    stamp(report, invocation, inputs, stopwatch)
+    stamp(report, invocation, inputs, stopwatch, digests={"computed": len(files), "reused": 0})
     return Evaluation(report=report, warnings=list(loaded.warnings or []))

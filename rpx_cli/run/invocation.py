@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rpx_cli.io.digest_cache import DigestCache, default_dir
 from rpx_cli.report.provenance import (
     Stopwatch,
     build_provenance,
@@ -65,12 +66,20 @@ def input_entry(path: str, digests: Mapping[str, bytes | str] | str) -> dict[str
 
 
 def stamp(report: dict[str, Any], invocation: Invocation, inputs: Mapping[str, Any],
-          stopwatch: Stopwatch) -> dict[str, Any]:
+          stopwatch: Stopwatch, *, digests: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Add ``run_provenance`` to ``report`` (last, so ``finished_at`` is the end of the
-    work) and return the report."""
+    work) and return the report. ``digests``: ``{computed, reused}`` input digests."""
     report["run_provenance"] = build_provenance(
         command=invocation.command, argv=list(invocation.argv), args=invocation.args,
         inputs=inputs, outputs={"report": {"path": invocation.out}}, clock=stopwatch.stop(),
-        environment=collect_environment(), git=collect_git(os.getcwd()),
+        environment=collect_environment(), git=collect_git(os.getcwd()), digests=digests,
     )
     return report
+
+
+def open_digest_cache(setting: str | bool | None) -> DigestCache | None:
+    """The digest cache a run uses: ``None`` the default folder (``RPX_DIGEST_CACHE``, else
+    the user cache directory), a folder, or ``False`` for none."""
+    if setting is False:
+        return None
+    return DigestCache.open(default_dir() if setting in (None, True) else str(setting))
