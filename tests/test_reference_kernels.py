@@ -18,6 +18,8 @@ from rpx_cli.ops.blocks import block_sums, reference_block_sums
 from rpx_cli.ops.confusion import frame_confusion, reference_confusion
 from rpx_cli.ops.depth import METRICS, DepthKernel, finalize, reference_metrics
 from rpx_cli.ops.image_quality import reference_ssim, ssim
+from rpx_cli.ops.reprojection import ReprojectionKernel, reference_reprojected_agreement
+from rpx_cli.ops.warp import motion
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -78,6 +80,51 @@ def test_ssim_workspace_kernel_equals_the_formula(shape) -> None:
     y = np.clip(x + rng.integers(-30, 31, shape), 0, 255).astype(np.uint8)
     for _ in range(2):  # the second call reuses the cached workspace
         assert ssim(x, y, 255) == pytest.approx(reference_ssim(x, y, 255), rel=1e-12, abs=1e-15)
+
+
+def _camera_pose(yaw_deg: float, roll_deg: float, position) -> np.ndarray:
+    yaw, roll = np.radians(yaw_deg), np.radians(roll_deg)
+    turn = np.array([[np.cos(yaw), 0, np.sin(yaw)], [0, 1, 0], [-np.sin(yaw), 0, np.cos(yaw)]])
+    spin = np.array([[np.cos(roll), -np.sin(roll), 0], [np.sin(roll), np.cos(roll), 0], [0, 0, 1]])
+    pose = np.eye(4)
+    pose[:3, :3], pose[:3, 3] = turn @ spin, position
+    return pose
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), rows=st.sampled_from([1, 3, 1 << 16]),
+       float_indices=st.booleans())
+def test_fused_reprojection_equals_the_warp_steps_bit_for_bit(seed: int, rows: int,
+                                                              float_indices: bool) -> None:
+    """The chunked kernel against the step-by-step reference: blocky scenes with depth
+    edges, holes (0, and NaN in frame t+1), points leaving the image or going behind the
+    camera, noise; chunks of one row, a few rows or the whole frame; flat indices in
+    float32 and (as for frames of 2^24 pixels and more) in integers."""
+    rng = np.random.default_rng(seed)
+    h, w = (int(n) for n in rng.integers(2, 40, 2))
+    frames = []
+    for _ in range(2):
+        depth = np.full((h, w), rng.uniform(2, 6), np.float32)
+        for _ in range(int(rng.integers(0, 4))):  # boxes in front: depth edges
+            y, x = rng.integers(0, h), rng.integers(0, w)
+            depth[y:y + int(rng.integers(1, h)), x:x + int(rng.integers(1, w))] = rng.uniform(0.3, 2)
+        depth *= np.exp(rng.normal(0, 0.02, (h, w))).astype(np.float32)
+        depth[rng.random((h, w)) < 0.1] = 0
+        frames.append(depth)
+    frames[1][rng.random((h, w)) < 0.05] = np.nan
+    intrinsics = tuple(float(v) for v in (rng.uniform(0.5, 2) * w, rng.uniform(0.5, 2) * w,
+                                          (w - 1) / 2 + rng.normal(0, 2), (h - 1) / 2 + rng.normal(0, 2)))
+    step = rng.normal(0, 0.3 if seed % 5 == 0 else 0.03, 3)  # sometimes far: points leave
+    transform = motion(np.eye(4), _camera_pose(rng.normal(0, 4), rng.normal(0, 4), step))
+    options = {"occlusion": (0.01, 0.01), "edge": (0.05, 0.05)}
+    expected = reference_reprojected_agreement(frames[0], frames[1], intrinsics, intrinsics,
+                                               transform, **options)
+    kernel = ReprojectionKernel((h, w), chunk_pixels=rows * w)
+    if not float_indices:
+        kernel.exact_float_indices = 0
+    for _ in range(2):  # the second call reuses the workspace
+        got = kernel.agreement(frames[0], frames[1], intrinsics, intrinsics, transform, **options)
+        assert got == expected
 
 
 @pytest.mark.parametrize("maximize", [False, True])
