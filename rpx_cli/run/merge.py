@@ -42,8 +42,11 @@ def merge_reports(parts: list[Part], *, invocation: Invocation | None = None) ->
     stems = [stem for _, part, _ in parts for stem in part["state"]["stems"]]
     order = sorted(range(len(stems)), key=stems.__getitem__)
     stats = StatTable.concat(declared, tables).take(order)
-    rows = sorted((row for _, part, _ in parts for row in part.get("rows", [])),
-                  key=lambda row: row["stem"])
+    rows = [row for _, part, _ in parts for row in part.get("rows", [])]
+    if [row.get("stem") for row in rows] == stems:  # a row per statistic: one sort for both
+        rows = [rows[i] for i in order]
+    else:
+        rows.sort(key=lambda row: row["stem"])
     errors = sorted((PairError(**error) for _, part, _ in parts for error in part["errors"]),
                     key=lambda error: error.stem)
     unpaired = {side: sorted(stem for _, part, _ in parts for stem in part["unpaired"][side])
@@ -74,7 +77,10 @@ def merge_reports(parts: list[Part], *, invocation: Invocation | None = None) ->
         if isinstance(digests[0], str):  # a file: the same in every part
             inputs[name] = input_entry(path, digests[0])
         else:
-            inputs[name] = input_entry(path, {rel: h for d in digests for rel, h in d.items()})
+            files: dict[str, str] = {}
+            for part_files in digests:
+                files.update(part_files)
+            inputs[name] = input_entry(path, files)
     for path, part, sha in sorted(parts, key=lambda p: p[1]["state"]["shard"]["index"]):
         inputs[f"shard_{part['state']['shard']['index']}"] = file_input(path, sha)
     return stamp(report, invocation or Invocation(command="rpx_cli.merge_reports"), inputs,
