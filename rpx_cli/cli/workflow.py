@@ -37,16 +37,26 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool) -
       for k in 1 2 3 4; do rpx eval depth --pred-dir P --gt-dir G --shard $k/4 -o part$k.json; done
       rpx merge part*.json -o report.json && jq .aggregate.absrel report.json
     """
+    import gc
+
     from rpx_cli.run.documents import read_report, sha256_hex
     from rpx_cli.run.merge import merge_reports
 
-    loaded = []
-    for path in parts:
-        document, data = read_report(path)
-        loaded.append((path, document, sha256_hex(data)))
-    report = merge_reports(loaded, invocation=invocation_of(ctx, out))
-    # merged rows were parsed from the parts' JSON: finite by construction, not walked again
-    emit_report(report, out, compact=compact, parsed=("rows",))
+    # Every container built from here on stays alive until the report is written: the
+    # cyclic collector would only rescan them (0.11 s for 64 parts of 100,000 rows).
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        loaded = []
+        for path in parts:
+            document, data = read_report(path)
+            loaded.append((path, document, sha256_hex(data)))
+        report = merge_reports(loaded, invocation=invocation_of(ctx, out))
+        # merged rows were parsed from the parts' JSON: finite by construction, not walked again
+        emit_report(report, out, compact=compact, parsed=("rows",))
+    finally:
+        if paused:
+            gc.enable()
 
 
 @click.command()
