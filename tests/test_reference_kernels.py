@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rpx_cli.io.images import decode_image
 from rpx_cli.io.npy import parse_npy
 from rpx_cli.ops.assignment import linear_sum_assignment
 from rpx_cli.ops.blocks import block_sums, reference_block_sums
@@ -154,3 +155,54 @@ def test_memoised_npy_parser_equals_numpy_load(dtype: str, fortran: bool) -> Non
         expected = np.load(io.BytesIO(stream.getvalue()))
         assert got.dtype == expected.dtype and got.shape == expected.shape
         np.testing.assert_array_equal(got, expected)
+
+
+def _interlaced_png(pixels: np.ndarray) -> bytes:
+    """An Adam7-interlaced 8-bit grayscale PNG (Pillow writes none), filter 0 per row."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF))
+
+    h, w = pixels.shape
+    passes = [(0, 0, 8, 8), (0, 4, 8, 8), (4, 0, 8, 4), (0, 2, 4, 4), (2, 0, 4, 2), (0, 1, 2, 2),
+              (1, 0, 2, 1)]  # (row start, column start, row step, column step)
+    raw = b"".join(b"\x00" + row.tobytes() for y0, x0, dy, dx in passes
+                   for row in pixels[y0::dy, x0::dx] if row.size)
+    header = struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 1)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
+            + chunk(b"IEND", b""))
+
+
+@pytest.mark.parametrize("kind", ["L", "P", "P-transparent", "I;16", "I;16-odd", "1", "LA", "RGB",
+                                  "RGBA", "L-interlaced"])
+def test_png_decoded_into_an_array_equals_numpy_asarray(kind: str) -> None:
+    """The direct decode (8-bit, palette and 16-bit grayscale PNGs) and the np.asarray path
+    (every other kind) give Pillow's own pixels, dtype included."""
+    from PIL import Image
+
+    rng = np.random.default_rng(len(kind))
+    h, w = (37, 53) if kind.endswith("odd") else (48, 64)
+    values = rng.integers(0, 256, (h, w, 4)).astype(np.uint8)
+    stream = io.BytesIO()
+    if kind == "L-interlaced":
+        stream.write(_interlaced_png(values[..., 0]))
+    elif kind.startswith("I;16"):
+        Image.fromarray(rng.integers(0, 65536, (h, w)).astype(np.uint16)).save(stream, "PNG")
+    elif kind.startswith("P"):
+        image = Image.fromarray(values[..., 0] % 17).convert("P")
+        image.save(stream, "PNG", **({"transparency": 3} if kind == "P-transparent" else {}))
+    else:
+        channels = {"L": 1, "1": 1, "LA": 2, "RGB": 3, "RGBA": 4}[kind]
+        array = values[..., 0] if channels == 1 else values[..., :channels]
+        Image.fromarray(array).convert(kind).save(stream, "PNG")
+    data = stream.getvalue()
+    with Image.open(io.BytesIO(data)) as image:
+        expected = np.asarray(image)
+        if expected.dtype == np.bool_:
+            expected = expected.view(np.uint8)
+    got = decode_image(np.frombuffer(data, np.uint8), "x.png")
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
