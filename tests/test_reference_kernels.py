@@ -16,7 +16,7 @@ from rpx_cli.io.images import decode_image
 from rpx_cli.io.npy import parse_npy
 from rpx_cli.ops.assignment import linear_sum_assignment
 from rpx_cli.ops.blocks import block_sums, reference_block_sums
-from rpx_cli.ops.confusion import frame_confusion, reference_confusion
+from rpx_cli.ops.confusion import code_counts, frame_confusion, reference_confusion
 from rpx_cli.ops.depth import METRICS, DepthKernel, finalize, reference_metrics
 from rpx_cli.ops.image_quality import reference_ssim, ssim
 from rpx_cli.ops.reprojection import ReprojectionKernel, reference_reprojected_agreement
@@ -72,6 +72,29 @@ def test_frame_confusion_fast_paths_equal_the_plain_bincount(seed: int, dtype, i
     np.testing.assert_array_equal(fast.gt_labels, plain.gt_labels)
     np.testing.assert_array_equal(fast.pred_labels, plain.pred_labels)
     np.testing.assert_array_equal(fast.counts, plain.counts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), run=st.sampled_from([1, 3, 8, 9, 50, 1000]),
+       size=st.integers(0, 3000))
+def test_counting_by_runs_equals_bincount(seed: int, run: int, size: int) -> None:
+    """Region-like codes (runs of ``run`` on average: counted by runs) and noisy ones
+    (counted directly) against np.bincount; label maps with regions through frame_confusion
+    against the reference."""
+    rng = np.random.default_rng(seed)
+    codes = np.repeat(rng.integers(0, 300, size // run + 1), rng.integers(1, 2 * run, size // run + 1))
+    codes = codes[:size].astype(np.uint16)
+    got = code_counts(codes, 512)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.bincount(codes, minlength=512))
+    gt = np.repeat(rng.integers(0, 20, (40, 1)), 64, axis=1).astype(np.uint8)
+    gt[:, rng.integers(0, 64):] = rng.integers(0, 256)
+    pred = np.roll(gt, int(rng.integers(-3, 4)), axis=1)
+    for ignore in ((), (int(gt[0, 0]),)):
+        fast, plain = frame_confusion(gt, pred, ignore), reference_confusion(gt, pred, ignore)
+        np.testing.assert_array_equal(fast.counts, plain.counts)
+        np.testing.assert_array_equal(fast.gt_labels, plain.gt_labels)
+        np.testing.assert_array_equal(fast.pred_labels, plain.pred_labels)
 
 
 @pytest.mark.parametrize("shape", [(11, 11), (32, 45, 3), (64, 40)])
