@@ -51,7 +51,9 @@ def decode_image(data: np.ndarray, path: str) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(io.BytesIO(data.tobytes())) as image:
+        # a PNG by its header: no other format's plugin need look at it
+        formats = ("PNG",) if header is not None else None
+        with Image.open(io.BytesIO(data.tobytes()), formats=formats) as image:
             array = _decode_png_into_array(image) if header is not None else None
             if array is None:
                 image.load()
