@@ -157,7 +157,7 @@ def run_units(job: Callable[[Worker, Any], T], units: Sequence[Any], *, jobs: in
     # Small chunks keep the progress bar live and the tail short; big enough to amortise IPC.
     chunksize = max(1, min(8, len(units) // (jobs * 16)))
     results = _parallel_map(units, jobs=jobs, chunksize=chunksize,
-                            initargs=(job, digest, cache))
+                            initargs=(job, digest, cache, os.getpid()))
     for unit, result in zip(units, results, strict=True):
         if progress is not None:
             progress(1 if weight is None else weight(unit))
@@ -168,10 +168,30 @@ _job: tuple[Callable[[Worker, Any], Any], Worker] | None = None
 
 
 def _init_process(job: Callable[[Worker, Any], Any], digest: bool,
-                  cache: DigestCache | None) -> None:
+                  cache: DigestCache | None, parent: int) -> None:
     global _job
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C, once
+    _die_with(parent)
     _job = (job, Worker(digest=digest, cache=cache))
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """Linux: have the kernel send this worker SIGTERM when ``parent`` (the rpx process
+    that forked it) ends, however it ends — ``kill``, SIGKILL, a crash: its workers would
+    otherwise wait on their task queue forever. A parent already gone: exit now."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _run_in_process(unit: Any) -> Any:
