@@ -80,10 +80,11 @@ def timed_output(argv: list[str], *, repeat: int = 1) -> tuple[float, str]:
 
 @dataclass
 class Timing:
-    """Wall times of one command (seconds), in the order run, and its last stdout (when
-    captured)."""
+    """Wall times of one command (seconds), in the order run, the CPU time (user + system,
+    every process of the command) of each run, and its last stdout (when captured)."""
 
     times: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
     stdout: str = ""
 
     @property
@@ -91,8 +92,13 @@ class Timing:
         return statistics.median(self.times)
 
     @property
+    def best(self) -> float:
+        return min(self.times)
+
+    @property
     def spread(self) -> str:
-        return f"{min(self.times):.2f}-{max(self.times):.2f}"
+        cpu = f", CPU {statistics.median(self.cpu):.2f}" if self.cpu else ""
+        return f"{min(self.times):.2f}-{max(self.times):.2f}{cpu}"
 
 
 def measure(commands: dict[str, Callable[[], list[str]]], *, repeat: int,
@@ -106,12 +112,27 @@ def measure(commands: dict[str, Callable[[], list[str]]], *, repeat: int,
     for _ in range(repeat):
         for name, prepare in commands.items():
             argv = prepare()
+            before = _children_cpu()
             start = time.perf_counter()
             done = subprocess.run(argv, check=True, text=True,
                                   stdout=subprocess.PIPE if capture else subprocess.DEVNULL)
             out[name].times.append(time.perf_counter() - start)
+            out[name].cpu.append(_children_cpu() - before)
             out[name].stdout = done.stdout or ""
     return out
+
+
+def spread_line(timings: dict[str, Timing]) -> str:
+    """One line: every command's fastest and slowest wall time and its median CPU time."""
+    return "wall min-max s, median CPU s (all processes): " + "; ".join(
+        f"{name} {timing.spread}" for name, timing in timings.items())
+
+
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def machine() -> str:

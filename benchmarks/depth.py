@@ -45,6 +45,7 @@ from _common import (
     measure,
     np_load_command,
     rpx_command,
+    spread_line,
     timed_run,
     verdict,
 )
@@ -217,7 +218,7 @@ def main() -> None:
     print(f"load: {load_before} before, {load_after} after")
     print(f"{n} pairs of {H}x{W} depth maps, median of {args.repeat}, fresh process per run, "
           f"round-robin; digests (first, re-run): npy {checks['npy']}, png {checks['png']}")
-    print("spread (min-max s): " + "; ".join(f"{k} {v.spread}" for k, v in timings.items()))
+    print(spread_line(timings))
     print()
     print("| floor (one process) | wall s | ms / pair |")
     print("|---|---:|---:|")

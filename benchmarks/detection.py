@@ -143,7 +143,7 @@ def main() -> None:
             run(floor_command(plain=[gt, dt]), args.repeat),
         "provenance floor: read once, sha256, parse both COCO files":
             run(floor_command(hashed=[gt, dt]), args.repeat),
-        "provenance floor: the 10,000 per-stem JSON files":
+        f"provenance floor: the {2 * args.images} per-stem JSON files":
             run(floor_command(hashed=[root / "gt", root / "pred"]), args.repeat),
     }
     if not args.skip_pycocotools:

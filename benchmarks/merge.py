@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, load, machine, measure, rpx_command, timed_run, verdict
+from _common import DATA, load, machine, measure, rpx_command, spread_line, timed_run, verdict
 
 from rpx_cli.io.discover import shard_of
 from rpx_cli.report.serialize import dumps
@@ -134,7 +134,7 @@ def main() -> None:
     print(f"load: {load_before} before, {load()} after")
     print(f"{args.shards} shard reports, {args.rows} rows in all ({size:.0f} MB of JSON), "
           f"fresh process per run, round-robin, median of {args.repeat}")
-    print("spread (min-max s): " + "; ".join(f"{k} {v.spread}" for k, v in timings.items()))
+    print(spread_line(timings))
     print("| run | wall s | ratio |")
     print("|---|---:|---:|")
     print(f"| read the {args.shards} files with orjson | {read:.2f} | 1.00x |")

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, DigestRuns, floor_command, load, machine, measure, rpx_command
+from _common import DATA, DigestRuns, floor_command, load, machine, measure, rpx_command, spread_line
 
 SIZE = 512
 
@@ -124,7 +124,7 @@ def main() -> None:
     print(f"machine: {machine()}")
     print(f"load: {load_before} before, {load()} after")
     print(f"{n} pairs of {SIZE}x{SIZE} RGB PNGs, median of {args.repeat}; digests {checks}")
-    print("spread (min-max s): " + "; ".join(f"{k} {v.spread}" for k, v in timings.items()))
+    print(spread_line(timings))
     print("| run | ms / pair | ratio |")
     print("|---|---:|---:|")
     print(f"| scikit-image `structural_similarity` (in-process) | {theirs * 1e3:.1f} | 1.00x |")

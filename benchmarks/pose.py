@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, DigestRuns, floor_command, load, machine, measure, rpx_command
+from _common import DATA, DigestRuns, floor_command, load, machine, measure, rpx_command, spread_line
 
 PARSE_SCRIPT = textwrap.dedent(
     """
@@ -113,7 +113,7 @@ def main() -> None:
     print(f"load: {load_before} before, {load()} after")
     print(f"{args.pairs} pairs = {2 * args.pairs} pose files (JSON R/t and .npy, mixed), "
           f"fresh processes, round-robin, median of {args.repeat}; digests {checks}")
-    print("spread (min-max s): " + "; ".join(f"{k} {v.spread}" for k, v in timings.items()))
+    print(spread_line(timings))
     print("| run | first run s | vs parse only | re-run s | vs parse only |")
     print("|---|---:|---:|---:|---:|")
     print(f"| parse only: `json.loads` / `np.load` per file, 1 process | {floor:.2f} | 1.00x | | |")

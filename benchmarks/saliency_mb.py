@@ -38,6 +38,7 @@ from _common import (
     measure,
     np_load_command,
     rpx_command,
+    spread_line,
     timed_run,
     verdict,
 )
@@ -144,7 +145,7 @@ def main() -> None:
     print(f"load: {load_before} before, {load()} after")
     print(f"{n} pairs of 1080x1920 float32 .npy, block {block}, median of {args.repeat}, "
           f"round-robin; digests {checks}")
-    print("spread (min-max s): " + "; ".join(f"{k} {v.spread}" for k, v in timings.items()))
+    print(spread_line(timings))
     print()
     print("| run | wall s | vs baseline |")
     print("|---|---:|---:|")

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, DigestRuns, floor_command, load, machine, measure, rpx_command, verdict
+from _common import DATA, DigestRuns, floor_command, load, machine, measure, rpx_command, spread_line, verdict
 
 H, W, CLASSES = 480, 640, 20
 
@@ -96,7 +96,7 @@ def main() -> None:
     print(f"load: {load_before} before, {load()} after")
     print(f"{n} pairs of {H}x{W} 8-bit label PNGs, {CLASSES} classes, median of {args.repeat}, "
           f"round-robin; digests {checks}")
-    print("spread (min-max s): " + "; ".join(f"{k} {v.spread}" for k, v in timings.items()))
+    print(spread_line(timings))
     print()
     print("| floor (one process) | wall s | ms / pair |")
     print("|---|---:|---:|")

@@ -39,6 +39,7 @@ from _common import (  # noqa: E402
     measure,
     np_load_command,
     rpx_command,
+    spread_line,
     timed_run,
     verdict,
 )
@@ -97,7 +98,7 @@ def main() -> None:
     print(f"load: {load_before} before, {load()} after")
     print(f"{n} frames of {H}x{W} float32 depth (one sequence, {n - 1} pairs), median of "
           f"{args.repeat}, fresh process per run, round-robin; digests {checks}")
-    print("spread (min-max s): " + "; ".join(f"{k} {v.spread}" for k, v in timings.items()))
+    print(spread_line(timings))
     print()
     print("| floor (one process) | wall s | ms / frame |")
     print("|---|---:|---:|")

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, DigestRuns, floor_command, load, machine, measure, rpx_command
+from _common import DATA, DigestRuns, floor_command, load, machine, measure, rpx_command, spread_line
 
 FLOOR = textwrap.dedent("""
     import sys, json, numpy as np
@@ -161,6 +161,7 @@ def main() -> None:
     print(f"load: {load_before} before, {load()} after")
     print(f"{args.sequences} sequences x {args.frames} frames; {(root / 'DONE').read_text().strip()}; "
           f"fresh process per run, round-robin, median of {args.repeat}; digests {checks}")
+    print(spread_line(timings))
     print("| tool | wall s | TrackEval / tool | tool / motrics | max abs diff of MOTA, IDF1, HOTA vs rpx |")
     print("|---|---:|---:|---:|---:|")
     for name, timing in timings.items():
