@@ -13,9 +13,11 @@ each command in a fresh process, round-robin, median of ``--repeat``:
    (warm cache). Every input of depth stability is a prediction: a re-run with new
    predictions is a first run, so the re-run here scores the same predictions again
    (another manifest or warp, say) and reuses every digest. Targets (issue 18): first run
-   within 10x the np.load floor, re-run within 8x.
+   within 10x the np.load floor, re-run within 8x;
+3. ``--split``: one pair's CPU time by step in one process (``time.process_time``): reading
+   a frame, its sha256, the fused reprojection kernel and the step-by-step reference.
 
-Usage: python benchmarks/stability.py [--frames 1000] [--repeat 3]
+Usage: python benchmarks/stability.py [--frames 1000] [--repeat 3] [--split]
 """
 
 from __future__ import annotations
@@ -69,12 +71,74 @@ def generate(root: Path, frames: int) -> Path:
     return root
 
 
+def cpu_split(root: Path, pairs: int, repeat: int) -> None:
+    """Per-pair CPU milliseconds of each step, in this process, median of ``repeat``."""
+    import hashlib
+    import statistics
+    import time
+
+    from rpx_cli.allocator import tune_allocator
+    from rpx_cli.deploy.stability import (
+        EDGE_ABSOLUTE_M,
+        EDGE_RELATIVE,
+        OCCLUSION_ABSOLUTE_M,
+        OCCLUSION_RELATIVE,
+    )
+    from rpx_cli.io.filebuffer import FileBuffer
+    from rpx_cli.ops import reprojection
+    from rpx_cli.ops.warp import motion
+
+    tune_allocator()
+    samples = json.loads((root / "manifest.json").read_text())["samples"][:pairs + 1]
+    paths = [str(root / "pred" / f"{s['stem']}.npy") for s in samples]
+    frames = [np.load(path) for path in paths]
+    poses = [np.asarray(s["pose"]) for s in samples]
+    options = {"occlusion": (OCCLUSION_RELATIVE, OCCLUSION_ABSOLUTE_M),
+               "edge": (EDGE_RELATIVE, EDGE_ABSOLUTE_M)}
+    kernel = reprojection.ReprojectionKernel((H, W))
+    buffer = FileBuffer(digest=False)
+
+    def read() -> None:
+        for path in paths[1:]:
+            buffer.read(path)
+
+    def sha256() -> None:
+        for path in paths[1:]:
+            hashlib.sha256(memoryview(buffer.read(path))).digest()
+
+    def pairs_with(score) -> None:
+        for t in range(pairs):
+            score(frames[t], frames[t + 1], INTRINSICS, INTRINSICS, motion(poses[t], poses[t + 1]),
+                  **options)
+
+    steps = {"read a frame (into a reused buffer)": read,
+             "read + sha256 of a frame": sha256,
+             "reprojection TS, fused kernel (ops/reprojection.py)": lambda: pairs_with(kernel.agreement),
+             "reprojection TS, step-by-step reference (ops/warp.py)": lambda: pairs_with(
+                 reprojection.reference_reprojected_agreement)}
+    print()
+    print(f"| in one process, {pairs} pairs of {H}x{W}, CPU time (process_time), median of "
+          f"{repeat} | ms / pair |")
+    print("|---|---:|")
+    for label, step in steps.items():
+        times = []
+        for _ in range(repeat):
+            start = time.process_time()
+            step()
+            times.append(time.process_time() - start)
+        print(f"| {label} | {statistics.median(times) / pairs * 1e3:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--split", action="store_true")
     args = parser.parse_args()
     root = generate(DATA / f"stability-{args.frames}", args.frames)
+    if args.split:
+        cpu_split(root, min(args.frames - 1, 200), args.repeat)
+        return
     pred = root / "pred"
     stability = rpx_command() + ["stability", "--task", "depth", "--warp", "reproject",
                                  "--pred-dir", str(pred), "--manifest", str(root / "manifest.json"),
