@@ -174,16 +174,19 @@ def encode_record(record: Record) -> dict[str, Any]:
     out: dict[str, Any] = {"gt": list(record.gt), "pred": list(pred.labels), "path": record.path}
     if pred.score is not None:
         out["score"] = pred.score
-    if pred.table is not None and pred.scores is not None:
-        out["scores"] = dict(zip(pred.table.labels, pred.scores.tolist(), strict=True))
+    if pred.table is not None and pred.scores is not None:  # lists: reports sort keys
+        out["classes"] = list(pred.table.labels)
+        out["scores"] = pred.scores.tolist()
     return out
 
 
 def decode_record(data: dict[str, Any]) -> Record:
     table = scores = None
     if data.get("scores") is not None:
-        table = label_set(tuple(data["scores"]))
-        scores = np.array(list(data["scores"].values()), dtype=np.float64)
+        table = label_set(tuple(data["classes"]))
+        scores = np.array(data["scores"], dtype=np.float64)
+        if scores.shape != (len(table),):
+            raise ValueError("a score table's classes and scores differ in length")
     return Record(tuple(data["gt"]), Labels(tuple(data["pred"]), data.get("score"), table, scores),
                   data.get("path"))
 
@@ -260,13 +263,16 @@ def columns_of(records: list[Record] | Columns, params: Params) -> Columns:
             seen.update(table.labels)
         classes = sort_labels(seen)
     whole = tuple(classes)
-    for table, record in tables.values():
-        if table.labels != whole:
-            missing = [c for c in classes if c not in table.index]
+    reorder: dict[int, np.ndarray | None] = {}
+    for key, (table, record) in tables.items():
+        missing = [c for c in classes if c not in table.index]
+        if missing or len(table) != len(classes):
             raise InputError(f"the score table has no score for class(es) "
                              f"{', '.join(map(repr, missing[:5]))}"
                              f"{' …' if len(missing) > 5 else ''} ({len(classes)} classes in all)",
                              path=record.path)
+        reorder[key] = None if table.labels == whole else np.array(
+            [table.index[c] for c in classes], dtype=np.int64)
     index = {label: i for i, label in enumerate(classes)}
     gt = _indicator([record.gt for record in records], index, n)
     given = _indicator([record.pred.labels for record in records], index, n)
@@ -277,7 +283,10 @@ def columns_of(records: list[Record] | Columns, params: Params) -> Columns:
     if form == "scores":
         scores = np.full((n, len(classes)), -np.inf)
         if has_table.any():
-            scores[has_table] = np.stack([r.pred.scores for r in records if r.pred.table is not None])
+            scores[has_table] = np.stack([
+                r.pred.scores if reorder[id(r.pred.table)] is None
+                else r.pred.scores[reorder[id(r.pred.table)]]
+                for r in records if r.pred.table is not None])
     return Columns(classes, gt, given, score, scores, has_table, form,
                    [record.path for record in records])
 
