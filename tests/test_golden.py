@@ -13,7 +13,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 EVAL_TASKS = {"depth", "segmentation", "detection", "grounding", "pose", "keypoints", "tracking",
               "sparse-depth", "nvs"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_npy, write_pgm, write_png
+from helpers import png_rgb16, write_npy, write_pgm, write_png
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.arrays import read_array
@@ -212,23 +212,6 @@ def test_palette_png_reads_indices_not_colours(tmp_path: Path) -> None:
     loaded = read(tmp_path / "p.png")
     assert loaded.array.shape == (2, 2)
     np.testing.assert_array_equal(loaded.array, [[0, 1], [2, 3]])
-
-
-def png_rgb16(path: Path, array: np.ndarray) -> Path:
-    """A 16-bit RGB PNG written by hand (Pillow cannot write one)."""
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + kind + data
-                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
-
-    height, width, _ = array.shape
-    raw = b"".join(b"\x00" + row.astype(">u2").tobytes() for row in array)
-    ihdr = struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr)
-                     + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
-    return path
 
 
 def test_16_bit_rgb_png_is_refused_not_truncated(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_jobs_and_shards_agree, write_npy
+from helpers import assert_jobs_and_shards_agree, assert_one_line_error, dirs, rz, write_npy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,11 +18,6 @@ from rpx_cli.tasks.pose import RelativePose, pose_auc, rotation_angle_deg, vecto
 
 TASK = RelativePose()
 PARAMS = {"translation_sign_ambiguous": False}
-
-
-def rz(degrees: float) -> np.ndarray:
-    c, s = math.cos(math.radians(degrees)), math.sin(math.radians(degrees))
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 def axis_angle_quaternion(axis, degrees: float) -> np.ndarray:
@@ -53,10 +48,6 @@ def write_pose(path: Path, rotation: np.ndarray, t, form: str = "R") -> Path:
     }[form]
     path.with_suffix(".json").write_text(json.dumps(document))
     return path.with_suffix(".json")
-
-
-def dirs(root: Path) -> str:
-    return f"--pred-dir {root / 'pred'} --gt-dir {root / 'gt'}"
 
 
 def row_of(pred: Pose | None, gt: Pose, **params) -> dict:
@@ -336,13 +327,6 @@ BAD_JSON = [
     ({"quaternion_wxyz": [1, 0, 0], "t": [0, 0, 1]}, "'quaternion_wxyz' must be [4] numbers"),
     ([1, 2, 3], "expected one of"),
 ]
-
-
-def assert_one_line_error(run, path: Path, message: str) -> None:
-    assert run.exit_code == 1, run.stdout
-    assert "Traceback" not in run.stderr and run.stdout == ""
-    naming = [line for line in run.stderr.splitlines() if str(path) in line]
-    assert len(naming) == 1 and message in naming[0].replace(str(path), ""), run.stderr
 
 
 @pytest.mark.parametrize(("document", "message"), BAD_JSON, ids=[m for _, m in BAD_JSON])

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from conftest import write_npy
+from helpers import without_provenance, write_npy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -29,8 +29,7 @@ def evaluate(pairs, names) -> dict:
             write_npy(root / "gt" / f"{name}.npy", gt)
         report = rpx_cli.evaluate_dirs("saliency-mb", root / "pred", root / "gt", block_size=4,
                                        jobs=1)
-    report.pop("run_provenance")
-    return report
+    return without_provenance(report)
 
 
 def metrics(rows: list[dict]) -> list[tuple]:

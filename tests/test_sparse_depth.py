@@ -8,17 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_npy, write_png
+from helpers import dirs, write_npy, write_png
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rpx_cli.io.points import Points
 from rpx_cli.tasks.sparse_depth import match_points, sample_dense
-
-
-def dirs(root: Path) -> str:
-    return f"--pred-dir {root / 'pred'} --gt-dir {root / 'gt'}"
-
 
 GT = np.array([[1, 1, 2.0], [5, 5, 4.0], [10, 10, 8.0]])
 

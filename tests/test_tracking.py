@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import trackeval  # test-only reference implementation (the [test] extra)
+from helpers import dirs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mot_data import generate, trackeval_metrics, trackeval_sequence, write_mot
@@ -18,10 +19,6 @@ from rpx_cli.ops import mot
 
 QUIET = {"PRINT_CONFIG": False}
 BOX = (0.0, 0.0, 10.0, 10.0)
-
-
-def dirs(root: Path) -> str:
-    return f"--pred-dir {root / 'pred'} --gt-dir {root / 'gt'}"
 
 
 def rows_of(*rows: tuple) -> np.ndarray:
