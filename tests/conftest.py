@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 from helpers import parse_report
@@ -34,17 +35,52 @@ class Run:
         return parse_report(self.stdout_bytes)
 
 
+def _command(argv: list[str]) -> click.Command | None:
+    """The click command ``argv`` names (``eval depth`` -> the depth command), walking
+    groups and skipping their own options (``--config FILE``)."""
+    command: click.Command | None = cli
+    tokens = iter(argv)
+    for token in tokens:
+        if not isinstance(command, click.Group):
+            break
+        if token.startswith("-"):
+            option = next((p for p in command.params if token.split("=")[0] in p.opts), None)
+            if isinstance(option, click.Option) and not option.is_flag and "=" not in token:
+                next(tokens, None)  # the option's value
+            continue
+        command = command.get_command(click.Context(command), token)
+    return command
+
+
+def _sets_jobs(argv: list[str]) -> bool:
+    return any(a in ("-j", "--jobs") or a.startswith(("--jobs=", "-j")) for a in argv)
+
+
+def with_one_job(argv: list[str]) -> list[str]:
+    """``argv`` + ``--jobs 1`` when its command takes ``--jobs`` and argv does not set it."""
+    command = _command(argv)
+    takes_jobs = command is not None and any("--jobs" in p.opts for p in command.params)
+    return [*argv, "--jobs", "1"] if takes_jobs and not _sets_jobs(argv) else argv
+
+
 @pytest.fixture
 def rpx(monkeypatch: pytest.MonkeyPatch):
     """Invoke the CLI in-process: ``rpx("saliency-mb --pred-dir ...")`` or a list of args.
 
     Every report written to stdout or to ``-o``/``--out`` is parsed strictly and validated
     against its JSON Schema.
+
+    Commands that take ``--jobs`` (``eval <task>``, ``saliency-mb``, ``coherence``,
+    ``stability``: whichever click command declares the option) run with ``--jobs 1``
+    unless the test passes ``--jobs``/``-j`` itself: the default, one worker per CPU,
+    would start a process pool in every test. Tests about parallelism pass ``--jobs 2``
+    (or more) explicitly.
     """
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
 
     def invoke(args: str | list[str], **kwargs: Any) -> Run:
         argv = shlex.split(args) if isinstance(args, str) else [str(a) for a in args]
+        argv = with_one_job(argv)
         outs = [Path(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a in ("-o", "--out", "--out-json")]
         before = {out: out.read_bytes() if out.is_file() else None for out in outs}
         runner = CliRunner()

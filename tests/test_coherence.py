@@ -25,7 +25,7 @@ def frames(root: Path, pairs: dict[str, tuple[np.ndarray, np.ndarray]]) -> str:
         else:
             write_npy(root / "mask" / f"{stem}.npy", labels)
         write_npy(root / "depth" / f"{stem}.npy", depth)
-    return f"--mask-dir {root / 'mask'} --depth-dir {root / 'depth'} --jobs 1"
+    return f"--mask-dir {root / 'mask'} --depth-dir {root / 'depth'}"
 
 
 def reference_case() -> tuple[np.ndarray, np.ndarray]:
@@ -276,7 +276,7 @@ def test_shards_merge_into_the_whole_run_and_jobs_change_nothing(rpx, tmp_path: 
     merged = rpx(["merge", *parts])
     assert merged.exit_code == 0, merged.stderr
     assert without_provenance(merged.json) == without_provenance(whole)
-    two_jobs = rpx(f"coherence {dirs.replace('--jobs 1', '--jobs 2')}").json
+    two_jobs = rpx(f"coherence {dirs} --jobs 2").json
     assert without_provenance(two_jobs) == without_provenance(whole)
 
 

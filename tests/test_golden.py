@@ -27,7 +27,7 @@ def test_golden(case: Path, rpx, monkeypatch: pytest.MonkeyPatch, request) -> No
     args = shlex.split((case / "args").read_text())
     if not {"--pred-dir", "--coco-gt", "--mask-dir"} & set(args):  # coherence: --mask-dir
         args = ["--pred-dir", "pred", "--gt-dir", "gt", *args]
-    run = rpx([*command, *args, "--jobs", "1"])
+    run = rpx([*command, *args])
     assert run.exit_code == 0, run.stderr
     report = run.json
     report.pop("run_provenance")
