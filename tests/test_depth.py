@@ -505,18 +505,6 @@ def test_kernel_chunking_does_not_change_results(dtype) -> None:
           rel=1e-6 if dtype == np.float32 else 1e-9)
 
 
-def test_kernel_reuses_its_workspace() -> None:
-    from rpx_cli.ops.depth import DepthKernel
-
-    kernel = DepthKernel(np.float32, chunk=4096)
-    buffers = {name: buffer.ctypes.data for name, buffer in kernel._f.items()}
-    rng = np.random.default_rng(3)
-    for _ in range(3):
-        g = rng.uniform(1, 5, 10000).astype(np.float32)
-        kernel.sums(g * 1.1, g, valid=g > 2)
-    assert {name: buffer.ctypes.data for name, buffer in kernel._f.items()} == buffers
-
-
 def test_column_versions_equal_the_scalar_ones_exactly() -> None:
     from rpx_cli.ops.depth import DepthSums, combine_columns, finalize_columns
 

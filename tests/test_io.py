@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -253,19 +254,18 @@ def test_corrupt_image_is_an_input_error(tmp_path: Path, suffix: str) -> None:
 # --- the file buffer ----------------------------------------------------------------------
 
 
-def test_file_buffer_digest_matches_sha256_and_reuses_memory(tmp_path: Path) -> None:
+def test_file_buffer_reads_the_bytes_and_their_sha256(tmp_path: Path) -> None:
     big = write_npy(tmp_path / "big.npy", np.arange(10000, dtype=np.float64))
     small = write_npy(tmp_path / "small.npy", np.arange(10, dtype=np.float64))
     buffer = FileBuffer()
-    view = buffer.read(str(big))
-    assert buffer.digest() == bytes.fromhex(sha256_file(str(big)))
-    base = view.base if view.base is not None else view
-    view = buffer.read(str(small))
-    assert buffer.digest() == bytes.fromhex(sha256_file(str(small)))
-    assert (view.base if view.base is not None else view) is base  # no new allocation
+    for path in (big, small, big):  # one buffer, files of any size in any order
+        assert buffer.read(str(path)).tobytes() == path.read_bytes()
+        assert buffer.digest() == hashlib.sha256(path.read_bytes()).digest()
+        assert sha256_file(str(path)) == hashlib.sha256(path.read_bytes()).hexdigest()
     empty = tmp_path / "empty.npy"
     empty.write_bytes(b"")
     assert buffer.read(str(empty)).size == 0
+    assert buffer.digest() == hashlib.sha256(b"").digest()
 
 
 def test_file_buffer_errors_name_the_file(tmp_path: Path) -> None:
