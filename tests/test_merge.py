@@ -140,6 +140,7 @@ def merged(task, root, params, count, **kwargs):
     return merge_reports(parts, invocation=Invocation("rpx merge", [], {}))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", sorted(MAKERS))
 @settings(max_examples=8, deadline=None)
 @given(seed=st.integers(0, 2**31), n_stems=st.integers(1, 9), count=st.integers(1, 5),

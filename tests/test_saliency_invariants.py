@@ -7,12 +7,15 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 from helpers import without_provenance, write_npy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import rpx_cli
+
+pytestmark = pytest.mark.slow  # hypothesis over whole evaluations: over 0.5 s each
 
 MASKS = st.lists(
     st.tuples(hnp.arrays(np.float32, (8, 12), elements=st.floats(0, 1, width=32)),
