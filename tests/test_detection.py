@@ -102,11 +102,8 @@ def test_class_map_renames_and_drops(rpx, tmp_path: Path) -> None:
 
 
 def test_xywh_boxes_and_column_layout(rpx, tmp_path: Path) -> None:
-    (tmp_path / "gt").mkdir()
-    (tmp_path / "pred").mkdir()
-    (tmp_path / "gt" / "a.json").write_text(json.dumps({"boxes": [[0, 0, 10, 10]], "labels": ["a"]}))
-    (tmp_path / "pred" / "a.json").write_text(json.dumps(
-        {"boxes": [[0, 0, 10, 10]], "labels": ["a"], "scores": [0.9]}))
+    write_json_pair(tmp_path, "a", {"boxes": [[0, 0, 10, 10]], "labels": ["a"]},
+                    {"boxes": [[0, 0, 10, 10]], "labels": ["a"], "scores": [0.9]})
     assert rpx(f"eval detection {dirs(tmp_path)} --box-format xywh").json["rows"][0]["tp"] == 1
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import assert_jobs_and_shards_agree, assert_one_line_error, dirs, rz, write_npy
+from helpers import assert_jobs_and_shards_agree, assert_one_line_error, dirs, rz, write_json, write_npy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -160,9 +160,7 @@ def test_tiny_rotations_are_accurate() -> None:
 def test_tiny_rotation_through_the_cli(rpx, tmp_path: Path) -> None:
     write_pose(tmp_path / "gt" / "a", np.eye(3), [0, 0, 1], "quaternion_wxyz")
     xyzw = axis_angle_quaternion([0.3, -0.4, 0.5], 1e-4)
-    (tmp_path / "pred").mkdir()
-    (tmp_path / "pred" / "a.json").write_text(json.dumps(
-        {"quaternion_xyzw": xyzw.tolist(), "t": [0, 1e-6, 1]}))
+    write_json(tmp_path / "pred" / "a.json", {"quaternion_xyzw": xyzw.tolist(), "t": [0, 1e-6, 1]})
     row = rpx(f"eval pose {dirs(tmp_path)}").json["rows"][0]
     assert row["rotation_error_deg"] == pytest.approx(1e-4, rel=1e-7)
     assert row["translation_angular_deg"] == pytest.approx(math.degrees(math.atan(1e-6)), rel=1e-9)
@@ -332,9 +330,7 @@ BAD_JSON = [
 @pytest.mark.parametrize(("document", "message"), BAD_JSON, ids=[m for _, m in BAD_JSON])
 def test_bad_json_pose(rpx, tmp_path: Path, document, message: str) -> None:
     write_pose(tmp_path / "gt" / "a", np.eye(3), [0, 0, 1])
-    bad = tmp_path / "pred" / "a.json"
-    bad.parent.mkdir(parents=True)
-    bad.write_text(json.dumps(document))
+    bad = write_json(tmp_path / "pred" / "a.json", document)
     assert_one_line_error(rpx(f"eval pose {dirs(tmp_path)}"), bad, message)
 
 
@@ -389,7 +385,6 @@ def test_rotation_tolerance_is_1e6(rpx, tmp_path: Path) -> None:
     # a symmetric perturbation of 4e-7 moves R^T R by ~8e-7 (accepted); 2e-6 is refused above
     nearly = np.eye(3) + 4e-7 * np.eye(3)[::-1]
     write_pose(tmp_path / "gt" / "a", np.eye(3), [0, 0, 1])
-    (tmp_path / "pred").mkdir()
-    (tmp_path / "pred" / "a.json").write_text(json.dumps({"R": nearly.tolist(), "t": [0, 0, 1]}))
+    write_json(tmp_path / "pred" / "a.json", {"R": nearly.tolist(), "t": [0, 0, 1]})
     row = rpx(f"eval pose {dirs(tmp_path)}").json["rows"][0]
     assert row["rotation_error_deg"] < 1e-4
