@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FIXTURES, ROOT, assert_jobs_and_shards_agree
+from helpers import FIXTURES, ROOT, assert_jobs_and_shards_agree
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES, dirs
 
 from rpx_cli import __version__
 from rpx_cli.report.schemas import schema_kinds
@@ -19,7 +19,7 @@ ORIGINAL = FIXTURES / "saliency-mb" / "original-xyz"
 @pytest.fixture
 def report_file(rpx, tmp_path: Path) -> Path:
     out = tmp_path / "report.json"
-    run = rpx(f"saliency-mb --pred-dir {ORIGINAL / 'pred'} --gt-dir {ORIGINAL / 'gt'} "
+    run = rpx(f"saliency-mb {dirs(ORIGINAL)} "
               f"--block-size 2 -o {out}")
     assert run.exit_code == 0
     return out
@@ -126,7 +126,7 @@ def test_unexpected_error_is_one_line_unless_traceback(rpx, monkeypatch) -> None
         raise ZeroDivisionError("synthetic")
 
     monkeypatch.setattr(rpx_cli.run.evaluate, "run_pairs", boom)
-    args = f"saliency-mb --pred-dir {ORIGINAL / 'pred'} --gt-dir {ORIGINAL / 'gt'} --block-size 2"
+    args = f"saliency-mb {dirs(ORIGINAL)} --block-size 2"
     run = rpx(args)
     assert run.exit_code == 1
     assert run.stderr.count("\n") == 1 and "internal error: ZeroDivisionError: synthetic" in run.stderr
@@ -143,7 +143,7 @@ def test_interrupt_exits_130_without_report(rpx, monkeypatch, tmp_path: Path) ->
 
     monkeypatch.setattr(rpx_cli.run.evaluate, "run_pairs", interrupted)
     out = tmp_path / "r.json"
-    run = rpx(f"saliency-mb --pred-dir {ORIGINAL / 'pred'} --gt-dir {ORIGINAL / 'gt'} -o {out}")
+    run = rpx(f"saliency-mb {dirs(ORIGINAL)} -o {out}")
     assert run.exit_code == 130 and not out.exists()
 
 
@@ -163,7 +163,7 @@ def test_python_api_evaluate_dirs() -> None:
 def test_show_markdown_per_class_table_and_gates(rpx, tmp_path: Path) -> None:
     case = FIXTURES / "segmentation" / "street"
     out = tmp_path / "seg.json"
-    rpx(f"eval segmentation --pred-dir {case / 'pred'} --gt-dir {case / 'gt'} --ignore-index 255 "
+    rpx(f"eval segmentation {dirs(case)} --ignore-index 255 "
         f"--class-names {case / 'names.txt'} --require miou>=0.99 -o {out}")
     text = rpx(f"show {out} --format markdown").stdout
     assert "| class | f1 | iou | precision | recall | support |" in text

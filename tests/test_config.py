@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES, dirs
 
 DEPTH = FIXTURES / "depth" / "indoor"
 SALIENCY = FIXTURES / "saliency-mb" / "original-xyz"
-ARGS = f"eval depth --pred-dir {DEPTH / 'pred'} --gt-dir {DEPTH / 'gt'}"
+ARGS = f"eval depth {dirs(DEPTH)}"
 
 
 def test_rpx_toml_in_a_parent_folder(rpx, tmp_path: Path, monkeypatch) -> None:
@@ -23,7 +23,7 @@ def test_rpx_toml_in_a_parent_folder(rpx, tmp_path: Path, monkeypatch) -> None:
     assert report["params"]["ranges"] == [[0.0, 2.0], [2.0, None]]
     assert report["run_provenance"]["args"]["config"] == str(tmp_path / "rpx.toml")
     assert rpx(ARGS + " --max-depth 9").json["params"]["max_depth"] == 9.0  # flags win
-    saliency = rpx(f"saliency-mb --pred-dir {SALIENCY / 'pred'} --gt-dir {SALIENCY / 'gt'}").json
+    saliency = rpx(f"saliency-mb {dirs(SALIENCY)}").json
     assert saliency["block_size"] == 2
 
 

@@ -15,7 +15,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURE_ROOTS
+from helpers import FIXTURE_ROOTS
 
 from rpx_cli.tasks import TASKS
 
@@ -45,7 +45,7 @@ def command_of(case: Path) -> list[str]:
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.parent.name}/{c.name}" for c in CASES])
 def test_golden(case: Path, rpx, monkeypatch: pytest.MonkeyPatch, request) -> None:
     monkeypatch.chdir(case)
-    run = rpx([*command_of(case), "--jobs", "1"])
+    run = rpx(command_of(case))
     assert run.exit_code == 0, run.stderr
     report = run.json
     report.pop("run_provenance")

@@ -7,17 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_npy, write_png
+from helpers import dirs, without_provenance, write_npy, write_png
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from rpx_cli.ops.confusion import class_scores, frame_confusion
 from rpx_cli.tasks.segmentation import frame_scores
-
-
-def dirs(root: Path) -> str:
-    return f"--pred-dir {root / 'pred'} --gt-dir {root / 'gt'}"
 
 
 def write_pair(root: Path, stem: str, pred, gt, writer=write_png) -> None:
@@ -256,6 +252,5 @@ def test_jobs_do_not_change_the_report(rpx, tmp_path: Path) -> None:
     reports = []
     for jobs in (1, 2):
         report = rpx(f"eval segmentation {dirs(tmp_path)} --jobs {jobs}").json
-        report.pop("run_provenance")
-        reports.append(report)
+        reports.append(without_provenance(report))
     assert reports[0] == reports[1]
