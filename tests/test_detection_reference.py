@@ -99,7 +99,7 @@ def optimal_pairs(dets: list[dict], gt: list[dict]) -> list[tuple[int, int]]:
 def confusion_cells(gt: list[dict], pred: list[dict], iou_t: float, conf: float) -> dict:
     """Aquarium's cells of one image: {(GT class or background, predicted class or
     background): count}. Crowd GT is left out of the matching; an unmatched detection on a
-    crowd region (IoA >= threshold) is ignored."""
+    crowd region of its own class (IoA >= threshold) is ignored, as COCO ignores it."""
     dets = kept(pred, conf)
     regular = [g for g in gt if not g.get("iscrowd")]
     crowd = [g for g in gt if g.get("iscrowd")]
@@ -119,7 +119,8 @@ def confusion_cells(gt: list[dict], pred: list[dict], iou_t: float, conf: float)
         if j not in matched_g:
             count(str(g["label"]), BACKGROUND)
     for i, d in enumerate(dets):
-        if i not in matched_d and not any(ioa(d["bbox"], c["bbox"]) >= iou_t for c in crowd):
+        if i not in matched_d and not any(ioa(d["bbox"], c["bbox"]) >= iou_t
+                                          and c["label"] == d["label"] for c in crowd):
             count(BACKGROUND, str(d["label"]))
     return cells
 
@@ -307,3 +308,16 @@ def test_crowd_region_by_hand(rpx, tmp_path: Path) -> None:
                                                 "f1": pytest.approx(0.5), "support": 1}
     assert confusion_cells(gt, pred, 0.5, 0.0) == {("person", "person"): 1,
                                                    (BACKGROUND, "person"): 2}  # the loop agrees
+
+
+def test_a_crowd_region_excuses_its_own_class_only(rpx, tmp_path: Path) -> None:
+    """COCO matches crowd regions per category: a car on a person crowd is a false positive
+    in the rows, the pooled counts and the confusion matrix alike."""
+    gt = [box("person", [100, 100, 200, 200], iscrowd=1)]
+    pred = [box("car", [120, 120, 140, 140], 0.9), box("person", [150, 150, 170, 170], 0.8)]
+    report = run_detection(rpx, tmp_path, [("a", gt, pred)], "")
+    assert (report["rows"][0]["tp"], report["rows"][0]["fp"]) == (0, 1)
+    confusion = report["dataset"]["confusion"]
+    assert confusion["labels"] == ["car", "person", BACKGROUND]
+    assert confusion["matrix"] == [[0, 0, 0], [0, 0, 0], [1, 0, 0]]
+    assert confusion_cells(gt, pred, 0.5, 0.0) == {(BACKGROUND, "car"): 1}

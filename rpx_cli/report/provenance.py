@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import cache
 from typing import Any
 
 from rpx_cli import __version__
@@ -87,6 +88,13 @@ def directory_input(path: str, digests: Mapping[str, bytes | str]) -> dict[str, 
 
 
 def collect_environment() -> dict[str, Any]:
+    """Python, platform and the versions of rpx's dependencies (read once per process: the
+    package metadata lookups cost ~20 ms)."""
+    return dict(_environment())
+
+
+@cache
+def _environment() -> dict[str, Any]:
     from importlib import metadata
 
     env: dict[str, Any] = {

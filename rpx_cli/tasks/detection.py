@@ -17,7 +17,7 @@
   no confidence threshold — with images numbered 1..N in stem order.
 
 Crowd GT (``iscrowd``) is honoured in every view as COCO does: a detection that lands on
-a crowd region (intersection over its own area >= the IoU threshold) and matches no
+a crowd region of its class (intersection over its own area >= the IoU threshold) and matches no
 regular GT is ignored — neither a true nor a false positive — and crowd regions are never
 missed. A frame whose GT file is empty is a labelled empty frame (its detections are
 false positives) unless ``--skip-empty-gt``, which leaves such frames out of rows, pooled
@@ -286,8 +286,10 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
 
 def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
               iou_threshold: float) -> np.ndarray:
-    """Which of the detections ``dets`` lie on a crowd region of their frame (intersection
-    over the detection's area >= the threshold): ignored, not background."""
+    """Which of the detections ``dets`` lie on a crowd region of their frame and class
+    (intersection over the detection's area >= the threshold): ignored, not background. As
+    in COCO, a crowd region excuses detections of its own class only; a detection of another
+    class on it is a false positive in every view."""
     out = np.zeros(dets.size, bool)
     if not len(crowd) or not dets.size:
         return out
@@ -298,7 +300,8 @@ def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
     first = np.repeat(bounds[frame] - (np.cumsum(counts) - counts), counts)
     regions = first + np.arange(which.size)
     ioa = iou_pairs(pred.box[dets[which]], crowd.box[regions], crowd=True)
-    out[which[ioa >= iou_threshold]] = True
+    same_class = pred.label[dets[which]] == crowd.label[regions]
+    out[which[(ioa >= iou_threshold) & same_class]] = True
     return out
 
 
