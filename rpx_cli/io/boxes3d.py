@@ -6,7 +6,7 @@ A sample's boxes are a JSON list, or an object ``{"boxes": [...]}``. Each box is
   z], "velocity"?: [vx, vy], "detection_name" | "label", "detection_score" | "score",
   "attribute_name"?, "num_pts"?, "ego_translation"?}`` — the centre, the size in the
   devkit's order (width, length, height) and a quaternion whose yaw is taken as the devkit
-  does (:func:`rpx_cli.ops.boxes3d.quaternion_yaw`); or
+  does (:func:`quaternion_yaw`); or
 - **compact**: ``{"box": [x, y, z, l, w, h, yaw(, vx, vy)], "label", "score",
   "attribute"?, "num_pts"?, "ego_translation"?}`` — yaw in radians, counter-clockwise about
   +z, 0 along +x; ``z`` is the centre, or the bottom face with ``box_origin="bottom"``.
@@ -37,7 +37,6 @@ import numpy as np
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import loads_json
-from rpx_cli.ops.boxes3d import quaternion_yaw
 
 BOX_ORIGINS = ("center", "bottom")
 _NUMBER = {int, float}
@@ -146,6 +145,24 @@ def boxes3d_from_objects(objects: list[Any], path: str, *, prediction: bool,
             raise InputError(f"{where}box {first}: class {unknown[0]!r} is not one of --class-names "
                              f"({', '.join(classes)})", path=path)
     return boxes
+
+
+def quaternion_yaw(q: np.ndarray) -> np.ndarray:
+    """Yaw (radians, in [-π, π]) of ``(w, x, y, z)`` quaternions ``q`` (N, 4).
+
+    The devkit rotates the x axis by the quaternion's rotation matrix and measures the
+    angle of the result in the XY plane: ``atan2(R[1, 0], R[0, 0])`` with
+    ``R[0, 0] = w² + x² − y² − z²`` and ``R[1, 0] = 2 (x y + w z)`` of the normalised
+    quaternion (pyquaternion normalises only when ``|1 − |q|²| >= 1e-14``). Pitch and roll
+    are ignored, as the devkit does for boxes in a lidar, ego or global frame.
+    """
+    q = np.asarray(q, dtype=np.float64).reshape(-1, 4)
+    squares = np.einsum("ij,ij->i", q, q)
+    unit = np.abs(1.0 - squares) < 1e-14
+    norm = np.sqrt(squares)
+    q = np.where(unit[:, None] | (norm[:, None] == 0), q, q / np.where(norm == 0, 1.0, norm)[:, None])
+    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    return np.arctan2(x * y + w * z + w * z + x * y, x * x + w * w - z * z - y * y)
 
 
 # --- fast path ---------------------------------------------------------------------------------

@@ -2,12 +2,10 @@
 
 A box is a centre ``(x, y, z)``, a size ``(w, l, h)`` in the nuScenes order (width across
 the heading, length along it, height) and a yaw about +z (radians, counter-clockwise,
-0 = +x). Every function works on whole arrays: there is no Python loop over boxes or
-pairs.
+0 = +x; nuScenes quaternions are reduced to it when read, by
+:func:`rpx_cli.io.boxes3d.quaternion_yaw`). Every function works on whole arrays: there
+is no Python loop over boxes or pairs.
 
-- :func:`quaternion_yaw`: the nuScenes devkit's ``quaternion_yaw`` (normalise when the
-  squared norm is more than 1e-14 from 1, as pyquaternion does; rotate the x axis;
-  ``atan2``), for ``(w, x, y, z)`` quaternions;
 - :func:`angle_diff` / :func:`yaw_diff`: the devkit's smallest signed angle from one yaw to
   another with a period (2π, or π for symmetric objects such as barriers);
 - :func:`center_distance`, :func:`velocity_l2`, :func:`scale_iou`: the devkit's TP-error
@@ -28,24 +26,6 @@ TWO_PI = 2.0 * np.pi
 
 
 # --- angles -----------------------------------------------------------------------------------
-
-
-def quaternion_yaw(q: np.ndarray) -> np.ndarray:
-    """Yaw (radians, in [-π, π]) of ``(w, x, y, z)`` quaternions ``q`` (N, 4).
-
-    The devkit rotates the x axis by the quaternion's rotation matrix and measures the
-    angle of the result in the XY plane: ``atan2(R[1, 0], R[0, 0])`` with
-    ``R[0, 0] = w² + x² − y² − z²`` and ``R[1, 0] = 2 (x y + w z)`` of the normalised
-    quaternion (pyquaternion normalises only when ``|1 − |q|²| >= 1e-14``). Pitch and roll
-    are ignored, as the devkit does for boxes in a lidar, ego or global frame.
-    """
-    q = np.asarray(q, dtype=np.float64).reshape(-1, 4)
-    squares = np.einsum("ij,ij->i", q, q)
-    unit = np.abs(1.0 - squares) < 1e-14
-    norm = np.sqrt(squares)
-    q = np.where(unit[:, None] | (norm[:, None] == 0), q, q / np.where(norm == 0, 1.0, norm)[:, None])
-    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
-    return np.arctan2(x * y + w * z + w * z + x * y, x * x + w * w - z * z - y * y)
 
 
 def angle_diff(x: np.ndarray, y: np.ndarray, period: np.ndarray | float) -> np.ndarray:

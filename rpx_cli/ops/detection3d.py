@@ -128,8 +128,9 @@ def match(gt: Side, pred: Side, n_classes: int, similarity: Callable[[np.ndarray
                           rule, ties="first", return_gt=True)
     matched = np.empty_like(result.matched)
     matched[order] = result.matched
-    taken = np.empty_like(result.gt)
-    taken[order] = np.where(result.gt >= 0, gorder[np.maximum(result.gt, 0)], -1)
+    taken = np.full_like(result.gt, -1)
+    if gorder.size:
+        taken[order] = np.where(result.gt >= 0, gorder[np.maximum(result.gt, 0)], -1)
     return Matching(matched, taken)
 
 

@@ -286,7 +286,7 @@ class Detection3D(Task):
         out["pi_period_classes"] = [] if periods == ["none"] else sorted(set(periods) - {"none"})
         exempt = out["tp_error_exempt"]
         if isinstance(exempt, dict):
-            exempt = {str(k): sorted(set(v)) for k, v in exempt.items()}
+            exempt = {str(k): sorted(set(v), key=ERRORS.index) for k, v in sorted(exempt.items())}
         else:
             merged: dict[str, set[str]] = {}
             for item in exempt:
