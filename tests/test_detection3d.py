@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -582,3 +584,41 @@ def test_bad_flag_values_are_usage_errors(rpx, tmp_path: Path) -> None:
                  "--tp-error-exempt car=XYZ", "--class-names car --class-range bus=3"):
         run = rpx(f"{cmd} {flag}")
         assert run.exit_code == 2, flag
+
+
+# --- the documented commands ------------------------------------------------------------------
+
+
+def _documented_commands() -> list[str]:
+    lines = []
+    for doc in (FIXTURES.parent / "docs" / "detection3d.md", FIXTURES.parent / "README.md"):
+        for block in re.findall(r"```sh\n(.*?)```", doc.read_text(), re.S):
+            lines += [line for line in block.splitlines() if line.startswith("rpx eval detection3d")]
+    return lines
+
+
+def _jq_keys(report: dict, expression: str) -> None:
+    """The keys a documented jq filter reads exist (``.a.b`` paths, ``.a | {x, y}``)."""
+    node, parts = report, [p.strip() for p in expression.split("|")]
+    for part in parts:
+        if part.startswith("{"):
+            for key in part.strip("{}").split(","):
+                assert key.strip() in node, key
+        else:
+            for key in filter(None, part.split(".")):
+                assert key in node, key
+                node = node[key]
+
+
+@pytest.mark.parametrize("line", _documented_commands())
+def test_documented_commands_run_on_the_fixtures(rpx, monkeypatch: pytest.MonkeyPatch, line: str) -> None:
+    monkeypatch.chdir(FIXTURES.parent)
+    command, _, jq = line.partition(" | ")
+    run = rpx(shlex.split(command)[1:])
+    assert run.exit_code == 0, run.stderr
+    if jq:
+        _jq_keys(run.json, shlex.split(jq)[1])
+
+
+def test_the_docs_show_commands() -> None:
+    assert len(_documented_commands()) >= 6

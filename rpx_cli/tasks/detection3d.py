@@ -428,7 +428,7 @@ class Detection3D(Task):
         pairs: list[SamplePair] = list(stats["sample"])
         n = len(pairs)
         classes = params["class_names"] or _vocabulary(pairs)
-        gt, pred, attributes = _flatten(pairs, classes)
+        gt, pred = _flatten(pairs, classes)
         gt, pred = _base_filter(gt, pred, classes, params)
         c = _conventions(params)
         thresholds = self._thresholds(params)
@@ -480,8 +480,6 @@ class Detection3D(Task):
                 for key in keys:
                     dataset[f"{key}{suffix}"] = figures[key]
         dataset["classes"] = list(classes)
-        if attributes:
-            dataset["attributes"] = attributes
         return {"aggregate": aggregate, "dataset": dataset}, rows
 
     @staticmethod
@@ -552,7 +550,7 @@ def _vocabulary(pairs: list[SamplePair]) -> list[str]:
                   else (1, 0, label))
 
 
-def _flatten(pairs: list[SamplePair], classes: list[str]) -> tuple[d3.Side, d3.Side, list[str]]:
+def _flatten(pairs: list[SamplePair], classes: list[str]) -> tuple[d3.Side, d3.Side]:
     """Every sample's boxes as flat arrays with global class and attribute codes."""
     index = {name: k for k, name in enumerate(classes)}
     attribute_names = sorted({a for pair in pairs for side in (pair.gt, pair.pred)
@@ -585,9 +583,7 @@ def _flatten(pairs: list[SamplePair], classes: list[str]) -> tuple[d3.Side, d3.S
                        cat(lambda b: b.num_pts, (0,), np.int64), cat(lambda b: b.distance, (0,)),
                        cat(lambda b: b.score, (0,)) if with_scores else None)
 
-    gt = side([pair.gt for pair in pairs], False)
-    pred = side([pair.pred for pair in pairs], True)
-    return gt, pred, attribute_names
+    return side([pair.gt for pair in pairs], False), side([pair.pred for pair in pairs], True)
 
 
 def _base_filter(gt: d3.Side, pred: d3.Side, classes: list[str],
