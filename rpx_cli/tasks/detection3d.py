@@ -201,12 +201,13 @@ class Detection3D(Task):
                     "(--iou-th)."),
         Option("dist_th", "--dist-th", "parsed", (0.5, 1.0, 2.0, 4.0), multiple=True,
                parse=_positive("distance threshold"), metavar="M",
-               help="Centre-distance match threshold in metres (repeatable) [default: 0.5 1 2 4]."),
+               help="Centre-distance match threshold in metres (repeatable)."),
         Option("iou_th", "--iou-th", "parsed", (0.5,), multiple=True, parse=_iou, metavar="T",
                help="IoU match threshold with --match bev-iou|iou3d (repeatable; IoU >= T); "
-                    "TP errors and rows use the first [default: 0.5]."),
+                    "TP errors and rows use the first."),
         Option("tp_threshold", "--tp-threshold", "parsed", 2.0, parse=_positive("TP threshold"),
-               metavar="M", help="Centre-distance threshold of the TP errors and the rows."),
+               metavar="M", help="Centre-distance threshold of the TP errors and the rows (with IoU "
+                                 "matching they use the first --iou-th)."),
         Option("class_names", "--class-names", "str", (), multiple=True, metavar="NAMES",
                help="Classes to evaluate, comma-separated (repeatable) or a file; a box of "
                     "another class is an input error [default: every label in GT or "
@@ -248,8 +249,8 @@ class Detection3D(Task):
                     "class) [nuscenes: barrier; autoware: none]."),
         Option("tp_error_exempt", "--tp-error-exempt", "parsed", (), multiple=True,
                parse=parse_exempt, metavar="CLASS=ERR,..",
-               help="TP errors left undefined for a class (repeatable; 'none' for none) "
-                    "[nuscenes: traffic_cone=AOE,AVE,AAE barrier=AVE,AAE]."),
+               help="TP errors left undefined for a class (repeatable, replaces the protocol's "
+                    "list; 'none' for none) [nuscenes: traffic_cone=AOE,AVE,AAE barrier=AVE,AAE]."),
         Option("min_pts", "--min-pts", "int", None, minimum=0,
                help="Drop boxes whose num_pts is given and below N [nuscenes: 1, the devkit's "
                     "num_pts == 0 filter; autoware: 0]."),
