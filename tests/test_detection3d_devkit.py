@@ -24,11 +24,15 @@ import numpy as np
 import pytest
 
 # the reference must be installed: a missing devkit fails here, it is never a silent skip
-from nuscenes.eval.common.data_classes import EvalBoxes
-from nuscenes.eval.common.utils import center_distance
-from nuscenes.eval.detection.algo import accumulate, calc_ap, calc_tp
-from nuscenes.eval.detection.constants import ATTRIBUTE_NAMES, DETECTION_NAMES, TP_METRICS
-from nuscenes.eval.detection.data_classes import DetectionBox, DetectionConfig, DetectionMetrics
+try:
+    from nuscenes.eval.common.data_classes import EvalBoxes
+    from nuscenes.eval.common.utils import center_distance
+    from nuscenes.eval.detection.algo import accumulate, calc_ap, calc_tp
+    from nuscenes.eval.detection.constants import ATTRIBUTE_NAMES, DETECTION_NAMES, TP_METRICS
+    from nuscenes.eval.detection.data_classes import DetectionBox, DetectionConfig, DetectionMetrics
+except ImportError as exc:  # pragma: no cover - an environment problem, said plainly
+    raise ImportError(f"the detection3d reference is missing ({exc}): install it with "
+                      "pip install --no-deps nuscenes-devkit==1.1.9 (as .ci/run does)") from exc
 
 CVPR_2019 = {"car": 50, "truck": 50, "bus": 50, "trailer": 50, "construction_vehicle": 50,
              "pedestrian": 40, "motorcycle": 40, "bicycle": 40, "traffic_cone": 30, "barrier": 30}
