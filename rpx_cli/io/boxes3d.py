@@ -184,18 +184,17 @@ def _codes(values: list[Any]) -> tuple[np.ndarray, list[str]] | None:
         return None
     if int in kinds:
         values = list(map(str, values))
-    index: dict[str, int] = {}
-    codes = np.fromiter(map(lambda v: index.setdefault(v, len(index)), values), np.int64,
-                        count=len(values))
-    return codes, list(index)
+    names = list(dict.fromkeys(values))  # first-seen order
+    index = {name: k for k, name in enumerate(names)}
+    return np.fromiter(map(index.__getitem__, values), np.int64, count=len(values)), names
 
 
 def _attribute_codes(values: list[str]) -> tuple[np.ndarray, list[str]]:
     """Codes into the attributes that occur; ``""`` (no attribute) is -1."""
-    index = {"": -1}
-    codes = np.fromiter(map(lambda v: index.setdefault(v, len(index) - 1), values), np.int64,
-                        count=len(values))
-    return codes, [name for name in index if name]
+    names = [name for name in dict.fromkeys(values) if name]
+    index = {name: k for k, name in enumerate(names)}
+    index[""] = -1
+    return np.fromiter(map(index.__getitem__, values), np.int64, count=len(values)), names
 
 
 def _pick(objects: list[dict[str, Any]], *keys: str) -> list[Any] | None:
