@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from rpx_cli.errors import EvaluationFailed, InputError, PairError, RpxError
+from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
 from rpx_cli.io.discover import shard_of
 from rpx_cli.io.filebuffer import sha256_file
 from rpx_cli.report.provenance import Stopwatch
@@ -37,7 +37,7 @@ def run_file_evaluation(
     task = get_task(task_name)
     expected = [option.param for option in task.file_inputs]
     if sorted(files) != sorted(expected):
-        raise RpxError(f"{task.name} needs the files {', '.join(expected)}")
+        raise ParameterError(f"{task.name} needs the files {', '.join(expected)}")
     params = resolve_params(task, params, missing="error", on_error=on_error)
     check_shard(shard)
     stopwatch = Stopwatch()
