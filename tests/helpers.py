@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -26,6 +27,33 @@ FIXTURE_ROOTS = (FIXTURES, ROOT / "tests" / "fixtures")
 
 
 # --- command lines ------------------------------------------------------------------------
+
+
+def golden_cases() -> list[Path]:
+    """Every golden case folder (``<root>/<name>/<case>/args``), by name then case."""
+    return sorted((p.parent for root in FIXTURE_ROOTS for p in root.glob("*/*/args")),
+                  key=lambda case: (case.parent.name, case.name))
+
+
+def command_of(case: Path) -> list[str]:
+    """The command a case runs, and its input flags when ``args`` gives none."""
+    from rpx_cli.tasks import TASKS
+
+    name = case.parent.name
+    args = shlex.split((case / "args").read_text())
+    task = TASKS.get(name)
+    if task is None:  # a workflow command (stability): args say everything
+        return [name, *args]
+    given = {"--pred-dir", "--gt-dir", *(option.flag for option in task.file_inputs),
+             *(f"--{name.replace('_', '-')}" for name in task.input_names)}
+    if not given & set(args):
+        flags = [f"--{name.replace('_', '-')}" for name in task.input_names]
+        if task.input_names == ("pred_dir", "gt_dir"):
+            args = [flags[0], "pred", flags[1], "gt", *args]
+        else:  # a task that names its folders (coherence: --mask-dir/--depth-dir)
+            args = [flags[0], task.input_names[0].removesuffix("_dir"), flags[1],
+                    task.input_names[1].removesuffix("_dir"), *args]
+    return [*task.command, *args]
 
 
 def dirs(root: Path) -> str:
@@ -245,8 +273,6 @@ def run_shell_line(rpx, line: str, cwd: Path) -> list[tuple[str, int]]:
     installed (dropped otherwise), ``> FILE`` / ``>> FILE``, ``$VARS`` and globs expanded in
     ``cwd``. Lines of other programs than rpx and jq are skipped. Returns ``(command, exit
     code)`` for every command run; a failing jq filter raises."""
-    import shlex
-
     results: list[tuple[str, int]] = []
     lexer = shlex.shlex(os.path.expandvars(line), posix=True, punctuation_chars="|&;<>")
     lexer.whitespace_split = True
