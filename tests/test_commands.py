@@ -169,3 +169,19 @@ def test_show_markdown_per_class_table_and_gates(rpx, tmp_path: Path) -> None:
     assert "| class | f1 | iou | precision | recall | support |" in text
     assert "| person |" in text
     assert "| `miou>=0.99` |" in text and "FAIL" in text
+
+
+@pytest.mark.parametrize(("argv", "hint"), [
+    ("eval detph", "No such task 'detph'. Did you mean 'depth'?"),
+    ("eval segmentaion --pred-dir p", "No such task 'segmentaion'. Did you mean 'segmentation'?"),
+    ("eval saliency-mb", "saliency-mb is a command of its own: rpx saliency-mb --help"),
+    ("eval nope", "No such task 'nope'. (tasks: "),
+    ("evl depth", "No such command 'evl'. Did you mean 'eval'?"),
+    ("depth --pred-dir p", "No such command 'depth'. Did you mean 'rpx eval depth'?"),
+    ("mrege a.json", "No such command 'mrege'. Did you mean 'merge'?"),
+])
+def test_a_typo_gets_a_did_you_mean(rpx, argv: str, hint: str) -> None:
+    run = rpx(argv)
+    assert run.exit_code == 2 and run.stdout == ""
+    errors = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and hint in errors[0], run.stderr

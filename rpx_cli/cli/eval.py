@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from rpx_cli.cli.options import pair_options, run_pair_command
+from rpx_cli.cli.options import SuggestingGroup, pair_options, run_pair_command
 
 
 class _Parsed(click.ParamType):
@@ -107,8 +107,18 @@ def build_command(task) -> click.Command:
     return click.command(task.name, help=help_text)(callback)
 
 
-class EvalGroup(click.Group):
+class EvalGroup(SuggestingGroup):
     """Subcommands come from the task registry, loaded on first use."""
+
+    noun = "task"
+
+    def suggest(self, ctx: click.Context, name: str) -> str:
+        from rpx_cli.tasks import TASKS
+
+        own = TASKS.get(name)
+        if own is not None:  # saliency-mb, coherence: a task with a command of its own
+            return f"{name} is a command of its own: rpx {' '.join(own.command)} --help"
+        return super().suggest(ctx, name)
 
     def _tasks(self) -> dict[str, Any]:
         from rpx_cli.tasks import TASKS

@@ -10,12 +10,18 @@ import traceback
 import click
 
 from rpx_cli import __version__
-from rpx_cli.cli.options import SHOW_TRACEBACK
+from rpx_cli.cli.options import SHOW_TRACEBACK, SuggestingGroup
 from rpx_cli.errors import EvaluationFailed, ExitStatus, RpxError
 
 
-class RpxGroup(click.Group):
+class RpxGroup(SuggestingGroup):
     """Translates domain errors into one line on stderr and rpx's exit codes (README.md, "Exit codes")."""
+
+    def suggest(self, ctx: click.Context, name: str) -> str:
+        eval_group = self.commands.get("eval")
+        if isinstance(eval_group, click.Group) and name in eval_group.list_commands(ctx):
+            return f"Did you mean 'rpx eval {name}'?"
+        return super().suggest(ctx, name)
 
     def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[override]
         from rpx_cli.cli import config

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from collections.abc import Callable
@@ -16,6 +17,27 @@ def enable_traceback(ctx: click.Context, param: click.Parameter, value: bool) ->
     if value:
         SHOW_TRACEBACK["enabled"] = True
     return value
+
+
+class SuggestingGroup(click.Group):
+    """A group that answers an unknown subcommand with the closest names ("did you mean")."""
+
+    noun = "command"
+
+    def suggest(self, ctx: click.Context, name: str) -> str:
+        """The hint after "No such command 'NAME'."."""
+        known = self.list_commands(ctx)
+        close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+        if close:
+            return f"Did you mean {' or '.join(repr(c) for c in close)}?"
+        return f"({self.noun}s: {', '.join(known)})"
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):  # type: ignore[override]
+        name = args[0] if args else ""
+        if (name and not name.startswith("-") and not ctx.resilient_parsing
+                and name not in self.list_commands(ctx)):
+            ctx.fail(f"No such {self.noun} '{name}'. {self.suggest(ctx, name)}")
+        return super().resolve_command(ctx, args)
 
 
 def config_option(func: Callable[..., Any]) -> Callable[..., Any]:
