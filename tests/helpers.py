@@ -262,7 +262,7 @@ JQ = shutil.which("jq")
 def shell_commands(text: str) -> list[str]:
     """The command lines of a shell snippet: ``\\`` continuations joined, comments and blank
     lines dropped."""
-    joined = re.sub(r"\\\n\s*", " ", text)
+    joined = re.sub(r"\s*\\\n\s*", " ", text)
     lines = [line.split(" #")[0].strip() for line in joined.splitlines()]
     return [line for line in lines if line and not line.startswith("#")]
 
@@ -270,8 +270,8 @@ def shell_commands(text: str) -> list[str]:
 def run_shell_line(rpx, line: str, cwd: Path) -> list[tuple[str, int]]:
     """Run one documented command line as a shell would, rpx in-process: ``a && b`` and
     ``a; b`` in sequence (``&&`` stops at a failure), ``| jq FILTER`` through jq when it is
-    installed (dropped otherwise), ``> FILE`` / ``>> FILE``, ``$VARS`` and globs expanded in
-    ``cwd``. Lines of other programs than rpx and jq are skipped. Returns ``(command, exit
+    installed (dropped otherwise), ``> FILE`` / ``>> FILE``, ``$VARS``, ``~/`` and globs
+    expanded in ``cwd``. Lines of other programs than rpx and jq are skipped. Returns ``(command, exit
     code)`` for every command run; a failing jq filter raises."""
     results: list[tuple[str, int]] = []
     lexer = shlex.shlex(os.path.expandvars(line), posix=True, punctuation_chars="|&;<>")
@@ -283,6 +283,8 @@ def run_shell_line(rpx, line: str, cwd: Path) -> list[tuple[str, int]]:
             segments.append(([], token))
         else:
             segments[-1][0].append(token)
+    segments = [([os.path.expanduser(w) if w.startswith("~/") else w for w in words], joiner)
+                for words, joiner in segments]
     for words, joiner in segments:
         if joiner == "&&" and results and results[-1][1] != 0:
             break

@@ -44,9 +44,9 @@ def show(report: str, fmt: str) -> None:
 
     \b
     Examples:
+      rpx eval depth --pred-dir fixtures/depth/indoor/pred --gt-dir fixtures/depth/indoor/gt -o report.json
       rpx show report.json
-      rpx show report.json --format markdown >> "$GITHUB_STEP_SUMMARY"
-      rpx show report.json --format markdown | grep micro_iou
+      rpx show report.json --format markdown > summary.md   # CI: >> "$GITHUB_STEP_SUMMARY"
     """
     from rpx_cli.console import render_table
     from rpx_cli.errors import InputError
@@ -105,6 +105,8 @@ def validate(file: str, kind: str | None) -> None:
 
     \b
     Example:
+      rpx saliency-mb --pred-dir fixtures/saliency-mb/ctu64/pred \\
+          --gt-dir fixtures/saliency-mb/ctu64/gt -o report.json
       rpx validate report.json && jq .micro_iou report.json
     """
     from rpx_cli.errors import EvaluationFailed, InputError, PairError

@@ -88,8 +88,11 @@ def cli() -> None:
     pairs writes one JSON report with run provenance to stdout or --out.
 
     \b
-    Example:
-      rpx saliency-mb --pred-dir runs/sal --gt-dir data/sal --block-size 64 | jq .micro_iou
+    Examples (from the repository root, on the committed fixtures):
+      rpx eval depth --pred-dir fixtures/depth/indoor/pred --gt-dir fixtures/depth/indoor/gt \\
+          | jq .aggregate.absrel
+      rpx saliency-mb --pred-dir fixtures/saliency-mb/ctu64/pred --gt-dir fixtures/saliency-mb/ctu64/gt \\
+          --block-size 64 | jq .micro_iou
     """
 
 

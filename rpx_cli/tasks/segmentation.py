@@ -79,6 +79,17 @@ class Segmentation(Task):
     primary_metric = "miou"
     suffixes = (".png", ".npy")
     help = "Semantic segmentation: per-frame mIoU and accuracy, pooled confusion-matrix metrics."
+    formats = (
+        'Label maps, one per stem: single-channel PNG (L, P or I;16) or an integer .npy (H, W);\n'
+        'a pixel holds its class id. Pred and GT of a stem have one shape.\n'
+        '255 is scored as a class unless --ignore-index 255 (the usual "unlabelled" value).\n'
+        '--class-names FILE: one name per line (line i names label i), or a JSON list.'
+    )
+    example = (
+        'rpx eval segmentation --pred-dir fixtures/segmentation/street/pred \\\n'
+        '    --gt-dir fixtures/segmentation/street/gt --ignore-index 255 \\\n'
+        '    --class-names fixtures/segmentation/street/names.txt | jq .dataset.miou'
+    )
     # the frame's RPX row values and its sparse confusion matrix (labels that occur only)
     stats = (Stat("miou"), Stat("pixel_acc"),
              Stat("confusion", encode=encode_confusion, decode=decode_confusion))
