@@ -71,13 +71,34 @@ class RpxGroup(SuggestingGroup):
             ctx.exit(ExitStatus.FAILED)
 
 
+def version_text() -> str:
+    """``rpx, version X (Python Y, numpy Z)``: numpy's version from its package metadata, so
+    ``--version`` imports nothing heavy."""
+    import platform
+    from importlib import metadata
+
+    try:
+        numpy = metadata.version("numpy")
+    except metadata.PackageNotFoundError:
+        numpy = "not installed"
+    return f"rpx, version {__version__} (Python {platform.python_version()}, numpy {numpy})"
+
+
+def _print_version(ctx: click.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(version_text())
+        ctx.exit()
+
+
 def _located(path: str, message: str) -> str:
     return message if path and message.startswith(path) else f"{path}: {message}"
 
 
 @click.group(name="rpx", cls=RpxGroup, context_settings={"help_option_names": ["-h", "--help"],
                                              "max_content_width": 100})
-@click.version_option(__version__, "-V", "--version", prog_name="rpx")
+@click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=lambda ctx, param, value: _print_version(ctx, value),
+              help="Show rpx's version, and the Python and numpy it runs on, and exit.")
 @click.option("--config", metavar="FILE", expose_value=False,
               help="Defaults for any command from this TOML file [default: the nearest rpx.toml, "
                    "or pyproject.toml with [tool.rpx]]. Flags win.")
@@ -106,6 +127,7 @@ def _register() -> None:
     cli.add_command(inspect.schema)
     cli.add_command(inspect.validate)
     cli.add_command(inspect.metrics)
+    cli.add_command(inspect.completion)
     cli.add_command(workflow.merge)
     cli.add_command(workflow.check)
     cli.add_command(workflow.compare)
