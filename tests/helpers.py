@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
+import shlex
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +27,33 @@ FIXTURE_ROOTS = (FIXTURES, ROOT / "tests" / "fixtures")
 
 
 # --- command lines ------------------------------------------------------------------------
+
+
+def golden_cases() -> list[Path]:
+    """Every golden case folder (``<root>/<name>/<case>/args``), by name then case."""
+    return sorted((p.parent for root in FIXTURE_ROOTS for p in root.glob("*/*/args")),
+                  key=lambda case: (case.parent.name, case.name))
+
+
+def command_of(case: Path) -> list[str]:
+    """The command a case runs, and its input flags when ``args`` gives none."""
+    from rpx_cli.tasks import TASKS
+
+    name = case.parent.name
+    args = shlex.split((case / "args").read_text())
+    task = TASKS.get(name)
+    if task is None:  # a workflow command (stability): args say everything
+        return [name, *args]
+    given = {"--pred-dir", "--gt-dir", *(option.flag for option in task.file_inputs),
+             *(f"--{name.replace('_', '-')}" for name in task.input_names)}
+    if not given & set(args):
+        flags = [f"--{name.replace('_', '-')}" for name in task.input_names]
+        if task.input_names == ("pred_dir", "gt_dir"):
+            args = [flags[0], "pred", flags[1], "gt", *args]
+        else:  # a task that names its folders (coherence: --mask-dir/--depth-dir)
+            args = [flags[0], task.input_names[0].removesuffix("_dir"), flags[1],
+                    task.input_names[1].removesuffix("_dir"), *args]
+    return [*task.command, *args]
 
 
 def dirs(root: Path) -> str:
@@ -220,3 +252,82 @@ def assert_jobs_and_shards_agree(rpx, command: str, tmp_path: Path, *, shards: i
     for report in (two, merged):
         for key in ("aggregate", "dataset", "rows", "params", "metric_info"):
             assert report[key] == one[key], key
+
+
+# --- running documented command lines ------------------------------------------------------
+
+JQ = shutil.which("jq")
+
+
+def shell_commands(text: str) -> list[str]:
+    """The command lines of a shell snippet: ``\\`` continuations joined, comments and blank
+    lines dropped."""
+    joined = re.sub(r"\s*\\\n\s*", " ", text)
+    lines = [line.split(" #")[0].strip() for line in joined.splitlines()]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def run_shell_line(rpx, line: str, cwd: Path) -> list[tuple[str, int]]:
+    """Run one documented command line as a shell would, rpx in-process: ``a && b`` and
+    ``a; b`` in sequence (``&&`` stops at a failure), ``| jq FILTER`` through jq when it is
+    installed (dropped otherwise), ``> FILE`` / ``>> FILE``, ``$VARS``, ``~/`` and globs
+    expanded in ``cwd``. Lines of other programs than rpx and jq are skipped. Returns ``(command, exit
+    code)`` for every command run; a failing jq filter raises."""
+    results: list[tuple[str, int]] = []
+    lexer = shlex.shlex(os.path.expandvars(line), posix=True, punctuation_chars="|&;<>")
+    lexer.whitespace_split = True
+    tokens = list(lexer)
+    segments: list[tuple[list[str], str]] = [([], "")]
+    for token in tokens:
+        if token in ("&&", ";"):
+            segments.append(([], token))
+        else:
+            segments[-1][0].append(token)
+    segments = [([os.path.expanduser(w) if w.startswith("~/") else w for w in words], joiner)
+                for words, joiner in segments]
+    for words, joiner in segments:
+        if joiner == "&&" and results and results[-1][1] != 0:
+            break
+        if not words:
+            continue
+        command, pipes, redirect = _split_pipeline(words)
+        if command[0] not in ("rpx", "jq"):
+            continue
+        if command[0] == "jq":
+            if JQ is not None:
+                subprocess.run([JQ, *command[1:]], cwd=cwd, check=True, capture_output=True)
+            results.append((" ".join(command), 0))
+            continue
+        argv = []
+        for word in command[1:]:
+            matches = sorted(str(p.relative_to(cwd)) for p in cwd.glob(word)) if "*" in word else []
+            argv += matches or [word]
+        run = rpx(argv)
+        output = run.stdout
+        for pipe in pipes:
+            if pipe[0] == "jq" and JQ is not None and run.exit_code in (0, 3):
+                done = subprocess.run([JQ, *pipe[1:]], cwd=cwd, input=output, text=True,
+                                      capture_output=True)
+                assert done.returncode == 0, f"{line}: jq failed: {done.stderr}"
+                output = done.stdout
+        if redirect:
+            mode, target = redirect
+            with open(cwd / target, "a" if mode == ">>" else "w") as handle:
+                handle.write(output)
+        results.append((" ".join(command), run.exit_code))
+        assert "Traceback" not in run.stderr, run.stderr
+    return results
+
+
+def _split_pipeline(words: list[str]) -> tuple[list[str], list[list[str]], tuple[str, str] | None]:
+    stages: list[list[str]] = [[]]
+    redirect = None
+    iterator = iter(words)
+    for word in iterator:
+        if word == "|":
+            stages.append([])
+        elif word in (">", ">>"):
+            redirect = (word, next(iterator))
+        else:
+            stages[-1].append(word)
+    return stages[0], stages[1:], redirect

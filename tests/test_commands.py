@@ -25,9 +25,41 @@ def report_file(rpx, tmp_path: Path) -> Path:
     return out
 
 
-def test_version(rpx) -> None:
-    run = rpx("--version")
-    assert run.exit_code == 0 and run.stdout.strip() == f"rpx, version {__version__}"
+def test_version_names_python_and_numpy(rpx) -> None:
+    import platform
+    from importlib import metadata
+
+    for flag in ("--version", "-V"):
+        run = rpx(flag)
+        assert run.exit_code == 0 and run.stdout == (
+            f"rpx, version {__version__} (Python {platform.python_version()}, "
+            f"numpy {metadata.version('numpy')})\n")
+
+
+@pytest.mark.parametrize(("shell", "marker"), [("bash", "complete -o nosort -F _rpx_completion rpx"),
+                                               ("zsh", "#compdef rpx"),
+                                               ("fish", "complete --no-files --command rpx")])
+def test_completion_prints_the_shell_script(rpx, shell: str, marker: str) -> None:
+    run = rpx(["completion", shell])
+    assert run.exit_code == 0 and marker in run.stdout and "_RPX_COMPLETE" in run.stdout
+    assert rpx(["completion", "tcsh"]).exit_code == 2
+
+
+def test_completion_candidates_come_from_rpx(monkeypatch) -> None:
+    """What the script asks: ``rpx eval de<TAB>`` -> depth, detection; choices of a flag."""
+    from click.testing import CliRunner
+
+    from rpx_cli.cli.main import cli
+
+    def complete(words: str, index: int) -> list[str]:
+        env = {"_RPX_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(index)}
+        result = CliRunner().invoke(cli, [], env=env, prog_name="rpx")
+        return [line.split(",", 1)[1] for line in result.output.splitlines()]
+
+    assert {"depth", "detection", "detection3d"} <= set(complete("rpx eval de", 2))
+    assert complete("rpx eval dep", 2) == ["depth"]
+    assert complete("rpx comp", 1) == ["compare", "completion"]
+    assert complete("rpx eval depth --align ", 4) == ["none", "median", "ls_affine", "ls_disparity"]
 
 
 def test_show_table(rpx, report_file: Path) -> None:
@@ -169,3 +201,19 @@ def test_show_markdown_per_class_table_and_gates(rpx, tmp_path: Path) -> None:
     assert "| class | f1 | iou | precision | recall | support |" in text
     assert "| person |" in text
     assert "| `miou>=0.99` |" in text and "FAIL" in text
+
+
+@pytest.mark.parametrize(("argv", "hint"), [
+    ("eval detph", "No such task 'detph'. Did you mean 'depth'?"),
+    ("eval segmentaion --pred-dir p", "No such task 'segmentaion'. Did you mean 'segmentation'?"),
+    ("eval saliency-mb", "saliency-mb is a command of its own: rpx saliency-mb --help"),
+    ("eval nope", "No such task 'nope'. (tasks: "),
+    ("evl depth", "No such command 'evl'. Did you mean 'eval'?"),
+    ("depth --pred-dir p", "No such command 'depth'. Did you mean 'rpx eval depth'?"),
+    ("mrege a.json", "No such command 'mrege'. Did you mean 'merge'?"),
+])
+def test_a_typo_gets_a_did_you_mean(rpx, argv: str, hint: str) -> None:
+    run = rpx(argv)
+    assert run.exit_code == 2 and run.stdout == ""
+    errors = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and hint in errors[0], run.stderr

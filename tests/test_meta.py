@@ -126,7 +126,7 @@ def test_readme_documents_every_exit_code() -> None:
 
 
 def test_version_matches_package_metadata() -> None:
-    assert metadata.version("rpx") == __version__
+    assert metadata.version("rpx-eval") == __version__
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert f'version = "{__version__}"' in pyproject
 
@@ -153,7 +153,7 @@ def test_wheel_ships_the_schemas(tmp_path: Path) -> None:
          "-w", str(tmp_path), str(ROOT)],
         check=True, capture_output=True,
     )
-    wheel = next(tmp_path.glob("rpx-*.whl"))
+    wheel = next(tmp_path.glob("rpx_eval-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     for schema in sorted((ROOT / "schemas").glob("*.json")):
         assert f"rpx_cli/schemas/{schema.name}" in names

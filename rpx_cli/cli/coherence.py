@@ -39,7 +39,8 @@ def coherence(ctx: click.Context, mask_dir: str, depth_dir: str, tau: float, dil
 
     \b
     Example:
-      rpx coherence --mask-dir runs/seg --depth-dir runs/depth --require 'sgc>=0.8' | jq .sgc
+      rpx coherence --mask-dir fixtures/coherence/shelf/mask \\
+          --depth-dir fixtures/coherence/shelf/depth --require 'sgc>=0.8' | jq .sgc
     """
     params = {"tau": tau, "dilation": dilation, "depth_scale": depth_scale}
     run_pair_command(ctx, "coherence", params, pred_dir=mask_dir, gt_dir=depth_dir, **common)

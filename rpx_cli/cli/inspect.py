@@ -1,4 +1,5 @@
-"""Commands that read reports and metadata: ``show``, ``schema``, ``validate``, ``metrics``."""
+"""Commands that read reports and metadata: ``show``, ``schema``, ``validate``, ``metrics``,
+and ``completion`` (the shell completion script)."""
 
 from __future__ import annotations
 
@@ -44,9 +45,9 @@ def show(report: str, fmt: str) -> None:
 
     \b
     Examples:
+      rpx eval depth --pred-dir fixtures/depth/indoor/pred --gt-dir fixtures/depth/indoor/gt -o report.json
       rpx show report.json
-      rpx show report.json --format markdown >> "$GITHUB_STEP_SUMMARY"
-      rpx show report.json --format markdown | grep micro_iou
+      rpx show report.json --format markdown > summary.md   # CI: >> "$GITHUB_STEP_SUMMARY"
     """
     from rpx_cli.console import render_table
     from rpx_cli.errors import InputError
@@ -105,6 +106,8 @@ def validate(file: str, kind: str | None) -> None:
 
     \b
     Example:
+      rpx saliency-mb --pred-dir fixtures/saliency-mb/ctu64/pred \\
+          --gt-dir fixtures/saliency-mb/ctu64/gt -o report.json
       rpx validate report.json && jq .micro_iou report.json
     """
     from rpx_cli.errors import EvaluationFailed, InputError, PairError
@@ -162,3 +165,27 @@ def metrics(task_name: str | None, as_json: bool) -> None:
         render_table("metric families (--metrics)", ["task", "family", "keys"],
                      [(name, family, ", ".join(keys)) for name, fams in families.items()
                       for family, keys in fams.items()])
+
+
+@click.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+@click.pass_context
+def completion(ctx: click.Context, shell: str) -> None:
+    """Print the shell completion script of rpx (commands, tasks, flags, choices).
+
+    Load it from your shell's start-up file; it asks rpx itself for the candidates
+    (click's _RPX_COMPLETE protocol), so new tasks and plugins complete too. Bash needs
+    version 4.4 or later.
+
+    \b
+    Examples:
+      rpx completion bash > ~/.rpx-complete.bash   # then in ~/.bashrc: . ~/.rpx-complete.bash
+      rpx completion zsh > ~/.rpx-complete.zsh     # then in ~/.zshrc: . ~/.rpx-complete.zsh
+      rpx completion fish > ~/rpx.fish             # then: mv ~/rpx.fish ~/.config/fish/completions/
+    """
+    from click.shell_completion import get_completion_class
+
+    complete = get_completion_class(shell)
+    assert complete is not None  # the three choices are click's built-in shells
+    script = complete(ctx.find_root().command, {}, "rpx", "_RPX_COMPLETE").source()
+    write_stdout(script.encode() + (b"" if script.endswith("\n") else b"\n"))

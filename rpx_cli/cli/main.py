@@ -10,12 +10,18 @@ import traceback
 import click
 
 from rpx_cli import __version__
-from rpx_cli.cli.options import SHOW_TRACEBACK
+from rpx_cli.cli.options import SHOW_TRACEBACK, SuggestingGroup
 from rpx_cli.errors import EvaluationFailed, ExitStatus, RpxError
 
 
-class RpxGroup(click.Group):
+class RpxGroup(SuggestingGroup):
     """Translates domain errors into one line on stderr and rpx's exit codes (README.md, "Exit codes")."""
+
+    def suggest(self, ctx: click.Context, name: str) -> str:
+        eval_group = self.commands.get("eval")
+        if isinstance(eval_group, click.Group) and name in eval_group.list_commands(ctx):
+            return f"Did you mean 'rpx eval {name}'?"
+        return super().suggest(ctx, name)
 
     def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[override]
         from rpx_cli.cli import config
@@ -65,13 +71,34 @@ class RpxGroup(click.Group):
             ctx.exit(ExitStatus.FAILED)
 
 
+def version_text() -> str:
+    """``rpx, version X (Python Y, numpy Z)``: numpy's version from its package metadata, so
+    ``--version`` imports nothing heavy."""
+    import platform
+    from importlib import metadata
+
+    try:
+        numpy = metadata.version("numpy")
+    except metadata.PackageNotFoundError:
+        numpy = "not installed"
+    return f"rpx, version {__version__} (Python {platform.python_version()}, numpy {numpy})"
+
+
+def _print_version(ctx: click.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(version_text())
+        ctx.exit()
+
+
 def _located(path: str, message: str) -> str:
     return message if path and message.startswith(path) else f"{path}: {message}"
 
 
 @click.group(name="rpx", cls=RpxGroup, context_settings={"help_option_names": ["-h", "--help"],
                                              "max_content_width": 100})
-@click.version_option(__version__, "-V", "--version", prog_name="rpx")
+@click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=lambda ctx, param, value: _print_version(ctx, value),
+              help="Show rpx's version, and the Python and numpy it runs on, and exit.")
 @click.option("--config", metavar="FILE", expose_value=False,
               help="Defaults for any command from this TOML file [default: the nearest rpx.toml, "
                    "or pyproject.toml with [tool.rpx]]. Flags win.")
@@ -82,8 +109,11 @@ def cli() -> None:
     pairs writes one JSON report with run provenance to stdout or --out.
 
     \b
-    Example:
-      rpx saliency-mb --pred-dir runs/sal --gt-dir data/sal --block-size 64 | jq .micro_iou
+    Examples (from the repository root, on the committed fixtures):
+      rpx eval depth --pred-dir fixtures/depth/indoor/pred --gt-dir fixtures/depth/indoor/gt \\
+          | jq .aggregate.absrel
+      rpx saliency-mb --pred-dir fixtures/saliency-mb/ctu64/pred --gt-dir fixtures/saliency-mb/ctu64/gt \\
+          --block-size 64 | jq .micro_iou
     """
 
 
@@ -97,6 +127,7 @@ def _register() -> None:
     cli.add_command(inspect.schema)
     cli.add_command(inspect.validate)
     cli.add_command(inspect.metrics)
+    cli.add_command(inspect.completion)
     cli.add_command(workflow.merge)
     cli.add_command(workflow.check)
     cli.add_command(workflow.compare)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +17,27 @@ def enable_traceback(ctx: click.Context, param: click.Parameter, value: bool) ->
     if value:
         SHOW_TRACEBACK["enabled"] = True
     return value
+
+
+class SuggestingGroup(click.Group):
+    """A group that answers an unknown subcommand with the closest names ("did you mean")."""
+
+    noun = "command"
+
+    def suggest(self, ctx: click.Context, name: str) -> str:
+        """The hint after "No such command 'NAME'."."""
+        known = self.list_commands(ctx)
+        close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+        if close:
+            return f"Did you mean {' or '.join(repr(c) for c in close)}?"
+        return f"({self.noun}s: {', '.join(known)})"
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):  # type: ignore[override]
+        name = args[0] if args else ""
+        if (name and not name.startswith("-") and not ctx.resilient_parsing
+                and name not in self.list_commands(ctx)):
+            ctx.fail(f"No such {self.noun} '{name}'. {self.suggest(ctx, name)}")
+        return super().resolve_command(ctx, args)
 
 
 def config_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -59,10 +82,59 @@ class GateType(click.ParamType):
         return str(value)
 
 
+class OutputPathError(click.BadParameter):
+    """An output path no report can be written to: one line on stderr, exit 2 (usage)."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"rpx: {self.format_message()}", err=True)
+
+    def format_message(self) -> str:
+        flag = self.param_hint if isinstance(self.param_hint, str) else "-o/--out"
+        return f"{flag} {self.message}"
+
+
+def output_path_problem(path: str) -> str | None:
+    """Why a report cannot be written to ``path``, or None when it can: checked before any
+    work, so a run never ends in a failed write. ``-`` (stdout) and URLs are not checked; a
+    missing folder is fine when it can be created (the write creates it)."""
+    if path == "-" or "://" in path:
+        return None
+    if not path.strip():
+        return "'': the path is empty (give a file name, or '-' for stdout)"
+    if os.path.isdir(path):
+        return f"{path}: is a folder (give a file in it, e.g. {os.path.join(path, 'report.json')})"
+    if path.endswith(("/", os.sep)):
+        return f"{path}: names a folder (give a file name, e.g. {path}report.json)"
+    if os.path.exists(path) and not os.path.isfile(path):
+        return None  # /dev/null, a FIFO: written directly
+    existing = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return f"{path}: cannot be written, {existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{path}: cannot be written, folder {existing} is not writable"
+    return None
+
+
+def check_output_path(ctx: click.Context | None, param: click.Parameter | None, value: Any) -> Any:
+    """Click callback of every option naming a file a command writes (``-o``, and any other):
+    an unusable path is a usage error before anything is read."""
+    if isinstance(value, str):
+        problem = output_path_problem(value)
+        if problem is not None:
+            flag = "/".join(param.opts[:2]) if param is not None else "-o/--out"
+            raise OutputPathError(problem, ctx=ctx, param_hint=flag)
+    return value
+
+
 def out_option(what: str = "JSON report") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``-o/--out`` (alias ``--out-json``): where the JSON goes, ``-`` = stdout."""
+    """``-o/--out`` (alias ``--out-json``): where the JSON goes, ``-`` = stdout. The path is
+    checked before the command runs (:func:`check_output_path`)."""
     return click.option("-o", "--out", "--out-json", "out", default="-", show_default=True,
-                        metavar="PATH", help=f"Where the {what} goes ('-' = stdout).")
+                        metavar="PATH", callback=check_output_path,
+                        help=f"Where the {what} goes ('-' = stdout; a missing folder is "
+                             "created).")
 
 
 compact_option = click.option("--compact", is_flag=True, help="One-line JSON instead of indented.")
@@ -181,13 +253,17 @@ def show_progress(quiet: bool, progress: bool | None) -> bool:
 def emit_report(report: dict[str, Any], out: str, *, compact: bool,
                 parsed: tuple[str, ...] = ()) -> None:
     """Serialise and write the report: atomically to a file, or to stdout in one write."""
+    from rpx_cli.errors import RpxError
     from rpx_cli.report.serialize import dumps, write_atomic
 
     data = dumps(report, compact=compact, parsed=parsed)
     if out == "-":
         write_stdout(data)
-    else:
+        return
+    try:
         write_atomic(out, data)
+    except OSError as exc:  # checked before the run; this is a full disk or a race
+        raise RpxError(f"{out}: cannot write the report: {exc.strerror or exc}") from None
 
 
 def write_stdout(data: bytes) -> None:

@@ -52,8 +52,11 @@ def readiness(ctx: click.Context, eval_report: str, stability: str | None,
 
     \b
     Example:
-      rpx eval depth --pred-dir P --gt-dir G --manifest M -o eval.json
-      rpx stability --task depth --pred-dir P --manifest M -o ts.json
+      rpx eval depth --pred-dir fixtures/stability/kitchen/pred/depth \\
+          --gt-dir fixtures/stability/kitchen/gt/depth \\
+          --manifest fixtures/stability/kitchen/manifest.json -o eval.json
+      rpx stability --task depth --pred-dir fixtures/stability/kitchen/pred/depth \\
+          --manifest fixtures/stability/kitchen/manifest.json -o ts.json
       rpx readiness --eval eval.json --stability ts.json --latency-ms 12 -o ready.json
       rpx show ready.json
     """

@@ -30,7 +30,8 @@ def saliency_mb(ctx: click.Context, block_size: int, threshold: float,
 
     \b
     Example:
-      rpx saliency-mb --pred-dir runs/sal --gt-dir data/sal --block-size 64 | jq .micro_iou
+      rpx saliency-mb --pred-dir fixtures/saliency-mb/ctu64/pred --gt-dir fixtures/saliency-mb/ctu64/gt \\
+          --block-size 64 --threshold 0.4 | jq .micro_iou
     """
     params = {"block_size": block_size, "threshold": threshold, "mask_scale": mask_scale}
     run_pair_command(ctx, "saliency-mb", params, **common)

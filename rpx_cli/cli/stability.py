@@ -77,8 +77,9 @@ def stability(ctx: click.Context, task: str, pred_dir: str, manifest: str, warp:
 
     \b
     Example:
-      rpx stability --task depth --pred-dir runs/depth --manifest manifest.json \\
-        --require 'ts_score>=0.9' | jq '.ts_score, (.sequences | map_values(.ts_score))'
+      rpx stability --task depth --pred-dir fixtures/stability/kitchen/pred/depth \\
+          --manifest fixtures/stability/kitchen/manifest.json --require 'ts_score>=0.9' \\
+          | jq '.ts_score, (.sequences | map_values(.ts_score))'
     """
     from rpx_cli.console import ProgressBar
     from rpx_cli.run.stability import run_stability_report

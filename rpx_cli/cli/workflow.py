@@ -34,8 +34,11 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool) -
 
     \b
     Example:
-      for k in 1 2 3 4; do rpx eval depth --pred-dir P --gt-dir G --shard $k/4 -o part$k.json; done
-      rpx merge part*.json -o report.json && jq .aggregate.absrel report.json
+      rpx eval depth --pred-dir fixtures/depth/indoor/pred --gt-dir fixtures/depth/indoor/gt \\
+          --shard 1/2 -o part1.json
+      rpx eval depth --pred-dir fixtures/depth/indoor/pred --gt-dir fixtures/depth/indoor/gt \\
+          --shard 2/2 -o part2.json
+      rpx merge part1.json part2.json -o report.json && jq .aggregate.absrel report.json
     """
     from rpx_cli.run.documents import read_report, sha256_hex
     from rpx_cli.run.merge import merge_reports
@@ -64,7 +67,11 @@ def check(report: str, require: tuple, compact: bool) -> None:
 
     \b
     Example:
-      rpx check report.json --require 'aggregate.absrel<=0.12' --require 'dataset.delta1>=0.9'
+      rpx eval depth --pred-dir fixtures/depth/indoor/pred --gt-dir fixtures/depth/indoor/gt -o report.json
+      rpx check report.json --require 'aggregate.absrel<=0.12' --require 'dataset.delta1>=0.8'
+      rpx eval segmentation --pred-dir fixtures/segmentation/street/pred \\
+          --gt-dir fixtures/segmentation/street/gt --ignore-index 255 \\
+          --class-names fixtures/segmentation/street/names.txt -o seg.json
       rpx check seg.json --require 'dataset.per_class.person.iou>=0.5' | jq .passed
     """
     from rpx_cli.report.gates import check as check_gates
@@ -123,9 +130,11 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
 
     \b
     Example:
+      rpx eval depth --pred-dir fixtures/depth/indoor/pred --gt-dir fixtures/depth/indoor/gt -o main.json
+      rpx eval depth --pred-dir fixtures/depth/indoor/pred --gt-dir fixtures/depth/indoor/gt -o pr.json
       rpx compare main.json pr.json --require-no-regression absrel:1% \\
           | jq '.metrics[] | select(.status == "regressed")'
-      rpx compare main.json pr.json --format markdown >> "$GITHUB_STEP_SUMMARY"
+      rpx compare main.json pr.json --format markdown > comment.md   # CI: >> "$GITHUB_STEP_SUMMARY"
     """
     from rpx_cli.console import print_lines, render_table
     from rpx_cli.report.render import compare_markdown

@@ -316,8 +316,19 @@ class Classification(Task):
     help = ("Image classification, single- or multi-label: accuracy, balanced and top-k "
             "accuracy, macro/weighted P/R/F1, per-class report, confusion matrix, AP/mAP and "
             "calibration error, equal to scikit-learn.")
-    example = ("rpx eval classification --pred-dir runs/cls --gt-dir data/cls "
-               "--class-names classes.txt | jq '.dataset | {accuracy, top5_accuracy, mAP, ece}'")
+    formats = (
+        'Per stem, GT: JSON {"label": L}, {"labels": [L, ...]} (multi-label), or a .txt holding L;\n'
+        'prediction: JSON {"label": L}, {"label": L, "score": s} or {"scores": {L: s, ...}} (arg-max).\n'
+        'Or one CSV per side (--gt-file G.csv --pred-file P.csv): stem,label or\n'
+        'stem,<one score column per class>, a header row naming the columns. Labels: strings or ints.'
+    )
+    example = (
+        'rpx eval classification --pred-dir fixtures/classification/pets/pred \\\n'
+        '    --gt-dir fixtures/classification/pets/gt \\\n'
+        "    --class-names fixtures/classification/pets/classes.txt | jq .dataset.accuracy\n"
+        'rpx eval classification --pred-file fixtures/classification/imagenet-csv/pred.csv \\\n'
+        '    --gt-file fixtures/classification/imagenet-csv/gt.csv --top-k 3 | jq .dataset.top3_accuracy'
+    )
     suffixes = (".json", ".txt")
     primary_metric = "correct"
     stats = (Stat("record", encode=encode_record, decode=decode_record),)

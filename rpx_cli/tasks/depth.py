@@ -111,6 +111,19 @@ class Depth(Task):
     primary_metric = "absrel"
     suffixes = (".npy", ".npz", ".png", ".pgm", ".tif", ".tiff")
     help = "Monocular depth: AbsRel, SqRel, RMSE, RMSE log, log10, SILog, delta < 1.25^k."
+    formats = (
+        'Prediction and GT, one file per stem, either side in any of:\n'
+        '  .npy            float metres (an integer array is divided by --depth-scale)\n'
+        "  .npz            the array under key 'depth', same rule\n"
+        '  .png .pgm .tif  16-bit integers / --depth-scale (default 1000: mm); 8-bit is refused\n'
+        'Valid pixels: GT finite and > 0 (0 = no measurement), within --min-depth/--max-depth.'
+    )
+    example = (
+        'rpx eval depth --pred-dir fixtures/depth/indoor/pred --gt-dir fixtures/depth/indoor/gt \\\n'
+        '    --max-depth 10 | jq .aggregate.absrel\n'
+        'rpx eval depth --pred-dir fixtures/depth/indoor/pred --gt-dir fixtures/depth/indoor/gt \\\n'
+        '    --range 0:2 --range 2: --align ls_affine -o depth.json'
+    )
     metrics = _INFO
     families = {"rows": (METRICS, ()), "dataset": ((), ("dataset",))}
     options = (

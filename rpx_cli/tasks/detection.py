@@ -73,6 +73,19 @@ class Detection(Task):
     suffixes = (".json",)
     help = ("Object detection: per-image P/R/F1 at an operating point, the Aquarium confusion "
             "matrix, and COCO AP/AR equal to pycocotools.")
+    formats = (
+        'One JSON per stem (GT without "score"), a list of objects or columns:\n'
+        '  [{"bbox": [x1, y1, x2, y2], "label": "cup", "score": 0.9}, ...]\n'
+        '  {"boxes": [[x1, y1, x2, y2], ...], "labels": ["cup", ...], "scores": [0.9, ...]}\n'
+        'Labels are strings or ints; --box-format xywh reads [x, y, w, h]; GT may add "iscrowd".\n'
+        'Or two COCO files instead of the folders: --coco-gt instances.json --coco-dt results.json.'
+    )
+    example = (
+        'rpx eval detection --pred-dir fixtures/detection/shelf/pred \\\n'
+        '    --gt-dir fixtures/detection/shelf/gt --conf-threshold 0.4 | jq .dataset.pooled\n'
+        'rpx eval detection --coco-gt fixtures/detection/coco/instances.json \\\n'
+        '    --coco-dt fixtures/detection/coco/results.json | jq .dataset.coco.AP50'
+    )
     # every frame's boxes: the views match across all frames at once (a Frame per pair, or
     # the flat FrameTable of COCO-file input)
     stats = (Stat("frame", encode=encode_frame, decode=decode_frame),)

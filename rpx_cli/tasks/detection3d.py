@@ -160,8 +160,20 @@ class Detection3D(Task):
     suffixes = (".json",)
     help = ("3D object detection: nuScenes mAP, NDS, TP errors (ATE ASE AOE AVE AAE) and "
             "heading-weighted AP, as the nuScenes devkit or autoware-ml computes them.")
-    example = ("rpx eval detection3d --pred-dir runs/det3d --gt-dir data/det3d "
-               "--class-range car=50 --range 0:50 | jq .dataset.NDS")
+    formats = (
+        'One JSON per sample (a list, or {"boxes": [...]}; GT without a score), each box\n'
+        '  nuScenes-style: {"translation": [x, y, z], "size": [w, l, h], "rotation": [w, x, y, z],\n'
+        '                   "velocity": [vx, vy], "detection_name": "car", "detection_score": 0.9}\n'
+        '  or compact:     {"box": [x, y, z, l, w, h, yaw(, vx, vy)], "label": "car", "score": 0.9}\n'
+        'yaw in radians, CCW about +z; --box-origin bottom when z is the box bottom.\n'
+        'Or one nuScenes submission file per side: --pred-file/--gt-file {"results": {sample: [boxes]}}.'
+    )
+    example = (
+        'rpx eval detection3d --pred-dir fixtures/detection3d/street/pred \\\n'
+        '    --gt-dir fixtures/detection3d/street/gt --range 0:20 --range 20: | jq .dataset.NDS\n'
+        'rpx eval detection3d --pred-dir fixtures/detection3d/street/pred \\\n'
+        '    --gt-dir fixtures/detection3d/street/gt --protocol autoware | jq .dataset.mAP'
+    )
     stats = (Stat("sample", encode=encode_pair, decode=decode_pair),)
     metrics = {
         "tp": MetricInfo("higher", "row: predictions (score >= conf threshold) matched at the TP "

@@ -31,6 +31,16 @@ class Grounding(Task):
     primary_metric = "grounding_acc"
     suffixes = (".json",)
     help = "Visual grounding: IoU and accuracy of the highest-scoring box for each expression."
+    formats = (
+        'One JSON per stem; the highest-scoring predicted box answers, any GT box is right:\n'
+        '  GT          {"text": "the red mug", "boxes": [[x1, y1, x2, y2], ...]}\n'
+        '  prediction  {"boxes": [[x1, y1, x2, y2], ...], "scores": [0.8, ...]}\n'
+        '--box-format xywh reads [x, y, w, h].'
+    )
+    example = (
+        'rpx eval grounding --pred-dir fixtures/grounding/refer/pred \\\n'
+        '    --gt-dir fixtures/grounding/refer/gt | jq .aggregate.grounding_acc'
+    )
     metrics = {
         "grounding_iou": MetricInfo("higher", "best IoU of the highest-scoring predicted box "
                                     "with any GT box (0 without a prediction)"),

@@ -59,8 +59,16 @@ class Keypoints(Task):
     suffixes = (".json",)
     help = ("Keypoint correspondences: for each visible GT point the prediction nearest in "
             "image 0, scored by its distance in image 1.")
-    example = ("rpx eval keypoints --pred-dir runs/matches --gt-dir data/matches "
-                   "| jq .dataset.keypoint_acc")
+    formats = (
+        'One JSON per stem; point i of points0 (image 0) matches point i of points1 (image 1):\n'
+        '  GT          {"points0": [[x, y], ...], "points1": [[x, y], ...], "visibility": [1, 0, ...]}\n'
+        '  prediction  {"points0": [[x, y], ...], "points1": [[x, y], ...]}\n'
+        '"visibility" is optional (0/1 or booleans; default all visible).'
+    )
+    example = (
+        'rpx eval keypoints --pred-dir fixtures/keypoints/matches/pred \\\n'
+        '    --gt-dir fixtures/keypoints/matches/gt --px-threshold 2 | jq .dataset.keypoint_acc'
+    )
     metrics = {
         "keypoint_acc": MetricInfo("higher", "fraction of visible GT points with match error "
                                    "< --px-threshold (strict)"),

@@ -36,6 +36,15 @@ class NovelViewSynthesis(Task):
     primary_metric = "psnr"
     suffixes = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".npy")
     help = "Novel-view synthesis: PSNR, SSIM (scikit-image's Gaussian form) and RPX's global SSIM."
+    formats = (
+        'Rendered (pred) and captured (GT) image per stem, one shape per pair: 8- or 16-bit PNG,\n'
+        'JPEG or TIFF, or .npy (H, W) / (H, W, 3); an alpha channel is dropped (with a warning).\n'
+        "PSNR's data range: 255 (8-bit), 65535 (16-bit); float images need --data-range."
+    )
+    example = (
+        'rpx eval nvs --pred-dir fixtures/nvs/render/pred --gt-dir fixtures/nvs/render/gt \\\n'
+        "    | jq '.aggregate | {psnr, ssim}'"
+    )
     metrics = {
         "psnr": MetricInfo("higher", "10 log10(R^2 / MSE) over all pixels and channels, dB; "
                            f"identical images capped at {PSNR_CAP:g}"),

@@ -31,6 +31,7 @@ from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
 OTHER = "other"
+PNG_255 = "png-255"  # warning: an 8-bit GT PNG holds 255, which is not ignored
 
 
 def load_class_names(path: str) -> list[str]:
@@ -78,6 +79,17 @@ class Segmentation(Task):
     primary_metric = "miou"
     suffixes = (".png", ".npy")
     help = "Semantic segmentation: per-frame mIoU and accuracy, pooled confusion-matrix metrics."
+    formats = (
+        'Label maps, one per stem: single-channel PNG (L, P or I;16) or an integer .npy (H, W);\n'
+        'a pixel holds its class id. Pred and GT of a stem have one shape.\n'
+        '255 is scored as a class unless --ignore-index 255 (the usual "unlabelled" value).\n'
+        '--class-names FILE: one name per line (line i names label i), or a JSON list.'
+    )
+    example = (
+        'rpx eval segmentation --pred-dir fixtures/segmentation/street/pred \\\n'
+        '    --gt-dir fixtures/segmentation/street/gt --ignore-index 255 \\\n'
+        '    --class-names fixtures/segmentation/street/names.txt | jq .dataset.miou'
+    )
     # the frame's RPX row values and its sparse confusion matrix (labels that occur only)
     stats = (Stat("miou"), Stat("pixel_acc"),
              Stat("confusion", encode=encode_confusion, decode=decode_confusion))
@@ -132,7 +144,8 @@ class Segmentation(Task):
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> np.ndarray:
-        labels = read_array(path, buffer).array
+        loaded = read_array(path, buffer)
+        labels = loaded.array
         if labels.ndim == 3 and labels.shape[2] in (3, 4):
             raise InputError(
                 f"label map has {labels.shape[2]} channels (a colour image?); save class "
@@ -149,10 +162,20 @@ class Segmentation(Task):
                 "a score map, not labels)",
                 path=path,
             )
+        if (role == "gt" and loaded.format == "png" and labels.dtype == np.uint8
+                and params["num_classes"] is None and 255 not in params["ignore_index"]
+                and labels.max() == 255):
+            warn(PNG_255, path)  # 255 is "void" in VOC, Cityscapes, ADE20K... PNGs
         return labels
 
     def empty_prediction(self, gt: np.ndarray, params: Params) -> np.ndarray:
         return np.full(gt.shape, -1, dtype=np.int64)  # predicts nothing: every pixel wrong
+
+    def warning_text(self, kind: str, paths: list[str]) -> str:
+        if kind == PNG_255:
+            return (f"{len(paths)} GT PNG label map(s) hold 255 (e.g. {paths[0]}), scored as a "
+                    "class — pass --ignore-index 255 if 255 marks unlabelled pixels")
+        return super().warning_text(kind, paths)
 
     def evaluate(self, pred: np.ndarray, gt: np.ndarray, params: Params, *, pred_path: str | None,
                  gt_path: str) -> Sample:
@@ -171,7 +194,9 @@ class Segmentation(Task):
         num_classes = params["num_classes"]
         if num_classes is not None and confusion.gt_labels.size and confusion.gt_labels[-1] >= num_classes:
             raise InputError(
-                f"GT label {int(confusion.gt_labels[-1])} is outside --num-classes {num_classes}",
+                f"GT label {int(confusion.gt_labels[-1])} is outside --num-classes {num_classes}"
+                + (" (pass --ignore-index 255 if 255 marks unlabelled pixels)"
+                   if confusion.gt_labels[-1] == 255 else ""),
                 path=gt_path,
             )
         miou, pixel_acc = frame_scores(confusion)

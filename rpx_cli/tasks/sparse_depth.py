@@ -41,6 +41,16 @@ class SparseDepth(Task):
     primary_metric = "sparse_absrel"
     suffixes = (".npy", ".json", ".npz", ".png", ".pgm", ".tif", ".tiff")
     help = "Depth at sparse GT points, predicted as points (nearest within a radius) or dense maps."
+    formats = (
+        'GT points per stem, in metres: .npy (N, 3) [x, y, depth] or\n'
+        'JSON {"coordinates": [[x, y], ...], "depths": [...]}. Prediction: points in the same forms\n'
+        '(the nearest within --radius px answers), or a dense depth map as for rpx eval depth\n'
+        '(integers / --depth-scale) sampled at the GT pixel.'
+    )
+    example = (
+        'rpx eval sparse-depth --pred-dir fixtures/sparse-depth/lidar/pred \\\n'
+        '    --gt-dir fixtures/sparse-depth/lidar/gt | jq .dataset.sparse_absrel'
+    )
     metrics = {
         "sparse_absrel": MetricInfo("lower", "mean |p - g| / g over GT points (a miss counts 1)"),
         "sparse_rmse": MetricInfo("lower", "sqrt(mean (p - g)^2) over GT points (a miss counts g^2)"),

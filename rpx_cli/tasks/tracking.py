@@ -45,8 +45,19 @@ class Tracking(Task):
     primary_metric = "mota"
     suffixes = (".txt", ".json")
     help = "Multi-object tracking: CLEAR-MOT, IDF1 and HOTA equal to TrackEval."
-    example = ("rpx eval tracking --pred-dir results --gt-dir mot17/gt --benchmark mot17 "
-                   "| jq '.dataset | {hota, mota, idf1}'")
+    formats = (
+        'One file per sequence (the stem names it), either side in either form:\n'
+        '  MOTChallenge .txt  frame,id,x,y,w,h,conf,... one box per line (commas or spaces);\n'
+        '                     in GT, column 7 is the "consider" flag (0 = ignored), 8 the class\n'
+        '  JSON {"frames": [{"frame": 1, "objects": [{"id": 7, "bbox": [x1, y1, x2, y2]}]}, ...]}\n'
+        '       (an object may add "score"; ids are integers or strings)'
+    )
+    example = (
+        'rpx eval tracking --pred-dir fixtures/tracking/mot/pred --gt-dir fixtures/tracking/mot/gt \\\n'
+        "    | jq '.dataset | {hota, mota, idf1}'\n"
+        'rpx eval tracking --pred-dir fixtures/tracking/mot/pred --gt-dir fixtures/tracking/mot/gt \\\n'
+        "    --benchmark mot17 | jq '.rows[] | {stem, mota}'"
+    )
     metrics = {
         "mota": MetricInfo("higher", "1 - (FN + FP + IDSW) / num_gt (CLEAR)"),
         "moda": MetricInfo("higher", "1 - (FN + FP) / num_gt (CLEAR, no ID switches)"),
