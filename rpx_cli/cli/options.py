@@ -68,6 +68,26 @@ def out_option(what: str = "JSON report") -> Callable[[Callable[..., Any]], Call
 compact_option = click.option("--compact", is_flag=True, help="One-line JSON instead of indented.")
 
 
+def html_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--html FILE``: the report as a self-contained HTML page too (what `rpx report` writes)."""
+    return click.option("--html", metavar="FILE", default=None,
+                        help="Also write the report as a self-contained HTML page with charts "
+                             "(as `rpx report` does).")(func)
+
+
+def write_html(reports: list[tuple[str, Any]], path: str, *, title: str | None = None) -> None:
+    """The HTML page of ``reports`` (``(name, report)`` pairs) to ``path`` (atomically; ``-``:
+    stdout)."""
+    from rpx_cli.report.html import render_html
+    from rpx_cli.report.serialize import write_atomic
+
+    data = render_html(reports, title=title).encode("utf-8")
+    if path == "-":
+        write_stdout(data)
+    else:
+        write_atomic(path, data)
+
+
 def depth_scale_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--depth-scale", type=click.FloatRange(min=0.0, min_open=True),
                         default=1000.0, show_default=True,
@@ -146,6 +166,7 @@ def pair_options(*, default_missing: str,
         click.option("--no-rows", is_flag=True, help="Omit per-pair rows from the report."),
         digest_cache_options,
         compact_option,
+        html_option,
         click.option("-q", "--quiet", is_flag=True,
                      help="No progress bar, summary or warnings on stderr."),
         click.option("--progress/--no-progress", default=None,
@@ -214,7 +235,7 @@ def invocation_of(ctx: click.Context, out: str):
 
 
 def finish(evaluation: Any, *, out: str, compact: bool, quiet: bool, verbose: bool,
-           require: tuple[Any, ...] = (), notes: list[str] = ()) -> None:
+           require: tuple[Any, ...] = (), notes: list[str] = (), html: str | None = None) -> None:
     """What every report-writing command does last: warnings, gates, write, summary line,
     exit 3 if a gate failed."""
     from rpx_cli.console import print_lines
@@ -225,6 +246,8 @@ def finish(evaluation: Any, *, out: str, compact: bool, quiet: bool, verbose: bo
         print_lines([*notes, *warnings], style="yellow")
     failures = apply_gates(evaluation.report, require)
     emit_report(evaluation.report, out, compact=compact)
+    if html:
+        write_html([("stdout" if out == "-" else out, evaluation.report)], html)
     if verbose:
         print_lines([summary_line(evaluation.report, out)])
     raise_if_failed(failures, len(require))
@@ -237,7 +260,8 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
                      files: dict[str, str | None] | None = None,
                      strata: dict[str, Any] | None = None,
                      aux: dict[str, str | None] | None = None,
-                     digest_cache: str | None = None, no_digest_cache: bool = False) -> None:
+                     digest_cache: str | None = None, no_digest_cache: bool = False,
+                     html: str | None = None) -> None:
     """The body every pair-reading command shares: evaluate, warn, write, summarise."""
     from rpx_cli.console import ProgressBar
 
@@ -269,4 +293,4 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
         )
     skipped = [f"skipped: {e['path']}: {e['message']}" for e in evaluation.report["errors"]]
     finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=verbose, require=require,
-           notes=plugin_warnings() + skipped)
+           notes=plugin_warnings() + skipped, html=html)

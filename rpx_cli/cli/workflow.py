@@ -11,10 +11,12 @@ from rpx_cli.cli.options import (
     compact_option,
     config_option,
     emit_report,
+    html_option,
     invocation_of,
     out_option,
     raise_if_failed,
     traceback_option,
+    write_html,
     write_stdout,
 )
 
@@ -23,9 +25,11 @@ from rpx_cli.cli.options import (
 @click.argument("parts", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @out_option("merged report")
 @compact_option
+@html_option
 @traceback_option
 @click.pass_context
-def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool) -> None:
+def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
+          html: str | None = None) -> None:
     """Merge the partial reports of a sharded evaluation into the single-run report.
 
     Every shard 1..N of one evaluation (same task, parameters and inputs) must be given
@@ -47,6 +51,8 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool) -
     report = merge_reports(loaded, invocation=invocation_of(ctx, out))
     # merged rows were parsed from the parts' JSON: finite by construction, not walked again
     emit_report(report, out, compact=compact, parsed=("rows",))
+    if html:
+        write_html([("stdout" if out == "-" else out, report)], html)
 
 
 @click.command()
@@ -108,12 +114,14 @@ class NoRegressionType(click.ParamType):
               help="Compare reports of different tasks or parameters (a warning, not an error).")
 @out_option("JSON comparison")
 @compact_option
+@html_option
 @click.option("-q", "--quiet", is_flag=True, help="No table on stderr.")
 @config_option
 @traceback_option
 @click.pass_context
 def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, bootstrap: int,
-            seed: int, fmt: str, force: bool, out: str, compact: bool, quiet: bool) -> None:
+            seed: int, fmt: str, force: bool, out: str, compact: bool, quiet: bool,
+            html: str | None = None) -> None:
     """Compare two reports metric by metric, with a paired bootstrap over shared stems.
 
     For every metric: both values, the delta, the relative delta and whether it improved
@@ -149,6 +157,8 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
         click.echo(compare_markdown(document), nl=False)
     else:
         emit_report(document, out, compact=compact)
+    if html:
+        write_html([("stdout" if out == "-" else out, document)], html)
     raise_if_failed(comparison.failed, len(document.get("gates", [])))
 
 
