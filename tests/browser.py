@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import queue
@@ -26,6 +27,12 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-component-update", "--disable-sync", "--disable-extensions", "--no-first-run",
          "--no-default-browser-check", "--hide-scrollbars", "--mute-audio", "--remote-debugging-pipe",
          "--disable-features=Translate,MediaRouter,OptimizationHints")
+
+
+def _high(fd: int) -> int:
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD, 100)
+    os.close(fd)
+    return moved
 
 
 def chromium_path() -> str | None:
@@ -46,12 +53,17 @@ class Browser:
         self.timeout = timeout
         commands_r, self._commands_w = os.pipe()
         self._events_r, events_w = os.pipe()
-        # the shell puts our pipe ends on the descriptors 3 and 4 Chromium reads and writes
+        # move the child's ends above 3 and 4, so the redirections below cannot clobber them
+        commands_r, events_w = (_high(fd) for fd in (commands_r, events_w))
+        # bash (dash takes one-digit descriptors only) puts our pipe ends on 3 and 4 for Chromium
         script = f'exec "$@" 3<&{commands_r} 4>&{events_w}'
-        self.process = subprocess.Popen(
-            ["sh", "-c", script, "sh", executable, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-            pass_fds=(commands_r, events_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL)
+        profile.mkdir(parents=True, exist_ok=True)
+        self.log = profile / "chromium.log"
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                ["bash", "-c", script, "bash", executable, *FLAGS, f"--user-data-dir={profile}",
+                 "about:blank"],
+                pass_fds=(commands_r, events_w), stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         os.close(commands_r)
         os.close(events_w)
         self._next = 0
@@ -91,7 +103,10 @@ class Browser:
         message: dict[str, Any] = {"id": ident, "method": method, "params": params or {}}
         if session:
             message["sessionId"] = session
-        os.write(self._commands_w, json.dumps(message).encode() + b"\0")
+        try:
+            os.write(self._commands_w, json.dumps(message).encode() + b"\0")
+        except BrokenPipeError:
+            raise RuntimeError(f"chromium has exited: {self.log.read_text()[-2000:]}") from None
         try:
             reply = box.get(timeout=self.timeout)
         except queue.Empty:

@@ -200,8 +200,9 @@ def show_progress(quiet: bool, progress: bool | None) -> bool:
 
 
 def emit_report(report: dict[str, Any], out: str, *, compact: bool,
-                parsed: tuple[str, ...] = ()) -> None:
-    """Serialise and write the report: atomically to a file, or to stdout in one write."""
+                parsed: tuple[str, ...] = ()) -> bytes:
+    """Serialise and write the report: atomically to a file, or to stdout in one write.
+    Returns the bytes written."""
     from rpx_cli.report.serialize import dumps, write_atomic
 
     data = dumps(report, compact=compact, parsed=parsed)
@@ -209,6 +210,16 @@ def emit_report(report: dict[str, Any], out: str, *, compact: bool,
         write_stdout(data)
     else:
         write_atomic(out, data)
+    return data
+
+
+def emit_html(data: bytes, out: str, html: str | None) -> None:
+    """``--html FILE``: the page of the JSON just written (parsed back, so the page is built
+    from exactly what `rpx report` would read)."""
+    if html:
+        from rpx_cli.report.serialize import loads
+
+        write_html([("stdout" if out == "-" else out, loads(data))], html)
 
 
 def write_stdout(data: bytes) -> None:
@@ -245,9 +256,7 @@ def finish(evaluation: Any, *, out: str, compact: bool, quiet: bool, verbose: bo
         warnings = [f"warning: {text}" for text in evaluation.warnings]
         print_lines([*notes, *warnings], style="yellow")
     failures = apply_gates(evaluation.report, require)
-    emit_report(evaluation.report, out, compact=compact)
-    if html:
-        write_html([("stdout" if out == "-" else out, evaluation.report)], html)
+    emit_html(emit_report(evaluation.report, out, compact=compact), out, html)
     if verbose:
         print_lines([summary_line(evaluation.report, out)])
     raise_if_failed(failures, len(require))

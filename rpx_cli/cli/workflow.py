@@ -10,6 +10,7 @@ from rpx_cli.cli.options import (
     GateType,
     compact_option,
     config_option,
+    emit_html,
     emit_report,
     html_option,
     invocation_of,
@@ -50,9 +51,7 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
         loaded.append((path, document, sha256_hex(data)))
     report = merge_reports(loaded, invocation=invocation_of(ctx, out))
     # merged rows were parsed from the parts' JSON: finite by construction, not walked again
-    emit_report(report, out, compact=compact, parsed=("rows",))
-    if html:
-        write_html([("stdout" if out == "-" else out, report)], html)
+    emit_html(emit_report(report, out, compact=compact, parsed=("rows",)), out, html)
 
 
 @click.command()
@@ -155,10 +154,10 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
             stream=sys.stderr)
     if fmt == "markdown":
         click.echo(compare_markdown(document), nl=False)
+        if html:
+            write_html([("stdout" if out == "-" else out, document)], html)
     else:
-        emit_report(document, out, compact=compact)
-    if html:
-        write_html([("stdout" if out == "-" else out, document)], html)
+        emit_html(emit_report(document, out, compact=compact), out, html)
     raise_if_failed(comparison.failed, len(document.get("gates", [])))
 
 

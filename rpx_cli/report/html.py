@@ -34,6 +34,10 @@ HEADLINE = {
     "classification": ("dataset.accuracy", "dataset.balanced_accuracy", "dataset.macro_f1", "dataset.mAP",
                        "dataset.ece", "dataset.subset_accuracy", "dataset.micro_f1"),
 }
+READINESS = ("summary.s_overall", "summary.primary_aggregate", "summary.delta_int", "summary.delta_rec",
+             "summary.ts_score", "summary.sgc", "summary.latency_ms", "summary.params_m", "summary.flops_g")
+_READINESS_WAY = {"ts_score": "higher", "sgc": "higher", "latency_ms": "lower", "params_m": "lower",
+                  "flops_g": "lower", "actmem_gb": "lower"}
 # the row metric the worst rows are sorted by (else the first row metric with a direction)
 PRIMARY = {"depth": "absrel", "segmentation": "miou", "segmentation3d": "miou", "detection": "f1",
            "tracking": "mota", "grounding": "grounding_iou", "keypoints": "keypoint_acc",
@@ -118,6 +122,10 @@ def _number(value: Any) -> bool:
 def direction(report: Mapping[str, Any], path: str) -> str:
     info = report.get("metric_info") or {}
     name = path.rsplit(".", 1)[-1]
+    if report.get("schema") == "rpx.readiness":
+        if name in ("s_overall", "primary_aggregate") or name.startswith("s_"):
+            return str(report.get("direction") or "none")
+        return _READINESS_WAY.get(name, "none")
     match = _BAND.match(name)
     for key in (name, match["metric"] if match else None):
         if key and isinstance(info.get(key), Mapping):
@@ -221,6 +229,8 @@ def _headline_paths(report: Mapping[str, Any]) -> list[str]:
     from rpx_cli.report.render import headline
 
     preferred = HEADLINE.get(str(report.get("task")), ()) if report.get("schema") == "rpx.eval" else ()
+    if report.get("schema") == "rpx.readiness":
+        preferred = READINESS
     paths = [p for p in preferred if _number(_get(report, p))]
     if len(paths) < 4:
         for path, value in headline(report):
