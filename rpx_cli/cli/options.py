@@ -192,11 +192,31 @@ def plugin_warnings() -> list[str]:
 
 
 def show_progress(quiet: bool, progress: bool | None) -> bool:
+    """The progress *bar*: on a terminal, or forced with --progress."""
     from rpx_cli.console import stderr_is_terminal
 
     if quiet:
         return False
     return stderr_is_terminal() if progress is None else progress
+
+
+def plain_progress(quiet: bool, progress: bool | None) -> bool:
+    """Plain progress lines: off a terminal (CI logs), unless --quiet or --no-progress."""
+    from rpx_cli.console import stderr_is_terminal
+
+    return not quiet and progress is None and not stderr_is_terminal()
+
+
+def unpaired_note(report: dict[str, Any], missing: str) -> list[str]:
+    """Stems left out by ``--missing skip``, named (the first five) so a CI log shows them."""
+    unpaired = report.get("unpaired") or {}
+    stems = [(side, stem) for side in ("pred_only", "gt_only", "manifest_only")
+             for stem in unpaired.get(side, [])]
+    if missing != "skip" or not stems:
+        return []
+    named = ", ".join(f"{stem} ({side.replace('_', ' ')})" for side, stem in stems[:5])
+    more = f" and {len(stems) - 5} more (see 'unpaired' in the report)" if len(stems) > 5 else ""
+    return [f"skipped by --missing skip: {len(stems)} unpaired stem(s): {named}{more}"]
 
 
 def emit_report(report: dict[str, Any], out: str, *, compact: bool,
@@ -276,6 +296,7 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
 
     invocation = invocation_of(ctx, out)
     verbose = show_progress(quiet, progress)
+    plain = plain_progress(quiet, progress)
     cache = digest_cache_setting(digest_cache, no_digest_cache)
     given = {k: v for k, v in (files or {}).items() if v is not None}
     if given:
@@ -297,9 +318,11 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
         evaluation = run_evaluation(
             task, pred_dir, gt_dir, params,
             missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows, shard=shard,
-            invocation=invocation, progress=ProgressBar(task, enabled=verbose), aux=aux,
+            invocation=invocation, progress=ProgressBar(task, enabled=verbose, plain=plain), aux=aux,
             digest_cache=cache, **(strata or {}),
         )
     skipped = [f"skipped: {e['path']}: {e['message']}" for e in evaluation.report["errors"]]
-    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=verbose, require=require,
+    skipped += unpaired_note(evaluation.report, missing)
+    # the one-line summary: always, unless --quiet (a CI log too)
+    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,
            notes=plugin_warnings() + skipped, html=html)

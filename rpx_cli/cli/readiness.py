@@ -66,4 +66,5 @@ def readiness(ctx: click.Context, eval_report: str, stability: str | None,
             "actmem_gb": actmem_gb}
     evaluation = run_readiness(eval_report, stability=stability, coherence=coherence, cost=cost,
                                model_name=model_name, invocation=invocation_of(ctx, out))
-    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=False, require=require, html=html)
+    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,
+           html=html)

@@ -14,6 +14,7 @@ from rpx_cli.cli.options import (
     html_option,
     invocation_of,
     out_option,
+    plain_progress,
     require_option,
     show_progress,
     traceback_option,
@@ -89,7 +90,8 @@ def stability(ctx: click.Context, task: str, pred_dir: str, manifest: str, warp:
     evaluation = run_stability_report(
         task, pred_dir, manifest, warp=warp, depth_dir=depth_dir, depth_scale=depth_scale,
         ignore_index=ignore_index, missing=missing, jobs=jobs,
-        progress=ProgressBar(f"stability {task}", enabled=verbose),
+        progress=ProgressBar(f"stability {task}", enabled=verbose, plain=plain_progress(quiet, progress)),
         invocation=invocation_of(ctx, out),
         digest_cache=digest_cache_setting(digest_cache, no_digest_cache))
-    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=verbose, require=require, html=html)
+    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,
+           html=html)

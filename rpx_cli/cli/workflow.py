@@ -27,10 +27,11 @@ from rpx_cli.cli.options import (
 @out_option("merged report")
 @compact_option
 @html_option
+@click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
 @traceback_option
 @click.pass_context
 def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
-          html: str | None = None) -> None:
+          html: str | None = None, quiet: bool = False) -> None:
     """Merge the partial reports of a sharded evaluation into the single-run report.
 
     Every shard 1..N of one evaluation (same task, parameters and inputs) must be given
@@ -52,6 +53,11 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
     report = merge_reports(loaded, invocation=invocation_of(ctx, out))
     # merged rows were parsed from the parts' JSON: finite by construction, not walked again
     emit_html(emit_report(report, out, compact=compact, parsed=("rows",)), out, html)
+    if not quiet:
+        from rpx_cli.console import print_lines
+        from rpx_cli.report.render import summary_line
+
+        print_lines([f"merged {len(parts)} part(s): {summary_line(report, out)}"])
 
 
 @click.command()

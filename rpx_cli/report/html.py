@@ -16,24 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rpx_cli.report import svg
+from rpx_cli.report.render import HEADLINE
 from rpx_cli.report.svg import data_list, datum, esc, short
 
 WORST_N = 10
 _BAND = re.compile(r"^(?P<metric>.+?)_(?P<band>(?:minus)?\d[\dp]*m_(?:(?:minus)?\d[\dp]*m|inf))$")
-# the figures a reader looks at first, per task (others: the report's own order)
-HEADLINE = {
-    "detection": ("dataset.coco.AP", "dataset.coco.AP50", "dataset.coco.AP75", "dataset.pooled.precision",
-                  "dataset.pooled.recall", "dataset.pooled.f1", "aggregate.f1", "dataset.errors.ap50"),
-    "segmentation": ("dataset.miou", "dataset.acc", "dataset.mf1", "dataset.fwiou", "aggregate.miou"),
-    "segmentation3d": ("dataset.miou", "dataset.acc", "dataset.mf1", "dataset.fwiou", "aggregate.miou"),
-    "detection3d": ("dataset.mAP", "dataset.NDS", "dataset.mAPH", "dataset.mATE", "dataset.mASE",
-                    "dataset.mAOE", "dataset.mAVE", "dataset.mAAE"),
-    "depth": ("aggregate.absrel", "aggregate.rmse", "aggregate.delta1", "dataset.absrel", "dataset.rmse",
-              "dataset.delta1"),
-    "tracking": ("dataset.hota", "dataset.mota", "dataset.idf1", "dataset.motp", "dataset.idsw"),
-    "classification": ("dataset.accuracy", "dataset.balanced_accuracy", "dataset.macro_f1", "dataset.mAP",
-                       "dataset.ece", "dataset.subset_accuracy", "dataset.micro_f1"),
-}
 READINESS = ("summary.s_overall", "summary.primary_aggregate", "summary.delta_int", "summary.delta_rec",
              "summary.ts_score", "summary.sgc", "summary.latency_ms", "summary.params_m", "summary.flops_g")
 _READINESS_WAY = {"ts_score": "higher", "sgc": "higher", "latency_ms": "lower", "params_m": "lower",
