@@ -335,3 +335,23 @@ def test_report_starts_without_numpy() -> None:
             "print('numpy' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_a_large_confusion_matrix_is_drawn_compactly_with_every_count() -> None:
+    """COCO's 81 x 81 matrix: one element per row carries its counts (and total), the cells
+    are a path per colour step; the page stays small."""
+    import re
+
+    from rpx_cli.report.svg import heatmap
+
+    rng = np.random.default_rng(0)
+    labels = [f"class_{k}" for k in range(81)]
+    matrix = rng.integers(0, 5, (81, 81)).tolist()
+    for normalise in (False, True):
+        chart = heatmap(labels, labels, matrix, title="t", normalise_rows=normalise)
+        rows = re.findall(r'<g data-row="(\d+)" data-label="([^"]+)" data-total="(\d+)" '
+                          r'data-counts="([^"]+)"', chart)
+        assert [int(r[0]) for r in rows] == list(range(81))
+        assert [json.loads(r[3]) for r in rows] == matrix
+        assert [int(r[2]) for r in rows] == [sum(row) for row in matrix]
+        assert len(chart) < 200_000

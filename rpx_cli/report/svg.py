@@ -22,6 +22,7 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#0
 GOOD, BAD, NEUTRAL = "#0072B2", "#D55E00", "#888888"
 # viridis at 0, .25, .5, .75, 1 (perceptually uniform, colour-blind safe)
 _VIRIDIS = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
+COMPACT_CELLS = 40 * 40  # larger heatmaps are drawn compactly (see heatmap)
 CHAR_PX = 6.4  # average width of a 11px sans-serif character, for label room
 
 
@@ -163,13 +164,17 @@ def line_chart(series: Sequence[dict[str, Any]], *, title: str, x_label: str, y_
         dash = s.get("dash", "")
         xs = s.get("x") or x or []
         parts, current = [], []
-        for xv, yv in zip(xs, s["y"], strict=False):
+        points = list(zip(xs, s["y"], strict=False))
+        for k, (xv, yv) in enumerate(points):
             if yv is None or xv is None:
                 if current:
                     parts.append(current)
                 current = []
                 continue
-            current.append(f"{frame.sx(xv):.1f},{frame.sy(yv):.1f}")
+            flat = (0 < k < len(points) - 1 and current and points[k - 1][1] == yv
+                    and points[k + 1][1] == yv and points[k + 1][0] is not None)
+            if not flat:  # the inner points of a flat run draw nothing
+                current.append(f"{frame.sx(xv):.1f},{frame.sy(yv):.1f}")
         if current:
             parts.append(current)
         d = "".join("M" + "L".join(p) for p in parts)
@@ -282,10 +287,12 @@ def heatmap(rows: Sequence[str], columns: Sequence[str], matrix: Sequence[Sequen
             title: str, normalise_rows: bool, row_label: str = "ground truth (rows)",
             column_label: str = "predicted (columns)", attrs: dict[str, Any] | None = None) -> str:
     """A confusion matrix; colour by count, or by share of its row (``normalise_rows``).
-    Only non-zero cells are drawn (a sparse 81 × 81 COCO matrix stays small); each carries
-    ``data-row``, ``data-col``, ``data-count`` and ``data-share`` (count / row sum)."""
+    Only non-zero cells are drawn; each carries ``data-row``, ``data-col``, ``data-count``
+    and ``data-share`` (count / row sum) and a tooltip. Past :data:`COMPACT_CELLS` cells
+    (COCO's 81 × 81) the cells are one path per colour step and each row is one element
+    with ``data-counts`` (the row) and ``data-total``: the page stays small."""
     n, m = len(rows), len(columns)
-    cell = max(8.0, min(30.0, 620.0 / max(n, m, 1)))
+    cell = float(max(8, min(30, int(620 / max(n, m, 1)))))
     font = min(11.0, max(6.0, cell * 0.55))
     label_px = min(150, CHAR_PX * max((len(str(a)) for a in (*rows, *columns)), default=4) * font / 11 + 10)
     left, top = label_px + 20, label_px + 24
@@ -301,15 +308,25 @@ def heatmap(rows: Sequence[str], columns: Sequence[str], matrix: Sequence[Sequen
         body.append(f'<text class="tick" font-size="{font:.1f}" transform="translate({x + font / 3:.1f},{top - 4:.1f}) '
                     f'rotate(-60)">{esc(str(name)[:24])}</text>')
     show_numbers = cell >= 22
+    compact = n * m > COMPACT_CELLS
+    bins: dict[str, list[str]] = {}
     for i, name in enumerate(rows):
         y = top + cell * i
         body.append(f'<text class="tick" font-size="{font:.1f}" x="{left - 4:.1f}" y="{y + cell / 2 + font / 3:.1f}" '
                     f'text-anchor="end">{esc(str(name)[:24])}</text>')
+        if compact:
+            # one data element per row (its counts), cells drawn as one path per colour
+            body.append(f'<g data-row="{i}" data-label="{esc(name)}" data-total="{datum(sums[i])}" '
+                        f'data-counts="{data_list(matrix[i])}"/>')
         for j, count in enumerate(matrix[i]):
             if not count:
                 continue
             share = count / sums[i] if sums[i] else 0.0
             t = share if normalise_rows else count / peak
+            if compact:
+                bins.setdefault(viridis(round(t * 31) / 31), []).append(
+                    f"M{left + cell * j:.0f} {y:.0f}h{cell:.0f}v{cell:.0f}h-{cell:.0f}z")
+                continue
             shown = f"{share:.0%}" if normalise_rows else short(count)
             body.append(f'<rect x="{left + cell * j:.1f}" y="{y:.1f}" width="{cell:.1f}" height="{cell:.1f}" '
                         f'fill="{viridis(t)}" data-row="{i}" data-col="{j}" data-count="{datum(count)}" '
@@ -319,6 +336,7 @@ def heatmap(rows: Sequence[str], columns: Sequence[str], matrix: Sequence[Sequen
                 body.append(f'<text x="{left + cell * (j + 0.5):.1f}" y="{y + cell / 2 + 3.5:.1f}" '
                             f'text-anchor="middle" font-size="{min(10.0, font):.1f}" fill="{_text_on(t)}">'
                             f"{shown}</text>")
+    body += [f'<path d="{"".join(d)}" fill="{colour}"/>' for colour, d in sorted(bins.items())]
     # colour scale
     sx = left + cell * m + 18
     for k in range(20):
