@@ -243,8 +243,8 @@ def _headline(report: Mapping[str, Any]) -> str:
                      f'<div class="k">{esc(path)}</div><div class="d">{_ARROW.get(way, "")}</div></div>')
     if not cards:
         return ""
-    return _section("headline metrics", f'<div class="cards">{"".join(cards)}</div>',
-                    "aggregate = mean over rows; dataset = pooled over everything", kind="headline")
+    note = "aggregate = mean over rows; dataset = pooled over everything" if report.get("aggregate") else ""
+    return _section("headline metrics", f'<div class="cards">{"".join(cards)}</div>', note, kind="headline")
 
 
 def _side_by_side(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> str:

@@ -256,7 +256,7 @@ def grouped_bars(categories: Sequence[str], groups: Sequence[str], values: Seque
     lo = min(0.0, min(present, default=0.0)) if domain is None else domain[0]
     hi = max(present, default=1.0) if domain is None else domain[1]
     hi = hi if hi > lo else lo + 1
-    frame = _Frame(width, height, (0, len(categories)), (lo, hi), bottom=46)
+    frame = _Frame(width, height, (0, len(categories)), (lo, hi), bottom=46, top=30)
     body = frame.axes(x_label, y_label, x_ticks=False)
     slot = (frame.x1 - frame.x0) / max(len(categories), 1)
     bar = slot * 0.8 / max(len(groups), 1)
@@ -276,9 +276,9 @@ def grouped_bars(categories: Sequence[str], groups: Sequence[str], values: Seque
                         f'height="{max(abs(base - y), 0.5):.1f}" fill="{PALETTE[g % len(PALETTE)]}" '
                         f'data-group="{esc(group)}" data-category="{esc(category)}" data-value="{datum(value)}">'
                         f"<title>{esc(category)}, {esc(group)}: {short(value, 4)}</title></rect>")
-    body += [f'<rect x="{frame.x1 - 118 + (i % 2) * 60:.1f}" y="{frame.y1 + 4 + (i // 2) * 14:.1f}" width="10" '
-             f'height="10" fill="{PALETTE[i % len(PALETTE)]}"/><text class="legend" '
-             f'x="{frame.x1 - 104 + (i % 2) * 60:.1f}" y="{frame.y1 + 13 + (i // 2) * 14:.1f}">{esc(g)}</text>'
+    step = max(60, CHAR_PX * max((len(str(g)) for g in groups), default=4) + 22)
+    body += [f'<rect x="{frame.x0 + i * step:.1f}" y="6" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>'
+             f'<text class="legend" x="{frame.x0 + 14 + i * step:.1f}" y="15">{esc(g)}</text>'
              for i, g in enumerate(groups)]
     return _svg(width, height, body, title=title, attrs={"chart": "grouped-bars", **(attrs or {})})
 
