@@ -355,3 +355,10 @@ def test_a_large_confusion_matrix_is_drawn_compactly_with_every_count() -> None:
         assert [json.loads(r[3]) for r in rows] == matrix
         assert [int(r[2]) for r in rows] == [sum(row) for row in matrix]
         assert len(chart) < 200_000
+
+
+@pytest.mark.parametrize("command", [["eval", "detection"], ["eval", "depth"], ["saliency-mb"], ["coherence"],
+                                     ["stability"], ["readiness"], ["merge"], ["compare"]])
+def test_every_report_writing_command_takes_html(command: list[str]) -> None:
+    done = run(*command, "--help")
+    assert done.exit_code == 0 and "--html FILE" in done.stdout
