@@ -137,6 +137,8 @@ def _register() -> None:
     cli.add_command(coherence)
     from rpx_cli.cli.stability import stability
     cli.add_command(stability)
+    from rpx_cli.cli.report import report
+    cli.add_command(report)
 
 
 _register()

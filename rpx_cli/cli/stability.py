@@ -11,8 +11,10 @@ from rpx_cli.cli.options import (
     digest_cache_options,
     digest_cache_setting,
     finish,
+    html_option,
     invocation_of,
     out_option,
+    plain_progress,
     require_option,
     show_progress,
     traceback_option,
@@ -52,6 +54,7 @@ _DIR = click.Path(file_okay=False, path_type=str)
 @digest_cache_options
 @require_option
 @compact_option
+@html_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar, summary or warnings on stderr.")
 @click.option("--progress/--no-progress", default=None,
               help="Force the progress bar on or off [default: on when stderr is a terminal].")
@@ -62,7 +65,7 @@ def stability(ctx: click.Context, task: str, pred_dir: str, manifest: str, warp:
               depth_dir: str | None, depth_scale: float, ignore_index: tuple[int, ...],
               missing: str, jobs: int | None, out: str, require: tuple[str, ...], compact: bool,
               quiet: bool, progress: bool | None, digest_cache: str | None,
-              no_digest_cache: bool) -> None:
+              no_digest_cache: bool, html: str | None = None) -> None:
     """Temporal stability (TS): do a model's predictions for consecutive frames agree once
     the camera motion is undone?
 
@@ -88,7 +91,8 @@ def stability(ctx: click.Context, task: str, pred_dir: str, manifest: str, warp:
     evaluation = run_stability_report(
         task, pred_dir, manifest, warp=warp, depth_dir=depth_dir, depth_scale=depth_scale,
         ignore_index=ignore_index, missing=missing, jobs=jobs,
-        progress=ProgressBar(f"stability {task}", enabled=verbose),
+        progress=ProgressBar(f"stability {task}", enabled=verbose, plain=plain_progress(quiet, progress)),
         invocation=invocation_of(ctx, out),
         digest_cache=digest_cache_setting(digest_cache, no_digest_cache))
-    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=verbose, require=require)
+    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,
+           html=html)
