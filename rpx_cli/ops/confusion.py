@@ -89,38 +89,51 @@ def reference_confusion(gt: np.ndarray, pred: np.ndarray,
     return FrameConfusion(gt_labels, pred_labels, counts.reshape(gt_labels.size, pred_labels.size))
 
 
-def interval_confusions(gt: np.ndarray, pred: np.ndarray, interval: np.ndarray, n_intervals: int,
+def interval_confusions(gt: np.ndarray, pred: np.ndarray, interval: np.ndarray | None,
+                        n_intervals: int = 1,
                         ignore: tuple[int, ...] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The confusion of the points in each interval (``interval[i]`` in ``[0, n_intervals)``,
-    e.g. a band of distances), in one ``np.bincount``: ``(gt_values, pred_values, counts)``
-    with ``counts[k]`` the dense (GT x predicted) matrix of interval ``k``. Points whose GT
-    label is in ``ignore`` are left out (their rows are dropped). Label pairs below 256 x 256
-    are coded directly (``interval << 16 | gt << 8 | pred``); other labels are first mapped
-    to the dense indices of the labels present. Sums over ``counts[a:b]`` are the matrices
-    of unions of intervals (a range of distances), exactly.
+    e.g. a band of distances; None: one interval), in one ``np.bincount``: ``(gt_values,
+    pred_values, counts)`` with ``counts[k]`` the dense (GT x predicted) matrix of interval
+    ``k``. Points whose GT label is in ``ignore`` are left out (their rows are dropped).
+    Small non-negative labels are their own indices (``values`` = ``0 .. max``, some rows
+    or columns may be empty); other labels are first mapped to the dense indices of the
+    labels present. One code per point, ``(interval * G + gt) * P + pred``. Sums over
+    ``counts[a:b]`` are the matrices of unions of intervals (a range of distances), exactly.
     """
     gt, pred = gt.ravel(), pred.ravel()
-    gt_values, gt_index = _compact(gt)
-    pred_values, pred_index = _compact(pred)
+    if interval is None:
+        n_intervals = 1
+    gt_values, gt_index = _dense_index(gt)
+    pred_values, pred_index = _dense_index(pred)
     rows, cols = gt_values.size, pred_values.size
     size = n_intervals * rows * cols
-    if rows == cols == 256 and n_intervals <= 256:
-        codes = interval.astype(np.uint32)
-        codes <<= 8
-        codes |= gt_index
-        codes <<= 8
-        codes |= pred_index
+    wide = np.uint32 if size <= 1 << 32 else np.intp
+    if interval is None:
+        codes = gt_index.astype(wide)
     else:
-        codes = interval.astype(np.intp)
+        codes = interval.astype(wide)
         codes *= rows
-        codes += gt_index
-        codes *= cols
-        codes += pred_index
+        np.add(codes, gt_index, out=codes, casting="unsafe")  # indices are >= 0
+    codes *= cols
+    np.add(codes, pred_index, out=codes, casting="unsafe")
     counts = np.bincount(codes, minlength=size).reshape(n_intervals, rows, cols)
     if ignore:
         keep = ~np.isin(gt_values, np.asarray(ignore, dtype=np.int64))
         gt_values, counts = gt_values[keep], counts[:, keep]
     return gt_values, pred_values, counts
+
+
+def _dense_index(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, index)`` for :func:`interval_confusions`: small non-negative integer labels
+    (below 4096, after one ``max`` pass) are their own index into ``0 .. max``; others are
+    compacted to the labels present (:func:`_compact`)."""
+    if labels.dtype.kind in "ui" and labels.size and (labels.dtype.kind == "u"
+                                                      or labels.min() >= 0):
+        high = int(labels.max())
+        if high < 4096:
+            return np.arange(high + 1, dtype=np.int64), labels
+    return _compact(labels)
 
 
 def reference_interval_confusions(gt: np.ndarray, pred: np.ndarray, interval: np.ndarray,
