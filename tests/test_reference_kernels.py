@@ -84,7 +84,7 @@ def test_frame_confusion_fast_paths_equal_the_plain_bincount(seed: int, dtype, i
 @given(seed=st.integers(0, 10_000),
        dtypes=st.sampled_from([(np.uint8, np.uint8), (np.uint16, np.uint16), (np.int64, np.int8),
                                (np.int16, np.uint8), (np.uint16, np.int32)]),
-       high=st.sampled_from([3, 20, 300, 6000]), intervals=st.sampled_from([None, 1, 4]),
+       high=st.sampled_from([3, 20, 300, 2000, 6000]), intervals=st.sampled_from([None, 1, 4]),
        ignore=st.sampled_from([(), (0,), (-1, 2)]))
 def test_interval_confusions_equal_a_mask_per_interval(seed: int, dtypes, high: int, intervals,
                                                        ignore) -> None:

@@ -130,7 +130,7 @@ def np_ioueval_example() -> tuple[np.ndarray, np.ndarray]:
 
 def test_semantickitti_np_ioueval_example(rpx, tmp_path: Path) -> None:
     label, argmax = np_ioueval_example()
-    root = write_scans(tmp_path, {"grid": (label, argmax, None)})
+    root = write_scans(tmp_path, {"grid": (label.reshape(7, 7), argmax.reshape(7, 7), None)})
     result = report(rpx, root, "--num-classes", "2", "--protocol", "semantickitti", points=False)
     assert result["params"]["protocol"] == "semantickitti"
     dataset = result["dataset"]
@@ -161,7 +161,9 @@ def test_the_protocols_differ_on_an_absent_class_and_on_ignored_predictions(rpx,
     assert autoware["acc"] == 2 / 4  # the point predicted 0 counts as wrong
     assert semantickitti["acc"] == 2 / 3  # ... and leaves np_ioueval's denominator
     assert autoware["miou"] == semantickitti["miou"] == pytest.approx((1 / 3 + 1 / 2) / 2)
-    assert "0" not in autoware["per_class"] and autoware["confusion"]["matrix"][1][0] == 1
+    assert autoware["confusion"]["matrix"][1][0] == 1
+    ignored = {"iou": None, "precision": None, "recall": None, "f1": None, "support": 0}
+    assert autoware["per_class"]["0"] == semantickitti["per_class"]["0"] == ignored
 
 
 # --- a plain per-class loop on generated scans --------------------------------------------
@@ -208,11 +210,14 @@ def reference(scans, *, classes, ignore, ranges, protocol, norm="xy"):
 
 
 def scores(counts: Counter, axis: list[int], ignore, classes: list[int], protocol: str) -> dict:
-    scored = [c for c in axis if c not in ignore and (protocol == "autoware" or c in classes)]
     total = sum(counts.values())
     per_class, averaged = {}, []
     tp_all = predicted_all = 0
-    for c in scored:
+    for c in axis:
+        if c in ignore or (protocol == "semantickitti" and c not in classes):
+            per_class[c] = {"iou": None, "precision": None, "recall": None, "f1": None,
+                            "support": 0}
+            continue
         tp = counts[c, c]
         support = sum(n for (g, _), n in counts.items() if g == c)
         predicted = sum(n for (_, p), n in counts.items() if p == c)
@@ -458,7 +463,7 @@ def test_a_missing_points_file_is_named(rpx, tmp_path: Path) -> None:
     ("points-size", r"points[/\\]s\.bin: 20 bytes is not a whole number of points of 4 float32"),
     ("bin-labels", r"gt[/\\]s\.bin: a \.bin label file .* --label-format nuscenes"),
     ("float-labels", r"pred[/\\]s\.npy: labels have dtype float64"),
-    ("label-shape", r"gt[/\\]s\.npy: per-point labels must have shape \(N,\), got \(2, 3\)"),
+    ("label-shape", r"pred[/\\]s\.npy has 3 labels, .*gt[/\\]s\.npy has 6"),
     ("points-shape", r"points[/\\]s\.npy: points must have shape \(N, >= 2\)"),
     ("gt-range", r"gt[/\\]s\.npy: GT label 7 is outside --num-classes 3"),
     ("gt-negative", r"gt[/\\]s\.npy: GT holds negative label\(s\) \[-4\]"),

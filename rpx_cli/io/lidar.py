@@ -7,7 +7,8 @@ Labels (one per point):
   halves (``label & 0xFFFF``).
 - ``.bin`` — what it holds is said by the caller (``bin_labels``): ``"nuscenes"`` (lidarseg,
   one uint8 per point) or ``"semantickitti"`` (as ``.label``).
-- ``.npy`` — an integer array of shape (N,) (or (N, 1)); bool is read as 0/1.
+- ``.npy`` — an integer array of shape (N,) (any other shape is read in row-major
+  order, as ``np_ioueval`` does); bool is read as 0/1.
 
 Points: ``.bin`` float32 with ``fields`` values per point (4: SemanticKITTI x, y, z,
 remission; 5: nuScenes x, y, z, intensity, ring), or ``.npy`` of shape (N, >= 2), any
@@ -49,11 +50,8 @@ def read_point_labels(path: str, buffer: FileBuffer, *, bin_labels: str = "auto"
         return data.view("<u2")[0::2]  # the low 16 bits of each little-endian uint32
     if suffix == ".npy":
         labels = parse_npy(data, path)
-        if labels.ndim == 2 and labels.shape[1] == 1:
-            labels = labels[:, 0]
-        if labels.ndim != 1:
-            raise InputError(f"per-point labels must have shape (N,), got {labels.shape}",
-                             path=path)
+        if labels.ndim != 1:  # (N, 1), or a grid as np_ioueval's example: row-major order
+            labels = labels.reshape(-1)
         if labels.dtype == np.bool_:
             return labels.view(np.uint8)
         if labels.dtype.kind not in "iu":

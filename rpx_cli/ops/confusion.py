@@ -21,6 +21,7 @@ import numpy as np
 from rpx_cli.ops.reduce import prf_arrays
 
 _DIRECT_CODES = 1 << 16  # label pairs below 256 x 256 are counted without compaction
+_MAX_DENSE_COUNTS = 1 << 20  # interval_confusions: labels index themselves up to this many bins
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,9 @@ def interval_confusions(gt: np.ndarray, pred: np.ndarray, interval: np.ndarray |
         n_intervals = 1
     gt_values, gt_index = _dense_index(gt)
     pred_values, pred_index = _dense_index(pred)
+    if n_intervals * gt_values.size * pred_values.size > _MAX_DENSE_COUNTS:
+        gt_values, gt_index = _compact(gt)  # large label values: only those present
+        pred_values, pred_index = _compact(pred)
     rows, cols = gt_values.size, pred_values.size
     size = n_intervals * rows * cols
     wide = np.uint32 if size <= 1 << 32 else np.intp
@@ -127,7 +131,8 @@ def interval_confusions(gt: np.ndarray, pred: np.ndarray, interval: np.ndarray |
 def _dense_index(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(values, index)`` for :func:`interval_confusions`: small non-negative integer labels
     (below 4096, after one ``max`` pass) are their own index into ``0 .. max``; others are
-    compacted to the labels present (:func:`_compact`)."""
+    compacted to the labels present (:func:`_compact`), as are both sides when the dense
+    matrices would exceed ``_MAX_DENSE_COUNTS`` bins."""
     if labels.dtype.kind in "ui" and labels.size and (labels.dtype.kind == "u"
                                                       or labels.min() >= 0):
         high = int(labels.max())

@@ -66,12 +66,11 @@ PER_CLASS = ("iou", "precision", "recall", "f1")
 
 class Scan(NamedTuple):
     """One scan's labels (after ``--label-map``), the file they came from, and (GT with
-    ``--range``) each point's distance interval and the points file."""
+    ``--range``) each point's distance interval (:class:`RangeIntervals`)."""
 
     labels: np.ndarray
     path: str | None
     interval: np.ndarray | None = None
-    points_path: str | None = None
 
 
 class Cloud(NamedTuple):
@@ -314,7 +313,7 @@ class Segmentation3D(Task):
         if cloud.n != gt.labels.size:
             raise InputError(f"point counts differ: {cloud.path} has {cloud.n} points, "
                              f"{gt.path} has {gt.labels.size} labels", path=cloud.path)
-        return gt._replace(interval=cloud.interval, points_path=cloud.path)
+        return gt._replace(interval=cloud.interval)
 
     def empty_prediction(self, gt: Scan, params: Params) -> Scan:
         return Scan(np.full(gt.labels.size, -1, dtype=np.int16), None)  # every point wrong
@@ -366,7 +365,7 @@ class Segmentation3D(Task):
         labels = [names[int(c)] if names else str(int(c)) for c in classes]
         scored = ~np.isin(classes, np.asarray(params["ignore_index"], dtype=np.int64))
         dataset: dict[str, Any] = {"n_points": int(stats["n_points"].sum())}
-        per_class: dict[str, dict[str, Any]] = {labels[c]: {} for c in np.flatnonzero(scored)}
+        per_class: dict[str, dict[str, Any]] = {label: {} for label in labels}
         for tail in self._tails(params):
             matrix = dense_matrix(stats[f"confusion{tail}"] or EMPTY, classes, other=other)
             dataset.update(bucket_metrics(matrix, scored, params["protocol"], tail))
@@ -437,16 +436,16 @@ def bucket_metrics(matrix: np.ndarray, scored: np.ndarray, protocol: str,
 
 def class_metrics(matrix: np.ndarray, scored: np.ndarray,
                   protocol: str) -> dict[int, dict[str, Any]]:
-    """Per scored class (index into the class axis): ``iou``, ``precision``, ``recall``,
-    ``f1`` and ``support``. Null in an empty bucket; under autoware also null for a class
-    without GT support (it is left out of the means); under semantickitti such a class
-    scores 0."""
+    """Per class (index into the class axis): ``iou``, ``precision``, ``recall``, ``f1``
+    and ``support``. Null for an ignored class (not scored) and in an empty bucket; under
+    autoware also null for a class without GT support (it is left out of the means); under
+    semantickitti such a class scores 0."""
     scores = class_scores(matrix)
     empty = scores.support.sum() == 0
     out = {}
-    for c in np.flatnonzero(scored).tolist():  # one dict per class: the report's shape
+    for c in range(scored.size):  # one dict per class: the report's shape
         support = int(scores.support[c])
-        undefined = empty or (protocol == "autoware" and support == 0)
+        undefined = empty or not scored[c] or (protocol == "autoware" and support == 0)
         values: dict[str, Any] = dict.fromkeys(PER_CLASS) if undefined else {
             "iou": float(scores.iou[c]), "precision": float(scores.precision[c]),
             "recall": float(scores.recall[c]), "f1": float(scores.f1[c])}
