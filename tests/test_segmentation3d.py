@@ -489,7 +489,7 @@ def test_bad_files_are_input_errors(rpx, tmp_path: Path, case: str, pattern: str
     elif case == "float-labels":
         pred = pred.astype(np.float64)
     elif case == "label-shape":
-        gt = np.zeros((2, 3), np.int64)
+        gt, points = np.zeros((2, 3), np.int64), np.zeros((6, 3))
     elif case == "points-shape":
         points = np.zeros((3, 1))
     elif case == "gt-range":
