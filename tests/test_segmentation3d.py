@@ -427,6 +427,8 @@ def test_metric_info_names_the_protocol(rpx, tmp_path: Path) -> None:
     assert "semantickitti" in result["metric_info"]["miou"]["description"]
     assert result["metric_info"]["miou_0m_50m"]["direction"] == "higher"
     assert result["aggregate"]["n_empty_0m_50m"] == 0
+    listed = rpx(["metrics", "--task", "segmentation3d", "--json"])
+    assert listed.exit_code == 0 and "miou" in listed.stdout and "mf1" in listed.stdout
 
 
 # --- input errors (exit 1, the files named, no report) and usage errors (exit 2) ----------

@@ -24,7 +24,8 @@ int64 sums), so ``--shard``/``rpx merge`` and ``--jobs`` give the same numbers a
   here 0/0 is 0 exactly.
 
 Rows follow the same rule per scan. Figures come from the matrices by the code 2D
-segmentation uses (:mod:`rpx_cli.ops.confusion`).
+segmentation uses (:mod:`rpx_cli.ops.confusion`). Formats, keys and a worked example of
+both rules: docs/segmentation3d.md.
 """
 
 from __future__ import annotations
@@ -115,6 +116,30 @@ def normalise_label_map(document: Any) -> dict[str, int]:
     return {str(raw): out[raw] for raw in sorted(out)}
 
 
+def metric_infos(protocol: str) -> dict[str, MetricInfo]:
+    """Every key's direction and meaning under a protocol (range keys add a suffix)."""
+    semantickitti = protocol == "semantickitti"
+    rule = ("over every class of --num-classes not ignored, an absent class scoring 0 "
+            "(semantickitti)" if semantickitti else "over the classes with GT support (autoware)")
+    accuracy = ("correct / labelled points predicted as an averaged class (np_ioueval)"
+                if semantickitti else "correct / labelled points")
+    return {
+        "miou": MetricInfo("higher", f"mean IoU {rule}; rows: per scan"),
+        "acc": MetricInfo("higher", f"point accuracy: {accuracy}; rows: per scan"),
+        "n_points": MetricInfo("none", "points of the scan (ignored ones included)"),
+        "n_labelled": MetricInfo("none", "points whose GT label is not ignored"),
+        "fwiou": MetricInfo("higher", "frequency-weighted IoU: sum of support share x IoU"),
+        "mprecision": MetricInfo("higher", f"mean precision {rule} (0/0 = 0)"),
+        "mrecall": MetricInfo("higher", f"mean recall {rule}"),
+        "mf1": MetricInfo("higher", f"mean F1 {rule} (0/0 = 0)"),
+        "iou": MetricInfo("higher", "per class: TP / (TP + FP + FN)"),
+        "precision": MetricInfo("higher", "per class: TP / (TP + FP)"),
+        "recall": MetricInfo("higher", "per class: TP / (TP + FN)"),
+        "f1": MetricInfo("higher", "per class: 2PR / (P + R)"),
+        "support": MetricInfo("none", "per class: GT points"),
+    }
+
+
 @lru_cache(maxsize=8)
 def _label_map(items: tuple[tuple[str, int], ...]) -> LabelMap:
     return LabelMap({int(raw): value for raw, value in items})
@@ -182,6 +207,7 @@ class Segmentation3D(Task):
                     "the labels."),
     )
     default_params = {option.param: option.default for option in options}
+    metrics = metric_infos("autoware")  # metric_info(params) names the protocol used
     families = {"rows": (("miou", "acc"), ()), "confusion": ((), ("dataset",))}
 
     # --- parameters -------------------------------------------------------------------
@@ -253,27 +279,7 @@ class Segmentation3D(Task):
         return tuple(stats)
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
-        rule = ("over every class of --num-classes not ignored, an absent class scoring 0 "
-                "(semantickitti)" if params.get("protocol") == "semantickitti"
-                else "over the classes with GT support (autoware)")
-        accuracy = ("correct / labelled points predicted as an averaged class (np_ioueval)"
-                    if params.get("protocol") == "semantickitti"
-                    else "correct / labelled points")
-        base = {
-            "miou": MetricInfo("higher", f"mean IoU {rule}; rows: per scan"),
-            "acc": MetricInfo("higher", f"point accuracy: {accuracy}; rows: per scan"),
-            "n_points": MetricInfo("none", "points of the scan (ignored ones included)"),
-            "n_labelled": MetricInfo("none", "points whose GT label is not ignored"),
-            "fwiou": MetricInfo("higher", "frequency-weighted IoU: sum of support share x IoU"),
-            "mprecision": MetricInfo("higher", f"mean precision {rule} (0/0 = 0)"),
-            "mrecall": MetricInfo("higher", f"mean recall {rule}"),
-            "mf1": MetricInfo("higher", f"mean F1 {rule} (0/0 = 0)"),
-            "iou": MetricInfo("higher", "per class: TP / (TP + FP + FN)"),
-            "precision": MetricInfo("higher", "per class: TP / (TP + FP)"),
-            "recall": MetricInfo("higher", "per class: TP / (TP + FN)"),
-            "f1": MetricInfo("higher", "per class: 2PR / (P + R)"),
-            "support": MetricInfo("none", "per class: GT points"),
-        }
+        base = metric_infos(params.get("protocol", "autoware"))
         info = dict(base)
         for low, high in params.get("ranges", ()):
             suffix = band_suffix(low, high)
