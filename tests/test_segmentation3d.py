@@ -405,6 +405,29 @@ def test_jobs_and_shards_agree(rpx, tmp_path: Path) -> None:
     assert_jobs_and_shards_agree(rpx, command, tmp_path)
 
 
+def test_every_file_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 130k-point scan: its three files each go through the engine's buffer once."""
+    from rpx_cli.io.filebuffer import FileBuffer
+
+    rng = np.random.default_rng(0)
+    n = 130_000
+    gt = rng.integers(0, 20, n)
+    root = write_scans(tmp_path, {"000000": (gt, np.where(rng.random(n) < 0.9, gt, 3),
+                                             rng.normal(0, 30, (n, 3)))}, fmt="label")
+    reads: Counter = Counter()
+    original = FileBuffer.read
+
+    def counting(self, path):
+        reads[Path(path).relative_to(root).as_posix()] += 1
+        return original(self, path)
+
+    monkeypatch.setattr(FileBuffer, "read", counting)
+    result = evaluate_dirs("segmentation3d", root / "pred", root / "gt", points_dir=root / "points",
+                           ranges=["0:30", "30:"], jobs=1)
+    assert reads == {"gt/000000.label": 1, "pred/000000.label": 1, "points/000000.bin": 1}
+    assert result["rows"][0]["n_points"] == n
+
+
 def test_no_rows_keeps_every_summary(rpx, tmp_path: Path) -> None:
     root = write_scans(tmp_path, {f"s{i}": scan for i, scan in enumerate(generated(5, 4))})
     whole = report(rpx, root, "--range", "0:30")
