@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -75,13 +76,14 @@ class Worker:
         if cache is not None and rel is not None:
             cache = cache if cache.usable_for(path[:len(path) - len(rel)] or ".") else None
         buffer.cache = cache if rel is not None else None
-        value = parse(path, buffer)
+        value = guarded_parse(parse, path, buffer, self.warn)
         if rel is not None:
             self._held[key] = rel
         return value
 
     def warn(self, kind: str, path: str) -> None:
-        self.warnings.append((kind, path))
+        if (kind, path) not in self.warnings:  # a file counts once per kind
+            self.warnings.append((kind, path))
 
     def take_digests(self) -> Digests:
         """The digests of every file read since the last call (waits for the hashing)."""
@@ -113,6 +115,44 @@ class Worker:
             if value is not None:
                 self._digests.setdefault(key[0], {})[rel] = value
                 self.tally.count(buffer, value)
+
+
+def guarded_parse(parse: Callable[[str, FileBuffer], T], path: str, buffer: FileBuffer,
+                  warn: Callable[[str, str], None]) -> T:
+    """``parse(path, buffer)``, the one guard where file contents enter rpx.
+
+    A reader meeting a file that exhausts memory, nests deeper than the parser can follow
+    or holds a number no type can hold raises that file's :class:`InputError` (exit 1, or
+    an ``errors`` entry under ``--on-error skip``), whatever line raised it. Only the read
+    step is guarded: the same exceptions from the metric arithmetic stay internal errors.
+    Warnings a parser emits (Pillow, numpy) become rpx's one-line warnings for the file.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            return parse(path, buffer)
+        except MemoryError:
+            raise InputError("too large to read into memory", path=path) from None
+        except RecursionError:
+            raise InputError("nested too deeply to read", path=path) from None
+        except OverflowError as exc:
+            raise InputError(f"holds a value out of range ({first_line(exc)})", path=path) from None
+        finally:
+            for record in caught:
+                warn(warning_kind(record), path)
+
+
+def warning_kind(record: warnings.WarningMessage) -> str:
+    """A library warning as rpx's own one-line text (no source line, no file position)."""
+    if record.category.__name__ == "DecompressionBombWarning":  # Pillow's, between 1x and 2x
+        return ("very large image (over the decoder's decompression-bomb warning limit of "
+                "89,478,485 pixels; read anyway)")
+    return f"{record.category.__name__}: {first_line(record.message)}"
+
+
+def first_line(value: object) -> str:
+    text = str(value).strip().splitlines()
+    return text[0] if text else type(value).__name__
 
 
 @dataclass
@@ -261,12 +301,16 @@ class PairJob:
                 pred = task.empty_prediction(gt, params)
             else:
                 pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
-            sample = task.evaluate(pred, gt, params, pred_path=pred_path, gt_path=gt_path)
-            extra = None
-            if self.calculators:
-                extra = {}
-                for calculator in self.calculators:
-                    extra.update(run_calculator(calculator, pred, gt))
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                sample = task.evaluate(pred, gt, params, pred_path=pred_path, gt_path=gt_path)
+                extra = None
+                if self.calculators:
+                    extra = {}
+                    for calculator in self.calculators:
+                        extra.update(run_calculator(calculator, pred, gt))
+            for record in caught:  # one line each, never a library's source line
+                worker.warn(warning_kind(record), pred_path or gt_path)
             digests = worker.take_digests()
         except RpxError as exc:
             worker.forget()

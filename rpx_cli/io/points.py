@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import NamedTuple
 
 import numpy as np
 
 from rpx_cli.errors import InputError
+from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.npy import parse_npy
 
@@ -29,10 +29,7 @@ def points_from_array(array: np.ndarray, path: str) -> Points:
 
 
 def parse_points_json(data: np.ndarray, path: str) -> Points:
-    try:
-        document = json.loads(data.tobytes())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc})", path=path) from None
+    document = loads_json(memoryview(data), path)
     if not isinstance(document, dict) or "coordinates" not in document or "depths" not in document:
         raise InputError('expected {"coordinates": [[x, y], ...], "depths": [...]}', path=path)
     try:

@@ -17,7 +17,6 @@ quaternion of norm < 1e-12, an ``R`` with max |RᵀR − I| > 1e-6 or |det R −
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import NamedTuple
@@ -25,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rpx_cli.errors import InputError
+from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.npy import parse_npy, parse_npz
 
@@ -52,18 +52,16 @@ def read_pose(path: str, buffer: FileBuffer) -> Pose:
         return Pose(quaternion_to_matrix(values[[6, 3, 4, 5]], "the quaternion", path),
                     values[:3].copy())
     if suffix == ".npz":
-        position = _numbers(parse_npz(data, path, "position"), 3, "'position'", path)
-        orientation = _numbers(parse_npz(data, path, "orientation"), 4, "'orientation'", path)
+        position = _numbers(parse_npz(data, path, "position", _holding(3)), 3, "'position'", path)
+        orientation = _numbers(parse_npz(data, path, "orientation", _holding(4)), 4,
+                               "'orientation'", path)
         return Pose(quaternion_to_matrix(orientation[[3, 0, 1, 2]], "'orientation'", path),
                     position)
     raise InputError(f"unsupported pose file type '{suffix}'", path=path)
 
 
 def parse_pose_json(data: np.ndarray, path: str) -> Pose:
-    try:
-        document = json.loads(data.tobytes())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc})", path=path) from None
+    document = loads_json(memoryview(data), path)
     if not isinstance(document, dict):
         raise InputError(_EXPECTED, path=path)
     forms = [key for key in FORMS if key in document]
@@ -142,6 +140,15 @@ def _array(value: object, shape: tuple[int, ...], name: str, path: str) -> np.nd
     if not np.isfinite(array).all():
         raise InputError(f"{name} holds a non-finite value", path=path)
     return array
+
+
+def _holding(count: int):
+    """An ``.npz`` header check: exactly ``count`` numbers (before the member is inflated)."""
+    def check(shape: tuple[int, ...], dtype: np.dtype) -> str | None:
+        if math.prod(shape) != count or dtype.kind not in "uif":
+            return f"must hold {count} numbers, got shape {shape} of {dtype}"
+        return None
+    return check
 
 
 def _numbers(array: np.ndarray, count: int, name: str, path: str) -> np.ndarray:

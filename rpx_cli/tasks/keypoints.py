@@ -23,13 +23,13 @@ every visible GT point of every frame — accuracies = hits / ``n_points``,
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn
@@ -180,10 +180,7 @@ def nearest_index(candidates: np.ndarray, queries: np.ndarray) -> np.ndarray:
 
 def parse_correspondences(data: np.ndarray, path: str, *, prediction: bool) -> Correspondences:
     """Parse one GT (``visibility`` allowed) or prediction (``scores`` allowed) JSON file."""
-    try:
-        document = json.loads(data.tobytes())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc})", path=path) from None
+    document = loads_json(memoryview(data), path)
     if not isinstance(document, dict) or "points0" not in document or "points1" not in document:
         extra = ', "scores": [...]' if prediction else ', "visibility": [...]'
         raise InputError('expected {"points0": [[x, y], ...], "points1": [[x, y], ...]' + extra
