@@ -167,7 +167,7 @@ def _fast(objects: list[Any], prediction: bool, box_format: str,
     if prediction:  # iscrowd and area describe GT; a detection's area is its box's
         return Boxes(box, labels, scores, np.zeros(n, bool), area)
     crowd = list(map(dict.get, objects, repeat("iscrowd"), repeat(0)))
-    if not set(map(type, crowd)) <= {int, bool}:
+    if not (set(map(type, crowd)) <= {int, bool} and set(crowd) <= {0, 1}):
         return None
     crowd = np.array(crowd, dtype=bool)
     given = list(map(dict.get, objects, repeat("area")))
@@ -213,7 +213,12 @@ def _checked(objects: list[Any], path: str, prediction: bool, box_format: str) -
                                  path=path)
             scores.append(float(score))
         boxes.append((x1, y1, w, h))
-        crowd.append(bool(item.get("iscrowd", 0)) and not prediction)
+        flag = item.get("iscrowd", 0)
+        if not prediction and (type(flag) not in (int, bool) or flag not in (0, 1)):
+            # "0" or [0] would be truthy: a silent crowd region that drops the GT box
+            raise InputError(f"{where}: 'iscrowd' must be 0, 1, true or false, got {flag!r}",
+                             path=path)
+        crowd.append(bool(flag) and not prediction)
         given = None if prediction else item.get("area")
         if given is not None and (isinstance(given, bool) or not isinstance(given, (int, float))
                                   or not math.isfinite(given) or given < 0):

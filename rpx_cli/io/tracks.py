@@ -29,6 +29,7 @@ from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
 
 _SEPARATORS = re.compile(rb"[,\s]+")
+_MAX_EXACT = 2.0**53
 
 
 @dataclass
@@ -85,6 +86,9 @@ def parse_mot_text(data: bytes, path: str) -> Tracks:
     for column, name in ((0, "frame"), (1, "id")):
         _first_error(table[:, column] != np.floor(table[:, column]), line_numbers,
                      f"{name} must be an integer", path)
+        # beyond 2^53 a float64 cannot tell neighbouring integers apart (two ids would merge)
+        _first_error(np.abs(table[:, column]) > _MAX_EXACT, line_numbers,
+                     f"{name} must be within ±2^53", path)
     _first_error((table[:, 4] < 0) | (table[:, 5] < 0), line_numbers,
                  "box width and height must be >= 0", path)
     frame, ids = table[:, 0].astype(np.int64), table[:, 1].astype(np.int64)
@@ -169,6 +173,8 @@ def parse_tracks_json(data: bytes, path: str, *, box_format: str = "xyxy") -> Tr
         number = entry.get("frame")
         if not isinstance(number, int) or isinstance(number, bool):
             raise InputError(f"frames[{k}].frame must be an integer, got {number!r}", path=path)
+        if abs(number) > _MAX_EXACT:
+            raise InputError(f"frames[{k}].frame must be within ±2^53, got {number}", path=path)
         if previous is not None and number <= previous:
             raise InputError(f"frames[{k}]: frames out of order: frame {number} after frame "
                              f"{previous}", path=path)

@@ -31,6 +31,7 @@ import numpy as np
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.values import MAX_MAGNITUDE, beyond, json_numbers
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn
 from rpx_cli.tasks.registry import register_task
@@ -208,17 +209,17 @@ def parse_correspondences(data: np.ndarray, path: str, *, prediction: bool) -> C
 def _xy(value: object, name: str, path: str) -> np.ndarray:
     if isinstance(value, list) and not value:
         return np.zeros((0, 2))
-    try:
-        array = np.asarray(value) if isinstance(value, list) else None
-    except ValueError:  # ragged nesting
-        array = None
     # numbers only: strings, null and booleans are refused, not converted
-    if array is None or array.ndim != 2 or array.shape[1] != 2 or array.dtype.kind not in "iuf":
+    array = json_numbers(value, 2)
+    if array is None or array.shape[1] != 2:
         raise InputError(f"'{name}' must be a list of [x, y] number pairs", path=path)
-    array = array.astype(np.float64, copy=False)
     if not np.isfinite(array).all():
         bad = int(np.flatnonzero(~np.isfinite(array).all(axis=1))[0])
         raise InputError(f"'{name}' has a non-finite coordinate (point {bad})", path=path)
+    if beyond(array).any():
+        bad = int(np.flatnonzero(beyond(array).any(axis=1))[0])
+        raise InputError(f"'{name}' has a coordinate beyond ±{MAX_MAGNITUDE:g} px (point {bad})",
+                         path=path)
     return array
 
 
