@@ -11,6 +11,7 @@ submission order whatever ``jobs`` is, so nothing a job returns can depend on it
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -198,10 +199,13 @@ def run_units(job: Callable[[Worker, Any], T], units: Sequence[Any], *, jobs: in
     chunksize = max(1, min(8, len(units) // (jobs * 16)))
     results = _parallel_map(units, jobs=jobs, chunksize=chunksize,
                             initargs=(job, digest, cache))
-    for unit, result in zip(units, results, strict=True):
-        if progress is not None:
-            progress(1 if weight is None else weight(unit))
-        yield result
+    try:
+        for unit, result in zip(units, results, strict=True):
+            if progress is not None:
+                progress(1 if weight is None else weight(unit))
+            yield result
+    finally:  # closed early (an error or a signal in the consumer): stop the workers now
+        results.close()
 
 
 _job: tuple[Callable[[Worker, Any], Any], Worker] | None = None
@@ -211,7 +215,27 @@ def _init_process(job: Callable[[Worker, Any], Any], digest: bool,
                   cache: DigestCache | None) -> None:
     global _job
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C, once
+    for name in ("SIGTERM", "SIGHUP"):  # the parent's handlers raise; a worker just stops
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+    _die_with_parent()
     _job = (job, Worker(digest=digest, cache=cache))
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel sends this worker SIGKILL when the process that forked it dies, even
+    by SIGKILL, so no worker outlives its run (PR_SET_PDEATHSIG)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before the call
+        os._exit(1)
 
 
 def _run_in_process(unit: Any) -> Any:
@@ -362,6 +386,14 @@ def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 
     result = RunResult(stats=StatTable.empty(collector.declared))
     job = PairJob(task, params, keep_rows, tuple(calculators))
     outcomes = run_units(job, pairs, jobs=jobs, digest=digest, cache=cache, progress=progress)
+    with contextlib.closing(outcomes):
+        _collect(task, pairs, outcomes, collector, result)
+    result.stats = collector.table()
+    return result
+
+
+def _collect(task: Task, pairs: Sequence[Pair], outcomes: Iterator[Outcome], collector: Collector,
+             result: RunResult) -> None:
     for pair, outcome in zip(pairs, outcomes, strict=True):
         result.tally.add(outcome.tally)
         if outcome.error is not None:
@@ -380,5 +412,3 @@ def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 
                 result.digests.setdefault(role, {}).update(digests)
         for kind, path in outcome.warnings:
             result.warnings.setdefault(kind, []).append(path)
-    result.stats = collector.table()
-    return result

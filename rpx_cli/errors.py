@@ -17,7 +17,19 @@ class ExitStatus(IntEnum):
     FAILED = 1  # the evaluation could not be completed; no report written
     USAGE = 2  # invalid flags or flag values
     GATE_FAILED = 3  # report written, but a gate failed
-    INTERRUPTED = 130
+    HANGUP = 129  # SIGHUP (128 + 1): the terminal or session went away; no report written
+    INTERRUPTED = 130  # SIGINT, Ctrl-C (128 + 2)
+    TERMINATED = 143  # SIGTERM (128 + 15): CI cancellation, Slurm, timeout, kill
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread by the CLI's handler: a subclass of
+    KeyboardInterrupt, so it stops a run exactly as Ctrl-C does (workers terminated, no
+    report, no temporary file); the exit status is 128 + the signal number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 class RpxError(Exception):
