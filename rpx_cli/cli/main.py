@@ -15,7 +15,7 @@ import click
 
 from rpx_cli import __version__
 from rpx_cli.cli.options import SHOW_TRACEBACK, SuggestingGroup
-from rpx_cli.errors import EvaluationFailed, ExitStatus, Interrupted, RpxError
+from rpx_cli.errors import EvaluationFailed, ExitStatus, Interrupted, RpxError, escaped, located
 
 
 class RpxGroup(SuggestingGroup):
@@ -64,27 +64,24 @@ class RpxGroup(SuggestingGroup):
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
             what = "interrupted" if signum == signal.SIGINT else \
                 f"stopped by {signal.Signals(signum).name}"
-            click.echo(f"rpx: {what}; no report written", err=True)
+            _say(f"rpx: {what}; no report written")
             ctx.exit(128 + signum)
         if isinstance(exc, EvaluationFailed):
             for error in exc.errors:
-                click.echo(f"rpx: {_located(error.path, error.message)}", err=True)
-            click.echo(f"rpx: {exc}", err=True)
+                _say(f"rpx: {located(error.path, error.message)}")
+            _say(f"rpx: {exc}")
             ctx.exit(exc.exit_status)
         if isinstance(exc, RpxError):
             if exc.exit_status == ExitStatus.USAGE:
-                raise click.UsageError(str(exc), ctx=ctx) from None
-            click.echo(f"rpx: {exc}", err=True)
+                raise click.UsageError(escaped(str(exc)), ctx=ctx) from None
+            _say(f"rpx: {exc}")
             ctx.exit(exc.exit_status)
         if not isinstance(exc, Exception):
             raise exc
         if SHOW_TRACEBACK["enabled"]:
             traceback.print_exception(exc, file=sys.stderr)
-        click.echo(
-            f"rpx: internal error: {type(exc).__name__}: {exc} "
-            "(please report it; --traceback shows where)",
-            err=True,
-        )
+        _say(f"rpx: internal error: {type(exc).__name__}: {exc} "
+             "(please report it; --traceback shows where)")
         ctx.exit(ExitStatus.FAILED)
 
 
@@ -124,7 +121,7 @@ def one_line_warnings() -> Iterator[None]:
     library's file name and source line."""
     def show(message, category, filename, lineno, file=None, line=None) -> None:
         text = str(message).strip().splitlines()
-        click.echo(f"rpx: warning: {category.__name__}: {text[0] if text else ''}", err=True)
+        _say(f"rpx: warning: {category.__name__}: {text[0] if text else ''}")
 
     with warnings.catch_warnings():
         warnings.showwarning = show
@@ -150,8 +147,9 @@ def _print_version(ctx: click.Context, value: bool) -> None:
         ctx.exit()
 
 
-def _located(path: str, message: str) -> str:
-    return message if path and message.startswith(path) else f"{path}: {message}"
+def _say(line: str) -> None:
+    """One line on stderr, file names that are not UTF-8 escaped (``ls -b``)."""
+    click.echo(escaped(line), err=True)
 
 
 @click.group(name="rpx", cls=RpxGroup, context_settings={"help_option_names": ["-h", "--help"],
