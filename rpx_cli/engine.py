@@ -62,7 +62,7 @@ class Worker:
         self._held: dict[tuple[str, int], str] = {}  # (role, slot) -> relative path read into it
         self._digests: Digests = {}
         self.tally = CacheTally()
-        self.warnings: list[tuple[str, str]] = []
+        self.warnings: dict[tuple[str, str], None] = {}  # (kind, path), once each, in order
 
     def read(self, role: str, path: str, rel: str | None, parse: Callable[[str, FileBuffer], T],
              *, slot: int = 0) -> T:
@@ -83,8 +83,7 @@ class Worker:
         return value
 
     def warn(self, kind: str, path: str) -> None:
-        if (kind, path) not in self.warnings:  # a file counts once per kind
-            self.warnings.append((kind, path))
+        self.warnings[(kind, path)] = None  # a file counts once per kind
 
     def take_digests(self) -> Digests:
         """The digests of every file read since the last call (waits for the hashing)."""
@@ -99,7 +98,7 @@ class Worker:
         return out
 
     def take_warnings(self) -> list[tuple[str, str]]:
-        out, self.warnings = self.warnings, []
+        out, self.warnings = list(self.warnings), {}
         return out
 
     def forget(self) -> None:

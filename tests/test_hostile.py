@@ -669,3 +669,23 @@ def test_workers_die_with_a_killed_parent(busy_folders: Path, tmp_path: Path) ->
     while any(_alive(pid) for pid in workers) and time.monotonic() < gone_by:
         time.sleep(0.02)
     assert not [pid for pid in workers if _alive(pid)]
+
+
+@pytest.mark.parametrize("flag", ["class-map", "class-names", "coco"])
+def test_flag_files_nested_2000_deep(tmp_path: Path, flag: str) -> None:
+    """Every JSON reader, not only the per-stem ones: files given by a flag."""
+    deep = write(tmp_path / "deep.json", DEEP)
+    out = tmp_path / "out.json"
+    if flag == "coco":
+        write(tmp_path / "dt.json", [])
+        args = ["eval", "detection", "--coco-gt", "deep.json", "--coco-dt", "dt.json"]
+    elif flag == "class-map":
+        good_pair(tmp_path, "detection")
+        args = ["eval", "detection", "--pred-dir", "pred", "--gt-dir", "gt", "--class-map", "deep.json"]
+    else:
+        write(tmp_path / "gt" / "a.png", png_bytes(4, 4))
+        write(tmp_path / "pred" / "a.png", png_bytes(4, 4))
+        args = ["eval", "segmentation", "--pred-dir", "pred", "--gt-dir", "gt", "--class-names",
+                "deep.json"]
+    child = run_child([*args, "-o", str(out), "--jobs", "1"], tmp_path)
+    assert_refused(child, deep.name, "nested too deeply", out)
