@@ -689,3 +689,12 @@ def test_flag_files_nested_2000_deep(tmp_path: Path, flag: str) -> None:
                 "deep.json"]
     child = run_child([*args, "-o", str(out), "--jobs", "1"], tmp_path)
     assert_refused(child, deep.name, "nested too deeply", out)
+
+
+@pytest.mark.parametrize("command", [["show"], ["validate"], ["check", "--require", "aggregate.x>0"]])
+def test_a_report_that_is_a_fifo(tmp_path: Path, command: list[str]) -> None:
+    os.mkfifo(tmp_path / "report.json")
+    child = run_child([command[0], "report.json", *command[1:]], tmp_path, timeout=30)
+    assert child.returncode == 1, child.stderr
+    assert child.stderr.strip().splitlines() == [
+        "rpx: report.json: is a FIFO, not a regular file (rpx reads regular files only)"]
