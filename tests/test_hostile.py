@@ -277,6 +277,11 @@ PAIR_CASES = {
     "sparse-depth-1e300": Case("sparse-depth", "pred", "bad.json",
                                {"coordinates": [[0, 0]], "depths": [1e300]},
                                "outside the physical range"),
+    "detection-box-1e200": Case("detection", "pred", "bad.json", [
+        {"bbox": [0, 0, 1e200, 1e200], "label": "a", "score": 0.9}], "within ±1e+12"),
+    "grounding-box-1e200": Case("grounding", "pred", "bad.json",
+                                {"boxes": [[0, 0, 1e200, 1e200]], "scores": [1.0]}, "within ±1e+12"),
+    "mot-box-1e200": Case("tracking", "pred", "bad.txt", b"1,1,0,0,1e200,1e200,1\n", "beyond ±1e+12"),
     "sparse-depth-gt-5e-324": Case("sparse-depth", "gt", "bad.json",
                                    {"coordinates": [[0, 0]], "depths": [5e-324]},
                                    "outside the physical range"),

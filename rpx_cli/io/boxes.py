@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError
+from rpx_cli.io.values import MAX_MAGNITUDE
 
 
 @dataclass
@@ -145,7 +146,7 @@ def _fast(objects: list[Any], prediction: bool, box_format: str,
             not set(map(type, chain.from_iterable(bbox))) <= _NUMBER:
         return None
     box = np.fromiter(chain.from_iterable(bbox), np.float64, count=4 * n).reshape(n, 4)
-    if not np.isfinite(box).all():
+    if not (np.abs(box) <= MAX_MAGNITUDE).all():  # NaN and inf fail too
         return None
     if codes is None:
         kinds = set(map(type, labels))
@@ -194,8 +195,10 @@ def _checked(objects: list[Any], path: str, prediction: bool, box_format: str) -
             raise InputError(f"{where}: missing 'bbox'", path=path)
         box = item["bbox"]
         if not (isinstance(box, (list, tuple)) and len(box) == 4 and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in box)):
-            raise InputError(f"{where}: 'bbox' must be four finite numbers, got {box!r}", path=path)
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                and abs(v) <= MAX_MAGNITUDE for v in box)):
+            raise InputError(f"{where}: 'bbox' must be four finite numbers within ±{MAX_MAGNITUDE:g} "
+                             f"(pixels), got {box!r}", path=path)
         x1, y1, a, b = (float(v) for v in box)
         w, h = (a - x1, b - y1) if box_format == "xyxy" else (a, b)
         if w < 0 or h < 0:

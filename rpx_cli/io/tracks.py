@@ -27,6 +27,7 @@ import numpy as np
 from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.values import MAX_MAGNITUDE
 
 _SEPARATORS = re.compile(rb"[,\s]+")
 _MAX_EXACT = 2.0**53
@@ -83,6 +84,8 @@ def parse_mot_text(data: bytes, path: str) -> Tracks:
     used = table[:, : min(width, 8)]
     bad = ~np.isfinite(used).all(axis=1)
     _first_error(bad, line_numbers, "a value is not a finite number", path)
+    _first_error((np.abs(table[:, 2:6]) > MAX_MAGNITUDE).any(axis=1), line_numbers,
+                 f"a box value is beyond ±{MAX_MAGNITUDE:g} (pixels)", path)
     for column, name in ((0, "frame"), (1, "id")):
         _first_error(table[:, column] != np.floor(table[:, column]), line_numbers,
                      f"{name} must be an integer", path)
@@ -214,9 +217,10 @@ def _tracks_from_objects(frame: np.ndarray, objects: list[tuple[int, Any]], path
         sorted(set(raw_ids), key=lambda v: (isinstance(v, str), v)))}
     ids = np.fromiter(map(codes.__getitem__, raw_ids), np.int64, n)
     box = np.asarray(boxes, np.float64)
-    if not np.isfinite(box).all():
-        bad = int(np.argmax(~np.isfinite(box).all(axis=1)))
-        raise InputError(f"frames[{objects[bad][0]}]: 'bbox' must be finite", path=path)
+    if not (np.abs(box) <= MAX_MAGNITUDE).all():  # NaN and inf fail too
+        bad = int(np.argmax(~(np.abs(box) <= MAX_MAGNITUDE).all(axis=1)))
+        raise InputError(f"frames[{objects[bad][0]}]: 'bbox' must be finite and within "
+                         f"±{MAX_MAGNITUDE:g} (pixels)", path=path)
     if box_format == "xywh":
         box[:, 2] = box[:, 0] + box[:, 2]
         box[:, 3] = box[:, 1] + box[:, 3]
