@@ -185,6 +185,7 @@ GOOD: dict[str, tuple[str, object, object]] = {
                      {"coordinates": [[0, 0]], "depths": [1.5]}),
     "pose": ("json", {"R": EYE, "t": [0, 0, 0]}, {"R": EYE, "t": [0, 0, 1]}),
     "classification": ("json", {"label": "cat"}, {"label": "cat"}),
+    "nvs": ("npy", np.zeros((16, 16, 3)), np.full((16, 16, 3), 0.5)),
     "detection3d": ("json", [BOX3D], [{**BOX3D, "detection_score": 0.5}]),
 }
 
@@ -224,6 +225,7 @@ class Case:
     content: object | Callable[[], object]
     message: str
     other: object | None = None
+    args: tuple[str, ...] = ()
 
 
 @functools.cache
@@ -282,6 +284,8 @@ PAIR_CASES = {
     "grounding-box-1e200": Case("grounding", "pred", "bad.json",
                                 {"boxes": [[0, 0, 1e200, 1e200]], "scores": [1.0]}, "within ±1e+12"),
     "mot-box-1e200": Case("tracking", "pred", "bad.txt", b"1,1,0,0,1e200,1e200,1\n", "beyond ±1e+12"),
+    "nvs-float-image-1e308": Case("nvs", "pred", "bad.npy", np.full((16, 16, 3), 1e308),
+                                  "beyond ±1e+12", args=("--data-range", "1")),
     "sparse-depth-gt-5e-324": Case("sparse-depth", "gt", "bad.json",
                                    {"coordinates": [[0, 0]], "depths": [5e-324]},
                                    "outside the physical range"),
@@ -358,7 +362,7 @@ def test_hostile_pair_is_the_files_input_error(tmp_path: Path, name: str) -> Non
     out, kept = tmp_path / "out" / "report.json", tmp_path / "kept" / "report.json"
     out.parent.mkdir()
     kept.parent.mkdir()
-    args = [*command(case.task), "--pred-dir", "pred", "--gt-dir", "gt", "--jobs", "1"]
+    args = [*command(case.task), "--pred-dir", "pred", "--gt-dir", "gt", "--jobs", "1", *case.args]
     failing = start_child([*args, "-o", str(out)], alone)  # both at once: two cores
     skipping = start_child([*args, "-o", str(kept), "--on-error", "skip", "--quiet"], batch)
     assert_refused(finish_child(failing), bad_alone.relative_to(alone), case.message, out)
