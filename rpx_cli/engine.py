@@ -130,16 +130,16 @@ def guarded_parse(parse: Callable[[str, FileBuffer], T], path: str, buffer: File
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            return parse(path, buffer)
+            value = parse(path, buffer)
         except MemoryError:
             raise InputError("too large to read into memory", path=path) from None
         except RecursionError:
             raise InputError("nested too deeply to read", path=path) from None
         except OverflowError as exc:
             raise InputError(f"holds a value out of range ({first_line(exc)})", path=path) from None
-        finally:
-            for record in caught:
-                warn(warning_kind(record), path)
+    for record in caught:  # a file that is refused gets its error line only
+        warn(warning_kind(record), path)
+    return value
 
 
 def warning_kind(record: warnings.WarningMessage) -> str:
