@@ -35,6 +35,10 @@ import numpy as np
 import pytest
 from helpers import ROOT
 
+# a child process per case (two at once where a case runs both --on-error modes): each
+# test takes about a second
+pytestmark = pytest.mark.slow
+
 MEMORY_MB = 768  # address space of each child: far below any blow-up in the issue
 TIMEOUT_S = 60
 
@@ -623,7 +627,6 @@ def busy_folders(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_signals_stop_the_workers(busy_folders: Path, tmp_path: Path, signum: int) -> None:
@@ -657,7 +660,6 @@ def test_signals_stop_the_workers(busy_folders: Path, tmp_path: Path, signum: in
     assert not out.exists() and leftovers(tmp_path) == []
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_workers_die_with_a_killed_parent(busy_folders: Path, tmp_path: Path) -> None:
     """SIGKILL cannot be handled: the workers are told by the kernel (PR_SET_PDEATHSIG)."""
