@@ -208,6 +208,7 @@ def run_units(job: Callable[[Worker, Any], T], units: Sequence[Any], *, jobs: in
 
 
 _job: tuple[Callable[[Worker, Any], Any], Worker] | None = None
+_parent_pid = os.getpid()  # set again before each pool is forked
 
 
 def _init_process(job: Callable[[Worker, Any], Any], digest: bool,
@@ -233,7 +234,7 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
     except (OSError, AttributeError):
         return
-    if os.getppid() == 1:  # the parent died before the call
+    if os.getppid() != _parent_pid:  # the parent died before the call (rpx may be PID 1)
         os._exit(1)
 
 
@@ -245,7 +246,9 @@ def _run_in_process(unit: Any) -> Any:
 
 def _parallel_map(units: Sequence[Any], *, jobs: int, chunksize: int,
                   initargs: tuple[Any, ...]) -> Iterator[Any]:
+    global _parent_pid
     shutdown_digest_thread()  # fork only a single-threaded process
+    _parent_pid = os.getpid()
     method = "fork" if sys.platform.startswith("linux") else None
     # ProcessPoolExecutor, not multiprocessing.Pool: a worker killed by the OOM killer
     # breaks the pool (an error) instead of losing its task (a hang).
