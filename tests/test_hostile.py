@@ -628,8 +628,12 @@ def busy_folders(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
-def test_signals_stop_the_workers(busy_folders: Path, tmp_path: Path, signum: int) -> None:
+@pytest.mark.parametrize(("signum", "repeats"), [(signal.SIGTERM, 1), (signal.SIGHUP, 1),
+                                                 (signal.SIGINT, 1), (signal.SIGTERM, 5)])
+def test_signals_stop_the_workers(busy_folders: Path, tmp_path: Path, signum: int,
+                                  repeats: int) -> None:
+    """Exit 128 + the signal (143, 129, 130), workers gone within a second, no report, no
+    temporary file; a signal repeated while rpx stops (Slurm, CI) changes nothing."""
     out = tmp_path / "report.json"
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     child = subprocess.Popen(
@@ -645,7 +649,9 @@ def test_signals_stop_the_workers(busy_folders: Path, tmp_path: Path, signum: in
         assert len(workers) == 2, "the workers never started"
         time.sleep(0.5)  # well inside the run
         assert child.poll() is None, "the run ended before the signal"
-        child.send_signal(signum)
+        for _ in range(repeats):
+            child.send_signal(signum)
+            time.sleep(0.01)
         _, stderr = child.communicate(timeout=20)
     finally:
         if child.poll() is None:

@@ -92,7 +92,8 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if 
 
 def _raise_interrupted(signum: int, frame: object) -> None:
     RECEIVED.append(signum)
-    raise Interrupted(signum)
+    if len(RECEIVED) == 1:  # a second signal while stopping (Slurm, CI retries) is noted only
+        raise Interrupted(signum)
 
 
 @contextlib.contextmanager
@@ -110,8 +111,9 @@ def stop_signals() -> Iterator[None]:
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        if not RECEIVED:  # after a stop signal, later ones are only noted: the exit stays 128+N
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
 
 @contextlib.contextmanager
