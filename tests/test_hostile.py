@@ -629,7 +629,8 @@ def busy_folders(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize(("signum", "repeats"), [(signal.SIGTERM, 1), (signal.SIGHUP, 1),
-                                                 (signal.SIGINT, 1), (signal.SIGTERM, 5)])
+                                                 (signal.SIGINT, 1), (signal.SIGTERM, 5),
+                                                 (signal.SIGINT, 5)])
 def test_signals_stop_the_workers(busy_folders: Path, tmp_path: Path, signum: int,
                                   repeats: int) -> None:
     """Exit 128 + the signal (143, 129, 130), workers gone within a second, no report, no

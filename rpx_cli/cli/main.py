@@ -87,7 +87,8 @@ class RpxGroup(SuggestingGroup):
 
 # signals received by this run (the last one decides the exit status)
 RECEIVED: list[int] = []
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))
 
 
 def _raise_interrupted(signum: int, frame: object) -> None:
@@ -99,10 +100,11 @@ def _raise_interrupted(signum: int, frame: object) -> None:
 @contextlib.contextmanager
 def stop_signals() -> Iterator[None]:
     """SIGTERM (CI cancellation, Slurm, ``timeout``) and SIGHUP stop a run the way Ctrl-C
-    does: :class:`Interrupted` is raised in the main thread, the engine terminates its
-    workers, no report or temporary file is left, and rpx exits 128 + the signal number
-    (143, 129). The previous handlers are restored afterwards (the CLI runs in-process in
-    tests and notebooks)."""
+    (SIGINT) does: :class:`Interrupted` is raised in the main thread, the engine terminates
+    its workers, no report or temporary file is left, and rpx exits 128 + the signal number
+    (143, 129, 130). A second signal while stopping is only noted. The previous handlers are
+    restored afterwards unless a signal came (the CLI runs in-process in tests and
+    notebooks)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
