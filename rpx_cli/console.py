@@ -115,9 +115,11 @@ def print_lines(lines: Sequence[str], *, style: str | None = None) -> None:
     """Plain lines on stderr (warnings, summaries), no markup interpretation."""
     if not lines:
         return  # rich is not even imported (~25 ms)
+    from rpx_cli.errors import escaped
+
     console = stderr_console()
-    for line in lines:
-        console.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
+    for line in lines:  # file names that are not UTF-8 escaped (ls -b), one line each
+        console.print(escaped(line), style=style, markup=False, highlight=False, soft_wrap=True)
 
 
 def render_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,

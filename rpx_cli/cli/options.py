@@ -11,6 +11,16 @@ from typing import Any
 import click
 
 SHOW_TRACEBACK = {"enabled": False}
+INT64_MAX = 2**63 - 1
+MAX_JOBS = 4096  # worker processes; more than any machine's CPUs
+MAX_SHARDS = 1_000_000
+
+
+def int_range(minimum: int | None = None, maximum: int = INT64_MAX, *,
+              min_open: bool = False) -> click.IntRange:
+    """An integer option: every one is bounded (at most 64 bits by default), so a value of
+    99999999999999999999999 is a usage error (exit 2), never an overflow further on."""
+    return click.IntRange(min=minimum, max=maximum, min_open=min_open)
 
 
 def enable_traceback(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
@@ -63,6 +73,8 @@ class ShardType(click.ParamType):
         head, sep, tail = str(value).partition("/")
         if not (sep and head.isdigit() and tail.isdigit() and 1 <= int(head) <= int(tail)):
             self.fail(f"expected K/N with 1 <= K <= N (e.g. 2/4), got {value!r}", param, ctx)
+        if int(tail) > MAX_SHARDS:
+            self.fail(f"at most {MAX_SHARDS:,} shards, got {tail}", param, ctx)
         return int(head), int(tail)
 
 
@@ -230,7 +242,7 @@ def pair_options(*, default_missing: str,
                      show_default=True,
                      help="A pair that cannot be read: list every such pair and exit 1 "
                           "without a report, or record it under 'errors' and go on."),
-        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+        click.option("-j", "--jobs", type=int_range(1, MAX_JOBS), default=None,
                      help="Worker processes [default: CPUs available]. Never changes a number."),
         click.option("--shard", type=ShardType(), default=None,
                      help="Evaluate only shard K of N (stable hash of the stem) and write a "
@@ -398,7 +410,9 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
             invocation=invocation, progress=ProgressBar(task, enabled=verbose, plain=plain), aux=aux,
             digest_cache=cache, **(strata or {}),
         )
-    skipped = [f"skipped: {e['path']}: {e['message']}" for e in evaluation.report["errors"]]
+    from rpx_cli.errors import located
+
+    skipped = [f"skipped: {located(e['path'], e['message'])}" for e in evaluation.report["errors"]]
     skipped += unpaired_note(evaluation.report, missing)
     # the one-line summary: always, unless --quiet (a CI log too)
     finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,

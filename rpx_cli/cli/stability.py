@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from rpx_cli.cli.options import (
+    MAX_JOBS,
     compact_option,
     config_option,
     depth_scale_option,
@@ -12,6 +13,7 @@ from rpx_cli.cli.options import (
     digest_cache_setting,
     finish,
     html_option,
+    int_range,
     invocation_of,
     out_option,
     plain_progress,
@@ -48,7 +50,7 @@ _DIR = click.Path(file_okay=False, path_type=str)
               help="A stem in the manifest or the folder only, a frame without a number or GT "
                    "depth, two frames with one number: fail, or leave those frames out and "
                    "list them under 'unpaired' / 'skipped'.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+@click.option("-j", "--jobs", type=int_range(1, MAX_JOBS), default=None,
               help="Worker processes [default: CPUs available]. Never changes a number.")
 @out_option()
 @digest_cache_options

@@ -13,6 +13,7 @@ from rpx_cli.cli.options import (
     emit_html,
     emit_report,
     html_option,
+    int_range,
     invocation_of,
     out_option,
     raise_if_failed,
@@ -117,7 +118,7 @@ class NoRegressionType(click.ParamType):
 @click.option("--require-no-regression", "no_regression", type=NoRegressionType(), multiple=True,
               help="Exit 3 if NEW is worse than BASE on METRIC by more than TOL (absolute, or "
                    "'5%' relative; default 0). A bare name means aggregate.<name>. Repeatable.")
-@click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
+@click.option("--bootstrap", type=int_range(0), default=1000, show_default=True,
               help="Paired bootstrap resamples over the shared stems (0 = off; needs rows).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json",

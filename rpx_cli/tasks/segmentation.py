@@ -16,14 +16,15 @@ dropped, which would reward garbage.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
+from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.regular import read_bytes
 from rpx_cli.ops.confusion import (
     FrameConfusion,
     average_scores,
@@ -46,15 +47,11 @@ PNG_255 = "png-255"  # warning: an 8-bit GT PNG holds 255, which is not ignored
 def load_class_names(path: str) -> list[str]:
     """One name per line (blank lines and ``#`` comments skipped), or a JSON list."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise InputError(f"cannot read class names: {exc.strerror or exc}", path=path) from None
+        text = read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("class names: not UTF-8 text", path=path) from None
     if text.lstrip().startswith("["):
-        try:
-            names = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"class names: not valid JSON ({exc})", path=path) from None
+        names = loads_json(text.encode(), path, "class names: ")
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise InputError("class names: expected a JSON list of strings", path=path)
     else:
