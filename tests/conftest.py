@@ -1,9 +1,10 @@
-"""Shared fixtures: one CLI runner that validates every report it sees, and mask writers."""
+"""Shared fixtures: one CLI runner that validates every report it sees.
+
+Plain helpers (paths, file writers, report checks) are in helpers.py.
+"""
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import shlex
 import tempfile
@@ -11,50 +12,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
 import example_task  # noqa: F401  (registers the test-only task "cer")
-import numpy as np
 import pytest
 from click.testing import CliRunner
+from helpers import parse_report
 
 from rpx_cli.cli.main import cli
-from rpx_cli.report.schemas import detect_kind, validation_errors
 
 # the digest cache of every run in the suite: a fresh folder, never the user's
 os.environ["RPX_DIGEST_CACHE"] = tempfile.mkdtemp(prefix="rpx-test-digests-")
-
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures"
-# golden cases: the product's fixtures, and those of tasks defined only in the test suite
-FIXTURE_ROOTS = (FIXTURES, ROOT / "tests" / "fixtures")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true",
                      help="Rewrite fixtures/*/*/expected.json from the current output (review the diff).")
-
-
-def assert_finite(value: Any, path: str = "$") -> None:
-    """No NaN or infinity anywhere in a parsed report."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            assert_finite(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            assert_finite(item, f"{path}[{index}]")
-    elif isinstance(value, float):
-        assert math.isfinite(value), f"non-finite number at {path}"
-
-
-def parse_report(text: str | bytes) -> dict[str, Any]:
-    """Parse strictly (NaN/Infinity tokens are rejected) and validate against the schema."""
-    def refuse(token: str) -> None:
-        raise AssertionError(f"report contains the non-JSON token {token}")
-
-    report = json.loads(text, parse_constant=refuse)
-    assert_finite(report)
-    problems = validation_errors(report, detect_kind(report))
-    assert not problems, "report does not match its schema:\n" + "\n".join(problems)
-    return report
 
 
 @dataclass
@@ -69,18 +41,54 @@ class Run:
         return parse_report(self.stdout_bytes)
 
 
+def _command(argv: list[str]) -> click.Command | None:
+    """The click command ``argv`` names (``eval depth`` -> the depth command), walking
+    groups and skipping their own options (``--config FILE``)."""
+    command: click.Command | None = cli
+    tokens = iter(argv)
+    for token in tokens:
+        if not isinstance(command, click.Group):
+            break
+        if token.startswith("-"):
+            option = next((p for p in command.params if token.split("=")[0] in p.opts), None)
+            if isinstance(option, click.Option) and not option.is_flag and "=" not in token:
+                next(tokens, None)  # the option's value
+            continue
+        command = command.get_command(click.Context(command), token)
+    return command
+
+
+def _sets_jobs(argv: list[str]) -> bool:
+    return any(a in ("-j", "--jobs") or a.startswith(("--jobs=", "-j")) for a in argv)
+
+
+def with_one_job(argv: list[str]) -> list[str]:
+    """``argv`` + ``--jobs 1`` when its command takes ``--jobs`` and argv does not set it."""
+    command = _command(argv)
+    takes_jobs = command is not None and any("--jobs" in p.opts for p in command.params)
+    return [*argv, "--jobs", "1"] if takes_jobs and not _sets_jobs(argv) else argv
+
+
 @pytest.fixture
 def rpx(monkeypatch: pytest.MonkeyPatch):
     """Invoke the CLI in-process: ``rpx("saliency-mb --pred-dir ...")`` or a list of args.
 
     Every report written to stdout or to ``-o``/``--out`` is parsed strictly and validated
     against its JSON Schema.
+
+    Commands that take ``--jobs`` (``eval <task>``, ``saliency-mb``, ``coherence``,
+    ``stability``: whichever click command declares the option) run with ``--jobs 1``
+    unless the test passes ``--jobs``/``-j`` itself: the default, one worker per CPU,
+    would start a process pool in every test. Tests about parallelism pass ``--jobs 2``
+    (or more) explicitly.
     """
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
 
     def invoke(args: str | list[str], **kwargs: Any) -> Run:
         argv = shlex.split(args) if isinstance(args, str) else [str(a) for a in args]
-        outs = [Path(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a in ("-o", "--out", "--out-json")]
+        argv = with_one_job(argv)
+        outs = [Path(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a in ("-o", "--out", "--out-json")
+                and argv[0] != "report"]  # rpx report -o writes HTML
         before = {out: out.read_bytes() if out.is_file() else None for out in outs}
         runner = CliRunner()
         result = runner.invoke(cli, argv, catch_exceptions=False, **kwargs)
@@ -93,51 +101,3 @@ def rpx(monkeypatch: pytest.MonkeyPatch):
         return run
 
     return invoke
-
-
-def write_pgm(path: Path, array: np.ndarray, maxval: int | None = None, *, ascii: bool = False,
-              header: str | None = None) -> Path:
-    """Write a PGM; 16-bit samples big-endian as the format requires."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    height, width = array.shape
-    maxval = maxval if maxval is not None else (255 if array.dtype == np.uint8 else 65535)
-    head = header if header is not None else f"P{'2' if ascii else '5'}\n{width} {height}\n{maxval}\n"
-    if ascii:
-        body = "\n".join(" ".join(str(int(v)) for v in row) for row in array) + "\n"
-        path.write_bytes(head.encode() + body.encode())
-    else:
-        dtype = np.uint8 if maxval < 256 else np.dtype(">u2")
-        path.write_bytes(head.encode() + array.astype(dtype).tobytes())
-    return path
-
-
-def write_png(path: Path, array: np.ndarray) -> Path:
-    import imageio.v3 as iio
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    iio.imwrite(path, array)
-    return path
-
-
-def write_npy(path: Path, array: np.ndarray) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, array)
-    return path
-
-
-def assert_jobs_and_shards_agree(rpx, command: str, tmp_path: Path, *, shards: int = 3) -> None:
-    """``command`` (an ``rpx eval ...`` line) gives the same numbers with --jobs 1, --jobs 2
-    and as --shard parts merged with ``rpx merge``."""
-    one = rpx(f"{command} --jobs 1").json
-    two = rpx(f"{command} --jobs 2").json
-    parts = []
-    for k in range(1, shards + 1):
-        out = tmp_path / f"part{k}.json"
-        assert rpx(f"{command} --shard {k}/{shards} -o {out}").exit_code == 0
-        parts.append(str(out))
-    merged_path = tmp_path / "merged.json"
-    assert rpx(["merge", *parts, "-o", str(merged_path)]).exit_code == 0
-    merged = json.loads(merged_path.read_text())
-    for report in (two, merged):
-        for key in ("aggregate", "dataset", "rows", "params", "metric_info"):
-            assert report[key] == one[key], key

@@ -40,7 +40,9 @@ def edit_distance(a: str, b: str) -> int:
 class CharacterErrorRate(Task):
     name = "cer"
     help = "Character error rate of OCR text lines (edit distance / GT characters)."
-    example = "rpx eval cer --pred-dir ocr/pred --gt-dir ocr/gt | jq .dataset.cer"
+    formats = "One UTF-8 .txt per stem on each side: the text line (recognised / transcribed)."
+    example = ("rpx eval cer --pred-dir tests/fixtures/cer/lines/pred "
+               "--gt-dir tests/fixtures/cer/lines/gt | jq .dataset.cer")
     suffixes = (".txt",)
     primary_metric = "cer"
     metrics = {

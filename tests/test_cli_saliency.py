@@ -9,14 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FIXTURES, parse_report, write_npy, write_pgm, write_png
+from helpers import FIXTURES, dirs, parse_report, without_provenance, write_npy, write_pgm, write_png
 
 ORIGINAL = FIXTURES / "saliency-mb" / "original-xyz"
 FORMATS = FIXTURES / "saliency-mb" / "formats"
-
-
-def dirs(root: Path) -> str:
-    return f"--pred-dir {root / 'pred'} --gt-dir {root / 'gt'}"
 
 
 def two_masks(root: Path, pred: np.ndarray, gt: np.ndarray, stem: str = "a") -> Path:
@@ -282,8 +278,7 @@ def test_jobs_never_change_the_report(rpx) -> None:
     for jobs in (1, 2, 3):
         report = rpx(f"saliency-mb {dirs(FORMATS)} --block-size 16 --jobs {jobs}").json
         assert report["run_provenance"]["args"]["jobs"] == jobs
-        report.pop("run_provenance")
-        reports.append(report)
+        reports.append(without_provenance(report))
     assert reports[0] == reports[1] == reports[2]
     assert "jobs" not in reports[0]["params"]
 

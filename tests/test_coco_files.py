@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_detection import box, dirs, generated, write
+from helpers import box, dirs, generated_detections, write_json_pair
 
 from rpx_cli.io.box_table import FrameTable
 from rpx_cli.io.boxes import Boxes
@@ -54,13 +54,13 @@ def comparable(report: dict) -> dict:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_per_stem_and_coco_files_give_the_same_report(rpx, tmp_path: Path, seed: int) -> None:
-    frames = generated(seed)
+    frames = generated_detections(seed)
     for stem, gt, pred in frames:
-        write(tmp_path, stem, gt, pred)
+        write_json_pair(tmp_path, stem, gt, pred)
     per_stem = rpx(f"eval detection {dirs(tmp_path)}").json
     files = rpx(f"eval detection {coco_files(tmp_path, frames, shuffle=seed)}").json
     # COCO orders images by id (here the reverse of stem order): only score ties between
-    # images could tell, and generated() has ties, so compare everything but the COCO view
+    # images could tell, and generated_detections() has ties, so compare everything but the COCO view
     same, other = comparable(per_stem), comparable(files)
     coco_a, coco_b = same["dataset"].pop("coco"), other["dataset"].pop("coco")
     assert same == other
@@ -79,7 +79,7 @@ def test_class_map_on_coco_files(rpx, tmp_path: Path) -> None:
 
 
 def test_coco_file_shards_merge_to_the_whole_run(rpx, tmp_path: Path) -> None:
-    frames = generated(4)
+    frames = generated_detections(4)
     args = coco_files(tmp_path, frames)
     whole = rpx(f"eval detection {args}").json
     parts = []

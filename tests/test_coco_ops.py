@@ -95,33 +95,6 @@ def test_precision_and_recall_arrays_equal_pycocotools(seed: int) -> None:
     assert np.array_equal(recall, expected_r)
 
 
-def test_the_generated_data_reaches_both_matching_paths() -> None:
-    """Guard for the test above: some detections take the closed form, others the rounds."""
-    from rpx_cli.ops import matching as ops
-    from rpx_cli.ops.boxes import iou_xywh
-
-    gt, dets = dataset(3)
-    sent = []
-    simple = ops._match_simple
-
-    def spy(problem, dets_, *args, **kwargs):
-        sent.append(len(dets_))
-        return simple(problem, dets_, *args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ops, "_match_simple", spy)
-        rpx_arrays(gt, dets)
-    hopeful = 0  # detections with IoU >= .5 with a GT of their image and category
-    for d in dets:
-        boxes = [a for a in gt["annotations"]
-                 if (a["image_id"], a["category_id"]) == (d["image_id"], d["category_id"])]
-        if boxes:
-            crowd = np.array([a["iscrowd"] for a in boxes], bool)
-            ious = iou_xywh(np.array([d["bbox"]]), np.array([a["bbox"] for a in boxes]), crowd)
-            hopeful += bool((ious >= 0.5).any())
-    assert 0 < sum(sent) < hopeful
-
-
 def test_empty_inputs() -> None:
     gt = {"images": [{"id": 1}], "categories": [{"id": 1}, {"id": 2}], "annotations": [
         {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100.0, "iscrowd": 0}]}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import parse_report, write_npy, write_png
+from helpers import FIXTURES, parse_report, without_provenance, write_npy, write_png
 from scipy import ndimage
 
 from rpx_cli.api import evaluate_dirs
@@ -25,7 +25,7 @@ def frames(root: Path, pairs: dict[str, tuple[np.ndarray, np.ndarray]]) -> str:
         else:
             write_npy(root / "mask" / f"{stem}.npy", labels)
         write_npy(root / "depth" / f"{stem}.npy", depth)
-    return f"--mask-dir {root / 'mask'} --depth-dir {root / 'depth'} --jobs 1"
+    return f"--mask-dir {root / 'mask'} --depth-dir {root / 'depth'}"
 
 
 def reference_case() -> tuple[np.ndarray, np.ndarray]:
@@ -251,10 +251,6 @@ def test_report_matches_the_reference(rpx, tmp_path: Path) -> None:
 # --- invariants ---------------------------------------------------------------------------
 
 
-def without_provenance(report: dict) -> dict:
-    return {k: v for k, v in report.items() if k != "run_provenance"}
-
-
 def test_stem_order_does_not_matter(rpx, tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     data = [random_frame(rng, (8, 9)) for _ in range(5)]
@@ -280,7 +276,7 @@ def test_shards_merge_into_the_whole_run_and_jobs_change_nothing(rpx, tmp_path: 
     merged = rpx(["merge", *parts])
     assert merged.exit_code == 0, merged.stderr
     assert without_provenance(merged.json) == without_provenance(whole)
-    two_jobs = rpx(f"coherence {dirs.replace('--jobs 1', '--jobs 2')}").json
+    two_jobs = rpx(f"coherence {dirs} --jobs 2").json
     assert without_provenance(two_jobs) == without_provenance(whole)
 
 
@@ -399,8 +395,6 @@ def test_not_an_eval_task_and_config_defaults(rpx, tmp_path: Path) -> None:
 
 
 def test_provenance_names_the_mask_and_depth_folders(rpx) -> None:
-    from conftest import FIXTURES
-
     shelf = FIXTURES / "coherence" / "shelf"
     report = rpx(["coherence", "--mask-dir", shelf / "mask", "--depth-dir", shelf / "depth"]).json
     inputs = report["run_provenance"]["inputs"]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES, dirs
 
 from rpx_cli import __version__
 from rpx_cli.report.schemas import schema_kinds
@@ -19,15 +19,47 @@ ORIGINAL = FIXTURES / "saliency-mb" / "original-xyz"
 @pytest.fixture
 def report_file(rpx, tmp_path: Path) -> Path:
     out = tmp_path / "report.json"
-    run = rpx(f"saliency-mb --pred-dir {ORIGINAL / 'pred'} --gt-dir {ORIGINAL / 'gt'} "
+    run = rpx(f"saliency-mb {dirs(ORIGINAL)} "
               f"--block-size 2 -o {out}")
     assert run.exit_code == 0
     return out
 
 
-def test_version(rpx) -> None:
-    run = rpx("--version")
-    assert run.exit_code == 0 and run.stdout.strip() == f"rpx, version {__version__}"
+def test_version_names_python_and_numpy(rpx) -> None:
+    import platform
+    from importlib import metadata
+
+    for flag in ("--version", "-V"):
+        run = rpx(flag)
+        assert run.exit_code == 0 and run.stdout == (
+            f"rpx, version {__version__} (Python {platform.python_version()}, "
+            f"numpy {metadata.version('numpy')})\n")
+
+
+@pytest.mark.parametrize(("shell", "marker"), [("bash", "complete -o nosort -F _rpx_completion rpx"),
+                                               ("zsh", "#compdef rpx"),
+                                               ("fish", "complete --no-files --command rpx")])
+def test_completion_prints_the_shell_script(rpx, shell: str, marker: str) -> None:
+    run = rpx(["completion", shell])
+    assert run.exit_code == 0 and marker in run.stdout and "_RPX_COMPLETE" in run.stdout
+    assert rpx(["completion", "tcsh"]).exit_code == 2
+
+
+def test_completion_candidates_come_from_rpx(monkeypatch) -> None:
+    """What the script asks: ``rpx eval de<TAB>`` -> depth, detection; choices of a flag."""
+    from click.testing import CliRunner
+
+    from rpx_cli.cli.main import cli
+
+    def complete(words: str, index: int) -> list[str]:
+        env = {"_RPX_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(index)}
+        result = CliRunner().invoke(cli, [], env=env, prog_name="rpx")
+        return [line.split(",", 1)[1] for line in result.output.splitlines()]
+
+    assert {"depth", "detection", "detection3d"} <= set(complete("rpx eval de", 2))
+    assert complete("rpx eval dep", 2) == ["depth"]
+    assert complete("rpx comp", 1) == ["compare", "completion"]
+    assert complete("rpx eval depth --align ", 4) == ["none", "median", "ls_affine", "ls_disparity"]
 
 
 def test_show_table(rpx, report_file: Path) -> None:
@@ -126,7 +158,7 @@ def test_unexpected_error_is_one_line_unless_traceback(rpx, monkeypatch) -> None
         raise ZeroDivisionError("synthetic")
 
     monkeypatch.setattr(rpx_cli.run.evaluate, "run_pairs", boom)
-    args = f"saliency-mb --pred-dir {ORIGINAL / 'pred'} --gt-dir {ORIGINAL / 'gt'} --block-size 2"
+    args = f"saliency-mb {dirs(ORIGINAL)} --block-size 2"
     run = rpx(args)
     assert run.exit_code == 1
     assert run.stderr.count("\n") == 1 and "internal error: ZeroDivisionError: synthetic" in run.stderr
@@ -143,7 +175,7 @@ def test_interrupt_exits_130_without_report(rpx, monkeypatch, tmp_path: Path) ->
 
     monkeypatch.setattr(rpx_cli.run.evaluate, "run_pairs", interrupted)
     out = tmp_path / "r.json"
-    run = rpx(f"saliency-mb --pred-dir {ORIGINAL / 'pred'} --gt-dir {ORIGINAL / 'gt'} -o {out}")
+    run = rpx(f"saliency-mb {dirs(ORIGINAL)} -o {out}")
     assert run.exit_code == 130 and not out.exists()
 
 
@@ -163,9 +195,26 @@ def test_python_api_evaluate_dirs() -> None:
 def test_show_markdown_per_class_table_and_gates(rpx, tmp_path: Path) -> None:
     case = FIXTURES / "segmentation" / "street"
     out = tmp_path / "seg.json"
-    rpx(f"eval segmentation --pred-dir {case / 'pred'} --gt-dir {case / 'gt'} --ignore-index 255 "
+    rpx(f"eval segmentation {dirs(case)} --ignore-index 255 "
         f"--class-names {case / 'names.txt'} --require miou>=0.99 -o {out}")
     text = rpx(f"show {out} --format markdown").stdout
     assert "| class | f1 | iou | precision | recall | support |" in text
     assert "| person |" in text
     assert "| `miou>=0.99` |" in text and "FAIL" in text
+
+
+@pytest.mark.parametrize(("argv", "hint"), [
+    ("eval detph", "No such task 'detph'. Did you mean 'depth'?"),
+    ("eval segmentaion --pred-dir p",
+     "No such task 'segmentaion'. Did you mean 'segmentation' or 'segmentation3d'?"),
+    ("eval saliency-mb", "saliency-mb is a command of its own: rpx saliency-mb --help"),
+    ("eval nope", "No such task 'nope'. (tasks: "),
+    ("evl depth", "No such command 'evl'. Did you mean 'eval'?"),
+    ("depth --pred-dir p", "No such command 'depth'. Did you mean 'rpx eval depth'?"),
+    ("mrege a.json", "No such command 'mrege'. Did you mean 'merge'?"),
+])
+def test_a_typo_gets_a_did_you_mean(rpx, argv: str, hint: str) -> None:
+    run = rpx(argv)
+    assert run.exit_code == 2 and run.stdout == ""
+    errors = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and hint in errors[0], run.stderr

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_npy
+from helpers import dirs, write_npy
 
 from rpx_cli.report.compare import (
     check_no_regression,
@@ -74,7 +74,7 @@ def test_no_regression_gates(rpx, two_reports) -> None:
 def test_different_tasks_or_params_are_refused_unless_forced(rpx, two_reports, tmp_path) -> None:
     base, _ = two_reports
     other = tmp_path / "other.json"
-    rpx(f"eval depth --pred-dir {tmp_path / 'new' / 'pred'} --gt-dir {tmp_path / 'new' / 'gt'} "
+    rpx(f"eval depth {dirs(tmp_path / 'new')} "
         f"--max-depth 5 -o {other}")
     run = rpx(["compare", base, other])
     assert run.exit_code == 1 and "max_depth" in run.stderr

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES, dirs
 
 DEPTH = FIXTURES / "depth" / "indoor"
 SALIENCY = FIXTURES / "saliency-mb" / "original-xyz"
-ARGS = f"eval depth --pred-dir {DEPTH / 'pred'} --gt-dir {DEPTH / 'gt'}"
+ARGS = f"eval depth {dirs(DEPTH)}"
 
 
 def test_rpx_toml_in_a_parent_folder(rpx, tmp_path: Path, monkeypatch) -> None:
@@ -23,7 +23,7 @@ def test_rpx_toml_in_a_parent_folder(rpx, tmp_path: Path, monkeypatch) -> None:
     assert report["params"]["ranges"] == [[0.0, 2.0], [2.0, None]]
     assert report["run_provenance"]["args"]["config"] == str(tmp_path / "rpx.toml")
     assert rpx(ARGS + " --max-depth 9").json["params"]["max_depth"] == 9.0  # flags win
-    saliency = rpx(f"saliency-mb --pred-dir {SALIENCY / 'pred'} --gt-dir {SALIENCY / 'gt'}").json
+    saliency = rpx(f"saliency-mb {dirs(SALIENCY)}").json
     assert saliency["block_size"] == 2
 
 
@@ -59,3 +59,50 @@ def test_bad_config_is_a_usage_error(rpx, tmp_path: Path, content: str, message:
 def test_missing_config_file_is_a_usage_error(rpx, tmp_path: Path) -> None:
     run = rpx(ARGS + f" --config {tmp_path / 'none.toml'}")
     assert run.exit_code == 2 and "no such file" in run.stderr
+
+
+def test_config_on_python_3_10_reads_with_tomli(rpx, tmp_path: Path, monkeypatch) -> None:
+    """Without the standard library's tomllib (Python 3.10), tomli reads the file."""
+    import sys
+    import types
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: the real tomli stands in for the standard library
+        import tomli as tomllib
+    used = []
+    tomli = types.ModuleType("tomli")
+    tomli.TOMLDecodeError = tomllib.TOMLDecodeError
+    tomli.load = lambda handle: used.append(handle.name) or tomllib.load(handle)
+    monkeypatch.setitem(sys.modules, "tomllib", None)  # `import tomllib` fails
+    monkeypatch.setitem(sys.modules, "tomli", tomli)
+    config = tmp_path / "rpx.toml"
+    config.write_text("[eval.depth]\nmax-depth = 6\n")
+    monkeypatch.chdir(tmp_path)
+    assert rpx(ARGS).json["params"]["max_depth"] == 6.0
+    assert used == [str(config)]
+
+
+def test_config_without_any_toml_reader_is_one_line(rpx, tmp_path: Path, monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tomllib", None)
+    monkeypatch.setitem(sys.modules, "tomli", None)
+    (tmp_path / "rpx.toml").write_text("[eval.depth]\nmax-depth = 6\n")
+    monkeypatch.chdir(tmp_path)
+    run = rpx(ARGS)
+    assert run.exit_code == 1 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert run.stderr.startswith(f"rpx: {tmp_path / 'rpx.toml'}: ") and "pip install tomli" in run.stderr
+    # a pyproject.toml that does not mention rpx is never parsed: no reader needed
+    (tmp_path / "rpx.toml").unlink()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "model"\n')
+    assert rpx(ARGS).exit_code == 0
+
+
+def test_tomli_is_a_dependency_on_python_3_10_only() -> None:
+    from importlib import metadata
+
+    requires = metadata.requires("rpx-eval") or []
+    assert any(r.replace(" ", "").startswith("tomli") and "python_version<\"3.11\"" in r.replace(" ", "")
+               .replace("'", '"') for r in requires), requires

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_npy, write_pgm, write_png
+from helpers import dirs, without_provenance, write_npy, write_pgm, write_png
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -67,7 +67,7 @@ def frame_metrics(pred, gt) -> dict:
 def test_reference_case_from_the_issue(rpx, tmp_path: Path) -> None:
     write_npy(tmp_path / "gt/a.npy", np.array([[1.0, 2.0], [0.0, 4.0]]))
     write_npy(tmp_path / "pred/a.npy", np.array([[1.1, 1.5], [9.0, 5.0]]))
-    row = rpx(f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'}").json["rows"][0]
+    row = rpx(f"eval depth {dirs(tmp_path)}").json["rows"][0]
     # valid pixels: (1.1, 1), (1.5, 2), (5, 4); the GT 0 pixel is ignored
     assert row["n_valid"] == 3
     assert row["rmse"] == pytest.approx(math.sqrt((0.1**2 + 0.5**2 + 1.0**2) / 3), rel=1e-12)
@@ -130,7 +130,7 @@ def test_bands_min_inclusive_max_exclusive(rpx, tmp_path: Path) -> None:
     pred = np.array([[0.6, 1.0, 1.5, 3.0]])
     write_npy(tmp_path / "gt/a.npy", gt)
     write_npy(tmp_path / "pred/a.npy", pred)
-    report = rpx(f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'} "
+    report = rpx(f"eval depth {dirs(tmp_path)} "
                  "--range 1:2 --range 2: --range 5:9").json
     row = report["rows"][0]
     assert row["n_valid_1m_2m"] == 2 and row["absrel_1m_2m"] == 0.0  # 1.0 and 1.5, not 2.0
@@ -146,7 +146,7 @@ def test_caps_are_strict_and_counted(rpx, tmp_path: Path) -> None:
     gt = np.array([[0.5, 1.0, 5.0, 10.0, 20.0]])
     write_npy(tmp_path / "gt/a.npy", gt)
     write_npy(tmp_path / "pred/a.npy", gt * 1.1)
-    report = rpx(f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'} "
+    report = rpx(f"eval depth {dirs(tmp_path)} "
                  "--min-depth 1 --max-depth 10").json
     row = report["rows"][0]
     assert row["n_valid"] == 1 and row["n_capped"] == 4  # only 5.0 is strictly inside
@@ -173,7 +173,7 @@ def test_alignment_reported_per_row(rpx, tmp_path: Path) -> None:
     gt = np.linspace(1, 5, 20).reshape(4, 5)
     write_npy(tmp_path / "gt/a.npy", gt)
     write_npy(tmp_path / "pred/a.npy", (gt * 3 + 2).astype(np.float32))
-    args = f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'}"
+    args = f"eval depth {dirs(tmp_path)}"
     row = rpx(args + " --align ls_affine").json["rows"][0]
     assert row["align_scale"] == pytest.approx(1 / 3, rel=1e-6)
     assert row["align_shift"] == pytest.approx(-2 / 3, rel=1e-6)
@@ -223,7 +223,7 @@ def test_rows_aggregate_and_dataset_match_the_reference(rpx, tmp_path: Path, dty
     for index, (pred, gt) in enumerate(pairs):
         write_npy(tmp_path / f"pred/{index}.npy", pred.astype(dtype))
         write_npy(tmp_path / f"gt/{index}.npy", gt.astype(dtype))
-    report = rpx(f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'} "
+    report = rpx(f"eval depth {dirs(tmp_path)} "
                  "--max-depth 25 --range 0:5 --range 5:").json
     # float32 inputs take the float32 path: the documented 1e-6; float64 inputs: float64 throughout
     rel = 1e-6 if dtype == np.float32 else 1e-9
@@ -286,10 +286,6 @@ def test_scaling_both_maps_keeps_relative_metrics(gt, data, factor) -> None:
 
 
 # --- edge cases through the CLI -----------------------------------------------------------
-
-
-def dirs(root: Path) -> str:
-    return f"--pred-dir {root / 'pred'} --gt-dir {root / 'gt'}"
 
 
 def test_frame_without_valid_pixels_is_null_not_perfect(rpx, tmp_path: Path) -> None:
@@ -400,8 +396,7 @@ def test_jobs_do_not_change_the_depth_report(rpx, tmp_path: Path) -> None:
     reports = []
     for jobs in (1, 2):
         report = rpx(f"eval depth {dirs(tmp_path)} --range 0:10 --jobs {jobs}").json
-        report.pop("run_provenance")
-        reports.append(report)
+        reports.append(without_provenance(report))
     assert reports[0] == reports[1]
 
 
@@ -508,18 +503,6 @@ def test_kernel_chunking_does_not_change_results(dtype) -> None:
     p, g = np.where(valid.ravel(), pred, 0), np.where(valid.ravel(), gt, 0)
     close(finalize(whole[1]), reference(np.where(g < 5, p, 0), np.where(g < 5, g, 0)),
           rel=1e-6 if dtype == np.float32 else 1e-9)
-
-
-def test_kernel_reuses_its_workspace() -> None:
-    from rpx_cli.ops.depth import DepthKernel
-
-    kernel = DepthKernel(np.float32, chunk=4096)
-    buffers = {name: buffer.ctypes.data for name, buffer in kernel._f.items()}
-    rng = np.random.default_rng(3)
-    for _ in range(3):
-        g = rng.uniform(1, 5, 10000).astype(np.float32)
-        kernel.sums(g * 1.1, g, valid=g > 2)
-    assert {name: buffer.ctypes.data for name, buffer in kernel._f.items()} == buffers
 
 
 def test_column_versions_equal_the_scalar_ones_exactly() -> None:

@@ -9,35 +9,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import box, dirs, generated_detections, write_json_pair
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
 from rpx_cli.tasks.detection import prf
 
-
-def dirs(root: Path) -> str:
-    return f"--pred-dir {root / 'pred'} --gt-dir {root / 'gt'}"
-
-
-def write(root: Path, stem: str, gt, pred) -> None:
-    for role, objects in (("gt", gt), ("pred", pred)):
-        (root / role).mkdir(parents=True, exist_ok=True)
-        (root / role / f"{stem}.json").write_text(json.dumps(objects))
-
-
-def box(label, xyxy, score=None, **extra):
-    out = {"bbox": list(xyxy), "label": label, **extra}
-    if score is not None:
-        out["score"] = score
-    return out
-
-
 # --- hand-computed ------------------------------------------------------------------------
 
 
 def test_rows_reference_case(rpx, tmp_path: Path) -> None:
-    write(tmp_path, "a", [box("a", [0, 0, 10, 10]), box("a", [20, 20, 30, 30])],
-          [box("a", [0, 0, 10, 10], 0.9), box("a", [1, 1, 11, 11], 0.95), box("a", [20, 20, 30, 30], 0.5)])
+    write_json_pair(tmp_path, "a", [box("a", [0, 0, 10, 10]), box("a", [20, 20, 30, 30])],
+                    [box("a", [0, 0, 10, 10], 0.9), box("a", [1, 1, 11, 11], 0.95),
+                     box("a", [20, 20, 30, 30], 0.5)])
     report = rpx(f"eval detection {dirs(tmp_path)}").json
     row = report["rows"][0]
     assert (row["tp"], row["fp"], row["fn"]) == (2, 1, 0)
@@ -53,8 +37,8 @@ def test_empty_cases_and_operating_point_conventions() -> None:
 
 
 def test_conf_threshold_is_inclusive_and_coco_ignores_it(rpx, tmp_path: Path) -> None:
-    write(tmp_path, "a", [box("a", [0, 0, 10, 10])],
-          [box("a", [0, 0, 10, 10], 0.5), box("a", [50, 50, 60, 60], 0.49)])
+    write_json_pair(tmp_path, "a", [box("a", [0, 0, 10, 10])],
+                    [box("a", [0, 0, 10, 10], 0.5), box("a", [50, 50, 60, 60], 0.49)])
     report = rpx(f"eval detection {dirs(tmp_path)} --conf-threshold 0.5").json
     row = report["rows"][0]
     assert (row["tp"], row["fp"], row["n_pred"]) == (1, 0, 1)  # 0.5 kept, 0.49 dropped
@@ -64,14 +48,14 @@ def test_conf_threshold_is_inclusive_and_coco_ignores_it(rpx, tmp_path: Path) ->
 
 def test_iou_threshold_is_inclusive(rpx, tmp_path: Path) -> None:
     # IoU of [0,0,10,10] and [0,0,10,5] is exactly 0.5
-    write(tmp_path, "a", [box("a", [0, 0, 10, 10])], [box("a", [0, 0, 10, 5], 0.9)])
+    write_json_pair(tmp_path, "a", [box("a", [0, 0, 10, 10])], [box("a", [0, 0, 10, 5], 0.9)])
     assert rpx(f"eval detection {dirs(tmp_path)}").json["rows"][0]["tp"] == 1
     assert rpx(f"eval detection {dirs(tmp_path)} --iou-threshold 0.51").json["rows"][0]["tp"] == 0
 
 
 def test_labels_are_class_aware_and_ints_match_strings(rpx, tmp_path: Path) -> None:
-    write(tmp_path, "a", [box(1, [0, 0, 10, 10]), box("cat", [20, 20, 30, 30])],
-          [box("1", [0, 0, 10, 10], 0.9), box("dog", [20, 20, 30, 30], 0.8)])
+    write_json_pair(tmp_path, "a", [box(1, [0, 0, 10, 10]), box("cat", [20, 20, 30, 30])],
+                    [box("1", [0, 0, 10, 10], 0.9), box("dog", [20, 20, 30, 30], 0.8)])
     report = rpx(f"eval detection {dirs(tmp_path)}").json
     row = report["rows"][0]
     assert (row["tp"], row["fp"], row["fn"]) == (1, 1, 1)
@@ -84,7 +68,7 @@ def test_crowd_regions_are_ignored_in_every_view(rpx, tmp_path: Path) -> None:
     gt = [box("p", [0, 0, 10, 10]), box("p", [100, 100, 200, 200], iscrowd=1)]
     pred = [box("p", [0, 0, 10, 10], 0.9), box("p", [120, 120, 140, 140], 0.8),
             box("p", [300, 300, 310, 310], 0.7)]
-    write(tmp_path, "a", gt, pred)
+    write_json_pair(tmp_path, "a", gt, pred)
     report = rpx(f"eval detection {dirs(tmp_path)}").json
     row = report["rows"][0]
     assert (row["tp"], row["fp"], row["fn"], row["n_gt"]) == (1, 1, 0, 1)  # the crowd box: ignored
@@ -94,8 +78,8 @@ def test_crowd_regions_are_ignored_in_every_view(rpx, tmp_path: Path) -> None:
 
 
 def test_skip_empty_gt(rpx, tmp_path: Path) -> None:
-    write(tmp_path, "a", [box("a", [0, 0, 10, 10])], [box("a", [0, 0, 10, 10], 0.9)])
-    write(tmp_path, "b", [], [box("a", [0, 0, 10, 10], 0.9)])  # a labelled empty frame
+    write_json_pair(tmp_path, "a", [box("a", [0, 0, 10, 10])], [box("a", [0, 0, 10, 10], 0.9)])
+    write_json_pair(tmp_path, "b", [], [box("a", [0, 0, 10, 10], 0.9)])  # a labelled empty frame
     counted = rpx(f"eval detection {dirs(tmp_path)}").json
     assert counted["rows"][1]["fp"] == 1 and counted["dataset"]["pooled"]["precision"] == 0.5
     assert counted["dataset"]["confusion"]["matrix"] == [[1, 0], [1, 0]]
@@ -107,8 +91,8 @@ def test_skip_empty_gt(rpx, tmp_path: Path) -> None:
 
 
 def test_class_map_renames_and_drops(rpx, tmp_path: Path) -> None:
-    write(tmp_path, "a", [box("car", [0, 0, 10, 10]), box("tree", [20, 20, 30, 30])],
-          [box("automobile", [0, 0, 10, 10], 0.9), box("tree", [20, 20, 30, 30], 0.9)])
+    write_json_pair(tmp_path, "a", [box("car", [0, 0, 10, 10]), box("tree", [20, 20, 30, 30])],
+                    [box("automobile", [0, 0, 10, 10], 0.9), box("tree", [20, 20, 30, 30], 0.9)])
     mapping = tmp_path / "map.json"
     mapping.write_text(json.dumps({"automobile": "car", "tree": None}))
     report = rpx(f"eval detection {dirs(tmp_path)} --class-map {mapping}").json
@@ -118,11 +102,8 @@ def test_class_map_renames_and_drops(rpx, tmp_path: Path) -> None:
 
 
 def test_xywh_boxes_and_column_layout(rpx, tmp_path: Path) -> None:
-    (tmp_path / "gt").mkdir()
-    (tmp_path / "pred").mkdir()
-    (tmp_path / "gt" / "a.json").write_text(json.dumps({"boxes": [[0, 0, 10, 10]], "labels": ["a"]}))
-    (tmp_path / "pred" / "a.json").write_text(json.dumps(
-        {"boxes": [[0, 0, 10, 10]], "labels": ["a"], "scores": [0.9]}))
+    write_json_pair(tmp_path, "a", {"boxes": [[0, 0, 10, 10]], "labels": ["a"]},
+                    {"boxes": [[0, 0, 10, 10]], "labels": ["a"], "scores": [0.9]})
     assert rpx(f"eval detection {dirs(tmp_path)} --box-format xywh").json["rows"][0]["tp"] == 1
 
 
@@ -131,7 +112,7 @@ def test_perfect_prediction(rpx, tmp_path: Path) -> None:
     for stem in ("a", "b", "c"):
         objects = [box(str(rng.integers(3)), [x, y, x + w, y + h])
                    for x, y, w, h in rng.uniform(1, 100, (6, 4)).tolist()]
-        write(tmp_path, stem, objects, [{**o, "score": 0.9} for o in objects])
+        write_json_pair(tmp_path, stem, objects, [{**o, "score": 0.9} for o in objects])
     report = rpx(f"eval detection {dirs(tmp_path)}").json
     assert report["dataset"]["coco"]["AP"] == 1.0 and report["dataset"]["coco"]["AR100"] == 1.0
     matrix = np.array(report["dataset"]["confusion"]["matrix"])
@@ -149,7 +130,7 @@ def test_perfect_prediction(rpx, tmp_path: Path) -> None:
     ({"nope": 1}, "expected a list"),
 ])
 def test_bad_prediction_files(rpx, tmp_path: Path, objects, message: str) -> None:
-    write(tmp_path, "a", [box("a", [0, 0, 5, 5])], objects)
+    write_json_pair(tmp_path, "a", [box("a", [0, 0, 5, 5])], objects)
     run = rpx(f"eval detection {dirs(tmp_path)}")
     assert run.exit_code == 1 and message in run.stderr and "pred/a.json" in run.stderr
 
@@ -193,35 +174,11 @@ def pycoco(frames, categories=None):
     return out, (images, anns, dets, cat)
 
 
-def generated(seed: int, n_images: int = 25):
-    rng = np.random.default_rng(seed)
-    frames = []
-    for i in range(n_images):
-        gt, pred = [], []
-        for _ in range(rng.integers(0, 9)):
-            label = f"c{rng.integers(0, 4)}"  # c4 appears only in predictions
-            x, y = rng.uniform(0, 300, 2)
-            w, h = rng.uniform(3, 150, 2)
-            gt.append(box(label, [x, y, x + w, y + h], iscrowd=int(rng.random() < 0.08)))
-            for _ in range(rng.integers(0, 3)):
-                j = rng.normal(0, 6, 4)
-                x1, y1 = x + j[0], y + j[1]
-                pred.append(box(label, [x1, y1, max(x1 + 1, x + w + j[2]), max(y1 + 1, y + h + j[3])],
-                                round(float(rng.random()), 1)))  # ties
-        if rng.random() < 0.8:
-            for _ in range(rng.integers(0, 5)):
-                x, y = rng.uniform(0, 300, 2)
-                pred.append(box(f"c{rng.integers(1, 5)}", [x, y, x + 40, y + 30],
-                                round(float(rng.random()), 1)))
-        frames.append((f"img{i:03d}", gt, pred))
-    return frames
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_coco_equals_pycocotools_per_stem_and_coco_files(rpx, tmp_path: Path, seed: int) -> None:
-    frames = generated(seed)
+    frames = generated_detections(seed)
     for stem, gt, pred in frames:
-        write(tmp_path, stem, gt, pred)
+        write_json_pair(tmp_path, stem, gt, pred)
     expected, (images, anns, dets, cat) = pycoco(frames)
     report = rpx(f"eval detection {dirs(tmp_path)} --no-rows").json
     coco = report["dataset"]["coco"]
@@ -253,13 +210,13 @@ def test_coco_file_errors(rpx, tmp_path: Path) -> None:
 
 
 def test_detection_order_does_not_matter_without_ties(rpx, tmp_path: Path) -> None:
-    frames = generated(11)
+    frames = generated_detections(11)
     rng = np.random.default_rng(1)
     for stem, gt, pred in frames:
         unique = [{**o, "score": float(s)} for o, s in zip(pred, rng.permutation(len(pred)) / 100 + 0.1,
                                                            strict=True)]
-        write(tmp_path / "a", stem, gt, unique)
-        write(tmp_path / "b", stem, gt, list(reversed(unique)))
+        write_json_pair(tmp_path / "a", stem, gt, unique)
+        write_json_pair(tmp_path / "b", stem, gt, list(reversed(unique)))
     a = rpx(f"eval detection {dirs(tmp_path / 'a')}").json
     b = rpx(f"eval detection {dirs(tmp_path / 'b')}").json
     assert a["dataset"] == b["dataset"] and a["aggregate"] == b["aggregate"]

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES
 
 from rpx_cli.io import digest_cache
 from rpx_cli.io.digest_cache import DigestCache, is_network_filesystem, stat_key

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 from example_task import edit_distance
+from helpers import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

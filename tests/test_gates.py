@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from helpers import FIXTURES, dirs
 
 from rpx_cli.report.gates import check, parse_gate, parse_path
 
@@ -48,33 +48,33 @@ def test_malformed_expressions(bad: str) -> None:
 
 def test_require_on_eval_writes_report_then_exits_3(rpx, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    run = rpx(f"eval depth --pred-dir {DEPTH / 'pred'} --gt-dir {DEPTH / 'gt'} -o {out} "
+    run = rpx(f"eval depth {dirs(DEPTH)} -o {out} "
               "--require aggregate.absrel<=0.5 --require dataset.delta1>=0.99")
     assert run.exit_code == 3
     report = json.loads(out.read_text())
     assert [g["passed"] for g in report["gates"]] == [True, False]
     assert "gate failed: dataset.delta1>=0.99" in run.stderr and "1 of 2 gate(s) failed" in run.stderr
-    ok = rpx(f"eval depth --pred-dir {DEPTH / 'pred'} --gt-dir {DEPTH / 'gt'} --require absrel<=0.5")
+    ok = rpx(f"eval depth {dirs(DEPTH)} --require absrel<=0.5")
     assert ok.exit_code == 0 and ok.json["gates"][0]["passed"]
     assert ok.json["run_provenance"]["args"]["require"] == ["absrel<=0.5"]
 
 
 def test_require_on_saliency_top_level_key(rpx) -> None:
-    run = rpx(f"saliency-mb --pred-dir {SALIENCY / 'pred'} --gt-dir {SALIENCY / 'gt'} "
+    run = rpx(f"saliency-mb {dirs(SALIENCY)} "
               "--block-size 2 --require micro_iou>=0.6")
     assert run.exit_code == 3 and run.json["gates"][0]["value"] == 0.5
 
 
 def test_malformed_require_is_a_usage_error_and_writes_nothing(rpx, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    run = rpx(f"eval depth --pred-dir {DEPTH / 'pred'} --gt-dir {DEPTH / 'gt'} -o {out} "
+    run = rpx(f"eval depth {dirs(DEPTH)} -o {out} "
               "--require absrel")
     assert run.exit_code == 2 and not out.exists()
 
 
 def test_check_existing_report(rpx, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    rpx(f"eval depth --pred-dir {DEPTH / 'pred'} --gt-dir {DEPTH / 'gt'} -o {out}")
+    rpx(f"eval depth {dirs(DEPTH)} -o {out}")
     ok = rpx(["check", out, "--require", "absrel<0.5", "--require", "dataset.n_valid>1000"])
     assert ok.exit_code == 0
     assert json.loads(ok.stdout)["passed"] is True

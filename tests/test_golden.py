@@ -11,41 +11,20 @@ rewrites expected.json for review; it never passes silently. Fixture roots are
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURE_ROOTS
+from helpers import command_of, golden_cases
 
 from rpx_cli.tasks import TASKS
 
-CASES = sorted((p.parent for root in FIXTURE_ROOTS for p in root.glob("*/*/args")),
-               key=lambda case: (case.parent.name, case.name))
-
-
-def command_of(case: Path) -> list[str]:
-    """The command a case runs, and its input flags when ``args`` gives none."""
-    name = case.parent.name
-    args = shlex.split((case / "args").read_text())
-    task = TASKS.get(name)
-    if task is None:  # a workflow command (stability): args say everything
-        return [name, *args]
-    given = {"--pred-dir", "--gt-dir", *(option.flag for option in task.file_inputs),
-             *(f"--{name.replace('_', '-')}" for name in task.input_names)}
-    if not given & set(args):
-        flags = [f"--{name.replace('_', '-')}" for name in task.input_names]
-        if task.input_names == ("pred_dir", "gt_dir"):
-            args = [flags[0], "pred", flags[1], "gt", *args]
-        else:  # a task that names its folders (coherence: --mask-dir/--depth-dir)
-            args = [flags[0], task.input_names[0].removesuffix("_dir"), flags[1],
-                    task.input_names[1].removesuffix("_dir"), *args]
-    return [*task.command, *args]
+CASES = golden_cases()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.parent.name}/{c.name}" for c in CASES])
 def test_golden(case: Path, rpx, monkeypatch: pytest.MonkeyPatch, request) -> None:
     monkeypatch.chdir(case)
-    run = rpx([*command_of(case), "--jobs", "1"])
+    run = rpx(command_of(case))
     assert run.exit_code == 0, run.stderr
     report = run.json
     report.pop("run_provenance")

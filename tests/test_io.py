@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_npy, write_pgm, write_png
+from helpers import png_rgb16, write_npy, write_pgm, write_png
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.arrays import read_array
@@ -214,23 +215,6 @@ def test_palette_png_reads_indices_not_colours(tmp_path: Path) -> None:
     np.testing.assert_array_equal(loaded.array, [[0, 1], [2, 3]])
 
 
-def png_rgb16(path: Path, array: np.ndarray) -> Path:
-    """A 16-bit RGB PNG written by hand (Pillow cannot write one)."""
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + kind + data
-                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
-
-    height, width, _ = array.shape
-    raw = b"".join(b"\x00" + row.astype(">u2").tobytes() for row in array)
-    ihdr = struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr)
-                     + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
-    return path
-
-
 def test_16_bit_rgb_png_is_refused_not_truncated(tmp_path: Path) -> None:
     path = png_rgb16(tmp_path / "rgb16.png", np.full((2, 2, 3), 40000, np.uint16))
     from PIL import Image
@@ -270,19 +254,18 @@ def test_corrupt_image_is_an_input_error(tmp_path: Path, suffix: str) -> None:
 # --- the file buffer ----------------------------------------------------------------------
 
 
-def test_file_buffer_digest_matches_sha256_and_reuses_memory(tmp_path: Path) -> None:
+def test_file_buffer_reads_the_bytes_and_their_sha256(tmp_path: Path) -> None:
     big = write_npy(tmp_path / "big.npy", np.arange(10000, dtype=np.float64))
     small = write_npy(tmp_path / "small.npy", np.arange(10, dtype=np.float64))
     buffer = FileBuffer()
-    view = buffer.read(str(big))
-    assert buffer.digest() == bytes.fromhex(sha256_file(str(big)))
-    base = view.base if view.base is not None else view
-    view = buffer.read(str(small))
-    assert buffer.digest() == bytes.fromhex(sha256_file(str(small)))
-    assert (view.base if view.base is not None else view) is base  # no new allocation
+    for path in (big, small, big):  # one buffer, files of any size in any order
+        assert buffer.read(str(path)).tobytes() == path.read_bytes()
+        assert buffer.digest() == hashlib.sha256(path.read_bytes()).digest()
+        assert sha256_file(str(path)) == hashlib.sha256(path.read_bytes()).hexdigest()
     empty = tmp_path / "empty.npy"
     empty.write_bytes(b"")
     assert buffer.read(str(empty)).size == 0
+    assert buffer.digest() == hashlib.sha256(b"").digest()
 
 
 def test_file_buffer_errors_name_the_file(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_jobs_and_shards_agree
+from helpers import assert_jobs_and_shards_agree, assert_one_line_error, dirs, write_json_pair
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,17 +17,6 @@ from rpx_cli.tasks.keypoints import Correspondences, Keypoints, nearest_index
 from rpx_cli.testing import summarize_samples
 
 TASK = Keypoints()
-
-
-def write(root: Path, stem: str, gt: dict | None, pred: dict | None) -> None:
-    for role, document in (("gt", gt), ("pred", pred)):
-        (root / role).mkdir(parents=True, exist_ok=True)
-        if document is not None:
-            (root / role / f"{stem}.json").write_text(json.dumps(document))
-
-
-def dirs(root: Path) -> str:
-    return f"--pred-dir {root / 'pred'} --gt-dir {root / 'gt'}"
 
 
 REF_PRED = {"points0": [[0, 0], [10, 10]], "points1": [[1, 0], [20, 25]]}
@@ -38,7 +27,7 @@ REF_GT = {"points0": [[0, 1], [10, 10], [100, 100]], "points1": [[0, 0], [20, 20
 # --- hand-computed ---------------------------------------------------------------------
 
 def test_reference_case(rpx, tmp_path: Path) -> None:
-    write(tmp_path, "a", REF_GT, REF_PRED)
+    write_json_pair(tmp_path, "a", REF_GT, REF_PRED)
     report = rpx(f"eval keypoints {dirs(tmp_path)}").json
     row = report["rows"][0]
     # GT (0,1) -> pred 0 (1 px away in image 0): error |(1,0) - (0,0)| = 1
@@ -55,7 +44,7 @@ def test_reference_case(rpx, tmp_path: Path) -> None:
 
 
 def test_px_threshold_is_strict_and_recorded(rpx, tmp_path: Path) -> None:
-    write(tmp_path, "a", REF_GT, REF_PRED)
+    write_json_pair(tmp_path, "a", REF_GT, REF_PRED)
     report = rpx(f"eval keypoints {dirs(tmp_path)} --px-threshold 5.5").json
     assert report["rows"][0]["keypoint_acc"] == 1.0
     assert report["rows"][0]["keypoint_acc_3px"] == 0.5  # fixed thresholds do not move
@@ -67,10 +56,11 @@ def test_px_threshold_is_strict_and_recorded(rpx, tmp_path: Path) -> None:
 
 
 def test_no_prediction_and_no_visible_gt(rpx, tmp_path: Path) -> None:
-    write(tmp_path, "a", REF_GT, {"points0": [], "points1": []})
-    write(tmp_path, "b", {"points0": [[1, 1]], "points1": [[2, 2]], "visibility": [False]}, REF_PRED)
-    write(tmp_path, "c", {"points0": [[0, 0]], "points1": [[0, 0]]},
-          {"points0": [[0, 0]], "points1": [[3, 4]]})
+    write_json_pair(tmp_path, "a", REF_GT, {"points0": [], "points1": []})
+    write_json_pair(tmp_path, "b", {"points0": [[1, 1]], "points1": [[2, 2]], "visibility": [False]},
+                    REF_PRED)
+    write_json_pair(tmp_path, "c", {"points0": [[0, 0]], "points1": [[0, 0]]},
+                    {"points0": [[0, 0]], "points1": [[3, 4]]})
     report = rpx(f"eval keypoints {dirs(tmp_path)}").json
     a, b, c = report["rows"]
     assert a["keypoint_acc"] == a["keypoint_acc_5px"] == 0.0 and a["mean_match_error"] is None
@@ -86,8 +76,8 @@ def test_no_prediction_and_no_visible_gt(rpx, tmp_path: Path) -> None:
 
 
 def test_missing_prediction_as_empty(rpx, tmp_path: Path) -> None:
-    write(tmp_path, "a", REF_GT, REF_PRED)
-    write(tmp_path, "b", REF_GT, None)
+    write_json_pair(tmp_path, "a", REF_GT, REF_PRED)
+    write_json_pair(tmp_path, "b", REF_GT, None)
     assert rpx(f"eval keypoints {dirs(tmp_path)}").exit_code == 1
     report = rpx(f"eval keypoints {dirs(tmp_path)} --missing empty").json
     missing = report["rows"][1]
@@ -97,11 +87,11 @@ def test_missing_prediction_as_empty(rpx, tmp_path: Path) -> None:
 
 
 def test_aggregate_is_per_frame_and_dataset_is_pooled(rpx, tmp_path: Path) -> None:
-    write(tmp_path, "a", {"points0": [[0, 0]], "points1": [[0, 0]]},
-          {"points0": [[0, 0]], "points1": [[0, 0.5]]})
+    write_json_pair(tmp_path, "a", {"points0": [[0, 0]], "points1": [[0, 0]]},
+                    {"points0": [[0, 0]], "points1": [[0, 0.5]]})
     gt_b = {"points0": [[0, 0], [50, 0], [100, 0]], "points1": [[0, 0], [0, 0], [0, 0]]}
     pred_b = {"points0": [[0, 0], [50, 0], [100, 0]], "points1": [[2, 0], [4, 0], [0, 6]]}
-    write(tmp_path, "b", gt_b, pred_b)
+    write_json_pair(tmp_path, "b", gt_b, pred_b)
     report = rpx(f"eval keypoints {dirs(tmp_path)}").json
     assert report["aggregate"]["keypoint_acc"] == pytest.approx((1 + 1 / 3) / 2)
     assert report["dataset"]["keypoint_acc"] == pytest.approx(2 / 4)
@@ -111,10 +101,10 @@ def test_aggregate_is_per_frame_and_dataset_is_pooled(rpx, tmp_path: Path) -> No
 
 
 def test_visibility_as_0_1_equals_booleans(rpx, tmp_path: Path) -> None:
-    write(tmp_path, "a", REF_GT, REF_PRED)
-    write(tmp_path, "b", {**REF_GT, "visibility": [1, 1, 0]}, REF_PRED)
-    write(tmp_path, "c", {k: v for k, v in REF_GT.items() if k != "visibility"}, REF_PRED)
-    write(tmp_path, "d", {**REF_GT, "visibility": [1.0, True, 0]}, REF_PRED)
+    write_json_pair(tmp_path, "a", REF_GT, REF_PRED)
+    write_json_pair(tmp_path, "b", {**REF_GT, "visibility": [1, 1, 0]}, REF_PRED)
+    write_json_pair(tmp_path, "c", {k: v for k, v in REF_GT.items() if k != "visibility"}, REF_PRED)
+    write_json_pair(tmp_path, "d", {**REF_GT, "visibility": [1.0, True, 0]}, REF_PRED)
     a, b, c, d = rpx(f"eval keypoints {dirs(tmp_path)}").json["rows"]
     strip = ("stem", "pred_path", "gt_path")
     for other in (b, d):
@@ -130,10 +120,10 @@ def test_visibility_as_0_1_equals_booleans(rpx, tmp_path: Path) -> None:
 def test_ties_go_to_the_first_prediction(rpx, tmp_path: Path) -> None:
     gt = {"points0": [[5, 5]], "points1": [[0, 0]]}
     pred = {"points0": [[7, 5], [3, 5], [5, 7]], "points1": [[9, 0], [0, 1], [0, 2]]}
-    write(tmp_path, "a", gt, pred)
+    write_json_pair(tmp_path, "a", gt, pred)
     assert rpx(f"eval keypoints {dirs(tmp_path)}").json["rows"][0]["mean_match_error"] == 9.0
     pred = {"points0": pred["points0"][::-1], "points1": pred["points1"][::-1]}
-    write(tmp_path, "a", gt, pred)
+    write_json_pair(tmp_path, "a", gt, pred)
     assert rpx(f"eval keypoints {dirs(tmp_path)}").json["rows"][0]["mean_match_error"] == 2.0
 
 
@@ -203,10 +193,10 @@ def random_frames(root: Path, n: int, seed: int) -> None:
         gt1 = gt0 + rng.normal(0, 3, (k, 2))
         keep = rng.random(k) < 0.8
         pred1 = gt1[keep] + rng.normal(0, 2, (int(keep.sum()), 2))
-        write(root, f"f{index:02d}", {"points0": gt0.tolist(), "points1": gt1.tolist(),
-                                      "visibility": (rng.random(k) < 0.9).tolist()},
-              {"points0": (gt0[keep] + rng.normal(0, 0.5, (int(keep.sum()), 2))).tolist(),
-               "points1": pred1.tolist(), "scores": rng.random(int(keep.sum())).tolist()})
+        write_json_pair(root, f"f{index:02d}", {"points0": gt0.tolist(), "points1": gt1.tolist(),
+                                                "visibility": (rng.random(k) < 0.9).tolist()},
+                        {"points0": (gt0[keep] + rng.normal(0, 0.5, (int(keep.sum()), 2))).tolist(),
+                         "points1": pred1.tolist(), "scores": rng.random(int(keep.sum())).tolist()})
 
 
 def test_perfect_prediction_scores_one(rpx, tmp_path: Path) -> None:
@@ -269,16 +259,9 @@ BAD = [
 ]
 
 
-def assert_one_line_error(run, path: Path, message: str) -> None:
-    assert run.exit_code == 1, run.stdout
-    assert "Traceback" not in run.stderr and run.stdout == ""
-    naming = [line for line in run.stderr.splitlines() if str(path) in line]
-    assert len(naming) == 1 and message in naming[0].replace(str(path), ""), run.stderr
-
-
 @pytest.mark.parametrize(("role", "document", "message"), BAD, ids=[m for _, _, m in BAD])
 def test_bad_files(rpx, tmp_path: Path, role: str, document, message: str) -> None:
-    write(tmp_path, "a", REF_GT, REF_PRED)
+    write_json_pair(tmp_path, "a", REF_GT, REF_PRED)
     bad = tmp_path / role / "a.json"
     bad.write_text(json.dumps(document))
     assert_one_line_error(rpx(f"eval keypoints {dirs(tmp_path)}"), bad, message)
@@ -292,7 +275,7 @@ def test_bad_files(rpx, tmp_path: Path, role: str, document, message: str) -> No
     ("gt", "{points0", "not valid JSON"),
 ])
 def test_non_finite_and_unparsable(rpx, tmp_path: Path, role: str, text: str, message: str) -> None:
-    write(tmp_path, "a", REF_GT, REF_PRED)
+    write_json_pair(tmp_path, "a", REF_GT, REF_PRED)
     bad = tmp_path / role / "a.json"
     bad.write_text(text)
     assert_one_line_error(rpx(f"eval keypoints {dirs(tmp_path)}"), bad, message)

@@ -7,15 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_npy
+from helpers import rz, write_npy
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.manifest import read_manifest
-
-
-def rz(degrees: float) -> np.ndarray:
-    a = np.radians(degrees)
-    return np.array([[np.cos(a), -np.sin(a), 0], [np.sin(a), np.cos(a), 0], [0, 0, 1]])
 
 
 def pose(rotation: np.ndarray, t) -> np.ndarray:

@@ -7,17 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_npy, write_png
+from helpers import dirs, png_rgb16, write_npy, write_png
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
 from rpx_cli.ops.image_quality import psnr, ssim, ssim_global
-
-
-def dirs(root: Path) -> str:
-    return f"--pred-dir {root / 'pred'} --gt-dir {root / 'gt'}"
 
 
 def skimage_ssim(pred, gt, data_range):
@@ -115,10 +111,6 @@ def test_nvs_input_errors(rpx, tmp_path: Path, pred, gt, message: str) -> None:
 
 
 def test_sixteen_bit_rgb_png_is_refused(rpx, tmp_path: Path) -> None:
-    from test_io import png_rgb16
-
-    (tmp_path / "gt").mkdir()
-    (tmp_path / "pred").mkdir()
     png_rgb16(tmp_path / "gt" / "a.png", np.full((16, 16, 3), 40000, np.uint16))
     png_rgb16(tmp_path / "pred" / "a.png", np.full((16, 16, 3), 40000, np.uint16))
     run = rpx(f"eval nvs {dirs(tmp_path)}")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_jobs_and_shards_agree, write_npy
+from helpers import assert_jobs_and_shards_agree, assert_one_line_error, dirs, rz, write_json, write_npy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,11 +20,6 @@ from rpx_cli.testing import summarize_samples
 
 TASK = RelativePose()
 PARAMS = {"translation_sign_ambiguous": False}
-
-
-def rz(degrees: float) -> np.ndarray:
-    c, s = math.cos(math.radians(degrees)), math.sin(math.radians(degrees))
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 def axis_angle_quaternion(axis, degrees: float) -> np.ndarray:
@@ -55,10 +50,6 @@ def write_pose(path: Path, rotation: np.ndarray, t, form: str = "R") -> Path:
     }[form]
     path.with_suffix(".json").write_text(json.dumps(document))
     return path.with_suffix(".json")
-
-
-def dirs(root: Path) -> str:
-    return f"--pred-dir {root / 'pred'} --gt-dir {root / 'gt'}"
 
 
 def row_of(pred: Pose | None, gt: Pose, **params) -> dict:
@@ -171,9 +162,7 @@ def test_tiny_rotations_are_accurate() -> None:
 def test_tiny_rotation_through_the_cli(rpx, tmp_path: Path) -> None:
     write_pose(tmp_path / "gt" / "a", np.eye(3), [0, 0, 1], "quaternion_wxyz")
     xyzw = axis_angle_quaternion([0.3, -0.4, 0.5], 1e-4)
-    (tmp_path / "pred").mkdir()
-    (tmp_path / "pred" / "a.json").write_text(json.dumps(
-        {"quaternion_xyzw": xyzw.tolist(), "t": [0, 1e-6, 1]}))
+    write_json(tmp_path / "pred" / "a.json", {"quaternion_xyzw": xyzw.tolist(), "t": [0, 1e-6, 1]})
     row = rpx(f"eval pose {dirs(tmp_path)}").json["rows"][0]
     assert row["rotation_error_deg"] == pytest.approx(1e-4, rel=1e-7)
     assert row["translation_angular_deg"] == pytest.approx(math.degrees(math.atan(1e-6)), rel=1e-9)
@@ -344,19 +333,10 @@ BAD_JSON = [
 ]
 
 
-def assert_one_line_error(run, path: Path, message: str) -> None:
-    assert run.exit_code == 1, run.stdout
-    assert "Traceback" not in run.stderr and run.stdout == ""
-    naming = [line for line in run.stderr.splitlines() if str(path) in line]
-    assert len(naming) == 1 and message in naming[0].replace(str(path), ""), run.stderr
-
-
 @pytest.mark.parametrize(("document", "message"), BAD_JSON, ids=[m for _, m in BAD_JSON])
 def test_bad_json_pose(rpx, tmp_path: Path, document, message: str) -> None:
     write_pose(tmp_path / "gt" / "a", np.eye(3), [0, 0, 1])
-    bad = tmp_path / "pred" / "a.json"
-    bad.parent.mkdir(parents=True)
-    bad.write_text(json.dumps(document))
+    bad = write_json(tmp_path / "pred" / "a.json", document)
     assert_one_line_error(rpx(f"eval pose {dirs(tmp_path)}"), bad, message)
 
 
@@ -411,7 +391,6 @@ def test_rotation_tolerance_is_1e6(rpx, tmp_path: Path) -> None:
     # a symmetric perturbation of 4e-7 moves R^T R by ~8e-7 (accepted); 2e-6 is refused above
     nearly = np.eye(3) + 4e-7 * np.eye(3)[::-1]
     write_pose(tmp_path / "gt" / "a", np.eye(3), [0, 0, 1])
-    (tmp_path / "pred").mkdir()
-    (tmp_path / "pred" / "a.json").write_text(json.dumps({"R": nearly.tolist(), "t": [0, 0, 1]}))
+    write_json(tmp_path / "pred" / "a.json", {"R": nearly.tolist(), "t": [0, 0, 1]})
     row = rpx(f"eval pose {dirs(tmp_path)}").json["rows"][0]
     assert row["rotation_error_deg"] < 1e-4

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_strata import depth_pairs, write_manifest
+from helpers import FIXTURES, depth_pairs, dirs, write_manifest
 
 
 @pytest.fixture
@@ -16,7 +16,7 @@ def reports(rpx, tmp_path: Path) -> dict[str, Path]:
     stems = depth_pairs(tmp_path)
     write_manifest(tmp_path / "m.json", stems)
     out = {"eval": tmp_path / "eval.json", "plain": tmp_path / "plain.json"}
-    base = f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'}"
+    base = f"eval depth {dirs(tmp_path)}"
     assert rpx(f"{base} --manifest {tmp_path / 'm.json'} -o {out['eval']}").exit_code == 0
     assert rpx(f"{base} -o {out['plain']}").exit_code == 0
     assert rpx(f"{base} --manifest {tmp_path / 'm.json'} --shard 1/2 -o {tmp_path / 'part.json'}"
@@ -64,8 +64,6 @@ def test_readiness_combines_every_input(rpx, reports) -> None:
 
 
 def test_a_real_coherence_report_is_accepted(rpx, reports, tmp_path: Path) -> None:
-    from conftest import FIXTURES
-
     shelf = FIXTURES / "coherence" / "shelf"
     sgc = tmp_path / "sgc.json"
     made = rpx(["coherence", "--mask-dir", shelf / "mask", "--depth-dir", shelf / "depth", "-o", sgc])

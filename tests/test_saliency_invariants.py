@@ -7,12 +7,15 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from conftest import write_npy
+import pytest
+from helpers import without_provenance, write_npy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import rpx_cli
+
+pytestmark = pytest.mark.slow  # hypothesis over whole evaluations: over 0.5 s each
 
 MASKS = st.lists(
     st.tuples(hnp.arrays(np.float32, (8, 12), elements=st.floats(0, 1, width=32)),
@@ -29,8 +32,7 @@ def evaluate(pairs, names) -> dict:
             write_npy(root / "gt" / f"{name}.npy", gt)
         report = rpx_cli.evaluate_dirs("saliency-mb", root / "pred", root / "gt", block_size=4,
                                        jobs=1)
-    report.pop("run_provenance")
-    return report
+    return without_provenance(report)
 
 
 def metrics(rows: list[dict]) -> list[tuple]:

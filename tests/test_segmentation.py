@@ -7,17 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_npy, write_png
+from helpers import dirs, without_provenance, write_npy, write_png
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from rpx_cli.ops.confusion import class_scores, frame_confusion
 from rpx_cli.tasks.segmentation import frame_scores
-
-
-def dirs(root: Path) -> str:
-    return f"--pred-dir {root / 'pred'} --gt-dir {root / 'gt'}"
 
 
 def write_pair(root: Path, stem: str, pred, gt, writer=write_png) -> None:
@@ -256,6 +252,35 @@ def test_jobs_do_not_change_the_report(rpx, tmp_path: Path) -> None:
     reports = []
     for jobs in (1, 2):
         report = rpx(f"eval segmentation {dirs(tmp_path)} --jobs {jobs}").json
-        report.pop("run_provenance")
-        reports.append(report)
+        reports.append(without_provenance(report))
     assert reports[0] == reports[1]
+
+
+STREET = Path(__file__).resolve().parent.parent / "fixtures" / "segmentation" / "street"
+
+
+def test_png_gt_holding_255_without_ignore_index_warns_once(rpx) -> None:
+    """255 marks unlabelled pixels in most PNG datasets; scored as a class it drags the
+    street fixture's mIoU from 0.891 to 0.725, so rpx says so on stderr (one line)."""
+    plain = rpx(f"eval segmentation {dirs(STREET)}")
+    assert plain.exit_code == 0 and round(plain.json["dataset"]["miou"], 3) == 0.725
+    warnings = [line for line in plain.stderr.splitlines() if "255" in line]
+    assert len(warnings) == 1, plain.stderr
+    assert "4 GT PNG label map(s) hold 255" in warnings[0] and "--ignore-index 255" in warnings[0]
+    assert str(STREET / "gt" / "000000.png") in warnings[0]
+    ignored = rpx(f"eval segmentation {dirs(STREET)} --ignore-index 255")
+    assert round(ignored.json["dataset"]["miou"], 3) == 0.891 and "255" not in ignored.stderr
+    assert "255" not in rpx(f"eval segmentation {dirs(STREET)} --quiet").stderr
+
+
+def test_255_is_not_warned_where_it_is_declared_or_not_a_png(rpx, tmp_path: Path) -> None:
+    write_pair(tmp_path / "png", "a", [[0, 1]], [[0, 1]])  # no 255
+    write_pair(tmp_path / "npy", "a", [[0, 255]], [[0, 255]], writer=write_npy)
+    for root in (tmp_path / "png", tmp_path / "npy"):
+        run = rpx(f"eval segmentation {dirs(root)}")
+        assert run.exit_code == 0 and "255" not in run.stderr
+    write_pair(tmp_path / "wide", "a", [[0, 255]], [[0, 255]])
+    declared = rpx(f"eval segmentation {dirs(tmp_path / 'wide')} --num-classes 256")
+    assert declared.exit_code == 0 and "255" not in declared.stderr
+    narrow = rpx(f"eval segmentation {dirs(tmp_path / 'wide')} --num-classes 5")
+    assert narrow.exit_code == 1 and "pass --ignore-index 255" in narrow.stderr

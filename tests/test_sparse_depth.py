@@ -2,32 +2,25 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_npy, write_png
+from helpers import dirs, write_json, write_npy, write_png
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rpx_cli.io.points import Points
 from rpx_cli.tasks.sparse_depth import match_points, sample_dense
 
-
-def dirs(root: Path) -> str:
-    return f"--pred-dir {root / 'pred'} --gt-dir {root / 'gt'}"
-
-
 GT = np.array([[1, 1, 2.0], [5, 5, 4.0], [10, 10, 8.0]])
 
 
 def test_points_hand_computed(rpx, tmp_path: Path) -> None:
     write_npy(tmp_path / "gt" / "a.npy", GT)
-    (tmp_path / "pred").mkdir()
-    (tmp_path / "pred" / "a.json").write_text(json.dumps(
-        {"coordinates": [[1.5, 1], [20, 20], [11, 11.5]], "depths": [2.5, 3, 6]}))
+    write_json(tmp_path / "pred" / "a.json",
+               {"coordinates": [[1.5, 1], [20, 20], [11, 11.5]], "depths": [2.5, 3, 6]})
     row = rpx(f"eval sparse-depth {dirs(tmp_path)}").json["rows"][0]
     # (1,1) -> 2.5 at 0.5 px; (5,5) nothing within 2 px: miss; (10,10) -> 6 at 1.80 px
     assert row["n_points"] == 3 and row["n_missed"] == 1

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import write_npy, write_png
+from helpers import without_provenance, write_npy, write_png
 from stability_scene import facing_planes, pose, render, room, sliding, trajectory
 
 from rpx_cli.deploy.stability import (
@@ -415,8 +415,7 @@ def test_cli_output_does_not_depend_on_jobs(rpx, tmp_path: Path) -> None:
     reports = []
     for jobs in ("1", "2", "3"):
         report = rpx(args(paths, "depth", "--jobs", jobs, "-q")).json
-        report.pop("run_provenance")
-        reports.append(report)
+        reports.append(without_provenance(report))
     assert reports[0] == reports[1] == reports[2]
     assert reports[0]["num_pairs"] == 10
 

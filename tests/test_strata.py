@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_npy
+from helpers import FIXTURES, depth_pairs, dirs, write_manifest
 
 from rpx_cli.api import Invocation, merge_reports, run_evaluation
 from rpx_cli.deploy.strata import compute_strata
@@ -106,27 +106,10 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate() -> None:
 # --------------------------------------------------------------------------- eval --manifest
 
 
-def depth_pairs(root: Path, n: int = 9) -> list[str]:
-    rng = np.random.default_rng(3)
-    stems = [f"s{i:02d}" for i in range(n)]
-    for stem in stems:
-        gt = rng.uniform(1, 5, (6, 8)).astype(np.float32)
-        write_npy(root / "gt" / f"{stem}.npy", gt)
-        write_npy(root / "pred" / f"{stem}.npy", (gt * rng.uniform(0.8, 1.2, gt.shape)).astype(np.float32))
-    return stems
-
-
-def write_manifest(path: Path, stems: list[str], *, key: str = "stem", phases=None) -> None:
-    phases = phases or ["clutter", "interaction", "clean"]
-    samples = [{key: s, "phase": phases[i % 3], "difficulty": ["easy", "medium", "hard"][i // 3 % 3]}
-               for i, s in enumerate(stems)]
-    path.write_text(json.dumps({"schema_version": 1, "samples": samples}))
-
-
 def test_eval_manifest_strata_match_rows(rpx, tmp_path: Path) -> None:
     stems = depth_pairs(tmp_path)
     write_manifest(tmp_path / "m.json", stems)
-    report = rpx(f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'} "
+    report = rpx(f"eval depth {dirs(tmp_path)} "
                  f"--manifest {tmp_path / 'm.json'}").json
     rows = {row["stem"]: row["absrel"] for row in report["rows"]}
     expected = strata([rows[s] for s in stems],
@@ -138,7 +121,7 @@ def test_eval_manifest_strata_match_rows(rpx, tmp_path: Path) -> None:
     assert got["problems"] == [] and report["params"]["strata"]["manifest"].endswith("m.json")
     manifest = report["run_provenance"]["inputs"]["manifest"]
     assert manifest["sha256"] == hashlib.sha256((tmp_path / "m.json").read_bytes()).hexdigest()
-    no_rows = rpx(f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'} "
+    no_rows = rpx(f"eval depth {dirs(tmp_path)} "
                   f"--manifest {tmp_path / 'm.json'} --no-rows").json
     assert "rows" not in no_rows and no_rows["strata"] == got
 
@@ -149,7 +132,7 @@ def test_rpx_manifest_jsonl_and_primary_metric(rpx, tmp_path: Path) -> None:
     lines = [json.dumps({"stem": s, "phase": ["clutter", "interaction", "clean"][i % 3],
                          "difficulty": ["easy", "medium", "hard"][i // 3 % 3]}) for i, s in enumerate(stems)]
     (tmp_path / "m.jsonl").write_text("\n".join(lines) + "\n")
-    base = f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'}"
+    base = f"eval depth {dirs(tmp_path)}"
     a = rpx(f"{base} --manifest {tmp_path / 'rpx.json'}").json["strata"]
     b = rpx(f"{base} --manifest {tmp_path / 'm.jsonl'}").json["strata"]
     assert a == b
@@ -166,7 +149,7 @@ def test_manifest_problems_fail_by_default_and_are_listed_with_skip(rpx, tmp_pat
                 {"stem": stems[2], "phase": "clutter", "difficulty": "easy"}]
     samples[0]["phase"] = "lunch"
     (tmp_path / "m.json").write_text(json.dumps({"samples": samples}))
-    base = (f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'} "
+    base = (f"eval depth {dirs(tmp_path)} "
             f"--manifest {tmp_path / 'm.json'}")
     run = rpx(base)
     assert run.exit_code == 1 and run.stdout == "" and "m.json" in run.stderr
@@ -197,11 +180,9 @@ def test_sharded_manifest_runs_merge_exactly(tmp_path: Path) -> None:
 
 
 def test_primary_metric_of_a_skipped_family_is_refused(rpx, tmp_path: Path) -> None:
-    from conftest import FIXTURES
-
     shelf = FIXTURES / "detection" / "shelf"
     write_manifest(tmp_path / "m.json", sorted(p.stem for p in (shelf / "gt").iterdir()))
-    base = (f"eval detection --pred-dir {shelf / 'pred'} --gt-dir {shelf / 'gt'} "
+    base = (f"eval detection {dirs(shelf)} "
             f"--manifest {tmp_path / 'm.json'}")
     run = rpx(f"{base} --metrics coco")  # f1 comes from the rows family
     assert run.exit_code == 2 and "family 'rows'" in run.stderr

@@ -3,13 +3,13 @@ MOTChallenge pipeline end to end), invariants and input errors."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 import trackeval  # test-only reference implementation (the [test] extra)
+from helpers import dirs, write_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mot_data import generate, trackeval_metrics, trackeval_sequence, write_mot
@@ -18,10 +18,6 @@ from rpx_cli.ops import mot
 
 QUIET = {"PRINT_CONFIG": False}
 BOX = (0.0, 0.0, 10.0, 10.0)
-
-
-def dirs(root: Path) -> str:
-    return f"--pred-dir {root / 'pred'} --gt-dir {root / 'gt'}"
 
 
 def rows_of(*rows: tuple) -> np.ndarray:
@@ -232,8 +228,7 @@ def write_json_tracks(path: Path, rows: np.ndarray, name) -> None:
         frames.append({"frame": f, "objects": [
             {"id": name(int(r[1])), "bbox": [r[2], r[3], r[2] + r[4], r[3] + r[5]], "score": 0.9}
             for r in rows[rows[:, 0] == f]]})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"frames": frames}))
+    write_json(path, {"frames": frames})
 
 
 def test_json_and_mot_text_give_the_same_report(rpx, tmp_path: Path) -> None:
@@ -354,8 +349,7 @@ def test_bad_mot_text(rpx, tmp_path: Path, text: str, message: str) -> None:
     ({"tracks": []}, 'expected {"frames"'),
 ])
 def test_bad_json(rpx, tmp_path: Path, document: dict, message: str) -> None:
-    (tmp_path / "pred").mkdir()
-    (tmp_path / "pred" / "s.json").write_text(json.dumps(document))
+    write_json(tmp_path / "pred" / "s.json", document)
     write_mot(tmp_path / "gt" / "s.txt", rows_of((1, 1, *BOX)), gt=True)
     run = rpx(f"eval tracking {dirs(tmp_path)}")
     assert run.exit_code == 1 and run.stdout == ""

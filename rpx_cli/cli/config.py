@@ -37,7 +37,8 @@ def discover(start: Path) -> Path | None:
         if candidate.is_file():
             return candidate
         pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
+        # a pyproject.toml that never says "rpx" is not parsed (nor needs a TOML reader)
+        if pyproject.is_file() and "rpx" in pyproject.read_text(errors="replace"):
             try:
                 if "tool" in (data := _read_toml(pyproject)) and "rpx" in data["tool"]:
                     return pyproject
@@ -46,19 +47,41 @@ def discover(start: Path) -> Path | None:
     return None
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
+class ConfigUnreadable(click.ClickException):
+    """A config file rpx cannot read at all in this environment: one line, exit 1."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"rpx: {self.format_message()}", err=True)
+
+
+def toml_module(path: Path) -> Any:
+    """``tomllib`` (Python >= 3.11), else ``tomli`` (a dependency on Python 3.10)."""
+    try:
         import tomllib
-    else:  # pragma: no cover - Python 3.10
+    except ImportError:
         try:
             import tomli as tomllib
         except ImportError:
-            raise click.UsageError(f"{path}: reading config files on Python 3.10 needs "
-                                   "'pip install tomli'") from None
+            version = ".".join(map(str, sys.version_info[:2]))
+            raise ConfigUnreadable(
+                f"{path}: reading a config file on Python {version} needs tomli "
+                "(pip install tomli), which rpx-eval declares for Python < 3.11") from None
+    return tomllib
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    from rpx_cli.errors import InputError
+    from rpx_cli.io.regular import open_regular
+
+    tomllib = toml_module(path)
     try:
+        with open_regular(str(path)):  # a regular file: a FIFO would block the read
+            pass
         with open(path, "rb") as handle:
             return tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except InputError as exc:
+        raise click.UsageError(f"cannot read the config file ({exc})") from None
+    except (OSError, RecursionError, tomllib.TOMLDecodeError) as exc:
         raise click.UsageError(f"{path}: cannot read the config file ({exc})") from None
 
 

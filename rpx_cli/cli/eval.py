@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from rpx_cli.cli.options import pair_options, run_pair_command
+from rpx_cli.cli.options import SuggestingGroup, int_range, pair_options, run_pair_command
 
 
 class _Parsed(click.ParamType):
@@ -40,9 +40,12 @@ def _click_option(option) -> Any:
     if option.kind == "choice":
         kwargs["type"] = click.Choice(option.choices)
     elif option.kind in ("float", "int"):
-        number = click.FloatRange if option.kind == "float" else click.IntRange
-        kwargs["type"] = number(min=option.minimum, min_open=option.open_min) \
-            if option.minimum is not None else (float if option.kind == "float" else int)
+        if option.kind == "float":
+            kwargs["type"] = click.FloatRange(min=option.minimum, min_open=option.open_min) \
+                if option.minimum is not None else float
+        else:
+            kwargs["type"] = int_range(None if option.minimum is None else int(option.minimum),
+                                       min_open=option.open_min)
     elif option.kind == "file":
         kwargs["type"] = click.Path(exists=True, dir_okay=False)
     elif option.kind == "dir":
@@ -67,7 +70,7 @@ def strata_options(func: Any) -> Any:
         click.option("--primary-metric", default=None, metavar="NAME",
                      help="The metric the strata use [default: the task's, e.g. absrel, miou, "
                           "f1, mota]."),
-        click.option("--bootstrap", type=click.IntRange(min=0), default=0, show_default=True,
+        click.option("--bootstrap", type=int_range(0), default=0, show_default=True,
                      metavar="N",
                      help="Add a 95%% interval to every stratum figure from N seeded resamples."),
         click.option("--seed", type=int, default=0, show_default=True,
@@ -100,15 +103,32 @@ def build_command(task) -> click.Command:
     callback = strata_options(callback)
     callback = pair_options(default_missing=task.default_missing,
                             dirs_required=not task.file_inputs)(callback)
-    doc = (task.__doc__ or "").strip() if not task.help else task.help
-    example = task.example or (f"rpx eval {task.name} --pred-dir runs/{task.name} "
-                               f"--gt-dir data/{task.name} | jq .aggregate")
-    help_text = f"{doc}\n\n\b\nExample:\n  {example}"
-    return click.command(task.name, help=help_text)(callback)
+    return click.command(task.name, help=help_text(task))(callback)
 
 
-class EvalGroup(click.Group):
+def help_text(task) -> str:
+    """``--help`` of ``rpx eval TASK``: the task's help, its input formats, its examples
+    (both kept as written: click's ``\\b`` paragraphs)."""
+    sections = [task.help or (task.__doc__ or "").strip()]
+    for title, text in (("Input formats", task.formats), ("Examples", task.example)):
+        lines = [line for line in text.strip("\n").splitlines() if line.strip()]
+        if lines:
+            sections.append("\b\n" + f"{title}:\n" + "\n".join(f"  {line}" for line in lines))
+    return "\n\n".join(sections)
+
+
+class EvalGroup(SuggestingGroup):
     """Subcommands come from the task registry, loaded on first use."""
+
+    noun = "task"
+
+    def suggest(self, ctx: click.Context, name: str) -> str:
+        from rpx_cli.tasks import TASKS
+
+        own = TASKS.get(name)
+        if own is not None:  # saliency-mb, coherence: a task with a command of its own
+            return f"{name} is a command of its own: rpx {' '.join(own.command)} --help"
+        return super().suggest(ctx, name)
 
     def _tasks(self) -> dict[str, Any]:
         from rpx_cli.tasks import TASKS
@@ -132,6 +152,6 @@ def eval_group() -> None:
 
     \b
     Example:
-      rpx eval depth --pred-dir runs/depth --gt-dir data/depth -o report.json
+      rpx eval depth --pred-dir fixtures/depth/indoor/pred --gt-dir fixtures/depth/indoor/gt -o report.json
       jq .aggregate.absrel report.json
     """

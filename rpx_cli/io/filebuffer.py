@@ -21,6 +21,7 @@ import numpy as np
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.digest_cache import DigestCache, Key, stat_key
+from rpx_cli.io.regular import open_regular
 
 # Below this size a file is digested inline: handing it to the helper thread (submit, wake,
 # wait, GIL hand-off) costs ~65 us a file, sha256 of 1 KiB ~2 us (10,000 pose files: 0.65 s).
@@ -55,7 +56,7 @@ def cached_sha256_file(path: str, cache: DigestCache | None) -> tuple[str, bool,
     digest cache's entry for the open file's stat key when there is one (``reused``), else
     computed; the key is None when the digest may not be stored (see
     :meth:`DigestCache.storable`) or there is no cache."""
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         key = None
         if cache is not None and cache.usable_for(os.path.dirname(os.path.abspath(path))):
             st = os.fstat(handle.fileno())
@@ -90,7 +91,7 @@ class FileBuffer:
         self._settle()
         cache = self.cache
         try:
-            with open(path, "rb", buffering=0) as handle:
+            with open_regular(path, buffering=0) as handle:
                 st = os.fstat(handle.fileno())
                 size = st.st_size
                 if size > self._array.size:
@@ -103,10 +104,6 @@ class FileBuffer:
                         raise InputError(f"file shrank while being read ({got} of {size} bytes)",
                                          path=path)
                     got += more
-        except IsADirectoryError:
-            raise InputError("is a directory, not a file", path=path) from None
-        except FileNotFoundError:
-            raise InputError("file not found", path=path) from None
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
         if self._digest:

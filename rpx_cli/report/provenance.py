@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import cache
 from typing import Any
 
 from rpx_cli import __version__
@@ -72,7 +73,7 @@ def directory_digest(digests: Mapping[str, str]) -> str:
     path) of the files evaluated, so ``sha256sum`` over the same files reproduces it."""
     paths = sorted(digests)
     listing = "".join(map("{}  {}\n".format, map(digests.__getitem__, paths), paths))
-    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
+    return hashlib.sha256(listing.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def directory_input(path: str, digests: Mapping[str, str]) -> dict[str, Any]:
@@ -86,6 +87,13 @@ def directory_input(path: str, digests: Mapping[str, str]) -> dict[str, Any]:
 
 
 def collect_environment() -> dict[str, Any]:
+    """Python, platform and the versions of rpx's dependencies (read once per process: the
+    package metadata lookups cost ~20 ms)."""
+    return dict(_environment())
+
+
+@cache
+def _environment() -> dict[str, Any]:
     from importlib import metadata
 
     env: dict[str, Any] = {

@@ -117,7 +117,8 @@ def envelope_properties() -> dict[str, Any]:
                                                "count": {"type": "integer", "minimum": 1}}},
                       "pairing": {"type": "string"}, "stems": STEMS,
                       "stats": {"type": "object", "description": "The task's declared statistics "
-                                "by name, one entry per stem (null: undefined)."},
+                                "by name: one entry per stem (null: undefined), or one "
+                                "value for all the part's stems (a folded statistic)."},
                       "inputs": {"type": "object"}, "digests": {"type": "object"}}},
         "run_provenance": PROVENANCE_REF,
     }
@@ -208,8 +209,9 @@ def stability() -> dict[str, Any]:
         "$schema": DRAFT, "$id": "urn:rpx:schema:stability:v1",
         "title": "rpx temporal stability report (rpx.stability v1)",
         "type": "object",
-        "required": ["schema", "schema_version", "task", "warp", "ts_score", "num_pairs",
-                     "sequences", "run_provenance"],
+        "required": ["schema", "schema_version", "task", "warp", "params", "ts_score",
+                     "num_pairs", "n_null_pairs", "n_frames", "n_sequences", "sequences",
+                     "unpaired", "skipped", "metric_info", "run_provenance"],
         "properties": {
             "schema": {"const": "rpx.stability"}, "schema_version": {"const": 1},
             "task": {"enum": ["depth", "segmentation"]},
@@ -250,7 +252,9 @@ def readiness() -> dict[str, Any]:
         "$schema": DRAFT, "$id": "urn:rpx:schema:readiness:v1",
         "title": "rpx deployment readiness report (rpx.readiness v1)",
         "type": "object",
-        "required": ["schema", "schema_version", "run_provenance"],
+        "required": ["schema", "schema_version", "task", "model_name", "primary_metric",
+                     "direction", "eval", "strata", "stability", "coherence", "cost", "summary",
+                     "run_provenance"],
         "properties": {
             "schema": {"const": "rpx.readiness"}, "schema_version": {"const": 1},
             "task": {"type": "string"}, "eval": {"type": "object"},
@@ -274,10 +278,16 @@ def compare() -> dict[str, Any]:
         "$schema": DRAFT, "$id": "urn:rpx:schema:compare:v1",
         "title": "rpx comparison of two reports (rpx.compare v1)",
         "type": "object",
-        "required": ["schema", "schema_version", "base", "new", "metrics", "run_provenance"],
+        "required": ["schema", "schema_version", "base", "new", "params_differ", "summary",
+                     "metrics", "run_provenance"],
         "properties": {
             "schema": {"const": "rpx.compare"}, "schema_version": {"const": 1},
             "base": {"type": "object"}, "new": {"type": "object"},
+            "params_differ": {"type": "array", "items": {"type": "string"},
+                              "description": "Parameters that change the numbers and differ "
+                                             "(compared anyway with --force)."},
+            "summary": {"type": "object", "required": ["improved", "regressed", "unchanged"],
+                        "additionalProperties": {"type": "integer", "minimum": 0}},
             "metrics": {"type": "array", "items": {
                 "type": "object", "required": ["metric", "base", "new", "delta"],
                 "properties": {"metric": {"type": "string"}, "base": NUM_OR_NULL,

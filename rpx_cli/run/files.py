@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rpx_cli.engine import CacheTally
-from rpx_cli.errors import EvaluationFailed, InputError, PairError, RpxError
+from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
 from rpx_cli.io.discover import shard_of
 from rpx_cli.io.filebuffer import cached_sha256_file
 from rpx_cli.report.provenance import Stopwatch
@@ -40,7 +40,7 @@ def run_file_evaluation(
     task = get_task(task_name)
     expected = [option.param for option in task.file_inputs]
     if sorted(files) != sorted(expected):
-        raise RpxError(f"{task.name} needs the files {', '.join(expected)}")
+        raise ParameterError(f"{task.name} needs the files {', '.join(expected)}")
     params = resolve_params(task, params, missing="error", on_error=on_error)
     check_shard(shard)
     stopwatch = Stopwatch()
@@ -52,7 +52,8 @@ def run_file_evaluation(
         raise InputError(f"several samples have the stem(s) {', '.join(repeated[:5])}: stems "
                          "must be unique", path=files[expected[0]])
     order = sorted(range(len(stems)), key=stems.__getitem__)
-    whole = hashlib.sha256("".join(f"{stems[i]}\n" for i in order).encode()).hexdigest()
+    whole = hashlib.sha256("".join(f"{stems[i]}\n" for i in order).encode(
+        "utf-8", "surrogateescape")).hexdigest()
     if shard is not None:
         order = [i for i in order if shard_of(stems[i], shard[1]) == shard[0]]
     stems = [stems[i] for i in order]

@@ -123,7 +123,15 @@ class Task:
     # --- identity and report kind ------------------------------------------------------
     name: ClassVar[str]
     help: ClassVar[str] = ""
-    example: ClassVar[str] = ""  # the --help example; default: a generic pipe to jq
+    formats: ClassVar[str] = ""
+    """The input files in a few lines, shown under "Input formats" by ``rpx eval TASK
+    --help``: what one file per stem holds on each side (suffixes, JSON fields, columns,
+    units), and any input flags that replace the folders. Every ``rpx eval`` task declares
+    it (a test checks); lines of at most ~100 characters, no blank line."""
+    example: ClassVar[str] = ""
+    """The ``--help`` examples, one command line per line (a trailing backslash continues
+    one): they must run as written from the repository root on the committed fixtures, and
+    a test runs every one of them (``| jq ...`` welcome). A task without one has none."""
     # the report's ``schema`` value: "rpx.eval" (an ``rpx eval`` subcommand) or a kind of
     # its own (then a top-level command of the same name, e.g. "rpx.saliency-mb")
     report_schema: ClassVar[str] = "rpx.eval"
@@ -158,6 +166,8 @@ class Task:
     # --metrics: family -> (row/aggregate keys it holds, report sections it holds). A
     # skipped family's keys are left out of the report; a task may also skip its work.
     families: ClassVar[Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+    # families that run only when ``--metrics`` names them (costly views nobody needs by default)
+    optional_families: ClassVar[tuple[str, ...]] = ()
     # the statistics kept per pair (see rpx_cli.tasks.stats); statistics() may vary them
     stats: ClassVar[tuple[Stat, ...]] = ()
     # summarize an empty --shard part too (a kind whose schema requires its keys)

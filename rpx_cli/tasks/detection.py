@@ -14,10 +14,18 @@
   precision = M[c,c] / column sum, recall = M[c,c] / row sum, F1; 0/0 = 0.
 - **``dataset.coco``**: pycocotools' COCOeval (bbox, 10 IoU thresholds, 101 recall points,
   maxDets 1/10/100, areas from the GT ``area`` field or the box area) on every detection —
-  no confidence threshold — with images numbered 1..N in stem order.
+  no confidence threshold — with images numbered 1..N in stem order. ``coco.curves`` keeps
+  the precision/recall curves behind AP (pycocotools' ``eval["precision"]`` and
+  ``eval["scores"]`` at area all, maxDets 100) so users can plot them.
+- **``dataset.pooled.by_confidence``**: the pooled P/R/F1 at 101 confidence thresholds
+  0, 0.01, ..., 1 (the same matching as ``pooled``; greedy matching by descending score
+  never changes for the detections above a threshold, so each point is exactly what
+  ``--conf-threshold`` at that value gives).
+- **``dataset.errors``** (``--metrics errors``, not run by default): TIDE's breakdown of
+  AP50 by error type, equal to tidecv (``rpx_cli.ops.tide``).
 
 Crowd GT (``iscrowd``) is honoured in every view as COCO does: a detection that lands on
-a crowd region (intersection over its own area >= the IoU threshold) and matches no
+a crowd region of its class (intersection over its own area >= the IoU threshold) and matches no
 regular GT is ignored — neither a true nor a false positive — and crowd regions are never
 missed. A frame whose GT file is empty is a labelled empty frame (its detections are
 false positives) unless ``--skip-empty-gt``, which leaves such frames out of rows, pooled
@@ -37,10 +45,11 @@ from rpx_cli.io.boxes import Boxes, apply_class_map, load_class_map, parse_boxes
 from rpx_cli.io.coco_files import load_coco
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.boxes import iou_pairs, iou_xywh
-from rpx_cli.ops.coco import STAT_NAMES, CocoInput, iou_similarity
+from rpx_cli.ops.coco import RECALL_THRESHOLDS, STAT_NAMES, CocoInput, iou_similarity
 from rpx_cli.ops.coco import evaluate as coco_evaluate
 from rpx_cli.ops.matching import greedy_match, optimal_match
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
+from rpx_cli.ops.tide import ERROR_TYPES, tide
 from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
@@ -73,6 +82,19 @@ class Detection(Task):
     suffixes = (".json",)
     help = ("Object detection: per-image P/R/F1 at an operating point, the Aquarium confusion "
             "matrix, and COCO AP/AR equal to pycocotools.")
+    formats = (
+        'One JSON per stem (GT without "score"), a list of objects or columns:\n'
+        '  [{"bbox": [x1, y1, x2, y2], "label": "cup", "score": 0.9}, ...]\n'
+        '  {"boxes": [[x1, y1, x2, y2], ...], "labels": ["cup", ...], "scores": [0.9, ...]}\n'
+        'Labels are strings or ints; --box-format xywh reads [x, y, w, h]; GT may add "iscrowd".\n'
+        'Or two COCO files instead of the folders: --coco-gt instances.json --coco-dt results.json.'
+    )
+    example = (
+        'rpx eval detection --pred-dir fixtures/detection/shelf/pred \\\n'
+        '    --gt-dir fixtures/detection/shelf/gt --conf-threshold 0.4 | jq .dataset.pooled\n'
+        'rpx eval detection --coco-gt fixtures/detection/coco/instances.json \\\n'
+        '    --coco-dt fixtures/detection/coco/results.json | jq .dataset.coco.AP50'
+    )
     # every frame's boxes: the views match across all frames at once (a Frame per pair, or
     # the flat FrameTable of COCO-file input)
     stats = (Stat("frame", encode=encode_frame, decode=decode_frame),)
@@ -91,9 +113,15 @@ class Detection(Task):
                             "'area' field or the box") for name in STAT_NAMES},
         "AP": MetricInfo("higher", "COCO AP (and per class): pycocotools COCOeval bbox, "
                          "IoU .50:.05:.95, 101 recall points, maxDets 100"),
+        **{name: MetricInfo("lower", f"TIDE dAP of {name} errors at IoU 0.5 (tidecv, 0-1 scale): "
+                            "the AP50 gained by fixing them") for name in ERROR_TYPES},
+        "ap50": MetricInfo("higher", "TIDE's own AP at IoU 0.5 (tidecv's matching and means, 0-1), "
+                           "the base of dataset.errors"),
     }
     families = {"rows": (ROW_KEYS, ()), "pooled": ((), ("dataset.pooled",)),
-                "confusion": ((), ("dataset.confusion",)), "coco": ((), ("dataset.coco",))}
+                "confusion": ((), ("dataset.confusion",)), "coco": ((), ("dataset.coco",)),
+                "errors": ((), ("dataset.errors",))}
+    optional_families = ("errors",)
     options = (
         Option("box_format", "--box-format", "choice", "xyxy", choices=("xyxy", "xywh"),
                help="Boxes in per-stem files are [x1, y1, x2, y2] or [x, y, w, h]."),
@@ -176,7 +204,7 @@ class Detection(Task):
         return self.summarize_rows(stats, params)[0]
 
     def summarize_rows(self, stats: StatTable, params: Params):
-        wanted = params.get("metrics") or list(self.families)
+        wanted = params.get("metrics") or [f for f in self.families if f not in self.optional_families]
         frames = stats["frame"]
         table = frames if isinstance(frames, FrameTable) else FrameTable.from_frames(
             frames, params.get("categories") or _vocabulary(frames))
@@ -201,11 +229,15 @@ class Detection(Task):
                 aggregate[key] = mean_present(values)
             totals = [int(x[used].sum()) for x in (tp, fp, fn)]
             dataset["pooled"] = {**prf(*totals), **dict(zip(("tp", "fp", "fn"), totals, strict=True))}
+            if "pooled" in wanted:
+                dataset["pooled"]["by_confidence"] = by_confidence(table, used, params["iou_threshold"])
         if "confusion" in wanted:
             dataset["confusion"] = confusion(table, ~skipped, params["iou_threshold"],
                                              params["conf_threshold"])
         if "coco" in wanted:
             dataset["coco"] = coco(table)
+        if "errors" in wanted:
+            dataset["errors"] = errors(table)
         return {"aggregate": aggregate, "dataset": dataset}, rows
 
 
@@ -219,7 +251,38 @@ def operating_point(table: FrameTable, iou_threshold: float,
                     conf_threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(TP, FP, FN) of every frame: class-aware greedy matching by descending score,
     vectorised over frames (pycocotools' matcher at one IoU threshold)."""
-    gt, pred, n = table.gt, table.pred.where(table.pred.score >= conf_threshold), table.n
+    d_frame, _, hit, miss = _greedy(table, iou_threshold, conf_threshold)
+    n = table.n
+    tp = np.bincount(d_frame[hit], minlength=n)
+    fp = np.bincount(d_frame[miss], minlength=n)
+    n_gt = np.bincount(table.gt.frame[~table.gt.crowd], minlength=n)
+    return tp, fp, n_gt - tp
+
+
+CONFIDENCE_GRID = np.linspace(0.0, 1.0, 101)
+
+
+def by_confidence(table: FrameTable, frames: np.ndarray, iou_threshold: float) -> dict[str, Any]:
+    """Pooled P/R/F1 over the frames where ``frames`` is True at every threshold of
+    :data:`CONFIDENCE_GRID` (a detection counts when score >= threshold). One matching of
+    every detection serves all thresholds: walked by descending score, a detection's match
+    never depends on those below it."""
+    d_frame, d_score, hit, miss = _greedy(table, iou_threshold, -np.inf)
+    keep = frames[d_frame]
+    hit_scores = np.sort(d_score[hit & keep])
+    miss_scores = np.sort(d_score[miss & keep])
+    tp = hit_scores.size - np.searchsorted(hit_scores, CONFIDENCE_GRID, side="left")
+    fp = miss_scores.size - np.searchsorted(miss_scores, CONFIDENCE_GRID, side="left")
+    n_gt = int(np.count_nonzero(~table.gt.crowd & frames[table.gt.frame]))
+    figures = prf_arrays(tp, fp, n_gt - tp)
+    return {"conf_threshold": CONFIDENCE_GRID.tolist(), "tp": tp.tolist(), "fp": fp.tolist(),
+            **{key: figures[key].tolist() for key in ("precision", "recall", "f1")}}
+
+
+def _greedy(table: FrameTable, iou_threshold: float, conf_threshold: float):
+    """Every detection with score >= ``conf_threshold``: (frame, score, true positive,
+    false positive); a detection on a crowd region is neither."""
+    gt, pred = table.gt, table.pred.where(table.pred.score >= conf_threshold)
     K = max(len(table.vocabulary), 1)
     d_group = pred.frame * K + pred.label
     order = np.lexsort((np.arange(d_group.size), -pred.score, d_group))
@@ -229,11 +292,7 @@ def operating_point(table: FrameTable, iou_threshold: float,
     matched, ignored, _ = greedy_match(
         d_group, g_group[gorder], iou_similarity(pred.box[order], gt.box[gorder]),
         min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder])
-    d_frame = pred.frame[order]
-    tp = np.bincount(d_frame[matched[:, 0] & ~ignored[:, 0]], minlength=n)
-    fp = np.bincount(d_frame[~matched[:, 0]], minlength=n)
-    n_gt = np.bincount(gt.frame[~gt.crowd], minlength=n)
-    return tp, fp, n_gt - tp
+    return pred.frame[order], pred.score[order], matched[:, 0] & ~ignored[:, 0], ~matched[:, 0]
 
 
 def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
@@ -286,8 +345,10 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
 
 def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
               iou_threshold: float) -> np.ndarray:
-    """Which of the detections ``dets`` lie on a crowd region of their frame (intersection
-    over the detection's area >= the threshold): ignored, not background."""
+    """Which of the detections ``dets`` lie on a crowd region of their frame and class
+    (intersection over the detection's area >= the threshold): ignored, not background. As
+    in COCO, a crowd region excuses detections of its own class only; a detection of another
+    class on it is a false positive in every view."""
     out = np.zeros(dets.size, bool)
     if not len(crowd) or not dets.size:
         return out
@@ -298,7 +359,8 @@ def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
     first = np.repeat(bounds[frame] - (np.cumsum(counts) - counts), counts)
     regions = first + np.arange(which.size)
     ioa = iou_pairs(pred.box[dets[which]], crowd.box[regions], crowd=True)
-    out[which[ioa >= iou_threshold]] = True
+    same_class = pred.label[dets[which]] == crowd.label[regions]
+    out[which[(ioa >= iou_threshold) & same_class]] = True
     return out
 
 
@@ -316,7 +378,36 @@ def coco(table: FrameTable) -> dict[str, Any]:
     for label, ap in zip(table.vocabulary, result.per_category_ap(), strict=True):
         per_class[label] = {"AP": ap} if ap is not None else {
             "AP": None, "reason": "no GT box of this class (pycocotools: -1)"}
-    out: dict[str, Any] = {**figures, "per_class": per_class}
+    out: dict[str, Any] = {**figures, "per_class": per_class, "curves": _curves(result, table.vocabulary)}
     if reasons:
         out["null_reasons"] = reasons
     return out
+
+
+def _curves(result, vocabulary: list[str]) -> dict[str, Any]:
+    """``dataset.coco.curves``: precision (and score) at the 101 recall points, per class and
+    over the classes with GT, at IoU 0.5 and averaged over 0.5:0.95; null where pycocotools
+    leaves -1."""
+    def listed(values: np.ndarray) -> list[float | None]:
+        return [None if np.isnan(v) else v for v in values.tolist()]
+
+    out: dict[str, Any] = {"recall": RECALL_THRESHOLDS.tolist()}
+    for name, curve in result.curves().items():
+        out[name] = {
+            "per_class": {label: {"precision": listed(curve["precision"][k]),
+                                  "score": listed(curve["score"][k])}
+                          for k, label in enumerate(vocabulary)},
+            "overall": {"precision": listed(curve["overall"])},
+        }
+    return out
+
+
+def errors(table: FrameTable) -> dict[str, Any]:
+    """``dataset.errors``: TIDE's breakdown (tidecv, IoU 0.5, background 0.1) on the COCO
+    view's images and boxes (every detection, no confidence threshold)."""
+    image = table.coco_image()
+    gt, pred = table.gt, table.pred
+    result = tide(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label, gt.box,
+                            gt.area, gt.crowd, image[pred.frame], pred.label, pred.box, pred.score))
+    return {**result.dap, "ap50": result.ap, "counts": result.counts,
+            "iou_threshold": 0.5, "background_threshold": 0.1}

@@ -10,13 +10,12 @@ counted in ``aggregate.n_empty``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.boxes import boxes_from_objects
+from rpx_cli.io.boxes import boxes_from_objects, loads_json
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.boxes import iou_xywh
 from rpx_cli.ops.reduce import mean_present
@@ -31,6 +30,16 @@ class Grounding(Task):
     primary_metric = "grounding_acc"
     suffixes = (".json",)
     help = "Visual grounding: IoU and accuracy of the highest-scoring box for each expression."
+    formats = (
+        'One JSON per stem; the highest-scoring predicted box answers, any GT box is right:\n'
+        '  GT          {"text": "the red mug", "boxes": [[x1, y1, x2, y2], ...]}\n'
+        '  prediction  {"boxes": [[x1, y1, x2, y2], ...], "scores": [0.8, ...]}\n'
+        '--box-format xywh reads [x, y, w, h].'
+    )
+    example = (
+        'rpx eval grounding --pred-dir fixtures/grounding/refer/pred \\\n'
+        '    --gt-dir fixtures/grounding/refer/gt | jq .aggregate.grounding_acc'
+    )
     metrics = {
         "grounding_iou": MetricInfo("higher", "best IoU of the highest-scoring predicted box "
                                     "with any GT box (0 without a prediction)"),
@@ -51,10 +60,7 @@ class Grounding(Task):
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> tuple[np.ndarray, np.ndarray]:
-        try:
-            document = json.loads(buffer.read(path).tobytes())
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InputError(f"not valid JSON ({exc})", path=path) from None
+        document = loads_json(memoryview(buffer.read(path)), path)
         if not isinstance(document, dict) or not isinstance(document.get("boxes"), list):
             raise InputError('expected {"boxes": [[...], ...]' +
                              (', "scores": [...]}' if role == "pred" else ', "text": ...}'), path=path)

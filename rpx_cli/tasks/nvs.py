@@ -16,6 +16,7 @@ import numpy as np
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.values import MAX_MAGNITUDE
 from rpx_cli.ops.image_quality import PSNR_CAP, WINDOW, psnr, ssim, ssim_global
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
@@ -36,6 +37,15 @@ class NovelViewSynthesis(Task):
     primary_metric = "psnr"
     suffixes = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".npy")
     help = "Novel-view synthesis: PSNR, SSIM (scikit-image's Gaussian form) and RPX's global SSIM."
+    formats = (
+        'Rendered (pred) and captured (GT) image per stem, one shape per pair: 8- or 16-bit PNG,\n'
+        'JPEG or TIFF, or .npy (H, W) / (H, W, 3); an alpha channel is dropped (with a warning).\n'
+        "PSNR's data range: 255 (8-bit), 65535 (16-bit); float images need --data-range."
+    )
+    example = (
+        'rpx eval nvs --pred-dir fixtures/nvs/render/pred --gt-dir fixtures/nvs/render/gt \\\n'
+        "    | jq '.aggregate | {psnr, ssim}'"
+    )
     metrics = {
         "psnr": MetricInfo("higher", "10 log10(R^2 / MSE) over all pixels and channels, dB; "
                            f"identical images capped at {PSNR_CAP:g}"),
@@ -59,8 +69,9 @@ class NovelViewSynthesis(Task):
 
     def validate_params(self, params: Params) -> None:
         value = params["data_range"]
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise ParameterError(f"data range must be a positive number, got {value}")
+        if value is not None and not (math.isfinite(value) and 0 < value <= MAX_MAGNITUDE):
+            raise ParameterError(f"data range must be a positive number up to {MAX_MAGNITUDE:g}, "
+                                 f"got {value}")
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Image:
@@ -77,6 +88,9 @@ class NovelViewSynthesis(Task):
             raise InputError(f"image has unsupported dtype {image.dtype}", path=path)
         if image.dtype.kind == "f" and not np.isfinite(image).all():
             raise InputError("image holds NaN or inf", path=path)
+        if image.dtype.kind == "f" and image.size and np.abs(image).max() > MAX_MAGNITUDE:
+            raise InputError(f"image holds values beyond ±{MAX_MAGNITUDE:g}: squared errors "
+                             "would overflow", path=path)
         return Image(image)
 
     def empty_prediction(self, gt: Image, params: Params) -> Image:

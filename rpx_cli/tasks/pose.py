@@ -64,7 +64,17 @@ class RelativePose(Task):
     suffixes = POSE_SUFFIXES
     help = ("Relative camera pose: rotation and translation errors, SuperGlue pose AUC at "
             "5/10/20 degrees.")
-    cli_example = "rpx eval pose --pred-dir runs/pose --gt-dir data/pose | jq .dataset.auc_10deg"
+    formats = (
+        'One file per stem, the same kind of transform on both sides, in any of six forms:\n'
+        '  {"R": 3x3, "t": [3]}                  {"matrix": 4x4}\n'
+        '  {"quaternion_wxyz": [4], "t": [3]}    {"quaternion_xyzw": [4], "t": [3]}\n'
+        '  .npy  7 numbers [x, y, z, qx, qy, qz, qw] (RPX)\n'
+        "  .npz  'position' (3) and 'orientation' (4: x y z w) (RPX)"
+    )
+    example = (
+        'rpx eval pose --pred-dir fixtures/pose/relative/pred --gt-dir fixtures/pose/relative/gt \\\n'
+        '    | jq .dataset.auc_10deg'
+    )
     metrics = {
         "rotation_error_deg": MetricInfo("lower", "geodesic angle of R_pred^T R_gt, deg "
                                          "(atan2 form, exact for tiny rotations)"),

@@ -16,35 +16,42 @@ dropped, which would reward garbage.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
+from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.ops.confusion import FrameConfusion, class_scores, frame_confusion
+from rpx_cli.io.regular import read_bytes
+from rpx_cli.ops.confusion import (
+    FrameConfusion,
+    average_scores,
+    class_axis,
+    class_scores,
+    dense_matrix,
+    frame_confusion,
+    has_other,
+    sum_confusions,
+)
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
 OTHER = "other"
+PNG_255 = "png-255"  # warning: an 8-bit GT PNG holds 255, which is not ignored
 
 
 def load_class_names(path: str) -> list[str]:
     """One name per line (blank lines and ``#`` comments skipped), or a JSON list."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise InputError(f"cannot read class names: {exc.strerror or exc}", path=path) from None
+        text = read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("class names: not UTF-8 text", path=path) from None
     if text.lstrip().startswith("["):
-        try:
-            names = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"class names: not valid JSON ({exc})", path=path) from None
+        names = loads_json(text.encode(), path, "class names: ")
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise InputError("class names: expected a JSON list of strings", path=path)
     else:
@@ -78,6 +85,17 @@ class Segmentation(Task):
     primary_metric = "miou"
     suffixes = (".png", ".npy")
     help = "Semantic segmentation: per-frame mIoU and accuracy, pooled confusion-matrix metrics."
+    formats = (
+        'Label maps, one per stem: single-channel PNG (L, P or I;16) or an integer .npy (H, W);\n'
+        'a pixel holds its class id. Pred and GT of a stem have one shape.\n'
+        '255 is scored as a class unless --ignore-index 255 (the usual "unlabelled" value).\n'
+        '--class-names FILE: one name per line (line i names label i), or a JSON list.'
+    )
+    example = (
+        'rpx eval segmentation --pred-dir fixtures/segmentation/street/pred \\\n'
+        '    --gt-dir fixtures/segmentation/street/gt --ignore-index 255 \\\n'
+        '    --class-names fixtures/segmentation/street/names.txt | jq .dataset.miou'
+    )
     # the frame's RPX row values and its sparse confusion matrix (labels that occur only)
     stats = (Stat("miou"), Stat("pixel_acc"),
              Stat("confusion", encode=encode_confusion, decode=decode_confusion))
@@ -132,7 +150,8 @@ class Segmentation(Task):
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> np.ndarray:
-        labels = read_array(path, buffer).array
+        loaded = read_array(path, buffer)
+        labels = loaded.array
         if labels.ndim == 3 and labels.shape[2] in (3, 4):
             raise InputError(
                 f"label map has {labels.shape[2]} channels (a colour image?); save class "
@@ -149,10 +168,20 @@ class Segmentation(Task):
                 "a score map, not labels)",
                 path=path,
             )
+        if (role == "gt" and loaded.format == "png" and labels.dtype == np.uint8
+                and params["num_classes"] is None and 255 not in params["ignore_index"]
+                and labels.max() == 255):
+            warn(PNG_255, path)  # 255 is "void" in VOC, Cityscapes, ADE20K... PNGs
         return labels
 
     def empty_prediction(self, gt: np.ndarray, params: Params) -> np.ndarray:
         return np.full(gt.shape, -1, dtype=np.int64)  # predicts nothing: every pixel wrong
+
+    def warning_text(self, kind: str, paths: list[str]) -> str:
+        if kind == PNG_255:
+            return (f"{len(paths)} GT PNG label map(s) hold 255 (e.g. {paths[0]}), scored as a "
+                    "class — pass --ignore-index 255 if 255 marks unlabelled pixels")
+        return super().warning_text(kind, paths)
 
     def evaluate(self, pred: np.ndarray, gt: np.ndarray, params: Params, *, pred_path: str | None,
                  gt_path: str) -> Sample:
@@ -171,7 +200,9 @@ class Segmentation(Task):
         num_classes = params["num_classes"]
         if num_classes is not None and confusion.gt_labels.size and confusion.gt_labels[-1] >= num_classes:
             raise InputError(
-                f"GT label {int(confusion.gt_labels[-1])} is outside --num-classes {num_classes}",
+                f"GT label {int(confusion.gt_labels[-1])} is outside --num-classes {num_classes}"
+                + (" (pass --ignore-index 255 if 255 marks unlabelled pixels)"
+                   if confusion.gt_labels[-1] == 255 else ""),
                 path=gt_path,
             )
         miou, pixel_acc = frame_scores(confusion)
@@ -207,50 +238,26 @@ def frame_scores(confusion: FrameConfusion) -> tuple[float | None, float | None]
 
 
 def pooled_dataset(frames: list[FrameConfusion], params: Params) -> dict[str, Any]:
-    """Sum the frames' counts into one matrix and derive the dataset metrics."""
+    """Sum the frames' counts into one matrix and derive the dataset metrics (means over the
+    classes with GT support)."""
     num_classes, names = params["num_classes"], params["class_names"]
-    if num_classes is not None:
-        classes = np.arange(num_classes, dtype=np.int64)
-    else:
-        seen = [frame.gt_labels for frame in frames] + [frame.pred_labels for frame in frames]
-        classes = np.unique(np.concatenate(seen)) if seen else np.zeros(0, np.int64)
-        classes = classes[classes >= 0]
-    other = any(np.any(~np.isin(frame.pred_labels, classes)) for frame in frames)
-    matrix = np.zeros((classes.size, classes.size + (1 if other else 0)), dtype=np.int64)
-    for frame in frames:
-        if not frame.counts.size:
-            continue
-        rows = np.searchsorted(classes, frame.gt_labels)
-        cols = np.searchsorted(classes, frame.pred_labels)
-        known = (cols < classes.size) & (classes[np.minimum(cols, classes.size - 1)] == frame.pred_labels)
-        cols = np.where(known, cols, classes.size)  # outside the classes: the "other" column
-        np.add.at(matrix, (rows[:, None], cols[None, :]), frame.counts)
+    pooled = sum_confusions(frames)
+    classes = class_axis(pooled, num_classes)
+    other = has_other(pooled, classes)
+    matrix = dense_matrix(pooled, classes, other=other)
     labels = [names[int(c)] if names else str(int(c)) for c in classes]
     scores = class_scores(matrix)
     supported = scores.support > 0
-    total = float(scores.support.sum())
     dataset: dict[str, Any] = {
         "confusion": {"labels": labels, "columns": labels + ([OTHER] if other else []),
                       "matrix": matrix.tolist()},
-        "n_labelled": int(total),
+        "n_labelled": int(scores.support.sum()),
+        **average_scores(scores),
     }
-    if not supported.any():
-        dataset.update(dict.fromkeys(("miou", "fwiou", "acc", "mprecision", "mrecall", "mf1")))
-        dataset["per_class"] = {}
-        return dataset
-    dataset.update({
-        "miou": float(scores.iou[supported].mean()),
-        "fwiou": float(np.sum(scores.support[supported] / total * scores.iou[supported])),
-        "acc": float(scores.tp.sum() / total),
-        "mprecision": float(scores.precision[supported].mean()),
-        "mrecall": float(scores.recall[supported].mean()),
-        "mf1": float(scores.f1[supported].mean()),
-        "per_class": {
-            labels[c]: {"iou": float(scores.iou[c]), "precision": float(scores.precision[c]),
-                        "recall": float(scores.recall[c]), "f1": float(scores.f1[c]),
-                        "support": int(scores.support[c])}
-            for c in np.flatnonzero(supported)
-        },
-    })
+    dataset["per_class"] = {
+        labels[c]: {"iou": float(scores.iou[c]), "precision": float(scores.precision[c]),
+                    "recall": float(scores.recall[c]), "f1": float(scores.f1[c]),
+                    "support": int(scores.support[c])}
+        for c in np.flatnonzero(supported)
+    }
     return dataset
-

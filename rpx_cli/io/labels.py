@@ -1,0 +1,338 @@
+"""Class labels and scores: per-stem JSON/txt files, one-file CSV tables, class-name lists.
+
+Per stem (``rpx eval classification``):
+
+- GT: JSON ``{"label": L}`` or ``{"labels": [L, ...]}`` (multi-label), a bare JSON label
+  (``"cat"``, ``3``), or a ``.txt`` file holding the label (one label per line for several);
+- prediction: JSON ``{"label": L}``, ``{"label": L, "score": s}``, ``{"labels": [...]}`` or
+  ``{"scores": {L: s, ...}}`` (a score per class).
+
+Labels are strings or integers, always handled as their text (``3`` and ``"3"`` are one
+label). The natural order of labels (:func:`label_key`) puts integer labels first, by value,
+then the others by code point, so integer class ids sort as numbers (as scikit-learn's
+``np.unique`` does on integer arrays).
+
+One file per side: :func:`read_label_csv` reads ``stem,label``, ``stem,label,score`` or
+``stem,<one column per class>`` (a header row names the columns) into arrays in one pass:
+the score block is parsed as a whole (no Python loop over rows or cells), every row's column
+count is checked with numpy, and any problem names the file and the line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rpx_cli.errors import InputError
+from rpx_cli.io.boxes import loads_json
+
+_INTEGER = re.compile(r"-?[0-9]+\Z")
+
+
+def label_key(label: str) -> tuple[int, int, str]:
+    """Sort key of the natural label order: integers by value first, then text."""
+    if _INTEGER.match(label):
+        return (0, int(label), label)
+    return (1, 0, label)
+
+
+def sort_labels(labels: Any) -> list[str]:
+    """Distinct labels in the natural order."""
+    return sorted(set(labels), key=label_key)
+
+
+def read_class_names(path: str) -> list[str]:
+    """One class per line (blank lines and ``#`` comments skipped) or a JSON list; the
+    order is the class order (ties in scores go to the class listed first)."""
+    from rpx_cli.io.regular import read_bytes
+
+    try:
+        text = read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("class names: not UTF-8 text", path=path) from None
+    if text.lstrip().startswith("["):
+        names = loads_json(text.encode(), path, "class names: ")
+        if not isinstance(names, list) or not all(
+                isinstance(n, (str, int)) and not isinstance(n, bool) for n in names):
+            raise InputError("class names: expected a JSON list of strings", path=path)
+        names = [str(n) for n in names]
+    else:
+        names = [line.strip() for line in text.splitlines()]
+        names = [name for name in names if name and not name.startswith("#")]
+    if not names:
+        raise InputError("class names: the file names no class", path=path)
+    seen: set[str] = set()
+    duplicates = sorted({name for name in names if name in seen or seen.add(name)})
+    if duplicates:
+        raise InputError(f"class names: duplicated {', '.join(duplicates[:5])}", path=path)
+    return names
+
+
+# --- per-stem files ------------------------------------------------------------------------------
+
+
+@dataclass
+class LabelDoc:
+    """What one per-stem file says: labels given by name, a score for the single label,
+    and a score table (class names in the file's order, and their scores)."""
+
+    labels: tuple[str, ...] = ()
+    score: float | None = None
+    classes: tuple[str, ...] | None = None
+    scores: np.ndarray | None = None  # float64, aligned with ``classes``
+
+
+def _label(value: Any, where: str, path: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InputError(f"{where}: a label must be a string or an integer, got {value!r}",
+                         path=path)
+    return str(value)
+
+
+def _number(value: Any, where: str, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{where} must be a number, got {value!r}", path=path)
+    number = float(value)
+    if not math.isfinite(number):
+        raise InputError(f"{where} is not finite ({value!r})", path=path)
+    return number
+
+
+def parse_label_file(data: bytes, path: str) -> LabelDoc:
+    """Parse one per-stem file (``.json`` or ``.txt``, told apart by the suffix)."""
+    if path.lower().endswith(".txt"):
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise InputError("not UTF-8 text", path=path) from None
+        labels = tuple(line.strip() for line in text.splitlines() if line.strip())
+        if not labels:
+            raise InputError("the file holds no label", path=path)
+        return LabelDoc(labels=labels)
+    document = loads_json(data, path)
+    if not isinstance(document, dict):
+        if isinstance(document, list):
+            return LabelDoc(labels=tuple(_label(v, "labels", path) for v in document))
+        return LabelDoc(labels=(_label(document, "label", path),))
+    known = {"label", "labels", "score", "scores"} & document.keys()
+    if not known:
+        raise InputError('expected {"label": L}, {"labels": [...]}, {"label": L, "score": s} '
+                         f'or {{"scores": {{L: s, ...}}}}; found keys {sorted(document)[:6]}',
+                         path=path)
+    if "scores" in document:
+        if "label" in document or "labels" in document:
+            raise InputError('give either "scores" (a score per class) or "label"/"labels", '
+                             "not both", path=path)
+        return LabelDoc(**_score_table(document["scores"], path))
+    if "label" in document and "labels" in document:
+        raise InputError('give either "label" or "labels", not both', path=path)
+    if "label" in document:
+        labels: tuple[str, ...] = (_label(document["label"], "label", path),)
+    elif isinstance(document.get("labels"), list):
+        labels = tuple(_label(v, "labels", path) for v in document["labels"])
+    else:
+        raise InputError(f'"labels" must be a list, got {document.get("labels")!r}', path=path)
+    score = None
+    if "score" in document:
+        if len(labels) != 1:
+            raise InputError('"score" goes with one "label"', path=path)
+        score = _number(document["score"], "score", path)
+    return LabelDoc(labels=labels, score=score)
+
+
+def _score_table(table: Any, path: str) -> dict[str, Any]:
+    if not isinstance(table, dict) or not table:
+        raise InputError('"scores" must be an object {label: score, ...} with one entry per '
+                         "class", path=path)
+    classes = tuple(table)
+    try:
+        scores = np.fromiter(table.values(), dtype=np.float64, count=len(classes))
+    except (TypeError, ValueError):
+        bad = next((k for k, v in table.items()
+                    if isinstance(v, bool) or not isinstance(v, (int, float))), classes[0])
+        raise InputError(f"scores: the score of {bad!r} must be a number, got {table[bad]!r}",
+                         path=path) from None
+    if not np.isfinite(scores).all():
+        bad = classes[int(np.flatnonzero(~np.isfinite(scores))[0])]
+        raise InputError(f"scores: the score of {bad!r} is not finite ({table[bad]!r})",
+                         path=path)
+    return {"classes": classes, "scores": scores}
+
+
+# --- one CSV file per side ------------------------------------------------------------------------
+
+
+@dataclass
+class LabelTable:
+    """A CSV of labels or scores: ``kind`` is ``"label"`` (``stem,label``), ``"label_score"``
+    (``stem,label,score``) or ``"scores"`` (``stem,<classes>``: ``classes`` names the
+    columns of ``scores``)."""
+
+    path: str
+    stems: list[str]
+    kind: str
+    labels: list[str] | None = None
+    score: np.ndarray | None = None
+    classes: list[str] | None = None
+    scores: np.ndarray | None = None  # (n, C) float64
+
+
+def read_label_csv(path: str) -> LabelTable:
+    """Read a whole CSV file at once (see the module docstring). Fields may be quoted only
+    in the header and the label forms; a score table is plain numbers."""
+    from rpx_cli.io.regular import read_bytes
+
+    raw = read_bytes(path)
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    header_bytes, _, body = raw.partition(b"\n")
+    try:
+        header = next(csv.reader([header_bytes.decode("utf-8").rstrip("\r")]))
+    except (UnicodeDecodeError, StopIteration):
+        raise InputError("line 1: expected a header row naming the columns", path=path) from None
+    header = [name.strip() for name in header]
+    if len(header) < 2 or not all(header):
+        raise InputError(f"line 1: the header must name a stem column and at least one more "
+                         f"(got {header_bytes[:80]!r})", path=path)
+    columns = [name.lower() for name in header[1:]]
+    if columns == ["label"]:
+        kind = "label"
+    elif columns == ["label", "score"]:
+        kind = "label_score"
+    else:
+        kind = "scores"
+        repeated = sorted({n for n in header[1:] if header[1:].count(n) > 1})
+        if repeated:
+            raise InputError(f"line 1: class column(s) named twice: {', '.join(repeated[:5])}",
+                             path=path)
+    body = body.rstrip(b"\r\n")
+    if kind == "scores":
+        stems, scores = _score_block(body, len(header), path)
+        return LabelTable(path, stems, kind, classes=header[1:], scores=scores)
+    rows = _text_rows(body, len(header), path)
+    stems = [row[0] for row in rows]
+    labels = [row[1] for row in rows]
+    for line, label in enumerate(labels, 2):
+        if not label:
+            raise InputError(f"line {line}: the label is empty", path=path)
+    score = None
+    if kind == "label_score":
+        score = _numbers([row[2] for row in rows], path, first_line=2)
+    return LabelTable(path, stems, kind, labels=labels, score=score)
+
+
+def _text_rows(body: bytes, width: int, path: str) -> list[list[str]]:
+    """Rows of a small-width CSV (label forms), quoting allowed, every row ``width`` wide."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = body[:exc.start].count(b"\n") + 2
+        raise InputError(f"line {line}: not UTF-8 text", path=path) from None
+    rows = list(csv.reader(io.StringIO(text)))
+    widths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    bad = np.flatnonzero(widths != width)
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(f"line {i + 2}: {widths[i]} column(s), the header has {width}",
+                         path=path)
+    return [[field.strip() for field in row] for row in rows]
+
+
+def _numbers(tokens: list[str], path: str, *, first_line: int, column: str = "score") -> np.ndarray:
+    try:
+        values = np.array(tokens, dtype=np.float64) if tokens else np.zeros(0)
+    except ValueError:
+        values = None
+    if values is None or not np.isfinite(values).all():
+        for i, token in enumerate(tokens):
+            try:
+                good = math.isfinite(float(token))
+            except ValueError:
+                good = False
+            if not good:
+                raise InputError(f"line {first_line + i}: {column} {token!r} is not a finite "
+                                 "number", path=path)
+    assert values is not None
+    return values
+
+
+def _score_block(body: bytes, width: int, path: str) -> tuple[list[str], np.ndarray]:
+    """Stems and the (n, width - 1) float64 scores of a ``stem,<classes>`` CSV body.
+
+    Column counts are checked per line with numpy; the stem fields are cut out with one
+    boolean mask; the numbers are then parsed in one call (orjson on the block written as a
+    flat JSON array: it parses decimal text to the correctly rounded double, as ``float``
+    does). A block orjson refuses (an empty field, ``nan``, ``.5``) is parsed cell by cell
+    only to find and name the bad cell, or to accept the forms ``float`` reads.
+    """
+    n_classes = width - 1
+    if not body:
+        return [], np.zeros((0, n_classes))
+    if b'"' in body:
+        raise InputError('quoted fields (") are not supported in a score table; write stems '
+                         "and numbers without quotes", path=path)
+    data = np.frombuffer(body, dtype=np.uint8)
+    newlines = np.flatnonzero(data == 10)
+    ends = np.append(newlines, data.size)
+    starts = np.concatenate(([0], newlines + 1))
+    commas = np.flatnonzero(data == 44)
+    # commas before each line's end, minus those before its start
+    per_line = np.searchsorted(commas, ends) - np.searchsorted(commas, starts)
+    bad = np.flatnonzero(per_line != n_classes)
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(f"line {i + 2}: {int(per_line[i]) + 1} column(s), the header has "
+                         f"{width}", path=path)
+    first_comma = commas[np.searchsorted(commas, starts)]
+    # stem bytes (and the comma after each) are cut out; a newline becomes a separator
+    marks = np.zeros(data.size + 1, dtype=np.int8)
+    marks[starts] += 1
+    marks[first_comma + 1] -= 1
+    in_stem = np.cumsum(marks[:-1], dtype=np.int8).view(bool)
+    stem_text = data[in_stem].tobytes()
+    try:
+        stems = stem_text.decode("utf-8").split(",")[:-1]
+    except UnicodeDecodeError:
+        raise InputError("a stem is not UTF-8 text", path=path) from None
+    stems = [stem.strip() for stem in stems]
+    numbers = data[~in_stem].copy()
+    numbers[numbers == 10] = 44
+    scores = _parse_flat(numbers, path)
+    if scores is None or scores.size != len(stems) * n_classes:
+        scores = _parse_cells(numbers.tobytes(), len(stems), n_classes, path)
+    scores = scores.reshape(len(stems), n_classes)
+    if not np.isfinite(scores).all():
+        row, column = (int(x[0]) for x in np.nonzero(~np.isfinite(scores)))
+        raise InputError(f"line {row + 2}: the score in column {column + 2} is not finite",
+                         path=path)
+    return stems, scores
+
+
+def _parse_flat(numbers: np.ndarray, path: str) -> np.ndarray | None:
+    try:
+        values = loads_json(b"[" + numbers.tobytes() + b"]", path)
+    except InputError:
+        return None
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+
+
+def _parse_cells(text: bytes, n_rows: int, n_classes: int, path: str) -> np.ndarray:
+    tokens = text.decode("utf-8", errors="replace").split(",")
+    out = np.empty(n_rows * n_classes)
+    for i, token in enumerate(tokens):
+        try:
+            out[i] = float(token)
+        except ValueError:
+            raise InputError(f"line {i // n_classes + 2}: the score in column "
+                             f"{i % n_classes + 2} is not a number ({token.strip()!r})",
+                             path=path) from None
+    return out
