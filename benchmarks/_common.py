@@ -40,7 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE / "data"
+# Generated data (up to ~20 GB with saliency's 1,000 1080p pairs): outside the checkout,
+# RPX_BENCH_DATA or /tmp/rpx-bench; delete it when done.
+DATA = Path(os.environ.get("RPX_BENCH_DATA") or Path(tempfile.gettempdir()) / "rpx-bench")
 RACY_MARGIN_S = 2.0  # rpx_cli.io.digest_cache.RACY_SECONDS
 
 
