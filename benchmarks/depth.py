@@ -1,7 +1,7 @@
 """Time ``rpx eval depth`` against the floors of reading the data, first run and re-run, and
 its memory growth.
 
-Generates (once, under ``$RPX_BENCH_DATA`` (default ``/tmp/rpx-bench``)) N pairs of 480x640 depth maps: predictions as
+Generates (once, under ``$RPX_BENCH_DATA``) N pairs of 480x640 depth maps: predictions as
 float32 ``.npy``, ground truth both as float32 ``.npy`` (metres, ~10% holes in clustered
 regions, like a structured-light sensor) and as 16-bit PNG (millimetres). Then, in one
 session, each command in a fresh process, round-robin, median of ``--repeat``:

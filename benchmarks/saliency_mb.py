@@ -2,7 +2,7 @@
 run and re-run.
 
 Generates ``--generate`` (default: ``--pairs``) pairs of 1080x1920 float32 ``.npy`` masks
-(prediction: scores in [0, 1); GT: a 0/1 mask) under ``$RPX_BENCH_DATA`` (default ``/tmp/rpx-bench``) once; a run on
+(prediction: scores in [0, 1); GT: a 0/1 mask) under ``$RPX_BENCH_DATA`` once; a run on
 fewer pairs uses the first ones (symlinks). Warms the page cache, then times in one
 session, each in a fresh process, round-robin, median of ``--repeat``:
 

@@ -1,6 +1,6 @@
 """Time ``rpx stability --task depth --warp reproject`` against the raw cost of reading the frames.
 
-Generates (once, under ``$RPX_BENCH_DATA`` (default ``/tmp/rpx-bench``)) N float32 480x640 depth maps rendered from the
+Generates (once, under ``$RPX_BENCH_DATA``) N float32 480x640 depth maps rendered from the
 synthetic room of tests/stability_scene.py by a camera moving smoothly (sliding, turning
 and rolling a little every frame), with 1% pixel noise like a model's prediction, and a
 manifest with every frame's pose and intrinsics (one sequence). Then, in one session,
