@@ -1,0 +1,121 @@
+"""Multi-polygons with shapely 2's array functions: repair, areas, one frame's intersections.
+
+Imported only for ``--geometry polygon`` (shapely is the optional extra ``rpx-eval[geometry]``;
+:func:`rpx_cli.ops.geometry.kernel` checks it first). Every function works on whole arrays of
+geometries: no Python loop over objects or pairs.
+
+Repair (:func:`prepare`), as Aquarium does before its shapely IoU:
+
+1. each part (an exterior ring and its holes) becomes a polygon; an invalid one (a bowtie, a
+   self-touching corner, a hole outside its shell, a ring collapsed to a line) is repaired
+   with ``make_valid`` — never ``buffer(0)``, which keeps one lobe of a bowtie and drops the
+   other;
+2. of what ``make_valid`` returns, only polygons are kept: the lines and points a collapsed
+   ring leaves are dropped;
+3. an object's pieces are unioned when they overlap (a multi-polygon whose parts overlap is
+   invalid, and ``make_valid`` on it would remove the overlap rather than keep it).
+
+An object "needed a repair" when its parts as given do not form a valid multi-polygon.
+
+IoU (:func:`overlaps`): pairs whose bounding boxes overlap, then ``intersects``, then the
+area of ``intersection``; the union is ``area(A) + area(B) − area(A ∩ B)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import shapely
+from shapely.errors import GEOSException
+
+from rpx_cli.errors import InputError
+
+_POLYGON, _MULTIPOLYGON, _COLLECTION = 3, 6, 7
+EMPTY = shapely.Polygon()
+
+
+def prepare(polygons) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(geometries, areas, repaired)`` of a :class:`~rpx_cli.io.shapes.PolygonSet`: one
+    valid Polygon or MultiPolygon (or an empty polygon) per object, its area, and whether
+    it needed a repair."""
+    n = len(polygons)
+    if not n:
+        return np.empty(0, object), np.zeros(0), np.zeros(0, bool)
+    ring_of_vertex = np.repeat(np.arange(polygons.ring_start.size - 1), np.diff(polygons.ring_start))
+    part_of_ring = np.repeat(np.arange(polygons.part_start.size - 1), np.diff(polygons.part_start))
+    object_of_part = np.repeat(np.arange(n), np.diff(polygons.object_start))
+    rings = shapely.linearrings(polygons.coords, indices=ring_of_vertex)
+    parts = shapely.polygons(rings, indices=part_of_ring)
+    valid = shapely.is_valid(parts)
+    if not valid.all():
+        parts[~valid] = shapely.make_valid(parts[~valid])
+    pieces, part_of_piece = _polygons_of(parts)
+    object_of_piece = object_of_part[part_of_piece]
+    count = np.bincount(object_of_piece, minlength=n)
+    repaired = np.bincount(object_of_part[~valid], minlength=n) > 0
+    out = np.full(n, EMPTY, dtype=object)
+    single = count[object_of_piece] == 1
+    out[object_of_piece[single]] = pieces[single]
+    several = np.flatnonzero(count > 1)
+    if several.size:
+        rank = np.full(n, -1, np.int64)
+        rank[several] = np.arange(several.size)
+        multi = shapely.multipolygons(pieces[~single], indices=rank[object_of_piece[~single]])
+        overlapping = ~shapely.is_valid(multi)
+        if overlapping.any():
+            multi[overlapping] = shapely.union_all(multi[overlapping][:, None], axis=1)
+            repaired[several[overlapping]] = True
+        out[several] = multi
+    return out, shapely.area(out), repaired
+
+
+def _polygons_of(geometries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The non-empty polygons in ``geometries`` (multi-polygons and collections opened up,
+    lines and points dropped), with the index of the geometry each came from."""
+    index = np.arange(geometries.size)
+    while True:
+        kind = shapely.get_type_id(geometries)
+        nested = (kind == _MULTIPOLYGON) | (kind == _COLLECTION)
+        if not nested.any():
+            break
+        flat, at = shapely.get_parts(geometries[nested], return_index=True)
+        geometries = np.concatenate([geometries[~nested], flat])
+        index = np.concatenate([index[~nested], index[nested][at]])
+        order = np.argsort(index, kind="stable")
+        geometries, index = geometries[order], index[order]
+    keep = (shapely.get_type_id(geometries) == _POLYGON) & ~shapely.is_empty(geometries)
+    return geometries[keep], index[keep]
+
+
+def portable(geometries: np.ndarray) -> np.ndarray:
+    """WKB bytes of each geometry (an object array): what a frame keeps and carries between
+    processes (pickling shapely objects is ~20x slower)."""
+    if not geometries.size:
+        return np.empty(0, object)
+    return shapely.to_wkb(geometries)
+
+
+def area(geometries: np.ndarray) -> np.ndarray:
+    return shapely.area(geometries)
+
+
+def overlaps(pred: np.ndarray, gt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(pred index, gt index, intersection area)`` of every pair with a positive
+    intersection: bounding boxes first (a (D, G) broadcast), ``intersects`` on the pairs
+    they keep, ``intersection`` on those."""
+    empty = np.zeros(0, np.int64)
+    if not (pred.size and gt.size):
+        return empty, empty.copy(), np.zeros(0)
+    bp, bg = shapely.bounds(pred), shapely.bounds(gt)  # NaN for an empty geometry: no pair
+    d, g = np.nonzero((bp[:, None, 0] < bg[None, :, 2]) & (bg[None, :, 0] < bp[:, None, 2])
+                      & (bp[:, None, 1] < bg[None, :, 3]) & (bg[None, :, 1] < bp[:, None, 3]))
+    if not d.size:
+        return empty, empty.copy(), np.zeros(0)
+    shapely.prepare(gt)  # predicates use the first argument's prepared form
+    meet = shapely.intersects(gt[g], pred[d])
+    d, g = d[meet], g[meet]
+    try:
+        inter = shapely.area(shapely.intersection(pred[d], gt[g]))
+    except GEOSException as exc:
+        raise InputError(f"shapely could not intersect two of the polygons ({exc})") from None
+    keep = inter > 0
+    return d[keep], g[keep], inter[keep]
