@@ -17,6 +17,7 @@ import contextlib
 import io
 import json
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -25,7 +26,15 @@ import numpy as np
 import pytest
 import shapely
 import test_detection_reference as reference
-from helpers import assert_jobs_and_shards_agree, dirs, generated_detections, write_json_pair
+from helpers import (
+    ROOT,
+    assert_jobs_and_shards_agree,
+    dirs,
+    generated_detections,
+    run_shell_line,
+    shell_commands,
+    write_json_pair,
+)
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
@@ -689,3 +698,28 @@ def test_a_frame_of_500_by_500_rotated_boxes(rpx, tmp_path: Path) -> None:
     report = rpx(f"eval detection {dirs(tmp_path)} --geometry rotated").json
     assert time.perf_counter() - start < 30
     assert report["rows"][0]["tp"] > 250
+
+
+# --- the documented commands ------------------------------------------------------------------
+
+
+def _documented() -> list[str]:
+    """Every ``rpx eval detection`` line of docs/detection.md, and those of the README with
+    ``--geometry``."""
+    lines = []
+    for doc in (ROOT / "docs" / "detection.md", ROOT / "README.md"):
+        for block in re.findall(r"```sh\n(.*?)```", doc.read_text(), re.S):
+            lines += [line for line in shell_commands(block) if line.startswith("rpx eval detection ")
+                      and (doc.name == "detection.md" or "--geometry" in line)]
+    return lines
+
+
+def test_the_docs_show_every_geometry() -> None:
+    lines = _documented()
+    assert all(any(f"--geometry {g}" in line for line in lines) for g in ("rotated", "polygon", "cuboid"))
+
+
+@pytest.mark.parametrize("line", _documented())
+def test_documented_commands_run_on_the_fixtures(rpx, line: str) -> None:
+    for command, code in run_shell_line(rpx, line, ROOT):
+        assert code == 0, command

@@ -124,13 +124,15 @@ class Detection(Task):
         '--geometry rotated: "bbox": [xc, yc, w, h, angle] (detectron2; --angle-unit deg|rad).\n'
         '--geometry polygon: "polygons": [ring, ...] or [{"exterior": ring, "holes": [ring]}, ...],\n'
         '  a ring [[x, y], ...]; needs shapely (pip install \'rpx-eval[geometry]\').\n'
-        '--geometry cuboid: "center": [x, y, z], "size": [l, w, h], "yaw" (rad) or "rotation" [w, x, y, z].'
+        '--geometry cuboid: "center": [x, y, z], "size": [l, w, h], "yaw" (rad) or "rotation" [w,x,y,z].'
     )
     example = (
         'rpx eval detection --pred-dir fixtures/detection/shelf/pred \\\n'
         '    --gt-dir fixtures/detection/shelf/gt --conf-threshold 0.4 | jq .dataset.pooled\n'
         'rpx eval detection --coco-gt fixtures/detection/coco/instances.json \\\n'
-        '    --coco-dt fixtures/detection/coco/results.json | jq .dataset.coco.AP50'
+        '    --coco-dt fixtures/detection/coco/results.json | jq .dataset.coco.AP50\n'
+        'rpx eval detection --geometry rotated --pred-dir fixtures/detection/aerial/pred \\\n'
+        '    --gt-dir fixtures/detection/aerial/gt | jq .dataset.coco.AP'
     )
     # every frame's boxes: the views match across all frames at once (a Frame per pair, or
     # the flat FrameTable of COCO-file input)
