@@ -16,7 +16,7 @@ Each run is rpx end to end in a fresh process (discovery, reading, digests, ever
 rows, pooled, the confusion matrix, COCO AP), median of ``--repeat``, with the peak RSS of
 the process tree. The ratios against ``box`` are the targets (rotated <= 3x, polygons <= 10x).
 
-Usage: python benchmarks/detection_geometry.py [--images 5000] [--repeat 3] [--jobs 2]
+Usage: python benchmarks/detection_geometry.py [--images 5000] [--repeat 3] [--jobs 2] [--kinds K,...]
        python benchmarks/detection_geometry.py --clean      # delete the generated data
 """
 
@@ -155,6 +155,8 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help=f"which runs, comma-separated (box always runs): {','.join(KINDS)}")
     parser.add_argument("--clean", action="store_true", help="delete the generated data and stop")
     args = parser.parse_args()
     root = DATA / f"detection-geometry-{args.images}"
@@ -165,7 +167,8 @@ def main() -> None:
     rpx = rpx_command() + ["eval", "detection", "-o", "/dev/null", "--quiet", "--jobs", str(args.jobs)]
     geometry = {"box": "box", "rotated0": "rotated", "rotated": "rotated", "polygon": "polygon"}
     results = {}
-    for kind in KINDS:
+    kinds = ["box", *(k for k in args.kinds.split(",") if k in KINDS and k != "box")]
+    for kind in kinds:
         argv = rpx + ["--pred-dir", str(root / kind / "pred"), "--gt-dir", str(root / kind / "gt"),
                       "--geometry", geometry[kind]]
         results[kind] = run(argv, args.repeat)

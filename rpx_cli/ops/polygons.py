@@ -29,6 +29,9 @@ from shapely.errors import GEOSException
 
 from rpx_cli.errors import InputError
 
+# intersections are computed frame by frame, in the worker processes (shapely's time is per
+# pair of polygons: the workers share it)
+PER_FRAME = True
 _POLYGON, _MULTIPOLYGON, _COLLECTION = 3, 6, 7
 EMPTY = shapely.Polygon()
 

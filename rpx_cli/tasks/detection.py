@@ -72,16 +72,19 @@ def encode_frame(frame: Frame, geometry: str = "box") -> dict[str, Any]:
     if geometry == "box":
         return {"gt": frame.gt.as_json(), "pred": frame.pred.as_json(), "image_id": frame.image_id}
     encode = _SHAPE_CODECS[geometry][0]
-    return {"gt": frame.gt.as_json(encode), "pred": frame.pred.as_json(encode),
-            "image_id": frame.image_id, "overlaps": frame.overlaps.as_json()}
+    out = {"gt": frame.gt.as_json(encode), "pred": frame.pred.as_json(encode), "image_id": frame.image_id}
+    if frame.overlaps is not None:
+        out["overlaps"] = frame.overlaps.as_json()
+    return out
 
 
 def decode_frame(data: dict[str, Any], geometry: str = "box") -> Frame:
     if geometry == "box":
         return Frame(Boxes.from_json(data["gt"]), Boxes.from_json(data["pred"]), data.get("image_id"))
     decode = _SHAPE_CODECS[geometry][1]
+    overlaps = data.get("overlaps")
     return Frame(Boxes.from_json(data["gt"], decode), Boxes.from_json(data["pred"], decode),
-                 data.get("image_id"), Overlaps.from_json(data["overlaps"]))
+                 data.get("image_id"), None if overlaps is None else Overlaps.from_json(overlaps))
 
 
 def _rectangles_to_json(shapes: np.ndarray) -> list[list[float]]:
@@ -305,7 +308,7 @@ class Detection(Task):
         geometry: Geometry = BOXES
         if params.get("geometry", "box") != "box":
             # the views see objects as ids and look their intersections up
-            geometry = OverlapTable.from_frames(frames)
+            geometry = overlap_table(params["geometry"], frames, table)
             table.gt.box, table.pred.box = np.arange(len(table.gt)), np.arange(len(table.pred))
         n = table.n
         empty = table.gt.counts(n) == 0
@@ -348,11 +351,16 @@ def _vocabulary(stats: list[Frame]) -> list[str]:
 def evaluate_shapes(pred: Boxes, gt: Boxes, geometry: str, *, pred_path: str | None = None,
                     gt_path: str = "") -> tuple[Frame, int]:
     """One pair under a geometry other than boxes: shapes made ready (polygons repaired),
-    areas, the intersections of every (prediction, GT) pair that meet, and the frame to
-    keep (shapes in their portable form). Returns ``(frame, objects repaired)``."""
+    areas and, for a kernel that works frame by frame (polygons: shapely's time is per pair
+    of polygons, so the workers share it), the intersections of every (prediction, GT) pair
+    that meet; the frame to keep holds the shapes in their portable form. Rectangles'
+    intersections are computed for all frames at once by :func:`overlap_table`. Returns
+    ``(frame, objects repaired)``."""
     shapes = kernel(geometry)
     pred_shapes, pred_area, pred_repaired = shapes.prepare(pred.box)
     gt_shapes, gt_area, gt_repaired = shapes.prepare(gt.box)
+    if not shapes.PER_FRAME:
+        return Frame(replace(gt, box=gt_shapes), replace(pred, box=pred_shapes)), 0
     try:
         d, g, inter = shapes.overlaps(pred_shapes, gt_shapes)
     except InputError as exc:
@@ -363,6 +371,18 @@ def evaluate_shapes(pred: Boxes, gt: Boxes, geometry: str, *, pred_path: str | N
                   replace(pred, box=shapes.portable(pred_shapes), area=pred_area),
                   overlaps=Overlaps(d, g, inter, pred_area, gt_area))
     return frame, repaired
+
+
+def overlap_table(geometry: str, frames: list[Frame], table: FrameTable) -> OverlapTable:
+    """The intersections of every frame's (prediction, GT) pairs: kept with each frame
+    (polygons) or computed here for all frames at once (rectangles), ids numbered as
+    ``table`` lays the objects out."""
+    if geometry == "polygon":
+        return OverlapTable.from_frames(frames)
+    shapes = kernel(geometry)
+    pred, gt = shapes.prepare(table.pred.box)[0], shapes.prepare(table.gt.box)[0]
+    d, g, inter = shapes.table_overlaps(pred, gt, table.pred.frame, table.gt.frame, table.n)
+    return OverlapTable(shapes.area(pred), shapes.area(gt), d, g, inter)
 
 
 def operating_point(table: FrameTable, iou_threshold: float, conf_threshold: float, *,
