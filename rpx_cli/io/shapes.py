@@ -52,7 +52,8 @@ class PolygonSet:
     """The polygons of N objects in flat arrays: object ``i``'s parts are
     ``object_start[i]:object_start[i + 1]``, part ``p``'s rings
     ``part_start[p]:part_start[p + 1]`` (the first is the exterior, the rest holes), ring
-    ``r``'s points ``coords[ring_start[r]:ring_start[r + 1]]`` (not repeating the first)."""
+    ``r``'s points ``coords[ring_start[r]:ring_start[r + 1]]``, closed (the last repeats the
+    first), as shapely's ``from_ragged_array`` takes them."""
 
     coords: np.ndarray  # (V, 2) float64
     ring_start: np.ndarray  # (R + 1,) int64
@@ -74,16 +75,6 @@ class PolygonSet:
         rings, part_start = _spans(self.part_start, parts)
         points, ring_start = _spans(self.ring_start, rings)
         return PolygonSet(self.coords[points], ring_start, part_start, object_start)
-
-    def tolist(self) -> list[list[list[list[float]]]]:
-        """Per object, per part, its rings as lists of points."""
-        coords = self.coords.tolist()
-        rings = [coords[a:b] for a, b in zip(self.ring_start[:-1].tolist(), self.ring_start[1:].tolist(),
-                                             strict=True)]
-        parts = [rings[a:b] for a, b in zip(self.part_start[:-1].tolist(), self.part_start[1:].tolist(),
-                                            strict=True)]
-        return [parts[a:b] for a, b in zip(self.object_start[:-1].tolist(),
-                                           self.object_start[1:].tolist(), strict=True)]
 
 
 def _spans(start: np.ndarray, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -360,7 +351,10 @@ def _polygons(objects: list[dict[str, Any]], path: str) -> PolygonSet:
         ring = int(short[0])
         raise InputError(f"{locate(ring)} has {int(lengths[ring])} point(s) (a repeated first point not "
                          "counted); a ring needs at least 3", path=path)
-    return PolygonSet(np.ascontiguousarray(coords, np.float64), ring_start, part_start, object_start)
+    # every ring closed (its first point repeated at the end): the form shapely builds from
+    closing = np.insert(np.arange(coords.shape[0]), ring_start[1:], ring_start[:-1])
+    return PolygonSet(np.ascontiguousarray(coords[closing], np.float64),
+                      ring_start + np.arange(ring_start.size), part_start, object_start)
 
 
 def _polygons_fast(objects: list[dict[str, Any]]):

@@ -43,11 +43,9 @@ def prepare(polygons) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = len(polygons)
     if not n:
         return np.empty(0, object), np.zeros(0), np.zeros(0, bool)
-    ring_of_vertex = np.repeat(np.arange(polygons.ring_start.size - 1), np.diff(polygons.ring_start))
-    part_of_ring = np.repeat(np.arange(polygons.part_start.size - 1), np.diff(polygons.part_start))
     object_of_part = np.repeat(np.arange(n), np.diff(polygons.object_start))
-    rings = shapely.linearrings(polygons.coords, indices=ring_of_vertex)
-    parts = shapely.polygons(rings, indices=part_of_ring)
+    parts = shapely.from_ragged_array(shapely.GeometryType.POLYGON, polygons.coords,
+                                      (polygons.ring_start, polygons.part_start))
     valid = shapely.is_valid(parts)
     if not valid.all():
         parts[~valid] = shapely.make_valid(parts[~valid])
