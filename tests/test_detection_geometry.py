@@ -704,6 +704,22 @@ def test_polygon_without_shapely_is_one_line_naming_the_extra(rpx, tmp_path: Pat
     assert rpx(f"eval detection {dirs(tmp_path / 'r')} --geometry rotated").exit_code == 0
 
 
+def test_polygon_shards_merge_without_shapely(rpx, tmp_path: Path, monkeypatch) -> None:
+    """A --shard part carries each frame's intersections: merging needs no shapely."""
+    for stem, gt, pred in shaped_frames("polygon", 3, n_images=6):
+        write_json_pair(tmp_path, stem, gt, pred)
+    whole = rpx(f"eval detection {dirs(tmp_path)} --geometry polygon").json
+    parts = [tmp_path / f"part{k}.json" for k in (1, 2)]
+    for k, part in enumerate(parts, 1):
+        run = rpx(f"eval detection {dirs(tmp_path)} --geometry polygon --shard {k}/2 -o {part}")
+        assert run.exit_code == 0, run.stderr
+    monkeypatch.setitem(sys.modules, "shapely", None)
+    merged = rpx(["merge", *parts])
+    assert merged.exit_code == 0, merged.stderr
+    for key in ("aggregate", "dataset", "rows"):
+        assert merged.json[key] == whole[key], key
+
+
 def test_coco_files_are_boxes_only(rpx, tmp_path: Path) -> None:
     gt = {"images": [{"id": 1, "file_name": "a.jpg"}], "annotations": [], "categories": [{"id": 1}]}
     (tmp_path / "gt.json").write_text(json.dumps(gt))
