@@ -18,9 +18,9 @@ from rpx_cli.io.boxes import Boxes
 
 @dataclass
 class Overlaps:
-    """One frame's overlaps under a geometry whose IoU is not a formula of two boxes
-    (rotated boxes, polygons, cuboid footprints), computed once when the pair is evaluated:
-    every (prediction, GT) pair with a nonzero intersection, and each object's own area.
+    """One frame's overlaps under a geometry whose IoU is not a formula of two boxes, computed
+    once when the pair is evaluated (polygons): every (prediction, GT) pair with a nonzero
+    intersection, and each object's own area.
     Every view's IoU is ``inter / (pred_area + gt_area - inter)`` (over ``pred_area`` for a
     crowd region), 0 for a pair not listed."""
 
@@ -45,8 +45,9 @@ class Overlaps:
 class Frame:
     """One image's GT and predictions (labels already mapped). ``image_id``: the COCO id
     for COCO-file input (it orders images in the COCO view, as pycocotools does); None for
-    per-stem input, whose images are numbered in stem order. ``overlaps``: for geometries
-    other than axis-aligned boxes (None for boxes, whose IoU the views compute)."""
+    per-stem input, whose images are numbered in stem order. ``overlaps``: for polygons (None
+    for boxes, whose IoU the views compute, and for rotated boxes and cuboids, whose
+    intersections the summary computes for all frames at once)."""
 
     gt: Boxes
     pred: Boxes

@@ -19,9 +19,10 @@
 ``--geometry rotated|polygon|cuboid`` changes only how an IoU is computed, in every view
 (the COCO area ranges use the geometry's area): rotated boxes ``[xc, yc, w, h, angle]`` as
 detectron2, multi-polygons repaired as Aquarium does (shapely, the ``rpx-eval[geometry]``
-extra), cuboids by their Birds-Eye-View footprints. Each pair's intersections are computed
-once, when it is evaluated (:class:`~rpx_cli.io.box_table.Overlaps`, kept with the frame),
-and every view looks them up (:class:`~rpx_cli.ops.geometry.OverlapTable`).
+extra), cuboids by their Birds-Eye-View footprints. The intersection of every (detection,
+GT) pair of a frame is computed once — polygons when the pair is evaluated, in the workers
+(:class:`~rpx_cli.io.box_table.Overlaps`, kept with the frame), rectangles for all frames at
+once in the summary — and every view looks it up (:class:`~rpx_cli.ops.geometry.OverlapTable`).
 
 Crowd GT (``iscrowd``) is honoured in every view as COCO does: a detection that lands on
 a crowd region of its class (intersection over its own area >= the IoU threshold) and matches no
