@@ -529,6 +529,62 @@ def test_rows_pooled_and_confusion_equal_the_plain_loops(rpx, tmp_path: Path, mo
     assert any(g.get("iscrowd") for _, gt, _ in frames for g in gt)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_the_confusion_needs_only_the_pairs_it_settles(rpx, tmp_path: Path, monkeypatch, seed: int) -> None:
+    """Polygon frames keep the pairs of different classes only where the class-agnostic
+    assignment needs them: on crowded frames where most detections take another class
+    (so the assignment crosses classes often), the confusion matrix equals the brute-force
+    loop's with every IoU exact."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for index in range(10):
+        gt = [{"polygons": random_polygon(rng, rng.uniform(0, 30, 2), float(rng.uniform(6, 12))),
+               "label": str(rng.choice(reference.LABELS))} for _ in range(5)]
+        pred = [{"polygons": random_polygon(rng, rng.uniform(0, 30, 2), float(rng.uniform(6, 12))),
+                 "label": str(rng.choice(reference.LABELS)), "score": round(float(rng.random()), 2)}
+                for _ in range(6)]
+        frames.append((f"f{index:02d}", gt, pred))
+    keyed, shapes = with_shape_keys("polygon", frames)
+    monkeypatch.setattr(reference, "iou", lambda a, b: shapely_iou(shapes[a], shapes[b]))
+    monkeypatch.setattr(reference, "ioa", lambda d, r: shapely_iou(shapes[d], shapes[r], crowd=True))
+    cells: dict = {}
+    for _, gt, pred in keyed:
+        for cell, n in reference.confusion_cells(gt, pred, 0.3, 0.2).items():
+            cells[cell] = cells.get(cell, 0) + n
+    report = reference.run_detection(rpx, tmp_path, frames, "--geometry polygon --iou-threshold 0.3 "
+                                     "--conf-threshold 0.2")
+    confusion = report["dataset"]["confusion"]
+    labels, matrix = confusion["labels"], np.array(confusion["matrix"])
+    got = {(labels[r], labels[c]): int(matrix[r, c]) for r, c in zip(*np.nonzero(matrix), strict=True)}
+    assert got == cells
+    assert sum(n for (a, b), n in cells.items() if a != b and "background" not in (a, b)) >= 3
+
+
+def test_settled_entries_reach_the_exact_optimum() -> None:
+    """Random matrices with upper bounds in place of some IoUs: the settled assignment's
+    total equals the exact matrix's optimum, with the unsettled entries read as 0 too."""
+    from scipy.optimize import linear_sum_assignment
+
+    from rpx_cli.ops.geometry import settled_entries
+
+    rng = np.random.default_rng(0)
+    for _ in range(80):
+        d, g = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+        truth = np.where(rng.random((d, g)) < 0.5, rng.random((d, g)), 0.0)
+        rows, cols = np.nonzero(truth)
+        exact = rng.random(rows.size) < 0.4
+        bounds = np.minimum(truth[rows, cols] * rng.uniform(1, 3, rows.size), 1.0)
+        iou = np.where(exact, truth[rows, cols], bounds)
+        values = truth[rows, cols]
+        settled = settled_entries(rows, cols, (d, g), iou, exact, values.__getitem__)
+        zeroed = np.zeros((d, g))
+        zeroed[rows[settled], cols[settled]] = truth[rows[settled], cols[settled]]
+        best = truth[linear_sum_assignment(truth, maximize=True)].sum()
+        r, c = linear_sum_assignment(zeroed, maximize=True)
+        assert zeroed[r, c].sum() == pytest.approx(best, abs=1e-12)
+        assert truth[r, c].sum() == pytest.approx(best, abs=1e-12)
+
+
 def pycoco_with_shapes(frames, shapes_of) -> dict:
     """pycocotools' COCOeval on per-stem frames (images 1..N in stem order) with its
     ``computeIoU`` replaced by shapely IoU of the objects' shapes (intersection over the

@@ -32,7 +32,7 @@ keep with the frame.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, Protocol
 
@@ -150,6 +150,45 @@ class OverlapTable:
 
     def pairs(self, dt: np.ndarray, gt: np.ndarray, *, crowd: bool = False) -> np.ndarray:
         return self.iou(dt, gt, crowd)
+
+
+def settled_entries(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], iou: np.ndarray,
+                    exact: np.ndarray, compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Make one frame's optimal assignment (Aquarium's confusion matrix) need only exact IoUs,
+    computing as few as it takes.
+
+    Entry ``k`` of a (D, G) matrix is at ``(rows[k], cols[k])`` and holds ``iou[k]``: the exact
+    IoU where ``exact[k]``, else an upper bound of it; entries not listed are exactly 0. The
+    maximum-total assignment (:func:`rpx_cli.ops.assignment.solver`, as
+    :func:`rpx_cli.ops.matching.optimal_match` solves it) is computed with the bounds in
+    place; the bounded entries it uses are made exact with ``compute(indices) -> IoU`` and
+    it is solved again, until it uses none. That assignment is then optimal for the exact
+    matrix (its total is exact; any other's is at most its total with bounds) and for the
+    matrix with every still-bounded entry read as 0 (lower still): those entries can be left
+    out and the summary's assignment, on exact values and zeros, reaches the same optimum.
+    ``iou`` is updated in place; returns the updated ``exact`` mask."""
+    exact = exact.copy()
+    if exact.all() or not iou.size:
+        return exact
+    from rpx_cli.ops.assignment import solver
+
+    solve = solver()
+    flat = rows.astype(np.int64) * shape[1] + cols
+    order = np.argsort(flat, kind="stable")
+    while True:
+        weights = np.zeros(shape)
+        weights[rows, cols] = iou
+        r, c = solve(weights, maximize=True)
+        chosen = r.astype(np.int64) * shape[1] + c
+        at = np.searchsorted(flat[order], chosen)
+        at = np.minimum(at, order.size - 1)
+        listed = flat[order][at] == chosen
+        used = order[at[listed]]
+        pending = used[~exact[used]]
+        if not pending.size:
+            return exact
+        iou[pending] = compute(pending)
+        exact[pending] = True
 
 
 def kernel(name: str) -> ModuleType:

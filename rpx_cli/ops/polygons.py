@@ -99,24 +99,40 @@ def area(geometries: np.ndarray) -> np.ndarray:
     return shapely.area(geometries)
 
 
-def overlaps(pred: np.ndarray, gt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(pred index, gt index, intersection area)`` of every pair with a positive
-    intersection: bounding boxes first (a (D, G) broadcast), ``intersects`` on the pairs
-    they keep, ``intersection`` on those."""
+def candidates(pred: np.ndarray, gt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(pred index, gt index, bound)``: the pairs whose bounding boxes overlap (a (D, G)
+    broadcast; every other pair has no intersection) and an upper bound of each pair's
+    intersection area, ``min(area A, area B, area of the bounding boxes' intersection)``."""
     empty = np.zeros(0, np.int64)
     if not (pred.size and gt.size):
         return empty, empty.copy(), np.zeros(0)
     bp, bg = shapely.bounds(pred), shapely.bounds(gt)  # NaN for an empty geometry: no pair
     d, g = np.nonzero((bp[:, None, 0] < bg[None, :, 2]) & (bg[None, :, 0] < bp[:, None, 2])
                       & (bp[:, None, 1] < bg[None, :, 3]) & (bg[None, :, 1] < bp[:, None, 3]))
-    if not d.size:
-        return empty, empty.copy(), np.zeros(0)
-    shapely.prepare(gt)  # predicates use the first argument's prepared form
-    meet = shapely.intersects(gt[g], pred[d])
-    d, g = d[meet], g[meet]
+    width = np.minimum(bp[d, 2], bg[g, 2]) - np.maximum(bp[d, 0], bg[g, 0])
+    height = np.minimum(bp[d, 3], bg[g, 3]) - np.maximum(bp[d, 1], bg[g, 1])
+    bound = np.minimum(np.minimum(shapely.area(pred[d]), shapely.area(gt[g])), width * height)
+    return d, g, bound
+
+
+def intersection_areas(pred: np.ndarray, gt: np.ndarray) -> np.ndarray:
+    """Area of ``pred[i] ∩ gt[i]``: ``intersects`` first (cheap), ``intersection`` on the
+    pairs that meet."""
+    out = np.zeros(pred.size)
+    if not pred.size:
+        return out
+    meet = np.flatnonzero(shapely.intersects(pred, gt))
     try:
-        inter = shapely.area(shapely.intersection(pred[d], gt[g]))
+        out[meet] = shapely.area(shapely.intersection(pred[meet], gt[meet]))
     except GEOSException as exc:
         raise InputError(f"shapely could not intersect two of the polygons ({exc})") from None
+    return out
+
+
+def overlaps(pred: np.ndarray, gt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(pred index, gt index, intersection area)`` of every pair with a positive
+    intersection."""
+    d, g, _ = candidates(pred, gt)
+    inter = intersection_areas(pred[d], gt[g])
     keep = inter > 0
     return d[keep], g[keep], inter[keep]

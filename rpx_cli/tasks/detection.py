@@ -49,7 +49,15 @@ from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.shapes import ANGLE_UNITS, parse_shapes
 from rpx_cli.ops.coco import STAT_NAMES, CocoInput
 from rpx_cli.ops.coco import evaluate as coco_evaluate
-from rpx_cli.ops.geometry import BOXES, GEOMETRIES, Geometry, OverlapTable, kernel, require_shapely
+from rpx_cli.ops.geometry import (
+    BOXES,
+    GEOMETRIES,
+    Geometry,
+    OverlapTable,
+    kernel,
+    require_shapely,
+    settled_entries,
+)
 from rpx_cli.ops.matching import greedy_match, optimal_match
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
 from rpx_cli.tasks.base import (
@@ -268,7 +276,8 @@ class Detection(Task):
         geometry = params.get("geometry", "box")
         if geometry == "box":
             return Sample(row, {"frame": Frame(gt, pred)})
-        frame, repaired = evaluate_shapes(pred, gt, geometry, pred_path=pred_path, gt_path=gt_path)
+        frame, repaired = evaluate_shapes(pred, gt, geometry, params, pred_path=pred_path,
+                                          gt_path=gt_path)
         if geometry != "polygon":
             return Sample(row, {"frame": frame})
         row["n_repaired"] = repaired
@@ -349,21 +358,29 @@ def _vocabulary(stats: list[Frame]) -> list[str]:
                   else (1, 0, label))
 
 
-def evaluate_shapes(pred: Boxes, gt: Boxes, geometry: str, *, pred_path: str | None = None,
-                    gt_path: str = "") -> tuple[Frame, int]:
-    """One pair under a geometry other than boxes: shapes made ready (polygons repaired),
-    areas and, for a kernel that works frame by frame (polygons: shapely's time is per pair
-    of polygons, so the workers share it), the intersections of every (prediction, GT) pair
-    that meet; the frame to keep holds the shapes in their portable form. Rectangles'
-    intersections are computed for all frames at once by :func:`overlap_table`. Returns
-    ``(frame, objects repaired)``."""
+def evaluate_shapes(pred: Boxes, gt: Boxes, geometry: str, params: Params | None = None, *,
+                    pred_path: str | None = None, gt_path: str = "") -> tuple[Frame, int]:
+    """One pair under a geometry other than boxes: shapes made ready (polygons repaired) and
+    their areas; the frame to keep holds the shapes in their portable form. Returns
+    ``(frame, objects repaired)``.
+
+    Rectangles' intersections are computed later for all frames at once
+    (:func:`overlap_table`). Polygons' are computed here, in the workers (shapely's time is
+    per pair of polygons), and kept with the frame: every pair of the same class whose
+    bounding boxes meet (the greedy matching, the crowd test and COCO only compare
+    detections with GT of their class), and of the pairs of different classes only those
+    Aquarium's class-agnostic assignment needs: it is solved with an upper bound for each
+    of them and made exact where it uses one, until it uses none
+    (:func:`rpx_cli.ops.geometry.settled_entries`); the others are left out, which leaves
+    the confusion matrix as it is with every IoU exact. ``params`` None: every pair."""
     shapes = kernel(geometry)
     pred_shapes, pred_area, pred_repaired = shapes.prepare(pred.box)
     gt_shapes, gt_area, gt_repaired = shapes.prepare(gt.box)
     if not shapes.PER_FRAME:
         return Frame(replace(gt, box=gt_shapes), replace(pred, box=pred_shapes)), 0
     try:
-        d, g, inter = shapes.overlaps(pred_shapes, gt_shapes)
+        d, g, inter = _polygon_intersections(pred, gt, pred_shapes, gt_shapes, pred_area, gt_area,
+                                             params)
     except InputError as exc:
         raise InputError(f"{exc} ({pred_path} against {gt_path})", path=gt_path) from None
     repaired = 0 if pred_repaired is None else int(pred_repaired.sum() + gt_repaired.sum())
@@ -372,6 +389,71 @@ def evaluate_shapes(pred: Boxes, gt: Boxes, geometry: str, *, pred_path: str | N
                   replace(pred, box=shapes.portable(pred_shapes), area=pred_area),
                   overlaps=Overlaps(d, g, inter, pred_area, gt_area))
     return frame, repaired
+
+
+def _polygon_intersections(pred: Boxes, gt: Boxes, pred_shapes, gt_shapes, pred_area: np.ndarray,
+                           gt_area: np.ndarray, params: Params | None):
+    """``(pred index, gt index, intersection area)`` of the pairs a frame keeps (see
+    :func:`evaluate_shapes`)."""
+    from rpx_cli.ops import polygons
+
+    d, g, bound = polygons.candidates(pred_shapes, gt_shapes)
+    if params is None:
+        exact = np.ones(d.size, bool)
+    else:
+        labels = {label: k for k, label in enumerate(dict.fromkeys([*pred.labels, *gt.labels]))}
+        pred_code = np.fromiter(map(labels.__getitem__, pred.labels), np.int64, count=len(pred))
+        gt_code = np.fromiter(map(labels.__getitem__, gt.labels), np.int64, count=len(gt))
+        exact = pred_code[d] == gt_code[g]
+    inter = bound.copy()  # an upper bound where not exact
+    inter[exact] = polygons.intersection_areas(pred_shapes[d[exact]], gt_shapes[g[exact]])
+    # the confusion matrix (every family runs unless --metrics says otherwise) assigns across
+    # classes; at threshold 0 even pairs of IoU 0 fill cells, so all are computed there
+    confusion_wanted = params is not None and "confusion" in (params.get("metrics") or ("confusion",))
+    if confusion_wanted and not exact.all():
+        if params["iou_threshold"] <= 0:
+            rest = np.flatnonzero(~exact)
+            inter[rest] = polygons.intersection_areas(pred_shapes[d[rest]], gt_shapes[g[rest]])
+            exact[:] = True
+        else:
+            exact = _settle_confusion(pred, gt, d, g, inter, exact, pred_shapes, gt_shapes,
+                                      pred_area, gt_area, params)
+    keep = exact & (inter > 0)
+    return d[keep], g[keep], inter[keep]
+
+
+def _settle_confusion(pred: Boxes, gt: Boxes, d, g, inter, exact, pred_shapes, gt_shapes, pred_area,
+                      gt_area, params: Params) -> np.ndarray:
+    """The pairs of different classes the frame's confusion assignment needs exactly: the
+    matrix :func:`confusion` builds (detections at or above the confidence threshold, GT
+    that is not a crowd region), the bounded pairs settled by
+    :func:`~rpx_cli.ops.geometry.settled_entries`."""
+    from rpx_cli.ops import polygons
+
+    row = np.full(len(pred), -1, np.int64)
+    kept = np.flatnonzero(pred.scores >= params["conf_threshold"]) if len(pred) else np.zeros(0, np.int64)
+    row[kept] = np.arange(kept.size)
+    col = np.full(len(gt), -1, np.int64)
+    regular = np.flatnonzero(~gt.crowd)
+    col[regular] = np.arange(regular.size)
+    inside = np.flatnonzero((row[d] >= 0) & (col[g] >= 0))
+    if not inside.size or exact[inside].all():
+        return exact
+    union = pred_area[d[inside]] + gt_area[g[inside]] - inter[inside]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = np.where(inter[inside] > 0, inter[inside] / union, 0.0)
+
+    def compute(which: np.ndarray) -> np.ndarray:
+        k = inside[which]
+        inter[k] = polygons.intersection_areas(pred_shapes[d[k]], gt_shapes[g[k]])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(inter[k] > 0, inter[k] / (pred_area[d[k]] + gt_area[g[k]] - inter[k]), 0.0)
+
+    settled = settled_entries(row[d[inside]], col[g[inside]], (kept.size, regular.size), iou,
+                              exact[inside], compute)
+    exact = exact.copy()
+    exact[inside] = settled
+    return exact
 
 
 def overlap_table(geometry: str, frames: list[Frame], table: FrameTable) -> OverlapTable:
