@@ -19,10 +19,11 @@ from rpx_cli.io.boxes import Boxes
 @dataclass
 class Overlaps:
     """One frame's overlaps under a geometry whose IoU is not a formula of two boxes, computed
-    once when the pair is evaluated (polygons): every (prediction, GT) pair with a nonzero
-    intersection, and each object's own area.
+    once when the pair is evaluated (polygons): the (prediction, GT) pairs a view's result can
+    depend on that have a nonzero intersection (see ``rpx_cli.tasks.detection.evaluate_shapes``),
+    and each object's own area.
     Every view's IoU is ``inter / (pred_area + gt_area - inter)`` (over ``pred_area`` for a
-    crowd region), 0 for a pair not listed."""
+    crowd region), 0 for a pair not listed (no intersection, or none that changes a result)."""
 
     pred: np.ndarray  # (P,) int64 index into the frame's predictions
     gt: np.ndarray  # (P,) int64 index into the frame's GT

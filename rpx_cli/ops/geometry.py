@@ -82,7 +82,8 @@ class OverlapTable:
     """IoU from intersections computed beforehand, for objects given as ids.
 
     ``pred_area`` (D,) and ``gt_area`` (G,) are every object's area (the geometry's); the
-    pairs ``(pred[k], gt[k])`` intersect in ``inter[k] > 0``; any other pair does not. The
+    pairs ``(pred[k], gt[k])`` intersect in ``inter[k] > 0``; any other pair reads as 0 (it
+    does not intersect, or — for polygons — no view's result depends on it). The
     views hand in detection ids and GT ids (``np.arange(D)`` / ``np.arange(G)`` taken,
     filtered and reordered as they go). The IoU is computed as :mod:`rpx_cli.ops.boxes` does
     for boxes, ``where(inter > 0, inter / union, 0)`` with ``union = da + ga − inter`` (``da``
