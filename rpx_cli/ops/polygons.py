@@ -43,22 +43,39 @@ def prepare(polygons) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = len(polygons)
     if not n:
         return np.empty(0, object), np.zeros(0), np.zeros(0, bool)
-    object_of_part = np.repeat(np.arange(n), np.diff(polygons.object_start))
+    per_object = np.diff(polygons.object_start)
+    object_of_part = np.repeat(np.arange(n), per_object)
     parts = shapely.from_ragged_array(shapely.GeometryType.POLYGON, polygons.coords,
                                       (polygons.ring_start, polygons.part_start))
     valid = shapely.is_valid(parts)
-    if not valid.all():
-        parts[~valid] = shapely.make_valid(parts[~valid])
-    pieces, part_of_piece = _polygons_of(parts)
-    object_of_piece = object_of_part[part_of_piece]
-    count = np.bincount(object_of_piece, minlength=n)
-    repaired = np.bincount(object_of_part[~valid], minlength=n) > 0
     out = np.full(n, EMPTY, dtype=object)
+    repaired = np.zeros(n, bool)
+    # the common case: an object of one valid part is that polygon
+    simple = valid & (per_object[object_of_part] == 1)
+    out[object_of_part[simple]] = parts[simple]
+    if not simple.all():
+        rest = ~simple
+        _assemble(parts[rest], valid[rest], object_of_part[rest], out, repaired)
+    return out, shapely.area(out), repaired
+
+
+def _assemble(parts: np.ndarray, valid: np.ndarray, owner: np.ndarray, out: np.ndarray,
+              repaired: np.ndarray) -> None:
+    """Objects of several parts or of invalid ones: each invalid part made valid, the
+    polygons kept, an object's pieces unioned where they overlap; written into ``out`` and
+    ``repaired`` at the objects ``owner`` names."""
+    if not valid.all():
+        parts = parts.copy()
+        parts[~valid] = shapely.make_valid(parts[~valid])
+        repaired[owner[~valid]] = True
+    pieces, part_of_piece = _polygons_of(parts)
+    object_of_piece = owner[part_of_piece]
+    count = np.bincount(object_of_piece, minlength=out.size)
     single = count[object_of_piece] == 1
     out[object_of_piece[single]] = pieces[single]
     several = np.flatnonzero(count > 1)
     if several.size:
-        rank = np.full(n, -1, np.int64)
+        rank = np.full(out.size, -1, np.int64)
         rank[several] = np.arange(several.size)
         multi = shapely.multipolygons(pieces[~single], indices=rank[object_of_piece[~single]])
         overlapping = ~shapely.is_valid(multi)
@@ -66,7 +83,6 @@ def prepare(polygons) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             multi[overlapping] = shapely.union_all(multi[overlapping][:, None], axis=1)
             repaired[several[overlapping]] = True
         out[several] = multi
-    return out, shapely.area(out), repaired
 
 
 def _polygons_of(geometries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
