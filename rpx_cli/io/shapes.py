@@ -204,8 +204,9 @@ def _attributes_fast(objects: list[dict[str, Any]], prediction: bool):
     given = list(map(dict.get, objects, repeat("area")))
     if not set(map(type, given)) <= {*_NUMBER, type(None)}:
         return None
+    missing = np.array([value is None for value in given], bool)
     area = np.array([math.nan if value is None else value for value in given], np.float64)
-    if not ((area >= 0) | np.isnan(area)).all() or np.isinf(area).any():
+    if not (missing | (np.isfinite(area) & (area >= 0))).all():
         return None
     return labels, None, np.array(crowd, bool), area
 
