@@ -11,10 +11,12 @@ submission order whatever ``jobs`` is, so nothing a job returns can depend on it
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -60,7 +62,7 @@ class Worker:
         self._held: dict[tuple[str, int], str] = {}  # (role, slot) -> relative path read into it
         self._digests: Digests = {}
         self.tally = CacheTally()
-        self.warnings: list[tuple[str, str]] = []
+        self.warnings: dict[tuple[str, str], None] = {}  # (kind, path), once each, in order
 
     def read(self, role: str, path: str, rel: str | None, parse: Callable[[str, FileBuffer], T],
              *, slot: int = 0) -> T:
@@ -75,13 +77,13 @@ class Worker:
         if cache is not None and rel is not None:
             cache = cache if cache.usable_for(path[:len(path) - len(rel)] or ".") else None
         buffer.cache = cache if rel is not None else None
-        value = parse(path, buffer)
+        value = guarded_parse(parse, path, buffer, self.warn)
         if rel is not None:
             self._held[key] = rel
         return value
 
     def warn(self, kind: str, path: str) -> None:
-        self.warnings.append((kind, path))
+        self.warnings[(kind, path)] = None  # a file counts once per kind
 
     def take_digests(self) -> Digests:
         """The digests of every file read since the last call (waits for the hashing)."""
@@ -96,7 +98,7 @@ class Worker:
         return out
 
     def take_warnings(self) -> list[tuple[str, str]]:
-        out, self.warnings = self.warnings, []
+        out, self.warnings = list(self.warnings), {}
         return out
 
     def forget(self) -> None:
@@ -113,6 +115,44 @@ class Worker:
             if value is not None:
                 self._digests.setdefault(key[0], {})[rel] = value
                 self.tally.count(buffer, value)
+
+
+def guarded_parse(parse: Callable[[str, FileBuffer], T], path: str, buffer: FileBuffer,
+                  warn: Callable[[str, str], None]) -> T:
+    """``parse(path, buffer)``, the one guard where file contents enter rpx.
+
+    A reader meeting a file that exhausts memory, nests deeper than the parser can follow
+    or holds a number no type can hold raises that file's :class:`InputError` (exit 1, or
+    an ``errors`` entry under ``--on-error skip``), whatever line raised it. Only the read
+    step is guarded: the same exceptions from the metric arithmetic stay internal errors.
+    Warnings a parser emits (Pillow, numpy) become rpx's one-line warnings for the file.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = parse(path, buffer)
+        except MemoryError:
+            raise InputError("too large to read into memory", path=path) from None
+        except RecursionError:
+            raise InputError("nested too deeply to read", path=path) from None
+        except OverflowError as exc:
+            raise InputError(f"holds a value out of range ({first_line(exc)})", path=path) from None
+    for record in caught:  # a file that is refused gets its error line only
+        warn(warning_kind(record), path)
+    return value
+
+
+def warning_kind(record: warnings.WarningMessage) -> str:
+    """A library warning as rpx's own one-line text (no source line, no file position)."""
+    if record.category.__name__ == "DecompressionBombWarning":  # Pillow's, between 1x and 2x
+        return ("very large image (over the decoder's decompression-bomb warning limit of "
+                "89,478,485 pixels; read anyway)")
+    return f"{record.category.__name__}: {first_line(record.message)}"
+
+
+def first_line(value: object) -> str:
+    text = str(value).strip().splitlines()
+    return text[0] if text else type(value).__name__
 
 
 @dataclass
@@ -158,20 +198,44 @@ def run_units(job: Callable[[Worker, Any], T], units: Sequence[Any], *, jobs: in
     chunksize = max(1, min(8, len(units) // (jobs * 16)))
     results = _parallel_map(units, jobs=jobs, chunksize=chunksize,
                             initargs=(job, digest, cache))
-    for unit, result in zip(units, results, strict=True):
-        if progress is not None:
-            progress(1 if weight is None else weight(unit))
-        yield result
+    try:
+        for unit, result in zip(units, results, strict=True):
+            if progress is not None:
+                progress(1 if weight is None else weight(unit))
+            yield result
+    finally:  # closed early (an error or a signal in the consumer): stop the workers now
+        results.close()
 
 
 _job: tuple[Callable[[Worker, Any], Any], Worker] | None = None
+_parent_pid = os.getpid()  # set again before each pool is forked
 
 
 def _init_process(job: Callable[[Worker, Any], Any], digest: bool,
                   cache: DigestCache | None) -> None:
     global _job
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C, once
+    for name in ("SIGTERM", "SIGHUP"):  # the parent's handlers raise; a worker just stops
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+    _die_with_parent()
     _job = (job, Worker(digest=digest, cache=cache))
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel sends this worker SIGKILL when the process that forked it dies, even
+    by SIGKILL, so no worker outlives its run (PR_SET_PDEATHSIG)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != _parent_pid:  # the parent died before the call (rpx may be PID 1)
+        os._exit(1)
 
 
 def _run_in_process(unit: Any) -> Any:
@@ -182,7 +246,9 @@ def _run_in_process(unit: Any) -> Any:
 
 def _parallel_map(units: Sequence[Any], *, jobs: int, chunksize: int,
                   initargs: tuple[Any, ...]) -> Iterator[Any]:
+    global _parent_pid
     shutdown_digest_thread()  # fork only a single-threaded process
+    _parent_pid = os.getpid()
     method = "fork" if sys.platform.startswith("linux") else None
     # ProcessPoolExecutor, not multiprocessing.Pool: a worker killed by the OOM killer
     # breaks the pool (an error) instead of losing its task (a hang).
@@ -261,12 +327,16 @@ class PairJob:
                 pred = task.empty_prediction(gt, params)
             else:
                 pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
-            sample = task.evaluate(pred, gt, params, pred_path=pred_path, gt_path=gt_path)
-            extra = None
-            if self.calculators:
-                extra = {}
-                for calculator in self.calculators:
-                    extra.update(run_calculator(calculator, pred, gt))
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                sample = task.evaluate(pred, gt, params, pred_path=pred_path, gt_path=gt_path)
+                extra = None
+                if self.calculators:
+                    extra = {}
+                    for calculator in self.calculators:
+                        extra.update(run_calculator(calculator, pred, gt))
+            for record in caught:  # one line each, never a library's source line
+                worker.warn(warning_kind(record), pred_path or gt_path)
             digests = worker.take_digests()
         except RpxError as exc:
             worker.forget()
@@ -318,6 +388,14 @@ def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 
     result = RunResult(stats=StatTable.empty(collector.declared))
     job = PairJob(task, params, keep_rows, tuple(calculators))
     outcomes = run_units(job, pairs, jobs=jobs, digest=digest, cache=cache, progress=progress)
+    with contextlib.closing(outcomes):
+        _collect(task, pairs, outcomes, collector, result)
+    result.stats = collector.table()
+    return result
+
+
+def _collect(task: Task, pairs: Sequence[Pair], outcomes: Iterator[Outcome], collector: Collector,
+             result: RunResult) -> None:
     for pair, outcome in zip(pairs, outcomes, strict=True):
         result.tally.add(outcome.tally)
         if outcome.error is not None:
@@ -336,5 +414,3 @@ def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 
                 result.digests.setdefault(role, {}).update(digests)
         for kind, path in outcome.warnings:
             result.warnings.setdefault(kind, []).append(path)
-    result.stats = collector.table()
-    return result

@@ -10,6 +10,40 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 
+def escaped(text: str) -> str:
+    """``text`` as ``ls -b`` shows a file name, when it holds anything unprintable: a byte
+    that is not UTF-8 (a surrogate from Python's ``surrogateescape`` decoding of the name)
+    as ``\\ooo`` octal, a control character as ``\\n``, ``\\t`` or octal, a backslash as
+    ``\\\\``. Printable text is returned as it is. Names on disk keep their bytes (files are
+    still opened and evaluated); only what is shown (stderr, reports, which must be valid
+    UTF-8) is escaped."""
+    if text.isprintable():
+        return text
+    out = []
+    for char in text:
+        if char == "\\":
+            out.append("\\\\")
+        elif "\udc80" <= char <= "\udcff":  # an undecodable byte
+            out.append(f"\\{ord(char) - 0xDC00:03o}")
+        elif char in _C_ESCAPES:
+            out.append(_C_ESCAPES[char])
+        elif not char.isprintable():
+            out.extend(f"\\{byte:03o}" for byte in char.encode("utf-8", "surrogatepass"))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
+              "\f": "\\f", "\r": "\\r"}
+
+
+def located(path: str | None, message: str) -> str:
+    """``path: message``, unless the message already starts with the path (an
+    :class:`InputError`'s text names its file first)."""
+    return message if not path or message.startswith(path) else f"{path}: {message}"
+
+
 class ExitStatus(IntEnum):
     """Process exit codes."""
 
@@ -17,7 +51,19 @@ class ExitStatus(IntEnum):
     FAILED = 1  # the evaluation could not be completed; no report written
     USAGE = 2  # invalid flags or flag values
     GATE_FAILED = 3  # report written, but a gate failed
-    INTERRUPTED = 130
+    HANGUP = 129  # SIGHUP (128 + 1): the terminal or session went away; no report written
+    INTERRUPTED = 130  # SIGINT, Ctrl-C (128 + 2)
+    TERMINATED = 143  # SIGTERM (128 + 15): CI cancellation, Slurm, timeout, kill
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread by the CLI's handler: a subclass of
+    KeyboardInterrupt, so it stops a run exactly as Ctrl-C does (workers terminated, no
+    report, no temporary file); the exit status is 128 + the signal number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 class RpxError(Exception):

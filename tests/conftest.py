@@ -87,7 +87,8 @@ def rpx(monkeypatch: pytest.MonkeyPatch):
     def invoke(args: str | list[str], **kwargs: Any) -> Run:
         argv = shlex.split(args) if isinstance(args, str) else [str(a) for a in args]
         argv = with_one_job(argv)
-        outs = [Path(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a in ("-o", "--out", "--out-json")]
+        outs = [Path(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a in ("-o", "--out", "--out-json")
+                and argv[0] != "report"]  # rpx report -o writes HTML
         before = {out: out.read_bytes() if out.is_file() else None for out in outs}
         runner = CliRunner()
         result = runner.invoke(cli, argv, catch_exceptions=False, **kwargs)

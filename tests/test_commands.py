@@ -205,7 +205,8 @@ def test_show_markdown_per_class_table_and_gates(rpx, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("argv", "hint"), [
     ("eval detph", "No such task 'detph'. Did you mean 'depth'?"),
-    ("eval segmentaion --pred-dir p", "No such task 'segmentaion'. Did you mean 'segmentation'?"),
+    ("eval segmentaion --pred-dir p",
+     "No such task 'segmentaion'. Did you mean 'segmentation' or 'segmentation3d'?"),
     ("eval saliency-mb", "saliency-mb is a command of its own: rpx saliency-mb --help"),
     ("eval nope", "No such task 'nope'. (tasks: "),
     ("evl depth", "No such command 'evl'. Did you mean 'eval'?"),

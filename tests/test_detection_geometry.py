@@ -794,6 +794,15 @@ def test_coco_files_are_boxes_only(rpx, tmp_path: Path) -> None:
     assert run.exit_code == 2 and "reads per-stem files" in run.stderr
 
 
+def test_tide_errors_are_boxes_only(rpx, tmp_path: Path) -> None:
+    for stem, gt, pred in dyadic_frames(1):
+        write_json_pair(tmp_path, stem, gt, pred)
+    assert rpx(f"eval detection {dirs(tmp_path)} --metrics errors").exit_code == 0
+    run = rpx(f"eval detection {dirs(tmp_path)} --metrics errors --geometry rotated")
+    assert run.exit_code == 2 and "--metrics errors (TIDE) is for axis-aligned boxes" in run.stderr
+    assert not run.stdout
+
+
 # --- scale -----------------------------------------------------------------------------------
 
 

@@ -199,7 +199,16 @@ def reference_report(data, iou_t: float, conf: float, skip_empty_gt: bool) -> di
     aggregate = {key: sum(row[key] for row in used) / len(used) for key in ("precision", "recall", "f1")}
     pooled = {**dict(zip(("precision", "recall", "f1"), prf(*totals), strict=True)),
               **dict(zip(("tp", "fp", "fn"), totals, strict=True))}
-    return {"rows": rows, "aggregate": aggregate, "pooled": pooled, "cells": cells}
+    # the pooled figures at other confidence thresholds: the same loop, thresholds 0, 0.3, ...
+    by_confidence = {}
+    for threshold in (0.0, 0.3, 0.5, 0.7, 1.0):
+        counts = [greedy_counts(gt, pred, iou_t, threshold) for _, gt, pred in data
+                  if gt or not skip_empty_gt]
+        tp, fp, fn = (sum(c[i] for c in counts) for i in range(3))
+        by_confidence[threshold] = {"tp": tp, "fp": fp,
+                                    **dict(zip(("precision", "recall", "f1"), prf(tp, fp, fn), strict=True))}
+    return {"rows": rows, "aggregate": aggregate, "pooled": pooled, "cells": cells,
+            "by_confidence": by_confidence}
 
 
 # --- the comparison ---------------------------------------------------------------------------
@@ -224,7 +233,17 @@ def assert_matches_reference(report: dict, expected: dict) -> None:
             assert row[key] == pytest.approx(value, **close), (row["stem"], key)
     for key, value in expected["aggregate"].items():
         assert report["aggregate"][key] == pytest.approx(value, **close), key
-    assert report["dataset"]["pooled"] == pytest.approx(expected["pooled"], **close)
+    pooled = dict(report["dataset"]["pooled"])
+    curve = pooled.pop("by_confidence")
+    assert pooled == pytest.approx(expected["pooled"], **close)
+    checked = [t for t in curve["conf_threshold"] if t in expected["by_confidence"]]
+    assert len(checked) >= 4, checked
+    for i, threshold in enumerate(curve["conf_threshold"]):
+        if threshold in expected["by_confidence"]:
+            want = expected["by_confidence"][threshold]
+            assert (curve["tp"][i], curve["fp"][i]) == (want["tp"], want["fp"]), threshold
+            assert [curve[k][i] for k in ("precision", "recall", "f1")] == pytest.approx(
+                [want[k] for k in ("precision", "recall", "f1")], **close)
     confusion = report["dataset"]["confusion"]
     labels = confusion["labels"]
     assert labels[-1] == BACKGROUND

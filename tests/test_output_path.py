@@ -48,7 +48,8 @@ def test_every_command_that_writes_a_report_checks_its_output_path_first(rpx, tm
     assert {"merge", "compare", "readiness", "stability", "coherence", "saliency-mb"} <= \
         {c[-1] for c in commands} and ["eval", "depth"] in commands
     for command in commands:
-        assert_usage_line(rpx([*command, "-o", tmp_path]), "is a folder", str(tmp_path / "report.json"))
+        name = "report.html" if command == ["report"] else "report.json"
+        assert_usage_line(rpx([*command, "-o", tmp_path]), "is a folder", str(tmp_path / name))
 
 
 @pytest.mark.parametrize("case", ["folder", "empty", "under-a-file", "trailing-slash"])

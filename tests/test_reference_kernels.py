@@ -15,9 +15,18 @@ from hypothesis import strategies as st
 from rpx_cli.io.npy import parse_npy
 from rpx_cli.ops.assignment import linear_sum_assignment
 from rpx_cli.ops.blocks import block_sums, reference_block_sums
-from rpx_cli.ops.confusion import frame_confusion, reference_confusion
+from rpx_cli.ops.confusion import (
+    FrameConfusion,
+    add_confusions,
+    frame_confusion,
+    interval_confusions,
+    reference_confusion,
+    reference_interval_confusions,
+    sum_confusions,
+)
 from rpx_cli.ops.depth import METRICS, DepthKernel, finalize, reference_metrics
 from rpx_cli.ops.image_quality import reference_ssim, ssim
+from rpx_cli.ops.lidar import LabelMap, RangeIntervals, reference_label_map
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -69,6 +78,83 @@ def test_frame_confusion_fast_paths_equal_the_plain_bincount(seed: int, dtype, i
     np.testing.assert_array_equal(fast.gt_labels, plain.gt_labels)
     np.testing.assert_array_equal(fast.pred_labels, plain.pred_labels)
     np.testing.assert_array_equal(fast.counts, plain.counts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000),
+       dtypes=st.sampled_from([(np.uint8, np.uint8), (np.uint16, np.uint16), (np.int64, np.int8),
+                               (np.int16, np.uint8), (np.uint16, np.int32)]),
+       high=st.sampled_from([3, 20, 300, 2000, 6000]), intervals=st.sampled_from([None, 1, 4]),
+       ignore=st.sampled_from([(), (0,), (-1, 2)]))
+def test_interval_confusions_equal_a_mask_per_interval(seed: int, dtypes, high: int, intervals,
+                                                       ignore) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 300))
+    labels = []
+    for dtype in dtypes:
+        top = min(high, int(np.iinfo(dtype).max) + 1)
+        low = -2 if np.dtype(dtype).kind == "i" else 0
+        labels.append(rng.integers(low, top, n).astype(dtype))
+    gt, pred = labels
+    interval = None if intervals is None else rng.integers(0, intervals, n).astype(np.uint8)
+    gt_values, pred_values, counts = interval_confusions(gt, pred, interval, intervals or 1, ignore)
+    plain = reference_interval_confusions(gt, pred, np.zeros(n, np.uint8) if interval is None
+                                          else interval, intervals or 1, ignore)
+    assert counts.shape[0] == len(plain)
+    for matrix, expected in zip(counts, plain, strict=True):
+        got = FrameConfusion.trimmed(gt_values, pred_values, matrix)
+        np.testing.assert_array_equal(got.gt_labels, expected.gt_labels)
+        np.testing.assert_array_equal(got.pred_labels, expected.pred_labels)
+        np.testing.assert_array_equal(got.counts, expected.counts)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_adding_confusions_is_exact_in_any_order(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    frames = []
+    for _ in range(int(rng.integers(1, 6))):
+        gt, pred = rng.integers(-1, 6, 40), rng.integers(0, 8, 40)
+        frames.append(frame_confusion(gt[gt != 3], pred[gt != 3]) if rng.random() < 0.8 else
+                      frame_confusion(np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    whole = reference_confusion(np.concatenate([np.repeat(f.gt_labels, f.counts.sum(1))
+                                                for f in frames]),
+                                np.concatenate([np.repeat(np.tile(f.pred_labels, f.gt_labels.size),
+                                                          f.counts.ravel()) for f in frames]))
+    for order in (frames, frames[::-1], [frames[i] for i in rng.permutation(len(frames))]):
+        total = sum_confusions(order)
+        np.testing.assert_array_equal(total.gt_labels, whole.gt_labels)
+        np.testing.assert_array_equal(total.pred_labels, whole.pred_labels)
+        np.testing.assert_array_equal(total.counts, whole.counts)
+    pairwise = add_confusions(sum_confusions(frames[:1]), sum_confusions(frames[1:]))
+    np.testing.assert_array_equal(pairwise.counts, whole.counts)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), dtype=st.sampled_from([np.uint8, np.uint16, np.int64]),
+       wide=st.booleans())
+def test_label_map_equals_a_dict_lookup(seed: int, dtype, wide: bool) -> None:
+    rng = np.random.default_rng(seed)
+    keys = rng.choice(300 if dtype is not np.uint8 else 256, size=12, replace=False).tolist()
+    if dtype is np.int64:
+        keys += [-5, 70_000]
+    values = rng.integers(-1 if wide else 0, 300 if wide else 20, len(keys)).tolist()
+    mapping = dict(zip(keys, values, strict=True))
+    pool = np.array([*keys, *keys, 7, 255], dtype=np.int64)
+    labels = rng.choice(pool, 50).astype(dtype)
+    mapped, unmapped = LabelMap(mapping).apply(labels)
+    expected, missing = reference_label_map(mapping, labels)
+    assert unmapped.tolist() == missing
+    listed = np.array([m is not None for m in expected])
+    assert mapped[listed].tolist() == [m for m in expected if m is not None]
+
+
+def test_range_intervals_equal_searchsorted() -> None:
+    rng = np.random.default_rng(0)
+    distance = np.concatenate([rng.uniform(-5, 120, 1000), [0.0, 20.0, 50.0, 90.0, np.nan, np.inf]])
+    intervals = RangeIntervals([(0.0, 50.0), (20.0, 90.0), (50.0, None)])
+    np.testing.assert_array_equal(intervals.index(distance), intervals.reference_index(distance))
+    assert intervals.spans == [(1, 3), (2, 4), (3, 5)] and intervals.count == 5
 
 
 @pytest.mark.parametrize("shape", [(11, 11), (32, 45, 3), (64, 40)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rpx_cli.cli.options import depth_scale_option, pair_options, run_pair_command
+from rpx_cli.cli.options import depth_scale_option, int_range, pair_options, run_pair_command
 
 # The shared pair options name the directories --pred-dir/--gt-dir; here the mask folder
 # plays the prediction and the depth folder the ground truth, under their own names.
@@ -21,7 +21,7 @@ _RENAMED = ("pred_dir", "gt_dir")
               show_default=True,
               help="Depth boundary: central-difference gradient magnitude strictly above this "
                    "(metres per pixel).")
-@click.option("--dilation", type=click.IntRange(min=0), default=2, show_default=True,
+@click.option("--dilation", type=int_range(0), default=2, show_default=True,
               help="Both boundaries grow by this many 4-neighbour steps (a diamond) before "
                    "matching; 0 = exact pixels.")
 @depth_scale_option

@@ -70,11 +70,18 @@ def toml_module(path: Path) -> Any:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    from rpx_cli.errors import InputError
+    from rpx_cli.io.regular import open_regular
+
     tomllib = toml_module(path)
     try:
+        with open_regular(str(path)):  # a regular file: a FIFO would block the read
+            pass
         with open(path, "rb") as handle:
             return tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except InputError as exc:
+        raise click.UsageError(f"cannot read the config file ({exc})") from None
+    except (OSError, RecursionError, tomllib.TOMLDecodeError) as exc:
         raise click.UsageError(f"{path}: cannot read the config file ({exc})") from None
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from rpx_cli.cli.options import SuggestingGroup, pair_options, run_pair_command
+from rpx_cli.cli.options import SuggestingGroup, int_range, pair_options, run_pair_command
 
 
 class _Parsed(click.ParamType):
@@ -40,9 +40,12 @@ def _click_option(option) -> Any:
     if option.kind == "choice":
         kwargs["type"] = click.Choice(option.choices)
     elif option.kind in ("float", "int"):
-        number = click.FloatRange if option.kind == "float" else click.IntRange
-        kwargs["type"] = number(min=option.minimum, min_open=option.open_min) \
-            if option.minimum is not None else (float if option.kind == "float" else int)
+        if option.kind == "float":
+            kwargs["type"] = click.FloatRange(min=option.minimum, min_open=option.open_min) \
+                if option.minimum is not None else float
+        else:
+            kwargs["type"] = int_range(None if option.minimum is None else int(option.minimum),
+                                       min_open=option.open_min)
     elif option.kind == "file":
         kwargs["type"] = click.Path(exists=True, dir_okay=False)
     elif option.kind == "dir":
@@ -67,7 +70,7 @@ def strata_options(func: Any) -> Any:
         click.option("--primary-metric", default=None, metavar="NAME",
                      help="The metric the strata use [default: the task's, e.g. absrel, miou, "
                           "f1, mota]."),
-        click.option("--bootstrap", type=click.IntRange(min=0), default=0, show_default=True,
+        click.option("--bootstrap", type=int_range(0), default=0, show_default=True,
                      metavar="N",
                      help="Add a 95%% interval to every stratum figure from N seeded resamples."),
         click.option("--seed", type=int, default=0, show_default=True,

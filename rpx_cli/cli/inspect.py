@@ -37,26 +37,57 @@ def _read_json(path: str):
 
 @click.command()
 @click.argument("report", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table",
-              show_default=True, help="A terminal table, or Markdown for a PR comment / CI summary.")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "tsv"]), default="table",
+              show_default=True,
+              help="Terminal tables, Markdown for a PR comment / CI summary, or CSV/TSV rows for "
+                   "spreadsheets and pandas.")
+@click.option("--table", "which", type=click.Choice(["rows", "per_class", "metrics", "confusion"]),
+              default=None,
+              help="With csv/tsv: which table [default: rows, else metrics when the report has no "
+                   "rows]. Values keep full precision; null is an empty cell.")
 @traceback_option
-def show(report: str, fmt: str) -> None:
-    """Print the headline figures of any rpx report.
+def show(report: str, fmt: str, which: str | None) -> None:
+    """Print any rpx report: headline figures, per-class tables, confusion matrix, gates.
 
     \b
     Examples:
       rpx eval depth --pred-dir fixtures/depth/indoor/pred --gt-dir fixtures/depth/indoor/gt -o report.json
       rpx show report.json
       rpx show report.json --format markdown > summary.md   # CI: >> "$GITHUB_STEP_SUMMARY"
+      rpx show report.json --format csv > rows.csv      # pandas.read_csv("rows.csv")
+      rpx show report.json --format tsv --table per_class | sort -t$'\\t' -k2 -g | head
     """
-    from rpx_cli.console import render_table
     from rpx_cli.errors import InputError
-    from rpx_cli.report.render import context, markdown, metric_table
-    from rpx_cli.report.render import fmt as fmt_value
 
     document = _read_json(report)
     if not isinstance(document, dict):
         raise InputError("is not an rpx report (a JSON object)", path=report)
+    if which is not None and fmt not in ("csv", "tsv"):
+        raise click.UsageError("--table goes with --format csv or tsv")
+    try:
+        _show(document, report, fmt, which)
+    except BrokenPipeError:
+        # the reader went away (`rpx show ... | head`): what it wanted was printed
+        _quiet_stdout()
+
+
+def _quiet_stdout() -> None:
+    import contextlib
+    import os
+    import sys
+
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def _show(document: dict, report: str, fmt: str, which: str | None) -> None:
+    from rpx_cli.console import render_table
+    from rpx_cli.report import render
+
+    if fmt in ("csv", "tsv"):
+        _write_delimited(document, fmt, which)
+        return
     if document.get("schema") == "rpx.readiness":
         from rpx_cli.report import readiness_view
 
@@ -68,13 +99,69 @@ def show(report: str, fmt: str) -> None:
             render_table(f"{name} on {document.get('task')}: {title}", columns,
                          readiness_view.table_cells(rows))
         return
+    if document.get("schema") == "rpx.compare":
+        if fmt == "markdown":
+            click.echo(render.compare_markdown(document), nl=False)
+            return
+        counts = document.get("summary") or {}
+        columns, rows = render.compare_table(document)
+        render_table(f"rpx compare — {counts.get('improved', 0)} improved, "
+                     f"{counts.get('regressed', 0)} regressed — {report}", columns, rows)
+        gates = render.gates_table(document)
+        if gates:
+            render_table("gates", *gates)
+        return
     if fmt == "markdown":
-        click.echo(markdown(document), nl=False)
+        click.echo(render.markdown(document), nl=False)
         return
     title = f"rpx {document.get('task', document.get('schema', ''))} — {report}"
-    columns, rows = metric_table(document)
+    columns, rows = render.metric_table(document)
     render_table(title, columns, rows)
-    render_table("run", ["", ""], [(name, fmt_value(value)) for name, value in context(document)])
+    columns, rows = render.per_class_table(document)
+    if rows:
+        render_table("per class", columns, [(r[0], *(render.fmt(v) for v in r[1:])) for r in rows])
+    confusion = render.confusion_table(document)
+    if confusion:
+        columns, rows = confusion
+        if len(rows) <= render.MAX_CONFUSION_SIDE:
+            render_table("confusion matrix (rows: ground truth, columns: predicted)", columns, rows)
+        else:
+            click.echo(f"confusion matrix: {len(rows)} classes (see `rpx report` or "
+                       "`rpx show --format csv --table confusion`)")
+    gates = render.gates_table(document)
+    if gates:
+        render_table("gates", *gates)
+    render_table("run", ["", ""], [(name, render.fmt(value)) for name, value in render.context(document)])
+
+
+def _write_delimited(document: dict, fmt: str, which: str | None) -> None:
+    import csv
+    import io
+    import sys
+
+    from rpx_cli.errors import InputError
+    from rpx_cli.report import render
+
+    if which is None:
+        which = "rows" if document.get("rows") or document.get("schema") in ("rpx.compare",
+                                                                              "rpx.stability") else "metrics"
+    if which == "rows":
+        columns, rows = render.rows_table(document)
+    elif which == "per_class":
+        columns, rows = render.per_class_table(document)
+    elif which == "confusion":
+        table = render.confusion_table(document)
+        if table is None:
+            raise InputError("has no dataset.confusion to write", path="--table confusion")
+        columns, rows = table
+    else:
+        columns, rows = render.metrics_rows(document)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([render.cell_text(v) for v in row] for row in rows)
+    sys.stdout.write(buffer.getvalue())
+    sys.stdout.flush()
 
 
 @click.command()

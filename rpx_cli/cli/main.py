@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 import traceback
+import warnings
+from collections.abc import Iterator
 
 import click
 
 from rpx_cli import __version__
 from rpx_cli.cli.options import SHOW_TRACEBACK, SuggestingGroup
-from rpx_cli.errors import EvaluationFailed, ExitStatus, RpxError
+from rpx_cli.errors import EvaluationFailed, ExitStatus, Interrupted, RpxError, escaped, located
 
 
 class RpxGroup(SuggestingGroup):
@@ -37,38 +41,95 @@ class RpxGroup(SuggestingGroup):
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         SHOW_TRACEBACK["enabled"] = "--traceback" in ctx.meta.get("rpx.argv", ())
-        try:
-            return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
-        except BrokenPipeError:
+        with stop_signals(), one_line_warnings():
+            try:
+                return super().invoke(ctx)
+            except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+                raise
+            except BaseException as exc:
+                if RECEIVED and not isinstance(exc, KeyboardInterrupt):
+                    # a signal that surfaced as another error first (a worker it killed)
+                    exc = Interrupted(RECEIVED[-1])
+                self._fail(ctx, exc)
+
+    @staticmethod
+    def _fail(ctx: click.Context, exc: BaseException) -> None:
+        if isinstance(exc, BrokenPipeError):
             # the reader went away (`rpx ... | head`): nothing to say, and no noise at exit
             with contextlib.suppress(OSError):
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, sys.stdout.fileno())
             ctx.exit(ExitStatus.FAILED)
-        except KeyboardInterrupt:
-            click.echo("rpx: interrupted; no report written", err=True)
-            ctx.exit(ExitStatus.INTERRUPTED)
-        except EvaluationFailed as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+            what = "interrupted" if signum == signal.SIGINT else \
+                f"stopped by {signal.Signals(signum).name}"
+            _say(f"rpx: {what}; no report written")
+            ctx.exit(128 + signum)
+        if isinstance(exc, EvaluationFailed):
             for error in exc.errors:
-                click.echo(f"rpx: {_located(error.path, error.message)}", err=True)
-            click.echo(f"rpx: {exc}", err=True)
+                _say(f"rpx: {located(error.path, error.message)}")
+            _say(f"rpx: {exc}")
             ctx.exit(exc.exit_status)
-        except RpxError as exc:
+        if isinstance(exc, RpxError):
             if exc.exit_status == ExitStatus.USAGE:
-                raise click.UsageError(str(exc), ctx=ctx) from None
-            click.echo(f"rpx: {exc}", err=True)
+                raise click.UsageError(escaped(str(exc)), ctx=ctx) from None
+            _say(f"rpx: {exc}")
             ctx.exit(exc.exit_status)
-        except Exception as exc:
-            if SHOW_TRACEBACK["enabled"]:
-                traceback.print_exc(file=sys.stderr)
-            click.echo(
-                f"rpx: internal error: {type(exc).__name__}: {exc} "
-                "(please report it; --traceback shows where)",
-                err=True,
-            )
-            ctx.exit(ExitStatus.FAILED)
+        if not isinstance(exc, Exception):
+            raise exc
+        if SHOW_TRACEBACK["enabled"]:
+            traceback.print_exception(exc, file=sys.stderr)
+        _say(f"rpx: internal error: {type(exc).__name__}: {exc} "
+             "(please report it; --traceback shows where)")
+        ctx.exit(ExitStatus.FAILED)
+
+
+# signals received by this run (the last one decides the exit status)
+RECEIVED: list[int] = []
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))
+
+
+def _raise_interrupted(signum: int, frame: object) -> None:
+    RECEIVED.append(signum)
+    if len(RECEIVED) == 1:  # a second signal while stopping (Slurm, CI retries) is noted only
+        raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[None]:
+    """SIGTERM (CI cancellation, Slurm, ``timeout``) and SIGHUP stop a run the way Ctrl-C
+    (SIGINT) does: :class:`Interrupted` is raised in the main thread, the engine terminates
+    its workers, no report or temporary file is left, and rpx exits 128 + the signal number
+    (143, 129, 130). A second signal while stopping is only noted. The previous handlers are
+    restored afterwards unless a signal came (the CLI runs in-process in tests and
+    notebooks)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    RECEIVED.clear()
+    previous = {signum: signal.signal(signum, _raise_interrupted) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        if not RECEIVED:  # after a stop signal, later ones are only noted: the exit stays 128+N
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """A library warning that reaches the CLI (outside the readers, which route theirs
+    through the task's warnings) prints as one ``rpx: warning:`` line, never with the
+    library's file name and source line."""
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = str(message).strip().splitlines()
+        _say(f"rpx: warning: {category.__name__}: {text[0] if text else ''}")
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def version_text() -> str:
@@ -90,8 +151,9 @@ def _print_version(ctx: click.Context, value: bool) -> None:
         ctx.exit()
 
 
-def _located(path: str, message: str) -> str:
-    return message if path and message.startswith(path) else f"{path}: {message}"
+def _say(line: str) -> None:
+    """One line on stderr, file names that are not UTF-8 escaped (``ls -b``)."""
+    click.echo(escaped(line), err=True)
 
 
 @click.group(name="rpx", cls=RpxGroup, context_settings={"help_option_names": ["-h", "--help"],
@@ -137,6 +199,8 @@ def _register() -> None:
     cli.add_command(coherence)
     from rpx_cli.cli.stability import stability
     cli.add_command(stability)
+    from rpx_cli.cli.report import report
+    cli.add_command(report)
 
 
 _register()

@@ -11,6 +11,16 @@ from typing import Any
 import click
 
 SHOW_TRACEBACK = {"enabled": False}
+INT64_MAX = 2**63 - 1
+MAX_JOBS = 4096  # worker processes; more than any machine's CPUs
+MAX_SHARDS = 1_000_000
+
+
+def int_range(minimum: int | None = None, maximum: int = INT64_MAX, *,
+              min_open: bool = False) -> click.IntRange:
+    """An integer option: every one is bounded (at most 64 bits by default), so a value of
+    99999999999999999999999 is a usage error (exit 2), never an overflow further on."""
+    return click.IntRange(min=minimum, max=maximum, min_open=min_open)
 
 
 def enable_traceback(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
@@ -63,6 +73,8 @@ class ShardType(click.ParamType):
         head, sep, tail = str(value).partition("/")
         if not (sep and head.isdigit() and tail.isdigit() and 1 <= int(head) <= int(tail)):
             self.fail(f"expected K/N with 1 <= K <= N (e.g. 2/4), got {value!r}", param, ctx)
+        if int(tail) > MAX_SHARDS:
+            self.fail(f"at most {MAX_SHARDS:,} shards, got {tail}", param, ctx)
         return int(head), int(tail)
 
 
@@ -93,7 +105,7 @@ class OutputPathError(click.BadParameter):
         return f"{flag} {self.message}"
 
 
-def output_path_problem(path: str) -> str | None:
+def output_path_problem(path: str, example: str = "report.json") -> str | None:
     """Why a report cannot be written to ``path``, or None when it can: checked before any
     work, so a run never ends in a failed write. ``-`` (stdout) and URLs are not checked; a
     missing folder is fine when it can be created (the write creates it)."""
@@ -102,9 +114,9 @@ def output_path_problem(path: str) -> str | None:
     if not path.strip():
         return "'': the path is empty (give a file name, or '-' for stdout)"
     if os.path.isdir(path):
-        return f"{path}: is a folder (give a file in it, e.g. {os.path.join(path, 'report.json')})"
+        return f"{path}: is a folder (give a file in it, e.g. {os.path.join(path, example)})"
     if path.endswith(("/", os.sep)):
-        return f"{path}: names a folder (give a file name, e.g. {path}report.json)"
+        return f"{path}: names a folder (give a file name, e.g. {path}{example})"
     if os.path.exists(path) and not os.path.isfile(path):
         return None  # /dev/null, a FIFO: written directly
     existing = os.path.dirname(os.path.abspath(path))
@@ -121,7 +133,8 @@ def check_output_path(ctx: click.Context | None, param: click.Parameter | None, 
     """Click callback of every option naming a file a command writes (``-o``, and any other):
     an unusable path is a usage error before anything is read."""
     if isinstance(value, str):
-        problem = output_path_problem(value)
+        html = ctx is not None and (ctx.info_name == "report" or (param is not None and param.name == "html"))
+        problem = output_path_problem(value, "report.html" if html else "report.json")
         if problem is not None:
             flag = "/".join(param.opts[:2]) if param is not None else "-o/--out"
             raise OutputPathError(problem, ctx=ctx, param_hint=flag)
@@ -138,6 +151,26 @@ def out_option(what: str = "JSON report") -> Callable[[Callable[..., Any]], Call
 
 
 compact_option = click.option("--compact", is_flag=True, help="One-line JSON instead of indented.")
+
+
+def html_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--html FILE``: the report as a self-contained HTML page too (what `rpx report` writes)."""
+    return click.option("--html", metavar="FILE", default=None, callback=check_output_path,
+                        help="Also write the report as a self-contained HTML page with charts "
+                             "(as `rpx report` does).")(func)
+
+
+def write_html(reports: list[tuple[str, Any]], path: str, *, title: str | None = None) -> None:
+    """The HTML page of ``reports`` (``(name, report)`` pairs) to ``path`` (atomically; ``-``:
+    stdout)."""
+    from rpx_cli.report.html import render_html
+    from rpx_cli.report.serialize import write_atomic
+
+    data = render_html(reports, title=title).encode("utf-8")
+    if path == "-":
+        write_stdout(data)
+    else:
+        write_atomic(path, data)
 
 
 def depth_scale_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -209,7 +242,7 @@ def pair_options(*, default_missing: str,
                      show_default=True,
                      help="A pair that cannot be read: list every such pair and exit 1 "
                           "without a report, or record it under 'errors' and go on."),
-        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+        click.option("-j", "--jobs", type=int_range(1, MAX_JOBS), default=None,
                      help="Worker processes [default: CPUs available]. Never changes a number."),
         click.option("--shard", type=ShardType(), default=None,
                      help="Evaluate only shard K of N (stable hash of the stem) and write a "
@@ -218,6 +251,7 @@ def pair_options(*, default_missing: str,
         click.option("--no-rows", is_flag=True, help="Omit per-pair rows from the report."),
         digest_cache_options,
         compact_option,
+        html_option,
         click.option("-q", "--quiet", is_flag=True,
                      help="No progress bar, summary or warnings on stderr."),
         click.option("--progress/--no-progress", default=None,
@@ -243,6 +277,7 @@ def plugin_warnings() -> list[str]:
 
 
 def show_progress(quiet: bool, progress: bool | None) -> bool:
+    """The progress *bar*: on a terminal, or forced with --progress."""
     from rpx_cli.console import stderr_is_terminal
 
     if quiet:
@@ -250,20 +285,50 @@ def show_progress(quiet: bool, progress: bool | None) -> bool:
     return stderr_is_terminal() if progress is None else progress
 
 
+def plain_progress(quiet: bool, progress: bool | None) -> bool:
+    """Plain progress lines: off a terminal (CI logs), unless --quiet or --no-progress."""
+    from rpx_cli.console import stderr_is_terminal
+
+    return not quiet and progress is None and not stderr_is_terminal()
+
+
+def unpaired_note(report: dict[str, Any], missing: str) -> list[str]:
+    """Stems left out by ``--missing skip``, named (the first five) so a CI log shows them."""
+    unpaired = report.get("unpaired") or {}
+    stems = [(side, stem) for side in ("pred_only", "gt_only", "manifest_only")
+             for stem in unpaired.get(side, [])]
+    if missing != "skip" or not stems:
+        return []
+    named = ", ".join(f"{stem} ({side.replace('_', ' ')})" for side, stem in stems[:5])
+    more = f" and {len(stems) - 5} more (see 'unpaired' in the report)" if len(stems) > 5 else ""
+    return [f"skipped by --missing skip: {len(stems)} unpaired stem(s): {named}{more}"]
+
+
 def emit_report(report: dict[str, Any], out: str, *, compact: bool,
-                parsed: tuple[str, ...] = ()) -> None:
-    """Serialise and write the report: atomically to a file, or to stdout in one write."""
+                parsed: tuple[str, ...] = ()) -> bytes:
+    """Serialise and write the report: atomically to a file, or to stdout in one write.
+    Returns the bytes written."""
     from rpx_cli.errors import RpxError
     from rpx_cli.report.serialize import dumps, write_atomic
 
     data = dumps(report, compact=compact, parsed=parsed)
     if out == "-":
         write_stdout(data)
-        return
+        return data
     try:
         write_atomic(out, data)
     except OSError as exc:  # checked before the run; this is a full disk or a race
         raise RpxError(f"{out}: cannot write the report: {exc.strerror or exc}") from None
+    return data
+
+
+def emit_html(data: bytes, out: str, html: str | None) -> None:
+    """``--html FILE``: the page of the JSON just written (parsed back, so the page is built
+    from exactly what `rpx report` would read)."""
+    if html:
+        from rpx_cli.report.serialize import loads
+
+        write_html([("stdout" if out == "-" else out, loads(data))], html)
 
 
 def write_stdout(data: bytes) -> None:
@@ -290,7 +355,7 @@ def invocation_of(ctx: click.Context, out: str):
 
 
 def finish(evaluation: Any, *, out: str, compact: bool, quiet: bool, verbose: bool,
-           require: tuple[Any, ...] = (), notes: list[str] = ()) -> None:
+           require: tuple[Any, ...] = (), notes: list[str] = (), html: str | None = None) -> None:
     """What every report-writing command does last: warnings, gates, write, summary line,
     exit 3 if a gate failed."""
     from rpx_cli.console import print_lines
@@ -300,7 +365,7 @@ def finish(evaluation: Any, *, out: str, compact: bool, quiet: bool, verbose: bo
         warnings = [f"warning: {text}" for text in evaluation.warnings]
         print_lines([*notes, *warnings], style="yellow")
     failures = apply_gates(evaluation.report, require)
-    emit_report(evaluation.report, out, compact=compact)
+    emit_html(emit_report(evaluation.report, out, compact=compact), out, html)
     if verbose:
         print_lines([summary_line(evaluation.report, out)])
     raise_if_failed(failures, len(require))
@@ -313,12 +378,14 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
                      files: dict[str, str | None] | None = None,
                      strata: dict[str, Any] | None = None,
                      aux: dict[str, str | None] | None = None,
-                     digest_cache: str | None = None, no_digest_cache: bool = False) -> None:
+                     digest_cache: str | None = None, no_digest_cache: bool = False,
+                     html: str | None = None) -> None:
     """The body every pair-reading command shares: evaluate, warn, write, summarise."""
     from rpx_cli.console import ProgressBar
 
     invocation = invocation_of(ctx, out)
     verbose = show_progress(quiet, progress)
+    plain = plain_progress(quiet, progress)
     cache = digest_cache_setting(digest_cache, no_digest_cache)
     given = {k: v for k, v in (files or {}).items() if v is not None}
     if given:
@@ -340,9 +407,13 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
         evaluation = run_evaluation(
             task, pred_dir, gt_dir, params,
             missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows, shard=shard,
-            invocation=invocation, progress=ProgressBar(task, enabled=verbose), aux=aux,
+            invocation=invocation, progress=ProgressBar(task, enabled=verbose, plain=plain), aux=aux,
             digest_cache=cache, **(strata or {}),
         )
-    skipped = [f"skipped: {e['path']}: {e['message']}" for e in evaluation.report["errors"]]
-    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=verbose, require=require,
-           notes=plugin_warnings() + skipped)
+    from rpx_cli.errors import located
+
+    skipped = [f"skipped: {located(e['path'], e['message'])}" for e in evaluation.report["errors"]]
+    skipped += unpaired_note(evaluation.report, missing)
+    # the one-line summary: always, unless --quiet (a CI log too)
+    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,
+           notes=plugin_warnings() + skipped, html=html)

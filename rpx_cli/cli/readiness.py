@@ -10,6 +10,7 @@ from rpx_cli.cli.options import (
     compact_option,
     config_option,
     finish,
+    html_option,
     invocation_of,
     out_option,
     require_option,
@@ -34,6 +35,7 @@ _COST = click.FloatRange(min=0.0)
 @click.option("--model-name", default=None, metavar="NAME", help="The model's name.")
 @out_option()
 @compact_option
+@html_option
 @click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr.")
 @require_option
 @traceback_option
@@ -42,7 +44,8 @@ _COST = click.FloatRange(min=0.0)
 def readiness(ctx: click.Context, eval_report: str, stability: str | None,
               coherence: str | None, params_m: float | None, flops_g: float | None,
               latency_ms: float | None, actmem_gb: float | None, model_name: str | None,
-              out: str, compact: bool, quiet: bool, require: tuple[Any, ...]) -> None:
+              out: str, compact: bool, quiet: bool, require: tuple[Any, ...],
+              html: str | None = None) -> None:
     """Combine an eval report (with strata), temporal stability, geometric coherence and
     cost figures into one deployment-readiness report.
 
@@ -66,4 +69,5 @@ def readiness(ctx: click.Context, eval_report: str, stability: str | None,
             "actmem_gb": actmem_gb}
     evaluation = run_readiness(eval_report, stability=stability, coherence=coherence, cost=cost,
                                model_name=model_name, invocation=invocation_of(ctx, out))
-    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=False, require=require)
+    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,
+           html=html)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from rpx_cli.cli.options import pair_options, run_pair_command
+from rpx_cli.cli.options import int_range, pair_options, run_pair_command
 
 
 @click.command("saliency-mb")
 @pair_options(default_missing="skip")
-@click.option("--block-size", type=click.IntRange(min=1), default=16, show_default=True,
+@click.option("--block-size", type=int_range(1), default=16, show_default=True,
               help="Block edge in pixels (16: H.264 macroblocks; 64: AV1/VVC CTUs).")
 @click.option("--threshold", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
               help="A block is on when its mean scaled value is >= this.")

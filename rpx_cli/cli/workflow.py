@@ -10,11 +10,15 @@ from rpx_cli.cli.options import (
     GateType,
     compact_option,
     config_option,
+    emit_html,
     emit_report,
+    html_option,
+    int_range,
     invocation_of,
     out_option,
     raise_if_failed,
     traceback_option,
+    write_html,
     write_stdout,
 )
 
@@ -23,9 +27,12 @@ from rpx_cli.cli.options import (
 @click.argument("parts", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @out_option("merged report")
 @compact_option
+@html_option
+@click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
 @traceback_option
 @click.pass_context
-def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool) -> None:
+def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
+          html: str | None = None, quiet: bool = False) -> None:
     """Merge the partial reports of a sharded evaluation into the single-run report.
 
     Every shard 1..N of one evaluation (same task, parameters and inputs) must be given
@@ -49,7 +56,12 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool) -
         loaded.append((path, document, sha256_hex(data)))
     report = merge_reports(loaded, invocation=invocation_of(ctx, out))
     # merged rows were parsed from the parts' JSON: finite by construction, not walked again
-    emit_report(report, out, compact=compact, parsed=("rows",))
+    emit_html(emit_report(report, out, compact=compact, parsed=("rows",)), out, html)
+    if not quiet:
+        from rpx_cli.console import print_lines
+        from rpx_cli.report.render import summary_line
+
+        print_lines([f"merged {len(parts)} part(s): {summary_line(report, out)}"])
 
 
 @click.command()
@@ -106,7 +118,7 @@ class NoRegressionType(click.ParamType):
 @click.option("--require-no-regression", "no_regression", type=NoRegressionType(), multiple=True,
               help="Exit 3 if NEW is worse than BASE on METRIC by more than TOL (absolute, or "
                    "'5%' relative; default 0). A bare name means aggregate.<name>. Repeatable.")
-@click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
+@click.option("--bootstrap", type=int_range(0), default=1000, show_default=True,
               help="Paired bootstrap resamples over the shared stems (0 = off; needs rows).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json",
@@ -115,12 +127,14 @@ class NoRegressionType(click.ParamType):
               help="Compare reports of different tasks or parameters (a warning, not an error).")
 @out_option("JSON comparison")
 @compact_option
+@html_option
 @click.option("-q", "--quiet", is_flag=True, help="No table on stderr.")
 @config_option
 @traceback_option
 @click.pass_context
 def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, bootstrap: int,
-            seed: int, fmt: str, force: bool, out: str, compact: bool, quiet: bool) -> None:
+            seed: int, fmt: str, force: bool, out: str, compact: bool, quiet: bool,
+            html: str | None = None) -> None:
     """Compare two reports metric by metric, with a paired bootstrap over shared stems.
 
     For every metric: both values, the delta, the relative delta and whether it improved
@@ -156,8 +170,10 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
             stream=sys.stderr)
     if fmt == "markdown":
         click.echo(compare_markdown(document), nl=False)
+        if html:
+            write_html([("stdout" if out == "-" else out, document)], html)
     else:
-        emit_report(document, out, compact=compact)
+        emit_html(emit_report(document, out, compact=compact), out, html)
     raise_if_failed(comparison.failed, len(document.get("gates", [])))
 
 

@@ -1,2 +1,2 @@
 """Deployment-readiness metrics: strata, temporal stability, geometric coherence
-(README.md, "Deployment readiness")."""
+(docs/deployment.md)."""

@@ -16,6 +16,7 @@ from typing import Any
 from rpx_cli.deploy.strata import compute_strata
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.manifest import Manifest, read_manifest
+from rpx_cli.io.regular import read_bytes
 
 
 @dataclass
@@ -52,8 +53,7 @@ def plan(path: str, task: Any, params: Any, stems: list[str], *, primary_metric:
     if bootstrap < 0:
         raise ParameterError(f"bootstrap must be >= 0, got {bootstrap}")
     manifest = read_manifest(path, load_poses=False)
-    with open(path, "rb") as handle:
-        sha256 = hashlib.sha256(handle.read()).hexdigest()
+    sha256 = hashlib.sha256(read_bytes(path)).hexdigest()
     problems = manifest.problems + manifest.check_stems(stems)
     if problems and missing == "error":
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""

@@ -7,6 +7,7 @@ per-sequence metric, and its conventions, are in :mod:`rpx_cli.deploy.stability`
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
@@ -378,12 +379,13 @@ def run_stability(plan: Plan, *, depth_scale: float = 1000.0, ignore_index: Sequ
     results = run_units(FrameRunJob(settings), [frames for _, frames in units], jobs=jobs,
                         cache=cache, progress=advance,
                         weight=lambda frames: max(len(frames) - 1, 0))
-    for (name, _), result in zip(units, results, strict=True):
-        tally.add(result.tally)
-        scores[name].extend(result.scores)
-        errors.extend(e for e in result.errors if e not in errors)  # a shared frame: once
-        for role, found in result.digests.items():
-            digests.setdefault(role, {}).update(found)
+    with contextlib.closing(results):  # stops the workers at once on an error or a signal
+        for (name, _), result in zip(units, results, strict=True):
+            tally.add(result.tally)
+            scores[name].extend(result.scores)
+            errors.extend(e for e in result.errors if e not in errors)  # a shared frame: once
+            for role, found in result.digests.items():
+                digests.setdefault(role, {}).update(found)
     if errors:
         raise EvaluationFailed(errors, n_pairs,
                                f"{len(errors)} file(s) or pair(s) could not be used; no report "

@@ -40,7 +40,7 @@ def read_array(path: str, buffer: FileBuffer, *, npz_key: str | None = None) -> 
     if suffix == ".npz":
         if npz_key is None:
             raise InputError(".npz files are not read by this command", path=path)
-        return Loaded(parse_npz(data, path, npz_key), "npz", None)
+        return Loaded(parse_npz(data, path, npz_key, check=_map_shaped), "npz", None)
     if suffix == ".pgm":
         samples, maxval = parse_pgm(data, path)
         return Loaded(samples, "pgm", maxval)
@@ -49,6 +49,15 @@ def read_array(path: str, buffer: FileBuffer, *, npz_key: str | None = None) -> 
         fmt = {".png": "png", ".jpg": "jpeg", ".jpeg": "jpeg"}.get(suffix, "tiff")
         return Loaded(image, fmt, _dtype_maxval(image.dtype))
     raise InputError(f"unsupported file type '{suffix}'", path=path)
+
+
+def _map_shaped(shape: tuple[int, ...], dtype: np.dtype) -> str | None:
+    """Why an ``.npz`` member cannot be a map (checked on its header, before inflating)."""
+    if len(shape) not in (2, 3):
+        return f"must be 2-D (H, W), got shape {shape}"
+    if dtype.kind not in "biuf":
+        return f"has unsupported dtype {dtype}"
+    return None
 
 
 def _dtype_maxval(dtype: np.dtype) -> int | None:

@@ -168,9 +168,6 @@ def _member(value: Any, index: dict) -> bool:
 
 
 def read_json(path: str) -> Any:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    return loads_json(data, path)
+    from rpx_cli.io.regular import read_bytes
+
+    return loads_json(read_bytes(path), path)

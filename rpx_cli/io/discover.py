@@ -60,11 +60,11 @@ class Pairing:
         agree on it, so ``rpx merge`` can tell that parts come from the same inputs."""
         digest = hashlib.sha256()
         for pair in self.pairs:
-            digest.update(f"{pair.stem}\t{pair.pred_rel}\t{pair.gt_rel}\n".encode())
+            digest.update(_raw(f"{pair.stem}\t{pair.pred_rel}\t{pair.gt_rel}\n"))
         for stem in self.pred_only:
-            digest.update(f"pred_only\t{stem}\n".encode())
+            digest.update(_raw(f"pred_only\t{stem}\n"))
         for stem in self.gt_only:
-            digest.update(f"gt_only\t{stem}\n".encode())
+            digest.update(_raw(f"gt_only\t{stem}\n"))
         return digest.hexdigest()
 
     def with_aux(self, name: str, root: str, suffixes: Iterable[str]) -> Pairing:
@@ -94,8 +94,14 @@ class Pairing:
 def shard_of(stem: str, count: int) -> int:
     """The 1-based shard of a stem: the first 8 bytes of sha256(stem) modulo ``count`` — the
     same on every machine and Python version (``hash()`` is salted per process)."""
-    value = int.from_bytes(hashlib.sha256(stem.encode("utf-8")).digest()[:8], "big")
+    value = int.from_bytes(hashlib.sha256(_raw(stem)).digest()[:8], "big")
     return value % count + 1
+
+
+def _raw(text: str) -> bytes:
+    """A name's bytes as on disk: UTF-8, and any byte that is not UTF-8 as it was (names
+    are decoded with surrogateescape, so such a name round-trips to its file)."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 def _split_suffix(name: str) -> tuple[str, str]:

@@ -21,6 +21,7 @@ import numpy as np
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.digest_cache import DigestCache, Key, stat_key
+from rpx_cli.io.regular import open_regular
 
 # Below this size a file is digested inline: handing it to the helper thread (submit, wake,
 # wait, GIL hand-off) costs ~65 us a file, sha256 of 1 KiB ~2 us (10,000 pose files: 0.65 s).
@@ -48,7 +49,7 @@ def _sha256(view: memoryview) -> bytes:
 def sha256_file(path: str) -> str:
     """Digest a file without keeping it (for files read by a third-party parser)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
@@ -75,7 +76,7 @@ class FileBuffer:
         self._settle()
         cache = self.cache
         try:
-            with open(path, "rb", buffering=0) as handle:
+            with open_regular(path, buffering=0) as handle:
                 st = os.fstat(handle.fileno())
                 size = st.st_size
                 if size > self._array.size:
@@ -88,10 +89,6 @@ class FileBuffer:
                         raise InputError(f"file shrank while being read ({got} of {size} bytes)",
                                          path=path)
                     got += more
-        except IsADirectoryError:
-            raise InputError("is a directory, not a file", path=path) from None
-        except FileNotFoundError:
-            raise InputError("file not found", path=path) from None
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
         if self._digest:

@@ -49,6 +49,11 @@ def decode_image(data: np.ndarray, path: str) -> np.ndarray:
             array = np.asarray(image)
     except UnidentifiedImageError:
         raise InputError("not a readable image (PNG, JPEG or TIFF)", path=path) from None
+    except Image.DecompressionBombError as exc:  # > 2x Pillow's MAX_IMAGE_PIXELS
+        size = str(exc).split("(")[1].split(")")[0] if "(" in str(exc) else "too many pixels"
+        raise InputError(f"image too large to decode ({size}; the limit is "
+                         f"{2 * Image.MAX_IMAGE_PIXELS:,} pixels, a decompression-bomb guard)",
+                         path=path) from None
     except (OSError, ValueError, SyntaxError) as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"cannot decode image ({detail})", path=path) from None

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -51,18 +50,14 @@ def sort_labels(labels: Any) -> list[str]:
 def read_class_names(path: str) -> list[str]:
     """One class per line (blank lines and ``#`` comments skipped) or a JSON list; the
     order is the class order (ties in scores go to the class listed first)."""
+    from rpx_cli.io.regular import read_bytes
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise InputError(f"cannot read class names: {exc.strerror or exc}", path=path) from None
+        text = read_bytes(path).decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("class names: not UTF-8 text", path=path) from None
     if text.lstrip().startswith("["):
-        try:
-            names = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"class names: not valid JSON ({exc})", path=path) from None
+        names = loads_json(text.encode(), path, "class names: ")
         if not isinstance(names, list) or not all(
                 isinstance(n, (str, int)) and not isinstance(n, bool) for n in names):
             raise InputError("class names: expected a JSON list of strings", path=path)
@@ -191,11 +186,9 @@ class LabelTable:
 def read_label_csv(path: str) -> LabelTable:
     """Read a whole CSV file at once (see the module docstring). Fields may be quoted only
     in the header and the label forms; a score table is plain numbers."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+    from rpx_cli.io.regular import read_bytes
+
+    raw = read_bytes(path)
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     header_bytes, _, body = raw.partition(b"\n")

@@ -31,7 +31,9 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError
+from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.regular import read_bytes
 
 PHASES = ("clutter", "interaction", "clean")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -81,11 +83,7 @@ class Manifest:
 
 def read_manifest(path: str, *, load_poses: bool = True) -> Manifest:
     """Load and check a manifest (poses are read from their files when ``load_poses``)."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise InputError(f"cannot read manifest ({exc.strerror})", path=path) from None
+    data = read_bytes(path)
     document, root = _parse(data, path)
     base = os.path.dirname(os.path.abspath(path))
     if root is not None:
@@ -108,11 +106,15 @@ def _parse(data: bytes, path: str) -> tuple[list[Any], Any]:
     text = data.decode("utf-8", errors="replace")
     try:
         document = json.loads(text)
+    except RecursionError:
+        raise InputError("not valid JSON (nested too deeply)", path=path) from None
     except ValueError:
         document = None
         lines = [line for line in text.splitlines() if line.strip()]
         try:
             return [json.loads(line) for line in lines], None
+        except RecursionError:
+            raise InputError("not valid JSON Lines (nested too deeply)", path=path) from None
         except ValueError as exc:
             raise InputError(f"neither JSON nor JSON Lines ({exc})", path=path) from None
     if isinstance(document, list):
@@ -212,8 +214,7 @@ def _pose_file(file: str, where: str, path: str, buffer: FileBuffer) -> np.ndarr
         if array.shape == (4, 4):
             return check_rigid(array.astype(np.float64), "the pose matrix", file)
     elif suffix == ".json":
-        with open(file, "rb") as handle:
-            document = json.loads(handle.read() or b"null")
+        document = loads_json(read_bytes(file), file)
         if isinstance(document, list):
             matrix = np.asarray(document, dtype=np.float64)
             if matrix.shape != (4, 4):

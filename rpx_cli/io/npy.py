@@ -7,7 +7,12 @@ error, so loading an untrusted prediction can never run code.
 from __future__ import annotations
 
 import io
+import math
+import sys
 import zipfile
+import zlib
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +48,7 @@ def parse_npy(data: np.ndarray, path: str) -> np.ndarray:
         if key is not None and len(_HEADER_CACHE) < 256:
             _HEADER_CACHE[key] = cached
     shape, fortran, dtype, offset = cached
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(shape)  # a Python int: a huge shape cannot wrap around
     needed = count * dtype.itemsize
     available = data.size - offset
     if available < needed:
@@ -67,36 +72,92 @@ def _parse_header(data: np.ndarray, path: str) -> tuple[tuple[int, ...], bool, n
             shape, fortran, dtype = fmt.read_array_header_1_0(head, max_header_size=_MAX_HEADER)
         else:  # 2.0 and 3.0 share the 4-byte header length; 3.0 headers are UTF-8 but ASCII here
             shape, fortran, dtype = fmt.read_array_header_2_0(head, max_header_size=_MAX_HEADER)
-    except (ValueError, OSError, EOFError, SyntaxError) as exc:
+    except Exception as exc:  # numpy's parser on untrusted bytes (tokenize errors too)
         raise InputError(f"not a valid .npy file ({_first_line(exc)})", path=path) from None
+    check_header(shape, dtype, path)
+    return tuple(shape), bool(fortran), dtype, head.tell()
+
+
+def check_header(shape: tuple[int, ...], dtype: np.dtype, path: str) -> None:
+    """What numpy's header parser lets through but no array can be: a negative or
+    non-integer dimension (``(-1, 4)`` is a reshape wildcard, not a size), an item size of
+    0, a Python-object array (rpx never unpickles)."""
+    if not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= sys.maxsize
+               for n in shape):
+        raise InputError(f"not a valid .npy file (shape {shape!r}: dimensions must be "
+                         "integers >= 0)", path=path)
     if dtype.hasobject:
         raise InputError(
             "holds a Python-object array; rpx never unpickles files (save a numeric array)",
             path=path,
         )
-    return tuple(shape), bool(fortran), dtype, head.tell()
+    if dtype.itemsize == 0:
+        raise InputError(f"not a valid .npy file (dtype {dtype.str!r} has items of 0 bytes)",
+                         path=path)
 
 
-def parse_npz(data: np.ndarray, path: str, key: str) -> np.ndarray:
-    """Read array ``key`` from an in-memory ``.npz`` archive (never with pickle)."""
+def parse_npz(data: np.ndarray, path: str, key: str,
+              check: Callable[[tuple[int, ...], np.dtype], str | None] | None = None) -> np.ndarray:
+    """Read array ``key`` from an in-memory ``.npz`` archive (never with pickle).
+
+    The member's ``.npy`` header is read first and checked before anything is inflated:
+    its shape and dtype (and ``check(shape, dtype)``, which returns why the caller cannot
+    use such an array, or None), then its size against the zip entry's (a header claiming
+    80 GB in a 1 KB member is refused, not allocated). Only then is the member inflated,
+    straight into the array's memory."""
     try:
-        with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as archive:
-            if key not in archive.files:
-                found = ", ".join(archive.files) or "none"
-                raise InputError(f"has no array named '{key}' (found: {found})", path=path)
-            return archive[key]
+        archive = zipfile.ZipFile(io.BytesIO(data.tobytes()))
+        names = archive.namelist()
+        files = [name.removesuffix(".npy") for name in names]
+        if key not in files:
+            found = ", ".join(files) or "none"
+            raise InputError(f"has no array named '{key}' (found: {found})", path=path)
+        info = archive.getinfo(names[files.index(key)])
+        with archive.open(info) as stream:
+            return _read_member(stream, info, path, key, check)
     except InputError:
         raise
-    except ValueError as exc:
-        if "allow_pickle" in str(exc):
-            raise InputError(
-                f"array '{key}' is a Python-object array; rpx never unpickles files", path=path
-            ) from None
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, KeyError, ValueError,
+            NotImplementedError, RuntimeError) as exc:
         raise InputError(f"not a valid .npz file ({_first_line(exc)})", path=path) from None
-    except (zipfile.BadZipFile, OSError, EOFError, KeyError) as exc:
-        raise InputError(f"not a valid .npz file ({_first_line(exc)})", path=path) from None
+
+
+# deflate cannot inflate more than ~1032x (stored members not at all): a zip entry that
+# claims more is lying about its size
+_MAX_RATIO = {zipfile.ZIP_STORED: 1, zipfile.ZIP_DEFLATED: 1100}
+
+
+def _read_member(stream: Any, info: zipfile.ZipInfo, path: str, key: str,
+                 check: Callable[[tuple[int, ...], np.dtype], str | None] | None) -> np.ndarray:
+    where = f"array '{key}'"
+    head = stream.read(12)
+    length = _header_length(np.frombuffer(head, np.uint8))
+    if length is None or length > _MAX_HEADER:
+        raise InputError(f"{where} is not a valid .npy member", path=path)
+    head += stream.read(length - len(head))
+    shape, fortran, dtype, offset = _parse_header(np.frombuffer(head, np.uint8), path)
+    problem = check(shape, dtype) if check is not None else None
+    if problem:
+        raise InputError(f"'{key}' {problem}", path=path)
+    needed = math.prod(shape) * dtype.itemsize
+    if info.file_size != offset + needed:
+        raise InputError(f"{where}: its header promises {needed} data bytes, the archive "
+                         f"holds {info.file_size - offset}", path=path)
+    ratio = _MAX_RATIO.get(info.compress_type)
+    if ratio is not None and info.file_size > ratio * info.compress_size + 4096:
+        raise InputError(f"{where}: the archive claims {info.file_size} bytes inflated from "
+                         f"{info.compress_size}, more than its compression can hold", path=path)
+    out = np.empty(needed, np.uint8)
+    view, got = memoryview(out), 0
+    while got < needed:
+        more = stream.readinto(view[got:])
+        if not more:
+            raise InputError(f"{where} is truncated ({got} of {needed} data bytes)", path=path)
+        got += more
+    return out.view(dtype).reshape(shape, order="F" if fortran else "C")
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    first = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+    text = first.strip().splitlines()
     return text[0] if text else type(exc).__name__

@@ -64,6 +64,9 @@ def parse_pgm(data: np.ndarray, path: str) -> tuple[np.ndarray, int]:
             values = np.array(tokens, dtype=np.bytes_).astype(np.int64)
         except ValueError:
             raise InputError("PGM payload holds a non-integer sample", path=path) from None
+        except OverflowError:
+            raise InputError("PGM payload holds a sample beyond 64 bits (maxval is at most "
+                             "65535)", path=path) from None
         if values.min() < 0:
             raise InputError("PGM payload holds a negative sample", path=path)
         if values.max() > maxval:

@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import NamedTuple
 
 import numpy as np
 
 from rpx_cli.errors import InputError
+from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.npy import parse_npy
+from rpx_cli.io.values import MAX_MAGNITUDE, beyond, json_numbers
 
 
 class Points(NamedTuple):
@@ -23,29 +24,30 @@ def points_from_array(array: np.ndarray, path: str) -> Points:
         raise InputError(f"points must be a numeric (N, 3) array [x, y, depth], got shape "
                          f"{array.shape} of {array.dtype}", path=path)
     values = array.astype(np.float64)
-    if not np.isfinite(values[:, :2]).all():
+    return Points(_coordinates(values[:, :2].copy(), path), values[:, 2].copy())
+
+
+def _coordinates(xy: np.ndarray, path: str) -> np.ndarray:
+    if not np.isfinite(xy).all():
         raise InputError("point coordinates must be finite", path=path)
-    return Points(values[:, :2].copy(), values[:, 2].copy())
+    if beyond(xy).any():
+        raise InputError(f"a point coordinate is beyond ±{MAX_MAGNITUDE:g} px", path=path)
+    return xy
 
 
 def parse_points_json(data: np.ndarray, path: str) -> Points:
-    try:
-        document = json.loads(data.tobytes())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc})", path=path) from None
+    document = loads_json(memoryview(data), path)
     if not isinstance(document, dict) or "coordinates" not in document or "depths" not in document:
         raise InputError('expected {"coordinates": [[x, y], ...], "depths": [...]}', path=path)
-    try:
-        xy = np.asarray(document["coordinates"], dtype=np.float64).reshape(-1, 2)
-        depth = np.asarray(document["depths"], dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise InputError("coordinates must be [x, y] number pairs and depths numbers", path=path) from None
-    if len(document["coordinates"]) != depth.size or xy.shape[0] != depth.size:
-        raise InputError(f"{len(document['coordinates'])} coordinates but {depth.size} depths",
-                         path=path)
-    if not np.isfinite(xy).all():
-        raise InputError("point coordinates must be finite", path=path)
-    return Points(xy, depth)
+    # numbers only: strings and booleans are refused, not converted
+    coordinates, depths = document["coordinates"], document["depths"]
+    xy = np.zeros((0, 2)) if coordinates == [] else json_numbers(coordinates, 2)
+    depth = json_numbers(depths, 1)
+    if xy is None or xy.shape[1] != 2 or depth is None:
+        raise InputError("coordinates must be [x, y] number pairs and depths numbers", path=path)
+    if xy.shape[0] != depth.size:
+        raise InputError(f"{xy.shape[0]} coordinates but {depth.size} depths", path=path)
+    return Points(_coordinates(xy, path), depth)
 
 
 def read_points(path: str, buffer: FileBuffer) -> Points:

@@ -17,7 +17,6 @@ quaternion of norm < 1e-12, an ``R`` with max |RᵀR − I| > 1e-6 or |det R −
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import NamedTuple
@@ -25,8 +24,10 @@ from typing import NamedTuple
 import numpy as np
 
 from rpx_cli.errors import InputError
+from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.npy import parse_npy, parse_npz
+from rpx_cli.io.values import MAX_MAGNITUDE, beyond, json_numbers
 
 POSE_SUFFIXES = (".json", ".npy", ".npz")
 FORMS = ("R", "matrix", "quaternion_wxyz", "quaternion_xyzw")
@@ -52,18 +53,16 @@ def read_pose(path: str, buffer: FileBuffer) -> Pose:
         return Pose(quaternion_to_matrix(values[[6, 3, 4, 5]], "the quaternion", path),
                     values[:3].copy())
     if suffix == ".npz":
-        position = _numbers(parse_npz(data, path, "position"), 3, "'position'", path)
-        orientation = _numbers(parse_npz(data, path, "orientation"), 4, "'orientation'", path)
+        position = _numbers(parse_npz(data, path, "position", _holding(3)), 3, "'position'", path)
+        orientation = _numbers(parse_npz(data, path, "orientation", _holding(4)), 4,
+                               "'orientation'", path)
         return Pose(quaternion_to_matrix(orientation[[3, 0, 1, 2]], "'orientation'", path),
                     position)
     raise InputError(f"unsupported pose file type '{suffix}'", path=path)
 
 
 def parse_pose_json(data: np.ndarray, path: str) -> Pose:
-    try:
-        document = json.loads(data.tobytes())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc})", path=path) from None
+    document = loads_json(memoryview(data), path)
     if not isinstance(document, dict):
         raise InputError(_EXPECTED, path=path)
     forms = [key for key in FORMS if key in document]
@@ -117,7 +116,7 @@ def check_rotation(rotation: np.ndarray, name: str, path: str) -> None:
 def quaternion_to_matrix(wxyz: np.ndarray, name: str, path: str) -> np.ndarray:
     """Rotation matrix of the quaternion ``(w, x, y, z)`` after normalising it."""
     w, x, y, z = wxyz.tolist()
-    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    norm = math.sqrt(w * w + x * x + y * y + z * z)  # components are within ±1e12
     if norm < MIN_QUATERNION_NORM:
         raise InputError(f"{name} is a zero quaternion (norm {norm:.3g})", path=path)
     w, x, y, z = w / norm, x / norm, y / norm, z / norm
@@ -130,18 +129,31 @@ def quaternion_to_matrix(wxyz: np.ndarray, name: str, path: str) -> np.ndarray:
 
 def _array(value: object, shape: tuple[int, ...], name: str, path: str) -> np.ndarray:
     """A JSON value as a finite float64 array of exactly ``shape``."""
-    try:
-        array = np.asarray(value)
-    except ValueError:  # ragged nesting
-        array = None
     # numbers only: strings, null and booleans are refused, not converted
-    if array is None or array.shape != shape or array.dtype.kind not in "iuf":
+    array = json_numbers(value, len(shape))
+    if array is None or array.shape != shape:
         wanted = "x".join(map(str, shape)) if len(shape) > 1 else f"[{shape[0]}]"
         raise InputError(f"{name} must be {wanted} numbers", path=path)
-    array = array.astype(np.float64, copy=False)
+    return _checked_values(array, name, path)
+
+
+def _checked_values(array: np.ndarray, name: str, path: str) -> np.ndarray:
+    """Finite, and within ±MAX_MAGNITUDE (a translation of 1e308 m overflows every error)."""
     if not np.isfinite(array).all():
         raise InputError(f"{name} holds a non-finite value", path=path)
+    if beyond(array).any():
+        raise InputError(f"{name} holds a value beyond ±{MAX_MAGNITUDE:g} (translations are "
+                         "metres)", path=path)
     return array
+
+
+def _holding(count: int):
+    """An ``.npz`` header check: exactly ``count`` numbers (before the member is inflated)."""
+    def check(shape: tuple[int, ...], dtype: np.dtype) -> str | None:
+        if math.prod(shape) != count or dtype.kind not in "uif":
+            return f"must hold {count} numbers, got shape {shape} of {dtype}"
+        return None
+    return check
 
 
 def _numbers(array: np.ndarray, count: int, name: str, path: str) -> np.ndarray:
@@ -149,7 +161,4 @@ def _numbers(array: np.ndarray, count: int, name: str, path: str) -> np.ndarray:
     if array.size != count or array.dtype.kind not in "uif":
         raise InputError(f"{name} must hold {count} numbers, got shape {array.shape} of "
                          f"{array.dtype}", path=path)
-    values = array.astype(np.float64).reshape(count)
-    if not np.isfinite(values).all():
-        raise InputError(f"{name} holds a non-finite value", path=path)
-    return values
+    return _checked_values(array.astype(np.float64).reshape(count), name, path)

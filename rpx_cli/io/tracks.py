@@ -27,8 +27,10 @@ import numpy as np
 from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.values import MAX_MAGNITUDE
 
 _SEPARATORS = re.compile(rb"[,\s]+")
+_MAX_EXACT = 2.0**53
 
 
 @dataclass
@@ -82,9 +84,14 @@ def parse_mot_text(data: bytes, path: str) -> Tracks:
     used = table[:, : min(width, 8)]
     bad = ~np.isfinite(used).all(axis=1)
     _first_error(bad, line_numbers, "a value is not a finite number", path)
+    _first_error((np.abs(table[:, 2:6]) > MAX_MAGNITUDE).any(axis=1), line_numbers,
+                 f"a box value is beyond ±{MAX_MAGNITUDE:g} (pixels)", path)
     for column, name in ((0, "frame"), (1, "id")):
         _first_error(table[:, column] != np.floor(table[:, column]), line_numbers,
                      f"{name} must be an integer", path)
+        # beyond 2^53 a float64 cannot tell neighbouring integers apart (two ids would merge)
+        _first_error(np.abs(table[:, column]) > _MAX_EXACT, line_numbers,
+                     f"{name} must be within ±2^53", path)
     _first_error((table[:, 4] < 0) | (table[:, 5] < 0), line_numbers,
                  "box width and height must be >= 0", path)
     frame, ids = table[:, 0].astype(np.int64), table[:, 1].astype(np.int64)
@@ -169,6 +176,8 @@ def parse_tracks_json(data: bytes, path: str, *, box_format: str = "xyxy") -> Tr
         number = entry.get("frame")
         if not isinstance(number, int) or isinstance(number, bool):
             raise InputError(f"frames[{k}].frame must be an integer, got {number!r}", path=path)
+        if abs(number) > _MAX_EXACT:
+            raise InputError(f"frames[{k}].frame must be within ±2^53, got {number}", path=path)
         if previous is not None and number <= previous:
             raise InputError(f"frames[{k}]: frames out of order: frame {number} after frame "
                              f"{previous}", path=path)
@@ -208,9 +217,10 @@ def _tracks_from_objects(frame: np.ndarray, objects: list[tuple[int, Any]], path
         sorted(set(raw_ids), key=lambda v: (isinstance(v, str), v)))}
     ids = np.fromiter(map(codes.__getitem__, raw_ids), np.int64, n)
     box = np.asarray(boxes, np.float64)
-    if not np.isfinite(box).all():
-        bad = int(np.argmax(~np.isfinite(box).all(axis=1)))
-        raise InputError(f"frames[{objects[bad][0]}]: 'bbox' must be finite", path=path)
+    if not (np.abs(box) <= MAX_MAGNITUDE).all():  # NaN and inf fail too
+        bad = int(np.argmax(~(np.abs(box) <= MAX_MAGNITUDE).all(axis=1)))
+        raise InputError(f"frames[{objects[bad][0]}]: 'bbox' must be finite and within "
+                         f"±{MAX_MAGNITUDE:g} (pixels)", path=path)
     if box_format == "xywh":
         box[:, 2] = box[:, 0] + box[:, 2]
         box[:, 3] = box[:, 1] + box[:, 3]

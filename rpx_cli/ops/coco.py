@@ -62,6 +62,7 @@ class CocoInput:
 class CocoResult:
     precision: np.ndarray  # (T, R, K, A, M), -1 where undefined
     recall: np.ndarray  # (T, K, A, M)
+    scores: np.ndarray  # (T, R, K, A, M): pycocotools' eval["scores"], -1 where undefined
 
     def stats(self) -> dict[str, float | None]:
         """pycocotools' ``summarize()`` figures; None where it would print -1."""
@@ -86,6 +87,25 @@ class CocoResult:
             values = self.precision[:, :, k, 0, 2]
             valid = values[values > -1]
             out.append(float(np.mean(valid)) if valid.size else None)
+        return out
+
+    def curves(self) -> dict[str, dict[str, np.ndarray]]:
+        """Precision and score at the 101 recall points (area all, maxDets 100), per
+        category: ``{"iou50": {"precision": (K, R), "score": (K, R), "overall": (R,)},
+        "iou50_95": ...}``. ``iou50`` is pycocotools' ``eval["precision"][0, :, k, 0, -1]``
+        (and ``eval["scores"]``); ``iou50_95`` the mean over the ten IoU thresholds; NaN
+        where pycocotools leaves -1 (a category without GT). ``overall`` is the mean over
+        the categories with GT (NaN when there is none)."""
+        p, s = self.precision[:, :, :, 0, -1], self.scores[:, :, :, 0, -1]  # (T, R, K)
+        out = {}
+        for name, (cells_p, cells_s) in {"iou50": (p[0], s[0]),
+                                          "iou50_95": (p.mean(axis=0), s.mean(axis=0))}.items():
+            undefined = (p[0] <= -1).T  # (K, R): a category without GT is -1 everywhere
+            precision = np.where(undefined, np.nan, cells_p.T)
+            score = np.where(undefined, np.nan, cells_s.T)
+            with_gt = ~undefined[:, 0]
+            overall = precision[with_gt].mean(axis=0) if with_gt.any() else np.full(p.shape[1], np.nan)
+            out[name] = {"precision": precision, "score": score, "overall": overall}
         return out
 
 
@@ -124,6 +144,7 @@ def evaluate(data: CocoInput) -> CocoResult:
     gt_category = gt_group % K
     regular = np.stack([np.bincount(gt_category[~gt_ignored[a]], minlength=K) for a in range(A)])
     precision = -np.ones((T, len(RECALL_THRESHOLDS), K, A, M))
+    scores = -np.ones((T, len(RECALL_THRESHOLDS), K, A, M))
     recall = -np.ones((T, K, A, M))
     # category-major, then score descending, ties by image then rank (pycocotools'
     # concatenation order): every category is one contiguous slice
@@ -132,6 +153,7 @@ def evaluate(data: CocoInput) -> CocoResult:
     ranked = np.lexsort((-dt_score, dt_category))
     bounds = np.searchsorted(dt_category[ranked], np.arange(K + 1))
     rank_sorted = rank[ranked]
+    score_sorted = dt_score[ranked]
     # (areas * thresholds, detections), contiguous along the detections to run sums fast
     tps = np.ascontiguousarray((matched & ~ignored)[ranked].T)
     fps = np.ascontiguousarray(~(matched | ignored)[ranked].T)
@@ -139,16 +161,16 @@ def evaluate(data: CocoInput) -> CocoResult:
         lo, hi = bounds[k], bounds[k + 1]
         for m, max_det in enumerate(MAX_DETS):
             if max_det >= MAX_DETS[-1]:  # detections past the last were dropped already
-                tp, fp = tps[:, lo:hi], fps[:, lo:hi]
+                tp, fp, ss = tps[:, lo:hi], fps[:, lo:hi], score_sorted[lo:hi]
             else:
                 sel = lo + np.flatnonzero(rank_sorted[lo:hi] < max_det)
-                tp, fp = tps[:, sel], fps[:, sel]
+                tp, fp, ss = tps[:, sel], fps[:, sel], score_sorted[sel]
             fp_before = np.cumsum(fp, axis=1, dtype=np.int32)
             for a in np.flatnonzero(regular[:, k]).tolist():
                 cells = slice(a * T, (a + 1) * T)
-                _accumulate(tp[cells], fp_before[cells], int(regular[a, k]),
-                            precision[:, :, k, a, m], recall[:, k, a, m])
-    return CocoResult(precision, recall)
+                _accumulate(tp[cells], fp_before[cells], int(regular[a, k]), ss,
+                            precision[:, :, k, a, m], recall[:, k, a, m], scores[:, :, k, a, m])
+    return CocoResult(precision, recall, scores)
 
 
 def iou_similarity(dt_box: np.ndarray, gt_box: np.ndarray) -> Similarity:
@@ -175,12 +197,17 @@ def iou_xywh_rows(dt: np.ndarray, gt: np.ndarray, crowd: np.ndarray) -> np.ndarr
         return np.where(inter > 0, inter / union, 0.0)
 
 
-def _accumulate(tps, fp_before, regular, precision_out, recall_out) -> None:
+def _accumulate(tps, fp_before, regular, det_scores, precision_out, recall_out, scores_out) -> None:
     """One (category, area, maxDets) cell, pycocotools' accumulate read at the true
     positives only: recall only rises there, and precision's running maximum from the
     right is always attained at one of them (a false positive lowers precision, an ignored
     detection repeats it), so the values — the same divisions — are bit for bit the same.
-    ``tps``: (thresholds, detections); ``fp_before``: false positives up to each detection.
+    ``tps``: (thresholds, detections); ``fp_before``: false positives up to each detection;
+    ``det_scores``: the detections' scores (descending).
+
+    Scores (pycocotools' ``eval["scores"]``): the score of the detection where each recall
+    point is first reached — a true positive, except at recall 0, which every detection
+    reaches: there it is the first detection's score, whatever it is.
     """
     for t in range(tps.shape[0]):
         at = np.flatnonzero(tps[t])
@@ -195,3 +222,8 @@ def _accumulate(tps, fp_before, regular, precision_out, recall_out) -> None:
         q = np.zeros(RECALL_THRESHOLDS.size)
         q[inside] = envelope[inds[inside]]
         precision_out[t] = q
+        ss = np.zeros(RECALL_THRESHOLDS.size)
+        ss[inside] = det_scores[at[inds[inside]]]
+        if det_scores.size:
+            ss[0] = det_scores[0]  # rc >= 0 holds at the very first detection
+        scores_out[t] = ss

@@ -3,10 +3,17 @@
 A frame's confusion is kept sparse — the labels present in its GT and in its prediction
 and a small dense count matrix between them — so frames with different label sets pool
 exactly (integer counts) into one dataset matrix of any size.
+
+Shared by 2D and 3D segmentation: per frame :func:`frame_confusion` (or
+:func:`interval_confusions`, one matrix per distance interval of a point cloud), then
+:func:`add_confusions` (the exact, associative sum), :func:`dense_matrix` over the class
+axis with the ``"other"`` column, :func:`class_scores` and :func:`average_scores` (the
+averaging rule: over classes with GT support, or over a given set of classes).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,6 +21,7 @@ import numpy as np
 from rpx_cli.ops.reduce import prf_arrays
 
 _DIRECT_CODES = 1 << 16  # label pairs below 256 x 256 are counted without compaction
+_MAX_DENSE_COUNTS = 1 << 20  # interval_confusions: labels index themselves up to this many bins
 
 
 @dataclass(frozen=True)
@@ -27,6 +35,20 @@ class FrameConfusion:
     @property
     def total(self) -> int:
         return int(self.counts.sum())
+
+    @classmethod
+    def trimmed(cls, gt_values: np.ndarray, pred_values: np.ndarray,
+                counts: np.ndarray) -> FrameConfusion:
+        """From a dense ``counts`` over ``gt_values`` x ``pred_values``: only the rows and
+        columns that hold a count (the canonical form every frame is kept in)."""
+        rows = counts.any(axis=1)
+        cols = counts[rows].any(axis=0)
+        return cls(gt_values[rows].astype(np.int64, copy=False),
+                   pred_values[cols].astype(np.int64, copy=False),
+                   counts[np.ix_(rows, cols)].astype(np.int64, copy=False))
+
+
+EMPTY = FrameConfusion(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 0), np.int64))
 
 
 def frame_confusion(gt: np.ndarray, pred: np.ndarray, ignore: tuple[int, ...] = ()) -> FrameConfusion:
@@ -66,6 +88,129 @@ def reference_confusion(gt: np.ndarray, pred: np.ndarray,
     counts = np.bincount(gt_index * pred_labels.size + pred_index,
                          minlength=gt_labels.size * pred_labels.size)
     return FrameConfusion(gt_labels, pred_labels, counts.reshape(gt_labels.size, pred_labels.size))
+
+
+def interval_confusions(gt: np.ndarray, pred: np.ndarray, interval: np.ndarray | None,
+                        n_intervals: int = 1,
+                        ignore: tuple[int, ...] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The confusion of the points in each interval (``interval[i]`` in ``[0, n_intervals)``,
+    e.g. a band of distances; None: one interval), in one ``np.bincount``: ``(gt_values,
+    pred_values, counts)`` with ``counts[k]`` the dense (GT x predicted) matrix of interval
+    ``k``. Points whose GT label is in ``ignore`` are left out (their rows are dropped).
+    Small non-negative labels are their own indices (``values`` = ``0 .. max``, some rows
+    or columns may be empty); other labels are first mapped to the dense indices of the
+    labels present. One code per point, ``(interval * G + gt) * P + pred``. Sums over
+    ``counts[a:b]`` are the matrices of unions of intervals (a range of distances), exactly.
+    """
+    gt, pred = gt.ravel(), pred.ravel()
+    if interval is None:
+        n_intervals = 1
+    gt_values, gt_index = _dense_index(gt)
+    pred_values, pred_index = _dense_index(pred)
+    if n_intervals * gt_values.size * pred_values.size > _MAX_DENSE_COUNTS:
+        gt_values, gt_index = _compact(gt)  # large label values: only those present
+        pred_values, pred_index = _compact(pred)
+    rows, cols = gt_values.size, pred_values.size
+    size = n_intervals * rows * cols
+    wide = np.uint32 if size <= 1 << 32 else np.intp
+    if interval is None:
+        codes = gt_index.astype(wide)
+    else:
+        codes = interval.astype(wide)
+        codes *= rows
+        np.add(codes, gt_index, out=codes, casting="unsafe")  # indices are >= 0
+    codes *= cols
+    np.add(codes, pred_index, out=codes, casting="unsafe")
+    counts = np.bincount(codes, minlength=size).reshape(n_intervals, rows, cols)
+    if ignore:
+        keep = ~np.isin(gt_values, np.asarray(ignore, dtype=np.int64))
+        gt_values, counts = gt_values[keep], counts[:, keep]
+    return gt_values, pred_values, counts
+
+
+def _dense_index(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, index)`` for :func:`interval_confusions`: small non-negative integer labels
+    (below 4096, after one ``max`` pass) are their own index into ``0 .. max``; others are
+    compacted to the labels present (:func:`_compact`), as are both sides when the dense
+    matrices would exceed ``_MAX_DENSE_COUNTS`` bins."""
+    if labels.dtype.kind in "ui" and labels.size and (labels.dtype.kind == "u"
+                                                      or labels.min() >= 0):
+        high = int(labels.max())
+        if high < 4096:
+            return np.arange(high + 1, dtype=np.int64), labels
+    return _compact(labels)
+
+
+def reference_interval_confusions(gt: np.ndarray, pred: np.ndarray, interval: np.ndarray,
+                                  n_intervals: int,
+                                  ignore: tuple[int, ...] = ()) -> list[FrameConfusion]:
+    """:func:`interval_confusions` written plainly: for each interval, the points in it
+    through :func:`reference_confusion`."""
+    gt, pred, interval = gt.ravel(), pred.ravel(), interval.ravel()
+    return [reference_confusion(gt[interval == k], pred[interval == k], ignore)
+            for k in range(n_intervals)]
+
+
+def add_confusions(a: FrameConfusion, b: FrameConfusion) -> FrameConfusion:
+    """``a + b``: the counts of both, over the union of their labels (exact integer sums;
+    associative and commutative; neither argument is changed)."""
+    if not b.counts.size:
+        return a
+    if not a.counts.size:
+        return b
+    if np.array_equal(a.gt_labels, b.gt_labels) and np.array_equal(a.pred_labels, b.pred_labels):
+        return FrameConfusion(a.gt_labels, a.pred_labels, a.counts + b.counts)
+    gt_labels = np.union1d(a.gt_labels, b.gt_labels)
+    pred_labels = np.union1d(a.pred_labels, b.pred_labels)
+    counts = np.zeros((gt_labels.size, pred_labels.size), dtype=np.int64)
+    for part in (a, b):
+        rows = np.searchsorted(gt_labels, part.gt_labels)
+        cols = np.searchsorted(pred_labels, part.pred_labels)
+        counts[np.ix_(rows, cols)] += part.counts
+    return FrameConfusion(gt_labels, pred_labels, counts)
+
+
+def sum_confusions(frames: Iterable[FrameConfusion]) -> FrameConfusion:
+    """The sum of every frame's counts (:data:`EMPTY` for none)."""
+    total = EMPTY
+    for frame in frames:
+        total = add_confusions(total, frame)
+    return total
+
+
+def class_axis(confusion: FrameConfusion, num_classes: int | None) -> np.ndarray:
+    """The classes of a dataset matrix: ``0 .. num_classes - 1``, else the non-negative
+    labels that occur in the GT or the predictions."""
+    if num_classes is not None:
+        return np.arange(num_classes, dtype=np.int64)
+    labels = np.union1d(confusion.gt_labels, confusion.pred_labels)
+    return labels[labels >= 0]
+
+
+def has_other(confusion: FrameConfusion, classes: np.ndarray) -> bool:
+    """Whether some prediction falls outside ``classes`` (the ``"other"`` column)."""
+    return bool(np.any(~np.isin(confusion.pred_labels, classes)))
+
+
+def dense_matrix(confusion: FrameConfusion, classes: np.ndarray, *, other: bool) -> np.ndarray:
+    """The (C, C) matrix over ``classes`` (rows GT, columns predicted), with a last column of
+    the predictions outside the classes when ``other`` (counted there, never dropped).
+    Every GT label must be one of ``classes``."""
+    matrix = np.zeros((classes.size, classes.size + (1 if other else 0)), dtype=np.int64)
+    if not confusion.counts.size:
+        return matrix
+    rows = np.searchsorted(classes, confusion.gt_labels)
+    if np.any(rows >= classes.size) or np.any(classes[np.minimum(rows, classes.size - 1)]
+                                              != confusion.gt_labels):
+        raise ValueError("a GT label is not one of the classes")
+    cols = np.searchsorted(classes, confusion.pred_labels)
+    known = (cols < classes.size) & (classes[np.minimum(cols, classes.size - 1)]
+                                     == confusion.pred_labels)
+    if not other and not known.all():
+        raise ValueError("a predicted label is not one of the classes (other=False)")
+    cols = np.where(known, cols, classes.size)  # outside the classes: the "other" column
+    np.add.at(matrix, (rows[:, None], cols[None, :]), confusion.counts)
+    return matrix
 
 
 def _confusion_8bit(gt: np.ndarray, pred: np.ndarray, ignore: tuple[int, ...]) -> FrameConfusion:
@@ -111,6 +256,7 @@ class ClassScores:
     precision: np.ndarray
     recall: np.ndarray
     f1: np.ndarray
+    predicted: np.ndarray  # pixels predicted as the class (among those with a GT class)
 
 
 def class_scores(matrix: np.ndarray) -> ClassScores:
@@ -127,4 +273,45 @@ def class_scores(matrix: np.ndarray) -> ClassScores:
     with np.errstate(divide="ignore", invalid="ignore"):
         iou = np.where(support + predicted - tp > 0, tp / (support + predicted - tp), 0.0)
     scores = prf_arrays(tp, predicted - tp, support - tp, empty=None)
-    return ClassScores(support, tp, iou, scores["precision"], scores["recall"], scores["f1"])
+    return ClassScores(support, tp, iou, scores["precision"], scores["recall"], scores["f1"],
+                       predicted)
+
+
+AVERAGES = ("miou", "fwiou", "acc", "mprecision", "mrecall", "mf1")
+
+
+def average_scores(scores: ClassScores, averaged: np.ndarray | None = None, *,
+                   accuracy: str = "labelled") -> dict[str, float | None]:
+    """The dataset figures of a confusion matrix, under an averaging rule.
+
+    ``miou``, ``mprecision``, ``mrecall``, ``mf1``: means of the per-class values over the
+    classes ``averaged`` (a boolean mask; default: the classes with GT support, as
+    autoware-ml; SemanticKITTI's ``np_ioueval`` averages over every class it does not
+    ignore, an absent class scoring 0). ``fwiou``: sum over the supported classes of
+    support share x IoU. ``acc``: ``"labelled"`` = correct / labelled (autoware-ml);
+    ``"predicted"`` = correct / points predicted as an averaged class (``np_ioueval``'s
+    ``getacc``: a labelled point predicted as an ignored class or outside the classes
+    leaves the denominator), 0 when nothing was. All None without a labelled point or
+    without a class to average over.
+    """
+    supported = scores.support > 0
+    if averaged is None:
+        averaged = supported
+    total = float(scores.support.sum())
+    if total == 0 or not averaged.any():
+        return dict.fromkeys(AVERAGES)
+    if accuracy == "labelled":
+        acc = float(scores.tp.sum() / total)
+    elif accuracy == "predicted":
+        predicted = float(scores.predicted[averaged].sum())
+        acc = float(scores.tp[averaged].sum() / predicted) if predicted else 0.0
+    else:
+        raise ValueError(f"accuracy must be 'labelled' or 'predicted', got {accuracy!r}")
+    return {
+        "miou": float(scores.iou[averaged].mean()),
+        "fwiou": float(np.sum(scores.support[supported] / total * scores.iou[supported])),
+        "acc": acc,
+        "mprecision": float(scores.precision[averaged].mean()),
+        "mrecall": float(scores.recall[averaged].mean()),
+        "mf1": float(scores.f1[averaged].mean()),
+    }

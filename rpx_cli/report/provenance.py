@@ -74,7 +74,7 @@ def directory_digest(digests: Mapping[str, bytes | str]) -> str:
     hexed = {rel: value.hex() if isinstance(value, bytes) else value
              for rel, value in digests.items()}
     listing = "".join([f"{hexed[rel]}  {rel}\n" for rel in sorted(hexed)])
-    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
+    return hashlib.sha256(listing.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def directory_input(path: str, digests: Mapping[str, bytes | str]) -> dict[str, Any]:

@@ -114,18 +114,50 @@ def summary_line(report: Mapping[str, Any], out: str) -> str:
         return (f"stability {report.get('task')}: {report.get('num_pairs')} pairs in "
                 f"{len(report.get('sequences') or {})} sequence(s), warp {report.get('warp')}; "
                 f"ts_score {fmt(report.get('ts_score'))} -> {where}")
-    metrics = [(name, value) for name, value in headline(report) if not name.startswith("totals.")]
+    if report.get("schema") == "rpx.readiness":
+        summary = report.get("summary") or {}
+        where = "stdout" if out == "-" else out
+        figures = ", ".join(f"{k} {fmt(summary.get(k))}" for k in ("s_overall", "delta_int", "delta_rec",
+                                                                    "ts_score", "sgc") if k in summary)
+        return f"readiness {report.get('task')} ({report.get('primary_metric')}): {figures} -> {where}"
+    preferred = HEADLINE.get(str(report.get("task")), ())
+    metrics = [(path, _at(report, path)) for path in preferred if isinstance(_at(report, path), (int, float))]
+    metrics += [(name, value) for name, value in headline(report)
+                if not name.startswith("totals.") and name not in dict(metrics)
+                and not name.rsplit(".", 1)[-1].startswith("n_")]
     figures = ", ".join(f"{name} {fmt(value)}" for name, value in metrics[:4])
     where = "stdout" if out == "-" else out
-    extra = []
     unpaired = report.get("unpaired") or {}
-    n_unpaired = len(unpaired.get("pred_only", [])) + len(unpaired.get("gt_only", []))
-    if n_unpaired:
-        extra.append(f"{n_unpaired} unpaired")
-    if report.get("errors"):
-        extra.append(f"{len(report['errors'])} skipped on error")
-    tail = f" ({', '.join(extra)})" if extra else ""
-    return f"{report.get('task')}: {report.get('n_pairs')} pairs{tail}; {figures} -> {where}"
+    n_unpaired = sum(len(v) for v in unpaired.values() if isinstance(v, list))
+    n_errors = len(report.get("errors") or [])
+    shard = " (--shard part)" if report.get("state") else ""
+    return (f"{report.get('task')}: {report.get('n_pairs')} pairs, {n_unpaired} unpaired, "
+            f"{n_errors} skipped on error{shard}; {figures} -> {where}")
+
+
+def _at(report: Mapping[str, Any], path: str) -> Any:
+    node: Any = report
+    for key in path.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+# the figures a reader looks at first, per task (others: the report's own order)
+HEADLINE = {
+    "detection": ("dataset.coco.AP", "dataset.coco.AP50", "dataset.coco.AP75", "dataset.pooled.precision",
+                  "dataset.pooled.recall", "dataset.pooled.f1", "aggregate.f1", "dataset.errors.ap50"),
+    "segmentation": ("dataset.miou", "dataset.acc", "dataset.mf1", "dataset.fwiou", "aggregate.miou"),
+    "segmentation3d": ("dataset.miou", "dataset.acc", "dataset.mf1", "dataset.fwiou", "aggregate.miou"),
+    "detection3d": ("dataset.mAP", "dataset.NDS", "dataset.mAPH", "dataset.mATE", "dataset.mASE",
+                    "dataset.mAOE", "dataset.mAVE", "dataset.mAAE"),
+    "depth": ("aggregate.absrel", "aggregate.rmse", "aggregate.delta1", "dataset.absrel", "dataset.rmse",
+              "dataset.delta1"),
+    "tracking": ("dataset.hota", "dataset.mota", "dataset.idf1", "dataset.motp", "dataset.idsw"),
+    "classification": ("dataset.accuracy", "dataset.balanced_accuracy", "dataset.macro_f1", "dataset.mAP",
+                       "dataset.ece", "dataset.subset_accuracy", "dataset.micro_f1"),
+}
 
 
 def markdown(report: Mapping[str, Any]) -> str:
@@ -175,3 +207,100 @@ def compare_markdown(document: Mapping[str, Any]) -> str:
         lines += [f"| `{g['expr']}` | {'pass' if g['passed'] else 'FAIL'}: {g['message']} |"
                   for g in gates]
     return "\n".join(lines) + "\n"
+
+
+# --- tables for `rpx show` (terminal) and `--format csv|tsv` ---------------------------------
+
+MAX_CONFUSION_SIDE = 30  # larger matrices: `rpx report` draws them, a terminal cannot
+
+
+def per_class_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """One row per class with every per-class figure the report has: ``dataset.per_class``,
+    else detection's COCO AP (``AP``) beside its confusion-matrix P/R/F1/support."""
+    dataset = report.get("dataset") or {}
+    merged: dict[str, dict[str, Any]] = {}
+    sources = [("", dataset.get("per_class")), ("", (dataset.get("confusion") or {}).get("per_class")),
+               ("", (dataset.get("coco") or {}).get("per_class"))]
+    for _, source in sources:
+        if isinstance(source, Mapping):
+            for name, entry in source.items():
+                if isinstance(entry, Mapping):
+                    merged.setdefault(str(name), {}).update(
+                        {k: v for k, v in entry.items() if not isinstance(v, (Mapping, list, str))})
+    fields = sorted({k for entry in merged.values() for k in entry})
+    return ["class", *fields], [(name, *(entry.get(k) for k in fields)) for name, entry in merged.items()]
+
+
+def confusion_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]] | None:
+    """``dataset.confusion`` as a table: one row per GT label, one column per prediction."""
+    confusion = (report.get("dataset") or {}).get("confusion")
+    if not isinstance(confusion, Mapping) or not confusion.get("labels") or not confusion.get("matrix"):
+        return None
+    columns = confusion.get("columns") or confusion["labels"]
+    return (["GT \\ predicted", *map(str, columns)],
+            [(str(label), *row)
+             for label, row in zip(confusion["labels"], confusion["matrix"], strict=False)])
+
+
+def rows_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The per-sample rows (a comparison's metrics; a stability report's sequences)."""
+    if report.get("schema") == "rpx.compare":
+        columns = ["metric", "base", "new", "delta", "rel_delta", "direction", "status", "ci95_low",
+                   "ci95_high"]
+        out = []
+        for m in report.get("metrics") or []:
+            ci = (m.get("bootstrap") or {}).get("ci95") or [None, None]
+            out.append((m.get("metric"), m.get("base"), m.get("new"), m.get("delta"), m.get("rel_delta"),
+                        m.get("direction"), m.get("status"), ci[0], ci[1]))
+        return columns, out
+    rows = report.get("rows") or []
+    if not rows and report.get("schema") == "rpx.stability":
+        rows = [{"sequence": name, **{k: v for k, v in entry.items() if not isinstance(v, (list, Mapping))}}
+                for name, entry in sorted((report.get("sequences") or {}).items())]
+    columns: list[str] = []
+    for row in rows:
+        columns += [k for k in row if k not in columns and not isinstance(row[k], (Mapping, list))]
+    lead = [k for k in ("stem", "sequence") if k in columns]
+    columns = lead + [k for k in columns if k not in lead]
+    return columns, [tuple(row.get(k) for k in columns) for row in rows]
+
+
+def metrics_rows(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Every headline figure as ``metric,value`` (full precision)."""
+    return ["metric", "value"], [(name, value) for name, value in headline(report)]
+
+
+def compare_table(document: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """A comparison for the terminal: regressions first, then improvements, then the rest."""
+    order = {"regressed": 0, "improved": 1}
+    metrics = sorted((m for m in document.get("metrics") or []
+                      if m.get("base") is not None or m.get("new") is not None),
+                     key=lambda m: (order.get(m["status"], 2), m["metric"]))
+    rows = []
+    for m in metrics:
+        boot = m.get("bootstrap")
+        ci = f"[{fmt(boot['ci95'][0])}, {fmt(boot['ci95'][1])}]" if boot else ""
+        rows.append((m["metric"], fmt(m["base"]), fmt(m["new"]), fmt(m["delta"]), m["status"], ci))
+    return ["metric", "base", "new", "delta", "", "95% CI"], rows
+
+
+def gates_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]] | None:
+    gates = report.get("gates") or []
+    if not gates:
+        return None
+    return ["gate", "value", "result", ""], [
+        (g.get("expr"), fmt(g.get("value")), "pass" if g.get("passed") else "FAIL", g.get("message", ""))
+        for g in gates]
+
+
+def cell_text(value: Any) -> str:
+    """A value for a CSV/TSV cell: full precision, empty for null, JSON for lists."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return str(value)

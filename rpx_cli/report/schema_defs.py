@@ -117,7 +117,8 @@ def envelope_properties() -> dict[str, Any]:
                                                "count": {"type": "integer", "minimum": 1}}},
                       "pairing": {"type": "string"}, "stems": STEMS,
                       "stats": {"type": "object", "description": "The task's declared statistics "
-                                "by name, one entry per stem (null: undefined)."},
+                                "by name: one entry per stem (null: undefined), or one "
+                                "value for all the part's stems (a folded statistic)."},
                       "inputs": {"type": "object"}, "digests": {"type": "object"}}},
         "run_provenance": PROVENANCE_REF,
     }

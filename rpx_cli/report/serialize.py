@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from rpx_cli.errors import escaped
+
 
 class NonFiniteValue(ValueError):
     """A NaN or infinity reached the serializer: a bug in the task that produced it."""
@@ -70,7 +72,7 @@ def check_finite(value: Any, path: str = "$") -> None:
 def to_json(value: Any, path: str = "$") -> Any:
     """``value`` as plain JSON types (numpy converted); raises on any non-finite number."""
     check_finite(value, path)
-    return orjson.loads(orjson.dumps(value, option=_OPTIONS))
+    return orjson.loads(_dumps(value, _OPTIONS))
 
 
 def dumps(report: dict[str, Any], *, compact: bool = False, parsed: tuple[str, ...] = ()) -> bytes:
@@ -80,7 +82,32 @@ def dumps(report: dict[str, Any], *, compact: bool = False, parsed: tuple[str, .
     merge): JSON cannot hold NaN, so they are not walked again."""
     check_finite({k: v for k, v in report.items() if k not in parsed})
     option = _OPTIONS if compact else _OPTIONS | orjson.OPT_INDENT_2
-    return orjson.dumps(report, option=option) + b"\n"
+    return _dumps(report, option) + b"\n"
+
+
+def _dumps(value: Any, option: int) -> bytes:
+    """orjson, with names that are not UTF-8 (surrogates from the file system) written as
+    ``ls -b`` shows them: a report is always valid UTF-8. The walk runs only when needed."""
+    try:
+        return orjson.dumps(value, option=option)
+    except orjson.JSONEncodeError as exc:
+        if "surrogates" not in str(exc):
+            raise
+    return orjson.dumps(_escape_strings(value), option=option)
+
+
+def _escape_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return escaped(value)
+        return value
+    if isinstance(value, dict):
+        return {_escape_strings(k): _escape_strings(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_escape_strings(item) for item in value]
+    return value
 
 
 def loads(data: bytes | str) -> Any:

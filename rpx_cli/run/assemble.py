@@ -18,7 +18,8 @@ ON_ERROR_POLICIES = ("fail", "skip")
 
 
 def select_families(task: Task, params: dict[str, Any]) -> dict[str, Any]:
-    """Resolve ``params["metrics"]`` (families to run, default all) and name the skipped ones."""
+    """Resolve ``params["metrics"]`` (families to run, default all but the task's optional
+    ones) and name the skipped ones."""
     chosen = params.pop("metrics", None)
     if not task.families:
         if chosen:
@@ -26,7 +27,7 @@ def select_families(task: Task, params: dict[str, Any]) -> dict[str, Any]:
         return params
     names = list(task.families)
     if chosen is None:
-        chosen = names
+        chosen = [name for name in names if name not in task.optional_families]
     if isinstance(chosen, str):
         chosen = [part.strip() for part in chosen.split(",") if part.strip()]
     unknown = [name for name in chosen if name not in task.families]

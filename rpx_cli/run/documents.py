@@ -8,17 +8,16 @@ import sys
 from typing import Any
 
 from rpx_cli.errors import InputError
+from rpx_cli.io.regular import read_bytes as read_regular
 from rpx_cli.report.serialize import loads
 
 
 def read_bytes(path: str) -> bytes:
+    """A document's bytes: stdin for ``-``, else a regular file only (a FIFO given by
+    mistake is an input error, never a read that waits)."""
     if path == "-":
         return sys.stdin.buffer.read()
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+    return read_regular(path)
 
 
 def read_json(path: str) -> tuple[Any, bytes]:

@@ -197,19 +197,25 @@ def evaluate_dirs(task: str, pred_dir: str | os.PathLike[str], gt_dir: str | os.
                   **options: Any) -> dict[str, Any]:
     """Evaluate two directories and return the report as a dict.
 
-    ``options``: the task's parameters (``block_size=16, threshold=0.5`` for saliency-mb)
-    plus ``missing``, ``on_error``, ``jobs``, ``include_rows``, ``digest_cache``.
+    ``options``: the task's parameters (``block_size=16, threshold=0.5`` for saliency-mb),
+    its auxiliary folders (``points_dir=`` for segmentation3d) and ``missing``,
+    ``on_error``, ``jobs``, ``include_rows``, ``digest_cache``.
 
     >>> report = evaluate_dirs("saliency-mb", "pred", "gt", block_size=16)  # doctest: +SKIP
     >>> report["micro_iou"]  # doctest: +SKIP
     """
     runner_keys = {"missing", "on_error", "jobs", "include_rows", "digest_cache"}
     run_options = {k: options.pop(k) for k in list(options) if k in runner_keys}
+    aux_names = {option.param for option in get_task(task).aux_inputs}  # e.g. points_dir
+    aux = {k: None if options[k] is None else os.fspath(options[k])
+           for k in list(options) if k in aux_names}
+    for key in aux:
+        options.pop(key)
     params = {**default_params(task), **options}
     unknown = set(params) - set(default_params(task))
     if unknown:
         raise ParameterError(f"unknown option(s) for {task}: {', '.join(sorted(unknown))}")
-    return run_evaluation(task, os.fspath(pred_dir), os.fspath(gt_dir), params,
+    return run_evaluation(task, os.fspath(pred_dir), os.fspath(gt_dir), params, aux=aux,
                           **run_options).report
 
 

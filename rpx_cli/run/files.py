@@ -49,7 +49,8 @@ def run_file_evaluation(
         raise InputError(f"several samples have the stem(s) {', '.join(repeated[:5])}: stems "
                          "must be unique", path=files[expected[0]])
     order = sorted(range(len(stems)), key=stems.__getitem__)
-    whole = hashlib.sha256("".join(f"{stems[i]}\n" for i in order).encode()).hexdigest()
+    whole = hashlib.sha256("".join(f"{stems[i]}\n" for i in order).encode(
+        "utf-8", "surrogateescape")).hexdigest()
     if shard is not None:
         order = [i for i in order if shard_of(stems[i], shard[1]) == shard[0]]
     stems = [stems[i] for i in order]

@@ -166,6 +166,8 @@ class Task:
     # --metrics: family -> (row/aggregate keys it holds, report sections it holds). A
     # skipped family's keys are left out of the report; a task may also skip its work.
     families: ClassVar[Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+    # families that run only when ``--metrics`` names them (costly views nobody needs by default)
+    optional_families: ClassVar[tuple[str, ...]] = ()
     # the statistics kept per pair (see rpx_cli.tasks.stats); statistics() may vary them
     stats: ClassVar[tuple[Stat, ...]] = ()
     # summarize an empty --shard part too (a kind whose schema requires its keys)

@@ -16,6 +16,7 @@ import numpy as np
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.values import MAX_MAGNITUDE, MIN_DEPTH
 from rpx_cli.ops.depth import (
     METRICS,
     DepthSums,
@@ -49,6 +50,9 @@ _INFO = {
     "n_valid": MetricInfo("none", "valid GT pixels (finite, > 0, strictly inside the caps)"),
 }
 _EIGHT_BIT_IMAGE = ("png", "pgm", "tiff")
+# a frame's sums stay far below this when depths lie in [MIN_DEPTH, MAX_MAGNITUDE] m (and
+# the dataset's sums, pooled over frames, can then never overflow either)
+_SUM_LIMIT = 1e100
 
 
 def parse_range(text: str) -> tuple[float, float | None]:
@@ -232,6 +236,8 @@ class Depth(Task):
                                bands=[tuple(band) for band in params["ranges"]])
         except NonFinitePrediction as exc:
             raise InputError(str(exc), path=pred_path) from None
+        if not all(abs(value) < _SUM_LIMIT for part in sums for value in part.as_tuple()):
+            self._out_of_range(pred, gt, valid, pred_path, gt_path)
         row.update(finalize(sums[0]))
         row["n_valid"] = n_valid
         stats = {"sums": sums[0].as_tuple(), "n_capped": row.get("n_capped", 0)}
@@ -241,6 +247,25 @@ class Depth(Task):
             row[f"n_valid_{suffix}"] = band.n
             stats[f"sums_{suffix}"] = band.as_tuple()
         return Sample(row, stats)
+
+    @staticmethod
+    def _out_of_range(pred: DepthMap, gt: DepthMap, valid: np.ndarray, pred_path: str | None,
+                      gt_path: str) -> None:
+        """The metric sums overflowed (or came near): name the file whose depths are outside
+        the physical range. Depths within [MIN_DEPTH, MAX_MAGNITUDE] m keep every per-pixel
+        term below 1e30 and a frame's sums below 1e40, so this runs only for such files."""
+        # predictions below the range are clipped (PRED_FLOOR): only their top matters
+        for depth, floor, name, path in ((gt, MIN_DEPTH, "GT", gt_path),
+                                         (pred, -np.inf, "predicted", pred_path)):
+            values = depth.metres(np.float64)
+            values = values[valid] if values.shape == valid.shape else values.ravel()
+            bad = (values < floor) | (values > MAX_MAGNITUDE)
+            if bad.any():
+                raise InputError(f"{name} depth {float(values[np.argmax(bad)]):g} m at a valid "
+                                 f"pixel is outside the physical range [{MIN_DEPTH:g}, "
+                                 f"{MAX_MAGNITUDE:g}] m: the metrics would overflow", path=path)
+        raise InputError(f"the depth metrics overflow on {pred_path} against {gt_path}",
+                         path=pred_path or gt_path)
 
     @staticmethod
     def _valid(gt: DepthMap, params: Params) -> tuple[np.ndarray, dict[str, Any]]:

@@ -14,7 +14,15 @@
   precision = M[c,c] / column sum, recall = M[c,c] / row sum, F1; 0/0 = 0.
 - **``dataset.coco``**: pycocotools' COCOeval (bbox, 10 IoU thresholds, 101 recall points,
   maxDets 1/10/100, areas from the GT ``area`` field or the box area) on every detection —
-  no confidence threshold — with images numbered 1..N in stem order.
+  no confidence threshold — with images numbered 1..N in stem order. ``coco.curves`` keeps
+  the precision/recall curves behind AP (pycocotools' ``eval["precision"]`` and
+  ``eval["scores"]`` at area all, maxDets 100) so users can plot them.
+- **``dataset.pooled.by_confidence``**: the pooled P/R/F1 at 101 confidence thresholds
+  0, 0.01, ..., 1 (the same matching as ``pooled``; greedy matching by descending score
+  never changes for the detections above a threshold, so each point is exactly what
+  ``--conf-threshold`` at that value gives).
+- **``dataset.errors``** (``--metrics errors``, not run by default): TIDE's breakdown of
+  AP50 by error type, equal to tidecv (``rpx_cli.ops.tide``).
 
 ``--geometry rotated|polygon|cuboid`` changes only how an IoU is computed, in every view
 (the COCO area ranges use the geometry's area): rotated boxes ``[xc, yc, w, h, angle]`` as
@@ -46,11 +54,12 @@ from rpx_cli.io.boxes import Boxes, apply_class_map, load_class_map, parse_boxes
 from rpx_cli.io.coco_files import load_coco
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.shapes import ANGLE_UNITS, parse_shapes
-from rpx_cli.ops.coco import STAT_NAMES, CocoInput
+from rpx_cli.ops.coco import RECALL_THRESHOLDS, STAT_NAMES, CocoInput
 from rpx_cli.ops.coco import evaluate as coco_evaluate
 from rpx_cli.ops.geometry import BOXES, GEOMETRIES, Geometry, require_shapely
 from rpx_cli.ops.matching import greedy_match, optimal_match
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
+from rpx_cli.ops.tide import ERROR_TYPES, tide
 from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
@@ -126,9 +135,15 @@ class Detection(Task):
                             "'area' field or the box") for name in STAT_NAMES},
         "AP": MetricInfo("higher", "COCO AP (and per class): pycocotools COCOeval bbox, "
                          "IoU .50:.05:.95, 101 recall points, maxDets 100"),
+        **{name: MetricInfo("lower", f"TIDE dAP of {name} errors at IoU 0.5 (tidecv, 0-1 scale): "
+                            "the AP50 gained by fixing them") for name in ERROR_TYPES},
+        "ap50": MetricInfo("higher", "TIDE's own AP at IoU 0.5 (tidecv's matching and means, 0-1), "
+                           "the base of dataset.errors"),
     }
     families = {"rows": (ROW_KEYS, ()), "pooled": ((), ("dataset.pooled",)),
-                "confusion": ((), ("dataset.confusion",)), "coco": ((), ("dataset.coco",))}
+                "confusion": ((), ("dataset.confusion",)), "coco": ((), ("dataset.coco",)),
+                "errors": ((), ("dataset.errors",))}
+    optional_families = ("errors",)
     options = (
         Option("box_format", "--box-format", "choice", "xyxy", choices=("xyxy", "xywh"),
                help="Boxes in per-stem files are [x1, y1, x2, y2] or [x, y, w, h]."),
@@ -190,6 +205,9 @@ class Detection(Task):
             raise ParameterError(f"geometry must be one of {', '.join(GEOMETRIES)}, got {geometry!r}")
         if params.get("angle_unit", "deg") not in ANGLE_UNITS:
             raise ParameterError("angle unit must be deg or rad")
+        if geometry != "box" and "errors" in (params.get("metrics") or ()):
+            raise ParameterError("--metrics errors (TIDE) is for axis-aligned boxes; "
+                                 f"--geometry {geometry} supports rows, pooled, confusion and coco")
         if geometry == "polygon":
             require_shapely()
 
@@ -273,7 +291,7 @@ class Detection(Task):
         return self.summarize_rows(stats, params)[0]
 
     def summarize_rows(self, stats: StatTable, params: Params):
-        wanted = params.get("metrics") or list(self.families)
+        wanted = params.get("metrics") or [f for f in self.families if f not in self.optional_families]
         frames = stats["frame"]
         table = frames if isinstance(frames, FrameTable) else FrameTable.from_frames(
             frames, params.get("categories") or _vocabulary(frames))
@@ -306,11 +324,16 @@ class Detection(Task):
                 aggregate[key] = mean_present(values)
             totals = [int(x[used].sum()) for x in (tp, fp, fn)]
             dataset["pooled"] = {**prf(*totals), **dict(zip(("tp", "fp", "fn"), totals, strict=True))}
+            if "pooled" in wanted:
+                dataset["pooled"]["by_confidence"] = by_confidence(table, used, params["iou_threshold"],
+                                                                   geometry=geometry)
         if "confusion" in wanted:
             dataset["confusion"] = confusion(table, ~skipped, params["iou_threshold"],
                                              params["conf_threshold"], geometry=geometry)
         if "coco" in wanted:
             dataset["coco"] = coco(table, geometry=geometry)
+        if "errors" in wanted:
+            dataset["errors"] = errors(table)
         return {"aggregate": aggregate, "dataset": dataset}, rows
 
 
@@ -324,7 +347,40 @@ def operating_point(table: FrameTable, iou_threshold: float, conf_threshold: flo
                     geometry: Geometry = BOXES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(TP, FP, FN) of every frame: class-aware greedy matching by descending score,
     vectorised over frames (pycocotools' matcher at one IoU threshold)."""
-    gt, pred, n = table.gt, table.pred.where(table.pred.score >= conf_threshold), table.n
+    d_frame, _, hit, miss = _greedy(table, iou_threshold, conf_threshold, geometry)
+    n = table.n
+    tp = np.bincount(d_frame[hit], minlength=n)
+    fp = np.bincount(d_frame[miss], minlength=n)
+    n_gt = np.bincount(table.gt.frame[~table.gt.crowd], minlength=n)
+    return tp, fp, n_gt - tp
+
+
+CONFIDENCE_GRID = np.linspace(0.0, 1.0, 101)
+
+
+def by_confidence(table: FrameTable, frames: np.ndarray, iou_threshold: float, *,
+                  geometry: Geometry = BOXES) -> dict[str, Any]:
+    """Pooled P/R/F1 over the frames where ``frames`` is True at every threshold of
+    :data:`CONFIDENCE_GRID` (a detection counts when score >= threshold). One matching of
+    every detection serves all thresholds: walked by descending score, a detection's match
+    never depends on those below it."""
+    d_frame, d_score, hit, miss = _greedy(table, iou_threshold, -np.inf, geometry)
+    keep = frames[d_frame]
+    hit_scores = np.sort(d_score[hit & keep])
+    miss_scores = np.sort(d_score[miss & keep])
+    tp = hit_scores.size - np.searchsorted(hit_scores, CONFIDENCE_GRID, side="left")
+    fp = miss_scores.size - np.searchsorted(miss_scores, CONFIDENCE_GRID, side="left")
+    n_gt = int(np.count_nonzero(~table.gt.crowd & frames[table.gt.frame]))
+    figures = prf_arrays(tp, fp, n_gt - tp)
+    return {"conf_threshold": CONFIDENCE_GRID.tolist(), "tp": tp.tolist(), "fp": fp.tolist(),
+            **{key: figures[key].tolist() for key in ("precision", "recall", "f1")}}
+
+
+def _greedy(table: FrameTable, iou_threshold: float, conf_threshold: float,
+            geometry: Geometry = BOXES):
+    """Every detection with score >= ``conf_threshold``: (frame, score, true positive,
+    false positive); a detection on a crowd region is neither."""
+    gt, pred = table.gt, table.pred.where(table.pred.score >= conf_threshold)
     K = max(len(table.vocabulary), 1)
     d_group = pred.frame * K + pred.label
     order = np.lexsort((np.arange(d_group.size), -pred.score, d_group))
@@ -334,11 +390,7 @@ def operating_point(table: FrameTable, iou_threshold: float, conf_threshold: flo
     matched, ignored, _ = greedy_match(
         d_group, g_group[gorder], geometry.similarity(pred.box[order], gt.box[gorder]),
         min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder])
-    d_frame = pred.frame[order]
-    tp = np.bincount(d_frame[matched[:, 0] & ~ignored[:, 0]], minlength=n)
-    fp = np.bincount(d_frame[~matched[:, 0]], minlength=n)
-    n_gt = np.bincount(gt.frame[~gt.crowd], minlength=n)
-    return tp, fp, n_gt - tp
+    return pred.frame[order], pred.score[order], matched[:, 0] & ~ignored[:, 0], ~matched[:, 0]
 
 
 def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
@@ -424,7 +476,36 @@ def coco(table: FrameTable, *, geometry: Geometry = BOXES) -> dict[str, Any]:
     for label, ap in zip(table.vocabulary, result.per_category_ap(), strict=True):
         per_class[label] = {"AP": ap} if ap is not None else {
             "AP": None, "reason": "no GT box of this class (pycocotools: -1)"}
-    out: dict[str, Any] = {**figures, "per_class": per_class}
+    out: dict[str, Any] = {**figures, "per_class": per_class, "curves": _curves(result, table.vocabulary)}
     if reasons:
         out["null_reasons"] = reasons
     return out
+
+
+def _curves(result, vocabulary: list[str]) -> dict[str, Any]:
+    """``dataset.coco.curves``: precision (and score) at the 101 recall points, per class and
+    over the classes with GT, at IoU 0.5 and averaged over 0.5:0.95; null where pycocotools
+    leaves -1."""
+    def listed(values: np.ndarray) -> list[float | None]:
+        return [None if np.isnan(v) else v for v in values.tolist()]
+
+    out: dict[str, Any] = {"recall": RECALL_THRESHOLDS.tolist()}
+    for name, curve in result.curves().items():
+        out[name] = {
+            "per_class": {label: {"precision": listed(curve["precision"][k]),
+                                  "score": listed(curve["score"][k])}
+                          for k, label in enumerate(vocabulary)},
+            "overall": {"precision": listed(curve["overall"])},
+        }
+    return out
+
+
+def errors(table: FrameTable) -> dict[str, Any]:
+    """``dataset.errors``: TIDE's breakdown (tidecv, IoU 0.5, background 0.1) on the COCO
+    view's images and boxes (every detection, no confidence threshold)."""
+    image = table.coco_image()
+    gt, pred = table.gt, table.pred
+    result = tide(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label, gt.box,
+                            gt.area, gt.crowd, image[pred.frame], pred.label, pred.box, pred.score))
+    return {**result.dap, "ap50": result.ap, "counts": result.counts,
+            "iou_threshold": 0.5, "background_threshold": 0.1}

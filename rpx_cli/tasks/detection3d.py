@@ -34,6 +34,7 @@ from rpx_cli.io.boxes3d import (
     read_submission,
 )
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.regular import read_bytes
 from rpx_cli.ops import detection3d as d3
 from rpx_cli.ops.boxes3d import center_distance
 from rpx_cli.ops.depth import band_suffix
@@ -397,11 +398,7 @@ class Detection3D(Task):
         sides = {}
         for role, key in (("gt", "gt_file"), ("pred", "pred_file")):
             path = files[key]
-            try:
-                with open(path, "rb") as handle:
-                    data = handle.read()
-            except OSError as exc:
-                raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+            data = read_bytes(path)
             sides[role] = (path, read_submission(data, path))
         (gt_path, gt), (pred_path, pred) = sides["gt"], sides["pred"]
         only_gt = [s for s in gt if s not in pred]

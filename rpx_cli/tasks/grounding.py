@@ -10,13 +10,12 @@ counted in ``aggregate.n_empty``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.boxes import boxes_from_objects
+from rpx_cli.io.boxes import boxes_from_objects, loads_json
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.boxes import iou_xywh
 from rpx_cli.ops.reduce import mean_present
@@ -61,10 +60,7 @@ class Grounding(Task):
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> tuple[np.ndarray, np.ndarray]:
-        try:
-            document = json.loads(buffer.read(path).tobytes())
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InputError(f"not valid JSON ({exc})", path=path) from None
+        document = loads_json(memoryview(buffer.read(path)), path)
         if not isinstance(document, dict) or not isinstance(document.get("boxes"), list):
             raise InputError('expected {"boxes": [[...], ...]' +
                              (', "scores": [...]}' if role == "pred" else ', "text": ...}'), path=path)

@@ -23,14 +23,15 @@ every visible GT point of every frame — accuracies = hits / ``n_points``,
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.values import MAX_MAGNITUDE, beyond, json_numbers
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn
 from rpx_cli.tasks.registry import register_task
@@ -157,33 +158,40 @@ def finalize(sums: tuple[float, ...] | list[float]) -> dict[str, float | None]:
 
 def nearest_index(candidates: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """For each query point, the index of the nearest candidate (Euclidean); among equally
-    near candidates the lowest index. ``candidates`` must not be empty."""
+    near candidates the lowest index. ``candidates`` must not be empty.
+
+    Near-linear however many candidates tie: repeated candidates are one point of the k-d
+    tree carrying their lowest index (50,000 predictions at one pixel are one point), equal
+    queries are answered once, and a query whose ``TREE_CANDIDATES`` nearest all tie (points
+    equally far on a circle) gathers the tied points with a ball query instead of comparing
+    every candidate."""
     from scipy.spatial import cKDTree  # imported on first use
 
-    k = min(TREE_CANDIDATES, len(candidates))
-    _, index = cKDTree(candidates).query(queries, k=k)
-    index = index.reshape(len(queries), k)
+    points, first = np.unique(candidates, axis=0, return_index=True)
+    asked, inverse = np.unique(queries, axis=0, return_inverse=True)
+    tree = cKDTree(points)
+    k = min(TREE_CANDIDATES, len(points))
+    _, index = tree.query(asked, k=k)
+    index = index.reshape(len(asked), k)
     # exact squared distances of the candidates, in one formula for every path
-    d2 = ((candidates[index] - queries[:, None, :]) ** 2).sum(axis=2)
+    d2 = ((points[index] - asked[:, None, :]) ** 2).sum(axis=2)
     best = d2.min(axis=1, keepdims=True)
-    tied = d2 == best
-    nearest = np.where(tied, index, len(candidates)).min(axis=1)
-    if k < len(candidates):
+    nearest = np.where(d2 == best, first[index], len(candidates)).min(axis=1)
+    if k < len(points):
         # every candidate tied (within the tree's rounding): more may tie beyond the k asked
         crowded = np.flatnonzero(d2[:, -1] <= best[:, 0] * (1 + 1e-12))
-        for chunk in np.array_split(crowded, max(1, len(crowded) * len(candidates) // 4_000_000)):
-            if len(chunk):
-                full = ((candidates[None, :, :] - queries[chunk, None, :]) ** 2).sum(axis=2)
-                nearest[chunk] = full.argmin(axis=1)  # argmin: the first of equal minima
-    return nearest
+        radius = np.sqrt(best[crowded, 0]) * (1 + 1e-9) + 1e-300
+        for row, members in zip(crowded.tolist(), tree.query_ball_point(asked[crowded], radius),
+                                strict=True):
+            members = np.asarray(members, dtype=np.int64)
+            exact = ((points[members] - asked[row]) ** 2).sum(axis=1)
+            nearest[row] = first[members[exact == exact.min()]].min()
+    return nearest[inverse.reshape(-1)]
 
 
 def parse_correspondences(data: np.ndarray, path: str, *, prediction: bool) -> Correspondences:
     """Parse one GT (``visibility`` allowed) or prediction (``scores`` allowed) JSON file."""
-    try:
-        document = json.loads(data.tobytes())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc})", path=path) from None
+    document = loads_json(memoryview(data), path)
     if not isinstance(document, dict) or "points0" not in document or "points1" not in document:
         extra = ', "scores": [...]' if prediction else ', "visibility": [...]'
         raise InputError('expected {"points0": [[x, y], ...], "points1": [[x, y], ...]' + extra
@@ -211,17 +219,17 @@ def parse_correspondences(data: np.ndarray, path: str, *, prediction: bool) -> C
 def _xy(value: object, name: str, path: str) -> np.ndarray:
     if isinstance(value, list) and not value:
         return np.zeros((0, 2))
-    try:
-        array = np.asarray(value) if isinstance(value, list) else None
-    except ValueError:  # ragged nesting
-        array = None
     # numbers only: strings, null and booleans are refused, not converted
-    if array is None or array.ndim != 2 or array.shape[1] != 2 or array.dtype.kind not in "iuf":
+    array = json_numbers(value, 2)
+    if array is None or array.shape[1] != 2:
         raise InputError(f"'{name}' must be a list of [x, y] number pairs", path=path)
-    array = array.astype(np.float64, copy=False)
     if not np.isfinite(array).all():
         bad = int(np.flatnonzero(~np.isfinite(array).all(axis=1))[0])
         raise InputError(f"'{name}' has a non-finite coordinate (point {bad})", path=path)
+    if beyond(array).any():
+        bad = int(np.flatnonzero(beyond(array).any(axis=1))[0])
+        raise InputError(f"'{name}' has a coordinate beyond ±{MAX_MAGNITUDE:g} px (point {bad})",
+                         path=path)
     return array
 
 

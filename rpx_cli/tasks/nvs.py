@@ -16,6 +16,7 @@ import numpy as np
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.values import MAX_MAGNITUDE
 from rpx_cli.ops.image_quality import PSNR_CAP, WINDOW, psnr, ssim, ssim_global
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
@@ -68,8 +69,9 @@ class NovelViewSynthesis(Task):
 
     def validate_params(self, params: Params) -> None:
         value = params["data_range"]
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise ParameterError(f"data range must be a positive number, got {value}")
+        if value is not None and not (math.isfinite(value) and 0 < value <= MAX_MAGNITUDE):
+            raise ParameterError(f"data range must be a positive number up to {MAX_MAGNITUDE:g}, "
+                                 f"got {value}")
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Image:
@@ -86,6 +88,9 @@ class NovelViewSynthesis(Task):
             raise InputError(f"image has unsupported dtype {image.dtype}", path=path)
         if image.dtype.kind == "f" and not np.isfinite(image).all():
             raise InputError("image holds NaN or inf", path=path)
+        if image.dtype.kind == "f" and image.size and np.abs(image).max() > MAX_MAGNITUDE:
+            raise InputError(f"image holds values beyond ±{MAX_MAGNITUDE:g}: squared errors "
+                             "would overflow", path=path)
         return Image(image)
 
     def empty_prediction(self, gt: Image, params: Params) -> Image:

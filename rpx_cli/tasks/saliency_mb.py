@@ -91,6 +91,8 @@ def mask_to_blocks(
 
 
 def _float_blocks(values: np.ndarray, block_size: int, threshold: float, scale: float) -> np.ndarray:
+    if block_size * block_size * scale > 1e300:  # values near the float maximum: a block's
+        values, scale = values / scale, 1.0      # sum would overflow, so divide first
     sums = block_sums(values, block_size, dtype=np.float64)
     return sums / (block_size * block_size * scale) >= threshold
 

@@ -16,15 +16,25 @@ dropped, which would reward garbage.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
+from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.ops.confusion import FrameConfusion, class_scores, frame_confusion
+from rpx_cli.io.regular import read_bytes
+from rpx_cli.ops.confusion import (
+    FrameConfusion,
+    average_scores,
+    class_axis,
+    class_scores,
+    dense_matrix,
+    frame_confusion,
+    has_other,
+    sum_confusions,
+)
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
 from rpx_cli.tasks.registry import register_task
@@ -37,15 +47,11 @@ PNG_255 = "png-255"  # warning: an 8-bit GT PNG holds 255, which is not ignored
 def load_class_names(path: str) -> list[str]:
     """One name per line (blank lines and ``#`` comments skipped), or a JSON list."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise InputError(f"cannot read class names: {exc.strerror or exc}", path=path) from None
+        text = read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("class names: not UTF-8 text", path=path) from None
     if text.lstrip().startswith("["):
-        try:
-            names = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"class names: not valid JSON ({exc})", path=path) from None
+        names = loads_json(text.encode(), path, "class names: ")
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise InputError("class names: expected a JSON list of strings", path=path)
     else:
@@ -232,50 +238,26 @@ def frame_scores(confusion: FrameConfusion) -> tuple[float | None, float | None]
 
 
 def pooled_dataset(frames: list[FrameConfusion], params: Params) -> dict[str, Any]:
-    """Sum the frames' counts into one matrix and derive the dataset metrics."""
+    """Sum the frames' counts into one matrix and derive the dataset metrics (means over the
+    classes with GT support)."""
     num_classes, names = params["num_classes"], params["class_names"]
-    if num_classes is not None:
-        classes = np.arange(num_classes, dtype=np.int64)
-    else:
-        seen = [frame.gt_labels for frame in frames] + [frame.pred_labels for frame in frames]
-        classes = np.unique(np.concatenate(seen)) if seen else np.zeros(0, np.int64)
-        classes = classes[classes >= 0]
-    other = any(np.any(~np.isin(frame.pred_labels, classes)) for frame in frames)
-    matrix = np.zeros((classes.size, classes.size + (1 if other else 0)), dtype=np.int64)
-    for frame in frames:
-        if not frame.counts.size:
-            continue
-        rows = np.searchsorted(classes, frame.gt_labels)
-        cols = np.searchsorted(classes, frame.pred_labels)
-        known = (cols < classes.size) & (classes[np.minimum(cols, classes.size - 1)] == frame.pred_labels)
-        cols = np.where(known, cols, classes.size)  # outside the classes: the "other" column
-        np.add.at(matrix, (rows[:, None], cols[None, :]), frame.counts)
+    pooled = sum_confusions(frames)
+    classes = class_axis(pooled, num_classes)
+    other = has_other(pooled, classes)
+    matrix = dense_matrix(pooled, classes, other=other)
     labels = [names[int(c)] if names else str(int(c)) for c in classes]
     scores = class_scores(matrix)
     supported = scores.support > 0
-    total = float(scores.support.sum())
     dataset: dict[str, Any] = {
         "confusion": {"labels": labels, "columns": labels + ([OTHER] if other else []),
                       "matrix": matrix.tolist()},
-        "n_labelled": int(total),
+        "n_labelled": int(scores.support.sum()),
+        **average_scores(scores),
     }
-    if not supported.any():
-        dataset.update(dict.fromkeys(("miou", "fwiou", "acc", "mprecision", "mrecall", "mf1")))
-        dataset["per_class"] = {}
-        return dataset
-    dataset.update({
-        "miou": float(scores.iou[supported].mean()),
-        "fwiou": float(np.sum(scores.support[supported] / total * scores.iou[supported])),
-        "acc": float(scores.tp.sum() / total),
-        "mprecision": float(scores.precision[supported].mean()),
-        "mrecall": float(scores.recall[supported].mean()),
-        "mf1": float(scores.f1[supported].mean()),
-        "per_class": {
-            labels[c]: {"iou": float(scores.iou[c]), "precision": float(scores.precision[c]),
-                        "recall": float(scores.recall[c]), "f1": float(scores.f1[c]),
-                        "support": int(scores.support[c])}
-            for c in np.flatnonzero(supported)
-        },
-    })
+    dataset["per_class"] = {
+        labels[c]: {"iou": float(scores.iou[c]), "precision": float(scores.precision[c]),
+                    "recall": float(scores.recall[c]), "f1": float(scores.f1[c]),
+                    "support": int(scores.support[c])}
+        for c in np.flatnonzero(supported)
+    }
     return dataset
-

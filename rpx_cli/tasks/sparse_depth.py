@@ -23,6 +23,7 @@ from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.points import Points, parse_points_json, points_from_array
+from rpx_cli.io.values import MAX_MAGNITUDE, MIN_DEPTH
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn
 from rpx_cli.tasks.depth import DepthMap, to_depth
@@ -100,11 +101,13 @@ class SparseDepth(Task):
             raise InputError("GT must be points: an (N, 3) .npy or a JSON file", path=gt_path)
         good = np.isfinite(gt.depth) & (gt.depth > 0)
         xy, depth = gt.xy[good], gt.depth[good]
+        _check_range(depth, MIN_DEPTH, "GT depth", gt_path)
         if isinstance(pred, Points):
             predicted = match_points(xy, pred, params["radius"])
         else:
             predicted = sample_dense(xy, pred.metres(np.float64))
         hit = np.isfinite(predicted) & (predicted > 0)
+        _check_range(predicted[hit], 0.0, "predicted depth", pred_path or gt_path)
         abs_rel = np.where(hit, np.abs(predicted - depth) / depth, 1.0)
         sq_err = np.where(hit, (predicted - depth) ** 2, depth**2)
         n = int(depth.size)
@@ -125,6 +128,15 @@ class SparseDepth(Task):
         dataset.update({"n_points": int(n.sum()), "n_missed": int(missed.sum()),
                         "n_invalid_gt": int(invalid.sum())})
         return {"aggregate": aggregate, "dataset": dataset}
+
+
+def _check_range(depth: np.ndarray, floor: float, name: str, path: str) -> None:
+    """Depths used by the metrics must lie in [floor, MAX_MAGNITUDE] metres: beyond, a
+    squared error overflows (a depth of 1e300) or a relative one does (a GT of 5e-324)."""
+    bad = (depth < floor) | (depth > MAX_MAGNITUDE)
+    if bad.any():
+        raise InputError(f"{name} {float(depth[np.argmax(bad)]):g} m is outside the physical "
+                         f"range [{floor:g}, {MAX_MAGNITUDE:g}] m", path=path)
 
 
 def finalize(n: float, missed: float, abs_rel: float, sq_err: float) -> dict[str, float | None]:

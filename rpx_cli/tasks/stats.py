@@ -7,7 +7,7 @@ rows in stem order) and the task's ``summarize`` reads the columns by name. Beca
 can be sliced, concatenated and written to JSON exactly, ``--shard`` parts, ``rpx merge``
 and any other way of splitting a run rebuild the single-run numbers bit for bit.
 
-Two kinds of statistic:
+Three kinds of statistic:
 
 - **numbers** (the default): ``width`` floats per pair (a scalar column for width 1, an
   ``(n, width)`` block otherwise), kept in float64. ``None`` means undefined and is stored
@@ -16,6 +16,13 @@ Two kinds of statistic:
   confusion matrix or the boxes of an image, with how to write it to JSON and read it back.
   A column of objects is a list, or a sequence type with a ``take(order)`` method (the
   detection task's flat :class:`~rpx_cli.io.box_table.FrameTable`).
+- **folded objects** (``merge`` given too, torchmetrics' ``dist_reduce_fx="sum"``): the
+  pairs' objects are combined as they arrive into ONE value for the whole table (None
+  while the table is empty), so memory does not grow with the number of pairs. ``merge(a,
+  b)`` returns the combination without changing either argument and must be exact,
+  associative and commutative (integer sums: a confusion matrix), so any split into
+  ``--shard`` parts and any order give the same value. A folded statistic cannot be
+  sliced to a subset of the pairs, only reordered.
 """
 
 from __future__ import annotations
@@ -37,10 +44,21 @@ class Stat:
     width: int = 1
     encode: Callable[[Any], Any] | None = None  # object -> JSON (objects only)
     decode: Callable[[Any], Any] | None = None  # JSON -> object
+    merge: Callable[[Any, Any], Any] | None = None  # (a, b) -> a + b: folded objects only
+
+    def __post_init__(self) -> None:
+        if self.merge is not None and (self.encode is None or self.decode is None):
+            raise ValueError(f"statistic {self.name!r}: a folded statistic (merge) is an "
+                             "object with encode and decode")
 
     @property
     def numeric(self) -> bool:
         return self.encode is None
+
+    @property
+    def folded(self) -> bool:
+        """One value for the whole table (:attr:`merge`), not one per pair."""
+        return self.merge is not None
 
 
 class StatTable:
@@ -55,8 +73,8 @@ class StatTable:
         return self.n
 
     def __getitem__(self, name: str) -> Any:
-        """A numeric column (float64, NaN = undefined; ``(n,)`` or ``(n, width)``) or a
-        sequence of objects."""
+        """A numeric column (float64, NaN = undefined; ``(n,)`` or ``(n, width)``), a
+        sequence of objects, or a folded statistic's one value (None for no pairs)."""
         return self.columns[name]
 
     @classmethod
@@ -69,7 +87,12 @@ class StatTable:
         columns = {}
         for stat in self.declared:
             column = self.columns[stat.name]
-            if isinstance(column, np.ndarray):
+            if stat.folded:
+                if index.size != self.n:
+                    raise ValueError(f"statistic {stat.name!r} is folded over all pairs: it "
+                                     "can be reordered, not sliced")
+                columns[stat.name] = column
+            elif isinstance(column, np.ndarray):
                 columns[stat.name] = column[index]
             elif isinstance(column, list):
                 columns[stat.name] = [column[i] for i in index.tolist()]
@@ -83,7 +106,9 @@ class StatTable:
         collector_columns: dict[str, Any] = {}
         for stat in declared:
             parts = [table[stat.name] for table in tables]
-            if stat.numeric:
+            if stat.folded:
+                collector_columns[stat.name] = _fold(stat, parts)
+            elif stat.numeric:
                 shape = (0,) if stat.width == 1 else (0, stat.width)
                 collector_columns[stat.name] = (np.concatenate(parts) if parts
                                                 else np.zeros(shape))
@@ -96,7 +121,9 @@ class StatTable:
         out: dict[str, list[Any]] = {}
         for stat in self.declared:
             column = self.columns[stat.name]
-            if stat.numeric:
+            if stat.folded:
+                out[stat.name] = None if column is None else stat.encode(column)
+            elif stat.numeric:
                 out[stat.name] = _nulls(column.tolist())
             else:
                 out[stat.name] = [stat.encode(item) for item in column]
@@ -108,6 +135,11 @@ class StatTable:
         columns: dict[str, Any] = {}
         for stat in declared:
             values = data.get(stat.name)
+            if stat.folded:
+                if stat.name not in data:
+                    raise ValueError(f"statistic {stat.name!r} is missing")
+                columns[stat.name] = None if values is None else stat.decode(values)
+                continue
             if not isinstance(values, list) or len(values) != n:
                 raise ValueError(f"statistic {stat.name!r} is missing or has the wrong length")
             if stat.numeric:
@@ -129,7 +161,8 @@ class Collector:
         self.declared = tuple(declared)
         self._numbers = {stat.name: array("d") for stat in self.declared if stat.numeric}
         self._objects: dict[str, list[Any]] = {stat.name: [] for stat in self.declared
-                                               if not stat.numeric}
+                                               if not stat.numeric and not stat.folded}
+        self._folded: dict[str, Any] = {stat.name: None for stat in self.declared if stat.folded}
         self.n = 0
 
     def add(self, values: Mapping[str, Any]) -> None:
@@ -139,7 +172,11 @@ class Collector:
                 value = values[stat.name]
             except KeyError:
                 raise KeyError(f"the task's evaluate gave no statistic {stat.name!r}") from None
-            if not stat.numeric:
+            if stat.folded:
+                current = self._folded[stat.name]
+                if value is not None:
+                    self._folded[stat.name] = value if current is None else stat.merge(current, value)
+            elif not stat.numeric:
                 self._objects[stat.name].append(value)
             elif stat.width == 1:
                 self._numbers[stat.name].append(math.nan if value is None else value)
@@ -152,13 +189,22 @@ class Collector:
         self.n += 1
 
     def table(self) -> StatTable:
-        columns: dict[str, Any] = dict(self._objects)
+        columns: dict[str, Any] = {**self._objects, **self._folded}
         for stat in self.declared:
             if stat.numeric:
                 flat = np.frombuffer(self._numbers[stat.name], dtype=np.float64).copy() \
                     if len(self._numbers[stat.name]) else np.zeros(0)
                 columns[stat.name] = flat if stat.width == 1 else flat.reshape(-1, stat.width)
         return StatTable(self.declared, columns, self.n)
+
+
+def _fold(stat: Stat, values: Sequence[Any]) -> Any:
+    """The folded statistic's values combined (None: no pairs)."""
+    total = None
+    for value in values:
+        if value is not None:
+            total = value if total is None else stat.merge(total, value)
+    return total
 
 
 def _nulls(values: list[Any]) -> list[Any]:

@@ -31,6 +31,13 @@ from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
 BENCHMARKS = ("none", "mot17", "mot20")
+# Caps (input errors naming the file past them): TrackEval's metrics, which rpx reproduces,
+# compare every GT box of a frame with every predicted one, and every GT id with every
+# predicted id, in dense matrices solved by optimal assignment. Busy benchmarks stay far
+# below (MOT20: ~250 boxes a frame, ~1,200 GT ids a sequence); 8,000 boxes in one frame or
+# 20,000 ids on each side would need gigabytes and hours.
+MAX_BOXES_PER_FRAME = 2_000  # per side
+MAX_ID_PAIRS = 1 << 24  # GT ids x predicted ids in one sequence (e.g. 4,096 x 4,096)
 PEDESTRIAN = 1
 MOT_CLASSES = range(1, 14)  # pedestrian … crowd (TrackEval's class_name_to_class_id)
 DISTRACTORS = {"mot17": (2, 7, 8, 12), "mot20": (2, 6, 7, 8, 12)}
@@ -125,6 +132,7 @@ class Tracking(Task):
     def evaluate(self, pred: Tracks, gt: Tracks, params: Params, *, pred_path: str | None,
                  gt_path: str) -> Sample:
         gt, pred = _preprocess(gt, pred, params["benchmark"])
+        _check_size(gt, pred, pred_path, gt_path)
         stats = mot.sequence_stats(_side(gt), _side(pred), params["iou_threshold"])
         return Sample(mot.finalize(stats), {"mot": stats.tolist()})
 
@@ -181,6 +189,25 @@ def _check_benchmark_file(tracks: Tracks, path: str, role: str, benchmark: str) 
         raise InputError(f"--benchmark {benchmark}: predictions must be pedestrians (column 8 "
                          f"is {int(tracks.cls.max())}; MOTChallenge evaluates class 1 only)",
                          path=path)
+
+
+def _check_size(gt: Tracks, pred: Tracks, pred_path: str | None, gt_path: str) -> None:
+    """Refuse, naming the file, a sequence past :data:`MAX_BOXES_PER_FRAME` or
+    :data:`MAX_ID_PAIRS` (before any matrix is built)."""
+    for side, path in ((gt, gt_path), (pred, pred_path or gt_path)):
+        if len(side):
+            frames, counts = np.unique(side.frame, return_counts=True)
+            if counts.max() > MAX_BOXES_PER_FRAME:
+                at = int(np.argmax(counts))
+                raise InputError(f"frame {int(frames[at])} has {int(counts[at]):,} boxes; at most "
+                                 f"{MAX_BOXES_PER_FRAME:,} per frame are evaluated (the metrics "
+                                 "compare every GT box with every predicted one)", path=path)
+    n_gt, n_pred = len(np.unique(gt.ids)), len(np.unique(pred.ids))
+    if n_gt * n_pred > MAX_ID_PAIRS:
+        raise InputError(f"{n_gt:,} GT ids x {n_pred:,} predicted ids ({gt_path}) exceed the "
+                         f"{MAX_ID_PAIRS:,} id pairs evaluated per sequence (the identity "
+                         "metrics match every GT id with every predicted one)",
+                         path=pred_path or gt_path)
 
 
 def _preprocess(gt: Tracks, pred: Tracks, benchmark: str) -> tuple[Tracks, Tracks]:

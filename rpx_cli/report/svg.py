@@ -1,0 +1,414 @@
+"""Inline SVG charts for the HTML report, written as text (no plotting library).
+
+Every chart is one ``<svg>`` element that draws with CSS classes (``ax``, ``grid``,
+``label``: colours come from the page, so light and dark mode both work) and a
+colour-blind-safe palette (Okabe & Ito; viridis for heatmaps). The numbers each mark shows
+are in ``data-*`` attributes (full precision, Python ``repr``), so a test — or a user's
+script — can read them back from the page and compare them with the JSON report.
+
+Pure Python: rendering a report never imports numpy.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from typing import Any
+
+# Okabe & Ito, "Color Universal Design" (2008): distinguishable with every common form of
+# colour blindness; yellow last (weak on white)
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442")
+GOOD, BAD, NEUTRAL = "#0072B2", "#D55E00", "#888888"
+# viridis at 0, .25, .5, .75, 1 (perceptually uniform, colour-blind safe)
+_VIRIDIS = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
+COMPACT_CELLS = 40 * 40  # larger heatmaps are drawn compactly (see heatmap)
+CHAR_PX = 6.4  # average width of a 11px sans-serif character, for label room
+
+
+def esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def datum(value: Any) -> str:
+    """A number for a ``data-*`` attribute: shortest round-trip form, ``null`` for None."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else "null"
+    return str(value)
+
+
+def data_list(values: Sequence[Any]) -> str:
+    return "[" + ",".join(datum(v) for v in values) + "]"
+
+
+def short(value: Any, digits: int = 3) -> str:
+    """A number as people read it on a chart."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return f"{value:,}"
+    if value == 0:
+        return "0"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) < 1e-3:
+        return f"{value:.2e}"
+    return f"{value:.{digits}g}"
+
+
+def viridis(t: float) -> str:
+    t = min(max(t, 0.0), 1.0) * (len(_VIRIDIS) - 1)
+    i = min(int(t), len(_VIRIDIS) - 2)
+    f = t - i
+    a, b = _VIRIDIS[i], _VIRIDIS[i + 1]
+    return "#" + "".join(f"{round(a[k] + (b[k] - a[k]) * f):02x}" for k in range(3))
+
+
+def _text_on(t: float) -> str:
+    return "#000" if t > 0.55 else "#fff"  # viridis turns light past ~0.55
+
+
+def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    if hi <= lo:
+        return [lo]
+    raw = (hi - lo) / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step - 1e-9) * step
+    out, k = [], 0
+    while first + k * step <= hi + step * 1e-9:
+        out.append(round(first + k * step, 12))
+        k += 1
+    return out
+
+
+def _svg(width: float, height: float, body: list[str], *, title: str, attrs: dict[str, Any]) -> str:
+    extra = "".join(f' data-{k}="{esc(v)}"' for k, v in attrs.items())
+    return (f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
+            f'width="{width:.0f}" height="{height:.0f}" role="img" aria-label="{esc(title)}"{extra}>'
+            f"<title>{esc(title)}</title>" + "".join(body) + "</svg>")
+
+
+class _Frame:
+    """Plot area with linear scales and labelled axes."""
+
+    def __init__(self, width: float, height: float, x: tuple[float, float], y: tuple[float, float],
+                 *, left: float = 52, right: float = 14, top: float = 14, bottom: float = 42) -> None:
+        self.width, self.height = width, height
+        self.x0, self.x1, self.y0, self.y1 = left, width - right, height - bottom, top
+        self.xd, self.yd = x, y
+
+    def sx(self, v: float) -> float:
+        lo, hi = self.xd
+        return self.x0 + (v - lo) / ((hi - lo) or 1) * (self.x1 - self.x0)
+
+    def sy(self, v: float) -> float:
+        lo, hi = self.yd
+        return self.y0 - (v - lo) / ((hi - lo) or 1) * (self.y0 - self.y1)
+
+    def axes(self, x_label: str, y_label: str, *, x_ticks: bool = True) -> list[str]:
+        out = []
+        for t in _ticks(*self.yd):
+            y = self.sy(t)
+            out.append(f'<line class="grid" x1="{self.x0:.1f}" x2="{self.x1:.1f}" y1="{y:.1f}" y2="{y:.1f}"/>'
+                       f'<text class="tick" x="{self.x0 - 5:.1f}" y="{y + 3.5:.1f}" text-anchor="end">'
+                       f"{short(t)}</text>")
+        if x_ticks:
+            for t in _ticks(*self.xd):
+                x = self.sx(t)
+                out.append(f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{self.y1:.1f}" y2="{self.y0:.1f}"/>'
+                           f'<text class="tick" x="{x:.1f}" y="{self.y0 + 14:.1f}" text-anchor="middle">'
+                           f"{short(t)}</text>")
+        out.append(f'<path class="ax" d="M{self.x0:.1f},{self.y1:.1f}V{self.y0:.1f}H{self.x1:.1f}"/>')
+        out.append(f'<text class="label" x="{(self.x0 + self.x1) / 2:.1f}" y="{self.height - 6:.1f}" '
+                   f'text-anchor="middle">{esc(x_label)}</text>')
+        cy = (self.y0 + self.y1) / 2
+        out.append(f'<text class="label" transform="translate(12,{cy:.1f}) rotate(-90)" '
+                   f'text-anchor="middle">{esc(y_label)}</text>')
+        return out
+
+
+def _legend(items: list[tuple[str, str, str]], x: float, y: float) -> list[str]:
+    """(name, colour, dash) rows from (x, y), right-aligned boxes."""
+    longest = max((len(name) for name, _, _ in items), default=0)
+    out = [f'<rect class="legendbg" x="{x - 4:.1f}" y="{y - 8:.1f}" width="{30 + longest * CHAR_PX:.1f}" '
+           f'height="{len(items) * 15 + 2}"/>']
+    for i, (name, colour, dash) in enumerate(items):
+        yy = y + i * 15
+        style = f' stroke-dasharray="{dash}"' if dash else ""
+        out.append(f'<line x1="{x:.1f}" x2="{x + 18:.1f}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="{colour}" '
+                   f'stroke-width="2.5"{style}/><text class="legend" x="{x + 23:.1f}" y="{yy + 4:.1f}">'
+                   f"{esc(name)}</text>")
+    return out
+
+
+def line_chart(series: Sequence[dict[str, Any]], *, title: str, x_label: str, y_label: str,
+               x: Sequence[float] | None = None, x_domain: tuple[float, float] = (0.0, 1.0),
+               y_domain: tuple[float, float] = (0.0, 1.0), markers: Sequence[dict[str, Any]] = (),
+               width: float = 520, height: float = 330, legend: bool = True, x_attr: bool = True,
+               attrs: dict[str, Any] | None = None) -> str:
+    """Lines over a shared ``x`` (or each series' own ``x``); None breaks a line. Each
+    series: ``{"name", "y", "x"?, "colour"?, "dash"?}``; its numbers go to ``data-y`` (and
+    ``data-x`` on the chart when shared, unless ``x_attr`` is False). Markers: ``{"x", "y", "label"}``, a ring with text."""
+    frame = _Frame(width, height, x_domain, y_domain)
+    body = frame.axes(x_label, y_label)
+    keys: list[tuple[str, str, str]] = []
+    for i, s in enumerate(series):
+        colour = s.get("colour") or PALETTE[i % len(PALETTE)]
+        dash = s.get("dash", "")
+        xs = s.get("x") or x or []
+        parts, current = [], []
+        points = list(zip(xs, s["y"], strict=False))
+        for k, (xv, yv) in enumerate(points):
+            if yv is None or xv is None:
+                if current:
+                    parts.append(current)
+                current = []
+                continue
+            flat = (0 < k < len(points) - 1 and current and points[k - 1][1] == yv
+                    and points[k + 1][1] == yv and points[k + 1][0] is not None)
+            if not flat:  # the inner points of a flat run draw nothing
+                current.append(f"{frame.sx(xv):.1f},{frame.sy(yv):.1f}")
+        if current:
+            parts.append(current)
+        d = "".join("M" + "L".join(p) for p in parts)
+        style = f' stroke-dasharray="{dash}"' if dash else ""
+        own_x = f' data-x="{data_list(s["x"])}"' if s.get("x") else ""
+        body.append(f'<path class="series" d="{d}" stroke="{colour}"{style} data-series="{esc(s["name"])}"'
+                    f'{own_x} data-y="{data_list(s["y"])}"/>')
+        keys.append((s["name"], colour, dash))
+    for m in markers:
+        if m.get("x") is None or m.get("y") is None:
+            continue
+        mx, my = frame.sx(m["x"]), frame.sy(m["y"])
+        body.append(f'<circle class="marker" cx="{mx:.1f}" cy="{my:.1f}" r="5" data-x="{datum(m["x"])}" '
+                    f'data-y="{datum(m["y"])}"><title>{esc(m.get("label", ""))}</title></circle>')
+        if m.get("label"):
+            anchor = "end" if mx > (frame.x0 + frame.x1) / 2 else "start"
+            dx = -8 if anchor == "end" else 8
+            body.append(f'<text class="note" x="{mx + dx:.1f}" y="{my - 7:.1f}" text-anchor="{anchor}">'
+                        f'{esc(m["label"])}</text>')
+    if legend and keys:
+        longest = max(len(name) for name, _, _ in keys)
+        body += _legend(keys, frame.x1 - 30 - longest * CHAR_PX, frame.y1 + 8)
+    chart_attrs = {"chart": "line", **(attrs or {})}
+    if x is not None and x_attr:
+        chart_attrs["x"] = data_list(x)
+    return _svg(width, height, body, title=title, attrs=chart_attrs)
+
+
+def bar_chart(labels: Sequence[str], values: Sequence[float | None], *, title: str, value_label: str,
+              domain: tuple[float, float] | None = None, notes: Sequence[str] | None = None,
+              colours: Sequence[str] | None = None, width: float = 520,
+              attrs: dict[str, Any] | None = None) -> str:
+    """Horizontal bars, one per label (``data-label``, ``data-value``); a None value is
+    written "n/a" with no bar."""
+    present = [v for v in values if v is not None]
+    lo = min(0.0, min(present, default=0.0))
+    hi = max(present, default=1.0) if domain is None else domain[1]
+    if domain is not None:
+        lo = domain[0]
+    hi = hi if hi > lo else lo + 1
+    label_px = min(220, max(40, CHAR_PX * max((len(str(a)) for a in labels), default=4) + 8))
+    row = 18
+    height = 40 + row * len(labels) + 10
+    frame = _Frame(width, height, (lo, hi), (0, 1), left=label_px, right=70, top=8, bottom=34)
+    body = []
+    for t in _ticks(lo, hi):
+        xx = frame.sx(t)
+        body.append(f'<line class="grid" x1="{xx:.1f}" x2="{xx:.1f}" y1="{frame.y1:.1f}" y2="{frame.y0:.1f}"/>'
+                    f'<text class="tick" x="{xx:.1f}" y="{frame.y0 + 13:.1f}" text-anchor="middle">{short(t)}</text>')
+    zero = frame.sx(max(lo, 0.0))
+    for i, (name, value) in enumerate(zip(labels, values, strict=True)):
+        y = frame.y1 + i * row
+        note = notes[i] if notes else ""
+        colour = colours[i] if colours else PALETTE[0]
+        text = esc(str(name)[:34])
+        body.append(f'<text class="tick" x="{frame.x0 - 5:.1f}" y="{y + 12:.1f}" text-anchor="end">{text}</text>')
+        if value is None:
+            body.append(f'<text class="note" x="{zero + 4:.1f}" y="{y + 12:.1f}" data-label="{esc(name)}" '
+                        f'data-value="null">n/a{esc(" " + note if note else "")}</text>')
+            continue
+        x1 = frame.sx(min(max(value, lo), hi))
+        left, w = min(zero, x1), abs(x1 - zero)
+        body.append(f'<rect class="bar" x="{left:.1f}" y="{y + 2:.1f}" width="{max(w, 0.5):.1f}" height="{row - 5}" '
+                    f'fill="{colour}" data-label="{esc(name)}" data-value="{datum(value)}">'
+                    f"<title>{esc(name)}: {short(value, 4)}{esc(' ' + note if note else '')}</title></rect>"
+                    f'<text class="note" x="{max(zero, x1) + 4:.1f}" y="{y + 12:.1f}">{short(value)}'
+                    f"{esc(' ' + note if note else '')}</text>")
+    body.append(f'<path class="ax" d="M{zero:.1f},{frame.y1:.1f}V{frame.y0:.1f}"/>')
+    body.append(f'<text class="label" x="{(frame.x0 + frame.x1) / 2:.1f}" y="{height - 5:.1f}" '
+                f'text-anchor="middle">{esc(value_label)}</text>')
+    return _svg(width, height, body, title=title, attrs={"chart": "bars", **(attrs or {})})
+
+
+def grouped_bars(categories: Sequence[str], groups: Sequence[str], values: Sequence[Sequence[float | None]],
+                 *, title: str, y_label: str, x_label: str, domain: tuple[float, float] | None = None,
+                 width: float = 520, height: float = 300, attrs: dict[str, Any] | None = None) -> str:
+    """Vertical bars: ``values[g][c]`` for group g (a colour) in category c (a cluster)."""
+    present = [v for row in values for v in row if v is not None]
+    lo = min(0.0, min(present, default=0.0)) if domain is None else domain[0]
+    hi = max(present, default=1.0) if domain is None else domain[1]
+    hi = hi if hi > lo else lo + 1
+    frame = _Frame(width, height, (0, len(categories)), (lo, hi), bottom=46, top=30)
+    body = frame.axes(x_label, y_label, x_ticks=False)
+    slot = (frame.x1 - frame.x0) / max(len(categories), 1)
+    bar = slot * 0.8 / max(len(groups), 1)
+    base = frame.sy(max(lo, 0.0))
+    for c, category in enumerate(categories):
+        body.append(f'<text class="tick" x="{frame.x0 + slot * (c + 0.5):.1f}" y="{frame.y0 + 14:.1f}" '
+                    f'text-anchor="middle">{esc(category)}</text>')
+        for g, group in enumerate(groups):
+            value = values[g][c]
+            x = frame.x0 + slot * c + slot * 0.1 + bar * g
+            if value is None:
+                body.append(f'<text class="note" x="{x + bar / 2:.1f}" y="{base - 4:.1f}" text-anchor="middle" '
+                            f'data-group="{esc(group)}" data-category="{esc(category)}" data-value="null">–</text>')
+                continue
+            y = frame.sy(min(max(value, lo), hi))
+            body.append(f'<rect class="bar" x="{x:.1f}" y="{min(y, base):.1f}" width="{bar * 0.92:.1f}" '
+                        f'height="{max(abs(base - y), 0.5):.1f}" fill="{PALETTE[g % len(PALETTE)]}" '
+                        f'data-group="{esc(group)}" data-category="{esc(category)}" data-value="{datum(value)}">'
+                        f"<title>{esc(category)}, {esc(group)}: {short(value, 4)}</title></rect>")
+    step = max(60, CHAR_PX * max((len(str(g)) for g in groups), default=4) + 22)
+    body += [f'<rect x="{frame.x0 + i * step:.1f}" y="6" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>'
+             f'<text class="legend" x="{frame.x0 + 14 + i * step:.1f}" y="15">{esc(g)}</text>'
+             for i, g in enumerate(groups)]
+    return _svg(width, height, body, title=title, attrs={"chart": "grouped-bars", **(attrs or {})})
+
+
+def heatmap(rows: Sequence[str], columns: Sequence[str], matrix: Sequence[Sequence[float]], *,
+            title: str, normalise_rows: bool, row_label: str = "ground truth (rows)",
+            column_label: str = "predicted (columns)", attrs: dict[str, Any] | None = None) -> str:
+    """A confusion matrix; colour by count, or by share of its row (``normalise_rows``).
+    Only non-zero cells are drawn; each carries ``data-row``, ``data-col``, ``data-count``
+    and ``data-share`` (count / row sum) and a tooltip. Past :data:`COMPACT_CELLS` cells
+    (COCO's 81 × 81) the cells are one path per colour step and each row is one element
+    with ``data-counts`` (the row) and ``data-total``: the page stays small."""
+    n, m = len(rows), len(columns)
+    cell = float(max(8, min(30, int(620 / max(n, m, 1)))))
+    font = min(11.0, max(6.0, cell * 0.55))
+    label_px = min(150, CHAR_PX * max((len(str(a)) for a in (*rows, *columns)), default=4) * font / 11 + 10)
+    left, top = label_px + 20, label_px + 24
+    width, height = left + cell * m + 110, top + cell * n + 12
+    sums = [sum(r) for r in matrix]
+    peak = max((v for r in matrix for v in r), default=0) or 1
+    body = [f'<text class="label" x="{left + cell * m / 2:.1f}" y="12" text-anchor="middle">{esc(column_label)}</text>',
+            f'<text class="label" transform="translate(12,{top + cell * n / 2:.1f}) rotate(-90)" '
+            f'text-anchor="middle">{esc(row_label)}</text>',
+            f'<rect class="cell0" x="{left}" y="{top}" width="{cell * m:.1f}" height="{cell * n:.1f}"/>']
+    for j, name in enumerate(columns):
+        x = left + cell * (j + 0.5)
+        body.append(f'<text class="tick" font-size="{font:.1f}" transform="translate({x + font / 3:.1f},{top - 4:.1f}) '
+                    f'rotate(-60)">{esc(str(name)[:24])}</text>')
+    show_numbers = cell >= 22
+    compact = n * m > COMPACT_CELLS
+    bins: dict[str, list[str]] = {}
+    for i, name in enumerate(rows):
+        y = top + cell * i
+        body.append(f'<text class="tick" font-size="{font:.1f}" x="{left - 4:.1f}" y="{y + cell / 2 + font / 3:.1f}" '
+                    f'text-anchor="end">{esc(str(name)[:24])}</text>')
+        if compact:
+            # one data element per row (its counts), cells drawn as one path per colour
+            body.append(f'<g data-row="{i}" data-label="{esc(name)}" data-total="{datum(sums[i])}" '
+                        f'data-counts="{data_list(matrix[i])}"/>')
+        for j, count in enumerate(matrix[i]):
+            if not count:
+                continue
+            share = count / sums[i] if sums[i] else 0.0
+            t = share if normalise_rows else count / peak
+            if compact:
+                bins.setdefault(viridis(round(t * 31) / 31), []).append(
+                    f"M{left + cell * j:.0f} {y:.0f}h{cell:.0f}v{cell:.0f}h-{cell:.0f}z")
+                continue
+            shown = f"{share:.0%}" if normalise_rows else short(count)
+            body.append(f'<rect x="{left + cell * j:.1f}" y="{y:.1f}" width="{cell:.1f}" height="{cell:.1f}" '
+                        f'fill="{viridis(t)}" data-row="{i}" data-col="{j}" data-count="{datum(count)}" '
+                        f'data-share="{datum(share)}"><title>GT {esc(name)} → predicted {esc(columns[j])}: '
+                        f"{short(count)} ({share:.1%} of the row)</title></rect>")
+            if show_numbers:
+                body.append(f'<text x="{left + cell * (j + 0.5):.1f}" y="{y + cell / 2 + 3.5:.1f}" '
+                            f'text-anchor="middle" font-size="{min(10.0, font):.1f}" fill="{_text_on(t)}">'
+                            f"{shown}</text>")
+    body += [f'<path d="{"".join(d)}" fill="{colour}"/>' for colour, d in sorted(bins.items())]
+    # colour scale
+    sx = left + cell * m + 18
+    for k in range(20):
+        body.append(f'<rect x="{sx:.1f}" y="{top + k * cell * n / 20:.1f}" width="12" '
+                    f'height="{cell * n / 20 + 0.5:.1f}" fill="{viridis(1 - k / 19)}"/>')
+    hi_text = "100% of row" if normalise_rows else short(peak)
+    body.append(f'<text class="tick" x="{sx + 16:.1f}" y="{top + 9:.1f}">{hi_text}</text>'
+                f'<text class="tick" x="{sx + 16:.1f}" y="{top + cell * n:.1f}">{"0%" if normalise_rows else "1"}</text>')
+    return _svg(width, height, body, title=title,
+                attrs={"chart": "heatmap", "normalised": "rows" if normalise_rows else "none", **(attrs or {})})
+
+
+def histogram(values: Sequence[float], *, title: str, x_label: str, bins: int = 30,
+              width: float = 440, height: float = 240, attrs: dict[str, Any] | None = None) -> str:
+    """Counts of ``values`` in equal-width bins (``data-lo``, ``data-hi``, ``data-count``)."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    if hi <= lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    step = (hi - lo) / bins
+    counts = [0] * bins
+    for v in finite:
+        counts[min(int((v - lo) / step), bins - 1)] += 1
+    frame = _Frame(width, height, (lo, hi), (0, max(counts, default=1) or 1))
+    body = frame.axes(x_label, "count")
+    for k, c in enumerate(counts):
+        a, b = lo + k * step, lo + (k + 1) * step
+        if not c:
+            continue
+        x0, x1, y = frame.sx(a), frame.sx(b), frame.sy(c)
+        body.append(f'<rect class="bar" x="{x0:.1f}" y="{y:.1f}" width="{max(x1 - x0 - 1, 0.5):.1f}" '
+                    f'height="{frame.y0 - y:.1f}" fill="{PALETTE[0]}" data-lo="{datum(a)}" data-hi="{datum(b)}" '
+                    f'data-count="{c}"><title>{short(a)} – {short(b)}: {c}</title></rect>')
+    return _svg(width, height, body, title=title, attrs={"chart": "histogram", "n": len(finite), **(attrs or {})})
+
+
+def interval_chart(items: Sequence[dict[str, Any]], *, title: str, x_label: str, width: float = 620,
+                   attrs: dict[str, Any] | None = None) -> str:
+    """Deltas with their confidence intervals, one row each: ``{"label", "delta", "low",
+    "high", "status"}``; a vertical line at 0. Improved rows are blue with ▲, regressed
+    vermillion with ▼ (the shape carries the meaning too)."""
+    values = [v for it in items for v in (it["delta"], it.get("low"), it.get("high")) if v is not None]
+    span = max((abs(v) for v in values), default=1.0) or 1.0
+    lo, hi = -span * 1.1, span * 1.1
+    label_px = min(300, max(60, CHAR_PX * max((len(it["label"]) for it in items), default=6) + 10))
+    row = 20
+    height = 40 + row * len(items) + 10
+    frame = _Frame(width, height, (lo, hi), (0, 1), left=label_px + 14, right=90, top=8, bottom=34)
+    body = []
+    for t in _ticks(lo, hi):
+        x = frame.sx(t)
+        body.append(f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.y1:.1f}" y2="{frame.y0:.1f}"/>'
+                    f'<text class="tick" x="{x:.1f}" y="{frame.y0 + 13:.1f}" text-anchor="middle">{short(t)}</text>')
+    zero = frame.sx(0)
+    body.append(f'<path class="ax" d="M{zero:.1f},{frame.y1:.1f}V{frame.y0:.1f}"/>')
+    for i, it in enumerate(items):
+        y = frame.y1 + i * row + row / 2
+        status = it.get("status", "")
+        colour, mark = {"improved": (GOOD, "▲"), "regressed": (BAD, "▼")}.get(status, (NEUTRAL, "●"))
+        body.append(f'<text class="tick" x="{frame.x0 - 6:.1f}" y="{y + 4:.1f}" text-anchor="end">'
+                    f"{esc(it['label'])}</text>")
+        if it.get("low") is not None and it.get("high") is not None:
+            body.append(f'<path d="M{frame.sx(it["low"]):.1f},{y:.1f}H{frame.sx(it["high"]):.1f}'
+                        f'M{frame.sx(it["low"]):.1f},{y - 4:.1f}v8M{frame.sx(it["high"]):.1f},{y - 4:.1f}v8" '
+                        f'stroke="{colour}" stroke-width="1.6" fill="none"/>')
+        x = frame.sx(it["delta"])
+        body.append(f'<text x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle" fill="{colour}" font-size="12" '
+                    f'data-metric="{esc(it["label"])}" data-delta="{datum(it["delta"])}" data-low="{datum(it.get("low"))}" '
+                    f'data-high="{datum(it.get("high"))}" data-status="{esc(status)}">{mark}'
+                    f"<title>{esc(it['label'])}: {short(it['delta'], 4)} ({esc(status)})</title></text>")
+        ci = (f" [{short(it['low'])}, {short(it['high'])}]" if it.get("low") is not None else "")
+        body.append(f'<text class="note" x="{frame.x1 + 6:.1f}" y="{y + 4:.1f}">{short(it["delta"])}{ci}</text>')
+    body.append(f'<text class="label" x="{(frame.x0 + frame.x1) / 2:.1f}" y="{height - 5:.1f}" '
+                f'text-anchor="middle">{esc(x_label)}</text>')
+    return _svg(width, height, body, title=title, attrs={"chart": "intervals", **(attrs or {})})

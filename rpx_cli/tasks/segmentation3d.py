@@ -1,0 +1,473 @@
+"""``rpx eval segmentation3d``: per-point semantic labels of lidar scans.
+
+A stem is a scan: its GT labels, predicted labels and (with ``--points-dir``) its points, one
+label per point in the same order. Labels are read as SemanticKITTI ``.label`` (semantic =
+``& 0xFFFF``), nuScenes lidarseg ``.bin`` (uint8) or integer ``.npy``, then mapped by
+``--label-map`` (both sides). Points whose GT label is in ``--ignore-index`` are left out of
+everything; a predicted label outside the classes counts as wrong (the ``"other"`` column).
+
+Each scan gives one confusion matrix per elementary distance interval (one ``np.bincount``,
+:func:`rpx_cli.ops.confusion.interval_confusions`); the scan's matrix and each ``--range``
+bucket's are sums of them. The matrices are folded over all scans as they arrive (exact
+int64 sums), so ``--shard``/``rpx merge`` and ``--jobs`` give the same numbers and
+``--no-rows`` memory does not grow with the number of scans.
+
+``--protocol`` names the averaging rule (recorded in ``params`` and ``metric_info``):
+
+- ``autoware`` (autoware-ml's ``Segmentation3DMetricSuite``): means over the classes with GT
+  support; ``acc`` = correct / labelled points; a class without support has null scores.
+  (autoware-ml drops points predicted outside the classes; here they count as wrong.)
+- ``semantickitti`` (SemanticKITTI's ``np_ioueval.iouEval``): means over every class of
+  ``--num-classes`` that is not ignored, an absent class scoring 0; ``acc`` = correct /
+  labelled points predicted as one of those classes (a point predicted as an ignored class
+  leaves the denominator, as ``getacc`` does). ``np_ioueval`` adds 1e-15 to denominators;
+  here 0/0 is 0 exactly.
+
+Rows follow the same rule per scan. Figures come from the matrices by the code 2D
+segmentation uses (:mod:`rpx_cli.ops.confusion`). Formats, keys and a worked example of
+both rules: docs/segmentation3d.md.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.lidar import BIN_LABELS, LABEL_SUFFIXES, POINT_SUFFIXES, read_point_labels, read_points
+from rpx_cli.ops.confusion import (
+    AVERAGES,
+    EMPTY,
+    FrameConfusion,
+    add_confusions,
+    average_scores,
+    class_axis,
+    class_scores,
+    dense_matrix,
+    has_other,
+    interval_confusions,
+)
+from rpx_cli.ops.depth import band_suffix
+from rpx_cli.ops.lidar import LabelMap, RangeIntervals, point_distances
+from rpx_cli.ops.reduce import mean_present
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn
+from rpx_cli.tasks.depth import parse_range
+from rpx_cli.tasks.registry import register_task
+from rpx_cli.tasks.segmentation import OTHER, decode_confusion, encode_confusion, load_class_names
+from rpx_cli.tasks.stats import Stat, StatTable
+
+PROTOCOLS = ("autoware", "semantickitti")
+NORMS = ("xy", "xyz")
+PER_CLASS = ("iou", "precision", "recall", "f1")
+
+
+class Scan(NamedTuple):
+    """One scan's labels (after ``--label-map``), the file they came from, and (GT with
+    ``--range``) each point's distance interval (:class:`RangeIntervals`)."""
+
+    labels: np.ndarray
+    path: str | None
+    interval: np.ndarray | None = None
+
+
+class Cloud(NamedTuple):
+    """What a scan's points file contributes: its point count and each point's interval."""
+
+    n: int
+    interval: np.ndarray | None
+    path: str
+
+
+def load_label_map(path: str) -> dict[str, int]:
+    """A JSON object ``{"raw label": class label}`` (SemanticKITTI's ``learning_map``)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except OSError as exc:
+        raise InputError(f"cannot read the label map: {exc.strerror or exc}", path=path) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"label map: not valid JSON ({exc})", path=path) from None
+    try:
+        return normalise_label_map(document)
+    except ValueError as exc:
+        raise InputError(f"label map: {exc}", path=path) from None
+
+
+def normalise_label_map(document: Any) -> dict[str, int]:
+    """``{raw: class}`` with integer keys (as decimal strings, sorted by value) and values."""
+    if not isinstance(document, dict) or not document:
+        raise ValueError('expected a JSON object {"raw label": class label, ...} '
+                         "such as SemanticKITTI's learning_map")
+    out: dict[int, int] = {}
+    for key, value in document.items():
+        try:
+            raw = int(str(key).strip())
+        except ValueError:
+            raise ValueError(f"key {key!r} is not an integer label") from None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"the class of {key!r} is {value!r}, not an integer")
+        if raw in out:
+            raise ValueError(f"label {raw} is listed twice")
+        out[raw] = value
+    return {str(raw): out[raw] for raw in sorted(out)}
+
+
+def metric_infos(protocol: str) -> dict[str, MetricInfo]:
+    """Every key's direction and meaning under a protocol (range keys add a suffix)."""
+    semantickitti = protocol == "semantickitti"
+    rule = ("over every class of --num-classes not ignored, an absent class scoring 0 "
+            "(semantickitti)" if semantickitti else "over the classes with GT support (autoware)")
+    accuracy = ("correct / labelled points predicted as an averaged class (np_ioueval)"
+                if semantickitti else "correct / labelled points")
+    return {
+        "miou": MetricInfo("higher", f"mean IoU {rule}; rows: per scan"),
+        "acc": MetricInfo("higher", f"point accuracy: {accuracy}; rows: per scan"),
+        "n_points": MetricInfo("none", "points of the scan (ignored ones included)"),
+        "n_labelled": MetricInfo("none", "points whose GT label is not ignored"),
+        "fwiou": MetricInfo("higher", "frequency-weighted IoU: sum of support share x IoU"),
+        "mprecision": MetricInfo("higher", f"mean precision {rule} (0/0 = 0)"),
+        "mrecall": MetricInfo("higher", f"mean recall {rule}"),
+        "mf1": MetricInfo("higher", f"mean F1 {rule} (0/0 = 0)"),
+        "iou": MetricInfo("higher", "per class: TP / (TP + FP + FN)"),
+        "precision": MetricInfo("higher", "per class: TP / (TP + FP)"),
+        "recall": MetricInfo("higher", "per class: TP / (TP + FN)"),
+        "f1": MetricInfo("higher", "per class: 2PR / (P + R)"),
+        "support": MetricInfo("none", "per class: GT points"),
+    }
+
+
+@lru_cache(maxsize=8)
+def _label_map(items: tuple[tuple[str, int], ...]) -> LabelMap:
+    return LabelMap({int(raw): value for raw, value in items})
+
+
+@lru_cache(maxsize=8)
+def _intervals(ranges: tuple[tuple[float, float | None], ...]) -> RangeIntervals:
+    return RangeIntervals(ranges)
+
+
+def _ranges(params: Params) -> tuple[tuple[float, float | None], ...]:
+    return tuple((low, high) for low, high in params["ranges"])
+
+
+@register_task
+class Segmentation3D(Task):
+    name = "segmentation3d"
+    primary_metric = "miou"
+    suffixes = LABEL_SUFFIXES
+    help = ("Point-cloud semantic segmentation (SemanticKITTI .label, nuScenes lidarseg .bin, "
+            "integer .npy): per-scan mIoU and accuracy, pooled confusion-matrix metrics, "
+            "per distance range, under autoware-ml's or SemanticKITTI's averaging rule.")
+    formats = (
+        "Per-point labels, one file per scan (prediction and GT of one stem hold the same number\n"
+        "of points, in the same order):\n"
+        "  .label  SemanticKITTI: uint32, semantic class = value & 0xFFFF (upper bits: instance)\n"
+        "  .bin    nuScenes lidarseg: uint8 (--label-format nuscenes)\n"
+        "  .npy    integers, shape (N,)\n"
+        "Points for --range (--points-dir, paired by stem): .bin float32 with --point-fields 4\n"
+        "(x, y, z, remission) or 5 (nuScenes), or .npy (N, >= 2). --label-map: JSON {raw: class}."
+    )
+    example = (
+        "rpx eval segmentation3d --pred-dir fixtures/segmentation3d/kitti/pred \\\n"
+        "    --gt-dir fixtures/segmentation3d/kitti/gt \\\n"
+        "    --points-dir fixtures/segmentation3d/kitti/velodyne \\\n"
+        "    --label-map fixtures/segmentation3d/kitti/learning_map.json --num-classes 20 \\\n"
+        "    --ignore-index 0 --range 0:20 --range 20: | jq .dataset.miou_0m_20m"
+    )
+    options = (
+        Option("ignore_index", "--ignore-index", "int", (-1,), multiple=True,
+               help="GT label (after --label-map) whose points are left out of everything "
+                    "(repeatable; SemanticKITTI: 0)."),
+        Option("num_classes", "--num-classes", "int", None, minimum=1,
+               help="Classes are 0..N-1: a GT label >= N is an input error, a predicted one "
+                    "counts in the 'other' column [default: the labels that appear]. Needed "
+                    "by --protocol semantickitti."),
+        Option("class_names", "--class-names", "file", None, metavar="FILE",
+               help="Class names, one per line or a JSON list; label i is line i. Keys "
+                    "dataset.per_class by name and implies --num-classes."),
+        Option("label_map", "--label-map", "file", None, metavar="FILE",
+               help='JSON {"raw label": class label} applied to GT and predictions (e.g. '
+                    "SemanticKITTI's learning_map: 252 moving-car -> car). A label it does "
+                    "not list is an input error."),
+        Option("label_format", "--label-format", "choice", "auto", choices=BIN_LABELS,
+               help="What .bin label files hold: nuscenes = lidarseg uint8, semantickitti = "
+                    "uint32 like .label; auto refuses .bin labels. .label and .npy are "
+                    "read as such."),
+        Option("point_fields", "--point-fields", "int", 4, minimum=2,
+               help="float32 values per point in .bin point files: 4 = SemanticKITTI (x, y, "
+                    "z, remission), 5 = nuScenes (x, y, z, intensity, ring)."),
+        Option("ranges", "--range", "parsed", (), multiple=True, parse=parse_range,
+               metavar="A:B",
+               help="Also report every metric for the points at distance [A, B) metres, "
+                    "suffixed like miou_0m_50m; A: is open-ended. Repeatable; needs "
+                    "--points-dir."),
+        Option("range_norm", "--range-norm", "choice", "xy", choices=NORMS,
+               help="The distance --range buckets by: xy = hypot(x, y) (autoware-ml), xyz "
+                    "= the 3D norm; float64."),
+        Option("protocol", "--protocol", "choice", "autoware", choices=PROTOCOLS,
+               help="Averaging rule: autoware = means over classes with GT support; "
+                    "semantickitti = np_ioueval's means over every non-ignored class of "
+                    "--num-classes (absent = 0) and its accuracy."),
+    )
+    aux_inputs = (
+        Option("points_dir", "--points-dir", "dir", None, metavar="DIR", suffixes=POINT_SUFFIXES,
+               help="Point clouds with the same stems (.bin float32, see --point-fields, or "
+                    ".npy (N, >= 2)); needed by --range. Point counts are checked against "
+                    "the labels."),
+    )
+    default_params = {option.param: option.default for option in options}
+    metrics = metric_infos("autoware")  # metric_info(params) names the protocol used
+    families = {"rows": (("miou", "acc"), ()), "confusion": ((), ("dataset",))}
+
+    # --- parameters -------------------------------------------------------------------
+
+    def normalise_params(self, params: Params) -> dict[str, Any]:
+        out = {**self.default_params, **params}
+        points_dir = out.pop("points_dir", None)
+        names = out.get("class_names")
+        if isinstance(names, str):
+            names = load_class_names(names)
+        ignore = out.get("ignore_index", (-1,))
+        ignore = [ignore] if isinstance(ignore, int) else list(ignore)
+        num_classes = out.get("num_classes")
+        if names is not None:
+            names = list(names)
+            if num_classes is not None and num_classes != len(names):
+                raise ParameterError(f"--num-classes {num_classes} but {len(names)} class names")
+            num_classes = len(names)
+        label_map = out.get("label_map")
+        if isinstance(label_map, str):
+            label_map = load_label_map(label_map)
+        elif label_map is not None:
+            try:
+                label_map = normalise_label_map(dict(label_map))
+            except ValueError as exc:
+                raise ParameterError(f"label map: {exc}") from None
+        try:
+            ranges = [parse_range(r) if isinstance(r, str) else tuple(r) for r in out["ranges"]]
+        except ValueError as exc:
+            raise ParameterError(f"--range: {exc}") from None
+        if ranges and points_dir is None:
+            raise ParameterError("--range buckets points by their distance: give the point "
+                                 "clouds with --points-dir")
+        if out.get("protocol") == "semantickitti" and num_classes is None:
+            raise ParameterError("--protocol semantickitti averages over every class 0..N-1 "
+                                 "(an absent class scores 0): give --num-classes or "
+                                 "--class-names")
+        return {**out, "ignore_index": sorted({int(i) for i in ignore}),
+                "num_classes": num_classes, "class_names": names, "label_map": label_map,
+                "point_fields": int(out["point_fields"]),
+                "ranges": [[float(low), None if high is None else float(high)]
+                           for low, high in ranges]}
+
+    def validate_params(self, params: Params) -> None:
+        choices = {"protocol": PROTOCOLS, "range_norm": NORMS, "label_format": BIN_LABELS}
+        for key, allowed in choices.items():
+            if params[key] not in allowed:
+                raise ParameterError(f"{key.replace('_', '-')} must be one of "
+                                     f"{', '.join(allowed)}, got {params[key]!r}")
+        if params["num_classes"] is not None and params["num_classes"] < 1:
+            raise ParameterError(f"num classes must be >= 1, got {params['num_classes']}")
+        if params["point_fields"] < (3 if params["range_norm"] == "xyz" else 2):
+            raise ParameterError(f"--point-fields {params['point_fields']} has no z for "
+                                 "--range-norm xyz" if params["range_norm"] == "xyz" else
+                                 f"--point-fields {params['point_fields']}: a point has at "
+                                 "least x and y")
+        suffixes = [band_suffix(low, high) for low, high in params["ranges"]]
+        if len(set(suffixes)) != len(suffixes):
+            raise ParameterError("the same --range is given twice")
+
+    def statistics(self, params: Params) -> tuple[Stat, ...]:
+        """Per scan: the row's ``miou`` and ``acc`` (for ``aggregate``) and the point count;
+        folded over all scans: the confusion matrix, overall and per range."""
+        stats: list[Stat] = [Stat("n_points")]
+        for tail in self._tails(params):
+            stats += [Stat(f"miou{tail}"), Stat(f"acc{tail}"),
+                      Stat(f"confusion{tail}", encode=encode_confusion, decode=decode_confusion,
+                           merge=add_confusions)]
+        return tuple(stats)
+
+    def metric_info(self, params: Params) -> dict[str, MetricInfo]:
+        base = metric_infos(params.get("protocol", "autoware"))
+        info = dict(base)
+        for low, high in params.get("ranges", ()):
+            suffix = band_suffix(low, high)
+            where = f"points at {params.get('range_norm', 'xy')} distance in [{low:g}, " \
+                    f"{'inf' if high is None else f'{high:g}'}) m"
+            for key, item in base.items():
+                if key != "n_points":
+                    info[f"{key}_{suffix}"] = MetricInfo(item.direction,
+                                                         f"{item.description}; {where}")
+        return info
+
+    # --- per scan ---------------------------------------------------------------------
+
+    def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
+             role: str = "gt") -> Scan | Cloud:
+        if role == "points_dir":
+            norm = params["range_norm"]
+            points = read_points(path, buffer, fields=params["point_fields"],
+                                 columns=3 if norm == "xyz" else 2)
+            interval = None
+            if params["ranges"]:
+                interval = _intervals(_ranges(params)).index(point_distances(points, norm))
+            return Cloud(points.shape[0], interval, path)
+        labels = read_point_labels(path, buffer, bin_labels=params["label_format"])
+        if params["label_map"]:
+            labels, unmapped = _label_map(tuple(params["label_map"].items())).apply(labels)
+            if unmapped.size:
+                shown = ", ".join(str(v) for v in unmapped[:10].tolist())
+                raise InputError(f"label(s) {shown}{' ...' if unmapped.size > 10 else ''} are "
+                                 "not in --label-map", path=path)
+        return Scan(labels, path)
+
+    def attach(self, gt: Scan, aux: dict[str, Any], params: Params) -> Scan:
+        cloud = aux.get("points_dir")
+        if cloud is None:
+            return gt
+        if cloud.n != gt.labels.size:
+            raise InputError(f"point counts differ: {cloud.path} has {cloud.n} points, "
+                             f"{gt.path} has {gt.labels.size} labels", path=cloud.path)
+        return gt._replace(interval=cloud.interval)
+
+    def empty_prediction(self, gt: Scan, params: Params) -> Scan:
+        return Scan(np.full(gt.labels.size, -1, dtype=np.int16), None)  # every point wrong
+
+    def evaluate(self, pred: Scan, gt: Scan, params: Params, *, pred_path: str | None,
+                 gt_path: str) -> Sample:
+        n = gt.labels.size
+        if pred.labels.size != n:
+            raise InputError(f"label counts differ: {pred_path} has {pred.labels.size} labels, "
+                             f"{gt_path} has {n}", path=pred_path)
+        ranges = _ranges(params)
+        intervals = _intervals(ranges) if ranges else None
+        gt_values, pred_values, counts = interval_confusions(
+            gt.labels, pred.labels, gt.interval, intervals.count if intervals else 1,
+            tuple(params["ignore_index"]))
+        # the scan's matrix, then each range's: sums of the interval matrices
+        buckets = [counts[0] if counts.shape[0] == 1 else counts.sum(axis=0)]
+        buckets += [counts[first:stop].sum(axis=0) for first, stop in
+                    (intervals.spans if intervals else ())]
+        confusions = [FrameConfusion.trimmed(gt_values, pred_values, b) for b in buckets]
+        _check_gt(confusions[0], params, gt_path)
+        scores = scan_scores(gt_values, pred_values, buckets, params)
+        row: dict[str, Any] = {"n_points": n, "n_labelled": confusions[0].total}
+        stats: dict[str, Any] = {"n_points": n}
+        for tail, confusion, (miou, acc) in zip(self._tails(params), confusions, scores,
+                                                strict=True):
+            row.update({f"miou{tail}": miou, f"acc{tail}": acc})
+            if tail:
+                row[f"n_labelled{tail}"] = confusion.total
+            stats.update({f"miou{tail}": miou, f"acc{tail}": acc, f"confusion{tail}": confusion})
+        return Sample(row, stats)
+
+    # --- over all scans -----------------------------------------------------------------
+
+    @staticmethod
+    def _tails(params: Params) -> list[str]:
+        return [""] + [f"_{band_suffix(low, high)}" for low, high in params["ranges"]]
+
+    def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
+        aggregate: dict[str, Any] = {"n_frames": len(stats)}
+        for tail in self._tails(params):
+            aggregate[f"miou{tail}"] = mean_present(stats[f"miou{tail}"])
+            aggregate[f"acc{tail}"] = mean_present(stats[f"acc{tail}"])
+            aggregate[f"n_empty{tail}"] = int(np.count_nonzero(np.isnan(stats[f"miou{tail}"])))
+        overall = stats["confusion"] or EMPTY
+        classes = class_axis(overall, params["num_classes"])
+        other = has_other(overall, classes)
+        names = params["class_names"]
+        labels = [names[int(c)] if names else str(int(c)) for c in classes]
+        scored = ~np.isin(classes, np.asarray(params["ignore_index"], dtype=np.int64))
+        dataset: dict[str, Any] = {"n_points": int(stats["n_points"].sum())}
+        per_class: dict[str, dict[str, Any]] = {label: {} for label in labels}
+        for tail in self._tails(params):
+            matrix = dense_matrix(stats[f"confusion{tail}"] or EMPTY, classes, other=other)
+            dataset.update(bucket_metrics(matrix, scored, params["protocol"], tail))
+            dataset[f"confusion{tail}"] = {"labels": labels,
+                                           "columns": labels + ([OTHER] if other else []),
+                                           "matrix": matrix.tolist()}
+            for c, values in class_metrics(matrix, scored, params["protocol"]).items():
+                per_class[labels[c]].update({f"{key}{tail}": value for key, value in values.items()})
+        dataset["per_class"] = per_class
+        return {"aggregate": aggregate, "dataset": dataset}
+
+
+def _check_gt(confusion: FrameConfusion, params: Params, gt_path: str) -> None:
+    bad = confusion.gt_labels[confusion.gt_labels < 0]
+    if bad.size:
+        raise InputError(f"GT holds negative label(s) {bad.tolist()} that are not "
+                         "--ignore-index", path=gt_path)
+    num_classes = params["num_classes"]
+    if num_classes is not None and confusion.gt_labels.size and \
+            confusion.gt_labels[-1] >= num_classes:
+        raise InputError(f"GT label {int(confusion.gt_labels[-1])} is outside --num-classes "
+                         f"{num_classes}", path=gt_path)
+
+
+def _averaging(scored: np.ndarray, protocol: str) -> dict[str, Any]:
+    """``average_scores`` arguments of a protocol."""
+    if protocol == "semantickitti":
+        return {"averaged": scored, "accuracy": "predicted"}
+    return {"averaged": None, "accuracy": "labelled"}
+
+
+def scan_scores(gt_values: np.ndarray, pred_values: np.ndarray, matrices: list[np.ndarray],
+                params: Params) -> list[tuple[float | None, float | None]]:
+    """``(miou, acc)`` of a scan's dense matrices over ``gt_values`` x ``pred_values`` (the
+    scan, then each range bucket) under the protocol; None without a labelled point. The
+    class axis is every label of either side (and ``0 .. num_classes - 1``)."""
+    num_classes = params["num_classes"]
+    classes = np.union1d(gt_values, pred_values)
+    if num_classes is not None:
+        classes = np.union1d(classes, np.arange(num_classes, dtype=np.int64))
+    rows = np.searchsorted(classes, gt_values)
+    cols = np.searchsorted(classes, pred_values)
+    scored = ~np.isin(classes, np.asarray(params["ignore_index"], dtype=np.int64))
+    if num_classes is not None:
+        scored &= (classes >= 0) & (classes < num_classes)
+    averaging = _averaging(scored, params["protocol"])
+    out: list[tuple[float | None, float | None]] = []
+    for matrix in matrices:  # the scan and its few ranges
+        if not matrix.any():
+            out.append((None, None))
+            continue
+        dense = np.zeros((classes.size, classes.size), dtype=np.int64)
+        dense[np.ix_(rows, cols)] = matrix
+        means = average_scores(class_scores(dense), **averaging)
+        out.append((means["miou"], means["acc"]))
+    return out
+
+
+def bucket_metrics(matrix: np.ndarray, scored: np.ndarray, protocol: str,
+                   tail: str) -> dict[str, Any]:
+    """The dataset means of one bucket's matrix, keys suffixed with ``tail``."""
+    scores = class_scores(matrix)
+    means = average_scores(scores, **_averaging(scored, protocol))
+    out = {f"{key}{tail}": means[key] for key in AVERAGES}
+    out[f"n_labelled{tail}"] = int(scores.support.sum())
+    return out
+
+
+def class_metrics(matrix: np.ndarray, scored: np.ndarray,
+                  protocol: str) -> dict[int, dict[str, Any]]:
+    """Per class (index into the class axis): ``iou``, ``precision``, ``recall``, ``f1``
+    and ``support``. Null for an ignored class (not scored) and in an empty bucket; under
+    autoware also null for a class without GT support (it is left out of the means); under
+    semantickitti such a class scores 0."""
+    scores = class_scores(matrix)
+    empty = scores.support.sum() == 0
+    out = {}
+    for c in range(scored.size):  # one dict per class: the report's shape
+        support = int(scores.support[c])
+        undefined = empty or not scored[c] or (protocol == "autoware" and support == 0)
+        values: dict[str, Any] = dict.fromkeys(PER_CLASS) if undefined else {
+            "iou": float(scores.iou[c]), "precision": float(scores.precision[c]),
+            "recall": float(scores.recall[c]), "f1": float(scores.f1[c])}
+        values["support"] = support
+        out[c] = values
+    return out

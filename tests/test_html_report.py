@@ -1,0 +1,364 @@
+"""``rpx report`` / ``--html`` in a real headless browser (Debian's chromium over CDP,
+``tests/browser.py``): for every report kind the page loads with no console error and no
+network request but its own file, the screenshot is not blank (light and dark), and the
+numbers the charts and tables show — read back from their ``data-*`` attributes — equal the
+JSON report's. Not skipped: CI installs chromium (``.ci/run``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+from browser import DATA_JS, Browser
+from click.testing import CliRunner
+from helpers import FIXTURES, ROOT, depth_pairs, dirs, write_manifest
+
+from rpx_cli.cli.main import cli
+
+SHELF = FIXTURES / "detection" / "shelf"
+
+
+def run(*args: Any) -> Any:
+    argv = [str(a) for a in args]
+    if argv[0] in ("eval", "saliency-mb", "coherence", "stability"):
+        argv += ["--jobs", "1"]
+    result = CliRunner().invoke(cli, argv, catch_exceptions=False)
+    return result
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[str, list[Path]]:
+    """Every kind's report(s): fresh runs where the kind needs inputs, else a golden report."""
+    root = tmp_path_factory.mktemp("reports")
+    out: dict[str, list[Path]] = {}
+    det = root / "detection.json"
+    done = run("eval", "detection", "--pred-dir", SHELF / "pred", "--gt-dir", SHELF / "gt",
+               "--conf-threshold", "0.4", "--metrics", "rows,pooled,confusion,coco,errors",
+               "--require", "dataset.coco.AP>=0.3", "--require", "dataset.pooled.f1>=0.9", "-o", det,
+               "--html", root / "detection-flag.html")
+    assert done.exit_code == 3, done.output  # one gate fails: the page shows it
+    out["detection"] = [det]
+    for kind, case in (("segmentation", "segmentation/street"), ("depth", "depth/indoor"),
+                       ("tracking", "tracking/mot"), ("classification", "classification/pets"),
+                       ("stability", "stability/kitchen"), ("saliency-mb", "saliency-mb/ctu64"),
+                       ("plugin", "../tests/fixtures/cer/lines")):
+        path = (FIXTURES / case / "expected.json").resolve()
+        out[kind] = [path]
+    # readiness: an eval with strata, a stability and a coherence report, cost figures
+    data = root / "depth"
+    stems = depth_pairs(data)
+    write_manifest(root / "manifest.json", stems)
+    assert run("eval", "depth", *dirs(data).split(), "--manifest", root / "manifest.json",
+               "-o", root / "eval.json").exit_code == 0
+    assert run("readiness", "--eval", root / "eval.json", "--stability",
+               FIXTURES / "stability" / "kitchen" / "expected.json", "--coherence",
+               FIXTURES / "coherence" / "shelf" / "expected.json", "--latency-ms", "12", "--params-m", "25",
+               "--model-name", "demo", "-o", root / "readiness.json").exit_code == 0
+    out["readiness"] = [root / "readiness.json"]
+    # compare: the same frames with every prediction 5% deeper
+    worse = root / "worse"
+    shutil.copytree(data / "gt", worse / "gt")
+    for pred in (data / "pred").glob("*.npy"):
+        (worse / "pred").mkdir(parents=True, exist_ok=True)
+        np.save(worse / "pred" / pred.name, np.load(pred) * 1.05)
+    assert run("eval", "depth", *dirs(worse).split(), "-o", root / "worse.json").exit_code == 0
+    assert run("eval", "depth", *dirs(data).split(), "-o", root / "base.json").exit_code == 0
+    assert run("compare", root / "base.json", root / "worse.json", "--bootstrap", "200", "-q",
+               "-o", root / "compare.json").exit_code == 0
+    out["compare"] = [root / "compare.json"]
+    # two reports side by side
+    loose = root / "detection-loose.json"
+    assert run("eval", "detection", "--pred-dir", SHELF / "pred", "--gt-dir", SHELF / "gt",
+               "-o", loose).exit_code == 0
+    out["side-by-side"] = [det, loose]
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    chromium = Browser(tmp_path_factory.mktemp("profile"))
+    yield chromium
+    chromium.close()
+
+
+def page_of(browser: Browser, paths: list[Path], tmp_path: Path, name: str = "page", **kwargs: Any):
+    html = tmp_path / f"{name}.html"
+    done = run("report", *paths, "-o", html)
+    assert done.exit_code == 0, done.output
+    return browser.open(html, **kwargs), html
+
+
+def get(report: dict, path: str) -> Any:
+    node: Any = report
+    for key in path.split("."):
+        node = node[key]
+    return node
+
+
+def number(text: str) -> Any:
+    return None if text == "null" else json.loads(text)
+
+
+def assert_not_blank(png: Path) -> None:
+    image = iio.imread(png)[..., :3].astype(np.int64)
+    colours = np.unique(image.reshape(-1, 3) // 16, axis=0)
+    assert image.shape[0] > 300 and len(colours) > 12, f"{png} looks blank ({len(colours)} colours)"
+    assert image.std() > 10
+
+
+def elements(page, *, chart: str | None = None, table: str | None = None) -> list[dict]:
+    found = json.loads(page.evaluate(DATA_JS))
+    if chart is not None:
+        found = [e for e in found if e["chart"] and e["chart"].get("name") == chart]
+    return found
+
+
+def check_common(page, report: dict, index: int = 0) -> None:
+    """Headline cards, gates and worst rows equal the report."""
+    found = [e for e in json.loads(page.evaluate(DATA_JS)) if e["report"] == index]
+    cards = [e["data"] for e in found if e["tag"] == "div" and "metric" in e["data"]]
+    if report.get("schema") != "rpx.compare":
+        assert cards, "no headline metrics"
+    for card in cards:
+        assert number(card["value"]) == get(report, card["metric"]), card
+    gates = [e["data"] for e in found if "gate" in e["data"]]
+    assert [(g["gate"], g["passed"] == "true") for g in gates] == \
+        [(g["expr"], g["passed"]) for g in report.get("gates") or []]
+    worst = [e["data"] for e in found if e["tag"] == "tr" and "stem" in e["data"] and "value" in e["data"]]
+    rows = {row.get("stem"): row for row in report.get("rows") or []}
+    for row in worst:
+        shown = rows[row["stem"]]
+        assert any(number(row["value"]) == value for value in shown.values()), row
+
+
+def series(page, chart: str) -> dict[str, list]:
+    return {e["data"]["series"]: json.loads(e["data"]["y"]) for e in elements(page, chart=chart)
+            if "series" in e["data"]}
+
+
+def bars(page, chart: str) -> dict[str, Any]:
+    return {e["data"]["label"]: number(e["data"]["value"]) for e in elements(page, chart=chart)
+            if "label" in e["data"]}
+
+
+def cells(page, chart: str) -> dict[tuple[int, int], int]:
+    return {(int(e["data"]["row"]), int(e["data"]["col"])): number(e["data"]["count"])
+            for e in elements(page, chart=chart) if "row" in e["data"]}
+
+
+def nonzero(matrix: list[list[int]]) -> dict[tuple[int, int], int]:
+    return {(i, j): v for i, row in enumerate(matrix) for j, v in enumerate(row) if v}
+
+
+KINDS = ["detection", "segmentation", "depth", "tracking", "classification", "readiness", "compare",
+         "stability", "saliency-mb", "plugin", "side-by-side"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kind_renders_offline_without_errors(browser, reports, tmp_path: Path, kind: str) -> None:
+    page, html = page_of(browser, reports[kind], tmp_path)
+    assert page.requests() == [html.resolve().as_uri()]  # nothing but the page itself
+    assert page.problems() == []
+    assert_not_blank(page.screenshot(tmp_path / "light.png", full=False))
+    if kind in ("detection", "readiness"):  # dark mode: the page follows prefers-color-scheme
+        dark, _ = page_of(browser, reports[kind], tmp_path, "dark", dark=True)
+        assert dark.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(13, 17, 23)"
+        assert_not_blank(dark.screenshot(tmp_path / "dark.png", full=False))
+    documents = [json.loads(p.read_text()) for p in reports[kind]]
+    for index, document in enumerate(documents):
+        check_common(page, document, index)
+    assert "<script" not in html.read_text().lower() and "http://" not in html.read_text().replace(
+        "http://www.w3.org/2000/svg", "")
+
+
+@pytest.mark.slow
+def test_detection_page_shows_the_report_numbers(browser, reports, tmp_path: Path) -> None:
+    report = json.loads(reports["detection"][0].read_text())
+    page, _ = page_of(browser, reports["detection"], tmp_path)
+    dataset = report["dataset"]
+    curves = dataset["coco"]["curves"]
+    overall = series(page, "pr-overall")
+    assert overall == {"IoU 0.5": curves["iou50"]["overall"]["precision"],
+                       "IoU 0.5:0.95 (mean)": curves["iou50_95"]["overall"]["precision"]}
+    pr_chart = next(e for e in elements(page) if e["data"].get("name") == "pr-overall")
+    assert json.loads(pr_chart["data"]["x"]) == curves["recall"]
+    per_class = [e for e in elements(page, chart="pr-class") if "series" in e["data"]]
+    assert {(e["chart"]["class"], e["data"]["series"]) for e in per_class} == \
+        {(k, s) for k in curves["iou50"]["per_class"] for s in ("IoU 0.5", "0.5:0.95")}
+    for e in per_class:
+        key = "iou50" if e["data"]["series"] == "IoU 0.5" else "iou50_95"
+        assert json.loads(e["data"]["y"]) == curves[key]["per_class"][e["chart"]["class"]]["precision"]
+    assert bars(page, "ap-per-class") == {k: v["AP"] for k, v in dataset["coco"]["per_class"].items()}
+    prf = series(page, "prf-confidence")
+    curve = dataset["pooled"]["by_confidence"]
+    assert prf == {"precision": curve["precision"], "recall": curve["recall"], "F1": curve["f1"]}
+    markers = [e["data"] for e in elements(page, chart="prf-confidence") if e["tag"] == "circle"]
+    assert sorted(number(m["y"]) for m in markers) == sorted(
+        dataset["pooled"][k] for k in ("precision", "recall", "f1"))
+    assert {number(m["x"]) for m in markers} == {report["params"]["conf_threshold"]}
+    matrix = dataset["confusion"]["matrix"]
+    assert cells(page, "confusion-counts") == nonzero(matrix) == cells(page, "confusion-rows")
+    shares = {(int(e["data"]["row"]), int(e["data"]["col"])): number(e["data"]["share"])
+              for e in elements(page, chart="confusion-rows") if "row" in e["data"]}
+    for (i, j), share in shares.items():
+        assert share == matrix[i][j] / sum(matrix[i])
+    text = page.evaluate("document.body.innerText")
+    assert "rows are ground truth" in text
+    tide = {label.split(" — ")[0]: value for label, value in bars(page, "tide").items()}
+    errors = dataset["errors"]
+    assert tide == {k: errors[k] for k in ("cls", "loc", "both", "dupe", "bkg", "miss", "fp", "fn")}
+    # the page written by --html is the same page
+    flag = reports["detection"][0].parent / "detection-flag.html"
+    assert flag.read_text().replace(str(reports["detection"][0]), "X") == \
+        (tmp_path / "page.html").read_text().replace(str(reports["detection"][0]), "X")
+
+
+@pytest.mark.slow
+def test_other_kinds_show_their_numbers(browser, reports, tmp_path: Path) -> None:
+    seg = json.loads(reports["segmentation"][0].read_text())
+    page, _ = page_of(browser, reports["segmentation"], tmp_path, "seg")
+    assert bars(page, "iou-per-class") == {k: v["iou"] for k, v in seg["dataset"]["per_class"].items()}
+    assert cells(page, "confusion-counts") == nonzero(seg["dataset"]["confusion"]["matrix"])
+
+    depth = json.loads(reports["depth"][0].read_text())
+    page, _ = page_of(browser, reports["depth"], tmp_path, "depth")
+    absrel = {e["data"]["label"]: number(e["data"]["value"]) for e in elements(page, chart="bands")
+              if e["chart"].get("metric") == "absrel" and "label" in e["data"]}
+    assert absrel == {b: depth["dataset"][f"absrel_{b}"] for b in ("0m_2m", "2m_5m", "5m_inf")}
+    histogram = [e for e in elements(page, chart="distribution") if e["chart"].get("metric") == "absrel"
+                 and "count" in e["data"]]
+    assert sum(int(e["data"]["count"]) for e in histogram) == sum(
+        1 for r in depth["rows"] if r["absrel"] is not None)
+
+    tracking = json.loads(reports["tracking"][0].read_text())
+    page, _ = page_of(browser, reports["tracking"], tmp_path, "mot")
+    shown = {(e["data"]["stem"]) for e in elements(page) if e["tag"] == "tr" and "stem" in e["data"]}
+    assert shown >= {r["stem"] for r in tracking["rows"]}
+    values = {(e["data"]["group"], e["data"]["category"]): number(e["data"]["value"])
+              for e in elements(page, chart="sequences") if "group" in e["data"]}
+    assert values == {(k, r["stem"]): r[k] for r in tracking["rows"] for k in ("hota", "mota", "idf1")}
+
+    cls = json.loads(reports["classification"][0].read_text())
+    page, _ = page_of(browser, reports["classification"], tmp_path, "cls")
+    assert series(page, "reliability")["model"] == cls["dataset"]["calibration"]["accuracy"]
+    assert cells(page, "confusion-counts") == nonzero(cls["dataset"]["confusion"]["matrix"])
+
+    ready = json.loads(reports["readiness"][0].read_text())
+    page, _ = page_of(browser, reports["readiness"], tmp_path, "ready")
+    strata = ready["strata"]
+    phases = {(e["data"]["group"], e["data"]["category"]): number(e["data"]["value"])
+              for e in elements(page, chart="phases") if "group" in e["data"]}
+    for (group, phase), value in phases.items():
+        want = strata["weighted_phase_score"][phase] if group == "S_p" else \
+            strata["by_phase_difficulty"][phase][group]["mean"]
+        assert value == want, (group, phase)
+    assert len(phases) == 12
+    text = page.evaluate("document.body.innerText")
+    assert "delta_int" in text and "TS (temporal stability)" in text and "latency_ms" in text
+
+    compare = json.loads(reports["compare"][0].read_text())
+    page, _ = page_of(browser, reports["compare"], tmp_path, "cmp")
+    marks = {e["data"]["metric"]: e["data"] for e in elements(page, chart="deltas") if "delta" in e["data"]}
+    changed = [m for m in compare["metrics"] if m["status"] in ("improved", "regressed")]
+    assert changed and set(marks) == {m["metric"] for m in changed}
+    for m in changed:
+        mark = marks[m["metric"]]
+        assert number(mark["delta"]) == m["delta"] and mark["status"] == m["status"]
+        if m.get("bootstrap"):
+            assert [number(mark["low"]), number(mark["high"])] == m["bootstrap"]["ci95"]
+    assert any(m.get("bootstrap") for m in changed)
+
+    plugin = json.loads(reports["plugin"][0].read_text())
+    page, _ = page_of(browser, reports["plugin"], tmp_path, "cer")
+    histogram = [e for e in elements(page, chart="distribution") if "count" in e["data"]]
+    assert sum(int(e["data"]["count"]) for e in histogram) == sum(
+        1 for r in plugin["rows"] if isinstance(r.get("cer"), (int, float)) and math.isfinite(r["cer"]))
+
+
+@pytest.mark.slow
+def test_side_by_side_table_shows_every_report(browser, reports, tmp_path: Path) -> None:
+    first, second = (json.loads(p.read_text()) for p in reports["side-by-side"])
+    page, _ = page_of(browser, reports["side-by-side"], tmp_path)
+    articles = page.evaluate("document.querySelectorAll('article').length")
+    assert articles == 2
+    rows = [e for e in elements(page) if e["tag"] == "tr" and "metric" in e["data"]]
+    assert {e["data"]["metric"] for e in rows} >= {"dataset.coco.AP", "dataset.pooled.f1"}
+    values = [e["data"] for e in elements(page)
+              if e["tag"] == "span" and e["data"].get("metric") == "dataset.pooled.f1"]
+    assert [number(v["value"]) for v in values[:2]] == [first["dataset"]["pooled"]["f1"],
+                                                        second["dataset"]["pooled"]["f1"]]
+
+
+def test_report_command_errors_and_stdout(tmp_path: Path) -> None:
+    done = run("report", tmp_path / "missing.json", "-o", tmp_path / "x.html")
+    assert done.exit_code == 1 and not (tmp_path / "x.html").exists()
+    (tmp_path / "list.json").write_text("[1, 2]")
+    assert run("report", tmp_path / "list.json").exit_code == 1
+    done = run("report", SHELF / "expected.json")
+    assert done.exit_code == 0 and done.stdout.startswith("<!DOCTYPE html>")
+
+
+def test_a_merged_run_renders_like_a_single_one(tmp_path: Path) -> None:
+    """Built from the JSON alone: the page of a merge of --shard parts equals the single
+    run's page except for provenance."""
+    base = ["eval", "detection", "--pred-dir", SHELF / "pred", "--gt-dir", SHELF / "gt"]
+    assert run(*base, "-o", tmp_path / "one.json").exit_code == 0
+    parts = []
+    for k in (1, 2):
+        parts.append(tmp_path / f"part{k}.json")
+        assert run(*base, "--shard", f"{k}/2", "-o", parts[-1]).exit_code == 0
+    merged = run("merge", *parts, "-o", tmp_path / "merged.json", "--html", tmp_path / "merged.html")
+    assert merged.exit_code == 0
+    assert run("report", tmp_path / "one.json", "-o", tmp_path / "one.html").exit_code == 0
+
+    def body(path: Path) -> str:
+        text = path.read_text()
+        text = text[text.index("</header>"):text.index("parameters and provenance")]
+        return text.replace("one.json", "X").replace("merged.json", "X")
+
+    assert body(tmp_path / "one.html") == body(tmp_path / "merged.html")
+
+
+def test_report_starts_without_numpy() -> None:
+    """The page is pure Python: `rpx report` never imports numpy (start-up stays small)."""
+    code = ("import sys; from rpx_cli.cli.main import cli\n"
+            f"cli(['report', {str(SHELF / 'expected.json')!r}, '-o', '/dev/null'], standalone_mode=False)\n"
+            "print('numpy' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_a_large_confusion_matrix_is_drawn_compactly_with_every_count() -> None:
+    """COCO's 81 x 81 matrix: one element per row carries its counts (and total), the cells
+    are a path per colour step; the page stays small."""
+    import re
+
+    from rpx_cli.report.svg import heatmap
+
+    rng = np.random.default_rng(0)
+    labels = [f"class_{k}" for k in range(81)]
+    matrix = rng.integers(0, 5, (81, 81)).tolist()
+    for normalise in (False, True):
+        chart = heatmap(labels, labels, matrix, title="t", normalise_rows=normalise)
+        rows = re.findall(r'<g data-row="(\d+)" data-label="([^"]+)" data-total="(\d+)" '
+                          r'data-counts="([^"]+)"', chart)
+        assert [int(r[0]) for r in rows] == list(range(81))
+        assert [json.loads(r[3]) for r in rows] == matrix
+        assert [int(r[2]) for r in rows] == [sum(row) for row in matrix]
+        assert len(chart) < 200_000
+
+
+@pytest.mark.parametrize("command", [["eval", "detection"], ["eval", "depth"], ["saliency-mb"], ["coherence"],
+                                     ["stability"], ["readiness"], ["merge"], ["compare"]])
+def test_every_report_writing_command_takes_html(command: list[str]) -> None:
+    done = run(*command, "--help")
+    assert done.exit_code == 0 and "--html FILE" in done.stdout
