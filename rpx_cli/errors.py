@@ -134,3 +134,9 @@ class GateFailed(RpxError):
     """The report was written, but a gate (``--require``, ``--require-no-regression``) failed."""
 
     exit_status = ExitStatus.GATE_FAILED
+
+
+class MissingExtra(RpxError):
+    """A feature needs an optional dependency that is not installed; the message names the
+    extra to install (``pip install 'rpx-eval[geometry]'``). Exit 1: the flags are valid,
+    this environment cannot run them."""

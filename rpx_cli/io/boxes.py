@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import itemgetter
@@ -25,7 +26,10 @@ from rpx_cli.io.values import MAX_MAGNITUDE
 
 @dataclass
 class Boxes:
-    """Boxes of one image, ``[x, y, w, h]`` float64, labels as strings."""
+    """Boxes of one image, ``[x, y, w, h]`` float64, labels as strings. Other geometries
+    (``rpx_cli.io.shapes``) keep their own shapes in ``box``: rotated boxes and cuboid
+    footprints (N, 5) float64, polygons a :class:`~rpx_cli.io.shapes.PolygonSet` as read
+    and WKB bytes once evaluated."""
 
     box: np.ndarray  # (N, 4) xywh
     labels: list[str]
@@ -46,17 +50,20 @@ class Boxes:
         return Boxes(self.box[keep], labels, None if self.scores is None else self.scores[keep],
                      self.crowd[keep], self.area[keep])
 
-    def as_json(self) -> dict[str, Any]:
-        out = {"box": self.box.tolist(), "labels": self.labels, "crowd": self.crowd.tolist(),
-               "area": self.area.tolist()}
+    def as_json(self, encode: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+        """JSON; ``encode`` writes the shapes of a geometry other than boxes."""
+        out = {"box": self.box.tolist() if encode is None else encode(self.box),
+               "labels": self.labels, "crowd": self.crowd.tolist(), "area": self.area.tolist()}
         if self.scores is not None:
             out["scores"] = self.scores.tolist()
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Boxes:
+    def from_json(cls, data: dict[str, Any], decode: Callable[[Any], Any] | None = None) -> Boxes:
+        """The inverse of :meth:`as_json` (``decode`` inverts its ``encode``)."""
         scores = data.get("scores")
-        return cls(np.asarray(data["box"], np.float64).reshape(-1, 4), list(data["labels"]),
+        box = np.asarray(data["box"], np.float64).reshape(-1, 4) if decode is None else decode(data["box"])
+        return cls(box, list(data["labels"]),
                    None if scores is None else np.asarray(scores, np.float64),
                    np.asarray(data["crowd"], bool), np.asarray(data["area"], np.float64))
 
@@ -197,8 +204,10 @@ def _checked(objects: list[Any], path: str, prediction: bool, box_format: str) -
         if not (isinstance(box, (list, tuple)) and len(box) == 4 and all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                 and abs(v) <= MAX_MAGNITUDE for v in box)):
+            hint = (" (rotated boxes [xc, yc, w, h, angle] need --geometry rotated)"
+                    if isinstance(box, (list, tuple)) and len(box) == 5 else "")
             raise InputError(f"{where}: 'bbox' must be four finite numbers within ±{MAX_MAGNITUDE:g} "
-                             f"(pixels), got {box!r}", path=path)
+                             f"(pixels), got {box!r}{hint}", path=path)
         x1, y1, a, b = (float(v) for v in box)
         w, h = (a - x1, b - y1) if box_format == "xyxy" else (a, b)
         if w < 0 or h < 0:
