@@ -91,6 +91,12 @@ def decode_frame(data: dict[str, Any]) -> Frame:
     return Frame(Boxes.from_json(data["gt"]), Boxes.from_json(data["pred"]), data.get("image_id"))
 
 
+_NUMBERS = {"type": "array", "items": {"type": ["number", "null"]}}
+_COUNTS = {"type": "array", "items": {"type": "integer", "minimum": 0}}
+_CURVE = {"type": "object", "required": ["precision"],
+          "properties": {"precision": _NUMBERS, "score": _NUMBERS}}
+
+
 @register_task
 class Detection(Task):
     name = "detection"
@@ -144,6 +150,25 @@ class Detection(Task):
                 "confusion": ((), ("dataset.confusion",)), "coco": ((), ("dataset.coco",)),
                 "errors": ((), ("dataset.errors",))}
     optional_families = ("errors",)
+    report_properties = {"dataset": {"type": "object", "properties": {
+        "pooled": {"type": "object", "properties": {"by_confidence": {
+            "type": "object", "description": "Pooled P/R/F1 at conf_threshold 0, 0.01, ..., 1.",
+            "required": ["conf_threshold", "tp", "fp", "precision", "recall", "f1"],
+            "properties": {"conf_threshold": _NUMBERS, "tp": _COUNTS, "fp": _COUNTS,
+                           "precision": _NUMBERS, "recall": _NUMBERS, "f1": _NUMBERS}}}},
+        "coco": {"type": "object", "properties": {"curves": {
+            "type": "object", "description": "pycocotools' precision (and score) at each of the "
+            "101 recall points, area all, maxDets 100; null where pycocotools has -1.",
+            "required": ["recall"],
+            "properties": {"recall": _NUMBERS},
+            "additionalProperties": {"type": "object", "properties": {
+                "overall": _CURVE, "per_class": {"type": "object", "additionalProperties": _CURVE}}}}}},
+        "errors": {"type": "object", "description": "TIDE: AP50 gained by fixing each error type.",
+                   "required": ["ap50", "counts"],
+                   "properties": {"counts": {"type": "object", "additionalProperties": {
+                       "type": "integer", "minimum": 0}}},
+                   "additionalProperties": {"type": ["number", "null", "object"]}},
+    }}}
     options = (
         Option("box_format", "--box-format", "choice", "xyxy", choices=("xyxy", "xywh"),
                help="Boxes in per-stem files are [x1, y1, x2, y2] or [x, y, w, h]."),
