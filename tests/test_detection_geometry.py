@@ -745,7 +745,8 @@ def test_input_errors_name_the_file_and_the_object(rpx, tmp_path: Path, geometry
 def test_gt_area_and_crowd_flags_are_checked(rpx, tmp_path: Path) -> None:
     for extra, message in (({"area": float("nan")}, "object 0: 'area' must be a finite number >= 0"),
                            ({"area": -1}, "object 0: 'area' must be a finite number >= 0"),
-                           ({"iscrowd": "yes"}, "object 0: 'iscrowd' must be 0 or 1")):
+                           ({"iscrowd": "yes"}, "object 0: 'iscrowd' must be 0, 1, true or false"),
+                           ({"iscrowd": 2}, "object 0: 'iscrowd' must be 0, 1, true or false")):
         write_json_pair(tmp_path, "a", [{"bbox": [1, 1, 2, 2, 0], "label": "a", **extra}], [])
         run = rpx(f"eval detection {dirs(tmp_path)} --geometry rotated")
         assert run.exit_code == 1 and message in run.stderr and "gt/a.json" in run.stderr, run.stderr

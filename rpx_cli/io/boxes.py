@@ -101,6 +101,35 @@ def label_text(value: Any, where: str, path: str) -> str:
     return str(value)
 
 
+def object_attributes(item: dict[str, Any], where: str, path: str,
+                      prediction: bool) -> tuple[str, float | None, bool, float | None]:
+    """An object's ``(label, score, crowd, given area)``, checked: a prediction's score in
+    [0, 1] (never a bool), a GT ``iscrowd`` of 0, 1, true or false and ``area`` a finite
+    number >= 0 (None when absent); predictions are never crowd and have no given area."""
+    if "label" not in item:
+        raise InputError(f"{where}: missing 'label'", path=path)
+    label = label_text(item["label"], where, path)
+    if prediction:
+        score = item.get("score")
+        if score is None:
+            raise InputError(f"{where}: a prediction needs a 'score'", path=path)
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+            raise InputError(f"{where}: 'score' must be a number in [0, 1], got {score!r}",
+                             path=path)
+        return label, float(score), False, None
+    flag = item.get("iscrowd", 0)
+    if type(flag) not in (int, bool) or flag not in (0, 1):
+        # "0" or [0] would be truthy: a silent crowd region that drops the GT object
+        raise InputError(f"{where}: 'iscrowd' must be 0, 1, true or false, got {flag!r}",
+                         path=path)
+    given = item.get("area")
+    if given is not None and (isinstance(given, bool) or not isinstance(given, (int, float))
+                              or not math.isfinite(given) or given < 0):
+        raise InputError(f"{where}: 'area' must be a finite number >= 0, got {given!r}",
+                         path=path)
+    return label, None, bool(flag), None if given is None else float(given)
+
+
 def parse_boxes(data: bytes, path: str, *, prediction: bool, box_format: str) -> Boxes:
     """Parse and validate one per-stem JSON file."""
     document = loads_json(data, path)
@@ -213,29 +242,12 @@ def _checked(objects: list[Any], path: str, prediction: bool, box_format: str) -
         if w < 0 or h < 0:
             what = "x2 < x1 or y2 < y1" if box_format == "xyxy" else "negative width or height"
             raise InputError(f"{where}: {what} in 'bbox' {box!r}", path=path)
-        if "label" not in item:
-            raise InputError(f"{where}: missing 'label'", path=path)
-        labels.append(label_text(item["label"], where, path))
+        label, score, flag, given = object_attributes(item, where, path, prediction)
+        labels.append(label)
         if prediction:
-            score = item.get("score")
-            if score is None:
-                raise InputError(f"{where}: a prediction needs a 'score'", path=path)
-            if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
-                raise InputError(f"{where}: 'score' must be a number in [0, 1], got {score!r}",
-                                 path=path)
-            scores.append(float(score))
+            scores.append(score)
         boxes.append((x1, y1, w, h))
-        flag = item.get("iscrowd", 0)
-        if not prediction and (type(flag) not in (int, bool) or flag not in (0, 1)):
-            # "0" or [0] would be truthy: a silent crowd region that drops the GT box
-            raise InputError(f"{where}: 'iscrowd' must be 0, 1, true or false, got {flag!r}",
-                             path=path)
-        crowd.append(bool(flag) and not prediction)
-        given = None if prediction else item.get("area")
-        if given is not None and (isinstance(given, bool) or not isinstance(given, (int, float))
-                                  or not math.isfinite(given) or given < 0):
-            raise InputError(f"{where}: 'area' must be a finite number >= 0, got {given!r}",
-                             path=path)
+        crowd.append(flag)
         area.append(w * h if given is None else float(given))
     return Boxes(np.asarray(boxes, np.float64).reshape(-1, 4), labels,
                  np.asarray(scores, np.float64) if prediction else None,

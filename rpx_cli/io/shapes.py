@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.boxes import Boxes, label_text, loads_json
+from rpx_cli.io.boxes import Boxes, loads_json, object_attributes
 from rpx_cli.io.boxes import _columns as box_columns
 from rpx_cli.io.boxes3d import quaternion_yaw
 
@@ -154,25 +154,10 @@ def _attributes(objects: list[dict[str, Any]], path: str,
         return fast
     labels, scores, crowd, area = [], [], [], []
     for index, item in enumerate(objects):
-        where = f"object {index}"
-        if "label" not in item:
-            raise InputError(f"{where}: missing 'label'", path=path)
-        labels.append(label_text(item["label"], where, path))
-        if prediction:
-            score = item.get("score")
-            if score is None:
-                raise InputError(f"{where}: a prediction needs a 'score'", path=path)
-            if type(score) not in _NUMBER or not 0 <= score <= 1:
-                raise InputError(f"{where}: 'score' must be a number in [0, 1], got {score!r}", path=path)
-            scores.append(float(score))
-            continue
-        flag = item.get("iscrowd", 0)
-        if type(flag) not in (int, bool):
-            raise InputError(f"{where}: 'iscrowd' must be 0 or 1, got {flag!r}", path=path)
-        crowd.append(bool(flag))
-        given = item.get("area")
-        if given is not None and (type(given) not in _NUMBER or not math.isfinite(given) or given < 0):
-            raise InputError(f"{where}: 'area' must be a finite number >= 0, got {given!r}", path=path)
+        label, score, flag, given = object_attributes(item, f"object {index}", path, prediction)
+        labels.append(label)
+        scores.append(score)
+        crowd.append(flag)
         area.append(math.nan if given is None else float(given))
     n = len(objects)
     if prediction:
@@ -199,8 +184,8 @@ def _attributes_fast(objects: list[dict[str, Any]], prediction: bool):
             return None
         return labels, values, np.zeros(n, bool), None
     crowd = list(map(dict.get, objects, repeat("iscrowd"), repeat(0)))
-    if not set(map(type, crowd)) <= {int, bool}:
-        return None
+    if not set(map(type, crowd)) <= {int, bool} or not set(crowd) <= {0, 1}:
+        return None  # the checked path names the object
     given = list(map(dict.get, objects, repeat("area")))
     if not set(map(type, given)) <= {*_NUMBER, type(None)}:
         return None
