@@ -38,7 +38,9 @@ ALLOWED = {
 }
 # third-party modules only one layer may import
 OWNED = {"click": "cli", "rich": "console", "orjson": "report", "imageio": "io", "PIL": "io",
-         "jsonschema": "report", "referencing": "report"}
+         "jsonschema": "report", "referencing": "report", "shapely": "ops"}
+# the optional extra rpx-eval[geometry] (--geometry polygon): imported by these modules only
+SHAPELY = {"ops/polygons.py", "ops/geometry.py"}
 # the one exception: the box reader *parses* large JSON with orjson (a 28 MB COCO results
 # file: 0.21 s against the stdlib's 0.58 s); serialising stays in report/
 READERS = {"orjson": {"io/boxes.py"}}
@@ -95,6 +97,8 @@ def test_layers_point_one_way(path: Path) -> None:
             assert "orjson.dumps" not in path.read_text(), "only report/ serialises JSON"
         elif top in OWNED:
             assert OWNED[top] == layer, f"only {OWNED[top]} may import {top} (found in {layer})"
+            if top == "shapely":
+                assert str(path.relative_to(PACKAGE)) in SHAPELY, f"{path.name} imports shapely"
 
 
 def test_no_module_cites_a_document_outside_the_repository() -> None:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from itertools import repeat
 from typing import Any
 
-from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
+from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError, unescaped
 from rpx_cli.report.provenance import Stopwatch
 from rpx_cli.report.written import rows_fragment, written_rows
 from rpx_cli.run.assemble import assemble
@@ -51,18 +51,20 @@ def merge_reports(parts: list[Part], *, invocation: Invocation | None = None,
             raise InputError(f"its statistics cannot be read ({exc}); was it written by another "
                              "rpx version? Re-run that shard", path=path) from None
     stems = [stem for _, part, _ in parts for stem in part["state"]["stems"]]
-    order = sorted(range(len(stems)), key=stems.__getitem__)
+    keys = [unescaped(stem) for stem in stems]  # the order of the files' own names
+    order = sorted(range(len(stems)), key=keys.__getitem__)
     stats = StatTable.concat(declared, tables).take(order)
     rows = [row for _, part, _ in parts for row in part.get("rows", [])]
     as_written = _rows_as_written(task, parts, written)
     if list(map(dict.get, rows, repeat("stem"))) == stems:  # a row per statistic: one sort
         rows_order = order
     else:
-        rows_order = sorted(range(len(rows)), key=lambda i: rows[i]["stem"])
+        rows_order = sorted(range(len(rows)), key=lambda i: unescaped(rows[i]["stem"]))
     rows = list(map(rows.__getitem__, rows_order))
     errors = sorted((PairError(**error) for _, part, _ in parts for error in part["errors"]),
-                    key=lambda error: error.stem)
-    unpaired = {side: sorted(stem for _, part, _ in parts for stem in part["unpaired"][side])
+                    key=lambda error: unescaped(error.stem))
+    unpaired = {side: sorted((stem for _, part, _ in parts for stem in part["unpaired"][side]),
+                             key=unescaped)
                 for side in ("pred_only", "gt_only")}
     if not len(stats):
         raise EvaluationFailed(errors, len(errors),
@@ -79,7 +81,8 @@ def merge_reports(parts: list[Part], *, invocation: Invocation | None = None,
         for _, part, _ in parts:
             for key, values in part["state"]["strata"]["inputs"].items():
                 gathered.setdefault(key, []).extend(values)
-        rank = sorted(range(len(gathered.get("stems", []))), key=gathered["stems"].__getitem__)
+        strata_keys = [unescaped(stem) for stem in gathered.get("stems", [])]
+        rank = sorted(range(len(strata_keys)), key=strata_keys.__getitem__)
         by_stem = {key: [values[i] for i in rank] for key, values in gathered.items()}
         first_strata = first["state"]["strata"]
         report["strata"] = eval_strata.section(params["strata"], first_strata["direction"],
