@@ -1,7 +1,7 @@
 """Classification speed at ImageNet-val scale: ``rpx eval classification`` against
 pandas + scikit-learn (the CSV form) and against reading the per-stem JSON with orjson.
 
-Generates (once, under ``benchmarks/data/classification``) N stems × C classes of scores
+Generates (once, under ``$RPX_BENCH_DATA/classification``) N stems × C classes of scores
 (default 50,000 × 1,000, probabilities written with six decimals as ``%.6f`` exports do):
 ``gt.csv`` (``stem,label``), ``pred.csv`` (``stem,<one column per class>``), and the same
 as per-stem JSON (``gt/<stem>.json`` ``{"label": L}``, ``pred/<stem>.json``

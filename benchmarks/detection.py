@@ -4,7 +4,9 @@ Generates (once) a COCO-style set: N images, 10 classes, ~15 GT and ~60 scored d
 per image (near-GT and random), as COCO JSON, and the same as N per-stem JSON pairs. Times
 each tool in a fresh process on the same files (load + evaluate + summarise), median of
 ``--repeat``, with peak RSS. rpx computes every view (rows, pooled, confusion, COCO) unless
-noted; ``--metrics coco`` is the like-for-like comparison.
+noted; ``--metrics coco`` is the like-for-like comparison. Every rpx command runs as a
+first run (empty digest cache) and a re-run (warm cache, unchanged GT, new predictions);
+the floors read and parse the JSON files, and also sha256 them (provenance floor).
 
 Usage: python benchmarks/detection.py [--images 5000] [--repeat 3]
 """
@@ -23,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, machine, rpx_command
+from _common import DATA, DigestRuns, floor_command, load, machine, rpx_command
 
 PYCOCOTOOLS = textwrap.dedent("""
     import sys, contextlib, io
@@ -100,16 +102,18 @@ def generate(root: Path, n_images: int) -> Path:
     return root
 
 
-def run(argv: list[str], repeat: int) -> tuple[float, float, str]:
-    """(median wall s, peak RSS MB, stdout) of a fresh process."""
+def run(argv, repeat: int) -> tuple[float, float, str]:
+    """(median wall s, peak RSS MB, stdout) of a fresh process; ``argv`` is a list or a
+    callable returning one (called before each run, outside the timing)."""
     code = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], check=True, "
             "capture_output=True, text=True); print(resource.getrusage("
             "resource.RUSAGE_CHILDREN).ru_maxrss); print(r.stdout[-200:])")
     times, peaks, out = [], [], ""
     for _ in range(repeat):
+        command = argv() if callable(argv) else argv
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", code, *argv], check=True, capture_output=True,
-                              text=True)
+        done = subprocess.run([sys.executable, "-c", code, *command], check=True,
+                              capture_output=True, text=True)
         times.append(time.perf_counter() - start)
         lines = done.stdout.splitlines()
         peaks.append(int(lines[0]) / 1024)
@@ -126,26 +130,45 @@ def main() -> None:
     root = generate(DATA / f"detection-{args.images}", args.images)
     gt, dt = str(root / "instances.json"), str(root / "results.json")
     py = sys.executable
-    results = {}
+    runs = DigestRuns("detection", predictions=[dt, root / "pred"],
+                      ground_truth=[gt, root / "gt"])
+    rpx = rpx_command() + ["eval", "detection", "--quiet"]
+    coco_files = ["--coco-gt", gt, "--coco-dt", dt]
+    stems = ["--pred-dir", str(root / "pred"), "--gt-dir", str(root / "gt")]
+    checks = {"coco files": runs.warm(rpx + coco_files, expect_reused=1),
+              "per-stem": runs.warm(rpx + stems + ["--jobs", "2"], expect_reused=args.images)}
+    load_before = load()
+    results = {
+        "floor: read + parse both COCO files (json)":
+            run(floor_command(plain=[gt, dt]), args.repeat),
+        "provenance floor: read once, sha256, parse both COCO files":
+            run(floor_command(hashed=[gt, dt]), args.repeat),
+        f"provenance floor: the {2 * args.images} per-stem JSON files":
+            run(floor_command(hashed=[root / "gt", root / "pred"]), args.repeat),
+    }
     if not args.skip_pycocotools:
         results["pycocotools"] = run([py, "-c", PYCOCOTOOLS, gt, dt], 1)
     results["faster-coco-eval"] = run([py, "-c", FASTER, gt, dt], args.repeat)
     results["hotcoco"] = run([py, "-c", HOTCOCO, gt, dt], args.repeat)
-    rpx = rpx_command() + ["eval", "detection", "-o", "/dev/null", "--quiet"]
-    coco_files = ["--coco-gt", gt, "--coco-dt", dt]
-    results["rpx --metrics coco (COCO files)"] = run(rpx + coco_files + ["--metrics", "coco"], args.repeat)
-    results["rpx, every view (COCO files)"] = run(rpx + coco_files, args.repeat)
-    stems = ["--pred-dir", str(root / "pred"), "--gt-dir", str(root / "gt")]
-    results["rpx, every view (per-stem JSON), --jobs 2"] = run(rpx + stems + ["--jobs", "2"], args.repeat)
+    for label, flags in (("rpx --metrics coco (COCO files)", coco_files + ["--metrics", "coco"]),
+                         ("rpx, every view (COCO files)", coco_files),
+                         ("rpx, every view (per-stem JSON), --jobs 2", stems + ["--jobs", "2"])):
+        for mode, extra in (("first run", runs.first), ("re-run", runs.rerun)):
+            results[f"{label}, {mode}"] = run(
+                lambda flags=flags, extra=extra: rpx + flags + ["-o", "/dev/null", *extra()],
+                args.repeat)
+    runs.cleanup()
     base = results.get("pycocotools", (None,))[0]
+    hot = results["hotcoco"][0]
     print(f"machine: {machine()}")
+    print(f"load: {load_before} before, {load()} after")
     print(f"{args.images} images, 10 classes; {(root / 'DONE').read_text().strip()}; "
-          f"median of {args.repeat} (pycocotools: 1 run)")
-    print("| tool | wall s | peak RSS MB | vs pycocotools |")
-    print("|---|---:|---:|---:|")
+          f"median of {args.repeat} (pycocotools: 1 run); digests {checks}")
+    print("| tool | wall s | peak RSS MB | vs pycocotools | vs hotcoco |")
+    print("|---|---:|---:|---:|---:|")
     for name, (seconds, peak, _) in results.items():
         ratio = f"{base / seconds:.1f}x faster" if base else ""
-        print(f"| {name} | {seconds:.2f} | {peak:.0f} | {ratio} |")
+        print(f"| {name} | {seconds:.2f} | {peak:.0f} | {ratio} | {seconds / hot:.1f}x |")
 
 
 if __name__ == "__main__":

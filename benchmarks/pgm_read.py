@@ -1,6 +1,6 @@
 """PGM P5 parsing cost against the raw cost of getting the bytes (``np.fromfile``).
 
-Writes N 1080x1920 16-bit (big-endian) and 8-bit P5 PGMs under ``benchmarks/data/`` once,
+Writes N 1080x1920 16-bit (big-endian) and 8-bit P5 PGMs under ``$RPX_BENCH_DATA`` once,
 then times, in one process and warm cache, median of ``--repeat`` passes over all files:
 
 - ``np.fromfile`` of each file (the bytes only: no header, no shape);

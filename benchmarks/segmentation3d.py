@@ -1,6 +1,6 @@
 """Time ``rpx eval segmentation3d`` against only reading the scans, and its memory growth.
 
-Generates (once, under ``benchmarks/data/``) N SemanticKITTI-sized scans (~123k points each,
+Generates (once, under ``$RPX_BENCH_DATA``) N SemanticKITTI-sized scans (~123k points each,
 the raw label mix of SemanticKITTI's ``content`` ratios, instance ids in the high 16 bits):
 GT and predictions as ``.label`` (uint32), points as ``.bin`` (float32 x, y, z, remission;
 ranges like a 64-beam lidar's), the prediction the GT with ~12% of the points relabelled.

@@ -3,9 +3,11 @@
 Generates (once) S sequences of F frames in MOT17 layout: ~15 pedestrians alive per frame
 (tracks start and end, drift, are missed, switch predicted ids), a few distractor-class
 and zero-marked GT boxes, spurious predictions. Each tool runs in a fresh process on the
-same files, end to end (read, MOTChallenge preprocessing, CLEAR + Identity + HOTA), median
-of ``--repeat``; then the per-sequence MOTA / IDF1 / HOTA of every tool are compared with
-rpx's. The floor is a process that only reads the text files into numpy arrays.
+same files, end to end (read, MOTChallenge preprocessing, CLEAR + Identity + HOTA),
+round-robin, median of ``--repeat``; then the per-sequence MOTA / IDF1 / HOTA of every
+tool are compared with rpx's. rpx runs as a first run (empty digest cache) and a re-run
+(warm cache, unchanged GT, new predictions). The floor is a process that only reads the
+text files into numpy arrays; the provenance floor also sha256s them.
 
 Usage: python benchmarks/tracking.py [--sequences 4] [--frames 600] [--repeat 3]
 """
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, machine, rpx_command, timed_output
+from _common import DATA, DigestRuns, floor_command, load, machine, measure, rpx_command, spread_line
 
 FLOOR = textwrap.dedent("""
     import sys, json, numpy as np
@@ -135,25 +137,37 @@ def main() -> None:
     rpx = rpx_command() + ["eval", "tracking", "--pred-dir", str(root / "rpx" / "pred"),
                            "--gt-dir", str(root / "rpx" / "gt"), "--benchmark", "mot17",
                            "--quiet", "--no-progress"]
+    runs = DigestRuns("tracking", predictions=[root / "rpx" / "pred"],
+                      ground_truth=[root / "rpx" / "gt"])
+    checks = runs.warm(rpx + ["--jobs", "1"], expect_reused=args.sequences)
+    load_before = load()
     commands = {
-        "floor: np.loadtxt of the files": [py, "-c", FLOOR, str(root), *seqs],
-        "TrackEval (trackeval package)": [py, "-c", TRACKEVAL, str(root), *seqs],
-        "motrics": [py, "-c", MOTRICS, str(root), *seqs],
-        "rpx --jobs 1": rpx + ["--jobs", "1"],
-        "rpx (--jobs 2)": rpx + ["--jobs", "2"],
+        "floor: np.loadtxt of the files": lambda: [py, "-c", FLOOR, str(root), *seqs],
+        "provenance floor: read once, sha256, parse": lambda: floor_command(
+            hashed=[root / "rpx" / "gt", root / "rpx" / "pred"]),
+        "TrackEval (trackeval package)": lambda: [py, "-c", TRACKEVAL, str(root), *seqs],
+        "motrics": lambda: [py, "-c", MOTRICS, str(root), *seqs],
     }
-    results = {name: timed_output(argv, repeat=args.repeat) for name, argv in commands.items()}
-    reference = rpx_values(results["rpx --jobs 1"][1])
-    trackeval_s = results["TrackEval (trackeval package)"][0]
-    motrics_s = results["motrics"][0]
+    for jobs in ("1", "2"):
+        for mode, extra in (("first run", runs.first), ("re-run", runs.rerun)):
+            commands[f"rpx --jobs {jobs}, {mode}"] = (
+                lambda jobs=jobs, extra=extra: rpx + ["--jobs", jobs, *extra()])
+    timings = measure(commands, repeat=args.repeat, capture=True)
+    runs.cleanup()
+    reference = rpx_values(timings["rpx --jobs 1, first run"].stdout)
+    trackeval_s = timings["TrackEval (trackeval package)"].median
+    motrics_s = timings["motrics"].median
     print(f"machine: {machine()}")
+    print(f"load: {load_before} before, {load()} after")
     print(f"{args.sequences} sequences x {args.frames} frames; {(root / 'DONE').read_text().strip()}; "
-          f"fresh process per run, median of {args.repeat}")
+          f"fresh process per run, round-robin, median of {args.repeat}; digests {checks}")
+    print(spread_line(timings))
     print("| tool | wall s | TrackEval / tool | tool / motrics | max abs diff of MOTA, IDF1, HOTA vs rpx |")
     print("|---|---:|---:|---:|---:|")
-    for name, (seconds, out) in results.items():
+    for name, timing in timings.items():
+        seconds, out = timing.median, timing.stdout
         diff = ""
-        if not name.startswith("floor"):
+        if name in ("TrackEval (trackeval package)", "motrics") or name.startswith("rpx"):
             values = rpx_values(out) if name.startswith("rpx") else json.loads(out)
             gap = max(abs(a - b) for s in seqs for a, b in zip(values[s], reference[s], strict=True))
             diff = f"{gap:.1e}"

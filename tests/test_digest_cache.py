@@ -57,6 +57,22 @@ def test_a_rerun_reuses_every_digest_and_gives_the_same_report(rpx, depth_set: P
     assert without_digests(off) == without_digests(first)
 
 
+def test_input_files_use_the_cache_too(rpx, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rpx eval detection --coco-gt/--coco-dt``: the unchanged GT file's digest is reused,
+    the new results file's hashed; the report is the same."""
+    monkeypatch.setattr(digest_cache, "RACY_SECONDS", 0.0)
+    shutil.copytree(FIXTURES / "detection" / "coco", tmp_path / "coco")
+    files = ["--coco-gt", tmp_path / "coco" / "instances.json",
+             "--coco-dt", tmp_path / "coco" / "results.json", "--digest-cache", tmp_path / "cache"]
+    first = rpx(["eval", "detection", *files]).json
+    results = tmp_path / "coco" / "results.json"
+    results.write_bytes(results.read_bytes())  # new predictions, the same bytes
+    second = rpx(["eval", "detection", *files]).json
+    assert first["run_provenance"]["digests"] == {"computed": 2, "reused": 0}
+    assert second["run_provenance"]["digests"] == {"computed": 1, "reused": 1}
+    assert without_digests(first) == without_digests(second)
+
+
 def test_new_content_with_the_old_mtime_put_back_is_hashed_again(rpx, depth_set: Path,
                                                                  tmp_path: Path) -> None:
     evaluate(rpx, depth_set, tmp_path / "cache")

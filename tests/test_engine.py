@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -80,6 +85,48 @@ def test_a_dead_worker_is_an_error_not_a_hang(tmp_path: Path) -> None:
     pairs = make_pairs(tmp_path, {**{f"{i:02d}": ("1", "1") for i in range(10)}, "05": ("crash", "1")})
     with pytest.raises(WorkerCrashed, match="worker process died"):
         run_pairs(Toy(), pairs, {}, jobs=2)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG)")
+def test_workers_end_when_rpx_is_killed(tmp_path: Path) -> None:
+    """A parent killed outright (SIGKILL: no cleanup runs) takes its workers with it."""
+    script = textwrap.dedent(f"""
+        import os, time
+        from rpx_cli.engine import run_units
+
+        def job(worker, unit):
+            open(os.path.join({str(tmp_path)!r}, f"worker-{{os.getpid()}}"), "w").close()
+            time.sleep(60)
+
+        list(run_units(job, list(range(8)), jobs=2))
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.glob("worker-*"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = [int(p.name.split("-")[1]) for p in tmp_path.glob("worker-*")]
+        assert len(workers) == 2
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 30
+        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(pid) for pid in workers)
+    finally:
+        parent.kill()
+        for pid in workers:  # only if the test failed
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

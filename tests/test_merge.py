@@ -163,6 +163,38 @@ def test_merge_of_shards_equals_a_single_run(task, seed, n_stems, count, rows) -
                 single["run_provenance"]["inputs"][role]["sha256"]
 
 
+def _rows_section(data: bytes) -> bytes:
+    start = data.index(b'\n  "rows": ')
+    return data[start:data.index(b'\n  "', start + 1)]
+
+
+@pytest.mark.parametrize("task", sorted(MAKERS))
+def test_merged_rows_are_written_as_a_single_run_writes_them(task, tmp_path: Path) -> None:
+    """Parts as rpx writes them (indented): their rows are copied as written, byte for byte
+    the rows of a single run; compact parts, and a task filling rows from all pairs at once
+    (detection), go through parse and dumps, to the same bytes."""
+    from rpx_cli.report.serialize import dumps
+    from rpx_cli.run.merge import merge_files
+    from rpx_cli.tasks import get_task
+    from rpx_cli.tasks.base import Task
+
+    rng = np.random.default_rng(7)
+    params = MAKERS[task](tmp_path, rng, [f"scene{i % 3}/{i:04d}" for i in range(7)])
+    single = dumps(evaluate(task, tmp_path, params))
+    copies = type(get_task(task)).summarize_rows is Task.summarize_rows
+    for compact in (False, True):
+        paths = []
+        for k in (1, 2, 3):
+            path = tmp_path / f"part{k}-{compact}.json"
+            path.write_bytes(dumps(evaluate(task, tmp_path, params, shard=(k, 3)), compact=compact))
+            paths.append(str(path))
+        report = merge_files(paths)
+        assert (type(report["rows"]).__name__ == "Fragment") == (copies and not compact)
+        data = dumps(report, parsed=("rows",))
+        assert _rows_section(data) == _rows_section(single)
+        assert without_provenance(json.loads(data)) == without_provenance(json.loads(single))
+
+
 def test_shards_partition_the_stems() -> None:
     """A stable hash of the stem (the same in every process and run), not Python's hash()."""
     stems = [f"s{i}" for i in range(500)] + ["scene1/clutter/000120"]

@@ -12,12 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rpx_cli.io.images import decode_image
 from rpx_cli.io.npy import parse_npy
 from rpx_cli.ops.assignment import linear_sum_assignment
 from rpx_cli.ops.blocks import block_sums, reference_block_sums
 from rpx_cli.ops.confusion import (
     FrameConfusion,
     add_confusions,
+    code_counts,
     frame_confusion,
     interval_confusions,
     reference_confusion,
@@ -27,6 +29,8 @@ from rpx_cli.ops.confusion import (
 from rpx_cli.ops.depth import METRICS, DepthKernel, finalize, reference_metrics
 from rpx_cli.ops.image_quality import reference_ssim, ssim
 from rpx_cli.ops.lidar import LabelMap, RangeIntervals, reference_label_map
+from rpx_cli.ops.reprojection import ReprojectionKernel, reference_reprojected_agreement
+from rpx_cli.ops.warp import motion
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -78,6 +82,29 @@ def test_frame_confusion_fast_paths_equal_the_plain_bincount(seed: int, dtype, i
     np.testing.assert_array_equal(fast.gt_labels, plain.gt_labels)
     np.testing.assert_array_equal(fast.pred_labels, plain.pred_labels)
     np.testing.assert_array_equal(fast.counts, plain.counts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), run=st.sampled_from([1, 3, 8, 9, 50, 1000]),
+       size=st.integers(0, 3000))
+def test_counting_by_runs_equals_bincount(seed: int, run: int, size: int) -> None:
+    """Region-like codes (runs of ``run`` on average: counted by runs) and noisy ones
+    (counted directly) against np.bincount; label maps with regions through frame_confusion
+    against the reference."""
+    rng = np.random.default_rng(seed)
+    codes = np.repeat(rng.integers(0, 300, size // run + 1), rng.integers(1, 2 * run, size // run + 1))
+    codes = codes[:size].astype(np.uint16)
+    got = code_counts(codes, 512)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.bincount(codes, minlength=512))
+    gt = np.repeat(rng.integers(0, 20, (40, 1)), 64, axis=1).astype(np.uint8)
+    gt[:, rng.integers(0, 64):] = rng.integers(0, 256)
+    pred = np.roll(gt, int(rng.integers(-3, 4)), axis=1)
+    for ignore in ((), (int(gt[0, 0]),)):
+        fast, plain = frame_confusion(gt, pred, ignore), reference_confusion(gt, pred, ignore)
+        np.testing.assert_array_equal(fast.counts, plain.counts)
+        np.testing.assert_array_equal(fast.gt_labels, plain.gt_labels)
+        np.testing.assert_array_equal(fast.pred_labels, plain.pred_labels)
 
 
 @settings(max_examples=60, deadline=None)
@@ -166,6 +193,51 @@ def test_ssim_workspace_kernel_equals_the_formula(shape) -> None:
         assert ssim(x, y, 255) == pytest.approx(reference_ssim(x, y, 255), rel=1e-12, abs=1e-15)
 
 
+def _camera_pose(yaw_deg: float, roll_deg: float, position) -> np.ndarray:
+    yaw, roll = np.radians(yaw_deg), np.radians(roll_deg)
+    turn = np.array([[np.cos(yaw), 0, np.sin(yaw)], [0, 1, 0], [-np.sin(yaw), 0, np.cos(yaw)]])
+    spin = np.array([[np.cos(roll), -np.sin(roll), 0], [np.sin(roll), np.cos(roll), 0], [0, 0, 1]])
+    pose = np.eye(4)
+    pose[:3, :3], pose[:3, 3] = turn @ spin, position
+    return pose
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), rows=st.sampled_from([1, 3, 1 << 16]),
+       float_indices=st.booleans())
+def test_fused_reprojection_equals_the_warp_steps_bit_for_bit(seed: int, rows: int,
+                                                              float_indices: bool) -> None:
+    """The chunked kernel against the step-by-step reference: blocky scenes with depth
+    edges, holes (0, and NaN in frame t+1), points leaving the image or going behind the
+    camera, noise; chunks of one row, a few rows or the whole frame; flat indices in
+    float32 and (as for frames of 2^24 pixels and more) in integers."""
+    rng = np.random.default_rng(seed)
+    h, w = (int(n) for n in rng.integers(2, 40, 2))
+    frames = []
+    for _ in range(2):
+        depth = np.full((h, w), rng.uniform(2, 6), np.float32)
+        for _ in range(int(rng.integers(0, 4))):  # boxes in front: depth edges
+            y, x = rng.integers(0, h), rng.integers(0, w)
+            depth[y:y + int(rng.integers(1, h)), x:x + int(rng.integers(1, w))] = rng.uniform(0.3, 2)
+        depth *= np.exp(rng.normal(0, 0.02, (h, w))).astype(np.float32)
+        depth[rng.random((h, w)) < 0.1] = 0
+        frames.append(depth)
+    frames[1][rng.random((h, w)) < 0.05] = np.nan
+    intrinsics = tuple(float(v) for v in (rng.uniform(0.5, 2) * w, rng.uniform(0.5, 2) * w,
+                                          (w - 1) / 2 + rng.normal(0, 2), (h - 1) / 2 + rng.normal(0, 2)))
+    step = rng.normal(0, 0.3 if seed % 5 == 0 else 0.03, 3)  # sometimes far: points leave
+    transform = motion(np.eye(4), _camera_pose(rng.normal(0, 4), rng.normal(0, 4), step))
+    options = {"occlusion": (0.01, 0.01), "edge": (0.05, 0.05)}
+    expected = reference_reprojected_agreement(frames[0], frames[1], intrinsics, intrinsics,
+                                               transform, **options)
+    kernel = ReprojectionKernel((h, w), chunk_pixels=rows * w)
+    if not float_indices:
+        kernel.exact_float_indices = 0
+    for _ in range(2):  # the second call reuses the workspace
+        got = kernel.agreement(frames[0], frames[1], intrinsics, intrinsics, transform, **options)
+        assert got == expected
+
+
 @pytest.mark.parametrize("maximize", [False, True])
 def test_directly_loaded_assignment_solver_is_scipys(maximize: bool) -> None:
     from scipy.optimize import linear_sum_assignment as public
@@ -193,3 +265,54 @@ def test_memoised_npy_parser_equals_numpy_load(dtype: str, fortran: bool) -> Non
         expected = np.load(io.BytesIO(stream.getvalue()))
         assert got.dtype == expected.dtype and got.shape == expected.shape
         np.testing.assert_array_equal(got, expected)
+
+
+def _interlaced_png(pixels: np.ndarray) -> bytes:
+    """An Adam7-interlaced 8-bit grayscale PNG (Pillow writes none), filter 0 per row."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF))
+
+    h, w = pixels.shape
+    passes = [(0, 0, 8, 8), (0, 4, 8, 8), (4, 0, 8, 4), (0, 2, 4, 4), (2, 0, 4, 2), (0, 1, 2, 2),
+              (1, 0, 2, 1)]  # (row start, column start, row step, column step)
+    raw = b"".join(b"\x00" + row.tobytes() for y0, x0, dy, dx in passes
+                   for row in pixels[y0::dy, x0::dx] if row.size)
+    header = struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 1)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
+            + chunk(b"IEND", b""))
+
+
+@pytest.mark.parametrize("kind", ["L", "P", "P-transparent", "I;16", "I;16-odd", "1", "LA", "RGB",
+                                  "RGBA", "L-interlaced"])
+def test_png_decoded_into_an_array_equals_numpy_asarray(kind: str) -> None:
+    """The direct decode (8-bit, palette and 16-bit grayscale PNGs) and the np.asarray path
+    (every other kind) give Pillow's own pixels, dtype included."""
+    from PIL import Image
+
+    rng = np.random.default_rng(len(kind))
+    h, w = (37, 53) if kind.endswith("odd") else (48, 64)
+    values = rng.integers(0, 256, (h, w, 4)).astype(np.uint8)
+    stream = io.BytesIO()
+    if kind == "L-interlaced":
+        stream.write(_interlaced_png(values[..., 0]))
+    elif kind.startswith("I;16"):
+        Image.fromarray(rng.integers(0, 65536, (h, w)).astype(np.uint16)).save(stream, "PNG")
+    elif kind.startswith("P"):
+        image = Image.fromarray(values[..., 0] % 17).convert("P")
+        image.save(stream, "PNG", **({"transparency": 3} if kind == "P-transparent" else {}))
+    else:
+        channels = {"L": 1, "1": 1, "LA": 2, "RGB": 3, "RGBA": 4}[kind]
+        array = values[..., 0] if channels == 1 else values[..., :channels]
+        Image.fromarray(array).convert(kind).save(stream, "PNG")
+    data = stream.getvalue()
+    with Image.open(io.BytesIO(data)) as image:
+        expected = np.asarray(image)
+        if expected.dtype == np.bool_:
+            expected = expected.view(np.uint8)
+    got = decode_image(np.frombuffer(data, np.uint8), "x.png")
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)

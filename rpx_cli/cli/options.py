@@ -398,7 +398,7 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
 
         evaluation = run_file_evaluation(task, given, params, on_error=on_error,
                                          include_rows=not no_rows, shard=shard,
-                                         invocation=invocation)
+                                         invocation=invocation, digest_cache=cache)
     else:
         if not (pred_dir and gt_dir):
             raise click.UsageError("--pred-dir and --gt-dir are required")

@@ -47,16 +47,21 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
           --shard 2/2 -o part2.json
       rpx merge part1.json part2.json -o report.json && jq .aggregate.absrel report.json
     """
-    from rpx_cli.run.documents import read_report, sha256_hex
-    from rpx_cli.run.merge import merge_reports
+    import gc
 
-    loaded = []
-    for path in parts:
-        document, data = read_report(path)
-        loaded.append((path, document, sha256_hex(data)))
-    report = merge_reports(loaded, invocation=invocation_of(ctx, out))
-    # merged rows were parsed from the parts' JSON: finite by construction, not walked again
-    emit_html(emit_report(report, out, compact=compact, parsed=("rows",)), out, html)
+    from rpx_cli.run.merge import merge_files
+
+    # Every container built from here on stays alive until the report is written: the
+    # cyclic collector would only rescan them (0.11 s for 64 parts of 100,000 rows).
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        report = merge_files(parts, invocation=invocation_of(ctx, out), indented=not compact)
+        # merged rows were parsed from the parts' JSON: finite by construction, not walked again
+        emit_html(emit_report(report, out, compact=compact, parsed=("rows",)), out, html)
+    finally:
+        if paused:
+            gc.enable()
     if not quiet:
         from rpx_cli.console import print_lines
         from rpx_cli.report.render import summary_line

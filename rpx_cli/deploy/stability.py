@@ -65,6 +65,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from rpx_cli.errors import ParameterError
+from rpx_cli.ops import reprojection
 from rpx_cli.ops import warp as ops
 from rpx_cli.ops.reduce import mean_present
 
@@ -107,29 +108,14 @@ class PairScore(NamedTuple):
 def depth_agreement(d_t: np.ndarray, other: np.ndarray, valid: np.ndarray) -> PairScore:
     """``max(0, 1 - mean|d_t - other| / max(range(d_t), 1e-3))`` over ``valid`` (flat
     arrays; float32 terms summed pairwise per row of 4096, rows summed in float64)."""
-    n = int(np.count_nonzero(valid))
-    if n == 0:
+    return _score(reprojection.agreement(d_t, other, valid))
+
+
+def _score(sums: reprojection.Agreement) -> PairScore:
+    if sums.n == 0:
         return PairScore(None, 0)
-    weight = valid.view(np.uint8).astype(np.float32)
-    term = np.subtract(d_t, other)
-    np.abs(term, out=term)
-    np.fmin(term, np.float32(3e38), out=term)  # NaN (invalid anyway) -> finite, then x 0
-    term *= weight
-    l1 = _sum(term) / n
-    weight *= d_t  # d_t > 0 where valid: max over valid = max of d_t x valid (NaN ignored)
-    high = float(np.fmax.reduce(weight))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        np.divide(valid, d_t, out=weight)  # 1/d_t where valid, 0 or NaN elsewhere
-    low = 1.0 / float(np.fmax.reduce(weight))
-    return PairScore(max(0.0, 1.0 - l1 / max(high - low, MIN_RANGE_M)), n)
-
-
-def _sum(values: np.ndarray) -> float:
-    """Pairwise float32 sums of blocks of 4096, added in float64 (deterministic)."""
-    size = values.size
-    blocks = size // 4096
-    total = np.add.reduce(values[:blocks * 4096].reshape(blocks, 4096), axis=1).sum(dtype=np.float64)
-    return float(total + np.add.reduce(values[blocks * 4096:], dtype=np.float64))
+    l1 = sums.total / sums.n
+    return PairScore(max(0.0, 1.0 - l1 / max(sums.high - sums.low, MIN_RANGE_M)), sums.n)
 
 
 def label_agreement(p_t: np.ndarray, other: np.ndarray, valid: np.ndarray | None,
@@ -181,16 +167,14 @@ def depth_pair(d_t: np.ndarray, d_t1: np.ndarray, *, warp: str,
         return depth_agreement(d, other, valid)
     if warp == "reproject":
         transform = ops.motion(pose_t, pose_t1)
-        grid = ops.reproject(d_t, intrinsics_t, intrinsics_t1, transform, d_t1.shape)
-        at = ops.cells(grid, d_t1.shape)
-        occluded = ops.self_occluded(grid, at, d_t1.shape, OCCLUSION_RELATIVE, OCCLUSION_ABSOLUTE_M)
-        sampled = ops.sample_surface(ops.pad_for_bilinear(d_t1), at, grid, EDGE_RELATIVE,
-                                     EDGE_ABSOLUTE_M)
-        other = ops.depth_in_frame_t(sampled, grid, intrinsics_t1, transform)
-        valid = np.equal(other, other)
-        valid &= grid.inside
-        valid &= ~occluded
-        return depth_agreement(d, other, valid)
+        tolerances = {"occlusion": (OCCLUSION_RELATIVE, OCCLUSION_ABSOLUTE_M),
+                      "edge": (EDGE_RELATIVE, EDGE_ABSOLUTE_M)}
+        if d_t.dtype == d_t1.dtype == np.float32:  # the fused kernel: the same numbers, faster
+            kernel = reprojection.shared_reprojection_kernel(d_t.shape)
+            return _score(kernel.agreement(d_t, d_t1, intrinsics_t, intrinsics_t1, transform,
+                                           **tolerances))
+        return _score(reprojection.reference_reprojected_agreement(
+            d_t, d_t1, intrinsics_t, intrinsics_t1, transform, **tolerances))
     raise ParameterError(f"unknown warp {warp!r} (expected one of {', '.join(WARPS)})")
 
 

@@ -48,11 +48,26 @@ def _sha256(view: memoryview) -> bytes:
 
 def sha256_file(path: str) -> str:
     """Digest a file without keeping it (for files read by a third-party parser)."""
-    digest = hashlib.sha256()
+    return cached_sha256_file(path, None)[0]
+
+
+def cached_sha256_file(path: str, cache: DigestCache | None) -> tuple[str, bool, Key | None]:
+    """``(hex sha256, reused, key to store it under)`` of a file read in chunks: the
+    digest cache's entry for the open file's stat key when there is one (``reused``), else
+    computed; the key is None when the digest may not be stored (see
+    :meth:`DigestCache.storable`) or there is no cache."""
     with open_regular(path) as handle:
+        key = None
+        if cache is not None and cache.usable_for(os.path.dirname(os.path.abspath(path))):
+            st = os.fstat(handle.fileno())
+            found = cache.lookup(stat_key(st))
+            if found is not None:
+                return found.hex(), True, None
+            key = stat_key(st) if cache.storable(st) else None
+        digest = hashlib.sha256()
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
-    return digest.hexdigest()
+    return digest.hexdigest(), False, key
 
 
 class FileBuffer:

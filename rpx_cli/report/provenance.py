@@ -68,16 +68,15 @@ def utc_iso(timestamp: float) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def directory_digest(digests: Mapping[str, bytes | str]) -> str:
+def directory_digest(digests: Mapping[str, str]) -> str:
     """sha256 of the ``sha256sum``-format listing (``<hex>  <relative path>\\n``, sorted by
     path) of the files evaluated, so ``sha256sum`` over the same files reproduces it."""
-    hexed = {rel: value.hex() if isinstance(value, bytes) else value
-             for rel, value in digests.items()}
-    listing = "".join([f"{hexed[rel]}  {rel}\n" for rel in sorted(hexed)])
+    paths = sorted(digests)
+    listing = "".join(map("{}  {}\n".format, map(digests.__getitem__, paths), paths))
     return hashlib.sha256(listing.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def directory_input(path: str, digests: Mapping[str, bytes | str]) -> dict[str, Any]:
+def directory_input(path: str, digests: Mapping[str, str]) -> dict[str, Any]:
     return {
         "path": path,
         "kind": "directory",

@@ -10,13 +10,14 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from rpx_cli.engine import CacheTally
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
 from rpx_cli.io.discover import shard_of
-from rpx_cli.io.filebuffer import sha256_file
+from rpx_cli.io.filebuffer import cached_sha256_file
 from rpx_cli.report.provenance import Stopwatch
 from rpx_cli.run.assemble import assemble, resolve_params
-from rpx_cli.run.evaluate import check_shard, shard_state
-from rpx_cli.run.invocation import Evaluation, Invocation, file_input, stamp
+from rpx_cli.run.evaluate import check_shard, save_digest_cache, shard_state
+from rpx_cli.run.invocation import Evaluation, Invocation, file_input, open_digest_cache, stamp
 from rpx_cli.tasks.calculators import plugin_calculators
 from rpx_cli.tasks.registry import get_task
 from rpx_cli.tasks.stats import Collector
@@ -31,9 +32,11 @@ def run_file_evaluation(
     include_rows: bool = True,
     shard: tuple[int, int] | None = None,
     invocation: Invocation | None = None,
+    digest_cache: str | bool | None = None,
 ) -> Evaluation:
     """Evaluate the task's input files (option name -> path, every one of
-    ``task.file_inputs``). Rows are ordered by stem; ``shard`` as for folders."""
+    ``task.file_inputs``). Rows are ordered by stem; ``shard`` as for folders;
+    ``digest_cache`` as :func:`rpx_cli.run.evaluate.run_evaluation`'s."""
     task = get_task(task_name)
     expected = [option.param for option in task.file_inputs]
     if sorted(files) != sorted(expected):
@@ -85,10 +88,19 @@ def run_file_evaluation(
     report = assemble(task, params, stats, rows=rows, extras=[],
                       unpaired={"pred_only": [], "gt_only": []}, errors=errors,
                       include_rows=include_rows, calculators=calculators)
-    digests = {name: sha256_file(path) for name, path in files.items()}
+    cache = open_digest_cache(digest_cache)
+    digests, tally = {}, CacheTally()
+    for name, path in files.items():
+        digests[name], reused, key = cached_sha256_file(path, cache)
+        tally.reused += reused
+        tally.computed += not reused
+        if key is not None:
+            tally.new.append((key, bytes.fromhex(digests[name])))
+    warnings = list(loaded.warnings or []) + save_digest_cache(cache, tally)
     if shard is not None:
         report["state"] = shard_state(shard, whole, files, stems, stats.encode(), [], digests)
     inputs = {name: file_input(files[name], digests[name]) for name in expected}
     invocation = invocation or Invocation(command=f"rpx_cli.run_file_evaluation({task_name!r})")
-    stamp(report, invocation, inputs, stopwatch, digests={"computed": len(files), "reused": 0})
-    return Evaluation(report=report, warnings=list(loaded.warnings or []))
+    stamp(report, invocation, inputs, stopwatch,
+          digests={"computed": tally.computed, "reused": tally.reused})
+    return Evaluation(report=report, warnings=warnings)

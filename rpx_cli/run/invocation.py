@@ -59,9 +59,9 @@ def file_input(path: str, sha256: str, *, exists: bool | None = None) -> dict[st
             "sha256": sha256}
 
 
-def input_entry(path: str, digests: Mapping[str, bytes | str] | str) -> dict[str, Any]:
+def input_entry(path: str, digests: Mapping[str, str] | str) -> dict[str, Any]:
     """A provenance input from its digests: a folder's (relative path -> sha256) or a
-    file's hex sha256."""
+    file's hex sha256 (hex digests)."""
     return file_input(path, digests) if isinstance(digests, str) else directory_input(path, digests)
 
 

@@ -143,7 +143,7 @@ class StatTable:
             if not isinstance(values, list) or len(values) != n:
                 raise ValueError(f"statistic {stat.name!r} is missing or has the wrong length")
             if stat.numeric:
-                column = np.array(_nans(values), dtype=np.float64)
+                column = np.array(values, dtype=np.float64)  # null (None) becomes NaN
                 expected = (n,) if stat.width == 1 else (n, stat.width)
                 if column.shape != expected and not (n == 0 and column.size == 0):
                     raise ValueError(f"statistic {stat.name!r} has shape {column.shape}, "
@@ -209,7 +209,3 @@ def _fold(stat: Stat, values: Sequence[Any]) -> Any:
 
 def _nulls(values: list[Any]) -> list[Any]:
     return [_nulls(v) if isinstance(v, list) else (None if v != v else v) for v in values]
-
-
-def _nans(values: list[Any]) -> list[Any]:
-    return [_nans(v) if isinstance(v, list) else (math.nan if v is None else v) for v in values]
