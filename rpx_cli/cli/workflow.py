@@ -17,6 +17,7 @@ from rpx_cli.cli.options import (
     invocation_of,
     out_option,
     raise_if_failed,
+    storage_options_option,
     traceback_option,
     write_html,
     write_stdout,
@@ -29,15 +30,16 @@ from rpx_cli.cli.options import (
 @compact_option
 @html_option
 @click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
+@storage_options_option
 @traceback_option
 @click.pass_context
 def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
-          html: str | None = None, quiet: bool = False) -> None:
+          html: str | None = None, quiet: bool = False, storage_options: str | None = None) -> None:
     """Merge the partial reports of a sharded evaluation into the single-run report.
 
     Every shard 1..N of one evaluation (same task, parameters and inputs) must be given
     exactly once; aggregates, dataset figures and rows come out identical to one run over
-    everything.
+    everything. A PART may be a URL and a glob (quoted: 's3://bucket/run/part-*.json').
 
     \b
     Example:
@@ -47,10 +49,11 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
           --shard 2/2 -o part2.json
       rpx merge part1.json part2.json -o report.json && jq .aggregate.absrel report.json
     """
-    from rpx_cli.run.documents import read_report, sha256_hex
+    from rpx_cli.run.documents import expand_parts, read_report, sha256_hex
     from rpx_cli.run.merge import merge_reports
 
     loaded = []
+    parts = expand_parts(parts)
     for path in parts:
         document, data = read_report(path)
         loaded.append((path, document, sha256_hex(data)))

@@ -53,7 +53,13 @@ def open_regular(path: str, *, buffering: int = -1):
 
 def read_bytes(path: str) -> bytes:
     """All of a regular file (:func:`open_regular`): for files read whole outside a
-    :class:`FileBuffer` (manifests, class lists, COCO files)."""
+    :class:`FileBuffer` (manifests, class lists, COCO files, reports). A URL is fetched
+    through :mod:`rpx_cli.io.remote` (only then is fsspec imported)."""
+    if "://" in path:
+        from rpx_cli.io import remote
+
+        if remote.is_url(path):
+            return remote.read_whole(path)
     with open_regular(path) as handle:
         try:
             return handle.read()
