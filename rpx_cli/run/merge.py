@@ -1,20 +1,18 @@
 """``rpx merge``: the ``--shard`` parts of one evaluation back into the single-run report.
 
-Each part carries its pairs' statistics by name (``state.stats``); they are re-sorted by
-stem, concatenated and summarised once by the same code as a single run, so the merged
-``aggregate``, ``dataset`` and rows equal it exactly."""
+Each part carries its pairs' statistics by name (``state.stats``): a part is the
+mergeable :class:`~rpx_cli.run.state.State` on disk. The parts' states are folded, re-sorted
+by stem and summarised once by the same code as a single run, so the merged ``aggregate``,
+``dataset`` and rows equal it exactly."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
+from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.report.provenance import Stopwatch
-from rpx_cli.run.assemble import assemble
 from rpx_cli.run.invocation import Invocation, file_input, input_entry, stamp
-from rpx_cli.tasks.calculators import plugin_calculators
-from rpx_cli.tasks.registry import get_task
-from rpx_cli.tasks.stats import StatTable
+from rpx_cli.run.state import State, finalize, merge_states
 
 Part = tuple[str, dict[str, Any], str]  # (path, report, sha256 of the file)
 
@@ -24,57 +22,10 @@ def merge_reports(parts: list[Part], *, invocation: Invocation | None = None) ->
     report apart from ``run_provenance``."""
     stopwatch = Stopwatch()
     _check_parts(parts)
-    first_path, first, _ = parts[0]
-    try:
-        task = get_task(first["task"])
-    except KeyError as exc:
-        raise InputError(str(exc.args[0]), path=first_path) from None
-    params = first["params"]
-    declared = task.statistics(params)
-    tables = []
-    for path, part, _ in parts:
-        state = part["state"]
-        try:
-            tables.append(StatTable.decode(declared, state["stats"], len(state["stems"])))
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise InputError(f"its statistics cannot be read ({exc}); was it written by another "
-                             "rpx version? Re-run that shard", path=path) from None
-    stems = [stem for _, part, _ in parts for stem in part["state"]["stems"]]
-    order = sorted(range(len(stems)), key=stems.__getitem__)
-    stats = StatTable.concat(declared, tables).take(order)
-    rows = sorted((row for _, part, _ in parts for row in part.get("rows", [])),
-                  key=lambda row: row["stem"])
-    errors = sorted((PairError(**error) for _, part, _ in parts for error in part["errors"]),
-                    key=lambda error: error.stem)
-    unpaired = {side: sorted(stem for _, part, _ in parts for stem in part["unpaired"][side])
-                for side in ("pred_only", "gt_only")}
-    if not len(stats):
-        raise EvaluationFailed(errors, len(errors),
-                               "none of the pairs in these parts could be evaluated")
-    extras_all = [extra for _, part, _ in parts for extra in part["state"].get("extras", [])]
-    extras = [extras_all[i] for i in order] if extras_all else []
-    report = assemble(task, params, stats, rows=rows, extras=extras, unpaired=unpaired,
-                      errors=errors, include_rows="rows" in first,
-                      calculators=plugin_calculators(task.name))
-    if "strata" in first["state"]:
-        from rpx_cli.deploy import eval_strata
-
-        gathered: dict[str, list[Any]] = {}
-        for _, part, _ in parts:
-            for key, values in part["state"]["strata"]["inputs"].items():
-                gathered.setdefault(key, []).extend(values)
-        rank = sorted(range(len(gathered.get("stems", []))), key=gathered["stems"].__getitem__)
-        by_stem = {key: [values[i] for i in rank] for key, values in gathered.items()}
-        first_strata = first["state"]["strata"]
-        report["strata"] = eval_strata.section(params["strata"], first_strata["direction"],
-                                               by_stem, first_strata["problems"])
-    inputs = {}
-    for name, path in first["state"]["inputs"].items():
-        digests = [part["state"]["digests"][name] for _, part, _ in parts]
-        if isinstance(digests[0], str):  # a file: the same in every part
-            inputs[name] = input_entry(path, digests[0])
-        else:
-            inputs[name] = input_entry(path, {rel: h for d in digests for rel, h in d.items()})
+    # each part is the mergeable state on disk (run/state.py): folded, then summarised once
+    state = merge_states(State.from_part(path, part) for path, part, _ in parts)
+    report = finalize(state, check_errors=False)
+    inputs = {name: input_entry(path, state.digests[name]) for name, path in state.inputs.items()}
     for path, part, sha in sorted(parts, key=lambda p: p[1]["state"]["shard"]["index"]):
         inputs[f"shard_{part['state']['shard']['index']}"] = file_input(path, sha)
     return stamp(report, invocation or Invocation(command="rpx_cli.merge_reports"), inputs,
