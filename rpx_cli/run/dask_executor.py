@@ -17,19 +17,22 @@ batches finished in, and are summarised once: the report equals a local run's ex
 - The workers read the paths they are given: URLs (``s3://...``, with the run's
   ``--storage-options`` shipped with each batch, and the workers' own environment for
   credentials), or local paths that the workers see too (a shared filesystem, or a
-  ``LocalCluster`` on this machine).
+  ``LocalCluster`` on this machine); a relative path is read from this process's working
+  directory, and named as given in messages.
 - The digest cache is not used (its keys are this machine's inode numbers).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from rpx_cli.engine import Progress, Worker, run_batch
 from rpx_cli.errors import RpxError, WorkerCrashed
+from rpx_cli.io.regular import relative_to
 
 T = TypeVar("T")
 EXTRA = "pip install 'rpx-eval[dask]'"
@@ -38,13 +41,15 @@ MAX_BATCH = 64
 
 
 def _run_batch(job: Callable[[Worker, Any], T], units: Sequence[Any], digest: bool,
-               storage_options: dict[str, Any] | None) -> list[T]:
-    """What a Dask worker runs: one batch, by the engine's worker of this thread."""
+               storage_options: dict[str, Any] | None, cwd: str) -> list[T]:
+    """What a Dask worker runs: one batch, by the engine's worker of this thread, with
+    relative paths read from the client's working directory."""
     if storage_options is not None:
         from rpx_cli.io import remote
 
         remote.configure(storage_options)
-    return run_batch(job, units, digest=digest)
+    with relative_to(cwd):
+        return run_batch(job, units, digest=digest)
 
 
 @dataclass
@@ -111,7 +116,8 @@ class DaskExecutor:
                 len(units) / (self.workers * BATCHES_PER_WORKER))))
             batches = [list(units[at:at + size]) for at in range(0, len(units), size)]
             self.batches = len(batches)
-            futures = [client.submit(_run_batch, job, batch, digest, self.storage_options,
+            cwd = os.getcwd()
+            futures = [client.submit(_run_batch, job, batch, digest, self.storage_options, cwd,
                                      pure=False) for batch in batches]
             position = {future.key: i for i, future in enumerate(futures)}
             done: dict[int, list[T]] = {}
