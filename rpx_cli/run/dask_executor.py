@@ -59,7 +59,9 @@ class DaskExecutor:
     scheduler: str
     storage_options: dict[str, Any] | None = None
     batch_size: int | None = None  # pairs per Dask task (None: from the number of workers)
-    timeout: float = 30.0  # seconds to connect and to see a first worker
+    # seconds to connect and to see a first worker (None: Dask's own setting,
+    # distributed.comm.timeouts.connect, 30 s unless DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT)
+    timeout: float | None = None
     workers: int = 0
     batches: int = 0
 
@@ -81,13 +83,19 @@ class DaskExecutor:
             from distributed import Client
         except ImportError:
             raise RpxError(f"--executor dask needs the dask extra: {EXTRA}") from None
+        timeout = self.timeout
+        if timeout is None:
+            import dask.config
+            from dask.utils import parse_timedelta
+
+            timeout = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), "s")
         try:
-            client = Client(self.scheduler, timeout=self.timeout, set_as_default=False)
+            client = Client(self.scheduler, timeout=timeout, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
             raise RpxError(f"cannot reach the Dask scheduler at {self.scheduler}: "
                            f"{_first_line(exc)}") from None
         try:
-            client.wait_for_workers(1, timeout=self.timeout)
+            client.wait_for_workers(1, timeout=timeout)
         except (OSError, TimeoutError) as exc:
             client.close()
             raise RpxError(f"the Dask scheduler at {self.scheduler} has no worker "
