@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,15 +35,19 @@ class S3Server:
 
 @contextmanager
 def s3_server() -> Iterator[S3Server]:
-    """moto's server on 127.0.0.1 (a free port), stopped on exit."""
+    """moto's server on 127.0.0.1 (a free port), with no bucket; stopped on exit."""
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    # moto keeps its buckets per process: an earlier server's are dropped (moto's own API)
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"),
+                           timeout=30).close()
     try:
-        yield S3Server(f"http://{host}:{port}", server)
+        yield S3Server(endpoint, server)
     finally:
         server.stop()
 

@@ -137,3 +137,19 @@ def test_a_shard_part_is_a_state(rpx, tmp_path: Path) -> None:
     assert rpx(f"eval detection --pred-dir {pred} --gt-dir {gt} -o {whole}").exit_code == 0
     with pytest.raises(InputError, match="not a --shard partial report"):
         api.State.read(str(whole))
+
+
+def test_the_documented_example_runs() -> None:
+    """docs/distributed.md's State API example, as a script, gives the CLI's number."""
+    import re
+    import subprocess
+    import sys
+
+    page = (ROOT / "docs" / "distributed.md").read_text()
+    [code] = [block for block in re.findall(r"```python\n(.*?)```", page, re.S)
+              if block.startswith("# tests/test_state.py runs this block")]
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    _, want = plan_of("depth")
+    assert float(done.stdout.strip().splitlines()[-1]) == want["aggregate"]["absrel"]
