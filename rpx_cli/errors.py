@@ -6,6 +6,7 @@ and one-line messages (the exit codes are listed in README.md).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -36,6 +37,28 @@ def escaped(text: str) -> str:
 
 _C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
               "\f": "\\f", "\r": "\\r"}
+_C_UNESCAPES = {escape[1]: char for char, escape in _C_ESCAPES.items()}
+_ESCAPE = re.compile(r"(?:\\[0-7]{3})+|\\[\\abtnvfr]")
+
+
+def unescaped(text: str) -> str:
+    """The name :func:`escaped` showed as ``text`` (``unescaped(escaped(t)) == t`` for every
+    ``t`` that needed escaping): octal runs are the bytes of the name, decoded as it was
+    (UTF-8 with ``surrogateescape``). Reports hold escaped stems; whatever orders stems as
+    the files were ordered (``rpx merge``) sorts by this. A printable name is shown as it
+    is, so one holding a backslash before three octal digits or an escape letter reads
+    back differently: only its place in a merged report's order can differ."""
+    if "\\" not in text:
+        return text
+
+    def one(match: re.Match[str]) -> str:
+        token = match.group()
+        if len(token) == 2:
+            return "\\" if token == "\\\\" else _C_UNESCAPES[token[1]]
+        raw = bytes(int(token[i:i + 3], 8) for i in range(1, len(token), 4))
+        return raw.decode("utf-8", "surrogateescape")
+
+    return _ESCAPE.sub(one, text)
 
 
 def located(path: str | None, message: str) -> str:
@@ -134,3 +157,9 @@ class GateFailed(RpxError):
     """The report was written, but a gate (``--require``, ``--require-no-regression``) failed."""
 
     exit_status = ExitStatus.GATE_FAILED
+
+
+class MissingExtra(RpxError):
+    """A feature needs an optional dependency that is not installed; the message names the
+    extra to install (``pip install 'rpx-eval[geometry]'``). Exit 1: the flags are valid,
+    this environment cannot run them."""

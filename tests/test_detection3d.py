@@ -529,6 +529,16 @@ def test_empty_everything_is_null_not_nan(rpx, tmp_path: Path) -> None:
     ({"translation": [0, 0, 0], "size": [2, 4, 1], "rotation": [1, 0, 0, 0], "detection_name": "bike",
       "detection_score": 0.5}, "class 'bike' is not one of --class-names"),
     ("not a box", "expected an object"),
+    ({"box": [1e13, 0, 0, 4, 2, 1, 0], "label": "car", "score": 0.5}, "'box' has a value beyond ±1e+12"),
+    ({"box": [0, 0, 0, 4, 2, 1e300, 0], "label": "car", "score": 0.5}, "beyond ±1e+12 (metres)"),
+    ({"translation": [0, -2e12, 0], "size": [2, 4, 1], "rotation": [1, 0, 0, 0], "detection_name": "car",
+      "detection_score": 0.5}, "'translation' has a value beyond ±1e+12"),
+    ({"translation": [0, 0, 0], "size": [2, 4, 1], "rotation": [1e200, 0, 0, 1e200],
+      "detection_name": "car", "detection_score": 0.5}, "'rotation' has a value beyond"),
+    ({"translation": [0, 0, 0], "size": [2, 4, 1], "rotation": [1, 0, 0, 0], "velocity": [1e15, 0],
+      "detection_name": "car", "detection_score": 0.5}, "'velocity' must be [vx, vy] (numbers within"),
+    ({"translation": [0, 0, 0], "size": [2, 4, 1], "rotation": [1, 0, 0, 0], "ego_translation": [1e13, 0, 0],
+      "detection_name": "car", "detection_score": 0.5}, "'ego_translation' must be three finite numbers"),
 ])
 def test_malformed_box_is_an_input_error(rpx, tmp_path: Path, box, message: str) -> None:
     good = cbox("car", 1, 1, score=0.9)

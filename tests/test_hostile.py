@@ -35,6 +35,8 @@ import numpy as np
 import pytest
 from helpers import ROOT
 
+from rpx_cli.errors import escaped, unescaped
+
 # a child process per case (two at once where a case runs both --on-error modes): each
 # test takes about a second
 pytestmark = pytest.mark.slow
@@ -501,6 +503,46 @@ def test_names_that_are_not_utf8_are_evaluated_and_shown_escaped(tmp_path: Path)
                        "--jobs", "1"], tmp_path)
     assert_refused(child, os.fsdecode(b"pred/bad\xff.npy"), "not a valid .npy file", out)
     assert "pred/bad\\377.npy" in child.stderr
+
+
+def test_merged_shards_keep_the_order_of_names_that_are_not_utf8(tmp_path: Path) -> None:
+    """A run orders stems by their names on disk; reports show them escaped (``\\377``),
+    which sorts differently. Merged shards must come back in the run's order."""
+    names = [b"a", b"b\xff", b"b\xc3\xa9", b"\xe9z", b"c", b"Z\xfe", b"t\tx", b"back\\slash\xfe"]
+    rng = np.random.default_rng(0)
+    for role in ("gt", "pred"):
+        folder = os.fsencode(tmp_path / role)
+        os.mkdir(folder)
+        for name in names:
+            with open(os.path.join(folder, name + b".npy"), "wb") as handle:
+                handle.write(npy_bytes(rng.uniform(1, 2, (4, 4)).astype(np.float32)))
+    whole = run_child(["eval", "depth", "--pred-dir", "pred", "--gt-dir", "gt", "-o", "one.json",
+                       "--jobs", "1"], tmp_path)
+    assert whole.returncode == 0, whole.stderr
+    for k in (1, 2, 3):
+        part = run_child(["eval", "depth", "--pred-dir", "pred", "--gt-dir", "gt", "-o",
+                          f"part{k}.json", "--jobs", "1", "--shard", f"{k}/3"], tmp_path)
+        assert part.returncode == 0, part.stderr
+    merged = run_child(["merge", "part3.json", "part1.json", "part2.json", "-o", "merged.json"],
+                       tmp_path)
+    assert merged.returncode == 0, merged.stderr
+    one, both = (json.loads((tmp_path / f).read_text()) for f in ("one.json", "merged.json"))
+    stems = [row["stem"] for row in one["rows"]]
+
+    def shown(name: str) -> str:  # reports escape only names that are not UTF-8
+        utf8 = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace") == name
+        return name if utf8 else escaped(name)
+
+    assert stems == [shown(name) for name in sorted(map(os.fsdecode, names))]
+    assert stems != sorted(stems)  # the escaped text alone would order them otherwise
+    for key in ("rows", "aggregate", "dataset", "unpaired"):
+        assert both[key] == one[key], key
+
+
+def test_unescaped_reverses_escaped() -> None:
+    for raw in (b"b\xff", b"\x01\x02\xff\xfe", b"a\\b\xff", b"tab\tx\xfe", b"caf\xc3\xa9", b"plain"):
+        text = os.fsdecode(raw)
+        assert unescaped(escaped(text)) == text
 
 
 # --- 7. output and option errors ---------------------------------------------------------------

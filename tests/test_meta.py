@@ -38,7 +38,9 @@ ALLOWED = {
 }
 # third-party modules only one layer may import
 OWNED = {"click": "cli", "rich": "console", "orjson": "report", "imageio": "io", "PIL": "io",
-         "jsonschema": "report", "referencing": "report"}
+         "jsonschema": "report", "referencing": "report", "shapely": "ops"}
+# the optional extra rpx-eval[geometry] (--geometry polygon): imported by these modules only
+SHAPELY = {"ops/polygons.py", "ops/geometry.py"}
 # the optional extras' modules: one file each may import them (and only when used)
 OPTIONAL = {"fsspec": "io/remote.py", "s3fs": "io/remote.py", "gcsfs": "io/remote.py",
             "adlfs": "io/remote.py", "distributed": "run/dask_executor.py",
@@ -99,6 +101,8 @@ def test_layers_point_one_way(path: Path) -> None:
             assert "orjson.dumps" not in path.read_text(), "only report/ serialises JSON"
         elif top in OWNED:
             assert OWNED[top] == layer, f"only {OWNED[top]} may import {top} (found in {layer})"
+            if top == "shapely":
+                assert str(path.relative_to(PACKAGE)) in SHAPELY, f"{path.name} imports shapely"
         elif top in OPTIONAL:
             assert str(path.relative_to(PACKAGE)) == OPTIONAL[top], f"only {OPTIONAL[top]} imports {top}"
 

@@ -17,6 +17,7 @@ from pycocotools.cocoeval import COCOeval
 from test_coco_ops import dataset
 
 from rpx_cli.ops.coco import CocoInput, evaluate
+from rpx_cli.report.schemas import validation_errors
 
 CLASSES = ["c0", "c1", "c2", "c3", "c4"]  # c4: predictions only (no GT)
 ALL = "rows,pooled,confusion,coco,errors"
@@ -175,3 +176,20 @@ def test_curves_and_errors_are_exact_across_shards_and_jobs(rpx, tmp_path: Path,
         write_json_pair(tmp_path / "data", stem, gt, pred)
     assert_jobs_and_shards_agree(rpx, f"eval detection {dirs(tmp_path / 'data')} --metrics {ALL}",
                                  tmp_path, shards=3)
+
+
+def test_the_schema_describes_curves_by_confidence_and_errors(rpx, tmp_path: Path, detections) -> None:
+    for stem, gt, pred in detections[:8]:
+        write_json_pair(tmp_path, stem, gt, pred)
+    report = rpx(f"eval detection {dirs(tmp_path)} --metrics {ALL}").json
+    assert validation_errors(report, "eval") == []
+    dataset = report["dataset"]
+    broken = [("by_confidence", lambda d: d["pooled"]["by_confidence"]["tp"].__setitem__(0, -1)),
+              ("curves", lambda d: d["coco"]["curves"]["iou50"]["overall"]["precision"].__setitem__(0, "x")),
+              ("recall", lambda d: d["coco"]["curves"].pop("recall")),
+              ("errors", lambda d: d["errors"]["counts"].__setitem__("loc", 1.5))]
+    for name, spoil in broken:
+        copy = json.loads(json.dumps(report))
+        spoil(copy["dataset"])
+        assert validation_errors(copy, "eval"), name
+    assert dataset["errors"]["counts"]

@@ -17,14 +17,43 @@ from rpx_cli.io.boxes import Boxes
 
 
 @dataclass
+class Overlaps:
+    """One frame's overlaps under a geometry whose IoU is not a formula of two boxes, computed
+    once when the pair is evaluated (polygons): the (prediction, GT) pairs a view's result can
+    depend on that have a nonzero intersection (see ``rpx_cli.tasks.detection.evaluate_shapes``),
+    and each object's own area.
+    Every view's IoU is ``inter / (pred_area + gt_area - inter)`` (over ``pred_area`` for a
+    crowd region), 0 for a pair not listed (no intersection, or none that changes a result)."""
+
+    pred: np.ndarray  # (P,) int64 index into the frame's predictions
+    gt: np.ndarray  # (P,) int64 index into the frame's GT
+    inter: np.ndarray  # (P,) float64 intersection area, > 0
+    pred_area: np.ndarray  # (D,) float64 the geometry's area
+    gt_area: np.ndarray  # (G,) float64 the geometry's area (not a GT's given 'area')
+
+    def as_json(self) -> dict[str, list]:
+        return {"pred": self.pred.tolist(), "gt": self.gt.tolist(), "inter": self.inter.tolist(),
+                "pred_area": self.pred_area.tolist(), "gt_area": self.gt_area.tolist()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, list]) -> Overlaps:
+        return cls(np.asarray(data["pred"], np.int64), np.asarray(data["gt"], np.int64),
+                   np.asarray(data["inter"], np.float64), np.asarray(data["pred_area"], np.float64),
+                   np.asarray(data["gt_area"], np.float64))
+
+
+@dataclass
 class Frame:
     """One image's GT and predictions (labels already mapped). ``image_id``: the COCO id
     for COCO-file input (it orders images in the COCO view, as pycocotools does); None for
-    per-stem input, whose images are numbered in stem order."""
+    per-stem input, whose images are numbered in stem order. ``overlaps``: for polygons (None
+    for boxes, whose IoU the views compute, and for rotated boxes and cuboids, whose
+    intersections the summary computes for all frames at once)."""
 
     gt: Boxes
     pred: Boxes
     image_id: int | None = None
+    overlaps: Overlaps | None = None
 
 
 @dataclass
@@ -33,7 +62,7 @@ class BoxTable:
 
     frame: np.ndarray  # (N,) int64
     label: np.ndarray  # (N,) int64, index into the vocabulary
-    box: np.ndarray  # (N, 4) float64 x, y, w, h
+    box: np.ndarray  # (N, 4) float64 x, y, w, h (other geometries: see Boxes.box)
     crowd: np.ndarray  # (N,) bool
     area: np.ndarray  # (N,) float64: the given area, else w * h
     score: np.ndarray | None  # (N,) float64 for predictions
@@ -66,9 +95,13 @@ class BoxTable:
 
         def cat(field: str, dtype, shape) -> np.ndarray:
             arrays = [getattr(part, field) for part in nonempty]
-            return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(shape, dtype)
+            if not arrays:
+                return np.zeros(shape, dtype or np.float64)
+            joined = np.concatenate(arrays)
+            return joined if dtype is None else joined.astype(dtype, copy=False)
 
-        return cls(np.repeat(np.arange(len(parts)), counts), label, cat("box", np.float64, (0, 4)),
+        # the shapes keep their geometry's dtype (float64 boxes; WKB bytes for polygons)
+        return cls(np.repeat(np.arange(len(parts)), counts), label, cat("box", None, (0, 4)),
                    cat("crowd", bool, (0,)), cat("area", np.float64, (0,)),
                    cat("scores", np.float64, (0,)) if with_scores else None)
 

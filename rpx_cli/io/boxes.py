@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import itemgetter
@@ -25,7 +26,10 @@ from rpx_cli.io.values import MAX_MAGNITUDE
 
 @dataclass
 class Boxes:
-    """Boxes of one image, ``[x, y, w, h]`` float64, labels as strings."""
+    """Boxes of one image, ``[x, y, w, h]`` float64, labels as strings. Other geometries
+    (``rpx_cli.io.shapes``) keep their own shapes in ``box``: rotated boxes and cuboid
+    footprints (N, 5) float64, polygons a :class:`~rpx_cli.io.shapes.PolygonSet` as read
+    and WKB bytes once evaluated."""
 
     box: np.ndarray  # (N, 4) xywh
     labels: list[str]
@@ -46,17 +50,20 @@ class Boxes:
         return Boxes(self.box[keep], labels, None if self.scores is None else self.scores[keep],
                      self.crowd[keep], self.area[keep])
 
-    def as_json(self) -> dict[str, Any]:
-        out = {"box": self.box.tolist(), "labels": self.labels, "crowd": self.crowd.tolist(),
-               "area": self.area.tolist()}
+    def as_json(self, encode: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+        """JSON; ``encode`` writes the shapes of a geometry other than boxes."""
+        out = {"box": self.box.tolist() if encode is None else encode(self.box),
+               "labels": self.labels, "crowd": self.crowd.tolist(), "area": self.area.tolist()}
         if self.scores is not None:
             out["scores"] = self.scores.tolist()
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Boxes:
+    def from_json(cls, data: dict[str, Any], decode: Callable[[Any], Any] | None = None) -> Boxes:
+        """The inverse of :meth:`as_json` (``decode`` inverts its ``encode``)."""
         scores = data.get("scores")
-        return cls(np.asarray(data["box"], np.float64).reshape(-1, 4), list(data["labels"]),
+        box = np.asarray(data["box"], np.float64).reshape(-1, 4) if decode is None else decode(data["box"])
+        return cls(box, list(data["labels"]),
                    None if scores is None else np.asarray(scores, np.float64),
                    np.asarray(data["crowd"], bool), np.asarray(data["area"], np.float64))
 
@@ -92,6 +99,35 @@ def label_text(value: Any, where: str, path: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise InputError(f"{where}: label must be a string or an integer, got {value!r}", path=path)
     return str(value)
+
+
+def object_attributes(item: dict[str, Any], where: str, path: str,
+                      prediction: bool) -> tuple[str, float | None, bool, float | None]:
+    """An object's ``(label, score, crowd, given area)``, checked: a prediction's score in
+    [0, 1] (never a bool), a GT ``iscrowd`` of 0, 1, true or false and ``area`` a finite
+    number >= 0 (None when absent); predictions are never crowd and have no given area."""
+    if "label" not in item:
+        raise InputError(f"{where}: missing 'label'", path=path)
+    label = label_text(item["label"], where, path)
+    if prediction:
+        score = item.get("score")
+        if score is None:
+            raise InputError(f"{where}: a prediction needs a 'score'", path=path)
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+            raise InputError(f"{where}: 'score' must be a number in [0, 1], got {score!r}",
+                             path=path)
+        return label, float(score), False, None
+    flag = item.get("iscrowd", 0)
+    if type(flag) not in (int, bool) or flag not in (0, 1):
+        # "0" or [0] would be truthy: a silent crowd region that drops the GT object
+        raise InputError(f"{where}: 'iscrowd' must be 0, 1, true or false, got {flag!r}",
+                         path=path)
+    given = item.get("area")
+    if given is not None and (isinstance(given, bool) or not isinstance(given, (int, float))
+                              or not math.isfinite(given) or given < 0):
+        raise InputError(f"{where}: 'area' must be a finite number >= 0, got {given!r}",
+                         path=path)
+    return label, None, bool(flag), None if given is None else float(given)
 
 
 def parse_boxes(data: bytes, path: str, *, prediction: bool, box_format: str) -> Boxes:
@@ -197,36 +233,21 @@ def _checked(objects: list[Any], path: str, prediction: bool, box_format: str) -
         if not (isinstance(box, (list, tuple)) and len(box) == 4 and all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                 and abs(v) <= MAX_MAGNITUDE for v in box)):
+            hint = (" (rotated boxes [xc, yc, w, h, angle] need --geometry rotated)"
+                    if isinstance(box, (list, tuple)) and len(box) == 5 else "")
             raise InputError(f"{where}: 'bbox' must be four finite numbers within ±{MAX_MAGNITUDE:g} "
-                             f"(pixels), got {box!r}", path=path)
+                             f"(pixels), got {box!r}{hint}", path=path)
         x1, y1, a, b = (float(v) for v in box)
         w, h = (a - x1, b - y1) if box_format == "xyxy" else (a, b)
         if w < 0 or h < 0:
             what = "x2 < x1 or y2 < y1" if box_format == "xyxy" else "negative width or height"
             raise InputError(f"{where}: {what} in 'bbox' {box!r}", path=path)
-        if "label" not in item:
-            raise InputError(f"{where}: missing 'label'", path=path)
-        labels.append(label_text(item["label"], where, path))
+        label, score, flag, given = object_attributes(item, where, path, prediction)
+        labels.append(label)
         if prediction:
-            score = item.get("score")
-            if score is None:
-                raise InputError(f"{where}: a prediction needs a 'score'", path=path)
-            if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
-                raise InputError(f"{where}: 'score' must be a number in [0, 1], got {score!r}",
-                                 path=path)
-            scores.append(float(score))
+            scores.append(score)
         boxes.append((x1, y1, w, h))
-        flag = item.get("iscrowd", 0)
-        if not prediction and (type(flag) not in (int, bool) or flag not in (0, 1)):
-            # "0" or [0] would be truthy: a silent crowd region that drops the GT box
-            raise InputError(f"{where}: 'iscrowd' must be 0, 1, true or false, got {flag!r}",
-                             path=path)
-        crowd.append(bool(flag) and not prediction)
-        given = None if prediction else item.get("area")
-        if given is not None and (isinstance(given, bool) or not isinstance(given, (int, float))
-                                  or not math.isfinite(given) or given < 0):
-            raise InputError(f"{where}: 'area' must be a finite number >= 0, got {given!r}",
-                             path=path)
+        crowd.append(flag)
         area.append(w * h if given is None else float(given))
     return Boxes(np.asarray(boxes, np.float64).reshape(-1, 4), labels,
                  np.asarray(scores, np.float64) if prediction else None,

@@ -37,6 +37,7 @@ import numpy as np
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import loads_json
+from rpx_cli.io.values import MAX_MAGNITUDE, beyond
 
 BOX_ORIGINS = ("center", "bottom")
 _NUMBER = {int, float}
@@ -254,6 +255,8 @@ def _fast(objects: list[Any], prediction: bool, box_origin: str) -> Boxes3D | No
         center, size, rotation = arrays
         if not (np.isfinite(center).all() and np.isfinite(size).all() and np.isfinite(rotation).all()):
             return None
+        if beyond(rotation).any():
+            return None
         if not np.einsum("ij,ij->i", rotation, rotation).all():
             return None
         yaw = quaternion_yaw(rotation)
@@ -300,6 +303,8 @@ def _fast(objects: list[Any], prediction: bool, box_origin: str) -> Boxes3D | No
         ego_xy = ego[:, :2]
     elif any("ego_translation" in o for o in objects):
         return None
+    if beyond(center).any() or beyond(size).any() or beyond(velocity).any() or beyond(ego_xy).any():
+        return None  # the checked path names the box
     distance = np.sqrt(ego_xy[:, 0] * ego_xy[:, 0] + ego_xy[:, 1] * ego_xy[:, 1])
     return Boxes3D(np.ascontiguousarray(center), np.ascontiguousarray(size), yaw,
                    np.ascontiguousarray(velocity), label, vocabulary, score, attribute, attributes,
@@ -336,6 +341,8 @@ def _checked(objects: list[Any], path: str, prediction: bool, box_origin: str, w
                 raise fail(f"'box' must hold numbers, got {_short(box)}")
             if not all(math.isfinite(v) for v in box):
                 raise fail(f"'box' has a non-finite value: {_short(box)}")
+            if any(abs(v) > MAX_MAGNITUDE for v in box):
+                raise fail(f"'box' has a value beyond ±{MAX_MAGNITUDE:g} (metres): {_short(box)}")
             x, y, z, length, width, height, yaw = (float(v) for v in box[:7])
             if min(length, width, height) <= 0:
                 raise fail(f"size must be > 0, got l={length:g}, w={width:g}, h={height:g}")
@@ -354,6 +361,8 @@ def _checked(objects: list[Any], path: str, prediction: bool, box_origin: str, w
                     raise fail(f"{key!r} must hold numbers, got {_short(value)}")
                 if not all(math.isfinite(v) for v in value):
                     raise fail(f"{key!r} has a non-finite value: {_short(value)}")
+                if any(abs(v) > MAX_MAGNITUDE for v in value):
+                    raise fail(f"{key!r} has a value beyond ±{MAX_MAGNITUDE:g}: {_short(value)}")
             center = tuple(float(v) for v in item["translation"])
             size = tuple(float(v) for v in item["size"])
             if min(size) <= 0:
@@ -366,9 +375,10 @@ def _checked(objects: list[Any], path: str, prediction: bool, box_origin: str, w
             if item.get("velocity") is not None:
                 value = item["velocity"]
                 if not (isinstance(value, list) and len(value) == 2 and all(
-                        v is None or (type(v) in _NUMBER and not math.isinf(v)) for v in value)):
-                    raise fail(f"'velocity' must be [vx, vy] (numbers, or null when unknown), "
-                               f"got {_short(value)}")
+                        v is None or (type(v) in _NUMBER and not math.isinf(v)
+                                      and not abs(v) > MAX_MAGNITUDE) for v in value)):
+                    raise fail(f"'velocity' must be [vx, vy] (numbers within ±{MAX_MAGNITUDE:g}, "
+                               f"or null when unknown), got {_short(value)}")
                 velocity = tuple(math.nan if v is None else float(v) for v in value)
         name = item.get("detection_name", item.get("label"))
         if name is None:
@@ -393,8 +403,9 @@ def _checked(objects: list[Any], path: str, prediction: bool, box_origin: str, w
         if type(pts) is not int:
             raise fail(f"'num_pts' must be an integer, got {pts!r}")
         ego = item.get("ego_translation")
-        if ego is not None and not _finite_list(ego, 3):
-            raise fail(f"'ego_translation' must be three finite numbers, got {_short(ego)}")
+        if ego is not None and not (_finite_list(ego, 3) and all(abs(v) <= MAX_MAGNITUDE for v in ego)):
+            raise fail(f"'ego_translation' must be three finite numbers within ±{MAX_MAGNITUDE:g}, "
+                       f"got {_short(ego)}")
         ex, ey = (float(ego[0]), float(ego[1])) if ego is not None else (center[0], center[1])
         centers.append(center)
         sizes.append(size)

@@ -22,6 +22,7 @@ GT count so padding stays small. The rules are pycocotools', exactly:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -52,6 +53,9 @@ class CocoInput:
     dt_category: np.ndarray
     dt_box: np.ndarray
     dt_score: np.ndarray
+    # how IoU and detection areas are computed (rpx_cli.ops.geometry.Geometry; the boxes are
+    # then whatever that geometry's objects are); None: [x, y, w, h] boxes
+    geometry: Any = None
 
 
 @dataclass
@@ -120,7 +124,7 @@ def evaluate(data: CocoInput) -> CocoResult:
     if not keep.all():
         dt_group, dt_box, dt_score, rank = dt_group[keep], dt_box[keep], dt_score[keep], rank[keep]
         dt_image, dt_category = dt_image[keep], dt_category[keep]
-    dt_area = dt_box[:, 2] * dt_box[:, 3]
+    dt_area = dt_box[:, 2] * dt_box[:, 3] if data.geometry is None else data.geometry.area(dt_box)
     # GT: group, then input order
     gt_group = data.gt_image.astype(np.int64) * K + data.gt_category
     gorder = np.argsort(gt_group, kind="stable")
@@ -128,7 +132,9 @@ def evaluate(data: CocoInput) -> CocoResult:
     gt_area, gt_crowd = data.gt_area[gorder], data.gt_crowd[gorder].astype(bool)
 
     ranges = np.array(list(AREA_RANGES.values()))
-    matched, ignored, _ = greedy_match(dt_group, gt_group, iou_similarity(dt_box, gt_box),
+    similarity = iou_similarity(dt_box, gt_box) if data.geometry is None else \
+        data.geometry.similarity(dt_box, gt_box)
+    matched, ignored, _ = greedy_match(dt_group, gt_group, similarity,
                                        np.minimum(IOU_THRESHOLDS, 1 - 1e-10), ">=", ties="last",
                                        gt_crowd=gt_crowd, gt_area=gt_area, area_ranges=ranges)
     outside = (dt_area[:, None] < ranges[None, :, 0]) | (dt_area[:, None] > ranges[None, :, 1])

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rpx_cli.engine import run_pairs
-from rpx_cli.errors import InputError, PairError, ParameterError
+from rpx_cli.errors import InputError, PairError, ParameterError, unescaped
 from rpx_cli.io.discover import Pair, pair_dirs
 from rpx_cli.run.assemble import assemble, resolve_params
 from rpx_cli.run.evaluate import _check_pairing
@@ -257,25 +257,29 @@ def finalize(state: State, *, check_errors: bool = True) -> dict[str, Any]:
     from rpx_cli.errors import EvaluationFailed
 
     task = get_task(state.task)
-    errors = sorted(state.errors, key=lambda error: error.stem)
+    # the order of the files' own names: stems are kept escaped (errors.escaped)
+    errors = sorted(state.errors, key=lambda error: unescaped(error.stem))
     if check_errors and errors and state.params.get("on_error") == "fail":
         raise EvaluationFailed(errors, len(state.stems) + len(errors))
     if not len(state.stems):
         raise EvaluationFailed(errors, len(errors), "none of the pairs in these parts could be "
                                "evaluated")
-    order = sorted(range(len(state.stems)), key=state.stems.__getitem__)
+    keys = [unescaped(stem) for stem in state.stems]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
     stats = state.stats.take(order)
-    rows = [] if state.rows is None else sorted(state.rows, key=lambda row: row["stem"])
+    rows = [] if state.rows is None else sorted(state.rows, key=lambda row: unescaped(row["stem"]))
     extras = [state.extras[i] for i in order] if state.extras else []
     report = assemble(task, state.params, stats, rows=rows, extras=extras,
-                      unpaired={side: sorted(stems) for side, stems in state.unpaired.items()},
+                      unpaired={side: sorted(stems, key=unescaped)
+                                for side, stems in state.unpaired.items()},
                       errors=errors, include_rows=state.rows is not None,
                       calculators=plugin_calculators(task.name))
     if state.strata is not None:
         from rpx_cli.deploy import eval_strata
 
         gathered = state.strata["inputs"]
-        rank = sorted(range(len(gathered.get("stems", []))), key=gathered["stems"].__getitem__)
+        strata_keys = [unescaped(stem) for stem in gathered.get("stems", [])]
+        rank = sorted(range(len(strata_keys)), key=strata_keys.__getitem__)
         by_stem = {key: [values[i] for i in rank] for key, values in gathered.items()}
         report["strata"] = eval_strata.section(state.params["strata"], state.strata["direction"],
                                                by_stem, state.strata["problems"])

@@ -24,6 +24,14 @@
 - **``dataset.errors``** (``--metrics errors``, not run by default): TIDE's breakdown of
   AP50 by error type, equal to tidecv (``rpx_cli.ops.tide``).
 
+``--geometry rotated|polygon|cuboid`` changes only how an IoU is computed, in every view
+(the COCO area ranges use the geometry's area): rotated boxes ``[xc, yc, w, h, angle]`` as
+detectron2, multi-polygons repaired as Aquarium does (shapely, the ``rpx-eval[geometry]``
+extra), cuboids by their Birds-Eye-View footprints. The intersection of every (detection,
+GT) pair of a frame is computed once — polygons when the pair is evaluated, in the workers
+(:class:`~rpx_cli.io.box_table.Overlaps`, kept with the frame), rectangles for all frames at
+once in the summary — and every view looks it up (:class:`~rpx_cli.ops.geometry.OverlapTable`).
+
 Crowd GT (``iscrowd``) is honoured in every view as COCO does: a detection that lands on
 a crowd region of its class (intersection over its own area >= the IoU threshold) and matches no
 regular GT is ignored — neither a true nor a false positive — and crowd regions are never
@@ -35,6 +43,7 @@ and confusion (not COCO), as Aquarium does by default.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -44,9 +53,10 @@ from rpx_cli.io.box_table import BoxTable, Frame, FrameTable
 from rpx_cli.io.boxes import Boxes, apply_class_map, load_class_map, parse_boxes
 from rpx_cli.io.coco_files import load_coco
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.ops.boxes import iou_pairs, iou_xywh
-from rpx_cli.ops.coco import RECALL_THRESHOLDS, STAT_NAMES, CocoInput, iou_similarity
+from rpx_cli.io.shapes import ANGLE_UNITS, parse_shapes
+from rpx_cli.ops.coco import RECALL_THRESHOLDS, STAT_NAMES, CocoInput
 from rpx_cli.ops.coco import evaluate as coco_evaluate
+from rpx_cli.ops.geometry import BOXES, GEOMETRIES, Geometry, require_shapely
 from rpx_cli.ops.matching import greedy_match, optimal_match
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
 from rpx_cli.ops.tide import ERROR_TYPES, tide
@@ -59,6 +69,12 @@ from rpx_cli.tasks.base import (
     Task,
     Warn,
     probability,
+)
+from rpx_cli.tasks.detection_shapes import (
+    decode_shapes_frame,
+    encode_shapes_frame,
+    evaluate_shapes,
+    overlap_table,
 )
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
@@ -75,6 +91,12 @@ def decode_frame(data: dict[str, Any]) -> Frame:
     return Frame(Boxes.from_json(data["gt"]), Boxes.from_json(data["pred"]), data.get("image_id"))
 
 
+_NUMBERS = {"type": "array", "items": {"type": ["number", "null"]}}
+_COUNTS = {"type": "array", "items": {"type": "integer", "minimum": 0}}
+_CURVE = {"type": "object", "required": ["precision"],
+          "properties": {"precision": _NUMBERS, "score": _NUMBERS}}
+
+
 @register_task
 class Detection(Task):
     name = "detection"
@@ -87,13 +109,19 @@ class Detection(Task):
         '  [{"bbox": [x1, y1, x2, y2], "label": "cup", "score": 0.9}, ...]\n'
         '  {"boxes": [[x1, y1, x2, y2], ...], "labels": ["cup", ...], "scores": [0.9, ...]}\n'
         'Labels are strings or ints; --box-format xywh reads [x, y, w, h]; GT may add "iscrowd".\n'
-        'Or two COCO files instead of the folders: --coco-gt instances.json --coco-dt results.json.'
+        'Or two COCO files instead of the folders: --coco-gt instances.json --coco-dt results.json.\n'
+        '--geometry rotated: "bbox": [xc, yc, w, h, angle] (detectron2; --angle-unit deg|rad).\n'
+        '--geometry polygon: "polygons": [ring, ...] or [{"exterior": ring, "holes": [ring]}, ...],\n'
+        '  a ring [[x, y], ...]; needs shapely (pip install \'rpx-eval[geometry]\').\n'
+        '--geometry cuboid: "center": [x, y, z], "size": [l, w, h], "yaw" (rad) or "rotation" [w,x,y,z].'
     )
     example = (
         'rpx eval detection --pred-dir fixtures/detection/shelf/pred \\\n'
         '    --gt-dir fixtures/detection/shelf/gt --conf-threshold 0.4 | jq .dataset.pooled\n'
         'rpx eval detection --coco-gt fixtures/detection/coco/instances.json \\\n'
-        '    --coco-dt fixtures/detection/coco/results.json | jq .dataset.coco.AP50'
+        '    --coco-dt fixtures/detection/coco/results.json | jq .dataset.coco.AP50\n'
+        'rpx eval detection --geometry rotated --pred-dir fixtures/detection/aerial/pred \\\n'
+        '    --gt-dir fixtures/detection/aerial/gt | jq .dataset.coco.AP'
     )
     # every frame's boxes: the views match across all frames at once (a Frame per pair, or
     # the flat FrameTable of COCO-file input)
@@ -122,9 +150,35 @@ class Detection(Task):
                 "confusion": ((), ("dataset.confusion",)), "coco": ((), ("dataset.coco",)),
                 "errors": ((), ("dataset.errors",))}
     optional_families = ("errors",)
+    report_properties = {"dataset": {"type": "object", "properties": {
+        "pooled": {"type": "object", "properties": {"by_confidence": {
+            "type": "object", "description": "Pooled P/R/F1 at conf_threshold 0, 0.01, ..., 1.",
+            "required": ["conf_threshold", "tp", "fp", "precision", "recall", "f1"],
+            "properties": {"conf_threshold": _NUMBERS, "tp": _COUNTS, "fp": _COUNTS,
+                           "precision": _NUMBERS, "recall": _NUMBERS, "f1": _NUMBERS}}}},
+        "coco": {"type": "object", "properties": {"curves": {
+            "type": "object", "description": "pycocotools' precision (and score) at each of the "
+            "101 recall points, area all, maxDets 100; null where pycocotools has -1.",
+            "required": ["recall"],
+            "properties": {"recall": _NUMBERS},
+            "additionalProperties": {"type": "object", "properties": {
+                "overall": _CURVE, "per_class": {"type": "object", "additionalProperties": _CURVE}}}}}},
+        "errors": {"type": "object", "description": "TIDE: AP50 gained by fixing each error type.",
+                   "required": ["ap50", "counts"],
+                   "properties": {"counts": {"type": "object", "additionalProperties": {
+                       "type": "integer", "minimum": 0}}},
+                   "additionalProperties": {"type": ["number", "null", "object"]}},
+    }}}
     options = (
         Option("box_format", "--box-format", "choice", "xyxy", choices=("xyxy", "xywh"),
                help="Boxes in per-stem files are [x1, y1, x2, y2] or [x, y, w, h]."),
+        Option("geometry", "--geometry", "choice", "box", choices=GEOMETRIES,
+               help="What an object is, and so how IoU is computed in every view: axis-aligned "
+                    "boxes, rotated boxes [xc, yc, w, h, angle] (detectron2's convention), "
+                    "multi-polygons (needs rpx-eval[geometry]) or cuboids (Birds-Eye-View "
+                    "footprint IoU)."),
+        Option("angle_unit", "--angle-unit", "choice", "deg", choices=ANGLE_UNITS,
+               help="Unit of the rotated boxes' angle (--geometry rotated)."),
         Option("iou_threshold", "--iou-threshold", "parsed", 0.5, parse=probability("IoU threshold"),
                metavar="T", help="IoU a match needs (>=), for rows, pooled and confusion."),
         Option("conf_threshold", "--conf-threshold", "parsed", 0.0,
@@ -149,41 +203,99 @@ class Detection(Task):
     )
 
     def normalise_params(self, params: Params) -> dict[str, Any]:
+        """``geometry`` is recorded unless it is ``box`` (so box reports stay as they were),
+        ``angle_unit`` only for rotated boxes, ``box_format`` only for boxes."""
         mapping = params.get("class_map")
         if isinstance(mapping, str):
             mapping = load_class_map(mapping)
-        return {**params, "class_map": mapping, "iou_threshold": float(params["iou_threshold"]),
-                "conf_threshold": float(params["conf_threshold"])}
+        out = {**params, "class_map": mapping, "iou_threshold": float(params["iou_threshold"]),
+               "conf_threshold": float(params["conf_threshold"])}
+        geometry = out.pop("geometry", "box")
+        angle_unit = out.pop("angle_unit", "deg")
+        if geometry != "box":
+            out.pop("box_format", None)
+            out["geometry"] = geometry
+            if geometry == "rotated":
+                out["angle_unit"] = angle_unit
+        return out
 
     def validate_params(self, params: Params) -> None:
         for key in ("iou_threshold", "conf_threshold"):
             if not 0.0 <= params[key] <= 1.0:
                 raise ParameterError(f"{key.replace('_', ' ')} must be in [0, 1], got {params[key]}")
-        if params["box_format"] not in ("xyxy", "xywh"):
+        if params.get("box_format", "xyxy") not in ("xyxy", "xywh"):
             raise ParameterError("box format must be xyxy or xywh")
+        geometry = params.get("geometry", "box")
+        if geometry not in GEOMETRIES:
+            raise ParameterError(f"geometry must be one of {', '.join(GEOMETRIES)}, got {geometry!r}")
+        if params.get("angle_unit", "deg") not in ANGLE_UNITS:
+            raise ParameterError("angle unit must be deg or rad")
+        if geometry != "box" and "errors" in (params.get("metrics") or ()):
+            raise ParameterError("--metrics errors (TIDE) is for axis-aligned boxes; "
+                                 f"--geometry {geometry} supports rows, pooled, confusion and coco")
+        if geometry == "polygon":
+            require_shapely()
+
+    def statistics(self, params: Params) -> tuple[Stat, ...]:
+        """Boxes: :attr:`stats`. Other geometries: the frames with their shapes and
+        overlaps, and for polygons the objects repaired."""
+        geometry = params.get("geometry", "box")
+        if geometry == "box":
+            return self.stats
+        frame = Stat("frame", encode=partial(encode_shapes_frame, geometry=geometry),
+                     decode=partial(decode_shapes_frame, geometry=geometry))
+        return (frame, Stat("n_repaired")) if geometry == "polygon" else (frame,)
+
+    def metric_info(self, params: Params) -> dict[str, MetricInfo]:
+        info = dict(self.metrics)
+        if params.get("geometry", "box") == "polygon":
+            info["n_repaired"] = MetricInfo(
+                "none", "objects (GT and predictions) whose polygons needed a repair: an invalid "
+                "ring repaired with make_valid, lines and points left by collapsed rings dropped, "
+                "overlapping parts unioned")
+        return info
 
     # --- per pair ---------------------------------------------------------------------
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Boxes:
-        boxes = parse_boxes(buffer.read(path).tobytes(), path, prediction=role == "pred",
-                            box_format=params["box_format"])
+        geometry = params.get("geometry", "box")
+        if geometry == "box":
+            boxes = parse_boxes(buffer.read(path).tobytes(), path, prediction=role == "pred",
+                                box_format=params["box_format"])
+        else:
+            boxes = parse_shapes(buffer.read(path).tobytes(), path, prediction=role == "pred",
+                                 geometry=geometry, angle_unit=params.get("angle_unit", "deg"))
         return apply_class_map(boxes, params.get("class_map"))
 
     def empty_prediction(self, gt: Boxes, params: Params) -> Boxes:
-        return Boxes.empty(with_scores=True)
+        empty = Boxes.empty(with_scores=True)
+        if params.get("geometry", "box") != "box":
+            empty.box = gt.box[:0]
+        return empty
 
     def evaluate(self, pred: Boxes, gt: Boxes, params: Params, *, pred_path: str | None,
                  gt_path: str) -> Sample:
         n_pred = int(np.count_nonzero(pred.scores >= params["conf_threshold"])) if len(pred) else 0
-        return Sample({"n_gt": int(np.count_nonzero(~gt.crowd)), "n_pred": n_pred},
-                      {"frame": Frame(gt, pred)})
+        row = {"n_gt": int(np.count_nonzero(~gt.crowd)), "n_pred": n_pred}
+        geometry = params.get("geometry", "box")
+        if geometry == "box":
+            return Sample(row, {"frame": Frame(gt, pred)})
+        frame, repaired = evaluate_shapes(pred, gt, geometry, params, pred_path=pred_path,
+                                          gt_path=gt_path)
+        if geometry != "polygon":
+            return Sample(row, {"frame": frame})
+        row["n_repaired"] = repaired
+        return Sample(row, {"frame": frame, "n_repaired": repaired})
 
     def read_files(self, files: Mapping[str, str], params: Params) -> FileInput:
         """``--coco-gt``/``--coco-dt``: read straight into a flat table (no per-image
         objects). Images keep their COCO ids (the COCO view orders them by id); stems are
         ``file_name`` without its suffix."""
         gt_file, dt_file = files["coco_gt"], files["coco_dt"]
+        if params.get("geometry", "box") != "box":
+            raise ParameterError("--coco-gt/--coco-dt hold axis-aligned boxes: --geometry "
+                                 f"{params['geometry']} reads per-stem files (--pred-dir/--gt-dir)")
         coco = load_coco(gt_file, dt_file)
         if not coco.stems:
             raise InputError("the COCO GT file has no images", path=gt_file)
@@ -208,6 +320,11 @@ class Detection(Task):
         frames = stats["frame"]
         table = frames if isinstance(frames, FrameTable) else FrameTable.from_frames(
             frames, params.get("categories") or _vocabulary(frames))
+        geometry: Geometry = BOXES
+        if params.get("geometry", "box") != "box":
+            # the views see objects as ids and look their intersections up
+            geometry = overlap_table(params["geometry"], frames, table)
+            table.gt.box, table.pred.box = np.arange(len(table.gt)), np.arange(len(table.pred))
         n = table.n
         empty = table.gt.counts(n) == 0
         skipped = empty & bool(params["skip_empty_gt"])
@@ -215,8 +332,11 @@ class Detection(Task):
         rows: list[dict[str, Any]] = [{} for _ in range(n)]
         aggregate: dict[str, Any] = {"n_frames": n, "n_empty_gt": int(np.count_nonzero(empty)),
                                      "n_skipped": int(np.count_nonzero(skipped))}
+        if params.get("geometry") == "polygon":
+            aggregate["n_repaired"] = int(np.nansum(stats["n_repaired"]))
         if {"rows", "pooled"} & set(wanted):
-            tp, fp, fn = operating_point(table, params["iou_threshold"], params["conf_threshold"])
+            tp, fp, fn = operating_point(table, params["iou_threshold"], params["conf_threshold"],
+                                         geometry=geometry)
             figures = prf_arrays(tp, fp, fn)
             columns = [figures[key].tolist() for key in ("precision", "recall", "f1")]
             columns += [tp.tolist(), fp.tolist(), fn.tolist()]
@@ -230,12 +350,13 @@ class Detection(Task):
             totals = [int(x[used].sum()) for x in (tp, fp, fn)]
             dataset["pooled"] = {**prf(*totals), **dict(zip(("tp", "fp", "fn"), totals, strict=True))}
             if "pooled" in wanted:
-                dataset["pooled"]["by_confidence"] = by_confidence(table, used, params["iou_threshold"])
+                dataset["pooled"]["by_confidence"] = by_confidence(table, used, params["iou_threshold"],
+                                                                   geometry=geometry)
         if "confusion" in wanted:
             dataset["confusion"] = confusion(table, ~skipped, params["iou_threshold"],
-                                             params["conf_threshold"])
+                                             params["conf_threshold"], geometry=geometry)
         if "coco" in wanted:
-            dataset["coco"] = coco(table)
+            dataset["coco"] = coco(table, geometry=geometry)
         if "errors" in wanted:
             dataset["errors"] = errors(table)
         return {"aggregate": aggregate, "dataset": dataset}, rows
@@ -247,11 +368,11 @@ def _vocabulary(stats: list[Frame]) -> list[str]:
                   else (1, 0, label))
 
 
-def operating_point(table: FrameTable, iou_threshold: float,
-                    conf_threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def operating_point(table: FrameTable, iou_threshold: float, conf_threshold: float, *,
+                    geometry: Geometry = BOXES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(TP, FP, FN) of every frame: class-aware greedy matching by descending score,
     vectorised over frames (pycocotools' matcher at one IoU threshold)."""
-    d_frame, _, hit, miss = _greedy(table, iou_threshold, conf_threshold)
+    d_frame, _, hit, miss = _greedy(table, iou_threshold, conf_threshold, geometry)
     n = table.n
     tp = np.bincount(d_frame[hit], minlength=n)
     fp = np.bincount(d_frame[miss], minlength=n)
@@ -262,12 +383,13 @@ def operating_point(table: FrameTable, iou_threshold: float,
 CONFIDENCE_GRID = np.linspace(0.0, 1.0, 101)
 
 
-def by_confidence(table: FrameTable, frames: np.ndarray, iou_threshold: float) -> dict[str, Any]:
+def by_confidence(table: FrameTable, frames: np.ndarray, iou_threshold: float, *,
+                  geometry: Geometry = BOXES) -> dict[str, Any]:
     """Pooled P/R/F1 over the frames where ``frames`` is True at every threshold of
     :data:`CONFIDENCE_GRID` (a detection counts when score >= threshold). One matching of
     every detection serves all thresholds: walked by descending score, a detection's match
     never depends on those below it."""
-    d_frame, d_score, hit, miss = _greedy(table, iou_threshold, -np.inf)
+    d_frame, d_score, hit, miss = _greedy(table, iou_threshold, -np.inf, geometry)
     keep = frames[d_frame]
     hit_scores = np.sort(d_score[hit & keep])
     miss_scores = np.sort(d_score[miss & keep])
@@ -279,7 +401,8 @@ def by_confidence(table: FrameTable, frames: np.ndarray, iou_threshold: float) -
             **{key: figures[key].tolist() for key in ("precision", "recall", "f1")}}
 
 
-def _greedy(table: FrameTable, iou_threshold: float, conf_threshold: float):
+def _greedy(table: FrameTable, iou_threshold: float, conf_threshold: float,
+            geometry: Geometry = BOXES):
     """Every detection with score >= ``conf_threshold``: (frame, score, true positive,
     false positive); a detection on a crowd region is neither."""
     gt, pred = table.gt, table.pred.where(table.pred.score >= conf_threshold)
@@ -290,13 +413,13 @@ def _greedy(table: FrameTable, iou_threshold: float, conf_threshold: float):
     g_group = gt.frame * K + gt.label
     gorder = np.argsort(g_group, kind="stable")
     matched, ignored, _ = greedy_match(
-        d_group, g_group[gorder], iou_similarity(pred.box[order], gt.box[gorder]),
+        d_group, g_group[gorder], geometry.similarity(pred.box[order], gt.box[gorder]),
         min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder])
     return pred.frame[order], pred.score[order], matched[:, 0] & ~ignored[:, 0], ~matched[:, 0]
 
 
 def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
-              conf_threshold: float) -> dict[str, Any]:
+              conf_threshold: float, *, geometry: Geometry = BOXES) -> dict[str, Any]:
     """Aquarium's confusion matrix (rows GT, columns predicted, background last) over the
     frames where ``frames`` is True. The optimal assignment is solved per frame (scipy has
     no batched solver); everything else is flat."""
@@ -312,7 +435,7 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
     both = np.flatnonzero((np.diff(d_bounds) > 0) & (np.diff(g_bounds) > 0))
     for i in both.tolist():
         d0, d1, g0, g1 = d_bounds[i], d_bounds[i + 1], g_bounds[i], g_bounds[i + 1]
-        rows, cols = optimal_match(iou_xywh(pred.box[d0:d1], gt.box[g0:g1]), iou_threshold, ">=")
+        rows, cols = optimal_match(geometry.matrix(pred.box[d0:d1], gt.box[g0:g1]), iou_threshold, ">=")
         pairs_d.append(rows + d0)
         pairs_g.append(cols + g0)
     if pairs_d:
@@ -322,7 +445,7 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
     else:
         matched_d = matched_g = np.zeros(0, np.int64)
     lonely = np.flatnonzero(~det_matched)
-    lonely = lonely[~_on_crowd(pred, lonely, crowd, n, iou_threshold)]
+    lonely = lonely[~_on_crowd(pred, lonely, crowd, n, iou_threshold, geometry)]
     side = K + 1
     cells = np.concatenate([gt.label[matched_g] * side + pred.label[matched_d],
                             gt.label[~gt_matched] * side + K, K * side + pred.label[lonely]])
@@ -344,7 +467,7 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
 
 
 def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
-              iou_threshold: float) -> np.ndarray:
+              iou_threshold: float, geometry: Geometry = BOXES) -> np.ndarray:
     """Which of the detections ``dets`` lie on a crowd region of their frame and class
     (intersection over the detection's area >= the threshold): ignored, not background. As
     in COCO, a crowd region excuses detections of its own class only; a detection of another
@@ -358,19 +481,19 @@ def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
     which = np.repeat(np.arange(dets.size), counts)
     first = np.repeat(bounds[frame] - (np.cumsum(counts) - counts), counts)
     regions = first + np.arange(which.size)
-    ioa = iou_pairs(pred.box[dets[which]], crowd.box[regions], crowd=True)
+    ioa = geometry.pairs(pred.box[dets[which]], crowd.box[regions], crowd=True)
     same_class = pred.label[dets[which]] == crowd.label[regions]
     out[which[(ioa >= iou_threshold) & same_class]] = True
     return out
 
 
-def coco(table: FrameTable) -> dict[str, Any]:
+def coco(table: FrameTable, *, geometry: Geometry = BOXES) -> dict[str, Any]:
     """COCO AP/AR over every detection; None (with a reason) where pycocotools gives -1."""
     image = table.coco_image()
     gt, pred = table.gt, table.pred
     result = coco_evaluate(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label,
                                      gt.box, gt.area, gt.crowd, image[pred.frame], pred.label,
-                                     pred.box, pred.score))
+                                     pred.box, pred.score, None if geometry is BOXES else geometry))
     figures = result.stats()
     reasons = {name: "no GT box in this area range" for name, value in figures.items()
                if value is None}

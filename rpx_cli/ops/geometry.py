@@ -1,0 +1,221 @@
+"""Detection geometries: how an object's IoU plugs into the matchers and COCO evaluation.
+
+Every detection view (greedy rows and pooled, the Aquarium confusion matrix, COCO AP) asks
+a :class:`Geometry` four things about its objects, whatever their shape:
+
+- ``area(dt)``: each detection's area (COCO's area ranges for detections);
+- ``similarity(dt, gt)``: the :data:`~rpx_cli.ops.matching.Similarity` closure
+  :func:`~rpx_cli.ops.matching.greedy_match` takes (IoU, or intersection over the
+  detection's area for a crowd region, as pycocotools);
+- ``matrix(dt, gt)``: the (D, G) IoU matrix of one frame (the optimal matcher);
+- ``pairs(dt, gt, crowd=...)``: IoU (or intersection over the detection's area) of
+  ``dt[i]`` with ``gt[i]``.
+
+Two implementations:
+
+- :data:`BOXES`: ``[x, y, w, h]`` boxes, IoU by pycocotools' formula (``ops.boxes``,
+  ``ops.coco``); the views run exactly as before any other geometry existed;
+- :class:`OverlapTable`: every other geometry. Its intersections are computed once per
+  frame, when the pair is evaluated, by the geometry's kernel (:func:`kernel`:
+  ``ops.rectangles`` for rotated boxes and cuboid footprints, ``ops.polygons`` for
+  polygons), and kept with the frame (:class:`~rpx_cli.io.box_table.Overlaps`: the pairs
+  with a nonzero intersection and each object's area). The views then see objects as
+  integer ids and look the intersections up: IoU = ``inter / (area_dt + area_gt − inter)``,
+  0 for a pair that does not intersect. The lookup serves every view, so an intersection
+  is computed once however many views use it, in the worker processes.
+
+Kernels share one interface: ``prepare(shapes) -> (working shapes, areas, repaired or
+None)``, ``overlaps(pred, gt) -> (pred index, gt index, intersection area)`` for the pairs
+that intersect (vectorised over the frame's pairs), and ``portable(working) -> shapes`` to
+keep with the frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any, Protocol
+
+import numpy as np
+
+from rpx_cli.errors import MissingExtra
+from rpx_cli.ops.boxes import iou_pairs, iou_xywh
+from rpx_cli.ops.coco import iou_similarity
+from rpx_cli.ops.matching import Similarity
+
+GEOMETRIES = ("box", "rotated", "polygon", "cuboid")
+INSTALL_GEOMETRY = "pip install 'rpx-eval[geometry]'"
+
+
+class Geometry(Protocol):
+    """What the detection views need to know about their objects' shapes."""
+
+    def area(self, dt: np.ndarray) -> np.ndarray: ...
+
+    def similarity(self, dt: np.ndarray, gt: np.ndarray) -> Similarity: ...
+
+    def matrix(self, dt: np.ndarray, gt: np.ndarray) -> np.ndarray: ...
+
+    def pairs(self, dt: np.ndarray, gt: np.ndarray, *, crowd: bool = False) -> np.ndarray: ...
+
+
+class BoxGeometry:
+    """Axis-aligned ``[x, y, w, h]`` boxes: pycocotools' IoU, operation for operation."""
+
+    def area(self, dt: np.ndarray) -> np.ndarray:
+        return dt[:, 2] * dt[:, 3]
+
+    def similarity(self, dt: np.ndarray, gt: np.ndarray) -> Similarity:
+        return iou_similarity(dt, gt)
+
+    def matrix(self, dt: np.ndarray, gt: np.ndarray) -> np.ndarray:
+        return iou_xywh(dt, gt)
+
+    def pairs(self, dt: np.ndarray, gt: np.ndarray, *, crowd: bool = False) -> np.ndarray:
+        return iou_pairs(dt, gt, crowd=crowd)
+
+
+BOXES = BoxGeometry()
+
+
+class OverlapTable:
+    """IoU from intersections computed beforehand, for objects given as ids.
+
+    ``pred_area`` (D,) and ``gt_area`` (G,) are every object's area (the geometry's); the
+    pairs ``(pred[k], gt[k])`` intersect in ``inter[k] > 0``; any other pair reads as 0 (it
+    does not intersect, or — for polygons — no view's result depends on it). The
+    views hand in detection ids and GT ids (``np.arange(D)`` / ``np.arange(G)`` taken,
+    filtered and reordered as they go). The IoU is computed as :mod:`rpx_cli.ops.boxes` does
+    for boxes, ``where(inter > 0, inter / union, 0)`` with ``union = da + ga − inter`` (``da``
+    for a crowd region), so axis-aligned boxes give the same numbers either way.
+    """
+
+    def __init__(self, pred_area: np.ndarray, gt_area: np.ndarray, pred: np.ndarray,
+                 gt: np.ndarray, inter: np.ndarray) -> None:
+        self.pred_area = np.asarray(pred_area, np.float64)
+        self.gt_area = np.asarray(gt_area, np.float64)
+        self._n_gt = max(int(self.gt_area.size), 1)
+        keys = np.asarray(pred, np.int64) * self._n_gt + np.asarray(gt, np.int64)
+        order = np.argsort(keys, kind="stable")
+        self._keys = keys[order]
+        self._inter = np.asarray(inter, np.float64)[order]
+
+    @classmethod
+    def from_frames(cls, frames: Sequence[Any]) -> OverlapTable:
+        """The table of frames' :class:`~rpx_cli.io.box_table.Overlaps`, ids numbered as
+        :meth:`~rpx_cli.io.box_table.FrameTable.from_frames` lays the objects out (frame by
+        frame, in order)."""
+        parts = [frame.overlaps for frame in frames]
+        d_counts = np.fromiter((part.pred_area.size for part in parts), np.int64, count=len(parts))
+        g_counts = np.fromiter((part.gt_area.size for part in parts), np.int64, count=len(parts))
+        d_off = np.cumsum(d_counts) - d_counts
+        g_off = np.cumsum(g_counts) - g_counts
+
+        def cat(arrays: list[np.ndarray], dtype) -> np.ndarray:
+            return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
+
+        return cls(cat([part.pred_area for part in parts], np.float64),
+                   cat([part.gt_area for part in parts], np.float64),
+                   cat([part.pred + d_off[i] for i, part in enumerate(parts)], np.int64),
+                   cat([part.gt + g_off[i] for i, part in enumerate(parts)], np.int64),
+                   cat([part.inter for part in parts], np.float64))
+
+    def intersection(self, dt: np.ndarray, gt: np.ndarray) -> np.ndarray:
+        """Intersection areas of detection ids ``dt`` with GT ids ``gt`` (broadcast)."""
+        query = np.asarray(dt, np.int64) * self._n_gt + np.asarray(gt, np.int64)
+        if not self._keys.size:
+            return np.zeros(query.shape)
+        at = np.minimum(np.searchsorted(self._keys, query), self._keys.size - 1)
+        return np.where(self._keys[at] == query, self._inter[at], 0.0)
+
+    def iou(self, dt: np.ndarray, gt: np.ndarray, crowd: np.ndarray | bool = False) -> np.ndarray:
+        """IoU of ids ``dt`` with ids ``gt`` (broadcast); where ``crowd``, intersection over
+        the detection's area."""
+        inter = self.intersection(dt, gt)
+        da, ga = self.pred_area[dt], self.gt_area[gt]
+        union = np.where(crowd, da, da + ga - inter)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(inter > 0, inter / union, 0.0)
+
+    def area(self, dt: np.ndarray) -> np.ndarray:
+        return self.pred_area[dt]
+
+    def similarity(self, dt: np.ndarray, gt: np.ndarray) -> Similarity:
+        def similarity(dets: np.ndarray, slots: np.ndarray, crowd: np.ndarray) -> np.ndarray:
+            return self.iou(dt[dets][:, None], np.take(gt, slots), crowd)
+
+        return similarity
+
+    def matrix(self, dt: np.ndarray, gt: np.ndarray) -> np.ndarray:
+        return self.iou(dt[:, None], gt[None, :])
+
+    def pairs(self, dt: np.ndarray, gt: np.ndarray, *, crowd: bool = False) -> np.ndarray:
+        return self.iou(dt, gt, crowd)
+
+
+def settled_entries(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], iou: np.ndarray,
+                    exact: np.ndarray, compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Make one frame's optimal assignment (Aquarium's confusion matrix) need only exact IoUs,
+    computing as few as it takes.
+
+    Entry ``k`` of a (D, G) matrix is at ``(rows[k], cols[k])`` and holds ``iou[k]``: the exact
+    IoU where ``exact[k]``, else an upper bound of it; entries not listed are exactly 0. The
+    maximum-total assignment (:func:`rpx_cli.ops.assignment.solver`, as
+    :func:`rpx_cli.ops.matching.optimal_match` solves it) is computed with the bounds in
+    place; the bounded entries it uses are made exact with ``compute(indices) -> IoU`` and
+    it is solved again, until it uses none. That assignment is then optimal for the exact
+    matrix (its total is exact; any other's is at most its total with bounds) and for the
+    matrix with every still-bounded entry read as 0 (lower still): those entries can be left
+    out and the summary's assignment, on exact values and zeros, reaches the same optimum.
+    ``iou`` is updated in place; returns the updated ``exact`` mask."""
+    exact = exact.copy()
+    if exact.all() or not iou.size:
+        return exact
+    from rpx_cli.ops.assignment import solver
+
+    solve = solver()
+    flat = rows.astype(np.int64) * shape[1] + cols
+    order = np.argsort(flat, kind="stable")
+    while True:
+        weights = np.zeros(shape)
+        weights[rows, cols] = iou
+        r, c = solve(weights, maximize=True)
+        chosen = r.astype(np.int64) * shape[1] + c
+        at = np.searchsorted(flat[order], chosen)
+        at = np.minimum(at, order.size - 1)
+        listed = flat[order][at] == chosen
+        used = order[at[listed]]
+        pending = used[~exact[used]]
+        if not pending.size:
+            return exact
+        iou[pending] = compute(pending)
+        exact[pending] = True
+
+
+def kernel(name: str) -> ModuleType:
+    """The module computing ``name``'s areas and per-frame intersections: ``rectangles``
+    for rotated boxes and cuboid footprints, ``polygons`` (shapely) for polygons. Polygons
+    without shapely >= 2 raise :class:`~rpx_cli.errors.MissingExtra` naming the extra."""
+    if name in ("rotated", "cuboid"):
+        from rpx_cli.ops import rectangles
+
+        return rectangles
+    if name == "polygon":
+        require_shapely()
+        from rpx_cli.ops import polygons
+
+        return polygons
+    raise ValueError(f"no kernel for geometry {name!r}; expected one of {', '.join(GEOMETRIES[1:])}")
+
+
+def require_shapely() -> None:
+    """Raise :class:`~rpx_cli.errors.MissingExtra` unless shapely >= 2 can be imported."""
+    try:
+        import shapely
+    except ImportError:
+        raise MissingExtra("--geometry polygon needs shapely >= 2, which is not installed: "
+                           f"{INSTALL_GEOMETRY}") from None
+    major = str(getattr(shapely, "__version__", "0")).split(".")[0]
+    if not major.isdigit() or int(major) < 2:
+        raise MissingExtra(f"--geometry polygon needs shapely >= 2 (found {shapely.__version__}): "
+                           f"{INSTALL_GEOMETRY}")
