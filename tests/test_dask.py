@@ -187,3 +187,41 @@ def test_a_worker_killed_mid_run_gives_the_exact_report(rpx, cluster: str,
     assert run.exit_code == 0, run.stderr
     assert run.json["run_provenance"]["executor"]["batches"] > 1
     assert without_provenance(run.json) == without_provenance(local.json)
+
+
+def test_workers_read_a_bucket_with_the_runs_storage_options(rpx, cluster: str,
+                                                             monkeypatch) -> None:
+    """The workers were started without any AWS variable: the run's --storage-options
+    (credentials, endpoint) travel with each batch, and stay out of every output."""
+    import s3fs
+    from s3_server import CREDENTIALS, SECRET_KEY, filesystem, s3_server, upload
+
+    from rpx_cli.io import remote
+
+    local = Path(__file__).parent.parent / "fixtures" / "detection" / "shelf"
+    with s3_server() as server:
+        for key, value in server.environ().items():  # for the upload only
+            monkeypatch.setenv(key, value)
+        fs = filesystem(server.environ())
+        fs.mkdir("rpx-dask")
+        upload(fs, local, "s3://rpx-dask/det")
+        for key in server.environ():
+            monkeypatch.delenv(key)
+        s3fs.S3FileSystem.clear_instance_cache()
+        options = json.dumps({"key": CREDENTIALS[0], "secret": SECRET_KEY, "token": CREDENTIALS[2],
+                              "client_kwargs": {"endpoint_url": server.endpoint,
+                                                "region_name": "us-east-1"}})
+        try:
+            run = rpx(["eval", "detection", "--pred-dir", "s3://rpx-dask/det/pred", "--gt-dir",
+                       "s3://rpx-dask/det/gt", "--conf-threshold", "0.4", "--storage-options",
+                       options, *dask(cluster)])
+        finally:
+            remote.configure(None)
+            s3fs.S3FileSystem.clear_instance_cache()
+    assert run.exit_code == 0, run.stderr
+    got = json.dumps(without_provenance(run.json)).replace("s3://rpx-dask/det/", "")
+    assert json.loads(got) == json.loads((local / "expected.json").read_text())  # gt/x.json
+    assert run.json["run_provenance"]["executor"]["name"] == "dask"
+    assert run.json["run_provenance"]["inputs"]["gt_dir"]["etags"]
+    for secret in CREDENTIALS:
+        assert secret not in run.stdout and secret not in run.stderr
