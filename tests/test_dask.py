@@ -225,3 +225,27 @@ def test_workers_read_a_bucket_with_the_runs_storage_options(rpx, cluster: str,
     assert run.json["run_provenance"]["inputs"]["gt_dir"]["etags"]
     for secret in CREDENTIALS:
         assert secret not in run.stdout and secret not in run.stderr
+
+
+def test_progress_moves_as_batches_complete(cluster: str, tmp_path: Path) -> None:
+    from rpx_cli.run.evaluate import run_evaluation
+    from rpx_cli.run.invocation import ProgressHooks
+
+    class Recorder(ProgressHooks):
+        def __init__(self) -> None:
+            self.total, self.steps, self.stopped = 0, [], False
+
+        def start(self, total: int):
+            self.total = total
+            return self.steps.append
+
+        def stop(self) -> None:
+            self.stopped = True
+
+    root = depth_folder(tmp_path / "d", 40)
+    hooks = Recorder()
+    evaluation = run_evaluation("depth", str(root / "pred"), str(root / "gt"), {"max_depth": 10.0},
+                                executor="dask", scheduler=cluster, progress=hooks)
+    batches = evaluation.report["run_provenance"]["executor"]["batches"]
+    assert hooks.total == 40 and sum(hooks.steps) == 40 and hooks.stopped
+    assert len(hooks.steps) == batches > 1  # one step per completed batch
