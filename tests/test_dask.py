@@ -228,7 +228,7 @@ def test_workers_read_a_bucket_with_the_runs_storage_options(rpx, cluster: str,
 
 
 def test_progress_moves_as_batches_complete(cluster: str, tmp_path: Path) -> None:
-    from rpx_cli.run.evaluate import run_evaluation
+    from rpx_cli.run.evaluate import default_params, run_evaluation
     from rpx_cli.run.invocation import ProgressHooks
 
     class Recorder(ProgressHooks):
@@ -244,7 +244,8 @@ def test_progress_moves_as_batches_complete(cluster: str, tmp_path: Path) -> Non
 
     root = depth_folder(tmp_path / "d", 40)
     hooks = Recorder()
-    evaluation = run_evaluation("depth", str(root / "pred"), str(root / "gt"), {"max_depth": 10.0},
+    params = {**default_params("depth"), "max_depth": 10.0}
+    evaluation = run_evaluation("depth", str(root / "pred"), str(root / "gt"), params,
                                 executor="dask", scheduler=cluster, progress=hooks)
     batches = evaluation.report["run_provenance"]["executor"]["batches"]
     assert hooks.total == 40 and sum(hooks.steps) == 40 and hooks.stopped
