@@ -16,12 +16,13 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from rpx_cli.allocator import tune_allocator
 from rpx_cli.errors import InputError, PairError, RpxError, WorkerCrashed
@@ -35,6 +36,33 @@ from rpx_cli.tasks.stats import Collector, StatTable
 Progress = Callable[[int], None]
 T = TypeVar("T")
 Digests = dict[str, dict[str, bytes]]  # role ("pred", "gt", "depth") -> relative path -> sha256
+
+
+class Executor(Protocol):
+    """Runs units on workers this process did not fork (:mod:`rpx_cli.run.dask_executor`):
+    ``job(worker, unit)`` for every unit by a :class:`Worker` over there (see
+    :func:`run_batch`), results yielded in submission order, ``progress`` called as work
+    completes."""
+
+    def map(self, job: Callable[[Worker, Any], T], units: Sequence[Any], *, digest: bool,
+            progress: Progress | None,
+            weight: Callable[[Any], int] | None) -> Iterator[T]: ...
+
+
+_batch_workers = threading.local()
+
+
+def run_batch(job: Callable[[Worker, Any], T], units: Sequence[Any], *, digest: bool = True) -> list[T]:
+    """``job(worker, unit)`` for each unit, by this thread's reused :class:`Worker` (one per
+    thread of a process that runs batches for an :class:`Executor`: buffers are kept
+    between batches, never shared between threads)."""
+    workers = getattr(_batch_workers, "by_digest", None)
+    if workers is None:
+        workers = _batch_workers.by_digest = {}
+    worker = workers.get(digest)
+    if worker is None:
+        worker = workers[digest] = Worker(digest=digest)
+    return [job(worker, unit) for unit in units]
 
 
 def default_jobs() -> int:
@@ -180,11 +208,17 @@ class CacheTally:
 def run_units(job: Callable[[Worker, Any], T], units: Sequence[Any], *, jobs: int = 1,
               digest: bool = True, cache: DigestCache | None = None,
               progress: Progress | None = None,
-              weight: Callable[[Any], int] | None = None) -> Iterator[T]:
+              weight: Callable[[Any], int] | None = None,
+              executor: Executor | None = None) -> Iterator[T]:
     """``job(worker, unit)`` for every unit, in ``jobs`` processes, results in order.
     ``progress(weight(unit))`` is called as each finishes (weight 1 by default). A worker
     that dies is :class:`WorkerCrashed`; on any error or interrupt the workers stop at once.
+    ``executor``: run the units elsewhere instead (a Dask cluster's workers), each batch by
+    a :class:`Worker` there, results in the same order.
     """
+    if executor is not None:
+        yield from executor.map(job, units, digest=digest, progress=progress, weight=weight)
+        return
     if jobs <= 1 or len(units) <= 1:
         worker = Worker(digest=digest, cache=cache)
         for unit in units:
@@ -382,12 +416,13 @@ class RunResult:
 def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 1,
               progress: Progress | None = None, digest: bool = True,
               cache: DigestCache | None = None, keep_rows: bool = True,
-              calculators: Sequence[Any] = ()) -> RunResult:
+              calculators: Sequence[Any] = (), executor: Executor | None = None) -> RunResult:
     """Evaluate every pair; statistics, rows and errors come back in stem order."""
     collector = Collector(task.statistics(params))
     result = RunResult(stats=StatTable.empty(collector.declared))
     job = PairJob(task, params, keep_rows, tuple(calculators))
-    outcomes = run_units(job, pairs, jobs=jobs, digest=digest, cache=cache, progress=progress)
+    outcomes = run_units(job, pairs, jobs=jobs, digest=digest, cache=cache, progress=progress,
+                         executor=executor)
     with contextlib.closing(outcomes):
         _collect(task, pairs, outcomes, collector, result)
     result.stats = collector.table()

@@ -41,6 +41,10 @@ OWNED = {"click": "cli", "rich": "console", "orjson": "report", "imageio": "io",
          "jsonschema": "report", "referencing": "report", "shapely": "ops"}
 # the optional extra rpx-eval[geometry] (--geometry polygon): imported by these modules only
 SHAPELY = {"ops/polygons.py", "ops/geometry.py"}
+# the optional extras' modules: one file each may import them (and only when used)
+OPTIONAL = {"fsspec": "io/remote.py", "s3fs": "io/remote.py", "gcsfs": "io/remote.py",
+            "adlfs": "io/remote.py", "distributed": "run/dask_executor.py",
+            "dask": "run/dask_executor.py"}
 # the one exception: the box reader *parses* large JSON with orjson (a 28 MB COCO results
 # file: 0.21 s against the stdlib's 0.58 s); serialising stays in report/
 READERS = {"orjson": {"io/boxes.py"}}
@@ -99,6 +103,23 @@ def test_layers_point_one_way(path: Path) -> None:
             assert OWNED[top] == layer, f"only {OWNED[top]} may import {top} (found in {layer})"
             if top == "shapely":
                 assert str(path.relative_to(PACKAGE)) in SHAPELY, f"{path.name} imports shapely"
+        elif top in OPTIONAL:
+            assert str(path.relative_to(PACKAGE)) == OPTIONAL[top], f"only {OPTIONAL[top]} imports {top}"
+
+
+def test_the_test_extra_has_what_the_remote_and_dask_tests_need() -> None:
+    """CI installs '.[test]' (.ci/run, README): a real S3 server (moto[server]) with s3fs,
+    and distributed for a LocalCluster; the extras users install name them too."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {key: {re.split(r"[<>=;]", spec)[0].strip() for spec in specs}
+             for key, specs in extras.items()}
+    assert {"fsspec", "s3fs", "moto[server]", "distributed"} <= names["test"]
+    assert {"fsspec", "s3fs"} <= names["remote"] and "distributed" in names["dask"]
+    assert "-e '.[test]'" in (ROOT / ".ci" / "run").read_text()
 
 
 def test_no_module_cites_a_document_outside_the_repository() -> None:

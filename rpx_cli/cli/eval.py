@@ -11,7 +11,13 @@ from typing import Any
 
 import click
 
-from rpx_cli.cli.options import SuggestingGroup, int_range, pair_options, run_pair_command
+from rpx_cli.cli.options import (
+    InputFileType,
+    SuggestingGroup,
+    int_range,
+    pair_options,
+    run_pair_command,
+)
 
 
 class _Parsed(click.ParamType):
@@ -30,7 +36,7 @@ class _Parsed(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-def _click_option(option) -> Any:
+def _click_option(option, *, urls: bool = False) -> Any:
     kwargs: dict[str, Any] = {"default": option.default, "help": option.help,
                               "multiple": option.multiple, "show_default": option.default
                               not in (None, ())}
@@ -47,7 +53,7 @@ def _click_option(option) -> Any:
             kwargs["type"] = int_range(None if option.minimum is None else int(option.minimum),
                                        min_open=option.open_min)
     elif option.kind == "file":
-        kwargs["type"] = click.Path(exists=True, dir_okay=False)
+        kwargs["type"] = InputFileType() if urls else click.Path(exists=True, dir_okay=False)
     elif option.kind == "dir":
         kwargs["type"] = click.Path(file_okay=False, path_type=str)
     elif option.kind == "parsed":
@@ -62,7 +68,7 @@ def _click_option(option) -> Any:
 def strata_options(func: Any) -> Any:
     """``--manifest`` and the options of the strata it adds (``deploy/strata.py``)."""
     options = [
-        click.option("--manifest", type=click.Path(exists=True, dir_okay=False), default=None,
+        click.option("--manifest", type=InputFileType(), default=None,
                      metavar="FILE",
                      help="Per-stem phase/difficulty/sequence metadata (JSON or JSON Lines; RPX "
                           "manifests accepted): adds 'strata' — the primary metric per "
@@ -93,7 +99,7 @@ def build_command(task) -> click.Command:
         run_pair_command(ctx, task.name, params, files=files, strata=strata, aux=aux, **kwargs)
 
     for option in reversed((*task.options, *task.file_inputs, *task.aux_inputs)):
-        callback = _click_option(option)(callback)
+        callback = _click_option(option, urls=option in task.file_inputs)(callback)
     if task.families:
         names = ",".join(task.families)
         callback = click.option(

@@ -152,7 +152,11 @@ def _print_version(ctx: click.Context, value: bool) -> None:
 
 
 def _say(line: str) -> None:
-    """One line on stderr, file names that are not UTF-8 escaped (``ls -b``)."""
+    """One line on stderr, file names that are not UTF-8 escaped (``ls -b``); after a URL
+    was opened, credentials masked (:func:`rpx_cli.io.remote.scrub`)."""
+    remote = sys.modules.get("rpx_cli.io.remote")
+    if remote is not None:
+        line = remote.scrub(line)
     click.echo(escaped(line), err=True)
 
 

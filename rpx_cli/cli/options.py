@@ -170,7 +170,19 @@ def write_html(reports: list[tuple[str, Any]], path: str, *, title: str | None =
     if path == "-":
         write_stdout(data)
     else:
-        write_atomic(path, data)
+        write_output(path, data, write_atomic)
+
+
+def write_output(path: str, data: bytes, write_local: Callable[[str, bytes], None]) -> None:
+    """``data`` to a local path (``write_local``: atomically) or to a URL (one object)."""
+    from rpx_cli.io.remote import is_url
+
+    if is_url(path):
+        from rpx_cli.io import remote
+
+        remote.write(path, data)
+    else:
+        write_local(path, data)
 
 
 def depth_scale_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -223,6 +235,60 @@ def digest_cache_setting(directory: str | None, off: bool) -> str | bool | None:
     return False if off else directory
 
 
+# --- object storage and distributed execution (docs/remote.md, docs/distributed.md) -----------
+
+
+def set_storage_options(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--storage-options JSON``: checked now (bad JSON is a usage error) and used for
+    every URL this process opens. Only the standard library is imported."""
+    from rpx_cli.errors import ParameterError
+    from rpx_cli.io import remote
+
+    try:
+        remote.configure(remote.parse_options(value))
+    except ParameterError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--storage-options: "), ctx=ctx,
+                                 param=param) from None
+    return value
+
+
+def storage_options_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--storage-options JSON`` (fsspec keyword arguments for URLs; secrets never shown)."""
+    return click.option("--storage-options", metavar="JSON", default=None,
+                        callback=set_storage_options, envvar="RPX_STORAGE_OPTIONS",
+                        help="Options of the object store for s3:// gs:// az:// URLs as a JSON "
+                             "object, e.g. '{\"endpoint_url\": \"http://127.0.0.1:9000\"}' "
+                             "[default: the store's usual environment, AWS_* etc.]. Secret "
+                             "values are never written to a report or a message.")(func)
+
+
+def executor_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--executor local|dask`` and ``--scheduler ADDRESS``."""
+    func = click.option("--scheduler", metavar="ADDRESS", default=None,
+                        envvar="DASK_SCHEDULER_ADDRESS",
+                        help="The Dask scheduler for --executor dask, e.g. tcp://10.0.0.5:8786 "
+                             "[default: $DASK_SCHEDULER_ADDRESS].")(func)
+    return click.option("--executor", type=click.Choice(["local", "dask"]), default="local",
+                        show_default=True,
+                        help="Where pairs are evaluated: worker processes here (--jobs), or the "
+                             "workers of a Dask cluster (rpx[dask]; --scheduler). Never "
+                             "changes a number.")(func)
+
+
+class InputFileType(click.Path):
+    """An input file: a local path that must exist, or a URL (``s3://...``) read later."""
+
+    def __init__(self) -> None:
+        super().__init__(exists=True, dir_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        from rpx_cli.io.remote import is_url
+
+        if isinstance(value, str) and is_url(value):
+            return value
+        return super().convert(value, param, ctx)
+
+
 def pair_options(*, default_missing: str,
                  dirs_required: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--pred-dir``, ``--gt-dir``, ``--out``, ``--missing``, ``--on-error``, ``--jobs``,
@@ -250,6 +316,8 @@ def pair_options(*, default_missing: str,
         require_option,
         click.option("--no-rows", is_flag=True, help="Omit per-pair rows from the report."),
         digest_cache_options,
+        storage_options_option,
+        executor_options,
         compact_option,
         html_option,
         click.option("-q", "--quiet", is_flag=True,
@@ -267,6 +335,16 @@ def pair_options(*, default_missing: str,
         return func
 
     return decorate
+
+
+def executor_setting(executor: str, scheduler: str | None) -> dict[str, Any]:
+    """The run layer's ``executor`` arguments (none for the local default)."""
+    if executor == "local":
+        return {}
+    if not scheduler:
+        raise click.UsageError("--executor dask needs --scheduler tcp://HOST:PORT (or "
+                               "DASK_SCHEDULER_ADDRESS)")
+    return {"executor": executor, "scheduler": scheduler}
 
 
 def plugin_warnings() -> list[str]:
@@ -316,7 +394,7 @@ def emit_report(report: dict[str, Any], out: str, *, compact: bool,
         write_stdout(data)
         return data
     try:
-        write_atomic(out, data)
+        write_output(out, data, write_atomic)
     except OSError as exc:  # checked before the run; this is a full disk or a race
         raise RpxError(f"{out}: cannot write the report: {exc.strerror or exc}") from None
     return data
@@ -349,6 +427,12 @@ def invocation_of(ctx: click.Context, out: str):
 
     argv = ctx.meta.get("rpx.argv") or ["rpx", *sys.argv[1:]]
     args = dict(ctx.params)
+    if args.get("storage_options") is not None or any("--storage-options" in a for a in argv):
+        from rpx_cli.io.remote import parse_options, redact, redacted_argv
+
+        argv = redacted_argv(argv)  # credentials never reach a report
+        if args.get("storage_options") is not None:
+            args["storage_options"] = redact(parse_options(args["storage_options"]))
     if ctx.meta.get("rpx.config"):
         args["config"] = ctx.meta["rpx.config"]
     return Invocation(command=ctx.command_path, argv=list(argv), args=args, out=out)
@@ -379,7 +463,8 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
                      strata: dict[str, Any] | None = None,
                      aux: dict[str, str | None] | None = None,
                      digest_cache: str | None = None, no_digest_cache: bool = False,
-                     html: str | None = None) -> None:
+                     html: str | None = None, storage_options: str | None = None,
+                     executor: str = "local", scheduler: str | None = None) -> None:
     """The body every pair-reading command shares: evaluate, warn, write, summarise."""
     from rpx_cli.console import ProgressBar
 
@@ -394,6 +479,9 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
                                    "together, instead of --pred-dir/--gt-dir")
         if strata and strata.get("manifest"):
             raise click.UsageError("--manifest works with --pred-dir/--gt-dir, not input files")
+        if executor != "local":
+            raise click.UsageError("--executor dask evaluates --pred-dir/--gt-dir pairs; input "
+                                   "files are read in one process")
         from rpx_cli.run.files import run_file_evaluation
 
         evaluation = run_file_evaluation(task, given, params, on_error=on_error,
@@ -408,7 +496,7 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
             task, pred_dir, gt_dir, params,
             missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows, shard=shard,
             invocation=invocation, progress=ProgressBar(task, enabled=verbose, plain=plain), aux=aux,
-            digest_cache=cache, **(strata or {}),
+            digest_cache=cache, **(strata or {}), **executor_setting(executor, scheduler),
         )
     from rpx_cli.errors import located
 

@@ -17,6 +17,7 @@ from rpx_cli.cli.options import (
     invocation_of,
     out_option,
     raise_if_failed,
+    storage_options_option,
     traceback_option,
     write_html,
     write_stdout,
@@ -29,15 +30,16 @@ from rpx_cli.cli.options import (
 @compact_option
 @html_option
 @click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
+@storage_options_option
 @traceback_option
 @click.pass_context
 def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
-          html: str | None = None, quiet: bool = False) -> None:
+          html: str | None = None, quiet: bool = False, storage_options: str | None = None) -> None:
     """Merge the partial reports of a sharded evaluation into the single-run report.
 
     Every shard 1..N of one evaluation (same task, parameters and inputs) must be given
     exactly once; aggregates, dataset figures and rows come out identical to one run over
-    everything.
+    everything. A PART may be a URL and a glob (quoted: 's3://bucket/run/part-*.json').
 
     \b
     Example:
@@ -49,14 +51,17 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
     """
     import gc
 
+    from rpx_cli.run.documents import expand_parts
     from rpx_cli.run.merge import merge_files
 
     # Every container built from here on stays alive until the report is written: the
     # cyclic collector would only rescan them (0.11 s for 64 parts of 100,000 rows).
+    parts = tuple(expand_parts(parts))
     paused = gc.isenabled()
     gc.disable()
     try:
-        report = merge_files(parts, invocation=invocation_of(ctx, out), indented=not compact)
+        report = merge_files(parts, invocation=invocation_of(ctx, out),
+                             indented=not compact)
         # merged rows were parsed from the parts' JSON: finite by construction, not walked again
         emit_html(emit_report(report, out, compact=compact, parsed=("rows",)), out, html)
     finally:

@@ -115,8 +115,14 @@ def discover(root: str, suffixes: Iterable[str]) -> dict[str, str]:
     """Map stem -> relative POSIX path for every readable file under ``root``.
 
     Raises :class:`InputError` when ``root`` is not a directory, or when two files share
-    one stem (``a.npy`` and ``a.PGM``): which one is meant cannot be guessed.
+    one stem (``a.npy`` and ``a.PGM``): which one is meant cannot be guessed. A URL
+    (``s3://bucket/prefix``) lists the objects under the prefix (:mod:`rpx_cli.io.remote`).
     """
+    if "://" in root:
+        from rpx_cli.io import remote
+
+        if remote.is_url(root):
+            return remote.discover(root, suffixes)
     if not os.path.isdir(root):
         what = "does not exist" if not os.path.exists(root) else "is not a directory"
         raise InputError(f"directory {what}", path=root)
@@ -141,6 +147,30 @@ def discover(root: str, suffixes: Iterable[str]) -> dict[str, str]:
                 )
                 continue
             found[stem] = rel
+    if clashes:
+        raise InputError("; ".join(clashes), path=root)
+    return found
+
+
+def index_paths(root: str, rels: Iterable[str], suffixes: Iterable[str]) -> dict[str, str]:
+    """:func:`discover` over relative POSIX paths listed by other means (the objects under
+    a URL prefix, sorted): the same stems, hidden names, suffixes and clashes."""
+    wanted = {s.lower() for s in suffixes}
+    found: dict[str, str] = {}
+    clashes: list[str] = []
+    join = root.rstrip("/") + "/"
+    for rel in rels:
+        parts = rel.split("/")
+        if any(part.startswith(".") or not part for part in parts):
+            continue
+        base, suffix = _split_suffix(parts[-1])
+        if suffix not in wanted:
+            continue
+        stem = "/".join([*parts[:-1], base])
+        if stem in found:
+            clashes.append(f"two files have the stem '{stem}': {join}{found[stem]} and {join}{rel}")
+            continue
+        found[stem] = rel
     if clashes:
         raise InputError("; ".join(clashes), path=root)
     return found

@@ -22,6 +22,8 @@ import numpy as np
 from rpx_cli.errors import InputError
 from rpx_cli.io.digest_cache import DigestCache, Key, stat_key
 from rpx_cli.io.regular import open_regular
+from rpx_cli.io.remote import is_url
+from rpx_cli.io.remote import read as read_object
 
 # Below this size a file is digested inline: handing it to the helper thread (submit, wake,
 # wait, GIL hand-off) costs ~65 us a file, sha256 of 1 KiB ~2 us (10,000 pose files: 0.65 s).
@@ -47,7 +49,8 @@ def _sha256(view: memoryview) -> bytes:
 
 
 def sha256_file(path: str) -> str:
-    """Digest a file without keeping it (for files read by a third-party parser)."""
+    """Digest a file without keeping it (for files read by a third-party parser); an
+    object given by URL is not fetched again when it was read whole already."""
     return cached_sha256_file(path, None)[0]
 
 
@@ -56,6 +59,10 @@ def cached_sha256_file(path: str, cache: DigestCache | None) -> tuple[str, bool,
     digest cache's entry for the open file's stat key when there is one (``reused``), else
     computed; the key is None when the digest may not be stored (see
     :meth:`DigestCache.storable`) or there is no cache."""
+    if "://" in path and is_url(path):  # objects have no stat key: never cached here
+        from rpx_cli.io.remote import sha256_of
+
+        return sha256_of(path), False, None
     with open_regular(path) as handle:
         key = None
         if cache is not None and cache.usable_for(os.path.dirname(os.path.abspath(path))):
@@ -89,6 +96,13 @@ class FileBuffer:
     def read(self, path: str) -> np.ndarray:
         """Read all of ``path``; returns a uint8 view valid until the next ``read``."""
         self._settle()
+        if "://" in path and is_url(path):  # an object: fetched whole, digested the same way
+            data = read_object(path)
+            view = self._reserve(len(data))
+            view[:] = np.frombuffer(data, np.uint8)
+            if self._digest:
+                self._hash(view)
+            return view
         cache = self.cache
         try:
             with open_regular(path, buffering=0) as handle:
@@ -114,11 +128,19 @@ class FileBuffer:
                     self.reused = True
                     return view
                 self.store_key = key if cache.storable(st) else None
-            if size < INLINE_DIGEST_BYTES:
-                self._inline = _sha256(memoryview(view))
-            else:
-                self._pending = _digest_executor().submit(_sha256, memoryview(view))
+            self._hash(view)
         return view
+
+    def _reserve(self, size: int) -> np.ndarray:
+        if size > self._array.size:
+            self._array = np.empty(max(size, self._array.size * 5 // 4), np.uint8)
+        return self._array[:size]
+
+    def _hash(self, view: np.ndarray) -> None:
+        if view.size < INLINE_DIGEST_BYTES:
+            self._inline = _sha256(memoryview(view))
+        else:
+            self._pending = _digest_executor().submit(_sha256, memoryview(view))
 
     def digest(self) -> bytes | None:
         """The sha256 (32 raw bytes) of the last file read (waits for the helper thread)."""

@@ -4,16 +4,41 @@
 A FIFO, a socket or a device in an input folder is an input error naming it, never a read
 that waits forever; :class:`~rpx_cli.io.filebuffer.FileBuffer` and every whole-file reader
 open files through :func:`open_regular`.
+
+A relative path is opened from the current directory, or from the directory
+:func:`relative_to` names for this thread: a Dask worker evaluates a client's relative
+paths as the client sees them, while messages keep naming the path as given.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from rpx_cli.errors import InputError
 
-__all__ = ["open_regular", "read_bytes"]
+__all__ = ["open_regular", "read_bytes", "relative_to"]
+
+_base = threading.local()  # .directory: where this thread's relative paths start (None: cwd)
+
+
+@contextmanager
+def relative_to(directory: str | None) -> Iterator[None]:
+    """Within the block, relative paths opened by this thread start at ``directory``."""
+    saved = getattr(_base, "directory", None)
+    _base.directory = directory
+    try:
+        yield
+    finally:
+        _base.directory = saved
+
+
+def _located(path: str) -> str:
+    directory = getattr(_base, "directory", None)
+    return path if directory is None else os.path.join(directory, path)
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
@@ -35,9 +60,10 @@ def open_regular(path: str, *, buffering: int = -1):
     folder is an input error naming it, never a read that waits forever (or, for
     ``/dev/zero``, never ends). It is opened non-blocking and checked again after opening,
     so a file swapped for a FIFO in between cannot block either."""
+    target = _located(path)
     try:
-        _refuse_irregular(os.stat(path).st_mode, path)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        _refuse_irregular(os.stat(target).st_mode, path)
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise InputError("file not found", path=path) from None
     except OSError as exc:
@@ -53,7 +79,13 @@ def open_regular(path: str, *, buffering: int = -1):
 
 def read_bytes(path: str) -> bytes:
     """All of a regular file (:func:`open_regular`): for files read whole outside a
-    :class:`FileBuffer` (manifests, class lists, COCO files)."""
+    :class:`FileBuffer` (manifests, class lists, COCO files, reports). A URL is fetched
+    through :mod:`rpx_cli.io.remote` (only then is fsspec imported)."""
+    if "://" in path:
+        from rpx_cli.io import remote
+
+        if remote.is_url(path):
+            return remote.read_whole(path)
     with open_regular(path) as handle:
         try:
             return handle.read()

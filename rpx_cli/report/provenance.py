@@ -154,10 +154,14 @@ def build_provenance(
     environment: Mapping[str, Any],
     git: Mapping[str, Any] | None,
     digests: Mapping[str, int] | None = None,
+    executor: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``digests``: how many input digests were computed and how many reused from the
-    digest cache (the one part of a report that depends on the cache)."""
+    digest cache (the one part of a report that depends on the cache); ``executor``: where
+    the pairs ran (local worker processes or a Dask cluster)."""
     extra = {} if digests is None else {"digests": dict(digests)}
+    if executor is not None:
+        extra["executor"] = dict(executor)
     return {
         "schema": PROVENANCE_SCHEMA,
         "tool": {"name": "rpx", "version": __version__},

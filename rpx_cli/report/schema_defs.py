@@ -61,7 +61,13 @@ def provenance() -> dict[str, Any]:
                 "properties": {"path": {"type": "string"}, "kind": {"enum": ["directory", "file"]},
                                "exists": {"type": "boolean"},
                                "n_files": {"type": "integer", "minimum": 0},
-                               "sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"}}}},
+                               "sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
+                               "etag": {"type": ["string", "null"], "description": "An object "
+                                        "given by URL: its ETag as the store reported it."},
+                               "etags": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$",
+                                         "description": "A prefix given by URL: sha256 of the "
+                                         "'<etag>  <relative path>' lines of the objects "
+                                         "evaluated (null: the store gives no ETags)."}}}},
             "outputs": {"type": "object", "additionalProperties": {
                 "type": "object", "required": ["path"], "properties": {"path": {"type": "string"}}}},
             "started_at": {"type": "string", "pattern": ISO_TIME},
@@ -76,6 +82,14 @@ def provenance() -> dict[str, Any]:
                         "required": ["computed", "reused"],
                         "properties": {"computed": {"type": "integer", "minimum": 0},
                                        "reused": {"type": "integer", "minimum": 0}}},
+            "executor": {"type": "object", "description": "Where the pairs were evaluated: "
+                         "local worker processes, or a Dask cluster (--executor dask).",
+                         "required": ["name"],
+                         "properties": {"name": {"enum": ["local", "dask"]},
+                                        "jobs": {"type": "integer", "minimum": 1},
+                                        "scheduler": {"type": "string"},
+                                        "workers": {"type": "integer", "minimum": 0},
+                                        "batches": {"type": "integer", "minimum": 0}}},
             "git": {"oneOf": [{"type": "null"}, {
                 "type": "object", "required": ["commit", "dirty"],
                 "properties": {"commit": {"type": "string", "pattern": "^[0-9a-f]{40,64}$"},

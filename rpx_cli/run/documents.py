@@ -39,3 +39,33 @@ def read_report(path: str) -> tuple[dict[str, Any], bytes]:
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+GLOB_CHARACTERS = frozenset("*?[")
+
+
+def expand_parts(paths: tuple[str, ...] | list[str]) -> list[str]:
+    """``rpx merge`` arguments with globs expanded, in order: a URL with ``*``, ``?`` or
+    ``[`` is listed in its store ('s3://bucket/run/part-*.json', quoted so the shell leaves
+    it); a local pattern that is not itself a file is expanded as the shell would. A
+    pattern that matches nothing is an input error naming it."""
+    import glob as local_glob
+    import os
+
+    from rpx_cli.io.remote import is_url
+
+    out: list[str] = []
+    for path in paths:
+        if not GLOB_CHARACTERS & set(path) or (not is_url(path) and os.path.exists(path)):
+            out.append(path)
+            continue
+        if is_url(path):
+            from rpx_cli.io import remote
+
+            matches = remote.glob(path)
+        else:
+            matches = sorted(local_glob.glob(path, recursive=True))
+        if not matches:
+            raise InputError("no file matches this pattern", path=path)
+        out += matches
+    return out

@@ -46,6 +46,9 @@ def run_evaluation(
     seed: int = 0,
     aux: Mapping[str, str | None] | None = None,
     digest_cache: str | bool | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> Evaluation:
     """Pair, evaluate and assemble the report. Raises :class:`rpx_cli.errors.RpxError`.
 
@@ -55,6 +58,9 @@ def run_evaluation(
     default when None), with ``bootstrap`` seeded resamples for 95 % intervals when > 0.
     ``aux``: the task's auxiliary folders (``aux_inputs`` param -> folder, None = not given).
     ``digest_cache``: where file digests are cached (None: the default folder; False: off).
+    ``executor="dask"`` evaluates the pairs on the workers of the Dask scheduler at
+    ``scheduler`` (docs/distributed.md); ``storage_options``: fsspec options for folders
+    and files given as URLs (docs/remote.md; None keeps those already configured).
     """
     task = get_task(task_name)
     missing = task.default_missing if missing is None else missing
@@ -68,6 +74,11 @@ def run_evaluation(
     if jobs < 1:
         raise ParameterError(f"jobs must be >= 1, got {jobs}")
     check_shard(shard)
+    if storage_options is not None:
+        from rpx_cli.io import remote
+
+        remote.configure(storage_options)
+    runner = _executor(executor, scheduler)
     stopwatch = Stopwatch()
 
     pairing = pair_dirs(pred_dir, gt_dir, task.suffixes, missing=missing)
@@ -88,12 +99,13 @@ def run_evaluation(
         pairing = pairing.shard(*shard)
 
     calculators = plugin_calculators(task_name)
-    cache = open_digest_cache(digest_cache)
+    cache = open_digest_cache(digest_cache if runner is None else False)
     hooks = progress or ProgressHooks()
     advance = hooks.start(len(pairing.pairs))
     try:
         result = run_pairs(task, pairing.pairs, params, jobs=jobs, progress=advance, cache=cache,
-                           keep_rows=include_rows or plan is not None, calculators=calculators)
+                           keep_rows=include_rows or plan is not None, calculators=calculators,
+                           executor=runner)
     finally:
         hooks.stop()
     cache_warnings = save_digest_cache(cache, result.tally)
@@ -134,11 +146,26 @@ def run_evaluation(
         inputs["manifest"] = file_input(manifest, plan.sha256)
     invocation = invocation or Invocation(command=f"rpx_cli.evaluate_dirs({task_name!r})")
     stamp(report, invocation, inputs, stopwatch,
-          digests={"computed": result.tally.computed, "reused": result.tally.reused})
+          digests={"computed": result.tally.computed, "reused": result.tally.reused},
+          executor={"name": "local", "jobs": jobs} if runner is None else runner.describe())
     warnings = [task.warning_text(kind, paths) for kind, paths in sorted(result.warnings.items())]
     warnings += [f"manifest: {problem}" for problem in (plan.problems if plan else [])]
     warnings += cache_warnings
     return Evaluation(report=report, warnings=warnings)
+
+
+def _executor(name: str, scheduler: str | None) -> Any:
+    """None for the local worker processes, else the executor that runs the pairs."""
+    if name == "local":
+        return None
+    if name != "dask":
+        raise ParameterError(f"executor must be local or dask, got {name!r}")
+    if not scheduler:
+        raise ParameterError("executor dask needs the scheduler's address (tcp://HOST:PORT)")
+    from rpx_cli.io import remote
+    from rpx_cli.run.dask_executor import DaskExecutor
+
+    return DaskExecutor(scheduler, storage_options=remote.current_options() or None)
 
 
 def save_digest_cache(cache: DigestCache | None, tally: CacheTally) -> list[str]:
@@ -204,7 +231,8 @@ def evaluate_dirs(task: str, pred_dir: str | os.PathLike[str], gt_dir: str | os.
     >>> report = evaluate_dirs("saliency-mb", "pred", "gt", block_size=16)  # doctest: +SKIP
     >>> report["micro_iou"]  # doctest: +SKIP
     """
-    runner_keys = {"missing", "on_error", "jobs", "include_rows", "digest_cache"}
+    runner_keys = {"missing", "on_error", "jobs", "include_rows", "digest_cache", "executor",
+                   "scheduler", "storage_options", "shard"}
     run_options = {k: options.pop(k) for k in list(options) if k in runner_keys}
     aux_names = {option.param for option in get_task(task).aux_inputs}  # e.g. points_dir
     aux = {k: None if options[k] is None else os.fspath(options[k])

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rpx_cli.io.digest_cache import DigestCache, default_dir
+from rpx_cli.io.remote import is_url
 from rpx_cli.report.provenance import (
     Stopwatch,
     build_provenance,
@@ -53,26 +54,39 @@ class ProgressHooks:
 
 
 def file_input(path: str, sha256: str, *, exists: bool | None = None) -> dict[str, Any]:
-    """A provenance input that is one file."""
-    return {"path": path, "kind": "file",
-            "exists": os.path.isfile(path) if exists is None else exists, "n_files": 1,
-            "sha256": sha256}
+    """A provenance input that is one file (an object given by URL: with its ETag)."""
+    entry = {"path": path, "kind": "file",
+             "exists": os.path.isfile(path) if exists is None else exists, "n_files": 1,
+             "sha256": sha256}
+    return _remote(entry) if is_url(path) else entry
 
 
 def input_entry(path: str, digests: Mapping[str, str] | str) -> dict[str, Any]:
     """A provenance input from its digests: a folder's (relative path -> sha256) or a
-    file's hex sha256 (hex digests)."""
-    return file_input(path, digests) if isinstance(digests, str) else directory_input(path, digests)
+    file's hex sha256 (hex digests; a URL's entry adds the objects' ETags)."""
+    if isinstance(digests, str):
+        return file_input(path, digests)
+    entry = directory_input(path, digests)
+    return _remote(entry, digests) if is_url(path) else entry
+
+
+def _remote(entry: dict[str, Any], rels: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    from rpx_cli.io import remote
+
+    return remote.describe_file(entry) if rels is None else remote.describe_folder(entry, rels)
 
 
 def stamp(report: dict[str, Any], invocation: Invocation, inputs: Mapping[str, Any],
-          stopwatch: Stopwatch, *, digests: Mapping[str, int] | None = None) -> dict[str, Any]:
+          stopwatch: Stopwatch, *, digests: Mapping[str, int] | None = None,
+          executor: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Add ``run_provenance`` to ``report`` (last, so ``finished_at`` is the end of the
-    work) and return the report. ``digests``: ``{computed, reused}`` input digests."""
+    work) and return the report. ``digests``: ``{computed, reused}`` input digests;
+    ``executor``: where the pairs were evaluated (``{name: local|dask, ...}``)."""
     report["run_provenance"] = build_provenance(
         command=invocation.command, argv=list(invocation.argv), args=invocation.args,
         inputs=inputs, outputs={"report": {"path": invocation.out}}, clock=stopwatch.stop(),
         environment=collect_environment(), git=collect_git(os.getcwd()), digests=digests,
+        executor=executor,
     )
     return report
 

@@ -1,8 +1,9 @@
 """``rpx merge``: the ``--shard`` parts of one evaluation back into the single-run report.
 
-Each part carries its pairs' statistics by name (``state.stats``); they are re-sorted by
-stem, concatenated and summarised once by the same code as a single run, so the merged
-``aggregate``, ``dataset`` and rows equal it exactly."""
+Each part carries its pairs' statistics by name (``state.stats``): a part is the
+mergeable :class:`~rpx_cli.run.state.State` on disk. The parts' states are folded, re-sorted
+by stem and summarised once by the same code as a single run, so the merged ``aggregate``,
+``dataset`` and rows equal it exactly."""
 
 from __future__ import annotations
 
