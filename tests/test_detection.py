@@ -13,7 +13,7 @@ from helpers import box, dirs, generated_detections, write_json_pair
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from rpx_cli.tasks.detection import prf
+from rpx_cli.ops.reduce import prf
 
 # --- hand-computed ------------------------------------------------------------------------
 

@@ -49,17 +49,15 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
-from rpx_cli.io.box_table import BoxTable, Frame, FrameTable
+from rpx_cli.io.box_table import Frame, FrameTable
 from rpx_cli.io.boxes import Boxes, apply_class_map, load_class_map, parse_boxes
 from rpx_cli.io.coco_files import load_coco
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.shapes import ANGLE_UNITS, parse_shapes
-from rpx_cli.ops.coco import RECALL_THRESHOLDS, STAT_NAMES, CocoInput
-from rpx_cli.ops.coco import evaluate as coco_evaluate
+from rpx_cli.ops.coco import STAT_NAMES
 from rpx_cli.ops.geometry import BOXES, GEOMETRIES, Geometry, require_shapely
-from rpx_cli.ops.matching import greedy_match, optimal_match
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
-from rpx_cli.ops.tide import ERROR_TYPES, tide
+from rpx_cli.ops.tide import ERROR_TYPES
 from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
@@ -76,10 +74,17 @@ from rpx_cli.tasks.detection_shapes import (
     evaluate_shapes,
     overlap_table,
 )
+from rpx_cli.tasks.detection_views import (
+    by_confidence,
+    coco,
+    confusion,
+    errors,
+    operating_point,
+    vocabulary,
+)
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
-BACKGROUND = "background"
 ROW_KEYS = ("precision", "recall", "f1", "tp", "fp", "fn")
 
 
@@ -319,7 +324,7 @@ class Detection(Task):
         wanted = params.get("metrics") or [f for f in self.families if f not in self.optional_families]
         frames = stats["frame"]
         table = frames if isinstance(frames, FrameTable) else FrameTable.from_frames(
-            frames, params.get("categories") or _vocabulary(frames))
+            frames, params.get("categories") or vocabulary(frames))
         geometry: Geometry = BOXES
         if params.get("geometry", "box") != "box":
             # the views see objects as ids and look their intersections up
@@ -360,177 +365,3 @@ class Detection(Task):
         if "errors" in wanted:
             dataset["errors"] = errors(table)
         return {"aggregate": aggregate, "dataset": dataset}, rows
-
-
-def _vocabulary(stats: list[Frame]) -> list[str]:
-    labels = {label for frame in stats for label in (*frame.gt.labels, *frame.pred.labels)}
-    return sorted(labels, key=lambda label: (0, int(label), "") if label.lstrip("-").isdigit()
-                  else (1, 0, label))
-
-
-def operating_point(table: FrameTable, iou_threshold: float, conf_threshold: float, *,
-                    geometry: Geometry = BOXES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(TP, FP, FN) of every frame: class-aware greedy matching by descending score,
-    vectorised over frames (pycocotools' matcher at one IoU threshold)."""
-    d_frame, _, hit, miss = _greedy(table, iou_threshold, conf_threshold, geometry)
-    n = table.n
-    tp = np.bincount(d_frame[hit], minlength=n)
-    fp = np.bincount(d_frame[miss], minlength=n)
-    n_gt = np.bincount(table.gt.frame[~table.gt.crowd], minlength=n)
-    return tp, fp, n_gt - tp
-
-
-CONFIDENCE_GRID = np.linspace(0.0, 1.0, 101)
-
-
-def by_confidence(table: FrameTable, frames: np.ndarray, iou_threshold: float, *,
-                  geometry: Geometry = BOXES) -> dict[str, Any]:
-    """Pooled P/R/F1 over the frames where ``frames`` is True at every threshold of
-    :data:`CONFIDENCE_GRID` (a detection counts when score >= threshold). One matching of
-    every detection serves all thresholds: walked by descending score, a detection's match
-    never depends on those below it."""
-    d_frame, d_score, hit, miss = _greedy(table, iou_threshold, -np.inf, geometry)
-    keep = frames[d_frame]
-    hit_scores = np.sort(d_score[hit & keep])
-    miss_scores = np.sort(d_score[miss & keep])
-    tp = hit_scores.size - np.searchsorted(hit_scores, CONFIDENCE_GRID, side="left")
-    fp = miss_scores.size - np.searchsorted(miss_scores, CONFIDENCE_GRID, side="left")
-    n_gt = int(np.count_nonzero(~table.gt.crowd & frames[table.gt.frame]))
-    figures = prf_arrays(tp, fp, n_gt - tp)
-    return {"conf_threshold": CONFIDENCE_GRID.tolist(), "tp": tp.tolist(), "fp": fp.tolist(),
-            **{key: figures[key].tolist() for key in ("precision", "recall", "f1")}}
-
-
-def _greedy(table: FrameTable, iou_threshold: float, conf_threshold: float,
-            geometry: Geometry = BOXES):
-    """Every detection with score >= ``conf_threshold``: (frame, score, true positive,
-    false positive); a detection on a crowd region is neither."""
-    gt, pred = table.gt, table.pred.where(table.pred.score >= conf_threshold)
-    K = max(len(table.vocabulary), 1)
-    d_group = pred.frame * K + pred.label
-    order = np.lexsort((np.arange(d_group.size), -pred.score, d_group))
-    d_group = d_group[order]
-    g_group = gt.frame * K + gt.label
-    gorder = np.argsort(g_group, kind="stable")
-    matched, ignored, _ = greedy_match(
-        d_group, g_group[gorder], geometry.similarity(pred.box[order], gt.box[gorder]),
-        min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder])
-    return pred.frame[order], pred.score[order], matched[:, 0] & ~ignored[:, 0], ~matched[:, 0]
-
-
-def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
-              conf_threshold: float, *, geometry: Geometry = BOXES) -> dict[str, Any]:
-    """Aquarium's confusion matrix (rows GT, columns predicted, background last) over the
-    frames where ``frames`` is True. The optimal assignment is solved per frame (scipy has
-    no batched solver); everything else is flat."""
-    n, vocabulary = table.n, table.vocabulary
-    K = len(vocabulary)
-    pred = table.pred.where((table.pred.score >= conf_threshold) & frames[table.pred.frame])
-    gt_all = table.gt.where(frames[table.gt.frame])
-    gt, crowd = gt_all.where(~gt_all.crowd), gt_all.where(gt_all.crowd)
-    d_bounds, g_bounds = pred.bounds(n), gt.bounds(n)
-    det_matched = np.zeros(len(pred), bool)
-    gt_matched = np.zeros(len(gt), bool)
-    pairs_d, pairs_g = [], []
-    both = np.flatnonzero((np.diff(d_bounds) > 0) & (np.diff(g_bounds) > 0))
-    for i in both.tolist():
-        d0, d1, g0, g1 = d_bounds[i], d_bounds[i + 1], g_bounds[i], g_bounds[i + 1]
-        rows, cols = optimal_match(geometry.matrix(pred.box[d0:d1], gt.box[g0:g1]), iou_threshold, ">=")
-        pairs_d.append(rows + d0)
-        pairs_g.append(cols + g0)
-    if pairs_d:
-        matched_d, matched_g = np.concatenate(pairs_d), np.concatenate(pairs_g)
-        det_matched[matched_d] = True
-        gt_matched[matched_g] = True
-    else:
-        matched_d = matched_g = np.zeros(0, np.int64)
-    lonely = np.flatnonzero(~det_matched)
-    lonely = lonely[~_on_crowd(pred, lonely, crowd, n, iou_threshold, geometry)]
-    side = K + 1
-    cells = np.concatenate([gt.label[matched_g] * side + pred.label[matched_d],
-                            gt.label[~gt_matched] * side + K, K * side + pred.label[lonely]])
-    matrix = np.bincount(cells, minlength=side * side).reshape(side, side)
-    diagonal = np.diagonal(matrix)[:K].astype(np.float64)
-    column = matrix[:, :K].sum(axis=0).astype(np.float64)
-    row = matrix[:K, :].sum(axis=1).astype(np.float64)
-    scores = prf_arrays(diagonal, column - diagonal, row - diagonal, empty=None)
-    precision, recall, f1 = scores["precision"], scores["recall"], scores["f1"]
-    overall = prf(int(diagonal.sum()), int(column.sum() - diagonal.sum()), int(row.sum() - diagonal.sum()))
-    return {
-        "labels": [*vocabulary, BACKGROUND],
-        "matrix": matrix.tolist(),
-        "per_class": {label: {"precision": float(precision[k]), "recall": float(recall[k]),
-                              "f1": float(f1[k]), "support": int(row[k])}
-                      for k, label in enumerate(vocabulary)},
-        **overall,
-    }
-
-
-def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
-              iou_threshold: float, geometry: Geometry = BOXES) -> np.ndarray:
-    """Which of the detections ``dets`` lie on a crowd region of their frame and class
-    (intersection over the detection's area >= the threshold): ignored, not background. As
-    in COCO, a crowd region excuses detections of its own class only; a detection of another
-    class on it is a false positive in every view."""
-    out = np.zeros(dets.size, bool)
-    if not len(crowd) or not dets.size:
-        return out
-    bounds = crowd.bounds(n)
-    frame = pred.frame[dets]
-    counts = bounds[frame + 1] - bounds[frame]
-    which = np.repeat(np.arange(dets.size), counts)
-    first = np.repeat(bounds[frame] - (np.cumsum(counts) - counts), counts)
-    regions = first + np.arange(which.size)
-    ioa = geometry.pairs(pred.box[dets[which]], crowd.box[regions], crowd=True)
-    same_class = pred.label[dets[which]] == crowd.label[regions]
-    out[which[(ioa >= iou_threshold) & same_class]] = True
-    return out
-
-
-def coco(table: FrameTable, *, geometry: Geometry = BOXES) -> dict[str, Any]:
-    """COCO AP/AR over every detection; None (with a reason) where pycocotools gives -1."""
-    image = table.coco_image()
-    gt, pred = table.gt, table.pred
-    result = coco_evaluate(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label,
-                                     gt.box, gt.area, gt.crowd, image[pred.frame], pred.label,
-                                     pred.box, pred.score, None if geometry is BOXES else geometry))
-    figures = result.stats()
-    reasons = {name: "no GT box in this area range" for name, value in figures.items()
-               if value is None}
-    per_class = {}
-    for label, ap in zip(table.vocabulary, result.per_category_ap(), strict=True):
-        per_class[label] = {"AP": ap} if ap is not None else {
-            "AP": None, "reason": "no GT box of this class (pycocotools: -1)"}
-    out: dict[str, Any] = {**figures, "per_class": per_class, "curves": _curves(result, table.vocabulary)}
-    if reasons:
-        out["null_reasons"] = reasons
-    return out
-
-
-def _curves(result, vocabulary: list[str]) -> dict[str, Any]:
-    """``dataset.coco.curves``: precision (and score) at the 101 recall points, per class and
-    over the classes with GT, at IoU 0.5 and averaged over 0.5:0.95; null where pycocotools
-    leaves -1."""
-    def listed(values: np.ndarray) -> list[float | None]:
-        return [None if np.isnan(v) else v for v in values.tolist()]
-
-    out: dict[str, Any] = {"recall": RECALL_THRESHOLDS.tolist()}
-    for name, curve in result.curves().items():
-        out[name] = {
-            "per_class": {label: {"precision": listed(curve["precision"][k]),
-                                  "score": listed(curve["score"][k])}
-                          for k, label in enumerate(vocabulary)},
-            "overall": {"precision": listed(curve["overall"])},
-        }
-    return out
-
-
-def errors(table: FrameTable) -> dict[str, Any]:
-    """``dataset.errors``: TIDE's breakdown (tidecv, IoU 0.5, background 0.1) on the COCO
-    view's images and boxes (every detection, no confidence threshold)."""
-    image = table.coco_image()
-    gt, pred = table.gt, table.pred
-    result = tide(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label, gt.box,
-                            gt.area, gt.crowd, image[pred.frame], pred.label, pred.box, pred.score))
-    return {**result.dap, "ap50": result.ap, "counts": result.counts,
-            "iou_threshold": 0.5, "background_threshold": 0.1}
