@@ -12,9 +12,10 @@ sorts by stem and summarises once with the code of a single run, so any split in
 batches, folded in any order and grouping, gives the single-run report exactly.
 
 A ``--shard`` part report is this state on disk: :meth:`State.from_part` reads one and
-:meth:`State.to_part` writes the part's ``state`` and the envelope keys it needs, and
-``rpx merge`` (:func:`rpx_cli.run.merge.merge_reports`) folds parts with the same
-:meth:`State.merge` and :func:`finalize`.
+:meth:`State.to_part` writes the part's ``state`` and the envelope keys it needs.
+``rpx merge`` (:func:`rpx_cli.run.merge.merge_reports`) reads the same parts by a faster
+path of its own (one sort, rows copied as the parts wrote them); tests hold the two, and
+a single run, equal.
 """
 
 from __future__ import annotations
