@@ -41,7 +41,6 @@ from rpx_cli.tasks.classification_columns import (
     Labels,
     LabelSet,
     Record,
-    columns_from_tables,
     columns_of,
     decode_record,
     encode_record,
@@ -52,6 +51,7 @@ from rpx_cli.tasks.classification_columns import (
     table_plan,
 )
 from rpx_cli.tasks.classification_figures import multi_label_figures, single_label_figures
+from rpx_cli.tasks.classification_tables import columns_from_tables
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
