@@ -30,7 +30,6 @@ both rules: docs/segmentation3d.md.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -38,15 +37,13 @@ import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.label_map import load_label_map, normalise_label_map
 from rpx_cli.io.lidar import BIN_LABELS, LABEL_SUFFIXES, POINT_SUFFIXES, read_point_labels, read_points
 from rpx_cli.ops.confusion import (
-    AVERAGES,
     EMPTY,
     FrameConfusion,
     add_confusions,
-    average_scores,
     class_axis,
-    class_scores,
     dense_matrix,
     has_other,
     interval_confusions,
@@ -58,11 +55,15 @@ from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn
 from rpx_cli.tasks.depth import parse_range
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.segmentation import OTHER, decode_confusion, encode_confusion, load_class_names
+from rpx_cli.tasks.segmentation3d_scores import (
+    bucket_metrics,
+    class_metrics,
+    scan_scores,
+)
 from rpx_cli.tasks.stats import Stat, StatTable
 
 PROTOCOLS = ("autoware", "semantickitti")
 NORMS = ("xy", "xyz")
-PER_CLASS = ("iou", "precision", "recall", "f1")
 
 
 class Scan(NamedTuple):
@@ -80,40 +81,6 @@ class Cloud(NamedTuple):
     n: int
     interval: np.ndarray | None
     path: str
-
-
-def load_label_map(path: str) -> dict[str, int]:
-    """A JSON object ``{"raw label": class label}`` (SemanticKITTI's ``learning_map``)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except OSError as exc:
-        raise InputError(f"cannot read the label map: {exc.strerror or exc}", path=path) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"label map: not valid JSON ({exc})", path=path) from None
-    try:
-        return normalise_label_map(document)
-    except ValueError as exc:
-        raise InputError(f"label map: {exc}", path=path) from None
-
-
-def normalise_label_map(document: Any) -> dict[str, int]:
-    """``{raw: class}`` with integer keys (as decimal strings, sorted by value) and values."""
-    if not isinstance(document, dict) or not document:
-        raise ValueError('expected a JSON object {"raw label": class label, ...} '
-                         "such as SemanticKITTI's learning_map")
-    out: dict[int, int] = {}
-    for key, value in document.items():
-        try:
-            raw = int(str(key).strip())
-        except ValueError:
-            raise ValueError(f"key {key!r} is not an integer label") from None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"the class of {key!r} is {value!r}, not an integer")
-        if raw in out:
-            raise ValueError(f"label {raw} is listed twice")
-        out[raw] = value
-    return {str(raw): out[raw] for raw in sorted(out)}
 
 
 def metric_infos(protocol: str) -> dict[str, MetricInfo]:
@@ -407,67 +374,3 @@ def _check_gt(confusion: FrameConfusion, params: Params, gt_path: str) -> None:
             confusion.gt_labels[-1] >= num_classes:
         raise InputError(f"GT label {int(confusion.gt_labels[-1])} is outside --num-classes "
                          f"{num_classes}", path=gt_path)
-
-
-def _averaging(scored: np.ndarray, protocol: str) -> dict[str, Any]:
-    """``average_scores`` arguments of a protocol."""
-    if protocol == "semantickitti":
-        return {"averaged": scored, "accuracy": "predicted"}
-    return {"averaged": None, "accuracy": "labelled"}
-
-
-def scan_scores(gt_values: np.ndarray, pred_values: np.ndarray, matrices: list[np.ndarray],
-                params: Params) -> list[tuple[float | None, float | None]]:
-    """``(miou, acc)`` of a scan's dense matrices over ``gt_values`` x ``pred_values`` (the
-    scan, then each range bucket) under the protocol; None without a labelled point. The
-    class axis is every label of either side (and ``0 .. num_classes - 1``)."""
-    num_classes = params["num_classes"]
-    classes = np.union1d(gt_values, pred_values)
-    if num_classes is not None:
-        classes = np.union1d(classes, np.arange(num_classes, dtype=np.int64))
-    rows = np.searchsorted(classes, gt_values)
-    cols = np.searchsorted(classes, pred_values)
-    scored = ~np.isin(classes, np.asarray(params["ignore_index"], dtype=np.int64))
-    if num_classes is not None:
-        scored &= (classes >= 0) & (classes < num_classes)
-    averaging = _averaging(scored, params["protocol"])
-    out: list[tuple[float | None, float | None]] = []
-    for matrix in matrices:  # the scan and its few ranges
-        if not matrix.any():
-            out.append((None, None))
-            continue
-        dense = np.zeros((classes.size, classes.size), dtype=np.int64)
-        dense[np.ix_(rows, cols)] = matrix
-        means = average_scores(class_scores(dense), **averaging)
-        out.append((means["miou"], means["acc"]))
-    return out
-
-
-def bucket_metrics(matrix: np.ndarray, scored: np.ndarray, protocol: str,
-                   tail: str) -> dict[str, Any]:
-    """The dataset means of one bucket's matrix, keys suffixed with ``tail``."""
-    scores = class_scores(matrix)
-    means = average_scores(scores, **_averaging(scored, protocol))
-    out = {f"{key}{tail}": means[key] for key in AVERAGES}
-    out[f"n_labelled{tail}"] = int(scores.support.sum())
-    return out
-
-
-def class_metrics(matrix: np.ndarray, scored: np.ndarray,
-                  protocol: str) -> dict[int, dict[str, Any]]:
-    """Per class (index into the class axis): ``iou``, ``precision``, ``recall``, ``f1``
-    and ``support``. Null for an ignored class (not scored) and in an empty bucket; under
-    autoware also null for a class without GT support (it is left out of the means); under
-    semantickitti such a class scores 0."""
-    scores = class_scores(matrix)
-    empty = scores.support.sum() == 0
-    out = {}
-    for c in range(scored.size):  # one dict per class: the report's shape
-        support = int(scores.support[c])
-        undefined = empty or not scored[c] or (protocol == "autoware" and support == 0)
-        values: dict[str, Any] = dict.fromkeys(PER_CLASS) if undefined else {
-            "iou": float(scores.iou[c]), "precision": float(scores.precision[c]),
-            "recall": float(scores.recall[c]), "f1": float(scores.f1[c])}
-        values["support"] = support
-        out[c] = values
-    return out
