@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,6 +49,19 @@ from rpx_cli.tasks.base import (
     probability,
 )
 from rpx_cli.tasks.depth import parse_range
+from rpx_cli.tasks.detection3d_samples import (
+    SamplePair,
+    base_filter,
+    check_count,
+    column,
+    conventions,
+    decode_pair,
+    encode_pair,
+    flatten,
+    in_band,
+    unique_floats,
+    vocabulary,
+)
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
@@ -136,22 +148,6 @@ def load_names(items: Any) -> list[str] | None:
     if not names:
         return None
     return names
-
-
-@dataclass
-class SamplePair:
-    """One sample's boxes, as read (the statistic every pair keeps)."""
-
-    gt: Boxes3D
-    pred: Boxes3D
-
-
-def encode_pair(pair: SamplePair) -> dict[str, Any]:
-    return {"gt": pair.gt.as_json(), "pred": pair.pred.as_json()}
-
-
-def decode_pair(data: dict[str, Any]) -> SamplePair:
-    return SamplePair(Boxes3D.from_json(data["gt"]), Boxes3D.from_json(data["pred"]))
 
 
 @register_task
@@ -309,8 +305,8 @@ class Detection3D(Task):
                     merged.setdefault(name, set()).update(errors)
             exempt = {k: sorted(v, key=ERRORS.index) for k, v in sorted(merged.items())}
         out["tp_error_exempt"] = exempt
-        out["dist_th"] = _unique_floats(out["dist_th"])
-        out["iou_th"] = _unique_floats(out["iou_th"])
+        out["dist_th"] = unique_floats(out["dist_th"])
+        out["iou_th"] = unique_floats(out["iou_th"])
         out["tp_threshold"] = float(out["tp_threshold"])
         out["class_names"] = load_names(out.get("class_names") or None)
         caps = out.get("class_range") or {}
@@ -382,7 +378,7 @@ class Detection3D(Task):
         boxes = parse_boxes3d(buffer.read(path).tobytes(), path, prediction=role == "pred",
                               box_origin=params["box_origin"], classes=params["class_names"])
         if role == "pred":
-            _check_count(boxes, params, path, "")
+            check_count(boxes, params, path, "")
         return boxes
 
     def empty_prediction(self, gt: Boxes3D, params: Params) -> Boxes3D:
@@ -422,7 +418,7 @@ class Detection3D(Task):
                                             classes=classes, where=where)
             pred_boxes = boxes3d_from_objects(pred[stem], pred_path, prediction=True,
                                               box_origin=origin, classes=classes, where=where)
-            _check_count(pred_boxes, params, pred_path, where)
+            check_count(pred_boxes, params, pred_path, where)
             samples.append((pred_boxes, gt_boxes))
         if not stems:
             raise InputError("the GT file has no sample", path=gt_path)
@@ -437,14 +433,14 @@ class Detection3D(Task):
         wanted = set(params.get("metrics") or self.families)
         pairs: list[SamplePair] = list(stats["sample"])
         n = len(pairs)
-        classes = params["class_names"] or _vocabulary(pairs)
-        gt, pred = _flatten(pairs, classes)
-        gt, pred = _base_filter(gt, pred, classes, params)
-        c = _conventions(params)
+        classes = params["class_names"] or vocabulary(pairs)
+        gt, pred = flatten(pairs, classes)
+        gt, pred = base_filter(gt, pred, classes, params)
+        c = conventions(params)
         thresholds = self._thresholds(params)
         match_ths = list(thresholds)
         if params["match"] == "center":
-            tp_column = _column(match_ths, params["tp_threshold"])
+            tp_column = column(match_ths, params["tp_threshold"])
             rule = "<" if params["dist_rule"] == "lt" else "<="
         else:
             tp_column, rule = 0, ">="
@@ -453,7 +449,7 @@ class Detection3D(Task):
         aggregate: dict[str, Any] = {"n_samples": n}
         rows: list[dict[str, Any]] = [{} for _ in range(n)]
         for suffix, band in views:
-            g, p = (gt, pred) if band is None else (_in_band(gt, band), _in_band(pred, band))
+            g, p = (gt, pred) if band is None else (in_band(gt, band), in_band(pred, band))
             similarity = d3.distance_similarity(g, p) if params["match"] == "center" else \
                 d3.iou_similarity(g, p, params["match"])
             matching = d3.match(g, p, len(classes), similarity, match_ths, rule,
@@ -521,103 +517,3 @@ class Detection3D(Task):
         totals = [int(x.sum()) for x in (tp, fp, fn)]
         dataset[f"pooled{suffix}"] = {**prf(*totals), "tp": totals[0], "fp": totals[1],
                                       "fn": totals[2]}
-
-
-def _unique_floats(values: Any) -> list[float]:
-    if isinstance(values, (int, float)):
-        values = [values]
-    return list(dict.fromkeys(float(v) for v in values))
-
-
-def _column(thresholds: list[float], value: float) -> int:
-    """The column of ``value`` among the match thresholds, appended when not there."""
-    if value not in thresholds:
-        thresholds.append(value)
-    return thresholds.index(value)
-
-
-def _check_count(boxes: Boxes3D, params: Params, path: str, where: str) -> None:
-    limit = params["max_boxes"]
-    if len(boxes) > limit:
-        raise InputError(f"{where}{len(boxes)} predictions in one sample, more than --max-boxes "
-                         f"{limit} (the devkit's max_boxes_per_sample)", path=path)
-
-
-def _conventions(params: Params) -> d3.Conventions:
-    return d3.Conventions(
-        later_first=params["score_ties"] == "later",
-        envelope=params["precision_curve"] == "envelope",
-        absent_null=params["absent_class"] == "null",
-        tp_errors=params["tp_errors"],
-        pi_period=frozenset(params["pi_period_classes"]),
-        exempt={k: tuple(v) for k, v in params["tp_error_exempt"].items()},
-        min_recall=params["min_recall"], min_precision=params["min_precision"])
-
-
-def _vocabulary(pairs: list[SamplePair]) -> list[str]:
-    labels = {name for pair in pairs for side in (pair.gt, pair.pred) for name in side.names}
-    return sorted(labels, key=lambda label: (0, int(label), "") if label.lstrip("-").isdigit()
-                  else (1, 0, label))
-
-
-def _flatten(pairs: list[SamplePair], classes: list[str]) -> tuple[d3.Side, d3.Side]:
-    """Every sample's boxes as flat arrays with global class and attribute codes."""
-    index = {name: k for k, name in enumerate(classes)}
-    attribute_names = sorted({a for pair in pairs for side in (pair.gt, pair.pred)
-                              for a in side.attributes})
-    attr_index = {name: k for k, name in enumerate(attribute_names)}
-
-    def side(parts: list[Boxes3D], with_scores: bool) -> d3.Side:
-        counts = np.fromiter(map(len, parts), np.int64, count=len(parts))
-        sample = np.repeat(np.arange(len(parts)), counts)
-        # local codes -> global, through one lookup table over every sample's vocabulary
-        offsets = np.cumsum([0] + [len(b.names) for b in parts])
-        lut = np.array([index.get(name, -1) for b in parts for name in b.names], np.int64)
-        aoff = np.cumsum([0] + [len(b.attributes) for b in parts])
-        alut = np.array([attr_index[a] for b in parts for a in b.attributes] + [-1], np.int64)
-        nonempty = [b for b in parts if len(b)]
-
-        def cat(get, shape, dtype=np.float64):
-            arrays = [get(b) for b in nonempty]
-            return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(shape, dtype)
-
-        local = cat(lambda b: b.label, (0,), np.int64)
-        cls = lut[local + np.repeat(offsets[:-1], counts)] if local.size else local
-        attr_local = cat(lambda b: b.attribute, (0,), np.int64)
-        attr = np.where(attr_local < 0, -1,
-                        alut[np.where(attr_local < 0, len(alut) - 1,
-                                      attr_local + np.repeat(aoff[:-1], counts))]) \
-            if attr_local.size else attr_local
-        return d3.Side(sample, cls, cat(lambda b: b.center, (0, 3)), cat(lambda b: b.size, (0, 3)),
-                       cat(lambda b: b.yaw, (0,)), cat(lambda b: b.velocity, (0, 2)), attr,
-                       cat(lambda b: b.num_pts, (0,), np.int64), cat(lambda b: b.distance, (0,)),
-                       cat(lambda b: b.score, (0,)) if with_scores else None)
-
-    return side([pair.gt for pair in pairs], False), side([pair.pred for pair in pairs], True)
-
-
-def _base_filter(gt: d3.Side, pred: d3.Side, classes: list[str],
-                 params: Params) -> tuple[d3.Side, d3.Side]:
-    """Class caps (``--class-range``) and the point filter (``--min-pts``)."""
-    caps = np.full(len(classes), np.inf)
-    for name, cap in params["class_range"].items():
-        if name in classes:
-            caps[classes.index(name)] = cap
-    inside = np.less if params["cap_rule"] == "lt" else np.less_equal
-    min_pts = params["min_pts"]
-
-    def keep(side: d3.Side, capped: bool) -> np.ndarray:
-        ok = (side.num_pts < 0) | (side.num_pts >= min_pts)
-        if capped and np.isfinite(caps).any():
-            ok &= inside(side.distance, caps[side.cls]) | ~np.isfinite(caps[side.cls])
-        return ok
-
-    return gt.where(keep(gt, True)), pred.where(keep(pred, params["cap_predictions"]))
-
-
-def _in_band(side: d3.Side, band: tuple[float, float | None]) -> d3.Side:
-    low, high = band
-    keep = side.distance >= low
-    if high is not None:
-        keep &= side.distance < high
-    return side.where(keep)
