@@ -8,11 +8,13 @@ About 2 GB of labels per side and 8 GB of points for N = 4071 (SemanticKITTI seq
 Then, in one session, each command in a fresh process, median of ``--repeat``:
 
 1. the floor: one process that only reads the two label files and the points of each scan
-   with ``np.fromfile`` (and, for reference, one that only computes their sha256, which
-   rpx does for ``run_provenance``);
+   with ``np.fromfile``; the same loop split over two processes (how much faster two cores
+   can read at all: the bound on any ``--jobs 2``); and, for reference, one that only
+   computes their sha256, which rpx does for ``run_provenance``;
 2. ``rpx eval segmentation3d`` with SemanticKITTI's learning map, 20 classes, ignore 0 and
    three ranges, ``--jobs 1`` and ``--jobs 2`` (target: ``--jobs 2`` at least 1.6x faster
-   than the floor), and where the time goes: the same pairs in-process without digests;
+   than the floor) with every digest reused (the default cache, warm), then first runs and
+   re-runs (``DigestRuns``), and where the time goes: the same pairs in-process;
 3. peak RSS of ``--no-rows --jobs 1`` on N scans vs 4N scans (the 4N stems are symlinks to
    the N files, so the page cache stays warm): memory flat in the number of scans.
 
@@ -58,12 +60,23 @@ RANGES = ("0:20", "20:50", "50:")
 FLOOR = textwrap.dedent(
     """
     import sys, numpy as np
+    from multiprocessing import get_context
     from pathlib import Path
     pred, gt, points = (Path(d) for d in sys.argv[1:4])
-    for path in sorted(gt.glob("*.label")):
-        np.fromfile(path, dtype=np.uint32)
-        np.fromfile(pred / path.name, dtype=np.uint32)
-        np.fromfile(points / (path.stem + ".bin"), dtype=np.float32)
+    processes = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+
+    def read(paths):
+        for path in paths:
+            np.fromfile(path, dtype=np.uint32)
+            np.fromfile(pred / path.name, dtype=np.uint32)
+            np.fromfile(points / (path.stem + ".bin"), dtype=np.float32)
+
+    paths = sorted(gt.glob("*.label"))
+    if processes == 1:
+        read(paths)
+    else:  # the same loop over interleaved shares, in forked processes
+        with get_context("fork").Pool(processes) as pool:
+            pool.map(read, [paths[k::processes] for k in range(processes)])
     """
 )
 
@@ -205,6 +218,8 @@ def main() -> None:
         runs = {
             "floor: `np.fromfile` of the 2 labels + points, 1 process":
                 [py, "-c", FLOOR, pred, gt, velodyne],
+            "the same loop split over 2 processes (what two cores can read)":
+                [py, "-c", FLOOR, pred, gt, velodyne, "2"],
             "sha256 of the same files only, 1 process": [py, "-c", DIGEST, pred, gt, velodyne],
             "`rpx eval segmentation3d --jobs 1`": command + ["--jobs", "1"],
             "`rpx eval segmentation3d --jobs 2`": command + ["--jobs", "2"],

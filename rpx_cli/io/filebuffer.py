@@ -4,7 +4,10 @@ Every evaluated file is read exactly once: the bytes that are parsed are the byt
 digested for ``run_provenance``. Reading into a buffer that is kept between files avoids the
 page-fault cost of a fresh multi-megabyte allocation per file (measured: ~1,200 minor page
 faults per 480x640 depth pair), and the digest runs on a helper thread (``hashlib``
-releases the GIL) while the metric runs.
+releases the GIL) while the metric runs. The buffer starts on a page boundary: the kernel
+copies from page-aligned page-cache pages, and a destination 16 bytes past a page boundary
+(where glibc puts a large ``malloc``) makes that copy ~5x slower on this machine (4K
+aliasing: 1.1-1.8 ms instead of 0.3 ms for a 3 MB lidar scan; benchmarks/RESULTS.md).
 
 Arrays parsed from a buffer are views into it: they are valid until the next ``read`` into
 the same :class:`FileBuffer`.
@@ -28,6 +31,7 @@ from rpx_cli.io.remote import read as read_object
 # Below this size a file is digested inline: handing it to the helper thread (submit, wake,
 # wait, GIL hand-off) costs ~65 us a file, sha256 of 1 KiB ~2 us (10,000 pose files: 0.65 s).
 INLINE_DIGEST_BYTES = 256 * 1024
+PAGE_BYTES = 4096
 
 _executor: ThreadPoolExecutor | None = None
 _executor_pid: int | None = None
@@ -108,9 +112,7 @@ class FileBuffer:
             with open_regular(path, buffering=0) as handle:
                 st = os.fstat(handle.fileno())
                 size = st.st_size
-                if size > self._array.size:
-                    self._array = np.empty(max(size, self._array.size * 5 // 4), np.uint8)
-                view = self._array[:size]
+                view = self._reserve(size)
                 got = handle.readinto(memoryview(view)) if size else 0
                 while got < size:  # readinto may return short counts
                     more = handle.readinto(memoryview(view[got:]))
@@ -133,7 +135,7 @@ class FileBuffer:
 
     def _reserve(self, size: int) -> np.ndarray:
         if size > self._array.size:
-            self._array = np.empty(max(size, self._array.size * 5 // 4), np.uint8)
+            self._array = page_aligned(max(size, self._array.size * 5 // 4))
         return self._array[:size]
 
     def _hash(self, view: np.ndarray) -> None:
@@ -156,6 +158,14 @@ class FileBuffer:
         if self._pending is not None:
             self._pending.result()
             self._pending = None
+
+
+def page_aligned(size: int) -> np.ndarray:
+    """``size`` uninitialised bytes starting on a page boundary (a view into a slightly
+    larger allocation)."""
+    raw = np.empty(size + PAGE_BYTES, np.uint8)
+    start = -raw.ctypes.data % PAGE_BYTES
+    return raw[start:start + size]
 
 
 def shutdown_digest_thread() -> None:

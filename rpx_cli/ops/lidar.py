@@ -9,6 +9,10 @@ distances and the distance intervals that range buckets are made of.
   elementary intervals between their limits. Each point gets ONE interval index; a range is
   a run of consecutive intervals, so one confusion matrix per interval (one
   ``np.bincount``) gives every range's matrix exactly, as sums.
+  :meth:`RangeIntervals.index_points` gives float32 points their interval without the
+  float64 distances: squared norms in float32 decide every point that is not within a
+  relative 2^-18 of a limit, and the few that are get the exact float64 distance — the
+  same index as :meth:`RangeIntervals.index` of :func:`point_distances`, at ~half the cost.
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ class LabelMap:
     def apply(self, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(classes, unmapped)``: every label mapped, and the sorted raw labels the map
         does not list (empty when all are listed; their points are then meaningless)."""
-        labels = labels.ravel()
+        if labels.ndim != 1:
+            labels = labels.ravel()  # (a 1-D strided view would be copied: kept as it is)
         if labels.dtype.kind not in "ui":
             raise TypeError(f"labels must be integers, got {labels.dtype}")
         small = labels.dtype in (np.uint8, np.uint16)
@@ -111,6 +116,49 @@ class RangeIntervals:
         self.spans = [(position[float(low)] + 1,
                        self.count if high is None else position[float(high)] + 1)
                       for low, high in ranges]
+        self._bands = _float32_bands(limits)
+
+
+    def index_points(self, points: np.ndarray, norm: str) -> np.ndarray:
+        """``index(point_distances(points, norm))``, exactly, computed from squared norms.
+
+        ``sqrt`` is monotonic, so ``d >= L`` is ``s >= T`` for the float64 squared norm
+        ``s`` and ``T`` the smallest float64 whose square root is ``>= L`` (:func:`_root_floor`).
+        For float32 points the float32 squared norm is within a relative 3 x 2^-24 of ``s``:
+        a point whose float32 value is clear of ``T`` by a relative 2^-18 is decided by it;
+        the rest (a handful a scan, NaN and overflows decide consistently) get the exact
+        distance. Other dtypes, and limits whose squares fall outside [1e-20, 1e36], take
+        the exact path for every point."""
+        bands = self._bands if points.dtype == np.float32 else None
+        if bands is None:
+            return self.index(point_distances(points, norm))
+        columns = 3 if norm == "xyz" else 2
+        if norm not in ("xy", "xyz"):
+            raise ValueError(f"norm must be 'xy' or 'xyz', got {norm!r}")
+        if not bands:
+            return np.zeros(points.shape[0], dtype=np.uint8)
+        with np.errstate(over="ignore", invalid="ignore"):  # inf decides like float64 does
+            squared = np.square(points[:, 0])
+            for axis in range(1, columns):
+                squared += np.square(points[:, axis])
+        dtype = np.uint8 if self.count <= 255 else np.uint16
+        sure = maybe = None  # limits passed for sure; for sure or possibly
+        for low, high in bands:
+            passed = squared >= high
+            if low != high and maybe is None:
+                maybe = np.zeros_like(passed, dtype=dtype) if sure is None else sure.copy()
+            if sure is None:
+                sure = passed.view(np.uint8) if dtype == np.uint8 else passed.astype(dtype)
+            else:
+                sure += passed
+            if maybe is not None:  # a limit of 0 has no band: s >= 0 is exact in float32
+                maybe += passed if low == high else squared >= low
+        if maybe is not None:
+            unsure = maybe != sure
+            if unsure.any():
+                unsure = np.flatnonzero(unsure)
+                sure[unsure] = self.index(point_distances(points[unsure], norm))
+        return sure
 
     def index(self, distance: np.ndarray) -> np.ndarray:
         """Each point's interval: the number of limits ``<=`` its distance (uint8 for up to
@@ -125,3 +173,42 @@ class RangeIntervals:
         """:meth:`index` with ``np.searchsorted`` (NaN sorts last there: mapped to 0)."""
         found = np.searchsorted(self.limits, distance, side="right")
         return np.where(np.isnan(distance), 0, found)
+
+
+def _root_floor(limit: float) -> float:
+    """The smallest float64 ``s >= 0`` with ``np.sqrt(s) >= limit`` (0 for a limit <= 0):
+    ``sqrt(s) >= limit`` is then exactly ``s >= _root_floor(limit)`` (sqrt is monotonic)."""
+    if not limit > 0:
+        return 0.0
+    s = np.float64(limit) * np.float64(limit)
+    while s > 0 and np.sqrt(np.nextafter(s, 0.0)) >= limit:
+        s = np.nextafter(s, 0.0)
+    while np.sqrt(s) < limit:
+        s = np.nextafter(s, np.inf)
+    return float(s)
+
+
+_BAND = 2.0 ** -18  # relative half-width of the undecided band: 21x the float32 error
+
+
+def _float32_bands(limits: Sequence[float]) -> list[tuple[np.float32, np.float32]] | None:
+    """Per limit, float32 ``(low, high)`` bounds on a float32 squared norm: at or above
+    ``high`` the float64 distance is ``>= limit`` for sure, below ``low`` it is below for
+    sure. None when a limit's square is outside [1e-20, 1e36] (float32 underflow and
+    overflow would void the bound): every point then takes the exact path."""
+    bands = []
+    for limit in limits:
+        root = _root_floor(limit)
+        if root == 0.0:
+            bands.append((np.float32(0.0), np.float32(0.0)))
+            continue
+        if not 1e-20 <= root <= 1e36:
+            return None
+        low = np.float32(root * (1 - _BAND))
+        if float(low) > root * (1 - _BAND):
+            low = np.nextafter(low, np.float32(0))
+        high = np.float32(root * (1 + _BAND))
+        if float(high) < root * (1 + _BAND):
+            high = np.nextafter(high, np.float32(np.inf))
+        bands.append((low, high))
+    return bands

@@ -47,9 +47,10 @@ from rpx_cli.ops.confusion import (
     dense_matrix,
     has_other,
     interval_confusions,
+    trim,
 )
 from rpx_cli.ops.depth import band_suffix
-from rpx_cli.ops.lidar import LabelMap, RangeIntervals, point_distances
+from rpx_cli.ops.lidar import LabelMap, RangeIntervals
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn
 from rpx_cli.tasks.depth import parse_range
@@ -252,10 +253,10 @@ class Segmentation3D(Task):
         """Per scan: the row's ``miou`` and ``acc`` (for ``aggregate``) and the point count;
         folded over all scans: the confusion matrix, overall and per range."""
         stats: list[Stat] = [Stat("n_points")]
-        for tail in self._tails(params):
+        for tail in _tails(params):
             stats += [Stat(f"miou{tail}"), Stat(f"acc{tail}"),
-                      Stat(f"confusion{tail}", encode=encode_confusion, decode=decode_confusion,
-                           merge=add_confusions)]
+                      Stat(f"confusion{tail}", encode=_encode_trimmed,
+                           decode=decode_confusion, merge=add_confusions)]
         return tuple(stats)
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
@@ -281,7 +282,7 @@ class Segmentation3D(Task):
                                  columns=3 if norm == "xyz" else 2)
             interval = None
             if params["ranges"]:
-                interval = _intervals(_ranges(params)).index(point_distances(points, norm))
+                interval = _intervals(_ranges(params)).index_points(points, norm)
             return Cloud(points.shape[0], interval, path)
         labels = read_point_labels(path, buffer, bin_labels=params["label_format"])
         if params["label_map"]:
@@ -316,35 +317,38 @@ class Segmentation3D(Task):
             gt.labels, pred.labels, gt.interval, intervals.count if intervals else 1,
             tuple(params["ignore_index"]))
         # the scan's matrix, then each range's: sums of the interval matrices
-        buckets = [counts[0] if counts.shape[0] == 1 else counts.sum(axis=0)]
-        buckets += [counts[first:stop].sum(axis=0) for first, stop in
-                    (intervals.spans if intervals else ())]
-        confusions = [FrameConfusion.trimmed(gt_values, pred_values, b) for b in buckets]
-        _check_gt(confusions[0], params, gt_path)
+        buckets = np.empty((1 + len(ranges),) + counts.shape[1:], dtype=counts.dtype)
+        counts.sum(axis=0, out=buckets[0])
+        for bucket, (first, stop) in zip(buckets[1:], intervals.spans if intervals else (),
+                                         strict=True):
+            counts[first:stop].sum(axis=0, out=bucket)
+        _check_gt(gt_values, buckets[0], params, gt_path)
         scores = scan_scores(gt_values, pred_values, buckets, params)
-        row: dict[str, Any] = {"n_points": n, "n_labelled": confusions[0].total}
+        labelled = buckets.sum(axis=(1, 2)).tolist()
+        row: dict[str, Any] = {"n_points": n, "n_labelled": labelled[0]}
         stats: dict[str, Any] = {"n_points": n}
-        for tail, confusion, (miou, acc) in zip(self._tails(params), confusions, scores,
-                                                strict=True):
-            row.update({f"miou{tail}": miou, f"acc{tail}": acc})
+        # kept untrimmed (zero rows and columns included): scans with the same labels then
+        # fold by one addition; trimmed when written (shard parts) and summarised
+        for tail, bucket, total, (miou, acc) in zip(_tails(params), buckets, labelled, scores,
+                                                    strict=True):
+            row[f"miou{tail}"] = miou
+            row[f"acc{tail}"] = acc
             if tail:
-                row[f"n_labelled{tail}"] = confusion.total
-            stats.update({f"miou{tail}": miou, f"acc{tail}": acc, f"confusion{tail}": confusion})
+                row[f"n_labelled{tail}"] = total
+            stats[f"miou{tail}"] = miou
+            stats[f"acc{tail}"] = acc
+            stats[f"confusion{tail}"] = FrameConfusion(gt_values, pred_values, bucket)
         return Sample(row, stats)
 
     # --- over all scans -----------------------------------------------------------------
 
-    @staticmethod
-    def _tails(params: Params) -> list[str]:
-        return [""] + [f"_{band_suffix(low, high)}" for low, high in params["ranges"]]
-
     def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
         aggregate: dict[str, Any] = {"n_frames": len(stats)}
-        for tail in self._tails(params):
+        for tail in _tails(params):
             aggregate[f"miou{tail}"] = mean_present(stats[f"miou{tail}"])
             aggregate[f"acc{tail}"] = mean_present(stats[f"acc{tail}"])
             aggregate[f"n_empty{tail}"] = int(np.count_nonzero(np.isnan(stats[f"miou{tail}"])))
-        overall = stats["confusion"] or EMPTY
+        overall = trim(stats["confusion"] or EMPTY)
         classes = class_axis(overall, params["num_classes"])
         other = has_other(overall, classes)
         names = params["class_names"]
@@ -352,8 +356,8 @@ class Segmentation3D(Task):
         scored = ~np.isin(classes, np.asarray(params["ignore_index"], dtype=np.int64))
         dataset: dict[str, Any] = {"n_points": int(stats["n_points"].sum())}
         per_class: dict[str, dict[str, Any]] = {label: {} for label in labels}
-        for tail in self._tails(params):
-            matrix = dense_matrix(stats[f"confusion{tail}"] or EMPTY, classes, other=other)
+        for tail in _tails(params):
+            matrix = dense_matrix(trim(stats[f"confusion{tail}"] or EMPTY), classes, other=other)
             dataset.update(bucket_metrics(matrix, scored, params["protocol"], tail))
             dataset[f"confusion{tail}"] = {"labels": labels,
                                            "columns": labels + ([OTHER] if other else []),
@@ -364,13 +368,28 @@ class Segmentation3D(Task):
         return {"aggregate": aggregate, "dataset": dataset}
 
 
-def _check_gt(confusion: FrameConfusion, params: Params, gt_path: str) -> None:
-    bad = confusion.gt_labels[confusion.gt_labels < 0]
+def _tails(params: Params) -> tuple[str, ...]:
+    """The key suffixes: ``""`` (the scan), then ``_<range>`` per ``--range``."""
+    return _range_tails(tuple(map(tuple, params["ranges"])))
+
+
+@lru_cache(maxsize=8)
+def _range_tails(ranges: tuple[tuple[float, float | None], ...]) -> tuple[str, ...]:
+    return ("",) + tuple(f"_{band_suffix(low, high)}" for low, high in ranges)
+
+
+def _check_gt(gt_values: np.ndarray, matrix: np.ndarray, params: Params, gt_path: str) -> None:
+    """The GT labels that hold points (rows of ``matrix``) are classes."""
+    present = gt_values[matrix.any(axis=1)]
+    bad = present[present < 0]
     if bad.size:
         raise InputError(f"GT holds negative label(s) {bad.tolist()} that are not "
                          "--ignore-index", path=gt_path)
     num_classes = params["num_classes"]
-    if num_classes is not None and confusion.gt_labels.size and \
-            confusion.gt_labels[-1] >= num_classes:
-        raise InputError(f"GT label {int(confusion.gt_labels[-1])} is outside --num-classes "
+    if num_classes is not None and present.size and present[-1] >= num_classes:
+        raise InputError(f"GT label {int(present[-1])} is outside --num-classes "
                          f"{num_classes}", path=gt_path)
+
+
+def _encode_trimmed(confusion: FrameConfusion) -> list[list[int]]:
+    return encode_confusion(trim(confusion))

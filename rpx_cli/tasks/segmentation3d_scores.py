@@ -4,6 +4,7 @@ means and the per-class figures, under the autoware or semantickitti averaging."
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ from rpx_cli.ops.confusion import (
     AVERAGES,
     average_scores,
     class_scores,
+    not_in,
 )
 from rpx_cli.tasks.base import Params
 
@@ -25,31 +27,61 @@ def averaging(scored: np.ndarray, protocol: str) -> dict[str, Any]:
     return {"averaged": None, "accuracy": "labelled"}
 
 
-def scan_scores(gt_values: np.ndarray, pred_values: np.ndarray, matrices: list[np.ndarray],
+def scan_scores(gt_values: np.ndarray, pred_values: np.ndarray, matrices: np.ndarray,
                 params: Params) -> list[tuple[float | None, float | None]]:
-    """``(miou, acc)`` of a scan's dense matrices over ``gt_values`` x ``pred_values`` (the
-    scan, then each range bucket) under the protocol; None without a labelled point. The
-    class axis is every label of either side (and ``0 .. num_classes - 1``)."""
-    num_classes = params["num_classes"]
-    classes = np.union1d(gt_values, pred_values)
-    if num_classes is not None:
-        classes = np.union1d(classes, np.arange(num_classes, dtype=np.int64))
-    rows = np.searchsorted(classes, gt_values)
-    cols = np.searchsorted(classes, pred_values)
-    scored = ~np.isin(classes, np.asarray(params["ignore_index"], dtype=np.int64))
-    if num_classes is not None:
-        scored &= (classes >= 0) & (classes < num_classes)
-    how = averaging(scored, params["protocol"])
+    """``(miou, acc)`` of a scan's dense matrices ``matrices[t]`` over ``gt_values`` x
+    ``pred_values`` (the scan, then each range bucket) under the protocol; None without a
+    labelled point. The class axis is every label of either side (and ``0 ..
+    num_classes - 1``). The same figures as :func:`average_scores` of :func:`class_scores`
+    of each matrix (the same float operations in the same order), for all buckets at once."""
+    size, rows, cols, scored = _class_axis(gt_values.astype(np.int64).tobytes(),
+                                           pred_values.astype(np.int64).tobytes(),
+                                           params["num_classes"],
+                                           tuple(params["ignore_index"]))
+    dense = np.zeros((matrices.shape[0], size, size), dtype=np.int64)
+    dense[:, rows[:, None], cols[None, :]] = matrices
+    tp = np.diagonal(dense, axis1=1, axis2=2).astype(np.float64)
+    support = dense.sum(axis=2).astype(np.float64)
+    predicted = dense.sum(axis=1).astype(np.float64)
+    union = support + predicted - tp
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = np.where(union > 0, tp / union, 0.0)
+    # sums of counts are exact in float64, so their order does not matter; each mean of
+    # IoUs is np.mean's sum of the selected values (np.add.reduce) over their number
+    if params["protocol"] == "semantickitti":
+        averaged = np.broadcast_to(scored, tp.shape)
+        among = np.where(averaged, predicted, 0.0).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            acc = np.where(among > 0, np.where(averaged, tp, 0.0).sum(axis=1) / among, 0.0)
+    else:  # autoware: the classes with GT support
+        averaged = support > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            acc = tp.sum(axis=1) / support.sum(axis=1)
+    counts = np.count_nonzero(averaged, axis=1).tolist()
+    defined = (support.sum(axis=1) > 0).tolist()
     out: list[tuple[float | None, float | None]] = []
-    for matrix in matrices:  # the scan and its few ranges
-        if not matrix.any():
+    for t, (count, labelled) in enumerate(zip(counts, defined, strict=True)):
+        if not labelled or not count:  # the scan and its few ranges
             out.append((None, None))
             continue
-        dense = np.zeros((classes.size, classes.size), dtype=np.int64)
-        dense[np.ix_(rows, cols)] = matrix
-        means = average_scores(class_scores(dense), **how)
-        out.append((means["miou"], means["acc"]))
+        out.append((float(np.add.reduce(iou[t][averaged[t]]) / count), float(acc[t])))
     return out
+
+
+@lru_cache(maxsize=64)
+def _class_axis(gt_values: bytes, pred_values: bytes, num_classes: int | None,
+                ignore: tuple[int, ...]) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """A scan's class axis (see :func:`scan_scores`): its size, the positions of the GT
+    and predicted values on it, and which classes are scored. Scans of one dataset mostly
+    share their label values, so this is worked out once for each set of them."""
+    gt, pred = np.frombuffer(gt_values, np.int64), np.frombuffer(pred_values, np.int64)
+    classes = np.union1d(gt, pred)
+    if num_classes is not None:
+        classes = np.union1d(classes, np.arange(num_classes, dtype=np.int64))
+    scored = not_in(classes, ignore)
+    if num_classes is not None:
+        scored &= (classes >= 0) & (classes < num_classes)
+    return classes.size, np.searchsorted(classes, gt), np.searchsorted(classes, pred), scored
 
 
 def bucket_metrics(matrix: np.ndarray, scored: np.ndarray, protocol: str,
