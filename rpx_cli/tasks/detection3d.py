@@ -13,18 +13,18 @@ the point filter; the table is in docs/detection3d.md); a flag overrides one ite
 report's ``params`` records every resolved value. Rows (per sample, at ``--tp-threshold``, the
 predictions with score >= ``--conf-threshold``): ``tp``, ``fp``, ``fn``, ``n_gt``,
 ``n_pred``, ``mean_center_error``, and ``precision``, ``recall``, ``f1`` (both empty: 1).
+
+The task's parts are beside it: the protocols, flag parsers and resolved params in
+:mod:`rpx_cli.tasks.detection3d_params`, the samples in :mod:`rpx_cli.tasks.detection3d_samples`,
+the figures over all samples in :mod:`rpx_cli.tasks.detection3d_summary`.
 """
 
 from __future__ import annotations
 
-import math
-import os
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
-from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.errors import InputError
 from rpx_cli.io.boxes3d import (
     BOX_ORIGINS,
     Boxes3D,
@@ -34,10 +34,7 @@ from rpx_cli.io.boxes3d import (
 )
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.regular import read_bytes
-from rpx_cli.ops import detection3d as d3
-from rpx_cli.ops.boxes3d import center_distance
 from rpx_cli.ops.depth import band_suffix
-from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
 from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
@@ -49,105 +46,28 @@ from rpx_cli.tasks.base import (
     probability,
 )
 from rpx_cli.tasks.depth import parse_range
+from rpx_cli.tasks.detection3d_params import (
+    ERRORS,
+    MATCHES,
+    PROTOCOLS,
+    check_params,
+    iou_threshold,
+    match_thresholds,
+    parse_class_range,
+    parse_exempt,
+    positive,
+    resolve_params,
+    threshold_key,
+)
 from rpx_cli.tasks.detection3d_samples import (
     SamplePair,
-    base_filter,
     check_count,
-    column,
-    conventions,
     decode_pair,
     encode_pair,
-    flatten,
-    in_band,
-    unique_floats,
-    vocabulary,
 )
+from rpx_cli.tasks.detection3d_summary import ROW_KEYS, summarize_pairs
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
-
-NUSCENES_CLASSES = ("car", "truck", "bus", "trailer", "construction_vehicle", "pedestrian",
-                    "motorcycle", "bicycle", "traffic_cone", "barrier")
-# the devkit's configs/detection_cvpr_2019.json class_range
-CVPR_2019_RANGES = {"car": 50, "truck": 50, "bus": 50, "trailer": 50, "construction_vehicle": 50,
-                    "pedestrian": 40, "motorcycle": 40, "bicycle": 40, "traffic_cone": 30,
-                    "barrier": 30}
-MATCHES = ("center", "bev-iou", "iou3d")
-ERRORS = d3.ERRORS
-ROW_KEYS = ("tp", "fp", "fn", "n_gt", "n_pred", "mean_center_error", "precision", "recall", "f1")
-# every convention a protocol fixes, and its value under each protocol
-PROTOCOLS: dict[str, dict[str, Any]] = {
-    "nuscenes": {"dist_rule": "lt", "score_ties": "later", "precision_curve": "raw",
-                 "absent_class": "zero", "cap_rule": "lt", "cap_predictions": True,
-                 "tp_errors": "nuscenes", "pi_period_classes": ["barrier"],
-                 "tp_error_exempt": {"traffic_cone": ["AOE", "AVE", "AAE"], "barrier": ["AVE", "AAE"]},
-                 "min_pts": 1},
-    "autoware": {"dist_rule": "le", "score_ties": "earlier", "precision_curve": "envelope",
-                 "absent_class": "null", "cap_rule": "le", "cap_predictions": False,
-                 "tp_errors": "autoware", "pi_period_classes": [], "tp_error_exempt": {},
-                 "min_pts": 0},
-}
-
-
-def _positive(name: str):
-    def parse(text: str) -> float:
-        value = float(text)
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a positive number, got {text}")
-        return value
-    return parse
-
-
-def _iou(text: str) -> float:
-    value = float(text)
-    if not 0 < value <= 1:
-        raise ValueError(f"IoU threshold must be in (0, 1], got {text}")
-    return value
-
-
-def parse_class_range(text: str) -> tuple[str, float]:
-    """``name=metres``: evaluate class ``name`` only within that distance."""
-    name, sep, value = text.rpartition("=")
-    if not sep or not name:
-        raise ValueError(f"expected NAME=METRES, got {text!r}")
-    return name, _positive("class range")(value)
-
-
-def parse_exempt(text: str) -> tuple[str, tuple[str, ...]]:
-    """``class=AOE,AVE`` (TP errors left undefined for that class) or ``none``."""
-    if text == "none":
-        return ("", ())
-    name, sep, keys = text.partition("=")
-    errors = tuple(k.strip().upper() for k in keys.split(",") if k.strip())
-    if not sep or not name or not errors or any(k not in ERRORS for k in errors):
-        raise ValueError(f"expected CLASS=ERR[,ERR] with ERR in {', '.join(ERRORS)}, or none; "
-                         f"got {text!r}")
-    return name, errors
-
-
-def threshold_key(value: float, match: str) -> str:
-    """``0p5m`` for a 0.5 m distance (autoware-ml's token), ``iou0p7`` for an IoU of 0.7."""
-    token = f"{value:g}".replace("-", "minus").replace(".", "p")
-    return f"{token}m" if match == "center" else f"iou{token}"
-
-
-def load_names(items: Any) -> list[str] | None:
-    """``--class-names``: names separated by commas (repeatable), or a file with one name
-    per line or a JSON list."""
-    if items is None:
-        return None
-    if isinstance(items, str):
-        items = [items]
-    names: list[str] = []
-    for item in items:
-        if os.path.isfile(item):
-            from rpx_cli.tasks.segmentation import load_class_names
-
-            names += load_class_names(item)
-        else:
-            names += [part.strip() for part in str(item).split(",") if part.strip()]
-    if not names:
-        return None
-    return names
 
 
 @register_task
@@ -209,12 +129,12 @@ class Detection3D(Task):
                help="Match by BEV centre distance (--dist-th), or by BEV footprint or 3D IoU "
                     "(--iou-th)."),
         Option("dist_th", "--dist-th", "parsed", (0.5, 1.0, 2.0, 4.0), multiple=True,
-               parse=_positive("distance threshold"), metavar="M",
+               parse=positive("distance threshold"), metavar="M",
                help="Centre-distance match threshold in metres (repeatable)."),
-        Option("iou_th", "--iou-th", "parsed", (0.5,), multiple=True, parse=_iou, metavar="T",
+        Option("iou_th", "--iou-th", "parsed", (0.5,), multiple=True, parse=iou_threshold, metavar="T",
                help="IoU match threshold with --match bev-iou|iou3d (repeatable; IoU >= T); "
                     "TP errors and rows use the first."),
-        Option("tp_threshold", "--tp-threshold", "parsed", 2.0, parse=_positive("TP threshold"),
+        Option("tp_threshold", "--tp-threshold", "parsed", 2.0, parse=positive("TP threshold"),
                metavar="M", help="Centre-distance threshold of the TP errors and the rows (with IoU "
                                  "matching they use the first --iou-th)."),
         Option("class_names", "--class-names", "str", (), multiple=True, metavar="NAMES",
@@ -282,79 +202,14 @@ class Detection3D(Task):
     # --- parameters -------------------------------------------------------------------
 
     def normalise_params(self, params: Params) -> dict[str, Any]:
-        p = {**self.default_params, **params}
-        protocol = p.get("protocol") or "nuscenes"
-        if protocol not in PROTOCOLS:
-            raise ParameterError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-        out = dict(p)
-        for key, value in PROTOCOLS[protocol].items():
-            given = p.get(key)
-            if given is None or (isinstance(given, (tuple, list)) and not given):
-                out[key] = value
-        out["cap_predictions"] = out["cap_predictions"] in (True, "yes")
-        periods = list(out["pi_period_classes"])
-        out["pi_period_classes"] = [] if periods == ["none"] else sorted(set(periods) - {"none"})
-        exempt = out["tp_error_exempt"]
-        if isinstance(exempt, dict):
-            exempt = {str(k): sorted(set(v), key=ERRORS.index) for k, v in sorted(exempt.items())}
-        else:
-            merged: dict[str, set[str]] = {}
-            for item in exempt:
-                name, errors = parse_exempt(item) if isinstance(item, str) else item
-                if name:
-                    merged.setdefault(name, set()).update(errors)
-            exempt = {k: sorted(v, key=ERRORS.index) for k, v in sorted(merged.items())}
-        out["tp_error_exempt"] = exempt
-        out["dist_th"] = unique_floats(out["dist_th"])
-        out["iou_th"] = unique_floats(out["iou_th"])
-        out["tp_threshold"] = float(out["tp_threshold"])
-        out["class_names"] = load_names(out.get("class_names") or None)
-        caps = out.get("class_range") or {}
-        out["class_range"] = {str(k): float(v) for k, v in
-                              (caps.items() if isinstance(caps, dict) else caps)}
-        out["ranges"] = [[float(a), None if b is None else float(b)] for a, b in out.get("ranges") or ()]
-        for key in ("conf_threshold", "min_recall", "min_precision"):
-            out[key] = float(out[key])
-        out["max_boxes"] = int(out["max_boxes"])
-        out["min_pts"] = int(out["min_pts"])
-        return out
+        return resolve_params(params, self.default_params)
 
     def validate_params(self, params: Params) -> None:
-        if params["match"] not in MATCHES:
-            raise ParameterError(f"match must be one of {', '.join(MATCHES)}")
-        if params["box_origin"] not in BOX_ORIGINS:
-            raise ParameterError(f"box origin must be one of {', '.join(BOX_ORIGINS)}")
-        if not params["dist_th"] or any(not (math.isfinite(t) and t > 0) for t in params["dist_th"]):
-            raise ParameterError("distance thresholds must be positive numbers")
-        if not params["iou_th"] or any(not 0 < t <= 1 for t in params["iou_th"]):
-            raise ParameterError("IoU thresholds must be in (0, 1]")
-        if not (math.isfinite(params["tp_threshold"]) and params["tp_threshold"] > 0):
-            raise ParameterError("the TP threshold must be a positive number")
-        if not 0 <= params["min_precision"] < 1 or not 0 <= params["min_recall"] <= 1:
-            raise ParameterError("min precision must be in [0, 1) and min recall in [0, 1]")
-        if params["max_boxes"] < 1:
-            raise ParameterError("max boxes must be >= 1")
-        names = params["class_names"]
-        if names is not None:
-            repeated = sorted({n for n in names if names.count(n) > 1})
-            if repeated:
-                raise ParameterError(f"--class-names repeats {', '.join(repeated)}")
-            unknown = sorted(set(params["class_range"]) - set(names))
-            if unknown:
-                raise ParameterError(f"--class-range names {', '.join(unknown)}, not in --class-names")
-        suffixes = [band_suffix(low, high) for low, high in params["ranges"]]
-        if len(set(suffixes)) != len(suffixes):
-            raise ParameterError("--range bands must be different")
-        for key, choices in (("dist_rule", ("lt", "le")), ("score_ties", ("later", "earlier")),
-                             ("precision_curve", ("raw", "envelope")),
-                             ("absent_class", ("zero", "null")), ("cap_rule", ("lt", "le")),
-                             ("tp_errors", ("nuscenes", "autoware"))):
-            if params[key] not in choices:
-                raise ParameterError(f"{key.replace('_', ' ')} must be one of {', '.join(choices)}")
+        check_params(params)
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         info = dict(self.metrics)
-        keys = [threshold_key(t, params["match"]) for t in self._thresholds(params)]
+        keys = [threshold_key(t, params["match"]) for t in match_thresholds(params)]
         for key in keys:
             info[f"AP_{key}"] = MetricInfo("higher", f"per class: AP at match threshold {key}")
             info[f"APH_{key}"] = MetricInfo("higher", f"per class: APH at match threshold {key}")
@@ -366,10 +221,6 @@ class Detection3D(Task):
                                                       f"boxes whose centre is in [{low:g}, "
                                                       f"{'inf' if high is None else f'{high:g}'}) m")
         return info
-
-    @staticmethod
-    def _thresholds(params: Params) -> list[float]:
-        return list(params["dist_th"] if params["match"] == "center" else params["iou_th"])
 
     # --- per pair ---------------------------------------------------------------------
 
@@ -431,89 +282,4 @@ class Detection3D(Task):
 
     def summarize_rows(self, stats: StatTable, params: Params):
         wanted = set(params.get("metrics") or self.families)
-        pairs: list[SamplePair] = list(stats["sample"])
-        n = len(pairs)
-        classes = params["class_names"] or vocabulary(pairs)
-        gt, pred = flatten(pairs, classes)
-        gt, pred = base_filter(gt, pred, classes, params)
-        c = conventions(params)
-        thresholds = self._thresholds(params)
-        match_ths = list(thresholds)
-        if params["match"] == "center":
-            tp_column = column(match_ths, params["tp_threshold"])
-            rule = "<" if params["dist_rule"] == "lt" else "<="
-        else:
-            tp_column, rule = 0, ">="
-        views = [("", None)] + [(f"_{band_suffix(lo, hi)}", (lo, hi)) for lo, hi in params["ranges"]]
-        dataset: dict[str, Any] = {"per_class": {name: {} for name in classes}}
-        aggregate: dict[str, Any] = {"n_samples": n}
-        rows: list[dict[str, Any]] = [{} for _ in range(n)]
-        for suffix, band in views:
-            g, p = (gt, pred) if band is None else (in_band(gt, band), in_band(pred, band))
-            similarity = d3.distance_similarity(g, p) if params["match"] == "center" else \
-                d3.iou_similarity(g, p, params["match"])
-            matching = d3.match(g, p, len(classes), similarity, match_ths, rule,
-                                later_first=c.later_first)
-            if "rows" in wanted:
-                self._rows(g, p, matching, tp_column, n, params, suffix, rows, aggregate, dataset)
-            dataset[f"n_gt{suffix}"] = len(g)
-            dataset[f"n_pred{suffix}"] = len(p)
-            results = d3.score(g, p, matching, classes, thresholds, tp_column, c) \
-                if wanted & {"ap", "tp", "aph"} else None
-            for k, name in enumerate(classes):
-                entry = dataset["per_class"][name]
-                entry[f"n_gt{suffix}"] = int(np.count_nonzero(g.cls == k))
-                entry[f"n_pred{suffix}"] = int(np.count_nonzero(p.cls == k))
-                if results is None:
-                    continue
-                r = results[k]
-                if "ap" in wanted:
-                    entry[f"AP{suffix}"] = d3.mean_or_none(r.ap)
-                    for t, value in zip(thresholds, r.ap, strict=True):
-                        entry[f"AP_{threshold_key(t, params['match'])}{suffix}"] = value
-                if "aph" in wanted:
-                    entry[f"APH{suffix}"] = d3.mean_or_none(r.aph)
-                    for t, value in zip(thresholds, r.aph, strict=True):
-                        entry[f"APH_{threshold_key(t, params['match'])}{suffix}"] = value
-                if "tp" in wanted:
-                    for e in ERRORS:
-                        entry[f"{e}{suffix}"] = r.errors[e]
-            if results is not None:
-                figures = d3.summary(results, c)
-                keys = (["mAP", "NDS"] if "ap" in wanted else []) + \
-                    (["mAPH"] if "aph" in wanted else []) + \
-                    ([f"m{e}" for e in ERRORS] if "tp" in wanted else [])
-                for key in keys:
-                    dataset[f"{key}{suffix}"] = figures[key]
-        dataset["classes"] = list(classes)
-        return {"aggregate": aggregate, "dataset": dataset}, rows
-
-    @staticmethod
-    def _rows(g: d3.Side, p: d3.Side, matching: d3.Matching, tp_column: int, n: int,
-              params: Params, suffix: str, rows: list[dict[str, Any]], aggregate: dict[str, Any],
-              dataset: dict[str, Any]) -> None:
-        keep = p.score >= params["conf_threshold"]
-        hit = matching.matched[:, tp_column] & keep
-        tp = np.bincount(p.sample[hit], minlength=n)
-        n_pred = np.bincount(p.sample[keep], minlength=n)
-        n_gt = np.bincount(g.sample, minlength=n)
-        fp, fn = n_pred - tp, n_gt - tp
-        taken = matching.gt[hit, tp_column]
-        dist = center_distance(p.center[hit, :2], g.center[taken, :2])
-        dist_sum = np.bincount(p.sample[hit], weights=dist, minlength=n)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            mean_error = np.where(tp > 0, dist_sum / np.maximum(tp, 1), np.nan)
-        figures = prf_arrays(tp, fp, fn)
-        columns = {"tp": tp.tolist(), "fp": fp.tolist(), "fn": fn.tolist(), "n_gt": n_gt.tolist(),
-                   "n_pred": n_pred.tolist(),
-                   "mean_center_error": [None if v != v else v for v in mean_error.tolist()],
-                   **{k: figures[k].tolist() for k in ("precision", "recall", "f1")}}
-        for key in ROW_KEYS:
-            for row, value in zip(rows, columns[key], strict=True):
-                row[f"{key}{suffix}"] = value
-        for key in ("precision", "recall", "f1"):
-            aggregate[f"{key}{suffix}"] = mean_present(figures[key])
-        aggregate[f"mean_center_error{suffix}"] = mean_present(mean_error)
-        totals = [int(x.sum()) for x in (tp, fp, fn)]
-        dataset[f"pooled{suffix}"] = {**prf(*totals), "tp": totals[0], "fp": totals[1],
-                                      "fn": totals[2]}
+        return summarize_pairs(list(stats["sample"]), params, wanted)

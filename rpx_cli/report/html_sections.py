@@ -1,0 +1,177 @@
+"""The sections every page of :mod:`rpx_cli.report.html` gives a report, whatever its kind:
+the summary line, its gates, the headline cards with their directions, the worst rows, every
+figure (collapsed), and the parameters and provenance."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rpx_cli.report.html_blocks import (
+    ARROW,
+    cell_html,
+    direction,
+    is_number,
+    lookup,
+    primary,
+    section_html,
+    table_html,
+)
+from rpx_cli.report.render import HEADLINE
+from rpx_cli.report.svg import datum, esc, short
+
+WORST_N = 10
+READINESS = ("summary.s_overall", "summary.primary_aggregate", "summary.delta_int", "summary.delta_rec",
+             "summary.ts_score", "summary.sgc", "summary.latency_ms", "summary.params_m", "summary.flops_g")
+
+
+def summary_text(report: Mapping[str, Any]) -> str:
+    if report.get("schema") == "rpx.compare":
+        counts = report.get("summary") or {}
+        return (f"{esc(lookup(report, 'base.path'))} → {esc(lookup(report, 'new.path'))}: "
+                f'<span class="good">{counts.get("improved", 0)} improved</span>, '
+                f'<span class="bad">{counts.get("regressed", 0)} regressed</span>, '
+                f"{counts.get('unchanged', 0)} unchanged.")
+    bits = []
+    if report.get("n_pairs") is not None:
+        bits.append(f"{report['n_pairs']} pairs")
+    unpaired = report.get("unpaired") or {}
+    if unpaired:
+        n = sum(len(v) for v in unpaired.values() if isinstance(v, list))
+        bits.append(f"{n} unpaired" + (f" (skipped by --missing {esc(lookup(report, 'params.missing'))})"
+                                       if n and lookup(report, "params.missing") else ""))
+    if "errors" in report and isinstance(report.get("errors"), list):
+        bits.append(f"{len(report['errors'])} unreadable pair(s) skipped")
+    if report.get("state"):
+        bits.append("a --shard part (merge the parts with rpx merge for the full report)")
+    skipped = lookup(report, "params.skipped_metrics")
+    if skipped:
+        bits.append(f"not computed: {esc(', '.join(skipped))} (--metrics)")
+    return esc(" · ".join(bits)) if bits else ""
+
+
+def gates_section(report: Mapping[str, Any]) -> str:
+    gates = report.get("gates") or []
+    if not gates:
+        return ""
+    rows, attrs = [], []
+    for gate in gates:
+        passed = bool(gate.get("passed"))
+        rows.append((f"<code>{esc(gate.get('expr'))}</code>", cell_html(gate.get("value")),
+                     f'<span class="{"pass" if passed else "fail"}">{"✓ pass" if passed else "✗ FAIL"}</span>',
+                     esc(gate.get("message", ""))))
+        attrs.append(f'data-gate="{esc(gate.get("expr"))}" data-passed="{datum(passed)}"')
+    failed = sum(1 for g in gates if not g.get("passed"))
+    note = (f'<span class="fail">{failed} of {len(gates)} gate(s) failed</span>' if failed
+            else f'<span class="pass">all {len(gates)} gate(s) passed</span>')
+    return section_html("gates", table_html(["gate", "value", "result", ""], rows, attrs=attrs, table="gates"),
+                        note, kind="gates")
+
+
+def headline_paths(report: Mapping[str, Any]) -> list[str]:
+    from rpx_cli.report.render import headline
+
+    preferred = HEADLINE.get(str(report.get("task")), ()) if report.get("schema") == "rpx.eval" else ()
+    if report.get("schema") == "rpx.readiness":
+        preferred = READINESS
+    paths = [p for p in preferred if is_number(lookup(report, p))]
+    if len(paths) < 4:
+        for path, value in headline(report):
+            last = path.rsplit(".", 1)[-1]
+            if path in paths or last.startswith("n_") or last in ("schema_version",) or path.count(".") > 1:
+                continue
+            if is_number(value) or value is None:
+                paths.append(path)
+            if len(paths) >= 8:
+                break
+    return paths
+
+
+def headline_section(report: Mapping[str, Any]) -> str:
+    if report.get("schema") == "rpx.compare":
+        return ""
+    cards = []
+    for path in headline_paths(report):
+        value = lookup(report, path)
+        way = direction(report, path)
+        cards.append(f'<div class="card" data-metric="{esc(path)}" data-value="{datum(value)}" '
+                     f'data-direction="{way}"><div class="v">{short(value, 4)}</div>'
+                     f'<div class="k">{esc(path)}</div><div class="d">{ARROW.get(way, "")}</div></div>')
+    if not cards:
+        return ""
+    note = "aggregate = mean over rows; dataset = pooled over everything" if report.get("aggregate") else ""
+    return section_html("headline metrics", f'<div class="cards">{"".join(cards)}</div>', note, kind="headline")
+
+
+def all_metrics_section(report: Mapping[str, Any]) -> str:
+    from rpx_cli.report.render import headline
+
+    if report.get("schema") == "rpx.compare":
+        return ""
+    rows = []
+    for path, value in headline(report):
+        rows.append((f"<code>{esc(path)}</code>", cell_html(value, path), ARROW.get(direction(report, path), "")))
+    if not rows:
+        return ""
+    return (f"<details><summary>all {len(rows)} figures</summary>"
+            f"{table_html(['metric', 'value', 'better'], rows, table='metrics')}</details>")
+
+
+def provenance_section(report: Mapping[str, Any]) -> str:
+    prov = report.get("run_provenance") or {}
+    params = report.get("params") or {}
+    rows = [(f"<code>{esc(k)}</code>", f'<span class="code">{esc(_plain(v))}</span>') for k, v in sorted(params.items())]
+    body = [table_html(["parameter", "value"], rows, table="params")] if rows else []
+    inputs = prov.get("inputs") or {}
+    if inputs:
+        body.append(table_html(["input", "path", "kind", "files", "sha256"], [
+            (esc(name), f'<span class="code">{esc(i.get("path"))}</span>', esc(i.get("kind")), cell_html(i.get("n_files")),
+             f'<span class="code" data-sha256="{esc(i.get("sha256"))}">{esc(i.get("sha256"))}</span>')
+            for name, i in sorted(inputs.items())], table="inputs"))
+    git = prov.get("git")
+    facts = [("command", f"<code>{esc(' '.join(prov.get('argv') or []))}</code>"),
+             ("tool", esc(f"{lookup(prov, 'tool.name')} {lookup(prov, 'tool.version')}")),
+             ("git", esc(f"{git.get('commit')}{' (dirty)' if git.get('dirty') else ''}") if git else "not a git checkout"),
+             ("started", esc(prov.get("started_at"))), ("finished", esc(prov.get("finished_at"))),
+             ("duration", esc(f"{prov.get('duration_s')} s")),
+             ("environment", esc(", ".join(f"{k} {v}" for k, v in sorted((prov.get("environment") or {}).items()))))]
+    body.append(table_html(["run", ""], facts, table="run"))
+    return f"<details open><summary>parameters and provenance</summary>{''.join(body)}</details>"
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(v) for v in value)
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items())
+    return "null" if value is None else str(value)
+
+
+def worst_rows_section(report: Mapping[str, Any]) -> str:
+    rows = report.get("rows") or []
+    if not rows:
+        return ""
+    if report.get("task") == "classification" and "correct" in rows[0]:
+        # wrong first, most confident first: the mistakes a model is surest of
+        ranked = sorted((r for r in rows if is_number(r.get("correct"))),
+                        key=lambda r: (r["correct"], -(r.get("confidence") or 0.0)))
+        metric, way = "correct", "higher"
+    else:
+        metric, way = primary(report)
+        if metric is None:
+            return ""
+        scored = [r for r in rows if is_number(r.get(metric))]
+        ranked = sorted(scored, key=lambda r: r[metric], reverse=way == "lower")
+    worst = ranked[:WORST_N]
+    if not worst:
+        return ""
+    key = "stem" if "stem" in worst[0] else next(iter(worst[0]))
+    others = [k for k, v in worst[0].items() if is_number(v) and k != metric][:5]
+    table = table_html([key, metric, *others],
+                       [(f'<code>{esc(r.get(key))}</code>', cell_html(r.get(metric), metric),
+                         *(cell_html(r.get(k), k) for k in others)) for r in worst],
+                       attrs=[f'data-stem="{esc(r.get(key))}" data-value="{datum(r.get(metric))}"' for r in worst],
+                       table="worst")
+    return section_html(f"worst {len(worst)} of {len(rows)} rows by {metric}", table,
+                        f"sorted by {esc(metric)} ({esc(ARROW.get(way, ''))}): the samples to look at first",
+                        kind="worst")

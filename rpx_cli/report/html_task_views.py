@@ -1,0 +1,259 @@
+"""The pictures of an ``rpx.eval`` report on the HTML page (:mod:`rpx_cli.report.html`), one
+view per task that has its own (detection, segmentation, depth, tracking, classification) and
+the generic view every other task gets (a plugin task too): per-class bars, confusion
+matrices, per-band bars and the distribution of the primary row metric."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rpx_cli.report import svg
+from rpx_cli.report.html_blocks import (
+    ARROW,
+    BAND,
+    cell_html,
+    direction,
+    is_number,
+    lookup,
+    primary,
+    section_html,
+    table_html,
+)
+from rpx_cli.report.svg import data_list, esc, short
+
+
+def _confusion(confusion: Mapping[str, Any], what: str) -> str:
+    labels, matrix = confusion.get("labels"), confusion.get("matrix")
+    if not labels or not matrix:
+        return ""
+    columns = confusion.get("columns") or labels
+    counts = svg.heatmap(labels, columns, matrix, title=f"{what} confusion matrix (counts)",
+                         normalise_rows=False, attrs={"name": "confusion-counts"})
+    shares = svg.heatmap(labels, columns, matrix, title=f"{what} confusion matrix (row-normalised)",
+                         normalise_rows=True, attrs={"name": "confusion-rows"})
+    return section_html("confusion matrix", counts + shares,
+                        "<b>rows are ground truth, columns are predictions</b>; the second matrix divides each "
+                        "row by its total (recall on the diagonal)", kind="confusion")
+
+
+def _per_class_bars(per_class: Mapping[str, Any], field: str, *, title: str, way: str,
+                    domain: tuple[float, float] | None = (0.0, 1.0), name: str = "per-class") -> str:
+    entries = [(label, entry.get(field) if isinstance(entry, Mapping) else None)
+               for label, entry in per_class.items()]
+    if not any(is_number(v) for _, v in entries):
+        return ""
+    # the worst first: where it fails
+    entries.sort(key=lambda e: (e[1] is None, e[1] if way != "lower" else -(e[1] or 0.0)))
+    notes = [f"n={entry.get('support')}" if isinstance(entry, Mapping) and "support" in entry else ""
+             for entry in (per_class[label] for label, _ in entries)]
+    return svg.bar_chart([label for label, _ in entries], [v for _, v in entries], title=title,
+                         value_label=field, domain=domain, notes=notes, attrs={"name": name, "field": field})
+
+
+def _detection(report: Mapping[str, Any]) -> str:
+    dataset = report.get("dataset") or {}
+    out = []
+    coco = dataset.get("coco") or {}
+    curves = coco.get("curves")
+    if curves:
+        recall = curves["recall"]
+        out.append(section_html("precision–recall", svg.line_chart(
+            [{"name": "IoU 0.5", "y": curves["iou50"]["overall"]["precision"]},
+             {"name": "IoU 0.5:0.95 (mean)", "y": curves["iou50_95"]["overall"]["precision"], "dash": "6 3"}],
+            x=recall, title="precision–recall, mean over classes with GT", x_label="recall",
+            y_label="precision (interpolated)", attrs={"name": "pr-overall"}),
+            "COCO's 101-point interpolated curves (area all, 100 detections per image); the area under "
+            "each is AP50 and AP", kind="pr"))
+    if coco.get("per_class"):
+        out.append(section_html("where it fails: AP per class", _per_class_bars(
+            coco["per_class"], "AP", title="COCO AP per class (IoU 0.5:0.95), worst first", way="higher",
+            name="ap-per-class"), "n/a: no GT box of the class", kind="ap-per-class"))
+    pooled = dataset.get("pooled") or {}
+    curve = pooled.get("by_confidence")
+    if curve:
+        threshold = lookup(report, "params.conf_threshold")
+        markers = [{"x": threshold, "y": pooled.get(k), "label": f"{k} {short(pooled.get(k))}"}
+                   for k in ("precision", "recall", "f1")] if threshold is not None else []
+        out.append(section_html("precision, recall and F1 against confidence", svg.line_chart(
+            [{"name": "precision", "y": curve["precision"]}, {"name": "recall", "y": curve["recall"], "dash": "6 3"},
+             {"name": "F1", "y": curve["f1"], "dash": "2 2"}], x=curve["conf_threshold"],
+            title="pooled P/R/F1 against the confidence threshold", x_label="confidence threshold (score >=)",
+            y_label="pooled value", markers=markers, attrs={"name": "prf-confidence"}),
+            f"rings: the operating point (--conf-threshold {esc(short(threshold))}, IoU "
+            f"{esc(short(lookup(report, 'params.iou_threshold')))}), dataset.pooled", kind="prf"))
+    if dataset.get("confusion"):
+        out.append(_confusion(dataset["confusion"], "detection (Aquarium: background last)"))
+    errors = dataset.get("errors")
+    if errors:
+        names = ["cls", "loc", "both", "dupe", "bkg", "miss", "fp", "fn"]
+        meaning = {"cls": "wrong class", "loc": "poor box", "both": "class and box", "dupe": "duplicate",
+                   "bkg": "background", "miss": "missed GT", "fp": "all false positives",
+                   "fn": "all false negatives"}
+        counts = errors.get("counts") or {}
+        out.append(section_html("error breakdown (TIDE)", svg.bar_chart(
+            [f"{n} — {meaning[n]}" for n in names], [errors.get(n) for n in names],
+            title="TIDE: AP50 gained by fixing each error type", value_label="dAP (0–1 scale)",
+            notes=[f"{counts[n]} errors" if n in counts else "" for n in names],
+            colours=[svg.PALETTE[5]] * 6 + [svg.PALETTE[3]] * 2, attrs={"name": "tide"}),
+            f"IoU {esc(short(errors.get('iou_threshold')))}, background {esc(short(errors.get('background_threshold')))}; "
+            f"base AP50 (TIDE's matching) {esc(short(errors.get('ap50')))}; the last two are not a "
+            "partition: fixing every false positive / false negative", kind="tide"))
+    elif "errors" in (lookup(report, "params.skipped_metrics") or []):
+        out.append(section_html("error breakdown (TIDE)", "", "not computed: run with <code>--metrics "
+                                "rows,pooled,confusion,coco,errors</code> to add it", kind="tide"))
+    if curves:
+        per_class = curves["iou50"]["per_class"]
+        ap = {k: (v or {}).get("AP") for k, v in (coco.get("per_class") or {}).items()}
+        order = sorted(per_class, key=lambda k: (ap.get(k) is None, ap.get(k) or 0.0))
+        charts = [svg.line_chart(
+            [{"name": "IoU 0.5", "y": per_class[k]["precision"]},
+             {"name": "0.5:0.95", "y": curves["iou50_95"]["per_class"][k]["precision"], "dash": "6 3"}],
+            x=curves["recall"], x_attr=False, title=f"{k}: precision–recall",
+            x_label=f"recall — {k} (AP {short(ap.get(k))})", y_label="precision", width=250, height=190,
+            legend=False, attrs={"name": "pr-class", "class": k}) for k in order]
+        out.append(section_html("precision–recall per class", f'<div class="multiples">{"".join(charts)}</div>',
+                                "worst AP first; solid IoU 0.5, dashed the mean over 0.5:0.95; recall on x from "
+                                "0 to 1 (the 101 points of dataset.coco.curves.recall)", kind="pr-per-class"))
+    return "".join(out)
+
+
+def _segmentation(report: Mapping[str, Any]) -> str:
+    dataset = report.get("dataset") or {}
+    out = []
+    if dataset.get("per_class"):
+        out.append(section_html("where it fails: IoU per class", _per_class_bars(
+            dataset["per_class"], "iou", title="IoU per class (pooled), worst first", way="higher",
+            name="iou-per-class"), "n = GT pixels (support); n/a: no GT support", kind="iou-per-class"))
+    out.append(_bands(report))
+    if dataset.get("confusion"):
+        out.append(_confusion(dataset["confusion"], "segmentation"))
+    out.append(_distribution(report))
+    return "".join(out)
+
+
+def _bands(report: Mapping[str, Any]) -> str:
+    """Every ``<metric>_<band>`` key of ``dataset`` (else ``aggregate``): one bar chart per
+    metric over the bands (depth bands, 3D ranges)."""
+    for section in ("dataset", "aggregate"):
+        values = report.get(section) or {}
+        groups: dict[str, dict[str, Any]] = {}
+        for key, value in values.items():
+            match = BAND.match(key)
+            if match and (is_number(value) or value is None) and not match["metric"].startswith("n_"):
+                groups.setdefault(match["metric"], {})[match["band"]] = value
+        if groups:
+            break
+    if not groups:
+        return ""
+    charts = []
+    for metric, bands in list(groups.items())[:6]:
+        way = direction(report, metric)
+        charts.append(svg.bar_chart(list(bands), list(bands.values()), title=f"{metric} per band ({section})",
+                                    value_label=f"{metric} ({ARROW.get(way, '') or 'no direction'})",
+                                    domain=None, width=420, attrs={"name": "bands", "metric": metric}))
+    return section_html(f"per band ({section})", f'<div class="multiples">{"".join(charts)}</div>',
+                        "bands are [min, max) of the GT (depth: metres; 3D: range from the sensor)", kind="bands")
+
+
+def _distribution(report: Mapping[str, Any], metric: str | None = None) -> str:
+    rows = report.get("rows") or []
+    if metric is None:
+        metric, _ = primary(report)
+    if not rows or metric is None:
+        return ""
+    values = [r.get(metric) for r in rows if is_number(r.get(metric))]
+    if len(values) < 2:
+        return ""
+    return section_html(f"per-row distribution of {metric}", svg.histogram(
+        values, title=f"{metric} over {len(values)} rows", x_label=metric, attrs={"name": "distribution",
+                                                                                  "metric": metric}),
+        f"{len(rows) - len(values)} row(s) without a value left out", kind="distribution")
+
+
+def _depth(report: Mapping[str, Any]) -> str:
+    out = [_bands(report), _distribution(report, "absrel")]
+    if (report.get("rows") or [{}])[0].get("rmse") is not None:
+        out.append(_distribution(report, "rmse"))
+    return "".join(out)
+
+
+def _tracking(report: Mapping[str, Any]) -> str:
+    rows = report.get("rows") or []
+    out = []
+    if rows:
+        keys = [k for k in ("hota", "mota", "idf1", "motp", "deta", "assa", "idsw", "fp", "fn", "num_gt")
+                if k in rows[0]]
+        table = table_html(["sequence", *keys], [(f"<code>{esc(r.get('stem'))}</code>", *(cell_html(r.get(k), k) for k in keys))
+                                                 for r in rows],
+                           attrs=[f'data-stem="{esc(r.get("stem"))}"' for r in rows], table="sequences")
+        out.append(section_html("per sequence", table, "dataset = summed over sequences (not a mean of rows)",
+                                kind="sequences"))
+        out.append(section_html("HOTA and MOTA per sequence", svg.grouped_bars(
+            [str(r.get("stem")) for r in rows], ["hota", "mota", "idf1"],
+            [[r.get(k) for r in rows] for k in ("hota", "mota", "idf1")], title="per-sequence scores",
+            y_label="score", x_label="sequence", domain=None, attrs={"name": "sequences"}), kind="sequence-bars"))
+    alpha = lookup(report, "dataset.hota_alpha")
+    if isinstance(alpha, Mapping) and alpha.get("alpha"):
+        series = [{"name": k, "y": alpha[k]} for k in ("hota", "deta", "assa") if isinstance(alpha.get(k), list)]
+        out.append(section_html("HOTA against the localisation threshold α", svg.line_chart(
+            series, x=alpha["alpha"], x_domain=(0.0, 1.0), title="HOTA, DetA, AssA against α",
+            x_label="α (IoU threshold)", y_label="score", attrs={"name": "hota-alpha"}), kind="hota-alpha"))
+    return "".join(out)
+
+
+def _classification(report: Mapping[str, Any]) -> str:
+    dataset = report.get("dataset") or {}
+    out = []
+    calibration = dataset.get("calibration")
+    if isinstance(calibration, Mapping) and calibration.get("confidence"):
+        conf, acc = calibration["confidence"], calibration["accuracy"]
+        counts = calibration.get("count") or []
+        xs = [c for c in conf]
+        markers = [{"x": c, "y": a, "label": ""} for c, a in zip(conf, acc, strict=False)
+                   if c is not None and a is not None]
+        chart = svg.line_chart(
+            [{"name": "perfect calibration", "x": [0.0, 1.0], "y": [0.0, 1.0], "dash": "4 4",
+              "colour": svg.NEUTRAL},
+             {"name": "model", "x": xs, "y": acc}], title="reliability diagram",
+            x_label="mean confidence in the bin", y_label="accuracy in the bin", markers=markers,
+            attrs={"name": "reliability", "counts": data_list(counts)})
+        out.append(section_html("calibration", chart, f"ECE {esc(short(dataset.get('ece')))} over "
+                                f"{esc(calibration.get('n_scored'))} scored samples; a point per non-empty bin "
+                                f"({len(counts)} equal-width bins)", kind="calibration"))
+    if dataset.get("per_class"):
+        field = "f1" if any(isinstance(e, Mapping) and "f1" in e for e in dataset["per_class"].values()) else "ap"
+        out.append(section_html(f"where it fails: {field} per class", _per_class_bars(
+            dataset["per_class"], field, title=f"{field} per class, worst first", way="higher",
+            name="f1-per-class"), "n = support", kind="per-class"))
+    if dataset.get("confusion"):
+        out.append(_confusion(dataset["confusion"], "classification"))
+    return "".join(out)
+
+
+def generic(report: Mapping[str, Any]) -> str:
+    """Any other kind (a plugin task too): per-class bars, a confusion matrix, bands and the
+    distribution of the primary row metric, wherever the report has them."""
+    dataset = report.get("dataset") or {}
+    out = []
+    per_class = dataset.get("per_class")
+    if isinstance(per_class, Mapping) and per_class:
+        fields = [k for e in per_class.values() if isinstance(e, Mapping) for k, v in e.items() if is_number(v)]
+        field = next((f for f in ("iou", "AP", "ap", "f1", "recall") if f in fields), fields[0] if fields else None)
+        if field:
+            way = direction(report, field)
+            out.append(section_html(f"{field} per class", _per_class_bars(
+                per_class, field, title=f"{field} per class, worst first", way=way, domain=None,
+                name="per-class"), kind="per-class"))
+    confusion = dataset.get("confusion")
+    if isinstance(confusion, Mapping):
+        out.append(_confusion(confusion, str(report.get("task") or "")))
+    out.append(_bands(report))
+    out.append(_distribution(report))
+    return "".join(out)
+
+
+TASK_VIEWS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "detection": _detection, "segmentation": _segmentation, "depth": _depth, "tracking": _tracking,
+    "classification": _classification,
+}

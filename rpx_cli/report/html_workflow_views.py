@@ -1,0 +1,97 @@
+"""The pictures of the reports of ``rpx readiness``, ``rpx compare`` and ``rpx stability`` on
+the HTML page (:mod:`rpx_cli.report.html`): the phase chart and readiness tables, the deltas
+with their bootstrap intervals, and temporal stability per sequence."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rpx_cli.report import svg
+from rpx_cli.report.html_blocks import ARROW, cell_html, is_number, section_html, table_html
+from rpx_cli.report.html_sections import gates_section
+from rpx_cli.report.svg import datum, esc, short
+
+
+def _readiness(report: Mapping[str, Any]) -> str:
+    from rpx_cli.report.readiness_view import DIFFICULTIES, PHASES, sections
+
+    strata = report.get("strata") or {}
+    cells = strata.get("by_phase_difficulty") or {}
+    wps = strata.get("weighted_phase_score") or {}
+    out = []
+    metric, way = report.get("primary_metric"), report.get("direction")
+    if cells:
+        values = [[(cells.get(p, {}).get(d) or {}).get("mean") for p in PHASES] for d in DIFFICULTIES]
+        values.append([wps.get(p) for p in PHASES])
+        out.append(section_html("phase chart", svg.grouped_bars(
+            list(PHASES), [*DIFFICULTIES, "S_p"], values, title=f"{metric} per phase and difficulty",
+            y_label=f"{metric} ({ARROW.get(str(way), '')})", x_label="phase", domain=None,
+            attrs={"name": "phases"}), f"S_p = (0.25 E + 0.35 M + 0.40 H) / weights present; overall "
+            f"{esc(short(wps.get('overall')))}", kind="phases"))
+    tone = {"good": ("good", "▲ "), "bad": ("bad", "▼ "), "none": ("", "")}
+    for title, columns, rows in sections(report):
+        body = []
+        for row in rows:
+            cells_html = []
+            for c in row:
+                if isinstance(c, tuple):
+                    cls, mark = tone[c[1]]
+                    cells_html.append(f'<span class="{cls}" data-tone="{c[1]}">{mark}{esc(c[0])}</span>')
+                else:
+                    cells_html.append(esc(c))
+            body.append(cells_html)
+        out.append(section_html(title, table_html(columns, body, table=title.split(" ")[0]), kind="readiness"))
+    return "".join(out)
+
+
+def _compare(report: Mapping[str, Any]) -> str:
+    metrics = [m for m in report.get("metrics") or [] if m.get("delta") is not None]
+    out = []
+    order = {"regressed": 0, "improved": 1}
+    metrics.sort(key=lambda m: (order.get(m.get("status"), 2), m["metric"]))
+    shown = [m for m in metrics if m.get("status") in ("regressed", "improved")] or metrics
+    items = [{"label": m["metric"], "delta": m["delta"],
+              "low": (m.get("bootstrap") or {}).get("ci95", [None, None])[0],
+              "high": (m.get("bootstrap") or {}).get("ci95", [None, None])[1], "status": m.get("status")}
+             for m in shown[:80]]
+    if items:
+        out.append(section_html("what changed", svg.interval_chart(
+            items, title="delta (new − base) per metric", x_label="delta (new − base)",
+            attrs={"name": "deltas"}), f"{len(shown)} metric(s) changed{', first 80 shown' if len(shown) > 80 else ''}"
+            "; whiskers: paired bootstrap 95% interval over the shared stems (per-row metrics); "
+            "▲ better, ▼ worse given the metric's direction", kind="deltas"))
+    rows = [(f"<code>{esc(m['metric'])}</code>", cell_html(m.get("base")), cell_html(m.get("new")), cell_html(m.get("delta")),
+             f'<span class="{ {"improved": "good", "regressed": "bad"}.get(m.get("status"), "") }">'
+             f'{esc(m.get("status"))}</span>',
+             esc("[" + ", ".join(short(v) for v in m["bootstrap"]["ci95"]) + "]" if m.get("bootstrap") else ""))
+            for m in metrics]
+    out.append(section_html("every metric", table_html(["metric", "base", "new", "delta", "", "95% CI"], rows,
+                                                       attrs=[f'data-metric="{esc(m["metric"])}" data-delta="{datum(m["delta"])}"'
+                                                              for m in metrics], table="compare"), kind="compare-table"))
+    gates = report.get("gates") or []
+    if gates:
+        out.append(gates_section({"gates": gates}))
+    return "".join(out)
+
+
+def _stability(report: Mapping[str, Any]) -> str:
+    sequences = report.get("sequences") or {}
+    out = []
+    if sequences:
+        names = sorted(sequences)
+        out.append(section_html("temporal stability per sequence", svg.bar_chart(
+            names, [sequences[n].get("ts_score") for n in names], title="TS per sequence", value_label="ts_score",
+            domain=None, notes=[f"{sequences[n].get('num_pairs')} pairs" for n in names],
+            attrs={"name": "ts-per-sequence"}), f"warp {esc(report.get('warp'))}", kind="stability"))
+        pairs = [v for n in names for v in (sequences[n].get("per_pair") or []) if is_number(v)]
+        if len(pairs) > 1:
+            out.append(section_html("per-pair distribution", svg.histogram(
+                pairs, title="TS per frame pair", x_label="ts", attrs={"name": "distribution", "metric": "ts"}),
+                kind="distribution"))
+    return "".join(out)
+
+
+WORKFLOW_VIEWS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "rpx.readiness": _readiness, "rpx.compare": _compare, "rpx.stability": _stability,
+}
