@@ -26,6 +26,44 @@ FIXTURES = ROOT / "fixtures"
 FIXTURE_ROOTS = (FIXTURES, ROOT / "tests" / "fixtures")
 
 
+# --- golden reports ---------------------------------------------------------------------
+
+# numpy's float32 log and BLAS dot products take CPU-specific SIMD paths (AVX-512 or AVX2),
+# which move the last digits of a report between machines: measured up to 1.6e-8 relative
+# in depth's log metrics (float32 arithmetic, ~1e-7 of float64 by design), ~1e-15 in
+# detection3d and nvs. A golden report is compared at a relative 1e-6; runs on one machine
+# (shards, --jobs, executors) are compared with each other exactly.
+GOLDEN_RELATIVE = 1e-6
+
+
+def golden_differences(got: Any, expected: Any, path: str = "") -> list[str]:
+    """Where ``got`` differs from a golden ``expected`` report: every key, list item, string,
+    integer, bool and null exactly; floats to a relative :data:`GOLDEN_RELATIVE`."""
+    if isinstance(got, dict) and isinstance(expected, dict):
+        out = [f"{path}.{key}: missing" for key in expected if key not in got]
+        out += [f"{path}.{key}: not expected" for key in got if key not in expected]
+        for key in got.keys() & expected.keys():
+            out += golden_differences(got[key], expected[key], f"{path}.{key}")
+        return out
+    if isinstance(got, list) and isinstance(expected, list):
+        if len(got) != len(expected):
+            return [f"{path}: {len(got)} items, expected {len(expected)}"]
+        return [d for k, (a, b) in enumerate(zip(got, expected, strict=True))
+                for d in golden_differences(a, b, f"{path}[{k}]")]
+    if isinstance(got, float) and isinstance(expected, float | int) and \
+            not isinstance(expected, bool):
+        close = math.isclose(got, expected, rel_tol=GOLDEN_RELATIVE, abs_tol=1e-12)
+        return [] if close else [f"{path}: {got!r}, expected {expected!r}"]
+    if type(got) is not type(expected) or got != expected:
+        return [f"{path}: {got!r}, expected {expected!r}"]
+    return []
+
+
+def assert_matches_golden(got: dict[str, Any], expected: dict[str, Any]) -> None:
+    differences = golden_differences(got, expected)
+    assert not differences, "differs from expected.json:\n" + "\n".join(differences[:20])
+
+
 # --- command lines ------------------------------------------------------------------------
 
 
