@@ -86,7 +86,7 @@ def test_the_golden_comparison_allows_last_digits_only() -> None:
     expected = {"a": 0.11674589326962385, "n": 3, "rows": [{"x": None, "s": "car"}], "z": 0.0}
     assert golden_differences({"a": 0.11674589142705746, "n": 3, "rows": [{"x": None, "s": "car"}],
                                "z": 1e-15}, expected) == []
-    for changed in ({"a": 0.1167460}, {"n": 4}, {"rows": [{"x": 0.0, "s": "car"}]},
+    for changed in ({"a": 0.116747}, {"n": 4}, {"rows": [{"x": 0.0, "s": "car"}]},
                     {"rows": []}, {"z": 1e-9}, {"extra": 1}):
         assert golden_differences({**expected, **changed}, expected), changed
     assert golden_differences({"a": 0.1}, expected)  # keys missing
