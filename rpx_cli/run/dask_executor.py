@@ -3,7 +3,7 @@
 
 The units (pairs) are cut into batches in stem order; each batch is one Dask task that runs
 :func:`rpx_cli.engine.run_batch` on a Dask worker — a reused :class:`~rpx_cli.engine.Worker`
-per worker thread, the same :class:`~rpx_cli.engine.PairJob` as a local run — and returns
+per worker thread, the same :class:`~rpx_cli.engine_pairs.PairJob` as a local run — and returns
 the batch's outcomes (statistics, rows, errors, digests, warnings). They come back to this
 process, are handed to the engine's collector in submission order whatever order the
 batches finished in, and are summarised once: the report equals a local run's except

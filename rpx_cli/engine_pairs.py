@@ -1,0 +1,158 @@
+"""Pairs of files through a task, on the engine (:mod:`rpx_cli.engine`): :class:`PairJob`
+reads a pair (and its auxiliary files) with the task's readers and evaluates it;
+:func:`run_pairs` runs every pair and collects statistics, rows, errors, warnings and
+digests in stem order (``rpx eval``, ``saliency-mb``, ``coherence``, the State API)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rpx_cli.engine import (
+    CacheTally,
+    Digests,
+    Executor,
+    Progress,
+    Worker,
+    pair_error,
+    run_units,
+    warning_kind,
+)
+from rpx_cli.errors import InputError, PairError, RpxError
+from rpx_cli.io.digest_cache import DigestCache
+from rpx_cli.io.discover import Pair
+from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.tasks.base import Params, Task
+from rpx_cli.tasks.calculators import run_calculator
+from rpx_cli.tasks.stats import Collector, StatTable
+
+
+@dataclass
+class Outcome:
+    """What one pair produced: its statistics (and the public row, if kept) or an error."""
+
+    stats: Any | None
+    extra: dict[str, Any] | None  # plugin calculators' values
+    row: dict[str, Any] | None
+    error: PairError | None
+    digests: Digests
+    warnings: list[tuple[str, str]]
+    tally: CacheTally
+
+
+@dataclass
+class PairJob:
+    """Evaluate one :class:`~rpx_cli.io.discover.Pair` with a task."""
+
+    task: Task
+    params: Params
+    keep_rows: bool = True
+    calculators: Sequence[Any] = ()
+
+    def __call__(self, worker: Worker, pair: Pair) -> Outcome:
+        task, params = self.task, self.params
+        pred_path, gt_path = pair.pred_path, pair.gt_path
+
+        def reader(role: str) -> Callable[[str, FileBuffer], Any]:
+            return lambda path, buffer: task.read(path, buffer, params, worker.warn, role=role)
+
+        try:
+            gt = worker.read("gt", gt_path, pair.gt_rel, reader("gt"))
+            if pair.aux:
+                gt = task.attach(gt, self._read_aux(worker, pair, reader), params)
+            if pred_path is None:
+                pred = task.empty_prediction(gt, params)
+            else:
+                pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                sample = task.evaluate(pred, gt, params, pred_path=pred_path, gt_path=gt_path)
+                extra = None
+                if self.calculators:
+                    extra = {}
+                    for calculator in self.calculators:
+                        extra.update(run_calculator(calculator, pred, gt))
+            for record in caught:  # one line each, never a library's source line
+                worker.warn(warning_kind(record), pred_path or gt_path)
+            digests = worker.take_digests()
+        except RpxError as exc:
+            worker.forget()
+            return Outcome(None, None, None, pair_error(exc, pair.stem, pred_path or gt_path), {},
+                           worker.take_warnings(), worker.take_tally())
+        except Exception as exc:
+            raise RuntimeError(f"unexpected error while evaluating '{pair.stem}': {exc!r}") from exc
+        row = None
+        if self.keep_rows:
+            row = {"stem": pair.stem, "pred_path": pred_path, "gt_path": gt_path, **sample.row,
+                   **(extra or {})}
+        return Outcome(sample.values, extra, row, None, digests, worker.take_warnings(),
+                       worker.take_tally())
+
+
+    @staticmethod
+    def _read_aux(worker: Worker, pair: Pair,
+                  reader: Callable[[str], Callable[[str, FileBuffer], Any]]) -> dict[str, Any]:
+        values = {}
+        for name, root, rel in pair.aux:
+            if rel is None:
+                raise InputError(f"no file with the stem '{pair.stem}' in {root} "
+                                 f"(--{name.replace('_', '-')})", path=pair.gt_path)
+            values[name] = worker.read(name, os.path.join(root, rel), rel, reader(name))
+        return values
+
+
+@dataclass
+class RunResult:
+    """Everything the report needs, in stem order: the statistics table of the evaluated
+    pairs, their stems, public rows (when kept), errors, warnings and file digests."""
+
+    stats: StatTable
+    stems: list[str] = field(default_factory=list)
+    extras: list[dict[str, Any]] = field(default_factory=list)  # plugin values, when any
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[PairError] = field(default_factory=list)
+    warnings: dict[str, list[str]] = field(default_factory=dict)
+    digests: Digests = field(default_factory=dict)
+    tally: CacheTally = field(default_factory=lambda: CacheTally())
+
+
+def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 1,
+              progress: Progress | None = None, digest: bool = True,
+              cache: DigestCache | None = None, keep_rows: bool = True,
+              calculators: Sequence[Any] = (), executor: Executor | None = None) -> RunResult:
+    """Evaluate every pair; statistics, rows and errors come back in stem order."""
+    collector = Collector(task.statistics(params))
+    result = RunResult(stats=StatTable.empty(collector.declared))
+    job = PairJob(task, params, keep_rows, tuple(calculators))
+    outcomes = run_units(job, pairs, jobs=jobs, digest=digest, cache=cache, progress=progress,
+                         executor=executor)
+    with contextlib.closing(outcomes):
+        _collect(task, pairs, outcomes, collector, result)
+    result.stats = collector.table()
+    return result
+
+
+def _collect(task: Task, pairs: Sequence[Pair], outcomes: Iterator[Outcome], collector: Collector,
+             result: RunResult) -> None:
+    for pair, outcome in zip(pairs, outcomes, strict=True):
+        result.tally.add(outcome.tally)
+        if outcome.error is not None:
+            result.errors.append(outcome.error)
+        else:
+            try:
+                collector.add(outcome.stats)
+            except (KeyError, ValueError) as exc:
+                raise RuntimeError(f"{task.name} at '{pair.stem}': {exc}") from None
+            result.stems.append(pair.stem)
+            if outcome.extra is not None:
+                result.extras.append(outcome.extra)
+            if outcome.row is not None:
+                result.rows.append(outcome.row)
+            for role, digests in outcome.digests.items():
+                result.digests.setdefault(role, {}).update(digests)
+        for kind, path in outcome.warnings:
+            result.warnings.setdefault(kind, []).append(path)
