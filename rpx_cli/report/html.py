@@ -27,7 +27,6 @@ from rpx_cli.report.html_blocks import (
     direction,
     is_number,
     kind_name,
-    lookup,
     section_html,
     table_html,
 )
@@ -44,6 +43,7 @@ from rpx_cli.report.html_sections import (
 )
 from rpx_cli.report.html_task_views import TASK_VIEWS, generic
 from rpx_cli.report.html_workflow_views import WORKFLOW_VIEWS
+from rpx_cli.report.render import lookup
 from rpx_cli.report.svg import esc, short
 
 __all__ = ["CSS", "PRIMARY", "READINESS", "WORST_N", "direction", "render_html"]

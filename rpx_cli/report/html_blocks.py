@@ -28,15 +28,6 @@ def kind_name(report: Mapping[str, Any]) -> str:
         f" ({task})" if task and schema not in ("rpx.compare",) and task != schema.removeprefix("rpx.") else "")
 
 
-def lookup(report: Mapping[str, Any], path: str) -> Any:
-    node: Any = report
-    for key in path.split("."):
-        if not isinstance(node, Mapping) or key not in node:
-            return None
-        node = node[key]
-    return node
-
-
 def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

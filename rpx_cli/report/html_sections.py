@@ -12,12 +12,11 @@ from rpx_cli.report.html_blocks import (
     cell_html,
     direction,
     is_number,
-    lookup,
     primary,
     section_html,
     table_html,
 )
-from rpx_cli.report.render import HEADLINE
+from rpx_cli.report.render import HEADLINE, lookup
 from rpx_cli.report.svg import datum, esc, short
 
 WORST_N = 10

@@ -15,11 +15,11 @@ from rpx_cli.report.html_blocks import (
     cell_html,
     direction,
     is_number,
-    lookup,
     primary,
     section_html,
     table_html,
 )
+from rpx_cli.report.render import lookup
 from rpx_cli.report.svg import data_list, esc, short
 
 

@@ -121,7 +121,8 @@ def summary_line(report: Mapping[str, Any], out: str) -> str:
                                                                     "ts_score", "sgc") if k in summary)
         return f"readiness {report.get('task')} ({report.get('primary_metric')}): {figures} -> {where}"
     preferred = HEADLINE.get(str(report.get("task")), ())
-    metrics = [(path, _at(report, path)) for path in preferred if isinstance(_at(report, path), (int, float))]
+    metrics = [(path, lookup(report, path)) for path in preferred
+               if isinstance(lookup(report, path), (int, float))]
     metrics += [(name, value) for name, value in headline(report)
                 if not name.startswith("totals.") and name not in dict(metrics)
                 and not name.rsplit(".", 1)[-1].startswith("n_")]
@@ -135,7 +136,8 @@ def summary_line(report: Mapping[str, Any], out: str) -> str:
             f"{n_errors} skipped on error{shard}; {figures} -> {where}")
 
 
-def _at(report: Mapping[str, Any], path: str) -> Any:
+def lookup(report: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted ``path`` ("dataset.per_class.car.iou"), None where absent."""
     node: Any = report
     for key in path.split("."):
         if not isinstance(node, Mapping) or key not in node:
