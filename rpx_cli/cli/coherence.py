@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from rpx_cli.cli.options import depth_scale_option, int_range, pair_options, run_pair_command
+from rpx_cli.cli.options import depth_scale_option, int_range, pair_options
+from rpx_cli.cli.output import run_pair_command
 
 # The shared pair options name the directories --pred-dir/--gt-dir; here the mask folder
 # plays the prediction and the depth folder the ground truth, under their own names.

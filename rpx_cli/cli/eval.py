@@ -11,13 +11,8 @@ from typing import Any
 
 import click
 
-from rpx_cli.cli.options import (
-    InputFileType,
-    SuggestingGroup,
-    int_range,
-    pair_options,
-    run_pair_command,
-)
+from rpx_cli.cli.options import InputFileType, SuggestingGroup, int_range, pair_options
+from rpx_cli.cli.output import run_pair_command
 
 
 class _Parsed(click.ParamType):

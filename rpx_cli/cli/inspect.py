@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import click
 
-from rpx_cli.cli.options import traceback_option, write_stdout
+from rpx_cli.cli.options import traceback_option
+from rpx_cli.cli.output import write_stdout
 
 
 class KindChoice(click.Choice):
@@ -228,7 +229,7 @@ def metrics(task_name: str | None, as_json: bool) -> None:
       rpx metrics --json | jq '."saliency-mb".micro_iou.direction'
       rpx metrics --task depth
     """
-    from rpx_cli.cli.options import plugin_warnings
+    from rpx_cli.cli.output import plugin_warnings
     from rpx_cli.console import print_lines, render_table
     from rpx_cli.report.serialize import dumps
     from rpx_cli.tasks import TASKS

@@ -1,10 +1,11 @@
-"""Option bundles shared by the commands that read pairs, and their output handling."""
+"""The flags commands share (pairs, output paths, gates, jobs and shards, digest cache, object
+storage, executors) and their click types; what a command then writes is in
+:mod:`rpx_cli.cli.output`."""
 
 from __future__ import annotations
 
 import difflib
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -160,31 +161,6 @@ def html_option(func: Callable[..., Any]) -> Callable[..., Any]:
                              "(as `rpx report` does).")(func)
 
 
-def write_html(reports: list[tuple[str, Any]], path: str, *, title: str | None = None) -> None:
-    """The HTML page of ``reports`` (``(name, report)`` pairs) to ``path`` (atomically; ``-``:
-    stdout)."""
-    from rpx_cli.report.html import render_html
-    from rpx_cli.report.serialize import write_atomic
-
-    data = render_html(reports, title=title).encode("utf-8")
-    if path == "-":
-        write_stdout(data)
-    else:
-        write_output(path, data, write_atomic)
-
-
-def write_output(path: str, data: bytes, write_local: Callable[[str, bytes], None]) -> None:
-    """``data`` to a local path (``write_local``: atomically) or to a URL (one object)."""
-    from rpx_cli.io.remote import is_url
-
-    if is_url(path):
-        from rpx_cli.io import remote
-
-        remote.write(path, data)
-    else:
-        write_local(path, data)
-
-
 def depth_scale_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--depth-scale", type=click.FloatRange(min=0.0, min_open=True),
                         default=1000.0, show_default=True,
@@ -196,26 +172,6 @@ def require_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--require", "require", type=GateType(), multiple=True, metavar="EXPR",
                         help="Gate on the report, e.g. aggregate.absrel<=0.12 (repeatable): "
                              "the report is written, then exit 3 if any gate fails.")(func)
-
-
-def apply_gates(report: dict[str, Any], gates: tuple[Any, ...]) -> list[dict[str, Any]]:
-    """Evaluate ``gates`` into ``report["gates"]``; returns the failures."""
-    from rpx_cli.report.gates import check, parse_gate
-
-    if not gates:
-        return []
-    report["gates"] = check(report, [parse_gate(gate) for gate in gates])
-    return [gate for gate in report["gates"] if not gate["passed"]]
-
-
-def raise_if_failed(failures: list[dict[str, Any]], total: int) -> None:
-    from rpx_cli.console import print_lines
-    from rpx_cli.errors import GateFailed
-
-    if failures:
-        print_lines([f"gate failed: {gate['expr']}: {gate['message']}" for gate in failures],
-                    style="red")
-        raise GateFailed(f"{len(failures)} of {total} gate(s) failed")
 
 
 def digest_cache_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -337,171 +293,3 @@ def pair_options(*, default_missing: str,
     return decorate
 
 
-def executor_setting(executor: str, scheduler: str | None) -> dict[str, Any]:
-    """The run layer's ``executor`` arguments (none for the local default)."""
-    if executor == "local":
-        return {}
-    if not scheduler:
-        raise click.UsageError("--executor dask needs --scheduler tcp://HOST:PORT (or "
-                               "DASK_SCHEDULER_ADDRESS)")
-    return {"executor": executor, "scheduler": scheduler}
-
-
-def plugin_warnings() -> list[str]:
-    """One line per plugin that failed to load (rpx carries on without it)."""
-    from rpx_cli.tasks.calculators import PLUGIN_ERRORS
-
-    return [f"warning: plugin {error} — skipped" for error in PLUGIN_ERRORS]
-
-
-def show_progress(quiet: bool, progress: bool | None) -> bool:
-    """The progress *bar*: on a terminal, or forced with --progress."""
-    from rpx_cli.console import stderr_is_terminal
-
-    if quiet:
-        return False
-    return stderr_is_terminal() if progress is None else progress
-
-
-def plain_progress(quiet: bool, progress: bool | None) -> bool:
-    """Plain progress lines: off a terminal (CI logs), unless --quiet or --no-progress."""
-    from rpx_cli.console import stderr_is_terminal
-
-    return not quiet and progress is None and not stderr_is_terminal()
-
-
-def unpaired_note(report: dict[str, Any], missing: str) -> list[str]:
-    """Stems left out by ``--missing skip``, named (the first five) so a CI log shows them."""
-    unpaired = report.get("unpaired") or {}
-    stems = [(side, stem) for side in ("pred_only", "gt_only", "manifest_only")
-             for stem in unpaired.get(side, [])]
-    if missing != "skip" or not stems:
-        return []
-    named = ", ".join(f"{stem} ({side.replace('_', ' ')})" for side, stem in stems[:5])
-    more = f" and {len(stems) - 5} more (see 'unpaired' in the report)" if len(stems) > 5 else ""
-    return [f"skipped by --missing skip: {len(stems)} unpaired stem(s): {named}{more}"]
-
-
-def emit_report(report: dict[str, Any], out: str, *, compact: bool,
-                parsed: tuple[str, ...] = ()) -> bytes:
-    """Serialise and write the report: atomically to a file, or to stdout in one write.
-    Returns the bytes written."""
-    from rpx_cli.errors import RpxError
-    from rpx_cli.report.serialize import dumps, write_atomic
-
-    data = dumps(report, compact=compact, parsed=parsed)
-    if out == "-":
-        write_stdout(data)
-        return data
-    try:
-        write_output(out, data, write_atomic)
-    except OSError as exc:  # checked before the run; this is a full disk or a race
-        raise RpxError(f"{out}: cannot write the report: {exc.strerror or exc}") from None
-    return data
-
-
-def emit_html(data: bytes, out: str, html: str | None) -> None:
-    """``--html FILE``: the page of the JSON just written (parsed back, so the page is built
-    from exactly what `rpx report` would read)."""
-    if html:
-        from rpx_cli.report.serialize import loads
-
-        write_html([("stdout" if out == "-" else out, loads(data))], html)
-
-
-def write_stdout(data: bytes) -> None:
-    """Bytes to stdout in one write (JSON never passes through rich or text encoding)."""
-    stream = getattr(sys.stdout, "buffer", None)
-    if stream is None:
-        sys.stdout.write(data.decode("utf-8"))
-        sys.stdout.flush()
-        return
-    sys.stdout.flush()
-    stream.write(data)
-    stream.flush()
-
-
-def invocation_of(ctx: click.Context, out: str):
-    """How this command was run, for ``run_provenance`` (argv, resolved args, config file)."""
-    from rpx_cli.run.invocation import Invocation
-
-    argv = ctx.meta.get("rpx.argv") or ["rpx", *sys.argv[1:]]
-    args = dict(ctx.params)
-    if args.get("storage_options") is not None or any("--storage-options" in a for a in argv):
-        from rpx_cli.io.remote import parse_options, redact, redacted_argv
-
-        argv = redacted_argv(argv)  # credentials never reach a report
-        if args.get("storage_options") is not None:
-            args["storage_options"] = redact(parse_options(args["storage_options"]))
-    if ctx.meta.get("rpx.config"):
-        args["config"] = ctx.meta["rpx.config"]
-    return Invocation(command=ctx.command_path, argv=list(argv), args=args, out=out)
-
-
-def finish(evaluation: Any, *, out: str, compact: bool, quiet: bool, verbose: bool,
-           require: tuple[Any, ...] = (), notes: list[str] = (), html: str | None = None) -> None:
-    """What every report-writing command does last: warnings, gates, write, summary line,
-    exit 3 if a gate failed."""
-    from rpx_cli.console import print_lines
-    from rpx_cli.report.render import summary_line
-
-    if not quiet:
-        warnings = [f"warning: {text}" for text in evaluation.warnings]
-        print_lines([*notes, *warnings], style="yellow")
-    failures = apply_gates(evaluation.report, require)
-    emit_html(emit_report(evaluation.report, out, compact=compact), out, html)
-    if verbose:
-        print_lines([summary_line(evaluation.report, out)])
-    raise_if_failed(failures, len(require))
-
-
-def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, pred_dir: str,
-                     gt_dir: str, out: str, missing: str, on_error: str, jobs: int | None,
-                     shard: tuple[int, int] | None, no_rows: bool, compact: bool, quiet: bool,
-                     progress: bool | None, require: tuple[Any, ...] = (),
-                     files: dict[str, str | None] | None = None,
-                     strata: dict[str, Any] | None = None,
-                     aux: dict[str, str | None] | None = None,
-                     digest_cache: str | None = None, no_digest_cache: bool = False,
-                     html: str | None = None, storage_options: str | None = None,
-                     executor: str = "local", scheduler: str | None = None) -> None:
-    """The body every pair-reading command shares: evaluate, warn, write, summarise."""
-    from rpx_cli.console import ProgressBar
-
-    invocation = invocation_of(ctx, out)
-    verbose = show_progress(quiet, progress)
-    plain = plain_progress(quiet, progress)
-    cache = digest_cache_setting(digest_cache, no_digest_cache)
-    given = {k: v for k, v in (files or {}).items() if v is not None}
-    if given:
-        if pred_dir or gt_dir or len(given) != len(files):
-            raise click.UsageError(f"give {' and '.join('--' + k.replace('_', '-') for k in files)} "
-                                   "together, instead of --pred-dir/--gt-dir")
-        if strata and strata.get("manifest"):
-            raise click.UsageError("--manifest works with --pred-dir/--gt-dir, not input files")
-        if executor != "local":
-            raise click.UsageError("--executor dask evaluates --pred-dir/--gt-dir pairs; input "
-                                   "files are read in one process")
-        from rpx_cli.run.files import run_file_evaluation
-
-        evaluation = run_file_evaluation(task, given, params, on_error=on_error,
-                                         include_rows=not no_rows, shard=shard,
-                                         invocation=invocation, digest_cache=cache)
-    else:
-        if not (pred_dir and gt_dir):
-            raise click.UsageError("--pred-dir and --gt-dir are required")
-        from rpx_cli.run.evaluate import run_evaluation
-
-        evaluation = run_evaluation(
-            task, pred_dir, gt_dir, params,
-            missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows, shard=shard,
-            invocation=invocation, progress=ProgressBar(task, enabled=verbose, plain=plain), aux=aux,
-            digest_cache=cache, **(strata or {}), **executor_setting(executor, scheduler),
-        )
-    from rpx_cli.errors import located
-
-    skipped = [f"skipped: {located(e['path'], e['message'])}" for e in evaluation.report["errors"]]
-    skipped += unpaired_note(evaluation.report, missing)
-    # the one-line summary: always, unless --quiet (a CI log too)
-    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,
-           notes=plugin_warnings() + skipped, html=html)

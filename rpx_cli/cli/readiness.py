@@ -9,13 +9,12 @@ import click
 from rpx_cli.cli.options import (
     compact_option,
     config_option,
-    finish,
     html_option,
-    invocation_of,
     out_option,
     require_option,
     traceback_option,
 )
+from rpx_cli.cli.output import finish, invocation_of
 
 _FILE = click.Path(exists=True, dir_okay=False)
 _COST = click.FloatRange(min=0.0)

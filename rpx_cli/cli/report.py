@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from rpx_cli.cli.options import check_output_path, traceback_option, write_html
+from rpx_cli.cli.options import check_output_path, traceback_option
+from rpx_cli.cli.output import write_html
 
 
 @click.command("report")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from rpx_cli.cli.options import int_range, pair_options, run_pair_command
+from rpx_cli.cli.options import int_range, pair_options
+from rpx_cli.cli.output import run_pair_command
 
 
 @click.command("saliency-mb")

@@ -11,16 +11,13 @@ from rpx_cli.cli.options import (
     depth_scale_option,
     digest_cache_options,
     digest_cache_setting,
-    finish,
     html_option,
     int_range,
-    invocation_of,
     out_option,
-    plain_progress,
     require_option,
-    show_progress,
     traceback_option,
 )
+from rpx_cli.cli.output import finish, invocation_of, plain_progress, show_progress
 
 _DIR = click.Path(file_okay=False, path_type=str)
 

@@ -10,15 +10,17 @@ from rpx_cli.cli.options import (
     GateType,
     compact_option,
     config_option,
-    emit_html,
-    emit_report,
     html_option,
     int_range,
-    invocation_of,
     out_option,
-    raise_if_failed,
     storage_options_option,
     traceback_option,
+)
+from rpx_cli.cli.output import (
+    emit_html,
+    emit_report,
+    invocation_of,
+    raise_if_failed,
     write_html,
     write_stdout,
 )
