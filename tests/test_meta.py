@@ -171,6 +171,25 @@ def test_version_and_help_import_nothing_heavy() -> None:
     assert done.stdout.strip() == ""
 
 
+def test_a_task_command_imports_its_task_module_only() -> None:
+    """`rpx eval depth` (and its --help) loads the depth task, not the registry's every
+    module (~50 ms of start-up); listing the tasks loads them all."""
+    code = (
+        "import contextlib, io, sys; from rpx_cli.cli.main import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    cli(['eval', 'depth', '--help'], standalone_mode=False)\n"
+        "print(','.join(sorted(m.rsplit('.', 1)[1] for m in sys.modules\n"
+        "                      if m.startswith('rpx_cli.tasks.'))))\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    cli(['eval', '--help'], standalone_mode=False)\n"
+        "print('rpx_cli.tasks.tracking' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    first, second = done.stdout.split()
+    assert first.split(",") == ["base", "calculators", "depth", "registry", "stats"]
+    assert second == "True"
+
+
 @pytest.mark.slow
 def test_wheel_ships_the_schemas(tmp_path: Path) -> None:
     pytest.importorskip("hatchling")

@@ -140,8 +140,12 @@ class EvalGroup(SuggestingGroup):
         return sorted(self._tasks())
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        task = self._tasks().get(name)
-        return None if task is None else build_command(task)
+        from rpx_cli.tasks.registry import find_task
+
+        task = find_task(name)  # imports that task's module only
+        if task is None or task.report_schema != "rpx.eval":
+            return None
+        return build_command(task)
 
 
 @click.group("eval", cls=EvalGroup)

@@ -45,8 +45,9 @@ class SuggestingGroup(click.Group):
 
     def resolve_command(self, ctx: click.Context, args: list[str]):  # type: ignore[override]
         name = args[0] if args else ""
+        # get_command, not list_commands: `rpx eval depth` loads the depth task only
         if (name and not name.startswith("-") and not ctx.resilient_parsing
-                and name not in self.list_commands(ctx)):
+                and self.get_command(ctx, name) is None):
             ctx.fail(f"No such {self.noun} '{name}'. {self.suggest(ctx, name)}")
         return super().resolve_command(ctx, args)
 

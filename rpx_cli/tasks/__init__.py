@@ -1,8 +1,10 @@
 """Tasks: one module per task, each registering itself with ``@register_task``.
 
-Every module of this package is imported on first use (:func:`load_builtin_tasks`), so
-adding a task is adding a module: nothing else lists the tasks. The protocol a task
-implements is :mod:`rpx_cli.tasks.base`; ``docs/architecture.md`` walks through it.
+Every module of this package is imported on first use of ``TASKS``
+(:func:`load_builtin_tasks`), so adding a task is adding a module: nothing else lists the
+tasks; a command that runs one task imports only its module (:func:`find_task`). The
+protocol a task implements is :mod:`rpx_cli.tasks.base`; ``docs/architecture.md`` walks
+through it.
 """
 
 from rpx_cli.tasks.calculators import (
@@ -14,10 +16,25 @@ from rpx_cli.tasks.calculators import (
     register_metric,
     unregister_metric,
 )
-from rpx_cli.tasks.registry import TASKS, builtin_tasks, get_task, load_builtin_tasks, register_task
+from rpx_cli.tasks.registry import (
+    builtin_tasks,
+    find_task,
+    get_task,
+    load_builtin_tasks,
+    register_task,
+)
 
-load_builtin_tasks()
+
+def __getattr__(name: str):
+    """``TASKS`` holds every built-in task: the modules are imported on first use of it (a
+    command that needs one task imports only that one, :func:`find_task`)."""
+    if name == "TASKS":
+        from rpx_cli.tasks import registry
+
+        load_builtin_tasks()
+        return registry.TASKS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["TASKS", "MetricCalculator", "available_metrics", "builtin_tasks", "clear_registry",
-           "compute_metrics", "get_calculators", "get_task", "register_metric", "register_task",
-           "unregister_metric"]
+           "compute_metrics", "find_task", "get_calculators", "get_task", "register_metric",
+           "register_task", "unregister_metric"]

@@ -125,9 +125,9 @@ def get_calculators(task: str) -> list[MetricCalculator]:
 
 def available_metrics(task: str | None = None) -> dict[str, dict[str, list[str]]]:
     """``{task: {calculator: [metric, ...]}}``."""
-    from rpx_cli.tasks.registry import get_task
+    from rpx_cli.tasks.registry import load_builtin_tasks
 
-    get_task(next(iter(TASKS), "depth")) if TASKS else None
+    load_builtin_tasks()
     names = [task] if task is not None else sorted(TASKS)
     return {name: {calc.name: sorted(calc.directions) for calc in get_calculators(name)}
             for name in names}
