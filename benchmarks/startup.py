@@ -1,4 +1,5 @@
-"""Start-up: ``rpx --version`` and ``rpx --help`` against ``python -c "import click"``.
+"""Start-up: ``rpx --version``, ``rpx --help`` and a task's ``--help`` against ``python -c
+"import click"``.
 
 Each command runs ``--repeat`` times in a fresh process; medians are compared.
 
@@ -26,6 +27,9 @@ def main() -> None:
         "rpx --version": rpx_command() + ["--version"],
         "rpx --help": rpx_command() + ["--help"],
         "rpx saliency-mb --help": rpx_command() + ["saliency-mb", "--help"],
+        # a task's command imports numpy and that task's module only (registry.find_task)
+        "rpx eval depth --help": rpx_command() + ["eval", "depth", "--help"],
+        "rpx eval --help (every task)": rpx_command() + ["eval", "--help"],
     }
     times = {name: timed_run(argv, repeat=args.repeat) for name, argv in rows.items()}
     click = times['python -c "import click"']
