@@ -118,7 +118,7 @@ def main() -> None:
     for name in server.environ():  # the local runs see no AWS variable
         os.environ.pop(name, None)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
+                      dashboard_address=":0") as cluster:
         dask = round_robin({
             "jobs2": ([*rpx, *local, "--jobs", "2"], None),
             "dask": ([*rpx, *local, "--executor", "dask", "--scheduler",

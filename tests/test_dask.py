@@ -30,7 +30,10 @@ IDS = [f"{case.parent.name}/{case.name}" for case in CASES]
 def cluster():
     """Two single-threaded worker processes on 127.0.0.1; yields the scheduler's address."""
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as running, Client(running) as client:
+                      # ":0", not None: None still binds the scheduler's HTTP server to
+                      # 8787, and with that port taken (a dashboard of the user's, another
+                      # test run) distributed warns, which this suite makes an error
+                      dashboard_address=":0") as running, Client(running) as client:
         client.wait_for_workers(2, timeout=60)
         yield running.scheduler_address
 

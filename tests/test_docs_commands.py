@@ -51,7 +51,7 @@ def services(text: str, stack: ExitStack, monkeypatch: pytest.MonkeyPatch):
 
         cluster = stack.enter_context(LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-            dashboard_address=None))
+            dashboard_address=":0"))
         monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", cluster.scheduler_address)
     return fs
 
