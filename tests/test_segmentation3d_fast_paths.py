@@ -149,3 +149,14 @@ def test_file_buffers_start_on_a_page(tmp_path) -> None:
         view = buffer.read(str(path))
         assert view.ctypes.data % PAGE_BYTES == 0
         np.testing.assert_array_equal(view, data)
+
+
+def test_class_scores_of_a_stack_equal_each_matrix() -> None:
+    rng = np.random.default_rng(7)
+    stack = rng.integers(0, 30, (3, 5, 6))  # 5 classes and an "other" column
+    stack[1, 2] = 0
+    stacked = class_scores(stack)
+    for k, matrix in enumerate(stack):
+        alone = class_scores(matrix)
+        for field in ("support", "tp", "iou", "precision", "recall", "f1", "predicted"):
+            np.testing.assert_array_equal(getattr(stacked, field)[k], getattr(alone, field))

@@ -299,12 +299,13 @@ def class_scores(matrix: np.ndarray) -> ClassScores:
     F1 = 2PR / (P + R); a 0/0 is 0 (a class that is never predicted has precision 0).
 
     ``matrix`` is (C, C) or (C, C + 1) with a last "other" column of predictions outside the
-    classes: those pixels are false negatives of their GT class, never dropped.
+    classes: those pixels are false negatives of their GT class, never dropped. A stack of
+    matrices (..., C, C) gives stacked figures (..., C), each equal to its matrix's.
     """
-    classes = matrix.shape[0]
-    tp = np.diagonal(matrix[:, :classes]).astype(np.float64)
-    support = matrix.sum(axis=1).astype(np.float64)
-    predicted = matrix[:, :classes].sum(axis=0).astype(np.float64)
+    classes = matrix.shape[-2]
+    tp = np.diagonal(matrix[..., :classes], axis1=-2, axis2=-1).astype(np.float64)
+    support = matrix.sum(axis=-1).astype(np.float64)
+    predicted = matrix[..., :classes].sum(axis=-2).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         iou = np.where(support + predicted - tp > 0, tp / (support + predicted - tp), 0.0)
     scores = prf_arrays(tp, predicted - tp, support - tp, empty=None)

@@ -118,7 +118,6 @@ class RangeIntervals:
                       for low, high in ranges]
         self._bands = _float32_bands(limits)
 
-
     def index_points(self, points: np.ndarray, norm: str) -> np.ndarray:
         """``index(point_distances(points, norm))``, exactly, computed from squared norms.
 
@@ -142,16 +141,14 @@ class RangeIntervals:
             for axis in range(1, columns):
                 squared += np.square(points[:, axis])
         dtype = np.uint8 if self.count <= 255 else np.uint16
-        sure = maybe = None  # limits passed for sure; for sure or possibly
+        sure = np.zeros(squared.shape, dtype=dtype)  # limits passed for sure
+        # limits passed for sure or possibly; a limit of 0 has no band (s >= 0 is exact in
+        # float32 too), so without a band there is nothing to check
+        maybe = None if all(low == high for low, high in bands) else np.zeros_like(sure)
         for low, high in bands:
             passed = squared >= high
-            if low != high and maybe is None:
-                maybe = np.zeros_like(passed, dtype=dtype) if sure is None else sure.copy()
-            if sure is None:
-                sure = passed.view(np.uint8) if dtype == np.uint8 else passed.astype(dtype)
-            else:
-                sure += passed
-            if maybe is not None:  # a limit of 0 has no band: s >= 0 is exact in float32
+            sure += passed
+            if maybe is not None:
                 maybe += passed if low == high else squared >= low
         if maybe is not None:
             unsure = maybe != sure

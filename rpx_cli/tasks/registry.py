@@ -60,12 +60,12 @@ def find_task(name: str) -> Task | None:
     depth`` imports the depth module (and what it imports) rather than every task (~0.2 s
     of start-up). Anything else loads every built-in task first. None when unknown."""
     task = TASKS.get(name)
-    if task is None and not _loaded and name.replace("-", "_").isidentifier() \
-            and name.replace("-", "_") not in _NOT_TASKS:
+    module = name.replace("-", "_")
+    if task is None and not _loaded and module.isidentifier() and module not in _NOT_TASKS:
         try:
-            importlib.import_module(f"{_PACKAGE}.{name.replace('-', '_')}")
+            importlib.import_module(f"{_PACKAGE}.{module}")
         except ModuleNotFoundError as exc:  # not a built-in module's name: look everywhere
-            if exc.name != f"{_PACKAGE}.{name.replace('-', '_')}":
+            if exc.name != f"{_PACKAGE}.{module}":
                 raise
         task = TASKS.get(name)
     if task is None:
@@ -75,9 +75,8 @@ def find_task(name: str) -> Task | None:
 
 
 def get_task(name: str) -> Task:
-    task = find_task(name)
+    task = find_task(name)  # every built-in task is loaded when it returns None
     if task is None:
-        load_builtin_tasks()
         known = ", ".join(sorted(TASKS))
         raise KeyError(f"unknown task '{name}' (known: {known})") from None
     return task

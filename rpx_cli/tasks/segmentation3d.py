@@ -47,6 +47,7 @@ from rpx_cli.ops.confusion import (
     dense_matrix,
     has_other,
     interval_confusions,
+    not_in,
     trim,
 )
 from rpx_cli.ops.depth import band_suffix
@@ -353,7 +354,7 @@ class Segmentation3D(Task):
         other = has_other(overall, classes)
         names = params["class_names"]
         labels = [names[int(c)] if names else str(int(c)) for c in classes]
-        scored = ~np.isin(classes, np.asarray(params["ignore_index"], dtype=np.int64))
+        scored = not_in(classes, params["ignore_index"])
         dataset: dict[str, Any] = {"n_points": int(stats["n_points"].sum())}
         per_class: dict[str, dict[str, Any]] = {label: {} for label in labels}
         for tail in _tails(params):

@@ -40,12 +40,8 @@ def scan_scores(gt_values: np.ndarray, pred_values: np.ndarray, matrices: np.nda
                                            tuple(params["ignore_index"]))
     dense = np.zeros((matrices.shape[0], size, size), dtype=np.int64)
     dense[:, rows[:, None], cols[None, :]] = matrices
-    tp = np.diagonal(dense, axis1=1, axis2=2).astype(np.float64)
-    support = dense.sum(axis=2).astype(np.float64)
-    predicted = dense.sum(axis=1).astype(np.float64)
-    union = support + predicted - tp
-    with np.errstate(divide="ignore", invalid="ignore"):
-        iou = np.where(union > 0, tp / union, 0.0)
+    scores = class_scores(dense)  # every bucket at once
+    tp, support, predicted, iou = scores.tp, scores.support, scores.predicted, scores.iou
     # sums of counts are exact in float64, so their order does not matter; each mean of
     # IoUs is np.mean's sum of the selected values (np.add.reduce) over their number
     if params["protocol"] == "semantickitti":
