@@ -125,7 +125,7 @@ def cpu_split(pred: Path, gt: Path, pairs: int, repeat: int) -> None:
     import statistics
 
     from rpx_cli.allocator import tune_allocator
-    from rpx_cli.engine_pairs import run_pairs
+    from rpx_cli.engine.pairs import run_pairs
     from rpx_cli.io.discover import pair_dirs
     from rpx_cli.io.filebuffer import FileBuffer
     from rpx_cli.run.assemble import resolve_params

@@ -168,7 +168,7 @@ def peak_rss_mb(argv: list[str]) -> tuple[float, float]:
 def in_process(root: Path, limit: int) -> tuple[float, float]:
     """Seconds per scan of the engine's pairs in this process (1 job), with and without
     digests: where the time goes."""
-    from rpx_cli.engine_pairs import run_pairs
+    from rpx_cli.engine.pairs import run_pairs
     from rpx_cli.io.discover import pair_dirs
     from rpx_cli.run.assemble import resolve_params
     from rpx_cli.tasks import get_task

@@ -61,6 +61,16 @@ def unescaped(text: str) -> str:
     return _ESCAPE.sub(one, text)
 
 
+def first_line(value: object) -> str:
+    """The first line of an exception's (or any value's) text, or its type's name when it
+    has none: one line for stderr from a library's multi-line message."""
+    if isinstance(value, BaseException) and value.args and isinstance(value.args[0], str):
+        text = value.args[0].strip().splitlines()
+    else:
+        text = str(value).strip().splitlines()
+    return text[0] if text else type(value).__name__
+
+
 def located(path: str | None, message: str) -> str:
     """``path: message``, unless the message already starts with the path (an
     :class:`InputError`'s text names its file first)."""

@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 
 from rpx_cli.errors import InputError
 from rpx_cli.ops.depth import METRICS, align, band_suffix, combine, finalize, frame_sums
-from rpx_cli.tasks.depth import parse_range
+from rpx_cli.params import Band
 
 # --- an independent reference: the textbook formulas, float64, valid pixels only --------
 
@@ -119,10 +119,10 @@ def test_band_suffixes_are_autoware_style() -> None:
     assert band_suffix(2.5, None) == "2p5m_inf"
     assert band_suffix(-1.0, 0.0) == "minus1m_0m"
     assert band_suffix(10.0, 80.0) == "10m_80m"
-    assert parse_range("0.3:1") == (0.3, 1.0) and parse_range("2.5:") == (2.5, None)
+    assert Band.parse("0.3:1") == (0.3, 1.0) and Band.parse("2.5:") == (2.5, None)
     for bad in ["1", ":3", "3:1", "a:b", "1:inf", "nan:2"]:
         with pytest.raises(ValueError):
-            parse_range(bad)
+            Band.parse(bad)
 
 
 def test_bands_min_inclusive_max_exclusive(rpx, tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ from rpx_cli.io.box_table import FrameTable
 from rpx_cli.io.shapes import parse_shapes
 from rpx_cli.ops import rectangles
 from rpx_cli.ops.boxes3d import convex_intersection_area
-from rpx_cli.tasks.detection_shapes import evaluate_shapes, overlap_table
+from rpx_cli.tasks.detection.shapes import evaluate_shapes, overlap_table
 
 STAT_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
 

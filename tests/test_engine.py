@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rpx_cli.engine_pairs import run_pairs
+from rpx_cli.engine.pairs import run_pairs
 from rpx_cli.errors import InputError, WorkerCrashed
 from rpx_cli.io.discover import Pair
 from rpx_cli.tasks.base import MetricInfo, Sample, Task

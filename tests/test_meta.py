@@ -23,14 +23,14 @@ ALLOWED = {
     "errors": set(),
     "io": {"errors", "io"},
     "ops": {"errors", "ops"},
-    "tasks": {"io", "ops", "errors", "tasks"},
-    "deploy": {"tasks", "ops", "io", "errors", "deploy", "engine"},
-    "engine": {"io", "tasks", "errors", "allocator"},
-    "engine_pairs": {"engine", "io", "tasks", "errors"},  # pairs through a task, on the engine
+    "params": {"errors", "params", "io", "tasks"},  # tasks: type hints only (TYPE_CHECKING)
+    "tasks": {"io", "ops", "errors", "params", "tasks"},
+    "deploy": {"tasks", "ops", "io", "params", "errors", "deploy", "engine"},
+    "engine": {"io", "tasks", "errors", "allocator", "engine"},
     "allocator": set(),
-    "report": {"tasks", "errors", "report", "__init__"},
+    "report": {"tasks", "params", "errors", "report", "__init__"},
     "console": {"errors"},  # escaped(): names shown as ls -b does
-    "run": {"engine", "engine_pairs", "io", "ops", "tasks", "report", "errors", "deploy", "run"},
+    "run": {"engine", "io", "ops", "params", "tasks", "report", "errors", "deploy", "run"},
     "api": {"run"},
     "cli": {"*"},
     "__init__": {"api", "tasks"},
@@ -160,7 +160,7 @@ def test_version_matches_package_metadata() -> None:
 def test_version_and_help_import_nothing_heavy() -> None:
     code = (
         "import contextlib, io, sys; from rpx_cli.cli.main import cli\n"
-        "for args in (['--help'], ['--version'], ['saliency-mb', '--help']):\n"
+        "for args in (['--help'], ['--version']):\n"
         "    with contextlib.redirect_stdout(io.StringIO()):\n"
         "        cli(args, standalone_mode=False)\n"
         "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
@@ -189,6 +189,29 @@ def test_a_task_command_imports_its_task_module_only() -> None:
     first, second = done.stdout.split()
     assert first.split(",") == ["base", "calculators", "depth", "registry", "stats"]
     assert second == "True"
+    # a task with a command of its own: built from its declarations, importing that task only
+    code = (
+        "import contextlib, io, sys; from rpx_cli.cli.main import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    cli(['saliency-mb', '--help'], standalone_mode=False)\n"
+        "print(','.join(sorted(m.rsplit('.', 1)[1] for m in sys.modules\n"
+        "                      if m.startswith('rpx_cli.tasks.'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split()[0].split(",") == ["base", "calculators", "registry", "saliency_mb",
+                                                  "stats"]
+
+
+def test_task_commands_short_help_is_the_tasks_own() -> None:
+    """`rpx --help` lists saliency-mb and coherence without importing them: the line it shows
+    is the task's own help."""
+    from rpx_cli.cli.main import TASK_COMMANDS
+    from rpx_cli.tasks import TASKS
+
+    own = {name for name, task in TASKS.items() if task.report_schema != "rpx.eval"}
+    assert set(TASK_COMMANDS) == own
+    for name, line in TASK_COMMANDS.items():
+        assert TASKS[name].help == line
 
 
 @pytest.mark.slow

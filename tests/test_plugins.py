@@ -14,7 +14,7 @@ import pytest
 from helpers import FIXTURES, dirs, without_provenance
 
 import rpx_cli
-from rpx_cli.tasks.depth import DepthMap
+from rpx_cli.io.depth_maps import DepthMap
 from rpx_cli.testing import check_calculator
 
 DEPTH = FIXTURES / "depth" / "indoor"

@@ -553,7 +553,7 @@ def test_a_bad_label_map_is_an_input_error(rpx, tmp_path: Path, text: str, messa
     (["--protocol", "semantickitti"], "give --num-classes or --class-names"),
     (["--range-norm", "xyz", "--point-fields", "2"], "has no z"),
     (["--range", "0:x"], "expected numbers"),
-    (["--protocol", "nuscenes"], "Invalid value"),
+    (["--protocol", "nuscenes"], "--protocol: 'nuscenes' is not one of autoware, semantickitti"),
 ])
 def test_usage_errors_exit_2(rpx, tmp_path: Path, flags: list[str], message: str) -> None:
     root = write_scans(tmp_path, {"s": ([0], [0], None)})

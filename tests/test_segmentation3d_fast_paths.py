@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rpx_cli.io.filebuffer import PAGE_BYTES, FileBuffer, page_aligned
 from rpx_cli.ops.confusion import average_scores, class_scores, not_in
 from rpx_cli.ops.lidar import RangeIntervals, _root_floor, point_distances
-from rpx_cli.tasks.segmentation3d_scores import averaging, scan_scores
+from rpx_cli.tasks.segmentation3d.scores import averaging, scan_scores
 
 RANGES = [(0.0, 20.0), (20.0, 50.0), (50.0, None)]
 

@@ -15,49 +15,53 @@ from rpx_cli.cli.options import InputFileType, SuggestingGroup, int_range, pair_
 from rpx_cli.cli.output import run_pair_command
 
 
-class _Parsed(click.ParamType):
-    """A click type around a task's parse function (``ValueError`` -> usage error)."""
+class OptionType(click.ParamType):
+    """The click type of a task's :class:`~rpx_cli.params.Option`: click hands every value (a
+    flag's text, a ``rpx.toml`` value, a default) to :meth:`Option.convert_one`, the very
+    check the Python API runs, so a bad value gets the same message on every path (a usage
+    error, exit 2)."""
 
-    def __init__(self, parse, metavar: str | None) -> None:
-        self._parse = parse
-        self.name = metavar or "VALUE"
+    _METAVARS = {"int": "INTEGER", "float": "FLOAT", "file": "FILE", "dir": "DIR", "str": "TEXT"}
 
-    def convert(self, value: Any, param, ctx):
-        if not isinstance(value, str):
-            return value
+    def __init__(self, option: Any) -> None:
+        self.option = option
+        self.name = option.kind
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:  # type: ignore[override]
+        option = self.option
+        if option.metavar:
+            return option.metavar
+        if option.choices:
+            return "[" + "|".join(option.choices) + "]"
+        return self._METAVARS.get(option.kind, "VALUE")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from rpx_cli.errors import ParameterError
+
         try:
-            return self._parse(value)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
+            return self.option.convert_one(value)
+        except ParameterError as exc:
+            raise click.UsageError(str(exc), ctx=ctx) from None
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str):
+        from click.shell_completion import CompletionItem
+
+        option = self.option
+        if option.choices:
+            return [CompletionItem(choice) for choice in option.choices if choice.startswith(incomplete)]
+        if option.kind in ("file", "dir"):
+            return [CompletionItem(incomplete, type=option.kind)]
+        return []
 
 
-def _click_option(option, *, urls: bool = False) -> Any:
-    kwargs: dict[str, Any] = {"default": option.default, "help": option.help,
-                              "multiple": option.multiple, "show_default": option.default
-                              not in (None, ())}
+def click_option(option: Any) -> Any:
+    """The click option of a task's :class:`~rpx_cli.params.Option`."""
     if option.kind == "flag":
         return click.option(option.flag, option.param, is_flag=True, default=bool(option.default),
                             help=option.help)
-    if option.kind == "choice":
-        kwargs["type"] = click.Choice(option.choices)
-    elif option.kind in ("float", "int"):
-        if option.kind == "float":
-            kwargs["type"] = click.FloatRange(min=option.minimum, min_open=option.open_min) \
-                if option.minimum is not None else float
-        else:
-            kwargs["type"] = int_range(None if option.minimum is None else int(option.minimum),
-                                       min_open=option.open_min)
-    elif option.kind == "file":
-        kwargs["type"] = InputFileType() if urls else click.Path(exists=True, dir_okay=False)
-    elif option.kind == "dir":
-        kwargs["type"] = click.Path(file_okay=False, path_type=str)
-    elif option.kind == "parsed":
-        kwargs["type"] = _Parsed(option.parse, option.metavar)
-    else:
-        kwargs["type"] = str
-    if option.metavar:
-        kwargs["metavar"] = option.metavar
-    return click.option(option.flag, option.param, **kwargs)
+    return click.option(option.flag, option.param, type=OptionType(option), default=option.default,
+                        help=option.help, multiple=option.multiple,
+                        show_default=option.default not in (None, ()))
 
 
 def strata_options(func: Any) -> Any:
@@ -82,7 +86,16 @@ def strata_options(func: Any) -> Any:
     return func
 
 
+STRATA_KEYS = ("manifest", "primary_metric", "bootstrap", "seed")
+
+
 def build_command(task) -> click.Command:
+    """The command of a task, from its declarations: ``rpx eval NAME`` (or the task's own
+    command, ``rpx saliency-mb``): its options, input files and folders, ``--metrics`` when
+    it has families, ``--manifest`` strata for ``rpx.eval`` tasks, and the shared flags."""
+    evaluates = task.report_schema == "rpx.eval"
+    pred_name, gt_name = task.input_names
+
     def callback(**kwargs: Any) -> None:
         ctx = click.get_current_context()
         params = {option.param: kwargs.pop(option.param) for option in task.options}
@@ -90,27 +103,31 @@ def build_command(task) -> click.Command:
             params["metrics"] = kwargs.pop("metrics")
         files = {option.param: kwargs.pop(option.param) for option in task.file_inputs} or None
         aux = {option.param: kwargs.pop(option.param) for option in task.aux_inputs}
-        strata = {key: kwargs.pop(key) for key in ("manifest", "primary_metric", "bootstrap", "seed")}
-        run_pair_command(ctx, task.name, params, files=files, strata=strata, aux=aux, **kwargs)
+        strata = {key: kwargs.pop(key) for key in STRATA_KEYS} if evaluates else None
+        pred_dir, gt_dir = kwargs.pop(pred_name), kwargs.pop(gt_name)
+        run_pair_command(ctx, task.name, params, pred_dir=pred_dir, gt_dir=gt_dir, files=files,
+                         strata=strata, aux=aux, **kwargs)
 
     for option in reversed((*task.options, *task.file_inputs, *task.aux_inputs)):
-        callback = _click_option(option, urls=option in task.file_inputs)(callback)
+        callback = click_option(option)(callback)
     if task.families:
         names = ",".join(task.families)
         callback = click.option(
             "--metrics", "metrics", default=None, metavar="NAME,...",
             help=f"Run only these metric families ({names}) [default: all]; the others are "
                  "left out of the report and named in params.skipped_metrics.")(callback)
-    callback = strata_options(callback)
+    if evaluates:
+        callback = strata_options(callback)
     callback = pair_options(default_missing=task.default_missing,
-                            dirs_required=not task.file_inputs)(callback)
-    return click.command(task.name, help=help_text(task))(callback)
+                            dirs_required=not task.file_inputs,
+                            inputs=tuple(zip(task.input_names, task.input_help, strict=True)))(callback)
+    return click.command(task.command[-1], help=help_text(task))(callback)
 
 
 def help_text(task) -> str:
     """``--help`` of ``rpx eval TASK``: the task's help, its input formats, its examples
     (both kept as written: click's ``\\b`` paragraphs)."""
-    sections = [task.help or (task.__doc__ or "").strip()]
+    sections = [task.help or (task.__doc__ or "").strip(), *([task.details] if task.details else [])]
     for title, text in (("Input formats", task.formats), ("Examples", task.example)):
         lines = [line for line in text.strip("\n").splitlines() if line.strip()]
         if lines:

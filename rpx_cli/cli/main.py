@@ -17,9 +17,43 @@ from rpx_cli import __version__
 from rpx_cli.cli.options import SHOW_TRACEBACK, SuggestingGroup
 from rpx_cli.errors import EvaluationFailed, ExitStatus, Interrupted, RpxError, escaped, located
 
+# tasks with a command of their own (``rpx saliency-mb``): each command is built from its
+# task's declarations when it runs; the one-line help is here so that ``rpx --help`` imports
+# no task (a test holds it equal to the task's own first line)
+TASK_COMMANDS = {
+    "saliency-mb": "Block-level IoU of saliency masks, as ROI encoders consume them.",
+    "coherence": "Stack-Level Geometric Coherence: do mask boundaries sit on depth discontinuities?",
+}
+
 
 class RpxGroup(SuggestingGroup):
     """Translates domain errors into one line on stderr and rpx's exit codes (README.md, "Exit codes")."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *TASK_COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in TASK_COMMANDS and name not in self.commands:
+            from rpx_cli.cli.eval import build_command
+            from rpx_cli.tasks.registry import get_task
+
+            return build_command(get_task(name))
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's listing, with the task commands' help taken from :data:`TASK_COMMANDS`."""
+        limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in TASK_COMMANDS:
+                rows.append((name, click.Command(name, help=TASK_COMMANDS[name]).get_short_help_str(limit)))
+                continue
+            command = self.commands[name]
+            if not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def suggest(self, ctx: click.Context, name: str) -> str:
         eval_group = self.commands.get("eval")
@@ -206,10 +240,9 @@ def cli() -> None:
 
 def _register() -> None:
     from rpx_cli.cli import eval as eval_cli
-    from rpx_cli.cli import inspect, saliency, workflow
+    from rpx_cli.cli import inspect, workflow
 
     cli.add_command(eval_cli.eval_group)
-    cli.add_command(saliency.saliency_mb)
     cli.add_command(inspect.show)
     cli.add_command(inspect.schema)
     cli.add_command(inspect.validate)
@@ -220,8 +253,6 @@ def _register() -> None:
     cli.add_command(workflow.compare)
     from rpx_cli.cli.readiness import readiness
     cli.add_command(readiness)
-    from rpx_cli.cli.coherence import coherence
-    cli.add_command(coherence)
     from rpx_cli.cli.stability import stability
     cli.add_command(stability)
     from rpx_cli.cli.report import report

@@ -246,16 +246,17 @@ class InputFileType(click.Path):
         return super().convert(value, param, ctx)
 
 
-def pair_options(*, default_missing: str,
-                 dirs_required: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--pred-dir``, ``--gt-dir``, ``--out``, ``--missing``, ``--on-error``, ``--jobs``,
-    ``--no-rows``, ``--compact``, ``--quiet``, ``--progress/--no-progress``, ``--traceback``."""
+def pair_options(*, default_missing: str, dirs_required: bool = True,
+                 inputs: tuple[tuple[str, str], tuple[str, str]] = (
+                     ("pred_dir", "Folder of predictions."), ("gt_dir", "Folder of ground truth.")),
+                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The two folders (``--pred-dir``, ``--gt-dir``, or a task's own names: ``inputs`` =
+    (name, help) of each), ``--out``, ``--missing``, ``--on-error``, ``--jobs``, ``--no-rows``,
+    ``--compact``, ``--quiet``, ``--progress/--no-progress``, ``--traceback``."""
     dir_type = click.Path(file_okay=False, path_type=str)
     options = [
-        click.option("--pred-dir", required=dirs_required, type=dir_type,
-                     help="Folder of predictions."),
-        click.option("--gt-dir", required=dirs_required, type=dir_type,
-                     help="Folder of ground truth."),
+        *(click.option("--" + name.replace("_", "-"), name, required=dirs_required, type=dir_type,
+                       help=text) for name, text in inputs),
         out_option(),
         click.option("--missing", type=click.Choice(["error", "skip", "empty"]),
                      default=default_missing, show_default=True,

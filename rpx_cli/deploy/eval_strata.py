@@ -20,7 +20,7 @@ from rpx_cli.io.regular import read_bytes
 
 
 @dataclass
-class Plan:
+class StrataPlan:
     manifest: Manifest
     sha256: str
     metric: str
@@ -36,7 +36,7 @@ class Plan:
 
 
 def plan(path: str, task: Any, params: Any, stems: list[str], *, primary_metric: str | None,
-         bootstrap: int, seed: int, missing: str) -> Plan:
+         bootstrap: int, seed: int, missing: str) -> StrataPlan:
     """Read and check the manifest. Label and pairing problems are input errors under
     ``--missing error``; otherwise they are reported under ``strata.problems``."""
     metric = primary_metric or task.primary_metric
@@ -59,10 +59,10 @@ def plan(path: str, task: Any, params: Any, stems: list[str], *, primary_metric:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(f"{problems[0]}{more}; --missing skip evaluates anyway and lists them "
                          "under strata.problems", path=path)
-    return Plan(manifest, sha256, metric, info[metric].direction, bootstrap, seed, problems)
+    return StrataPlan(manifest, sha256, metric, info[metric].direction, bootstrap, seed, problems)
 
 
-def inputs(plan: Plan, rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+def inputs(plan: StrataPlan, rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
     """Per row (stem order): the primary metric, phase and difficulty."""
     samples = plan.manifest.samples
     out: dict[str, list[Any]] = {"stems": [], "values": [], "phases": [], "difficulties": []}

@@ -40,18 +40,18 @@ from rpx_cli.deploy.stability import (
 from rpx_cli.engine import CacheTally, Digests, Worker, pair_error, run_units
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
 from rpx_cli.io.arrays import read_array
+from rpx_cli.io.depth_maps import to_depth
 from rpx_cli.io.digest_cache import DigestCache
 from rpx_cli.io.discover import discover
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.io.manifest import Manifest, Sample, read_manifest
-from rpx_cli.tasks.depth import to_depth
-from rpx_cli.tasks.registry import get_task
+from rpx_cli.io.label_images import read_label_image
+from rpx_cli.io.manifest import Manifest, ManifestEntry, read_manifest
 
 SINGLE_SEQUENCE = "all"  # the name of the one sequence of a manifest without sequences
 
 
 @dataclass(frozen=True)
-class Frame:
+class SequenceFrame:
     """One frame to read: its prediction (and GT depth) relative to the folders."""
 
     stem: str
@@ -63,7 +63,7 @@ class Frame:
 
 
 @dataclass
-class Plan:
+class StabilityPlan:
     """What :func:`run_stability` will read, in which order, with which warp."""
 
     task: str
@@ -73,7 +73,7 @@ class Plan:
     manifest: str
     depth_dir: str | None
     missing: str
-    sequences: dict[str, list[Frame]]
+    sequences: dict[str, list[SequenceFrame]]
     labels: dict[str, dict[str, str | None]]  # sequence -> {scene, phase}
     pred_only: list[str] = field(default_factory=list)
     manifest_only: list[str] = field(default_factory=list)
@@ -86,7 +86,7 @@ class Plan:
 
 
 def plan_stability(task: str, pred_dir: str, manifest_path: str, *, warp: str = "auto",
-                   depth_dir: str | None = None, missing: str = "error") -> Plan:
+                   depth_dir: str | None = None, missing: str = "error") -> StabilityPlan:
     """Pair the manifest with the prediction files, group and order the frames, pick the
     warp. Problems (a stem on one side only, a frame that cannot be ordered, two frames
     with one number, a frame without GT depth) are input errors under ``missing="error"``;
@@ -121,7 +121,7 @@ def plan_stability(task: str, pred_dir: str, manifest_path: str, *, warp: str = 
         problems.append(PairError(stem, os.path.join(pred_dir, preds[stem]),
                                   f"no entry for this stem in {manifest_path}"))
     samples = [manifest.samples[stem] for stem in sorted(preds) if stem in manifest.samples]
-    groups: dict[str, list[Sample]] = {}
+    groups: dict[str, list[ManifestEntry]] = {}
     # a manifest that names no sequence, scene or phase at all describes one sequence
     single = not any(sample.group for sample in samples)
     for sample in samples:
@@ -167,7 +167,7 @@ def plan_stability(task: str, pred_dir: str, manifest_path: str, *, warp: str = 
                         "(--missing skip): the frames that cannot be used are left out and listed "
                         "under 'unpaired' and 'skipped'")
     sequences = {
-        name: [Frame(s.stem, s.frame, preds[s.stem], depth_files.get(s.stem), s.pose, s.intrinsics)
+        name: [SequenceFrame(s.stem, s.frame, preds[s.stem], depth_files.get(s.stem), s.pose, s.intrinsics)
                for s in members]
         for name, members in sorted(groups.items()) if members
     }
@@ -176,7 +176,7 @@ def plan_stability(task: str, pred_dir: str, manifest_path: str, *, warp: str = 
     if not sequences:
         raise InputError(f"no frame to evaluate: {pred_dir} and {manifest_path} share no usable "
                          "stem", path=manifest_path)
-    return Plan(task, warp, used, pred_dir, manifest_path, depth_dir, missing, sequences, labels,
+    return StabilityPlan(task, warp, used, pred_dir, manifest_path, depth_dir, missing, sequences, labels,
                 pred_only=pred_only, manifest_only=manifest_only,
                 skipped=[s for s in skipped if s["stem"]], warnings=warnings)
 
@@ -185,7 +185,7 @@ def _uniform(values: list[str | None]) -> str | None:
     return values[0] if values and all(v == values[0] for v in values) else None
 
 
-def _choose_warp(task: str, warp: str, samples: list[Sample], depth_dir: str | None,
+def _choose_warp(task: str, warp: str, samples: list[ManifestEntry], depth_dir: str | None,
                  manifest: Manifest) -> tuple[str, list[str]]:
     no_pose = [s.stem for s in samples if s.pose is None]
     no_intrinsics = [s.stem for s in samples if s.intrinsics is None]
@@ -276,7 +276,7 @@ class FrameRunJob:
 
     settings: Settings
 
-    def _read(self, worker: Worker, frame: Frame, slot: int) -> tuple[np.ndarray, np.ndarray | None]:
+    def _read(self, worker: Worker, frame: SequenceFrame, slot: int) -> tuple[np.ndarray, np.ndarray | None]:
         settings = self.settings
         path = os.path.join(settings.pred_dir, frame.pred_rel)
         if settings.task == "depth":
@@ -284,10 +284,8 @@ class FrameRunJob:
                                  slot=slot)
             _check_finite(values, path)
         else:
-            labels = get_task("segmentation")
             values = worker.read("pred", path, frame.pred_rel,
-                                 lambda p, b: labels.read(p, b, {}, _no_warning, role="pred"),
-                                 slot=slot)
+                                 lambda p, b: read_label_image(p, b).array, slot=slot)
         depth = None
         if frame.depth_rel is not None and settings.depth_dir is not None:
             depth_path = os.path.join(settings.depth_dir, frame.depth_rel)
@@ -298,7 +296,7 @@ class FrameRunJob:
                                  f"{depth_path} is {_wh(depth)}", path=depth_path)
         return values, depth
 
-    def __call__(self, worker: Worker, frames: Sequence[Frame]) -> UnitResult:
+    def __call__(self, worker: Worker, frames: Sequence[SequenceFrame]) -> UnitResult:
         settings = self.settings
         scores: list[PairScore] = []
         errors: list[PairError] = []
@@ -324,7 +322,7 @@ class FrameRunJob:
         return UnitResult(scores, errors, worker.take_digests(), worker.take_tally())
 
 
-def _score_pair(settings: Settings, first: Frame, second: Frame,
+def _score_pair(settings: Settings, first: SequenceFrame, second: SequenceFrame,
                 a: tuple[np.ndarray, np.ndarray | None],
                 b: tuple[np.ndarray, np.ndarray | None]) -> PairScore:
     geometry: dict[str, Any] = {}
@@ -340,7 +338,7 @@ def _score_pair(settings: Settings, first: Frame, second: Frame,
                              **geometry)
 
 
-def _units(plan: Plan, jobs: int) -> list[tuple[str, list[Frame]]]:
+def _units(plan: StabilityPlan, jobs: int) -> list[tuple[str, list[SequenceFrame]]]:
     """Contiguous runs of frames (overlapping by one frame, so every pair is in exactly one
     run): one per sequence with one job, about 4 per job otherwise."""
     if jobs <= 1:
@@ -357,7 +355,7 @@ def _units(plan: Plan, jobs: int) -> list[tuple[str, list[Frame]]]:
     return units
 
 
-def run_stability(plan: Plan, *, depth_scale: float = 1000.0, ignore_index: Sequence[int] = (-1,),
+def run_stability(plan: StabilityPlan, *, depth_scale: float = 1000.0, ignore_index: Sequence[int] = (-1,),
                   jobs: int = 1, progress: Callable[[int], Progress | None] | None = None,
                   cache: DigestCache | None = None) -> StabilityRun:
     """Score every consecutive pair of every sequence of ``plan`` on the engine's workers;
@@ -401,7 +399,7 @@ def run_stability(plan: Plan, *, depth_scale: float = 1000.0, ignore_index: Sequ
     return StabilityRun(report, digests, list(plan.warnings), tally)
 
 
-def stability_report(plan: Plan, scores: Mapping[str, list[PairScore]],
+def stability_report(plan: StabilityPlan, scores: Mapping[str, list[PairScore]],
                      params: dict[str, Any]) -> dict[str, Any]:
     """The ``rpx.stability`` report body (``run_provenance`` is added by the caller)."""
     sequences: dict[str, Any] = {}

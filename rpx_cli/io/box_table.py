@@ -20,7 +20,7 @@ from rpx_cli.io.boxes import Boxes
 class Overlaps:
     """One frame's overlaps under a geometry whose IoU is not a formula of two boxes, computed
     once when the pair is evaluated (polygons): the (prediction, GT) pairs a view's result can
-    depend on that have a nonzero intersection (see ``rpx_cli.tasks.detection_shapes.evaluate_shapes``),
+    depend on that have a nonzero intersection (see ``rpx_cli.tasks.detection.shapes.evaluate_shapes``),
     and each object's own area.
     Every view's IoU is ``inter / (pred_area + gt_area - inter)`` (over ``pred_area`` for a
     crowd region), 0 for a pair not listed (no intersection, or none that changes a result)."""

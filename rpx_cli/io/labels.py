@@ -47,33 +47,6 @@ def sort_labels(labels: Any) -> list[str]:
     return sorted(set(labels), key=label_key)
 
 
-def read_class_names(path: str) -> list[str]:
-    """One class per line (blank lines and ``#`` comments skipped) or a JSON list; the
-    order is the class order (ties in scores go to the class listed first)."""
-    from rpx_cli.io.regular import read_bytes
-
-    try:
-        text = read_bytes(path).decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError("class names: not UTF-8 text", path=path) from None
-    if text.lstrip().startswith("["):
-        names = loads_json(text.encode(), path, "class names: ")
-        if not isinstance(names, list) or not all(
-                isinstance(n, (str, int)) and not isinstance(n, bool) for n in names):
-            raise InputError("class names: expected a JSON list of strings", path=path)
-        names = [str(n) for n in names]
-    else:
-        names = [line.strip() for line in text.splitlines()]
-        names = [name for name in names if name and not name.startswith("#")]
-    if not names:
-        raise InputError("class names: the file names no class", path=path)
-    seen: set[str] = set()
-    duplicates = sorted({name for name in names if name in seen or seen.add(name)})
-    if duplicates:
-        raise InputError(f"class names: duplicated {', '.join(duplicates[:5])}", path=path)
-    return names
-
-
 # --- per-stem files ------------------------------------------------------------------------------
 
 
@@ -223,7 +196,7 @@ def read_label_csv(path: str) -> LabelTable:
             raise InputError(f"line {line}: the label is empty", path=path)
     score = None
     if kind == "label_score":
-        score = _numbers([row[2] for row in rows], path, first_line=2)
+        score = _numbers([row[2] for row in rows], path, start_line=2)
     return LabelTable(path, stems, kind, labels=labels, score=score)
 
 
@@ -244,7 +217,7 @@ def _text_rows(body: bytes, width: int, path: str) -> list[list[str]]:
     return [[field.strip() for field in row] for row in rows]
 
 
-def _numbers(tokens: list[str], path: str, *, first_line: int, column: str = "score") -> np.ndarray:
+def _numbers(tokens: list[str], path: str, *, start_line: int, column: str = "score") -> np.ndarray:
     try:
         values = np.array(tokens, dtype=np.float64) if tokens else np.zeros(0)
     except ValueError:
@@ -256,7 +229,7 @@ def _numbers(tokens: list[str], path: str, *, first_line: int, column: str = "sc
             except ValueError:
                 good = False
             if not good:
-                raise InputError(f"line {first_line + i}: {column} {token!r} is not a finite "
+                raise InputError(f"line {start_line + i}: {column} {token!r} is not a finite "
                                  "number", path=path)
     assert values is not None
     return values

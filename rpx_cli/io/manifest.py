@@ -41,7 +41,7 @@ _RIGID = 1e-6
 
 
 @dataclass
-class Sample:
+class ManifestEntry:
     stem: str
     scene: str | None = None
     phase: str | None = None  # one of PHASES, or None (absent or unknown)
@@ -64,7 +64,7 @@ class Sample:
 @dataclass
 class Manifest:
     path: str
-    samples: dict[str, Sample]
+    samples: dict[str, ManifestEntry]
     problems: list[str] = field(default_factory=list)
 
     def check_stems(self, stems: list[str]) -> list[str]:
@@ -90,7 +90,7 @@ def read_manifest(path: str, *, load_poses: bool = True) -> Manifest:
         if not isinstance(root, str):
             raise InputError("'root' must be a string (a folder)", path=path)
         base = os.path.join(base, root)
-    samples: dict[str, Sample] = {}
+    samples: dict[str, ManifestEntry] = {}
     problems: list[str] = []
     buffer = FileBuffer(digest=False)
     for index, entry in enumerate(document):
@@ -130,7 +130,7 @@ def _parse(data: bytes, path: str) -> tuple[list[Any], Any]:
 
 
 def _sample(entry: Any, index: int, path: str, base: str, buffer: FileBuffer | None,
-            problems: list[str]) -> Sample:
+            problems: list[str]) -> ManifestEntry:
     where = f"samples[{index}]"
     if not isinstance(entry, dict):
         raise InputError(f"{where} is not an object", path=path)
@@ -140,7 +140,7 @@ def _sample(entry: Any, index: int, path: str, base: str, buffer: FileBuffer | N
     if not isinstance(stem, str) or not stem:
         raise InputError(f"{where} has no 'stem' (or RPX 'id') string", path=path)
     where = f"{where} ({stem})"
-    sample = Sample(stem)
+    sample = ManifestEntry(stem)
     for key in ("scene", "sequence"):
         value = entry.get(key)
         if value is not None:

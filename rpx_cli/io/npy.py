@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError
+from rpx_cli.errors import InputError, first_line
 
 _MAX_HEADER = 1 << 20
 _HEADER_CACHE: dict[bytes, tuple[tuple[int, ...], bool, np.dtype, int]] = {}
@@ -73,7 +73,7 @@ def _parse_header(data: np.ndarray, path: str) -> tuple[tuple[int, ...], bool, n
         else:  # 2.0 and 3.0 share the 4-byte header length; 3.0 headers are UTF-8 but ASCII here
             shape, fortran, dtype = fmt.read_array_header_2_0(head, max_header_size=_MAX_HEADER)
     except Exception as exc:  # numpy's parser on untrusted bytes (tokenize errors too)
-        raise InputError(f"not a valid .npy file ({_first_line(exc)})", path=path) from None
+        raise InputError(f"not a valid .npy file ({first_line(exc)})", path=path) from None
     check_header(shape, dtype, path)
     return tuple(shape), bool(fortran), dtype, head.tell()
 
@@ -119,7 +119,7 @@ def parse_npz(data: np.ndarray, path: str, key: str,
         raise
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, KeyError, ValueError,
             NotImplementedError, RuntimeError) as exc:
-        raise InputError(f"not a valid .npz file ({_first_line(exc)})", path=path) from None
+        raise InputError(f"not a valid .npz file ({first_line(exc)})", path=path) from None
 
 
 # deflate cannot inflate more than ~1032x (stored members not at all): a zip entry that
@@ -157,7 +157,3 @@ def _read_member(stream: Any, info: zipfile.ZipInfo, path: str, key: str,
     return out.view(dtype).reshape(shape, order="F" if fortran else "C")
 
 
-def _first_line(exc: BaseException) -> str:
-    first = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
-    text = first.strip().splitlines()
-    return text[0] if text else type(exc).__name__

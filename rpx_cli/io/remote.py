@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.errors import InputError, ParameterError, first_line
 
 __all__ = ["configure", "discover", "glob", "is_url", "read", "redact", "scrub", "write"]
 
@@ -169,29 +169,24 @@ def _filesystem(url: str) -> tuple[Any, str]:
         fs = fsspec.filesystem(protocol, **_options)
     except ImportError as exc:  # the backend (s3fs, gcsfs, adlfs) is not installed
         raise InputError(f"{protocol}:// needs a package that is not installed "
-                         f"({scrub(_first_line(exc))}); {EXTRA} installs s3fs and gcsfs",
+                         f"({scrub(first_line(exc))}); {EXTRA} installs s3fs and gcsfs",
                          path=url) from None
     except ValueError as exc:
-        raise InputError(f"unknown storage protocol {protocol}:// ({scrub(_first_line(exc))})",
+        raise InputError(f"unknown storage protocol {protocol}:// ({scrub(first_line(exc))})",
                          path=url) from None
     except Exception as exc:  # a bad storage option
         raise InputError(f"cannot open the {protocol}:// store: {_reason(exc)}", path=url) from None
     return fs, fs._strip_protocol(url)
 
 
-def _first_line(value: object) -> str:
-    lines = str(value).strip().splitlines()
-    return lines[0] if lines else type(value).__name__
-
-
 def _reason(exc: BaseException) -> str:
     """A store's exception as a short phrase (scrubbed of credentials)."""
     if isinstance(exc, FileNotFoundError):
-        text = _first_line(exc)
+        text = first_line(exc)
         return "no such bucket" if "bucket" in text.lower() else "not found"
     if isinstance(exc, PermissionError):
-        return f"access denied ({scrub(_first_line(exc))})"
-    return f"{type(exc).__name__}: {scrub(_first_line(exc))}"
+        return f"access denied ({scrub(first_line(exc))})"
+    return f"{type(exc).__name__}: {scrub(first_line(exc))}"
 
 
 def _failed(exc: BaseException, url: str, doing: str = "cannot read") -> InputError:

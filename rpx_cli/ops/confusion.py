@@ -20,6 +20,7 @@ import numpy as np
 
 from rpx_cli.ops.reduce import prf_arrays
 
+OTHER = "other"  # the column of predicted labels outside the known classes
 _DIRECT_CODES = 1 << 16  # label pairs below 256 x 256 are counted without compaction
 _MAX_DENSE_COUNTS = 1 << 20  # interval_confusions: labels index themselves up to this many bins
 
@@ -47,6 +48,19 @@ class FrameConfusion:
                    pred_values[cols].astype(np.int64, copy=False),
                    counts[np.ix_(rows, cols)].astype(np.int64, copy=False))
 
+
+
+def encode_confusion(confusion: FrameConfusion) -> list[list[int]]:
+    """A frame's confusion as JSON: ``[gt labels, predicted labels, counts]``."""
+    return [confusion.gt_labels.tolist(), confusion.pred_labels.tolist(),
+            confusion.counts.tolist()]
+
+
+def decode_confusion(data: list[list[int]]) -> FrameConfusion:
+    """The inverse of :func:`encode_confusion`."""
+    gt, pred, counts = data
+    return FrameConfusion(np.asarray(gt, np.int64), np.asarray(pred, np.int64),
+                          np.asarray(counts, np.int64).reshape(len(gt), len(pred)))
 
 def trim(confusion: FrameConfusion) -> FrameConfusion:
     """The canonical form of ``confusion``: the rows and columns that hold a count."""

@@ -10,33 +10,12 @@ from typing import Any
 
 from rpx_cli.errors import PairError, ParameterError
 from rpx_cli.ops.reduce import mean_present
+from rpx_cli.params import resolve
 from rpx_cli.report.envelope import build_report
 from rpx_cli.tasks.base import Task
 from rpx_cli.tasks.stats import StatTable
 
 ON_ERROR_POLICIES = ("fail", "skip")
-
-
-def select_families(task: Task, params: dict[str, Any]) -> dict[str, Any]:
-    """Resolve ``params["metrics"]`` (families to run, default all but the task's optional
-    ones) and name the skipped ones."""
-    chosen = params.pop("metrics", None)
-    if not task.families:
-        if chosen:
-            raise ParameterError(f"{task.name} has no metric families to choose from")
-        return params
-    names = list(task.families)
-    if chosen is None:
-        chosen = [name for name in names if name not in task.optional_families]
-    if isinstance(chosen, str):
-        chosen = [part.strip() for part in chosen.split(",") if part.strip()]
-    unknown = [name for name in chosen if name not in task.families]
-    if unknown or not chosen:
-        raise ParameterError(f"unknown metric famil{'ies' if len(unknown) > 1 else 'y'} "
-                             f"{', '.join(unknown) or '(none given)'} for {task.name} "
-                             f"(known: {', '.join(names)})")
-    return {**params, "metrics": [n for n in names if n in chosen],
-            "skipped_metrics": [n for n in names if n not in chosen]}
 
 
 def resolve_params(task: Task, params: Mapping[str, Any], *, missing: str,
@@ -45,9 +24,7 @@ def resolve_params(task: Task, params: Mapping[str, Any], *, missing: str,
     what the report's ``params`` records."""
     if on_error not in ON_ERROR_POLICIES:
         raise ParameterError(f"on_error must be one of {', '.join(ON_ERROR_POLICIES)}")
-    resolved = task.normalise_params(params)
-    task.validate_params(resolved)
-    return select_families(task, {**resolved, "missing": missing, "on_error": on_error})
+    return {**resolve(task, params), "missing": missing, "on_error": on_error}
 
 
 def assemble(task: Task, params: Mapping[str, Any], stats: StatTable, *,

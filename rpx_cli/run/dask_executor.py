@@ -3,7 +3,7 @@
 
 The units (pairs) are cut into batches in stem order; each batch is one Dask task that runs
 :func:`rpx_cli.engine.run_batch` on a Dask worker — a reused :class:`~rpx_cli.engine.Worker`
-per worker thread, the same :class:`~rpx_cli.engine_pairs.PairJob` as a local run — and returns
+per worker thread, the same :class:`~rpx_cli.engine.pairs.PairJob` as a local run — and returns
 the batch's outcomes (statistics, rows, errors, digests, warnings). They come back to this
 process, are handed to the engine's collector in submission order whatever order the
 batches finished in, and are summarised once: the report equals a local run's except
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from rpx_cli.engine import Progress, Worker, run_batch
-from rpx_cli.errors import RpxError, WorkerCrashed
+from rpx_cli.errors import RpxError, WorkerCrashed, first_line
 from rpx_cli.io.regular import relative_to
 
 T = TypeVar("T")
@@ -93,13 +93,13 @@ class DaskExecutor:
             client = Client(self.scheduler, timeout=timeout, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
             raise RpxError(f"cannot reach the Dask scheduler at {self.scheduler}: "
-                           f"{_first_line(exc)}") from None
+                           f"{first_line(exc)}") from None
         try:
             client.wait_for_workers(1, timeout=timeout)
         except (OSError, TimeoutError) as exc:
             client.close()
             raise RpxError(f"the Dask scheduler at {self.scheduler} has no worker "
-                           f"({_first_line(exc) or 'timed out'})") from None
+                           f"({first_line(exc) or 'timed out'})") from None
         return client
 
     def map(self, job: Callable[[Worker, Any], T], units: Sequence[Any], *, digest: bool,
@@ -137,7 +137,7 @@ class DaskExecutor:
                 except KilledWorker as exc:
                     raise WorkerCrashed(
                         f"a batch of {len(batches[i])} pair(s) killed every Dask worker that "
-                        f"ran it ({_first_line(exc)}); out of memory?") from None
+                        f"ran it ({first_line(exc)}); out of memory?") from None
                 except FutureCancelledError:
                     raise RpxError("the Dask cluster cancelled the run (the scheduler or "
                                    "the client went away)") from None
@@ -152,6 +152,3 @@ class DaskExecutor:
             client.close()
 
 
-def _first_line(value: object) -> str:
-    lines = str(value).strip().splitlines()
-    return lines[0] if lines else type(value).__name__

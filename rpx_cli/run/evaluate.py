@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rpx_cli.engine import CacheTally, default_jobs
-from rpx_cli.engine_pairs import run_pairs
+from rpx_cli.engine.pairs import run_pairs
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
 from rpx_cli.io.digest_cache import DigestCache
 from rpx_cli.io.discover import MISSING_POLICIES, Pairing, pair_dirs

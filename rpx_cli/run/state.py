@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rpx_cli.engine_pairs import run_pairs
+from rpx_cli.engine.pairs import run_pairs
 from rpx_cli.errors import InputError, PairError, ParameterError, unescaped
 from rpx_cli.io.discover import Pair, pair_dirs
 from rpx_cli.run.assemble import assemble, resolve_params

@@ -29,46 +29,17 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.params.option import Option
+from rpx_cli.params.parsers import parse_band, probability
+from rpx_cli.params.values import Band
 from rpx_cli.tasks.stats import Stat, StatTable
+
+# Option and probability are re-exported: a plugin task declares its options from here
+__all__ = ["Band", "FileInput", "MetricInfo", "Option", "Params", "Sample", "Task", "Warn",
+           "probability", "shape_text"]
 
 Params = Mapping[str, Any]
 Warn = Callable[[str, str], None]  # (warning kind, path)
-
-
-@dataclass(frozen=True)
-class Option:
-    """A task parameter as a command-line flag (the CLI builds click options from these).
-
-    ``kind``: ``float``, ``int``, ``str``, ``flag``, ``file`` (an existing file), ``dir`` (a
-    folder; ``suffixes`` are the files read from it), ``choice`` (one of ``choices``) or
-    ``parsed``
-    (``parse`` turns the text into the value and raises ``ValueError`` with a message for a
-    bad one). ``multiple`` flags repeat and give a tuple. ``minimum`` (with ``open_min``)
-    bounds numbers.
-    """
-
-    param: str
-    flag: str
-    kind: str
-    default: Any
-    help: str
-    choices: tuple[str, ...] = ()
-    multiple: bool = False
-    minimum: float | None = None
-    open_min: bool = False
-    parse: Callable[[str], Any] | None = None
-    metavar: str | None = None
-    suffixes: tuple[str, ...] = ()
-
-
-def probability(name: str) -> Callable[[str], float]:
-    """A ``parse`` for an :class:`Option` whose value must lie in [0, 1]."""
-    def parse(text: str) -> float:
-        value = float(text)
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"{name} must be in [0, 1], got {text}")
-        return value
-    return parse
 
 
 @dataclass(frozen=True)
@@ -122,7 +93,8 @@ class Task:
 
     # --- identity and report kind ------------------------------------------------------
     name: ClassVar[str]
-    help: ClassVar[str] = ""
+    help: ClassVar[str] = ""  # one line: rpx eval --help, rpx --help, the schema's description
+    details: ClassVar[str] = ""  # more paragraphs for the command's --help
     formats: ClassVar[str] = ""
     """The input files in a few lines, shown under "Input formats" by ``rpx eval TASK
     --help``: what one file per stem holds on each side (suffixes, JSON fields, columns,
@@ -147,6 +119,8 @@ class Task:
     default_missing: ClassVar[str] = "error"
     # how run_provenance names the two folders (coherence: mask_dir, depth_dir)
     input_names: ClassVar[tuple[str, str]] = ("pred_dir", "gt_dir")
+    # the --help of the two folder flags (named from input_names: --pred-dir, --mask-dir, ...)
+    input_help: ClassVar[tuple[str, str]] = ("Folder of predictions.", "Folder of ground truth.")
     # input files that replace --pred-dir/--gt-dir (detection: --coco-gt/--coco-dt); the
     # task reads them in :meth:`read_files`
     file_inputs: ClassVar[tuple[Option, ...]] = ()
@@ -156,8 +130,10 @@ class Task:
     aux_inputs: ClassVar[tuple[Option, ...]] = ()
 
     # --- parameters ---------------------------------------------------------------------
+    # the task's parameters, one declaration each (rpx_cli.params.Option): the CLI flags,
+    # the Python API keywords, the Evaluator's arguments, rpx.toml keys and default_params
+    # all come from them, and every value is checked by Option.convert
     options: ClassVar[tuple[Option, ...]] = ()
-    default_params: ClassVar[Mapping[str, Any]] = {}
 
     # --- metrics ------------------------------------------------------------------------
     metrics: ClassVar[Mapping[str, MetricInfo]] = {}
@@ -173,12 +149,27 @@ class Task:
     # summarize an empty --shard part too (a kind whose schema requires its keys)
     summarize_empty: ClassVar[bool] = False
 
+    @property
+    def default_params(self) -> dict[str, Any]:
+        """Every option at its default (the declarations' defaults)."""
+        return {option.param: option.default for option in self.options}
+
     def normalise_params(self, params: Params) -> dict[str, Any]:
-        """Parameters in the form recorded in the report's ``params`` (JSON types)."""
+        """Parameters in the form recorded in the report's ``params`` (JSON types), from the
+        options' converted values (every option present): what depends on several options
+        (a protocol's conventions, class names read from a file) is settled here."""
         return dict(params)
 
     def validate_params(self, params: Params) -> None:
         """Raise :class:`rpx_cli.errors.ParameterError` for a value the task cannot use."""
+
+    def bands(self, params: Params) -> list[Band]:
+        """The range bands of ``params`` (the values of the option parsed as bands,
+        ``--range``), in the order given; every banded key is ``band.key(name)``."""
+        for option in self.options:
+            if option.parse is parse_band:
+                return [Band.of(value) for value in params.get(option.param) or ()]
+        return []
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         """Directions of every metric key the report will hold (band keys included)."""

@@ -29,17 +29,16 @@ import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
+from rpx_cli.io.depth_maps import DepthMap, to_depth
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.label_images import read_label_image
 from rpx_cli.ops.boundaries import FrameAgreement, boundary_agreement, sgc_summary
-from rpx_cli.tasks.base import MetricInfo, Params, Sample, Task, Warn, shape_text
-from rpx_cli.tasks.depth import DepthMap, to_depth
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
 from rpx_cli.tasks.registry import register_task
-from rpx_cli.tasks.segmentation import Segmentation
 from rpx_cli.tasks.stats import Stat, StatTable
 
 COUNTS = ("n_mask_boundary", "n_depth_boundary", "n_mask_band", "n_depth_band", "n_overlap",
           "n_no_depth")
-_LABELS = Segmentation()  # its label-map reader (PNG L/P/I;16, integer .npy)
 _COUNT = {"type": "integer", "minimum": 0}
 _FRACTION = {"type": "number", "minimum": 0, "maximum": 1}
 
@@ -49,7 +48,21 @@ class Coherence(Task):
     name = "coherence"
     report_schema = "rpx.coherence"
     suffixes = (".png", ".npy", ".npz", ".pgm", ".tif", ".tiff")
-    help = "Stack-Level Geometric Coherence: mask boundaries against depth discontinuities."
+    help = "Stack-Level Geometric Coherence: do mask boundaries sit on depth discontinuities?"
+    details = (
+        "Pairs masks and depth maps by stem. Per pair: the mask boundary (a pixel whose right "
+        "or lower neighbour has another label) and the depth boundary (numpy.gradient magnitude "
+        "> TAU) are both grown by DILATION 4-neighbour steps; precision = overlap / grown mask "
+        "boundary, recall = overlap / grown depth boundary (1.0 when nothing to match). sgc is "
+        "the F-score of the mean precision and the mean recall (RPX compute_sgc). Depth <= 0 "
+        "marks a pixel without depth (excluded); NaN/inf depth is an input error."
+    )
+    example = (
+        "rpx coherence --mask-dir fixtures/coherence/shelf/mask \\\n"
+        "    --depth-dir fixtures/coherence/shelf/depth --require 'sgc>=0.8' | jq .sgc"
+    )
+    input_help = ("Folder of label maps (PNG L/P/I;16, integer .npy).",
+                  "Folder of depth maps (.npy metres, .npz 'depth', 16-bit PNG/PGM/TIFF).")
     summarize_empty = True  # the rpx.coherence schema requires sgc/precision/recall: null
     stats = (Stat("precision"), Stat("recall"), *(Stat(key) for key in COUNTS))
     report_properties = {
@@ -86,9 +99,18 @@ class Coherence(Task):
         "n_overlap": MetricInfo("none", "pixels in both dilated boundaries"),
         "n_no_depth": MetricInfo("none", "pixels with depth <= 0, excluded from every count"),
     }
-    # flags are declared by the command (rpx_cli/cli/coherence.py), as for saliency-mb
     input_names = ("mask_dir", "depth_dir")
-    default_params = {"tau": 0.1, "dilation": 2, "depth_scale": 1000.0}
+    options = (
+        Option("tau", "--tau", "float", 0.1, minimum=0.0, open_min=True,
+               help="Depth boundary: central-difference gradient magnitude strictly above this "
+                    "(metres per pixel)."),
+        Option("dilation", "--dilation", "int", 2, minimum=0,
+               help="Both boundaries grow by this many 4-neighbour steps (a diamond) before "
+                    "matching; 0 = exact pixels."),
+        Option("depth_scale", "--depth-scale", "float", 1000.0, minimum=0.0, open_min=True,
+               help="Integer depth (16-bit PNG/PGM/TIFF, integer .npy) is divided by this to "
+                    "get metres: 1000 = millimetres."),
+    )
 
     # --- parameters -------------------------------------------------------------------
 
@@ -117,7 +139,7 @@ class Coherence(Task):
              role: str = "gt") -> np.ndarray | DepthMap:
         """``role="pred"``: the label map; ``role="gt"``: the depth map."""
         if role == "pred":
-            return _LABELS.read(path, buffer, params, warn, role=role)
+            return read_label_image(path, buffer).array
         loaded = read_array(path, buffer, npz_key="depth")
         return to_depth(loaded.array, loaded.format, params["depth_scale"], path)
 

@@ -8,13 +8,13 @@ metric definitions.
 
 from __future__ import annotations
 
-import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
+from rpx_cli.io.depth_maps import DepthMap, to_depth
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.values import MAX_MAGNITUDE, MIN_DEPTH
 from rpx_cli.ops.depth import (
@@ -22,7 +22,6 @@ from rpx_cli.ops.depth import (
     DepthSums,
     NonFinitePrediction,
     apply_alignment,
-    band_suffix,
     combine_columns,
     finalize,
     finalize_columns,
@@ -31,6 +30,8 @@ from rpx_cli.ops.depth import (
 )
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.ops.resize import RESIZE_METHODS, resize
+from rpx_cli.params import banded
+from rpx_cli.params.parsers import parse_band
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
@@ -49,64 +50,9 @@ _INFO = {
     "delta3": MetricInfo("higher", "fraction of pixels with max(p/g, g/p) < 1.25^3 (strict)"),
     "n_valid": MetricInfo("none", "valid GT pixels (finite, > 0, strictly inside the caps)"),
 }
-_EIGHT_BIT_IMAGE = ("png", "pgm", "tiff")
 # a frame's sums stay far below this when depths lie in [MIN_DEPTH, MAX_MAGNITUDE] m (and
 # the dataset's sums, pooled over frames, can then never overflow either)
 _SUM_LIMIT = 1e100
-
-
-def parse_range(text: str) -> tuple[float, float | None]:
-    """``A:B`` (min inclusive, max exclusive, metres) or ``A:`` (open-ended)."""
-    low_text, sep, high_text = text.partition(":")
-    if not sep or not low_text.strip():
-        raise ValueError(f"expected A:B or A: (metres), got {text!r}")
-    try:
-        low = float(low_text)
-        high = float(high_text) if high_text.strip() else None
-    except ValueError:
-        raise ValueError(f"expected numbers in A:B, got {text!r}") from None
-    if not math.isfinite(low) or (high is not None and not math.isfinite(high)):
-        raise ValueError(f"band limits must be finite, got {text!r} (use A: for open-ended)")
-    if high is not None and not low < high:
-        raise ValueError(f"band {text!r} is empty: A must be below B")
-    return low, high
-
-
-class DepthMap(NamedTuple):
-    """A depth map: float metres, or integers in 1/``scale`` metres (scale set)."""
-
-    values: np.ndarray
-    scale: float | None = None
-
-    @property
-    def exact_in_float32(self) -> bool:
-        return self.scale is None and self.values.dtype in (np.float32, np.float16)
-
-    def metres(self, dtype: type) -> np.ndarray:
-        """Metres in ``dtype``: integers / scale rounded once; floats converted."""
-        if self.scale is None:
-            return self.values.astype(dtype, copy=False)
-        return np.divide(self.values, self.scale, dtype=dtype)
-
-
-def to_depth(array: np.ndarray, fmt: str, depth_scale: float, path: str) -> DepthMap:
-    """Check a loaded array: 2-D and numeric; integers are read as 1/``depth_scale`` m."""
-    if array.ndim == 3 and 1 in (array.shape[0], array.shape[2]):
-        array = array.reshape(array.shape[1:] if array.shape[0] == 1 else array.shape[:2])
-    if array.ndim != 2:
-        raise InputError(f"depth map must be 2-D (H, W), got shape {array.shape}", path=path)
-    if array.dtype == np.uint8 and fmt in _EIGHT_BIT_IMAGE:
-        raise InputError(
-            "8-bit depth image: a depth map saved through an 8-bit path has lost its values; "
-            "save depth as 16-bit PNG (millimetres) or .npy",
-            path=path,
-        )
-    kind = array.dtype.kind
-    if kind in "iu":
-        return DepthMap(array, float(depth_scale))
-    if kind == "f":
-        return DepthMap(array)
-    raise InputError(f"depth map has unsupported dtype {array.dtype}", path=path)
 
 
 @register_task
@@ -138,7 +84,7 @@ class Depth(Task):
                help="Evaluate only GT depths strictly above this (metres)."),
         Option("max_depth", "--max-depth", "float", None, minimum=0.0, open_min=True,
                help="Evaluate only GT depths strictly below this (metres)."),
-        Option("ranges", "--range", "parsed", (), multiple=True, parse=parse_range, metavar="A:B",
+        Option("ranges", "--range", "parsed", (), multiple=True, parse=parse_band, metavar="A:B", unique=True,
                help="Also report every metric for GT depth in [A, B) metres, suffixed like "
                     "absrel_0p3m_1m; A: is open-ended. Repeatable."),
         Option("align", "--align", "choice", "none", choices=ALIGN_METHODS,
@@ -146,35 +92,13 @@ class Depth(Task):
         Option("resize_pred", "--resize-pred", "choice", None, choices=RESIZE_METHODS,
                help="Resize predictions to the GT size instead of failing on a shape mismatch."),
     )
-    default_params = {option.param: option.default for option in options}
 
     # --- parameters -------------------------------------------------------------------
 
     def validate_params(self, params: Params) -> None:
-        scale = params["depth_scale"]
-        if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
-            raise ParameterError(f"depth scale must be a positive number, got {scale}")
         low, high = params["min_depth"], params["max_depth"]
-        for name, value in (("min depth", low), ("max depth", high)):
-            if value is not None and not (math.isfinite(value) and value >= 0):
-                raise ParameterError(f"{name} must be a non-negative number, got {value}")
         if low is not None and high is not None and not low < high:
             raise ParameterError(f"min depth {low} must be below max depth {high}")
-        if params["align"] not in ALIGN_METHODS:
-            raise ParameterError(f"align must be one of {', '.join(ALIGN_METHODS)}")
-        if params["resize_pred"] not in (None, *RESIZE_METHODS):
-            raise ParameterError(f"resize-pred must be one of {', '.join(RESIZE_METHODS)}")
-        suffixes = [band_suffix(*band) for band in params["ranges"]]
-        if len(set(suffixes)) != len(suffixes):
-            raise ParameterError("the same --range is given twice")
-
-    def normalise_params(self, params: Params) -> dict[str, Any]:
-        try:
-            ranges = [parse_range(r) if isinstance(r, str) else tuple(r) for r in params["ranges"]]
-        except ValueError as exc:
-            raise ParameterError(f"--range: {exc}") from None
-        return {**params, "depth_scale": float(params["depth_scale"]),
-                "ranges": [[float(low), None if high is None else float(high)] for low, high in ranges]}
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         info = dict(self.metrics)
@@ -183,14 +107,12 @@ class Depth(Task):
         if params.get("align", "none") != "none":
             info["align_scale"] = MetricInfo("none", f"fitted scale ({params['align']})")
             info["align_shift"] = MetricInfo("none", f"fitted shift ({params['align']})")
-        for low, high in params.get("ranges", ()):
-            suffix = band_suffix(low, high)
+        for band in self.bands(params):
             for metric in METRICS:
                 base = self.metrics[metric]
-                info[f"{metric}_{suffix}"] = MetricInfo(base.direction, f"{base.description}, "
-                                                        f"GT depth in [{low:g}, "
-                                                        f"{'inf' if high is None else f'{high:g}'}) m")
-            info[f"n_valid_{suffix}"] = MetricInfo("none", "valid GT pixels in the band")
+                info[band.key(metric)] = MetricInfo(base.direction, f"{base.description}, "
+                                                    f"GT depth in {band.label}")
+            info[band.key("n_valid")] = MetricInfo("none", "valid GT pixels in the band")
         return info
 
     # --- per pair ---------------------------------------------------------------------
@@ -233,7 +155,7 @@ class Depth(Task):
         try:
             sums = kernel.sums(p, gt_values, valid=flat_valid,
                                gt_scale=gt.scale if fast else None,
-                               bands=[tuple(band) for band in params["ranges"]])
+                               bands=self.bands(params))
         except NonFinitePrediction as exc:
             raise InputError(str(exc), path=pred_path) from None
         if not all(abs(value) < _SUM_LIMIT for part in sums for value in part.as_tuple()):
@@ -241,11 +163,10 @@ class Depth(Task):
         row.update(finalize(sums[0]))
         row["n_valid"] = n_valid
         stats = {"sums": sums[0].as_tuple(), "n_capped": row.get("n_capped", 0)}
-        for (low, high), band in zip(params["ranges"], sums[1:], strict=True):
-            suffix = band_suffix(low, high)
-            row.update({f"{k}_{suffix}": v for k, v in finalize(band).items()})
-            row[f"n_valid_{suffix}"] = band.n
-            stats[f"sums_{suffix}"] = band.as_tuple()
+        for band, band_sums in zip(self.bands(params), sums[1:], strict=True):
+            row.update({band.key(k): v for k, v in finalize(band_sums).items()})
+            row[band.key("n_valid")] = band_sums.n
+            stats[band.key("sums")] = band_sums.as_tuple()
         return Sample(row, stats)
 
     @staticmethod
@@ -302,29 +223,25 @@ class Depth(Task):
 
     # --- over all rows ------------------------------------------------------------------
 
-    def _suffixes(self, params: Params) -> list[str]:
-        return [""] + [band_suffix(low, high) for low, high in params["ranges"]]
-
     def statistics(self, params: Params) -> tuple[Stat, ...]:
         """Per band (the whole frame first): the :class:`DepthSums` of the frame."""
         width = len(DepthSums.__slots__)
-        return (*(Stat(f"sums_{suffix}" if suffix else "sums", width)
-                  for suffix in self._suffixes(params)), Stat("n_capped"))
+        return (*(Stat(banded("sums", band), width) for band in [None, *self.bands(params)]),
+                Stat("n_capped"))
 
     def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
         aggregate: dict[str, Any] = {}
         dataset: dict[str, Any] = {}
-        for suffix in self._suffixes(params):
-            tail = f"_{suffix}" if suffix else ""
-            block = stats[f"sums{tail}"]
+        for band in [None, *self.bands(params)]:
+            block = stats[banded("sums", band)]
             per_row = finalize_columns(block)  # the very numbers in the rows
             present = block[:, 0] > 0
             for metric in METRICS:
-                aggregate[metric + tail] = mean_present(per_row[metric][present])
-            aggregate["n_empty" + tail] = int(np.count_nonzero(~present))
+                aggregate[banded(metric, band)] = mean_present(per_row[metric][present])
+            aggregate[banded("n_empty", band)] = int(np.count_nonzero(~present))
             pooled = combine_columns(block)
-            dataset.update({k + tail: v for k, v in finalize(pooled).items()})
-            dataset["n_valid" + tail] = pooled.n
+            dataset.update({banded(k, band): v for k, v in finalize(pooled).items()})
+            dataset[banded("n_valid", band)] = pooled.n
         if params["min_depth"] is not None or params["max_depth"] is not None:
             dataset["n_capped"] = int(stats["n_capped"].sum())
         aggregate["n_frames"] = len(stats)

@@ -52,7 +52,6 @@ class Grounding(Task):
                parse=probability("IoU threshold"), metavar="T",
                help="An answer is right when its IoU with a GT box is >= T."),
     )
-    default_params = {option.param: option.default for option in options}
     stats = (Stat("grounding_iou"), Stat("grounding_acc"))
 
     def normalise_params(self, params: Params) -> dict[str, Any]:

@@ -85,7 +85,6 @@ class Keypoints(Task):
         Option("px_threshold", "--px-threshold", "float", 3.0, minimum=0.0, open_min=True,
                help="A GT point is matched correctly when its error is < this many pixels."),
     )
-    default_params = {option.param: option.default for option in options}
     stats = tuple(Stat(name) for name in SUMS)
 
     def normalise_params(self, params: Params) -> dict[str, Any]:

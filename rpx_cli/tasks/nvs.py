@@ -64,7 +64,6 @@ class NovelViewSynthesis(Task):
                help="Peak value range R for PSNR and SSIM [default: 255 for 8-bit images, "
                     "65535 for 16-bit; required for float images]."),
     )
-    default_params = {option.param: option.default for option in options}
     stats = (Stat("psnr"), Stat("ssim"), Stat("ssim_global"), Stat("identical"))
 
     def validate_params(self, params: Params) -> None:

@@ -97,7 +97,6 @@ class RelativePose(Task):
                help="The translation sign is unknown (poses from essential matrices): the "
                     "translation angle e counts as min(e, 180 - e), as SuperGlue does."),
     )
-    default_params = {option.param: option.default for option in options}
 
     def normalise_params(self, params: Params) -> dict[str, Any]:
         return {**params, "translation_sign_ambiguous": bool(params["translation_sign_ambiguous"])}

@@ -33,7 +33,7 @@ from rpx_cli.io.arrays import read_array
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.blocks import block_grid, block_sums, integer_sum_threshold
 from rpx_cli.ops.reduce import mean_present
-from rpx_cli.tasks.base import MetricInfo, Params, Sample, Task, Warn, shape_text
+from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
@@ -108,11 +108,30 @@ def block_iou(pred: np.ndarray, gt: np.ndarray) -> tuple[int, int, float]:
 class SaliencyMB(Task):
     name = "saliency-mb"
     report_schema = "rpx.saliency-mb"
-    help = ("Block-level saliency IoU: top-level and row keys of eval_saliency_per_mb.py, plus "
-            "the rpx envelope.")
+    help = "Block-level IoU of saliency masks, as ROI encoders consume them."
+    details = (
+        "Each mask (.npy, .pgm P2/P5, 8/16-bit .png) is scaled to [0, 1], cut into "
+        "BLOCK-SIZE x BLOCK-SIZE blocks (partial edge blocks dropped) and a block is on when "
+        "its mean is >= THRESHOLD. Per pair: intersection, union and IoU of the on-blocks "
+        "(1.0 when neither has a block on); overall: macro_iou (mean of row IoUs) and "
+        "micro_iou (total intersection / total union). Same numbers, flags and keys as "
+        "eval_saliency_per_mb.py; unpaired stems are skipped and listed under 'unpaired'."
+    )
+    example = (
+        "rpx saliency-mb --pred-dir fixtures/saliency-mb/ctu64/pred \\\n"
+        "    --gt-dir fixtures/saliency-mb/ctu64/gt --block-size 64 --threshold 0.4 | jq .micro_iou"
+    )
     suffixes = (".npy", ".pgm", ".png")
     default_missing = "skip"
-    default_params = {"block_size": 16, "threshold": 0.5, "mask_scale": None}
+    options = (
+        Option("block_size", "--block-size", "int", 16, minimum=1,
+               help="Block edge in pixels (16: H.264 macroblocks; 64: AV1/VVC CTUs)."),
+        Option("threshold", "--threshold", "float", 0.5, minimum=0.0, maximum=1.0,
+               help="A block is on when its mean scaled value is >= this."),
+        Option("mask_scale", "--mask-scale", "float", None, minimum=0.0, open_min=True,
+               help="Divisor for image masks (PNG, PGM) [default: PGM maxval; 255 or 65535 "
+                    "for PNG]. Use 1 for PNG masks stored as 0/1."),
+    )
     stats = (Stat("intersection_blocks"), Stat("union_blocks"), Stat("iou"), Stat("blocks"))
     # the original tool's top-level and row keys
     report_properties = {

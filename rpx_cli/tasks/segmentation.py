@@ -21,16 +21,18 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
-from rpx_cli.io.arrays import read_array
-from rpx_cli.io.boxes import loads_json
+from rpx_cli.io.class_names import read_class_names
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.io.regular import read_bytes
+from rpx_cli.io.label_images import read_label_image
 from rpx_cli.ops.confusion import (
+    OTHER,
     FrameConfusion,
     average_scores,
     class_axis,
     class_scores,
+    decode_confusion,
     dense_matrix,
+    encode_confusion,
     frame_confusion,
     has_other,
     sum_confusions,
@@ -40,43 +42,7 @@ from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, s
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
-OTHER = "other"
 PNG_255 = "png-255"  # warning: an 8-bit GT PNG holds 255, which is not ignored
-
-
-def load_class_names(path: str) -> list[str]:
-    """One name per line (blank lines and ``#`` comments skipped), or a JSON list."""
-    try:
-        text = read_bytes(path).decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError("class names: not UTF-8 text", path=path) from None
-    if text.lstrip().startswith("["):
-        names = loads_json(text.encode(), path, "class names: ")
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise InputError("class names: expected a JSON list of strings", path=path)
-    else:
-        names = [line.strip() for line in text.splitlines()]
-        names = [name for name in names if name and not name.startswith("#")]
-    if not names:
-        raise InputError("class names: the file names no class", path=path)
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        raise InputError(f"class names: duplicated {', '.join(duplicates)}", path=path)
-    if OTHER in names:
-        raise InputError(f"class names: '{OTHER}' is reserved for out-of-range predictions",
-                         path=path)
-    return names
-
-
-def encode_confusion(confusion: FrameConfusion) -> list[list[int]]:
-    return [confusion.gt_labels.tolist(), confusion.pred_labels.tolist(),
-            confusion.counts.tolist()]
-
-
-def decode_confusion(data: list[list[int]]) -> FrameConfusion:
-    gt, pred, counts = data
-    return FrameConfusion(np.asarray(gt, np.int64), np.asarray(pred, np.int64),
-                          np.asarray(counts, np.int64).reshape(len(gt), len(pred)))
 
 
 @register_task
@@ -126,12 +92,11 @@ class Segmentation(Task):
                help="Class names, one per line or a JSON list; label i is line i. Keys "
                     "dataset.per_class by name and implies --num-classes."),
     )
-    default_params = {option.param: option.default for option in options}
 
     def normalise_params(self, params: Params) -> dict[str, Any]:
         names = params.get("class_names")
         if isinstance(names, str):
-            names = load_class_names(names)
+            names = read_class_names(names, reserved=(OTHER,))
         ignore = params.get("ignore_index", (-1,))
         ignore = [ignore] if isinstance(ignore, int) else list(ignore)
         num_classes = params.get("num_classes")
@@ -150,24 +115,8 @@ class Segmentation(Task):
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> np.ndarray:
-        loaded = read_array(path, buffer)
+        loaded = read_label_image(path, buffer)
         labels = loaded.array
-        if labels.ndim == 3 and labels.shape[2] in (3, 4):
-            raise InputError(
-                f"label map has {labels.shape[2]} channels (a colour image?); save class "
-                "indices as a single-channel (L, P or I;16) PNG or an integer .npy",
-                path=path,
-            )
-        if labels.ndim != 2:
-            raise InputError(f"label map must be 2-D (H, W), got shape {labels.shape}", path=path)
-        if labels.dtype == np.bool_:
-            return labels.view(np.uint8)
-        if labels.dtype.kind not in "iu":
-            raise InputError(
-                f"label map has dtype {labels.dtype}; labels must be integers (a float map is "
-                "a score map, not labels)",
-                path=path,
-            )
         if (role == "gt" and loaded.format == "png" and labels.dtype == np.uint8
                 and params["num_classes"] is None and 255 not in params["ignore_index"]
                 and labels.max() == 255):

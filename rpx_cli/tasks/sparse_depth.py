@@ -21,12 +21,12 @@ import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.arrays import read_array
+from rpx_cli.io.depth_maps import DepthMap, to_depth
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.points import Points, parse_points_json, points_from_array
 from rpx_cli.io.values import MAX_MAGNITUDE, MIN_DEPTH
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn
-from rpx_cli.tasks.depth import DepthMap, to_depth
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
@@ -70,7 +70,6 @@ class SparseDepth(Task):
                help="Predictions are points or dense maps [auto: JSON and (N, 3) .npy are "
                     "points, anything else a map]."),
     )
-    default_params = {option.param: option.default for option in options}
     stats = tuple(Stat(name) for name in SUMS)
 
     def validate_params(self, params: Params) -> None:

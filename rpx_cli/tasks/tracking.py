@@ -106,7 +106,6 @@ class Tracking(Task):
                help="Apply TrackEval's MOTChallenge preprocessing (distractor classes, "
                     "zero-marked GT, pedestrians only) [none: drop GT lines whose flag is 0]."),
     )
-    default_params = {option.param: option.default for option in options}
     # TrackEval's summed fields of one sequence, named by ops.mot.STAT_NAMES
     stats = (Stat("mot", width=mot.WIDTH),)
 

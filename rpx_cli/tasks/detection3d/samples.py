@@ -1,6 +1,6 @@
 """The samples of ``rpx eval detection3d`` as the metric sees them
 (:mod:`rpx_cli.tasks.detection3d` has the task,
-:mod:`rpx_cli.tasks.detection3d_params` its protocols): a sample's two box
+:mod:`rpx_cli.tasks.detection3d.params` its protocols): a sample's two box
 sets as kept per stem, and all samples flattened into one GT and one prediction side
 (:class:`rpx_cli.ops.detection3d.Side`), filtered by class, range and band, with the
 conventions of the protocol."""

@@ -29,15 +29,11 @@ import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.boxes import load_class_map
+from rpx_cli.io.class_names import read_class_names
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.io.labels import (
-    LabelDoc,
-    parse_label_file,
-    read_class_names,
-    read_label_csv,
-)
+from rpx_cli.io.labels import LabelDoc, parse_label_file, read_label_csv
 from rpx_cli.tasks.base import FileInput, MetricInfo, Option, Params, Sample, Task, Warn, probability
-from rpx_cli.tasks.classification_columns import (
+from rpx_cli.tasks.classification.columns import (
     Labels,
     LabelSet,
     Record,
@@ -50,8 +46,8 @@ from rpx_cli.tasks.classification_columns import (
     name_index,
     table_plan,
 )
-from rpx_cli.tasks.classification_figures import multi_label_figures, single_label_figures
-from rpx_cli.tasks.classification_tables import columns_from_tables
+from rpx_cli.tasks.classification.figures import multi_label_figures, single_label_figures
+from rpx_cli.tasks.classification.tables import columns_from_tables
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
@@ -59,13 +55,6 @@ FAMILIES = ("rows", "report", "ranking", "calibration")
 
 
 # --- the task -----------------------------------------------------------------------------------
-
-
-def _top_k(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(f"top-k must be >= 1, got {text}")
-    return value
 
 
 @register_task
@@ -101,7 +90,7 @@ class Classification(Task):
                help="JSON {raw label: evaluated label, or null to drop}, applied to GT and "
                     "predictions first (merged classes' scores add; with --multi-label the "
                     "largest is kept)."),
-        Option("top_k", "--top-k", "parsed", (5,), multiple=True, parse=_top_k, metavar="K",
+        Option("top_k", "--top-k", "int", (5,), multiple=True, minimum=1, metavar="K",
                help="Top-k accuracy for each K (repeatable) when predictions carry a score "
                     "per class."),
         Option("multi_label", "--multi-label", "flag", False,
@@ -114,12 +103,11 @@ class Classification(Task):
         Option("ece_bins", "--ece-bins", "int", 15, minimum=1,
                help="Equal-width confidence bins of the expected calibration error."),
     )
-    default_params = {option.param: option.default for option in options}
     file_inputs = (
-        Option("gt_file", "--gt-file", "file", None, metavar="CSV",
+        Option("gt_file", "--gt-file", "file", None, urls=True, metavar="CSV",
                help="One CSV of GT instead of --gt-dir: stem,label (or stem,<one 0/1 column "
                     "per class> with --multi-label); a header row names the columns."),
-        Option("pred_file", "--pred-file", "file", None, metavar="CSV",
+        Option("pred_file", "--pred-file", "file", None, urls=True, metavar="CSV",
                help="One CSV of predictions instead of --pred-dir: stem,label, "
                     "stem,label,score or stem,<one score column per class>."),
     )

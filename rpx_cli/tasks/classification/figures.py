@@ -1,5 +1,5 @@
 """The classification figures (``rpx eval classification``): rows, ``aggregate`` and
-``dataset`` from the columns (:mod:`rpx_cli.tasks.classification_columns`) — single-label
+``dataset`` from the columns (:mod:`rpx_cli.tasks.classification.columns`) — single-label
 (accuracy, top-k, P/R/F1 per class and their macro/weighted means, balanced accuracy,
 AP/mAP, ECE) and multi-label (subset accuracy, Hamming loss, per-class P/R/F1, AP/mAP),
 with scikit-learn's definitions."""
@@ -20,7 +20,7 @@ from rpx_cli.ops.classification import (
 )
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import Params
-from rpx_cli.tasks.classification_columns import Columns
+from rpx_cli.tasks.classification.columns import Columns
 
 # --- the figures ---------------------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 error collection, progress. The only place that creates workers.
 
 A *job* is a picklable callable ``job(worker, unit) -> result``:
-:class:`~rpx_cli.engine_pairs.PairJob` evaluates one pair of files with a task (``rpx eval``,
-``saliency-mb``, ``coherence``; :func:`~rpx_cli.engine_pairs.run_pairs`); temporal
+:class:`~rpx_cli.engine.pairs.PairJob` evaluates one pair of files with a task (``rpx eval``,
+``saliency-mb``, ``coherence``; :func:`~rpx_cli.engine.pairs.run_pairs`); temporal
 stability's job scores a run of consecutive frames. Each process has one :class:`Worker`
 holding reused file buffers (every file is read once, into memory that is kept between
 files, and its sha256 is computed alongside for ``run_provenance``). Results come back in
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from rpx_cli.allocator import tune_allocator
-from rpx_cli.errors import InputError, PairError, RpxError, WorkerCrashed
+from rpx_cli.errors import InputError, PairError, RpxError, WorkerCrashed, first_line
 from rpx_cli.io.digest_cache import DigestCache
 from rpx_cli.io.filebuffer import FileBuffer, shutdown_digest_thread
 
@@ -172,11 +172,6 @@ def warning_kind(record: warnings.WarningMessage) -> str:
         return ("very large image (over the decoder's decompression-bomb warning limit of "
                 "89,478,485 pixels; read anyway)")
     return f"{record.category.__name__}: {first_line(record.message)}"
-
-
-def first_line(value: object) -> str:
-    text = str(value).strip().splitlines()
-    return text[0] if text else type(value).__name__
 
 
 @dataclass

@@ -11,10 +11,12 @@ from typing import Any
 
 from rpx_cli.errors import ParameterError
 from rpx_cli.io.boxes3d import BOX_ORIGINS
+from rpx_cli.io.class_names import read_class_names
 from rpx_cli.ops import detection3d as d3
 from rpx_cli.ops.depth import band_suffix
+from rpx_cli.params.parsers import name_and_number, positive
 from rpx_cli.tasks.base import Params
-from rpx_cli.tasks.detection3d_samples import unique_floats
+from rpx_cli.tasks.detection3d.samples import unique_floats
 
 NUSCENES_CLASSES = ("car", "truck", "bus", "trailer", "construction_vehicle", "pedestrian",
                     "motorcycle", "bicycle", "traffic_cone", "barrier")
@@ -38,41 +40,25 @@ PROTOCOLS: dict[str, dict[str, Any]] = {
 }
 
 
-def positive(name: str):
-    """The parser of a positive, finite number (``name`` in its error)."""
-    def parse(text: str) -> float:
-        value = float(text)
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a positive number, got {text}")
-        return value
-    return parse
+parse_class_range = name_and_number("METRES", positive("class range"))
 
 
-def iou_threshold(text: str) -> float:
-    """The parser of an IoU threshold in (0, 1]."""
-    value = float(text)
-    if not 0 < value <= 1:
-        raise ValueError(f"IoU threshold must be in (0, 1], got {text}")
-    return value
-
-
-def parse_class_range(text: str) -> tuple[str, float]:
-    """``name=metres``: evaluate class ``name`` only within that distance."""
-    name, sep, value = text.rpartition("=")
-    if not sep or not name:
-        raise ValueError(f"expected NAME=METRES, got {text!r}")
-    return name, positive("class range")(value)
-
-
-def parse_exempt(text: str) -> tuple[str, tuple[str, ...]]:
-    """``class=AOE,AVE`` (TP errors left undefined for that class) or ``none``."""
-    if text == "none":
-        return ("", ())
-    name, sep, keys = text.partition("=")
-    errors = tuple(k.strip().upper() for k in keys.split(",") if k.strip())
+def parse_exempt(value: Any) -> tuple[str, tuple[str, ...]]:
+    """``class=AOE,AVE`` (TP errors left undefined for that class) or ``none``; from Python,
+    ``(class, [errors])``."""
+    if isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[0], str):
+        name, errors = value[0], tuple(str(k).strip().upper() for k in value[1])
+        sep = "="
+    elif isinstance(value, str):
+        if value == "none":
+            return ("", ())
+        name, sep, keys = value.partition("=")
+        errors = tuple(k.strip().upper() for k in keys.split(",") if k.strip())
+    else:
+        raise ValueError(f"expected CLASS=ERR[,ERR] or none, got {value!r}")
     if not sep or not name or not errors or any(k not in ERRORS for k in errors):
         raise ValueError(f"expected CLASS=ERR[,ERR] with ERR in {', '.join(ERRORS)}, or none; "
-                         f"got {text!r}")
+                         f"got {value!r}")
     return name, errors
 
 
@@ -92,9 +78,7 @@ def load_names(items: Any) -> list[str] | None:
     names: list[str] = []
     for item in items:
         if os.path.isfile(item):
-            from rpx_cli.tasks.segmentation import load_class_names
-
-            names += load_class_names(item)
+            names += read_class_names(item)
         else:
             names += [part.strip() for part in str(item).split(",") if part.strip()]
     if not names:

@@ -1,5 +1,5 @@
 """``rpx eval classification --pred-file/--gt-file``: the columns every figure is computed
-from (:class:`~rpx_cli.tasks.classification_columns.Columns`) built straight from the two
+from (:class:`~rpx_cli.tasks.classification.columns.Columns`) built straight from the two
 CSV tables, vectorised over rows: rows matched by stem, classes mapped and reordered into
 the run's class order, single- and multi-label."""
 
@@ -16,7 +16,7 @@ from rpx_cli.io.labels import (
     sort_labels,
 )
 from rpx_cli.tasks.base import Params
-from rpx_cli.tasks.classification_columns import (
+from rpx_cli.tasks.classification.columns import (
     Columns,
     merge_columns,
     name_index,

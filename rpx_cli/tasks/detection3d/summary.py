@@ -15,8 +15,8 @@ from rpx_cli.ops.boxes3d import center_distance
 from rpx_cli.ops.depth import band_suffix
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
 from rpx_cli.tasks.base import Params
-from rpx_cli.tasks.detection3d_params import ERRORS, match_thresholds, threshold_key
-from rpx_cli.tasks.detection3d_samples import (
+from rpx_cli.tasks.detection3d.params import ERRORS, match_thresholds, threshold_key
+from rpx_cli.tasks.detection3d.samples import (
     SamplePair,
     base_filter,
     column,

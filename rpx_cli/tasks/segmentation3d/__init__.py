@@ -36,15 +36,19 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.io.class_names import read_class_names
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.label_map import load_label_map, normalise_label_map
 from rpx_cli.io.lidar import BIN_LABELS, LABEL_SUFFIXES, POINT_SUFFIXES, read_point_labels, read_points
 from rpx_cli.ops.confusion import (
     EMPTY,
+    OTHER,
     FrameConfusion,
     add_confusions,
     class_axis,
+    decode_confusion,
     dense_matrix,
+    encode_confusion,
     has_other,
     interval_confusions,
     not_in,
@@ -53,11 +57,11 @@ from rpx_cli.ops.confusion import (
 from rpx_cli.ops.depth import band_suffix
 from rpx_cli.ops.lidar import LabelMap, RangeIntervals
 from rpx_cli.ops.reduce import mean_present
+from rpx_cli.params import Band
+from rpx_cli.params.parsers import parse_band
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn
-from rpx_cli.tasks.depth import parse_range
 from rpx_cli.tasks.registry import register_task
-from rpx_cli.tasks.segmentation import OTHER, decode_confusion, encode_confusion, load_class_names
-from rpx_cli.tasks.segmentation3d_scores import (
+from rpx_cli.tasks.segmentation3d.scores import (
     bucket_metrics,
     class_metrics,
     scan_scores,
@@ -169,7 +173,7 @@ class Segmentation3D(Task):
         Option("point_fields", "--point-fields", "int", 4, minimum=2,
                help="float32 values per point in .bin point files: 4 = SemanticKITTI (x, y, "
                     "z, remission), 5 = nuScenes (x, y, z, intensity, ring)."),
-        Option("ranges", "--range", "parsed", (), multiple=True, parse=parse_range,
+        Option("ranges", "--range", "parsed", (), multiple=True, parse=parse_band,
                metavar="A:B",
                help="Also report every metric for the points at distance [A, B) metres, "
                     "suffixed like miou_0m_50m; A: is open-ended. Repeatable; needs "
@@ -188,7 +192,6 @@ class Segmentation3D(Task):
                     ".npy (N, >= 2)); needed by --range. Point counts are checked against "
                     "the labels."),
     )
-    default_params = {option.param: option.default for option in options}
     metrics = metric_infos("autoware")  # metric_info(params) names the protocol used
     families = {"rows": (("miou", "acc"), ()), "confusion": ((), ("dataset",))}
 
@@ -199,7 +202,7 @@ class Segmentation3D(Task):
         points_dir = out.pop("points_dir", None)
         names = out.get("class_names")
         if isinstance(names, str):
-            names = load_class_names(names)
+            names = read_class_names(names, reserved=(OTHER,))
         ignore = out.get("ignore_index", (-1,))
         ignore = [ignore] if isinstance(ignore, int) else list(ignore)
         num_classes = out.get("num_classes")
@@ -217,7 +220,7 @@ class Segmentation3D(Task):
             except ValueError as exc:
                 raise ParameterError(f"label map: {exc}") from None
         try:
-            ranges = [parse_range(r) if isinstance(r, str) else tuple(r) for r in out["ranges"]]
+            ranges = [Band.of(r) for r in out["ranges"]]
         except ValueError as exc:
             raise ParameterError(f"--range: {exc}") from None
         if ranges and points_dir is None:

@@ -68,13 +68,13 @@ from rpx_cli.tasks.base import (
     Warn,
     probability,
 )
-from rpx_cli.tasks.detection_shapes import (
+from rpx_cli.tasks.detection.shapes import (
     decode_shapes_frame,
     encode_shapes_frame,
     evaluate_shapes,
     overlap_table,
 )
-from rpx_cli.tasks.detection_views import (
+from rpx_cli.tasks.detection.views import (
     by_confidence,
     coco,
     confusion,
@@ -197,12 +197,11 @@ class Detection(Task):
                help="Leave frames with an empty GT file out of rows, pooled and confusion "
                     "(Aquarium's default); COCO always counts them."),
     )
-    default_params = {option.param: option.default for option in options}
     file_inputs = (
-        Option("coco_gt", "--coco-gt", "file", None, metavar="FILE",
+        Option("coco_gt", "--coco-gt", "file", None, urls=True, metavar="FILE",
                help="COCO instances JSON (images, annotations, categories) instead of --gt-dir; "
                     "stems come from file_name."),
-        Option("coco_dt", "--coco-dt", "file", None, metavar="FILE",
+        Option("coco_dt", "--coco-dt", "file", None, urls=True, metavar="FILE",
                help="COCO results JSON [{image_id, category_id, bbox, score}] instead of "
                     "--pred-dir."),
     )

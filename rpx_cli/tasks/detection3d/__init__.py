@@ -15,8 +15,8 @@ predictions with score >= ``--conf-threshold``): ``tp``, ``fp``, ``fn``, ``n_gt`
 ``n_pred``, ``mean_center_error``, and ``precision``, ``recall``, ``f1`` (both empty: 1).
 
 The task's parts are beside it: the protocols, flag parsers and resolved params in
-:mod:`rpx_cli.tasks.detection3d_params`, the samples in :mod:`rpx_cli.tasks.detection3d_samples`,
-the figures over all samples in :mod:`rpx_cli.tasks.detection3d_summary`.
+:mod:`rpx_cli.tasks.detection3d.params`, the samples in :mod:`rpx_cli.tasks.detection3d.samples`,
+the figures over all samples in :mod:`rpx_cli.tasks.detection3d.summary`.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from rpx_cli.io.boxes3d import (
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.regular import read_bytes
 from rpx_cli.ops.depth import band_suffix
+from rpx_cli.params.parsers import iou_threshold, parse_band, positive
 from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
@@ -45,27 +46,24 @@ from rpx_cli.tasks.base import (
     Warn,
     probability,
 )
-from rpx_cli.tasks.depth import parse_range
-from rpx_cli.tasks.detection3d_params import (
+from rpx_cli.tasks.detection3d.params import (
     ERRORS,
     MATCHES,
     PROTOCOLS,
     check_params,
-    iou_threshold,
     match_thresholds,
     parse_class_range,
     parse_exempt,
-    positive,
     resolve_params,
     threshold_key,
 )
-from rpx_cli.tasks.detection3d_samples import (
+from rpx_cli.tasks.detection3d.samples import (
     SamplePair,
     check_count,
     decode_pair,
     encode_pair,
 )
-from rpx_cli.tasks.detection3d_summary import ROW_KEYS, summarize_pairs
+from rpx_cli.tasks.detection3d.summary import ROW_KEYS, summarize_pairs
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
@@ -144,7 +142,7 @@ class Detection3D(Task):
         Option("class_range", "--class-range", "parsed", (), multiple=True, parse=parse_class_range,
                metavar="NAME=M", help="Evaluate class NAME only within M metres of the ego "
                                       "(repeatable), e.g. car=50."),
-        Option("ranges", "--range", "parsed", (), multiple=True, parse=parse_range, metavar="A:B",
+        Option("ranges", "--range", "parsed", (), multiple=True, parse=parse_band, metavar="A:B",
                help="Also report every key for GT and predictions whose centre lies in [A, B) "
                     "metres (XY norm), suffixed like mAP_0m_50m; A: is open-ended. Repeatable."),
         Option("conf_threshold", "--conf-threshold", "parsed", 0.0,
@@ -189,12 +187,11 @@ class Detection3D(Task):
                parse=probability("min precision"), metavar="P",
                help="Precision below this counts 0 in AP."),
     )
-    default_params = {option.param: option.default for option in options}
     file_inputs = (
-        Option("gt_file", "--gt-file", "file", None, metavar="FILE",
+        Option("gt_file", "--gt-file", "file", None, urls=True, metavar="FILE",
                help='GT in the nuScenes submission layout {"results": {sample: [boxes]}} instead '
                     "of --gt-dir."),
-        Option("pred_file", "--pred-file", "file", None, metavar="FILE",
+        Option("pred_file", "--pred-file", "file", None, urls=True, metavar="FILE",
                help='Predictions in the nuScenes submission layout {"results": {sample: '
                     '[boxes]}} instead of --pred-dir.'),
     )

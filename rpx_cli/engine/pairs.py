@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rpx_cli.engine import (
+from rpx_cli.engine.workers import (
     CacheTally,
     Digests,
     Executor,

@@ -1,7 +1,7 @@
 """The columns every classification figure is computed from (``rpx eval classification``,
 :mod:`rpx_cli.tasks.classification`): the label sets and score tables shared between
 predictions, the record kept per stem and their columns (built from the two CSV tables
-instead by :mod:`rpx_cli.tasks.classification_tables`)."""
+instead by :mod:`rpx_cli.tasks.classification.tables`)."""
 
 from __future__ import annotations
 

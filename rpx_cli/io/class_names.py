@@ -1,0 +1,40 @@
+"""Class-name files, read one way for every task that takes ``--class-names FILE``: one
+name per line (blank lines and ``#`` comments skipped) or a JSON list of names (integers are
+read as their text). The order is the class order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rpx_cli.errors import InputError
+from rpx_cli.io.boxes import loads_json
+from rpx_cli.io.regular import read_bytes
+
+
+def read_class_names(path: str, *, reserved: Iterable[str] = ()) -> list[str]:
+    """The names in ``path``; an empty list, a repeated name or a ``reserved`` one (e.g.
+    segmentation's ``"other"`` column) is an :class:`InputError` naming the file."""
+    try:
+        text = read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("class names: not UTF-8 text", path=path) from None
+    if text.lstrip().startswith("["):
+        names = loads_json(text.encode(), path, "class names: ")
+        if not isinstance(names, list) or not all(
+                isinstance(n, (str, int)) and not isinstance(n, bool) for n in names):
+            raise InputError("class names: expected a JSON list of strings", path=path)
+        names = [str(n) for n in names]
+    else:
+        names = [line.strip() for line in text.splitlines()]
+        names = [name for name in names if name and not name.startswith("#")]
+    if not names:
+        raise InputError("class names: the file names no class", path=path)
+    seen: set[str] = set()
+    duplicates = sorted({name for name in names if name in seen or seen.add(name)})
+    if duplicates:
+        raise InputError(f"class names: duplicated {', '.join(duplicates[:5])}", path=path)
+    for name in reserved:
+        if name in seen:
+            raise InputError(f"class names: '{name}' is reserved for out-of-range predictions",
+                             path=path)
+    return names
