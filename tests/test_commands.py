@@ -152,12 +152,12 @@ def test_metrics_json_and_table(rpx) -> None:
 
 
 def test_unexpected_error_is_one_line_unless_traceback(rpx, monkeypatch) -> None:
-    import rpx_cli.run.evaluate
+    import rpx_cli.run.state
 
     def boom(*args, **kwargs):
         raise ZeroDivisionError("synthetic")
 
-    monkeypatch.setattr(rpx_cli.run.evaluate, "run_pairs", boom)
+    monkeypatch.setattr(rpx_cli.run.state, "run_pairs", boom)
     args = f"saliency-mb {dirs(ORIGINAL)} --block-size 2"
     run = rpx(args)
     assert run.exit_code == 1
@@ -168,12 +168,12 @@ def test_unexpected_error_is_one_line_unless_traceback(rpx, monkeypatch) -> None
 
 
 def test_interrupt_exits_130_without_report(rpx, monkeypatch, tmp_path: Path) -> None:
-    import rpx_cli.run.evaluate
+    import rpx_cli.run.state
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(rpx_cli.run.evaluate, "run_pairs", interrupted)
+    monkeypatch.setattr(rpx_cli.run.state, "run_pairs", interrupted)
     out = tmp_path / "r.json"
     run = rpx(f"saliency-mb {dirs(ORIGINAL)} -o {out}")
     assert run.exit_code == 130 and not out.exists()

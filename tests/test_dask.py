@@ -238,6 +238,7 @@ def test_workers_read_a_bucket_with_the_runs_storage_options(rpx, cluster: str,
 def test_progress_moves_as_batches_complete(cluster: str, tmp_path: Path) -> None:
     from rpx_cli.run.evaluate import default_params, run_evaluation
     from rpx_cli.run.invocation import ProgressHooks
+    from rpx_cli.run.options import RunOptions
 
     class Recorder(ProgressHooks):
         def __init__(self) -> None:
@@ -254,7 +255,7 @@ def test_progress_moves_as_batches_complete(cluster: str, tmp_path: Path) -> Non
     hooks = Recorder()
     params = {**default_params("depth"), "max_depth": 10.0}
     evaluation = run_evaluation("depth", str(root / "pred"), str(root / "gt"), params,
-                                executor="dask", scheduler=cluster, progress=hooks)
+                                RunOptions(executor="dask", scheduler=cluster), progress=hooks)
     batches = evaluation.report["run_provenance"]["executor"]["batches"]
     assert hooks.total == 40 and sum(hooks.steps) == 40 and hooks.stopped
     assert len(hooks.steps) == batches > 1  # one step per completed batch

@@ -14,7 +14,7 @@ from helpers import dirs, parse_report, without_provenance, write_json, write_np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rpx_cli.api import Invocation, merge_reports, run_evaluation
+from rpx_cli.api import Invocation, RunOptions, merge_reports, run_evaluation
 from rpx_cli.io.discover import shard_of
 
 
@@ -126,8 +126,8 @@ MAKERS = {"detection": make_detection, "pose": make_pose, "keypoints": make_keyp
 
 
 def evaluate(task, root, params, **kwargs):
-    return run_evaluation(task, str(root / "pred"), str(root / "gt"), params, jobs=1,
-                          **kwargs).report
+    return run_evaluation(task, str(root / "pred"), str(root / "gt"), params,
+                          RunOptions.of(jobs=1, **kwargs)).report
 
 
 def merged(task, root, params, count, **kwargs):

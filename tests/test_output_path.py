@@ -55,12 +55,12 @@ def test_every_command_that_writes_a_report_checks_its_output_path_first(rpx, tm
 @pytest.mark.parametrize("case", ["folder", "empty", "under-a-file", "trailing-slash"])
 def test_unusable_output_path_is_one_line_and_nothing_runs(rpx, tmp_path: Path, monkeypatch,
                                                            case: str) -> None:
-    import rpx_cli.run.evaluate
+    import rpx_cli.run.state
 
     def never(*args, **kwargs):
         raise AssertionError("the evaluation ran")
 
-    monkeypatch.setattr(rpx_cli.run.evaluate, "run_pairs", never)
+    monkeypatch.setattr(rpx_cli.run.state, "run_pairs", never)
     (tmp_path / "a-file").write_text("x")
     out, words = {
         "folder": (str(tmp_path), ("is a folder",)),

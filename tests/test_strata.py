@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from helpers import FIXTURES, depth_pairs, dirs, write_manifest
 
-from rpx_cli.api import Invocation, merge_reports, run_evaluation
+from rpx_cli.api import Invocation, RunOptions, Strata, merge_reports, run_evaluation
 from rpx_cli.deploy.strata import compute_strata
 
 W = {"easy": 0.25, "medium": 0.35, "hard": 0.40}
@@ -166,13 +166,13 @@ def test_sharded_manifest_runs_merge_exactly(tmp_path: Path) -> None:
     write_manifest(tmp_path / "m.json", stems)
     params = {"depth_scale": 1000.0, "min_depth": None, "max_depth": None, "ranges": [],
               "align": "none", "resize_pred": None}
-    kwargs = {"manifest": str(tmp_path / "m.json"), "bootstrap": 50, "seed": 3, "jobs": 1}
+    strata = Strata(str(tmp_path / "m.json"), bootstrap=50, seed=3)
     single = run_evaluation("depth", str(tmp_path / "pred"), str(tmp_path / "gt"), params,
-                            **kwargs).report
+                            RunOptions(strata=strata, jobs=1)).report
     parts = []
     for k in (1, 2, 3):
         part = run_evaluation("depth", str(tmp_path / "pred"), str(tmp_path / "gt"), params,
-                              shard=(k, 3), **kwargs).report
+                              RunOptions(strata=strata, jobs=1, shard=(k, 3))).report
         assert "strata" not in part and "strata" in part["state"]
         parts.append((f"p{k}.json", json.loads(json.dumps(part)), "0" * 64))
     merged = merge_reports(parts, invocation=Invocation("rpx merge", [], {}))

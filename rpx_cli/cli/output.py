@@ -63,17 +63,6 @@ def raise_if_failed(failures: list[dict[str, Any]], total: int) -> None:
 
 
 
-def executor_setting(executor: str, scheduler: str | None) -> dict[str, Any]:
-    """The run layer's ``executor`` arguments (none for the local default)."""
-    if executor == "local":
-        return {}
-    if not scheduler:
-        raise click.UsageError("--executor dask needs --scheduler tcp://HOST:PORT (or "
-                               "DASK_SCHEDULER_ADDRESS)")
-    return {"executor": executor, "scheduler": scheduler}
-
-
-
 def plugin_warnings() -> list[str]:
     """One line per plugin that failed to load (rpx carries on without it)."""
     from rpx_cli.tasks.calculators import PLUGIN_ERRORS
@@ -191,53 +180,67 @@ def finish(evaluation: Any, *, out: str, compact: bool, quiet: bool, verbose: bo
 
 
 
-def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, pred_dir: str,
-                     gt_dir: str, out: str, missing: str, on_error: str, jobs: int | None,
-                     shard: tuple[int, int] | None, no_rows: bool, compact: bool, quiet: bool,
+def run_options(*, missing: str | None, on_error: str, jobs: int | None,
+                shard: tuple[int, int] | None, no_rows: bool, digest_cache: str | None = None,
+                no_digest_cache: bool = False, storage_options: str | None = None,
+                executor: str = "local", scheduler: str | None = None,
+                strata: dict[str, Any] | None = None) -> Any:
+    """The shared flags of every pair-reading command as the run layer's ``RunOptions``."""
+    from rpx_cli.run.options import RunOptions, Strata
+
+    if executor != "local" and not scheduler:
+        raise click.UsageError("--executor dask needs --scheduler tcp://HOST:PORT (or "
+                               "DASK_SCHEDULER_ADDRESS)")
+    given_strata = None
+    if strata and strata.get("manifest"):
+        given_strata = Strata(strata["manifest"], strata.get("primary_metric"),
+                              strata.get("bootstrap", 0), strata.get("seed", 0))
+    return RunOptions(missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows,
+                      shard=shard, digest_cache=digest_cache_setting(digest_cache, no_digest_cache),
+                      executor=executor, scheduler=scheduler, strata=given_strata)
+
+
+def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, pred_dir: str | None,
+                     gt_dir: str | None, out: str, compact: bool, quiet: bool,
                      progress: bool | None, require: tuple[Any, ...] = (),
                      files: dict[str, str | None] | None = None,
                      strata: dict[str, Any] | None = None,
-                     aux: dict[str, str | None] | None = None,
-                     digest_cache: str | None = None, no_digest_cache: bool = False,
-                     html: str | None = None, storage_options: str | None = None,
-                     executor: str = "local", scheduler: str | None = None) -> None:
-    """The body every pair-reading command shares: evaluate, warn, write, summarise."""
+                     aux: dict[str, str | None] | None = None, html: str | None = None,
+                     **flags: Any) -> None:
+    """The body every pair-reading command shares: evaluate, warn, write, summarise.
+    ``flags``: the shared run flags (:func:`run_options`)."""
     from rpx_cli.console import ProgressBar
 
     invocation = invocation_of(ctx, out)
     verbose = show_progress(quiet, progress)
     plain = plain_progress(quiet, progress)
-    cache = digest_cache_setting(digest_cache, no_digest_cache)
+    flags.pop("storage_options", None)  # applied by its click callback (io.remote.configure)
+    options = run_options(strata=strata, **flags)
     given = {k: v for k, v in (files or {}).items() if v is not None}
     if given:
-        if pred_dir or gt_dir or len(given) != len(files):
-            raise click.UsageError(f"give {' and '.join('--' + k.replace('_', '-') for k in files)} "
+        if pred_dir or gt_dir or len(given) != len(files or {}):
+            raise click.UsageError(f"give {' and '.join('--' + k.replace('_', '-') for k in files or {})} "
                                    "together, instead of --pred-dir/--gt-dir")
-        if strata and strata.get("manifest"):
+        if options.strata is not None:
             raise click.UsageError("--manifest works with --pred-dir/--gt-dir, not input files")
-        if executor != "local":
+        if options.executor != "local":
             raise click.UsageError("--executor dask evaluates --pred-dir/--gt-dir pairs; input "
                                    "files are read in one process")
         from rpx_cli.run.files import run_file_evaluation
 
-        evaluation = run_file_evaluation(task, given, params, on_error=on_error,
-                                         include_rows=not no_rows, shard=shard,
-                                         invocation=invocation, digest_cache=cache)
+        evaluation = run_file_evaluation(task, given, params, options, invocation=invocation)
     else:
         if not (pred_dir and gt_dir):
             raise click.UsageError("--pred-dir and --gt-dir are required")
         from rpx_cli.run.evaluate import run_evaluation
 
-        evaluation = run_evaluation(
-            task, pred_dir, gt_dir, params,
-            missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows, shard=shard,
-            invocation=invocation, progress=ProgressBar(task, enabled=verbose, plain=plain), aux=aux,
-            digest_cache=cache, **(strata or {}), **executor_setting(executor, scheduler),
-        )
+        evaluation = run_evaluation(task, pred_dir, gt_dir, params, options, aux=aux,
+                                    invocation=invocation,
+                                    progress=ProgressBar(task, enabled=verbose, plain=plain))
     from rpx_cli.errors import located
 
     skipped = [f"skipped: {located(e['path'], e['message'])}" for e in evaluation.report["errors"]]
-    skipped += unpaired_note(evaluation.report, missing)
+    skipped += unpaired_note(evaluation.report, str(flags.get("missing")))
     # the one-line summary: always, unless --quiet (a CI log too)
     finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,
            notes=plugin_warnings() + skipped, html=html)

@@ -1,14 +1,18 @@
-"""Pairs of files through a task, on the engine (:mod:`rpx_cli.engine`): :class:`PairJob`
-reads a pair (and its auxiliary files) with the task's readers and evaluates it;
-:func:`run_pairs` runs every pair and collects statistics, rows, errors, warnings and
-digests in stem order (``rpx eval``, ``saliency-mb``, ``coherence``, the State API)."""
+"""The one per-pair path of every evaluation, on the engine (:mod:`rpx_cli.engine`).
+
+:func:`score_pair` scores a pair already loaded (``task.evaluate`` and the plugin
+calculators); :class:`PairJob` reads a pair of files (and its auxiliary files) with the
+task's readers in a worker and scores it; :func:`score_loaded` scores a pair given in
+memory (an input file's records, an ``Evaluator`` batch). :func:`run_pairs` runs pairs of
+files and :func:`collect` gathers loaded ones: both give a :class:`RunResult` — statistics,
+rows, errors, warnings and digests in stem order."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,9 +48,38 @@ class Outcome:
     tally: CacheTally
 
 
+def score_pair(task: Task, params: Params, pred: Any, gt: Any, *, stem: str,
+               pred_path: str | None, gt_path: str, calculators: Sequence[Any] = (),
+               keep_rows: bool = True,
+               warn: Callable[[str, str], None] | None = None) -> tuple[Any, dict[str, Any] | None,
+                                                                       dict[str, Any] | None]:
+    """The one per-pair step of every evaluation: a pair already loaded (read from files by
+    :class:`PairJob`, given by an input file's reader, or handed over in memory) through
+    ``task.evaluate`` and the plugin ``calculators``. Returns the pair's statistics, the
+    calculators' values and the public row (when kept); raises the task's
+    :class:`~rpx_cli.errors.RpxError` for bad data. Library warnings become one-line
+    warnings through ``warn(kind, path)``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sample = task.evaluate(pred, gt, params, pred_path=pred_path, gt_path=gt_path)
+        extra = None
+        if calculators:
+            extra = {}
+            for calculator in calculators:
+                extra.update(run_calculator(calculator, pred, gt))
+    if warn is not None:
+        for record in caught:  # one line each, never a library's source line
+            warn(warning_kind(record), pred_path or gt_path)
+    row = None
+    if keep_rows:
+        row = {"stem": stem, "pred_path": pred_path, "gt_path": gt_path, **sample.row,
+               **(extra or {})}
+    return sample.values, extra, row
+
+
 @dataclass
 class PairJob:
-    """Evaluate one :class:`~rpx_cli.io.discover.Pair` with a task."""
+    """Read one :class:`~rpx_cli.io.discover.Pair` with a task's readers and score it."""
 
     task: Task
     params: Params
@@ -68,16 +101,10 @@ class PairJob:
                 pred = task.empty_prediction(gt, params)
             else:
                 pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                sample = task.evaluate(pred, gt, params, pred_path=pred_path, gt_path=gt_path)
-                extra = None
-                if self.calculators:
-                    extra = {}
-                    for calculator in self.calculators:
-                        extra.update(run_calculator(calculator, pred, gt))
-            for record in caught:  # one line each, never a library's source line
-                worker.warn(warning_kind(record), pred_path or gt_path)
+            stats, extra, row = score_pair(task, params, pred, gt, stem=pair.stem,
+                                           pred_path=pred_path, gt_path=gt_path,
+                                           calculators=self.calculators, keep_rows=self.keep_rows,
+                                           warn=worker.warn)
             digests = worker.take_digests()
         except RpxError as exc:
             worker.forget()
@@ -85,13 +112,8 @@ class PairJob:
                            worker.take_warnings(), worker.take_tally())
         except Exception as exc:
             raise RuntimeError(f"unexpected error while evaluating '{pair.stem}': {exc!r}") from exc
-        row = None
-        if self.keep_rows:
-            row = {"stem": pair.stem, "pred_path": pred_path, "gt_path": gt_path, **sample.row,
-                   **(extra or {})}
-        return Outcome(sample.values, extra, row, None, digests, worker.take_warnings(),
+        return Outcome(stats, extra, row, None, digests, worker.take_warnings(),
                        worker.take_tally())
-
 
     @staticmethod
     def _read_aux(worker: Worker, pair: Pair,
@@ -103,6 +125,23 @@ class PairJob:
                                  f"(--{name.replace('_', '-')})", path=pair.gt_path)
             values[name] = worker.read(name, os.path.join(root, rel), rel, reader(name))
         return values
+
+
+def score_loaded(task: Task, params: Params, stem: str, pred: Any, gt: Any, *,
+                 pred_path: str | None, gt_path: str, calculators: Sequence[Any] = (),
+                 keep_rows: bool = True) -> Outcome:
+    """:func:`score_pair` of a pair given in memory, as an :class:`Outcome` (a bad pair is
+    its error, named by ``stem``), for :func:`collect`."""
+    noted: list[tuple[str, str]] = []
+    try:
+        stats, extra, row = score_pair(task, params, pred, gt, stem=stem, pred_path=pred_path,
+                                       gt_path=gt_path, calculators=calculators,
+                                       keep_rows=keep_rows,
+                                       warn=lambda kind, path: noted.append((kind, path)))
+    except RpxError as exc:
+        return Outcome(None, None, None, pair_error(exc, stem, pred_path or gt_path), {}, noted,
+                       CacheTally())
+    return Outcome(stats, extra, row, None, {}, noted, CacheTally())
 
 
 @dataclass
@@ -131,14 +170,25 @@ def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 
     outcomes = run_units(job, pairs, jobs=jobs, digest=digest, cache=cache, progress=progress,
                          executor=executor)
     with contextlib.closing(outcomes):
-        _collect(task, pairs, outcomes, collector, result)
+        _collect(task, [pair.stem for pair in pairs], outcomes, collector, result)
     result.stats = collector.table()
     return result
 
 
-def _collect(task: Task, pairs: Sequence[Pair], outcomes: Iterator[Outcome], collector: Collector,
+def collect(task: Task, params: Params, stems: Sequence[str],
+            outcomes: Iterable[Outcome]) -> RunResult:
+    """Every pair's outcome (stem order) into one :class:`RunResult`, as :func:`run_pairs`
+    collects the pairs it reads (the pairs of an input file, an in-memory batch)."""
+    collector = Collector(task.statistics(params))
+    result = RunResult(stats=StatTable.empty(collector.declared))
+    _collect(task, stems, iter(outcomes), collector, result)
+    result.stats = collector.table()
+    return result
+
+
+def _collect(task: Task, stems: Sequence[str], outcomes: Iterator[Outcome], collector: Collector,
              result: RunResult) -> None:
-    for pair, outcome in zip(pairs, outcomes, strict=True):
+    for stem, outcome in zip(stems, outcomes, strict=True):
         result.tally.add(outcome.tally)
         if outcome.error is not None:
             result.errors.append(outcome.error)
@@ -146,8 +196,8 @@ def _collect(task: Task, pairs: Sequence[Pair], outcomes: Iterator[Outcome], col
             try:
                 collector.add(outcome.stats)
             except (KeyError, ValueError) as exc:
-                raise RuntimeError(f"{task.name} at '{pair.stem}': {exc}") from None
-            result.stems.append(pair.stem)
+                raise RuntimeError(f"{task.name} at '{stem}': {exc}") from None
+            result.stems.append(stem)
             if outcome.extra is not None:
                 result.extras.append(outcome.extra)
             if outcome.row is not None:

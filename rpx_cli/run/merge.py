@@ -1,25 +1,23 @@
 """``rpx merge``: the ``--shard`` parts of one evaluation back into the single-run report.
 
 Each part carries its pairs' statistics by name (``state.stats``): a part is the
-mergeable :class:`~rpx_cli.run.state.State` on disk. The parts' states are folded, re-sorted
-by stem and summarised once by the same code as a single run, so the merged ``aggregate``,
-``dataset`` and rows equal it exactly."""
+mergeable :class:`~rpx_cli.run.state.State` on disk. The parts' states are read back
+(:meth:`State.from_part`), merged (:func:`merge_states`) and finalised by the same code as a
+single run, so the merged ``aggregate``, ``dataset`` and rows equal it exactly."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import repeat
+from dataclasses import replace
 from typing import Any
 
-from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError, unescaped
+from rpx_cli.errors import EvaluationFailed, InputError, ParameterError, unescaped
 from rpx_cli.report.provenance import Stopwatch
-from rpx_cli.report.written import rows_fragment, written_rows
-from rpx_cli.run.assemble import assemble
-from rpx_cli.run.invocation import Invocation, file_input, input_entry, stamp
+from rpx_cli.report.written import written_rows
+from rpx_cli.run.invocation import Invocation, file_input, stamp
+from rpx_cli.run.state import State, finalize, merge_states, provenance_inputs
 from rpx_cli.tasks.base import Task
-from rpx_cli.tasks.calculators import plugin_calculators
 from rpx_cli.tasks.registry import get_task
-from rpx_cli.tasks.stats import StatTable
 
 Part = tuple[str, dict[str, Any], str]  # (path, report, sha256 of the file)
 
@@ -36,72 +34,17 @@ def merge_reports(parts: list[Part], *, invocation: Invocation | None = None,
     the merged rows."""
     stopwatch = Stopwatch()
     _check_parts(parts)
-    first_path, first, _ = parts[0]
-    try:
-        task = get_task(first["task"])
-    except KeyError as exc:
-        raise InputError(str(exc.args[0]), path=first_path) from None
-    params = first["params"]
-    declared = task.statistics(params)
-    tables = []
-    for path, part, _ in parts:
-        state = part["state"]
-        try:
-            tables.append(StatTable.decode(declared, state["stats"], len(state["stems"])))
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise InputError(f"its statistics cannot be read ({exc}); was it written by another "
-                             "rpx version? Re-run that shard", path=path) from None
-    stems = [stem for _, part, _ in parts for stem in part["state"]["stems"]]
-    keys = [unescaped(stem) for stem in stems]  # the order of the files' own names
-    order = sorted(range(len(stems)), key=keys.__getitem__)
-    stats = StatTable.concat(declared, tables).take(order)
-    rows = [row for _, part, _ in parts for row in part.get("rows", [])]
-    as_written = _rows_as_written(task, parts, written)
-    if list(map(dict.get, rows, repeat("stem"))) == stems:  # a row per statistic: one sort
-        rows_order = order
-    else:
-        rows_order = sorted(range(len(rows)), key=lambda i: unescaped(rows[i]["stem"]))
-    rows = list(map(rows.__getitem__, rows_order))
-    errors = sorted((PairError(**error) for _, part, _ in parts for error in part["errors"]),
-                    key=lambda error: unescaped(error.stem))
-    unpaired = {side: sorted((stem for _, part, _ in parts for stem in part["unpaired"][side]),
-                             key=unescaped)
-                for side in ("pred_only", "gt_only")}
-    if not len(stats):
-        raise EvaluationFailed(errors, len(errors),
+    states = [State.from_part(path, part) for path, part, _ in parts]
+    merged = replace(merge_states(states), shard=None)
+    if not len(merged):
+        raise EvaluationFailed(sorted(merged.errors, key=lambda error: unescaped(error.stem)),
+                               len(merged.errors),
                                "none of the pairs in these parts could be evaluated")
-    extras_all = [extra for _, part, _ in parts for extra in part["state"].get("extras", [])]
-    extras = [extras_all[i] for i in order] if extras_all else []
-    report = assemble(task, params, stats, rows=rows, extras=extras, unpaired=unpaired,
-                      errors=errors, include_rows="rows" in first,
-                      calculators=plugin_calculators(task.name))
-    if "strata" in first["state"]:
-        from rpx_cli.deploy import eval_strata
-
-        gathered: dict[str, list[Any]] = {}
-        for _, part, _ in parts:
-            for key, values in part["state"]["strata"]["inputs"].items():
-                gathered.setdefault(key, []).extend(values)
-        strata_keys = [unescaped(stem) for stem in gathered.get("stems", [])]
-        rank = sorted(range(len(strata_keys)), key=strata_keys.__getitem__)
-        by_stem = {key: [values[i] for i in rank] for key, values in gathered.items()}
-        first_strata = first["state"]["strata"]
-        report["strata"] = eval_strata.section(params["strata"], first_strata["direction"],
-                                               by_stem, first_strata["problems"])
-    inputs = {}
-    for name, path in first["state"]["inputs"].items():
-        digests = [part["state"]["digests"][name] for _, part, _ in parts]
-        if isinstance(digests[0], str):  # a file: the same in every part
-            inputs[name] = input_entry(path, digests[0])
-        else:
-            files: dict[str, str] = {}
-            for part_files in digests:
-                files.update(part_files)
-            inputs[name] = input_entry(path, files)
+    task = get_task(merged.task)
+    report = finalize(merged, check_errors=False, written=_rows_as_written(task, parts, written))
+    inputs = provenance_inputs(merged)
     for path, part, sha in sorted(parts, key=lambda p: p[1]["state"]["shard"]["index"]):
         inputs[f"shard_{part['state']['shard']['index']}"] = file_input(path, sha)
-    if as_written and "rows" in report:
-        report["rows"] = rows_fragment(list(map(as_written.__getitem__, rows_order)))
     return stamp(report, invocation or Invocation(command="rpx_cli.merge_reports"), inputs,
                  stopwatch)
 

@@ -1,48 +1,54 @@
-"""The mergeable state of an evaluation: what a batch of pairs leaves behind, an exact
-associative merge, and the report made from it once — so Ray, Spark, a job array or any
-other engine can evaluate batches where it likes and fold the results
-(docs/distributed.md).
+"""The one run pipeline: a :class:`Plan` (the task, its resolved parameters, the pairs),
+the :class:`State` a batch of pairs leaves behind, an exact associative merge, and the
+report made from it once.
+
+Every workflow goes through it: ``rpx eval`` on folders (:func:`plan_folders`,
+:func:`evaluate_batch` over every pair, :func:`finalize`), input files
+(:mod:`rpx_cli.run.files`: the file's records scored by the same per-pair step into a
+state), a ``--shard`` part (the state on disk, :meth:`State.part`), ``rpx merge``
+(:mod:`rpx_cli.run.merge`: parts read back with :meth:`State.from_part`, merged,
+finalised), ``--executor dask`` (the pairs of a batch evaluated on a cluster), and any other
+engine (Ray, Spark, a job array) through the public API (docs/distributed.md).
 
 A :class:`State` holds, for the pairs it covers, the task's declared statistics (a
 :class:`~rpx_cli.tasks.stats.StatTable`: numbers in float64, objects with their codecs,
 folded statistics such as confusion matrices merged as they come), the rows, errors,
-file digests and the unpaired stems. :meth:`State.merge` concatenates two states of one
-evaluation (same task, parameters and pairing; no stem in both) and :func:`finalize`
-sorts by stem and summarises once with the code of a single run, so any split into
-batches, folded in any order and grouping, gives the single-run report exactly.
-
-A ``--shard`` part report is this state on disk: :meth:`State.from_part` reads one and
-:meth:`State.to_part` writes the part's ``state`` and the envelope keys it needs.
-``rpx merge`` (:func:`rpx_cli.run.merge.merge_reports`) reads the same parts by a faster
-path of its own (one sort, rows copied as the parts wrote them); tests hold the two, and
-a single run, equal.
+file digests and the unpaired stems. :func:`merge_states` concatenates states of one
+evaluation (same task, parameters and pairing; no stem in two states) and :func:`finalize`
+sorts by stem and summarises once, so any split into batches, folded in any order and
+grouping, gives the single-run report exactly.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rpx_cli.engine.pairs import run_pairs
-from rpx_cli.errors import InputError, PairError, ParameterError, unescaped
-from rpx_cli.io.discover import Pair, pair_dirs
-from rpx_cli.run.assemble import assemble, resolve_params
-from rpx_cli.run.evaluate import _check_pairing
+from rpx_cli.engine import CacheTally, Executor, Progress
+from rpx_cli.engine.pairs import RunResult, run_pairs
+from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError, unescaped
+from rpx_cli.io.digest_cache import DigestCache
+from rpx_cli.io.discover import Pair, Pairing, pair_dirs
+from rpx_cli.params import resolve
+from rpx_cli.run.assemble import assemble
+from rpx_cli.run.options import RunOptions
+from rpx_cli.tasks.base import Task
 from rpx_cli.tasks.calculators import plugin_calculators
 from rpx_cli.tasks.registry import get_task
 from rpx_cli.tasks.stats import StatTable
 
-__all__ = ["Plan", "State", "evaluate_batch", "finalize", "merge_states", "plan",
-           "state_report"]
+__all__ = ["Plan", "State", "check_pairing", "evaluate_batch", "finalize", "merge_states", "plan",
+           "plan_folders", "state_report"]
 
 
 @dataclass(frozen=True)
 class Plan:
     """What every batch of one evaluation shares: the task, its resolved parameters, the
-    pairs (stem order), the pairing's digest, the unpaired stems and the input folders.
-    Picklable: send it (or only its ``pairs`` slices) to the workers."""
+    pairs (stem order; one shard's under ``--shard``), the pairing's digest, the unpaired
+    stems, the input folders and the strata's manifest. Picklable: send it (or only its
+    ``pairs`` slices) to the workers."""
 
     task: str
     params: dict[str, Any]
@@ -51,6 +57,8 @@ class Plan:
     unpaired: dict[str, list[str]]
     inputs: dict[str, str]  # input name (pred_dir, gt_dir, aux folders) -> folder or URL
     include_rows: bool = True
+    strata: Any = None  # rpx_cli.deploy.eval_strata.StrataPlan (--manifest)
+    shard: tuple[int, int] | None = None
 
     def batches(self, size: int) -> list[list[Pair]]:
         """The pairs cut into batches of ``size`` (the last one shorter)."""
@@ -64,25 +72,75 @@ def plan(task: str, pred_dir: str | os.PathLike[str], gt_dir: str | os.PathLike[
          aux: Mapping[str, str | None] | None = None, **params: Any) -> Plan:
     """Pair two folders (or URL prefixes) for ``task`` with its parameters (defaults for
     those not given), as ``rpx eval`` does before it evaluates anything."""
-    spec = get_task(task)
-    missing = spec.default_missing if missing is None else missing
-    unknown = set(params) - set(spec.default_params)
-    if unknown:
-        raise ParameterError(f"unknown option(s) for {task}: {', '.join(sorted(unknown))}")
+    options = RunOptions(missing=missing, on_error=on_error, include_rows=include_rows)
+    return plan_folders(get_task(task), pred_dir, gt_dir, params, options, aux=aux)
+
+
+def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.PathLike[str],
+                 params: Mapping[str, Any], options: RunOptions, *,
+                 aux: Mapping[str, str | os.PathLike[str] | None] | None = None) -> Plan:
+    """The plan of a run over two folders: parameters resolved (every option through its
+    declaration, :func:`rpx_cli.params.resolve`), the run options checked, the files
+    paired by stem (auxiliary folders too), the manifest of ``--manifest`` read, and the
+    pairs of ``--shard`` chosen. Raises before any pair is evaluated."""
+    options = options.checked(task.default_missing)
+    # the auxiliary folders given are parameters too (their presence can change numbers);
+    # the task's normalise_params decides how they are recorded
     aux_dirs = {option.param: None if (aux or {}).get(option.param) is None
-                else os.fspath((aux or {})[option.param]) for option in spec.aux_inputs}
-    resolved = resolve_params(spec, {**spec.default_params, **params, **aux_dirs},
-                              missing=missing, on_error=on_error)
+                else os.fspath((aux or {})[option.param]) for option in task.aux_inputs}
+    params = {**resolve(task, {**params, **aux_dirs}), **options.policies}
     pred_dir, gt_dir = os.fspath(pred_dir), os.fspath(gt_dir)
-    pairing = pair_dirs(pred_dir, gt_dir, spec.suffixes, missing=missing)
-    _check_pairing(pairing, pred_dir, gt_dir, spec.suffixes, missing)
+    pairing = pair_dirs(pred_dir, gt_dir, task.suffixes, missing=str(options.missing))
+    check_pairing(pairing, pred_dir, gt_dir, task.suffixes, str(options.missing))
     whole = pairing.digest()
-    inputs = {spec.input_names[0]: pred_dir, spec.input_names[1]: gt_dir}
-    for option in spec.aux_inputs:
+    inputs = {task.input_names[0]: pred_dir, task.input_names[1]: gt_dir}
+    for option in task.aux_inputs:
         if aux_dirs[option.param] is not None:
             pairing = pairing.with_aux(option.param, aux_dirs[option.param], option.suffixes)
             inputs[option.param] = aux_dirs[option.param]
-    return Plan(task, resolved, pairing.pairs, whole, pairing.unpaired, inputs, include_rows)
+    strata = None
+    if options.strata is not None:
+        from rpx_cli.deploy import eval_strata
+
+        given = options.strata
+        strata = eval_strata.plan(given.manifest, task, params,
+                                  [pair.stem for pair in pairing.pairs],
+                                  primary_metric=given.primary_metric, bootstrap=given.bootstrap,
+                                  seed=given.seed, missing=str(options.missing))
+        params = {**params, "strata": strata.params}
+    if options.shard is not None:
+        pairing = pairing.shard(*options.shard)
+    return Plan(task.name, params, pairing.pairs, whole, pairing.unpaired, inputs,
+                options.include_rows, strata, options.shard)
+
+
+def check_pairing(pairing: Pairing, pred_dir: str, gt_dir: str, suffixes: tuple[str, ...],
+                  missing: str) -> None:
+    """Unpaired stems under ``--missing error``, or nothing to evaluate: an error naming the
+    files, before any pair is read."""
+    if missing == "error" and (pairing.pred_only or pairing.gt_only):
+        problems = [
+            PairError(stem, os.path.join(gt_dir, pairing.gt_only_files[stem]),
+                      f"no prediction with this stem in {pred_dir}")
+            for stem in pairing.gt_only
+        ] + [
+            PairError(stem, os.path.join(pred_dir, pairing.pred_only_files[stem]),
+                      f"no ground truth with this stem in {gt_dir}")
+            for stem in pairing.pred_only
+        ]
+        raise EvaluationFailed(
+            problems,
+            len(problems),
+            f"{len(problems)} stem(s) are not in both directories; no report written "
+            "(--missing skip evaluates the stems in both and lists the rest under 'unpaired')",
+        )
+    if not pairing.pairs:
+        kinds = "/".join(suffixes)
+        raise InputError(
+            f"no pairs to evaluate: {pred_dir} has {pairing.n_pred_files} and {gt_dir} has "
+            f"{pairing.n_gt_files} {kinds} file(s), and no stem is in both",
+            path=pred_dir,
+        )
 
 
 @dataclass
@@ -95,13 +153,20 @@ class State:
     inputs: dict[str, str]
     stems: list[str]
     stats: StatTable
-    rows: list[dict[str, Any]] | None  # None: rows are not kept (--no-rows)
+    rows: list[dict[str, Any]] | None  # None: rows are not kept (--no-rows without strata)
     extras: list[dict[str, Any]] = field(default_factory=list)
     errors: list[PairError] = field(default_factory=list)
     unpaired: dict[str, list[str]] = field(default_factory=lambda: {"pred_only": [],
                                                                      "gt_only": []})
     digests: dict[str, Any] = field(default_factory=dict)  # name -> {rel: hex}, or a file's hex
     strata: dict[str, Any] | None = None  # --manifest: {inputs, direction, problems}
+    shard: tuple[int, int] | None = None  # the --shard part this state is
+    include_rows: bool = True  # the report has rows (rows may be kept for strata only)
+    # --manifest of a run (not of parts read back): strata inputs come from the final rows
+    strata_plan: Any = None
+    # what the run tells the user and the digest cache (not part of a --shard part)
+    warnings: dict[str, list[str]] = field(default_factory=dict)  # kind -> paths
+    tally: CacheTally = field(default_factory=CacheTally)
 
     def __len__(self) -> int:
         return len(self.stems)
@@ -115,7 +180,50 @@ class State:
 
     __or__ = merge
 
+    @classmethod
+    def of_result(cls, plan: Plan, result: RunResult, *,
+                  digests: Mapping[str, Any] | None = None) -> State:
+        """The state of the pairs ``result`` holds (run under ``plan``). ``digests``: the
+        inputs' digests when they are files, not folders."""
+        task = get_task(plan.task)
+        if digests is None:
+            digests = {name: {rel: value.hex() for rel, value in result.digests.get(role, {}).items()}
+                       for name, role in _roles(task, plan.inputs)}
+        keep = plan.include_rows or plan.strata is not None
+        return cls(task=plan.task, params=plan.params, pairing=plan.pairing,
+                   inputs=dict(plan.inputs), stems=result.stems, stats=result.stats,
+                   rows=result.rows if keep else None, extras=result.extras,
+                   errors=result.errors, unpaired={k: list(v) for k, v in plan.unpaired.items()},
+                   digests=dict(digests), shard=plan.shard, include_rows=plan.include_rows,
+                   strata_plan=plan.strata, warnings=result.warnings, tally=result.tally)
+
     # --- on disk: a --shard part ----------------------------------------------------------
+
+    def part(self) -> dict[str, Any]:
+        """A ``--shard`` part report's ``state``: which part of which run it is, and the
+        statistics of its pairs by name (what ``rpx merge`` needs)."""
+        if self.shard is None:
+            raise ValueError("not a --shard state")
+        part = {"shard": {"index": self.shard[0], "count": self.shard[1]},
+                "pairing": self.pairing, "inputs": dict(self.inputs), "stems": self.stems,
+                "stats": self.stats.encode(), "extras": self.extras, "digests": dict(self.digests)}
+        if self.strata_plan is not None or self.strata is not None:
+            part["strata"] = self.strata_inputs()
+        return part
+
+    def strata_inputs(self) -> dict[str, Any]:
+        """``--manifest``: each row's primary metric with its phase and difficulty, and the
+        manifest's problems (what a part stores and :func:`finalize` stratifies). A run's
+        come from its rows once :func:`finalize` has completed them."""
+        if self.strata is not None:
+            return self.strata
+        from rpx_cli.deploy import eval_strata
+
+        plan = self.strata_plan
+        keys = [unescaped(row["stem"]) for row in self.rows or []]
+        rows = [(self.rows or [])[i] for i in sorted(range(len(keys)), key=keys.__getitem__)]
+        return {"inputs": eval_strata.inputs(plan, rows), "direction": plan.direction,
+                "problems": plan.problems}
 
     @classmethod
     def from_part(cls, path: str, part: Mapping[str, Any]) -> State:
@@ -131,13 +239,16 @@ class State:
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise InputError(f"its statistics cannot be read ({exc}); was it written by another "
                              "rpx version? Re-run that shard", path=path) from None
+        shard = state.get("shard") or {}
         return cls(task=task.name, params=params, pairing=state["pairing"],
                    inputs=dict(state["inputs"]), stems=list(state["stems"]), stats=stats,
                    rows=list(part["rows"]) if "rows" in part else None,
                    extras=list(state.get("extras", [])),
                    errors=[PairError(**error) for error in part["errors"]],
                    unpaired={side: list(part["unpaired"][side]) for side in ("pred_only", "gt_only")},
-                   digests=dict(state["digests"]), strata=state.get("strata"))
+                   digests=dict(state["digests"]), strata=state.get("strata"),
+                   shard=(shard["index"], shard["count"]) if shard else None,
+                   include_rows="rows" in part)
 
     @classmethod
     def read(cls, path: str) -> State:
@@ -154,9 +265,10 @@ class State:
         store it; a ``--shard`` part keeps the same fields in its ``state``."""
         return {"task": self.task, "params": self.params, "pairing": self.pairing,
                 "inputs": self.inputs, "stems": self.stems, "stats": self.stats.encode(),
-                "rows": self.rows, "extras": self.extras,
+                "rows": self.rows, "include_rows": self.include_rows, "extras": self.extras,
                 "errors": [error.as_dict() for error in self.errors], "unpaired": self.unpaired,
-                "digests": self.digests, "strata": self.strata}
+                "digests": self.digests,
+                "strata": self.strata_inputs() if self.strata_plan is not None else self.strata}
 
     @classmethod
     def decode(cls, data: Mapping[str, Any]) -> State:
@@ -168,26 +280,23 @@ class State:
                    extras=list(data["extras"]),
                    errors=[PairError(**error) for error in data["errors"]],
                    unpaired={k: list(v) for k, v in data["unpaired"].items()},
-                   digests=dict(data["digests"]), strata=data.get("strata"))
+                   digests=dict(data["digests"]), strata=data.get("strata"),
+                   include_rows=data.get("include_rows", data["rows"] is not None))
 
 
-def evaluate_batch(plan: Plan, pairs: Sequence[Pair] | None = None, *,
-                   jobs: int = 1) -> State:
-    """Evaluate ``pairs`` (some of ``plan.pairs``; all by default) here, in ``jobs``
-    processes: the state of that batch. Under ``on_error="fail"`` an unreadable pair is
-    still recorded (:func:`finalize` refuses the report), so every batch can finish."""
+def evaluate_batch(plan: Plan, pairs: Sequence[Pair] | None = None, *, jobs: int = 1,
+                   cache: DigestCache | None = None, executor: Executor | None = None,
+                   progress: Progress | None = None) -> State:
+    """Evaluate ``pairs`` (some of ``plan.pairs``; all by default) in ``jobs`` processes (or
+    on ``executor``'s cluster): the state of that batch. Under ``on_error="fail"`` an
+    unreadable pair is still recorded (:func:`finalize` refuses the report), so every batch
+    can finish."""
     task = get_task(plan.task)
     pairs = plan.pairs if pairs is None else list(pairs)
-    calculators = plugin_calculators(plan.task)
-    result = run_pairs(task, pairs, plan.params, jobs=jobs, cache=None,
-                       keep_rows=plan.include_rows, calculators=calculators)
-    digests = {name: {rel: value.hex() for rel, value in result.digests.get(role, {}).items()}
-               for name, role in _roles(task, plan.inputs)}
-    return State(task=plan.task, params=plan.params, pairing=plan.pairing,
-                 inputs=dict(plan.inputs), stems=result.stems, stats=result.stats,
-                 rows=result.rows if plan.include_rows else None, extras=result.extras,
-                 errors=result.errors, unpaired={k: list(v) for k, v in plan.unpaired.items()},
-                 digests=digests)
+    result = run_pairs(task, pairs, plan.params, jobs=jobs, cache=cache, progress=progress,
+                       keep_rows=plan.include_rows or plan.strata is not None,
+                       calculators=plugin_calculators(plan.task), executor=executor)
+    return State.of_result(plan, result)
 
 
 def _roles(task: Any, inputs: Mapping[str, str]) -> Iterable[tuple[str, str]]:
@@ -216,7 +325,7 @@ def merge_states(states: Iterable[State]) -> State:
             if getattr(first, key) != getattr(other, key):
                 raise InputError(f"states of different evaluations cannot be merged (their "
                                  f"{key} differ)")
-        if (first.rows is None) != (other.rows is None):
+        if (first.rows is None) != (other.rows is None) or first.include_rows != other.include_rows:
             raise InputError("one state has rows and another none (include_rows differs)")
     stems = [stem for state in states for stem in state.stems]
     if len(set(stems)) != len(stems):
@@ -233,6 +342,11 @@ def merge_states(states: Iterable[State]) -> State:
                 digests.setdefault(name, {}).update(value)
     strata = None
     with_strata = [state.strata for state in states if state.strata is not None]
+    plans = [state.strata_plan for state in states if state.strata_plan is not None]
+    if plans and len(plans) < len(states):
+        raise InputError("one state has strata and another none (--manifest differs)")
+    if with_strata and plans:  # parts read back and batches of a run: stratify from rows
+        with_strata = []
     if with_strata:
         strata = {**with_strata[0], "inputs": {
             key: [value for part in with_strata for value in part["inputs"][key]]
@@ -240,6 +354,12 @@ def merge_states(states: Iterable[State]) -> State:
     inputs: dict[str, str] = {}
     for state in reversed(states):
         inputs.update(state.inputs)
+    warnings: dict[str, list[str]] = {}
+    tally = CacheTally()
+    for state in states:
+        for kind, paths in state.warnings.items():
+            warnings.setdefault(kind, []).extend(paths)
+        tally.add(state.tally)
     return State(
         task=first.task, params=first.params, pairing=first.pairing, inputs=inputs, stems=stems,
         stats=StatTable.concat(first.stats.declared, [state.stats for state in states]),
@@ -248,53 +368,75 @@ def merge_states(states: Iterable[State]) -> State:
         errors=[error for state in states for error in state.errors],
         unpaired={side: sorted({stem for state in states for stem in state.unpaired[side]})
                   for side in ("pred_only", "gt_only")},
-        digests=digests, strata=strata)
+        digests=digests, strata=strata, include_rows=first.include_rows,
+        strata_plan=plans[0] if plans else None, warnings=warnings, tally=tally)
 
 
-def finalize(state: State, *, check_errors: bool = True) -> dict[str, Any]:
+def finalize(state: State, *, check_errors: bool = True,
+             written: Sequence[bytes] | None = None) -> dict[str, Any]:
     """The report of a state, without ``run_provenance``: rows, statistics and errors in stem
-    order, summarised once by the code of a single run. ``check_errors``: an error under
-    ``on_error="fail"`` raises :class:`~rpx_cli.errors.EvaluationFailed`, as a run does."""
-    from rpx_cli.errors import EvaluationFailed
+    order, summarised once by the code of a single run (a ``--shard`` state: the part's
+    summary, without strata). ``check_errors``: an error under ``on_error="fail"``, or no
+    pair at all, raises :class:`~rpx_cli.errors.EvaluationFailed`, as a run does.
 
+    ``written``: each row as a part wrote it (aligned with ``state.rows``), for ``rpx
+    merge``: the report's ``rows`` is then one :class:`orjson.Fragment` of them in stem
+    order, the bytes ``dumps`` would write for the rows (:mod:`rpx_cli.report.written`)."""
     task = get_task(state.task)
     # the order of the files' own names: stems are kept escaped (errors.escaped)
     errors = sorted(state.errors, key=lambda error: unescaped(error.stem))
     if check_errors and errors and state.params.get("on_error") == "fail":
         raise EvaluationFailed(errors, len(state.stems) + len(errors))
-    if not len(state.stems):
-        raise EvaluationFailed(errors, len(errors), "none of the pairs in these parts could be "
-                               "evaluated")
+    if check_errors and not len(state.stems) and state.shard is None:
+        raise EvaluationFailed(errors, len(errors), "none of the pairs could be evaluated; no "
+                               "report written")
     keys = [unescaped(stem) for stem in state.stems]
     order = sorted(range(len(keys)), key=keys.__getitem__)
-    stats = state.stats.take(order)
-    rows = [] if state.rows is None else sorted(state.rows, key=lambda row: unescaped(row["stem"]))
+    stats = state.stats if order == list(range(len(order))) else state.stats.take(order)
+    rows: list[dict[str, Any]] = []
+    rows_order: list[int] = []
+    if state.rows is not None:
+        row_stems = [row["stem"] for row in state.rows]
+        rows_order = order if row_stems == state.stems else \
+            sorted(range(len(row_stems)), key=lambda i: unescaped(row_stems[i]))
+        rows = [state.rows[i] for i in rows_order]
     extras = [state.extras[i] for i in order] if state.extras else []
     report = assemble(task, state.params, stats, rows=rows, extras=extras,
                       unpaired={side: sorted(stems, key=unescaped)
                                 for side, stems in state.unpaired.items()},
-                      errors=errors, include_rows=state.rows is not None,
+                      errors=errors, include_rows=state.include_rows,
                       calculators=plugin_calculators(task.name))
-    if state.strata is not None:
+    if (state.strata is not None or state.strata_plan is not None) and state.shard is None:
         from rpx_cli.deploy import eval_strata
 
-        gathered = state.strata["inputs"]
+        strata = state.strata_inputs()  # after assemble: rows complete (summarize_rows)
+        gathered = strata["inputs"]
         strata_keys = [unescaped(stem) for stem in gathered.get("stems", [])]
         rank = sorted(range(len(strata_keys)), key=strata_keys.__getitem__)
         by_stem = {key: [values[i] for i in rank] for key, values in gathered.items()}
-        report["strata"] = eval_strata.section(state.params["strata"], state.strata["direction"],
-                                               by_stem, state.strata["problems"])
+        report["strata"] = eval_strata.section(state.params["strata"], strata["direction"],
+                                               by_stem, strata["problems"])
+    if written is not None and "rows" in report:
+        from rpx_cli.report.written import rows_fragment
+
+        report["rows"] = rows_fragment([written[i] for i in rows_order])
     return report
+
+
+def provenance_inputs(state: State) -> dict[str, Any]:
+    """``run_provenance.inputs`` of the folders or files a state was evaluated from."""
+    from rpx_cli.run.invocation import input_entry
+
+    return {name: input_entry(path, state.digests.get(name, {}))
+            for name, path in state.inputs.items()}
 
 
 def state_report(state: State, *, invocation: Any = None) -> dict[str, Any]:
     """:func:`finalize` with ``run_provenance`` stamped (inputs and their digests)."""
     from rpx_cli.report.provenance import Stopwatch
-    from rpx_cli.run.invocation import Invocation, input_entry, stamp
+    from rpx_cli.run.invocation import Invocation, stamp
 
     stopwatch = Stopwatch()
-    report = finalize(state)
-    inputs = {name: input_entry(path, state.digests.get(name, {}))
-              for name, path in state.inputs.items()}
-    return stamp(report, invocation or Invocation(command="rpx_cli.api.report"), inputs,
-                 stopwatch)
+    report = finalize(replace(state, shard=None))
+    return stamp(report, invocation or Invocation(command="rpx_cli.api.report"),
+                 provenance_inputs(state), stopwatch)

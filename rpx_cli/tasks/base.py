@@ -171,6 +171,12 @@ class Task:
                 return [Band.of(value) for value in params.get(option.param) or ()]
         return []
 
+    def family_keys(self, family: str, params: Params) -> set[str]:
+        """The row and ``aggregate`` keys of metric family ``family`` under ``params``: its
+        declared keys, and each of them per band (``absrel`` and ``absrel_0m_2m``)."""
+        keys = self.families[family][0]
+        return {*keys, *(band.key(key) for band in self.bands(params) for key in keys)}
+
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         """Directions of every metric key the report will hold (band keys included)."""
         return dict(self.metrics)
