@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from rpx_cli.errors import InputError
-from rpx_cli.ops.depth import METRICS, align, band_suffix, combine, finalize, frame_sums
-from rpx_cli.params import Band
+from rpx_cli.ops.depth import METRICS, align, combine, finalize, frame_sums
+from rpx_cli.params import Band, Threshold, banded
 
 # --- an independent reference: the textbook formulas, float64, valid pixels only --------
 
@@ -115,10 +115,13 @@ def test_prediction_is_clipped_below_at_1e_minus_6() -> None:
 
 
 def test_band_suffixes_are_autoware_style() -> None:
-    assert band_suffix(0.3, 1.0) == "0p3m_1m"
-    assert band_suffix(2.5, None) == "2p5m_inf"
-    assert band_suffix(-1.0, 0.0) == "minus1m_0m"
-    assert band_suffix(10.0, 80.0) == "10m_80m"
+    assert Band(0.3, 1.0).suffix == "0p3m_1m"
+    assert Band(2.5, None).suffix == "2p5m_inf"
+    assert Band(-1.0, 0.0).suffix == "minus1m_0m"
+    assert Band(10.0, 80.0).key("absrel") == "absrel_10m_80m"
+    assert banded("absrel", None) == "absrel" and banded("n_valid", Band(0.0, 20.0)) == "n_valid_0m_20m"
+    assert Band(20.0, 50.0).label == "[20, 50) m" and Band(50.0).label == "[50, inf) m"
+    assert Threshold(0.5).key("AP") == "AP_0p5m" and Threshold(0.7, "iou").key("AP") == "AP_iou0p7"
     assert Band.parse("0.3:1") == (0.3, 1.0) and Band.parse("2.5:") == (2.5, None)
     for bad in ["1", ":3", "3:1", "a:b", "1:inf", "nan:2"]:
         with pytest.raises(ValueError):

@@ -15,6 +15,8 @@ import pytest
 import shapely
 from helpers import FIXTURES, assert_jobs_and_shards_agree
 
+from rpx_cli.api import evaluate_dirs
+from rpx_cli.errors import ParameterError
 from rpx_cli.io.boxes3d import quaternion_yaw
 from rpx_cli.ops.boxes3d import bev_corners, bev_iou, heading_accuracy, iou3d, yaw_diff
 
@@ -594,6 +596,76 @@ def test_bad_flag_values_are_usage_errors(rpx, tmp_path: Path) -> None:
                  "--tp-error-exempt car=XYZ", "--class-names car --class-range bus=3"):
         run = rpx(f"{cmd} {flag}")
         assert run.exit_code == 2, flag
+
+
+def _street_flags(*flags: str) -> list[str]:
+    return ["eval", "detection3d", "--pred-dir", str(STREET / "pred"), "--gt-dir", str(STREET / "gt"),
+            *flags]
+
+
+@pytest.mark.parametrize(("options", "flags"), [
+    ({"ranges": ["0:x"]}, ["--range", "0:x"]),
+    ({"class_range": ["car"]}, ["--class-range", "car"]),
+    ({"protocol": "bogus"}, ["--protocol", "bogus"]),
+    ({"tp_error_exempt": ["car=XYZ"]}, ["--tp-error-exempt", "car=XYZ"]),
+    ({"ranges": ["0:20", [0, 20.0]]}, ["--range", "0:20", "--range", "0:20.0"]),
+    ({"min_precision": 1}, ["--min-precision", "1"]),
+    ({"dist_th": []}, None),
+])
+def test_the_python_api_refuses_what_the_cli_refuses(rpx, options: dict, flags: list[str] | None) -> None:
+    with pytest.raises(ParameterError) as caught:
+        evaluate_dirs("detection3d", STREET / "pred", STREET / "gt", jobs=1, **options)
+    if flags is None:  # no flag gives an empty list
+        return
+    run = rpx(_street_flags(*flags))
+    assert run.exit_code == 2 and f"Error: {caught.value}\n" in run.stderr, (run.stderr, caught.value)
+
+
+@pytest.mark.parametrize(("options", "flags"), [
+    ({"ranges": ["0:20"]}, ["--range", "0:20"]),
+    ({"ranges": [[0, 20], "20:"]}, ["--range", "0:20", "--range", "20:"]),
+    ({"class_range": ["car=50"]}, ["--class-range", "car=50"]),
+    ({"class_range": {"car": 50}}, ["--class-range", "car=50"]),
+    ({"class_range": {"car": 50, "pedestrian": "40"}},
+     ["--class-range", "car=50", "--class-range", "pedestrian=40"]),
+    ({"protocol": "autoware", "tp_error_exempt": {"barrier": ["ave"]}, "cap_predictions": "yes"},
+     ["--protocol", "autoware", "--tp-error-exempt", "barrier=AVE", "--cap-predictions", "yes"]),
+])
+def test_the_python_api_gives_the_params_of_the_cli(rpx, options: dict, flags: list[str]) -> None:
+    report = evaluate_dirs("detection3d", STREET / "pred", STREET / "gt", jobs=1, **options)
+    run = rpx(_street_flags(*flags))
+    assert run.exit_code == 0, run.stderr
+    assert report["params"] == run.json["params"]
+    assert report["dataset"] == run.json["dataset"]
+
+
+def test_conventions_are_read_once_from_the_resolved_params() -> None:
+    from rpx_cli.ops.detection3d import TPErrors
+    from rpx_cli.params import Threshold
+    from rpx_cli.params.option import resolve
+    from rpx_cli.tasks.detection3d import Detection3D
+    from rpx_cli.tasks.detection3d.params import Conventions
+
+    task = Detection3D()
+    nuscenes = Conventions.of(resolve(task, {}))
+    assert nuscenes.thresholds == tuple(Threshold(t, "m") for t in (0.5, 1.0, 2.0, 4.0))
+    assert nuscenes.tp_threshold == Threshold(2.0, "m") and nuscenes.by_distance
+    assert (nuscenes.match_rule, nuscenes.cap_rule, nuscenes.cap_predictions, nuscenes.min_pts) == \
+        ("<", "<", True, 1)
+    s = nuscenes.scoring
+    assert s.later_first and not s.envelope and not s.absent_null and s.tp_errors is TPErrors.NUSCENES
+    assert s.pi_period == {"barrier"} and s.exempt == {"barrier": ("AVE", "AAE"),
+                                                       "traffic_cone": ("AOE", "AVE", "AAE")}
+    autoware = Conventions.of(resolve(task, {"protocol": "autoware", "cap_rule": "lt"}))
+    assert (autoware.match_rule, autoware.cap_rule, autoware.cap_predictions, autoware.min_pts) == \
+        ("<=", "<", False, 0)
+    s = autoware.scoring
+    assert not s.later_first and s.envelope and s.absent_null and s.tp_errors is TPErrors.AUTOWARE
+    assert s.pi_period == frozenset() and s.exempt == {}
+    iou = Conventions.of(resolve(task, {"match": "iou3d", "iou_th": [0.7, 0.5]}))
+    assert iou.thresholds == (Threshold(0.7, "iou"), Threshold(0.5, "iou")) and not iou.by_distance
+    assert iou.tp_threshold == Threshold(0.7, "iou") and iou.match_rule == ">="
+    assert [t.key("AP") for t in iou.thresholds] == ["AP_iou0p7", "AP_iou0p5"]
 
 
 # --- the documented commands ------------------------------------------------------------------

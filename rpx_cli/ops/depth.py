@@ -365,18 +365,6 @@ def reference_metrics(pred: np.ndarray, gt: np.ndarray) -> dict[str, float | Non
     }
 
 
-# --- depth bands --------------------------------------------------------------------------
-
-
-def band_suffix(low: float, high: float | None) -> str:
-    """autoware-ml style: ``0p3m_1m``, ``2p5m_inf``, ``minus1m_0m``."""
-
-    def name(value: float) -> str:
-        return f"{value:g}".replace("-", "minus").replace(".", "p") + "m"
-
-    return f"{name(low)}_{'inf' if high is None else name(high)}"
-
-
 # --- alignment (relative-depth models) ----------------------------------------------------
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 
@@ -84,14 +85,23 @@ class Side:
         return self if keep.all() else self.take(np.flatnonzero(keep))
 
 
+class TPErrors(Enum):
+    """How TP errors are taken (``--tp-errors``; the value is the flag's spelling)."""
+
+    NUSCENES = "nuscenes"  # the devkit's accumulate + calc_tp at the TP threshold
+    AUTOWARE = "autoware"  # autoware-ml's select_recall_tp_errors, per (class, threshold) curve
+
+
 @dataclass(frozen=True)
-class Conventions:
-    """Every convention a protocol fixes (see ``docs/detection3d.md``)."""
+class Scoring:
+    """How curves, AP and TP errors are scored: the part of a protocol's conventions
+    :func:`score` and :func:`summary` need (the task reads the whole protocol into its
+    ``Conventions``, which holds one of these; see ``docs/detection3d.md``)."""
 
     later_first: bool  # score ties: the later-listed prediction ranks first (nuScenes)
     envelope: bool  # monotone precision envelope before the 101 points (autoware-ml)
     absent_null: bool  # a class with neither GT nor predictions is null (autoware-ml), else 0
-    tp_errors: str  # "nuscenes" | "autoware"
+    tp_errors: TPErrors
     pi_period: frozenset[str] = frozenset()  # classes whose AOE period is π (nuScenes: barrier)
     exempt: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> undefined errors
     min_recall: float = 0.1
@@ -167,7 +177,7 @@ def calc_ap(precision: np.ndarray, min_recall: float, min_precision: float) -> f
     return float(np.mean(prec)) / (1.0 - min_precision)
 
 
-def curve_ap(tp: np.ndarray, npos: int, c: Conventions, weights: np.ndarray | None = None) -> float:
+def curve_ap(tp: np.ndarray, npos: int, c: Scoring, weights: np.ndarray | None = None) -> float:
     """AP of one class at one threshold from its TP flags in rank order (``tp`` bool, every
     prediction of the class); with ``weights`` (the heading accuracy of each TP) APH.
     ``npos`` > 0."""
@@ -240,13 +250,14 @@ class ClassResult:
 
 
 def pair_errors(gt: Side, pred: Side, p: np.ndarray, g: np.ndarray, period: np.ndarray,
-                style: str) -> dict[str, np.ndarray]:
-    """The five TP errors of the matched pairs (``pred[p]``, ``gt[g]``)."""
+                style: TPErrors) -> dict[str, np.ndarray]:
+    """The five TP errors of the matched pairs (``pred[p]``, ``gt[g]``), as ``style``
+    measures them."""
     trans = center_distance(pred.center[p, :2], gt.center[g, :2])
     vel = velocity_l2(pred.velocity[p], gt.velocity[g])
     scale = 1.0 - scale_iou(gt.size[g], pred.size[p])
     orient = yaw_diff(gt.yaw[g], pred.yaw[p], period)
-    if style == "autoware":
+    if style is TPErrors.AUTOWARE:
         vel = np.where(np.isnan(vel), 1.0, vel)  # no velocity: error 1, as autoware-ml
         attr = np.ones(p.size)
     else:
@@ -256,9 +267,9 @@ def pair_errors(gt: Side, pred: Side, p: np.ndarray, g: np.ndarray, period: np.n
 
 
 def score(gt: Side, pred: Side, matching: Matching, class_names: Sequence[str],
-          thresholds: Sequence[float], tp_column: int, c: Conventions) -> list[ClassResult]:
+          thresholds: Sequence[float], tp_column: int, c: Scoring) -> list[ClassResult]:
     """Per class: AP and APH per threshold (``thresholds`` are the matching's first columns)
-    and TP errors, under conventions ``c``."""
+    and TP errors, scored as ``c`` says."""
     K = len(class_names)
     n_gt = np.bincount(gt.cls, minlength=K)
     D = len(pred)
@@ -293,24 +304,24 @@ def score(gt: Side, pred: Side, matching: Matching, class_names: Sequence[str],
                 weights = np.zeros(npred)
                 weights[tp] = heading_accuracy(gt.yaw[g], pred.yaw[p])
                 aphs.append(curve_ap(tp, npos, c, weights))
-            if c.tp_errors == "autoware":
+            if c.tp_errors is TPErrors.AUTOWARE:
                 chosen = selected_matches(tp, npos, c.min_recall)
                 if chosen.size:
                     at = ranked[lo:hi][chosen]
-                    errs = pair_errors(gt, pred, at, taken[lo:hi, t][chosen], period, "autoware")
+                    errs = pair_errors(gt, pred, at, taken[lo:hi, t][chosen], period, TPErrors.AUTOWARE)
                     curve_errors.append({e: None if e in exempt else _mean_or_one(v)
                                          for e, v in errs.items()})
                 else:
                     curve_errors.append({})
         errors: dict[str, float | None]
-        if c.tp_errors == "autoware":
+        if c.tp_errors is TPErrors.AUTOWARE:
             at_tp = curve_errors[tp_column]
             errors = dict(at_tp) if at_tp else dict.fromkeys(ERRORS)
             kept = [e for e in curve_errors[:T] if e]  # the means: reported thresholds only
         else:
             tp = matched[lo:hi, tp_column]
             p, g = ranked[lo:hi][tp], taken[lo:hi, tp_column][tp]
-            errs = pair_errors(gt, pred, p, g, period, "nuscenes")
+            errs = pair_errors(gt, pred, p, g, period, TPErrors.NUSCENES)
             errors = dict(nuscenes_tp_errors(tp, pred.score[ranked[lo:hi]], npos, errs, c.min_recall))
             kept = []
         for error in exempt:
@@ -325,12 +336,12 @@ def mean_or_none(values: Sequence[float | None]) -> float | None:
     return float(np.mean(kept)) if kept else None
 
 
-def summary(results: Sequence[ClassResult], c: Conventions) -> dict[str, float | None]:
+def summary(results: Sequence[ClassResult], c: Scoring) -> dict[str, float | None]:
     """mAP, mAPH, the mean TP errors and NDS over the classes' results."""
     class_ap = [mean_or_none(r.ap) for r in results]
     class_aph = [mean_or_none(r.aph) for r in results]
     out: dict[str, float | None] = {"mAP": mean_or_none(class_ap), "mAPH": mean_or_none(class_aph)}
-    if c.tp_errors == "autoware":
+    if c.tp_errors is TPErrors.AUTOWARE:
         curves = [e for r in results for e in r.curve_errors]
         means = {e: mean_or_none([curve[e] for curve in curves]) for e in ERRORS}
     else:

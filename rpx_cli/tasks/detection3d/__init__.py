@@ -14,9 +14,11 @@ report's ``params`` records every resolved value. Rows (per sample, at ``--tp-th
 predictions with score >= ``--conf-threshold``): ``tp``, ``fp``, ``fn``, ``n_gt``,
 ``n_pred``, ``mean_center_error``, and ``precision``, ``recall``, ``f1`` (both empty: 1).
 
-The task's parts are beside it: the protocols, flag parsers and resolved params in
-:mod:`rpx_cli.tasks.detection3d.params`, the samples in :mod:`rpx_cli.tasks.detection3d.samples`,
-the figures over all samples in :mod:`rpx_cli.tasks.detection3d.summary`.
+The task's parts are beside it: the protocols, flag parsers, resolved params and the run's
+:class:`~rpx_cli.tasks.detection3d.params.Conventions` (every convention, typed, read once
+from the params) in :mod:`rpx_cli.tasks.detection3d.params`, the samples in
+:mod:`rpx_cli.tasks.detection3d.samples`, the figures over all samples in
+:mod:`rpx_cli.tasks.detection3d.summary`.
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ from rpx_cli.io.boxes3d import (
 )
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.regular import read_bytes
-from rpx_cli.ops.depth import band_suffix
 from rpx_cli.params.parsers import iou_threshold, parse_band, positive
 from rpx_cli.tasks.base import (
     FileInput,
@@ -50,12 +51,11 @@ from rpx_cli.tasks.detection3d.params import (
     ERRORS,
     MATCHES,
     PROTOCOLS,
+    Conventions,
     check_params,
-    match_thresholds,
     parse_class_range,
     parse_exempt,
     resolve_params,
-    threshold_key,
 )
 from rpx_cli.tasks.detection3d.samples import (
     SamplePair,
@@ -143,6 +143,7 @@ class Detection3D(Task):
                metavar="NAME=M", help="Evaluate class NAME only within M metres of the ego "
                                       "(repeatable), e.g. car=50."),
         Option("ranges", "--range", "parsed", (), multiple=True, parse=parse_band, metavar="A:B",
+               unique=True,
                help="Also report every key for GT and predictions whose centre lies in [A, B) "
                     "metres (XY norm), suffixed like mAP_0m_50m; A: is open-ended. Repeatable."),
         Option("conf_threshold", "--conf-threshold", "parsed", 0.0,
@@ -206,17 +207,16 @@ class Detection3D(Task):
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         info = dict(self.metrics)
-        keys = [threshold_key(t, params["match"]) for t in match_thresholds(params)]
-        for key in keys:
-            info[f"AP_{key}"] = MetricInfo("higher", f"per class: AP at match threshold {key}")
-            info[f"APH_{key}"] = MetricInfo("higher", f"per class: APH at match threshold {key}")
+        for threshold in Conventions.of(params).thresholds:
+            info[threshold.key("AP")] = MetricInfo("higher", "per class: AP at match threshold "
+                                                   f"{threshold.token}")
+            info[threshold.key("APH")] = MetricInfo("higher", "per class: APH at match threshold "
+                                                    f"{threshold.token}")
         base = dict(info)
-        for low, high in params["ranges"]:
-            suffix = band_suffix(low, high)
+        for band in self.bands(params):
             for name, item in base.items():
-                info[f"{name}_{suffix}"] = MetricInfo(item.direction, f"{item.description}; "
-                                                      f"boxes whose centre is in [{low:g}, "
-                                                      f"{'inf' if high is None else f'{high:g}'}) m")
+                info[band.key(name)] = MetricInfo(item.direction, f"{item.description}; boxes "
+                                                  f"whose centre is in {band.label}")
         return info
 
     # --- per pair ---------------------------------------------------------------------
@@ -279,4 +279,4 @@ class Detection3D(Task):
 
     def summarize_rows(self, stats: StatTable, params: Params):
         wanted = set(params.get("metrics") or self.families)
-        return summarize_pairs(list(stats["sample"]), params, wanted)
+        return summarize_pairs(list(stats["sample"]), params, self.bands(params), wanted)

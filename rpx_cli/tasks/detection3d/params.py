@@ -1,22 +1,24 @@
 """The parameters of ``rpx eval detection3d`` (:mod:`rpx_cli.tasks.detection3d` has the task):
-the conventions each ``--protocol`` fixes, the parsers of the flags, the match thresholds and
-their key tokens, and the params resolved (a convention no flag sets comes from the protocol)
-and checked."""
+the conventions each ``--protocol`` fixes (:data:`PROTOCOLS`, the one table of them), the
+parsers of the flags, the params resolved (a convention no flag sets comes from the protocol)
+and checked, and :class:`Conventions`, every convention of a run as one typed value read from
+the resolved params: the samples, the summary and the task read the conventions there and
+nowhere else."""
 
 from __future__ import annotations
 
-import math
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from rpx_cli.errors import ParameterError
-from rpx_cli.io.boxes3d import BOX_ORIGINS
 from rpx_cli.io.class_names import read_class_names
 from rpx_cli.ops import detection3d as d3
-from rpx_cli.ops.depth import band_suffix
+from rpx_cli.ops.matching import Rule
 from rpx_cli.params.parsers import name_and_number, positive
+from rpx_cli.params.values import Band, Threshold
 from rpx_cli.tasks.base import Params
-from rpx_cli.tasks.detection3d.samples import unique_floats
 
 NUSCENES_CLASSES = ("car", "truck", "bus", "trailer", "construction_vehicle", "pedestrian",
                     "motorcycle", "bicycle", "traffic_cone", "barrier")
@@ -26,15 +28,16 @@ CVPR_2019_RANGES = {"car": 50, "truck": 50, "bus": 50, "trailer": 50, "construct
                     "barrier": 30}
 MATCHES = ("center", "bev-iou", "iou3d")
 ERRORS = d3.ERRORS
-# every convention a protocol fixes, and its value under each protocol
+# every convention a protocol fixes, and its value under each protocol as its flag spells it
+# (resolve_params fills the flags left unset from here; Conventions.of reads the result)
 PROTOCOLS: dict[str, dict[str, Any]] = {
     "nuscenes": {"dist_rule": "lt", "score_ties": "later", "precision_curve": "raw",
-                 "absent_class": "zero", "cap_rule": "lt", "cap_predictions": True,
+                 "absent_class": "zero", "cap_rule": "lt", "cap_predictions": "yes",
                  "tp_errors": "nuscenes", "pi_period_classes": ["barrier"],
                  "tp_error_exempt": {"traffic_cone": ["AOE", "AVE", "AAE"], "barrier": ["AVE", "AAE"]},
                  "min_pts": 1},
     "autoware": {"dist_rule": "le", "score_ties": "earlier", "precision_curve": "envelope",
-                 "absent_class": "null", "cap_rule": "le", "cap_predictions": False,
+                 "absent_class": "null", "cap_rule": "le", "cap_predictions": "no",
                  "tp_errors": "autoware", "pi_period_classes": [], "tp_error_exempt": {},
                  "min_pts": 0},
 }
@@ -62,12 +65,6 @@ def parse_exempt(value: Any) -> tuple[str, tuple[str, ...]]:
     return name, errors
 
 
-def threshold_key(value: float, match: str) -> str:
-    """``0p5m`` for a 0.5 m distance (autoware-ml's token), ``iou0p7`` for an IoU of 0.7."""
-    token = f"{value:g}".replace("-", "minus").replace(".", "p")
-    return f"{token}m" if match == "center" else f"iou{token}"
-
-
 def load_names(items: Any) -> list[str] | None:
     """``--class-names``: names separated by commas (repeatable), or a file with one name
     per line or a JSON list."""
@@ -86,45 +83,43 @@ def load_names(items: Any) -> list[str] | None:
     return names
 
 
-def match_thresholds(params: Params) -> list[float]:
-    """The match thresholds: ``--dist-th`` with ``--match center``, else ``--iou-th``."""
-    return list(params["dist_th"] if params["match"] == "center" else params["iou_th"])
+def unique_floats(values: Any) -> list[float]:
+    """The thresholds in the order given, each once."""
+    if isinstance(values, (int, float)):
+        values = [values]
+    return list(dict.fromkeys(float(v) for v in values))
 
 
 def resolve_params(params: Params, defaults: Params) -> dict[str, Any]:
     """``params`` over the task's ``defaults``, every convention a flag leaves unset taken
-    from ``--protocol``, every value in its canonical type."""
-    p = {**defaults, **params}
-    protocol = p.get("protocol") or "nuscenes"
-    if protocol not in PROTOCOLS:
+    from ``--protocol`` (as if its flag were given), every value in the form the report's
+    ``params`` records."""
+    out = {**defaults, **params}
+    protocol = out["protocol"]
+    if protocol not in PROTOCOLS:  # the option refuses it; this is for callers that skip it
         raise ParameterError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-    out = dict(p)
     for key, value in PROTOCOLS[protocol].items():
-        given = p.get(key)
+        given = out.get(key)
         if given is None or (isinstance(given, (tuple, list)) and not given):
             out[key] = value
-    out["cap_predictions"] = out["cap_predictions"] in (True, "yes")
+    out["cap_predictions"] = out["cap_predictions"] == "yes"
     periods = list(out["pi_period_classes"])
     out["pi_period_classes"] = [] if periods == ["none"] else sorted(set(periods) - {"none"})
     exempt = out["tp_error_exempt"]
-    if isinstance(exempt, dict):
-        exempt = {str(k): sorted(set(v), key=ERRORS.index) for k, v in sorted(exempt.items())}
-    else:
-        merged: dict[str, set[str]] = {}
-        for item in exempt:
-            name, errors = parse_exempt(item) if isinstance(item, str) else item
-            if name:
-                merged.setdefault(name, set()).update(errors)
-        exempt = {k: sorted(v, key=ERRORS.index) for k, v in sorted(merged.items())}
-    out["tp_error_exempt"] = exempt
+    merged: dict[str, set[str]] = {}
+    for item in (exempt.items() if isinstance(exempt, Mapping) else exempt):
+        name, errors = parse_exempt(item) if isinstance(item, str) else item
+        if name:  # "none" is ("", ())
+            merged.setdefault(str(name), set()).update(errors)
+    out["tp_error_exempt"] = {k: sorted(v, key=ERRORS.index) for k, v in sorted(merged.items())}
     out["dist_th"] = unique_floats(out["dist_th"])
     out["iou_th"] = unique_floats(out["iou_th"])
     out["tp_threshold"] = float(out["tp_threshold"])
     out["class_names"] = load_names(out.get("class_names") or None)
     caps = out.get("class_range") or {}
     out["class_range"] = {str(k): float(v) for k, v in
-                          (caps.items() if isinstance(caps, dict) else caps)}
-    out["ranges"] = [[float(a), None if b is None else float(b)] for a, b in out.get("ranges") or ()]
+                          (caps.items() if isinstance(caps, Mapping) else caps)}
+    out["ranges"] = [Band.of(band).as_param() for band in out.get("ranges") or ()]
     for key in ("conf_threshold", "min_recall", "min_precision"):
         out[key] = float(out[key])
     out["max_boxes"] = int(out["max_boxes"])
@@ -133,21 +128,16 @@ def resolve_params(params: Params, defaults: Params) -> dict[str, Any]:
 
 
 def check_params(params: Params) -> None:
-    """Refuse resolved params no run can use (:class:`ParameterError`)."""
-    if params["match"] not in MATCHES:
-        raise ParameterError(f"match must be one of {', '.join(MATCHES)}")
-    if params["box_origin"] not in BOX_ORIGINS:
-        raise ParameterError(f"box origin must be one of {', '.join(BOX_ORIGINS)}")
-    if not params["dist_th"] or any(not (math.isfinite(t) and t > 0) for t in params["dist_th"]):
-        raise ParameterError("distance thresholds must be positive numbers")
-    if not params["iou_th"] or any(not 0 < t <= 1 for t in params["iou_th"]):
-        raise ParameterError("IoU thresholds must be in (0, 1]")
-    if not (math.isfinite(params["tp_threshold"]) and params["tp_threshold"] > 0):
-        raise ParameterError("the TP threshold must be a positive number")
-    if not 0 <= params["min_precision"] < 1 or not 0 <= params["min_recall"] <= 1:
-        raise ParameterError("min precision must be in [0, 1) and min recall in [0, 1]")
-    if params["max_boxes"] < 1:
-        raise ParameterError("max boxes must be >= 1")
+    """Refuse resolved params no run can use (:class:`ParameterError`). Each value was
+    checked by its option's declaration (choices, bounds, parsers); what is left is what
+    depends on several values: an empty list of thresholds, a min precision of 1 (AP
+    divides by 1 - min precision), repeated class names, a class range of a class not
+    evaluated."""
+    for key, flag in (("dist_th", "--dist-th"), ("iou_th", "--iou-th")):
+        if not params[key]:
+            raise ParameterError(f"{flag}: give at least one threshold")
+    if params["min_precision"] >= 1:
+        raise ParameterError("--min-precision must be below 1 (AP divides by 1 - min precision)")
     names = params["class_names"]
     if names is not None:
         repeated = sorted({n for n in names if names.count(n) > 1})
@@ -156,12 +146,52 @@ def check_params(params: Params) -> None:
         unknown = sorted(set(params["class_range"]) - set(names))
         if unknown:
             raise ParameterError(f"--class-range names {', '.join(unknown)}, not in --class-names")
-    suffixes = [band_suffix(low, high) for low, high in params["ranges"]]
-    if len(set(suffixes)) != len(suffixes):
-        raise ParameterError("--range bands must be different")
-    for key, choices in (("dist_rule", ("lt", "le")), ("score_ties", ("later", "earlier")),
-                         ("precision_curve", ("raw", "envelope")),
-                         ("absent_class", ("zero", "null")), ("cap_rule", ("lt", "le")),
-                         ("tp_errors", ("nuscenes", "autoware"))):
-        if params[key] not in choices:
-            raise ParameterError(f"{key.replace('_', ' ')} must be one of {', '.join(choices)}")
+
+
+# how --dist-rule and --cap-rule spell a comparison
+_RULES: dict[str, Rule] = {"lt": "<", "le": "<="}
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """How a run filters, matches and scores boxes: every convention of ``--protocol``
+    (:data:`PROTOCOLS`, a flag overriding one item) and the match settings, typed, read once
+    from the resolved params by :meth:`of`. Nothing else compares a protocol's name or a
+    convention's spelling."""
+
+    match: str  # --match: "center" (BEV centre distance), "bev-iou" or "iou3d"
+    thresholds: tuple[Threshold, ...]  # the reported match thresholds (--dist-th or --iou-th)
+    tp_threshold: Threshold  # of the TP errors and the rows: --tp-threshold, or the first --iou-th
+    match_rule: Rule  # a pair matches when distance < th or <= th (--dist-rule), or IoU >= th
+    cap_rule: Rule  # --class-range keeps distance < cap or <= cap (--cap-rule)
+    cap_predictions: bool  # --class-range drops predictions too, not only GT
+    min_pts: int  # boxes whose num_pts is given and below this are dropped
+    scoring: d3.Scoring  # score ties, precision curve, absent classes, TP errors, AOE period, ...
+
+    @classmethod
+    def of(cls, params: Params) -> Conventions:
+        """The conventions of resolved ``params`` (:func:`resolve_params`, or a report's)."""
+        by_distance = params["match"] == "center"
+        if by_distance:
+            thresholds = tuple(Threshold(t, "m") for t in params["dist_th"])
+            tp_threshold = Threshold(params["tp_threshold"], "m")
+        else:
+            thresholds = tuple(Threshold(t, "iou") for t in params["iou_th"])
+            tp_threshold = thresholds[0]
+        scoring = d3.Scoring(
+            later_first=params["score_ties"] == "later",
+            envelope=params["precision_curve"] == "envelope",
+            absent_null=params["absent_class"] == "null",
+            tp_errors=d3.TPErrors(params["tp_errors"]),
+            pi_period=frozenset(params["pi_period_classes"]),
+            exempt={name: tuple(errors) for name, errors in params["tp_error_exempt"].items()},
+            min_recall=params["min_recall"], min_precision=params["min_precision"])
+        return cls(match=params["match"], thresholds=thresholds, tp_threshold=tp_threshold,
+                   match_rule=_RULES[params["dist_rule"]] if by_distance else ">=",
+                   cap_rule=_RULES[params["cap_rule"]], cap_predictions=params["cap_predictions"],
+                   min_pts=params["min_pts"], scoring=scoring)
+
+    @property
+    def by_distance(self) -> bool:
+        """Matching by BEV centre distance (else by an IoU)."""
+        return self.match == "center"

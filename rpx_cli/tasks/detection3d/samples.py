@@ -3,23 +3,23 @@
 :mod:`rpx_cli.tasks.detection3d.params` its protocols): a sample's two box
 sets as kept per stem, and all samples flattened into one GT and one prediction side
 (:class:`rpx_cli.ops.detection3d.Side`), filtered by class, range and band, with the
-conventions of the protocol."""
+run's :class:`~rpx_cli.tasks.detection3d.params.Conventions`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.boxes3d import (
-    Boxes3D,
-)
+from rpx_cli.io.boxes3d import Boxes3D
 from rpx_cli.ops import detection3d as d3
-from rpx_cli.tasks.base import (
-    Params,
-)
+from rpx_cli.ops.matching import passes
+from rpx_cli.params.values import Band
+from rpx_cli.tasks.base import Params
+from rpx_cli.tasks.detection3d.params import Conventions
 
 
 @dataclass
@@ -38,35 +38,11 @@ def decode_pair(data: dict[str, Any]) -> SamplePair:
     return SamplePair(Boxes3D.from_json(data["gt"]), Boxes3D.from_json(data["pred"]))
 
 
-def unique_floats(values: Any) -> list[float]:
-    if isinstance(values, (int, float)):
-        values = [values]
-    return list(dict.fromkeys(float(v) for v in values))
-
-
-def column(thresholds: list[float], value: float) -> int:
-    """The column of ``value`` among the match thresholds, appended when not there."""
-    if value not in thresholds:
-        thresholds.append(value)
-    return thresholds.index(value)
-
-
 def check_count(boxes: Boxes3D, params: Params, path: str, where: str) -> None:
     limit = params["max_boxes"]
     if len(boxes) > limit:
         raise InputError(f"{where}{len(boxes)} predictions in one sample, more than --max-boxes "
                          f"{limit} (the devkit's max_boxes_per_sample)", path=path)
-
-
-def conventions(params: Params) -> d3.Conventions:
-    return d3.Conventions(
-        later_first=params["score_ties"] == "later",
-        envelope=params["precision_curve"] == "envelope",
-        absent_null=params["absent_class"] == "null",
-        tp_errors=params["tp_errors"],
-        pi_period=frozenset(params["pi_period_classes"]),
-        exempt={k: tuple(v) for k, v in params["tp_error_exempt"].items()},
-        min_recall=params["min_recall"], min_precision=params["min_precision"])
 
 
 def vocabulary(pairs: list[SamplePair]) -> list[str]:
@@ -111,28 +87,27 @@ def flatten(pairs: list[SamplePair], classes: list[str]) -> tuple[d3.Side, d3.Si
     return side([pair.gt for pair in pairs], False), side([pair.pred for pair in pairs], True)
 
 
-def base_filter(gt: d3.Side, pred: d3.Side, classes: list[str],
-                 params: Params) -> tuple[d3.Side, d3.Side]:
-    """Class caps (``--class-range``) and the point filter (``--min-pts``)."""
+def base_filter(gt: d3.Side, pred: d3.Side, classes: list[str], class_range: Mapping[str, float],
+                c: Conventions) -> tuple[d3.Side, d3.Side]:
+    """Class caps (``--class-range``, kept by ``c.cap_rule``; predictions too when
+    ``c.cap_predictions``) and the point filter (``c.min_pts``)."""
     caps = np.full(len(classes), np.inf)
-    for name, cap in params["class_range"].items():
+    for name, cap in class_range.items():
         if name in classes:
             caps[classes.index(name)] = cap
-    inside = np.less if params["cap_rule"] == "lt" else np.less_equal
-    min_pts = params["min_pts"]
 
     def keep(side: d3.Side, capped: bool) -> np.ndarray:
-        ok = (side.num_pts < 0) | (side.num_pts >= min_pts)
+        ok = (side.num_pts < 0) | (side.num_pts >= c.min_pts)
         if capped and np.isfinite(caps).any():
-            ok &= inside(side.distance, caps[side.cls]) | ~np.isfinite(caps[side.cls])
+            ok &= passes(side.distance, caps[side.cls], c.cap_rule) | ~np.isfinite(caps[side.cls])
         return ok
 
-    return gt.where(keep(gt, True)), pred.where(keep(pred, params["cap_predictions"]))
+    return gt.where(keep(gt, True)), pred.where(keep(pred, c.cap_predictions))
 
 
-def in_band(side: d3.Side, band: tuple[float, float | None]) -> d3.Side:
-    low, high = band
-    keep = side.distance >= low
-    if high is not None:
-        keep &= side.distance < high
+def in_band(side: d3.Side, band: Band) -> d3.Side:
+    """The boxes whose distance is in ``band`` (``[low, high)``)."""
+    keep = side.distance >= band.low
+    if band.high is not None:
+        keep &= side.distance < band.high
     return side.where(keep)

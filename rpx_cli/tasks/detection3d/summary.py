@@ -12,15 +12,13 @@ import numpy as np
 
 from rpx_cli.ops import detection3d as d3
 from rpx_cli.ops.boxes3d import center_distance
-from rpx_cli.ops.depth import band_suffix
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
+from rpx_cli.params.values import Band, banded
 from rpx_cli.tasks.base import Params
-from rpx_cli.tasks.detection3d.params import ERRORS, match_thresholds, threshold_key
+from rpx_cli.tasks.detection3d.params import ERRORS, Conventions
 from rpx_cli.tasks.detection3d.samples import (
     SamplePair,
     base_filter,
-    column,
-    conventions,
     flatten,
     in_band,
     vocabulary,
@@ -29,72 +27,76 @@ from rpx_cli.tasks.detection3d.samples import (
 ROW_KEYS = ("tp", "fp", "fn", "n_gt", "n_pred", "mean_center_error", "precision", "recall", "f1")
 
 
-def summarize_pairs(pairs: list[SamplePair], params: Params, wanted: set[str]):
+def column(thresholds: list[float], value: float) -> int:
+    """The column of ``value`` among the match thresholds, appended when not there."""
+    if value not in thresholds:
+        thresholds.append(value)
+    return thresholds.index(value)
+
+
+def summarize_pairs(pairs: list[SamplePair], params: Params, bands: list[Band], wanted: set[str]):
     """``({"aggregate": ..., "dataset": ...}, rows)`` of all samples' box pairs (in stem
-    order), with the ``--metrics`` families in ``wanted``."""
+    order) over the whole range and each of ``bands``, with the ``--metrics`` families in
+    ``wanted``."""
     n = len(pairs)
+    c = Conventions.of(params)
     classes = params["class_names"] or vocabulary(pairs)
     gt, pred = flatten(pairs, classes)
-    gt, pred = base_filter(gt, pred, classes, params)
-    c = conventions(params)
-    thresholds = match_thresholds(params)
-    match_ths = list(thresholds)
-    if params["match"] == "center":
-        tp_column = column(match_ths, params["tp_threshold"])
-        rule = "<" if params["dist_rule"] == "lt" else "<="
-    else:
-        tp_column, rule = 0, ">="
-    views = [("", None)] + [(f"_{band_suffix(lo, hi)}", (lo, hi)) for lo, hi in params["ranges"]]
+    gt, pred = base_filter(gt, pred, classes, params["class_range"], c)
+    thresholds = [t.value for t in c.thresholds]
+    match_ths = list(thresholds)  # and the TP threshold's column when it is not one of them
+    tp_column = column(match_ths, c.tp_threshold.value)
     dataset: dict[str, Any] = {"per_class": {name: {} for name in classes}}
     aggregate: dict[str, Any] = {"n_samples": n}
     rows: list[dict[str, Any]] = [{} for _ in range(n)]
-    for suffix, band in views:
+    for band in [None, *bands]:
         g, p = (gt, pred) if band is None else (in_band(gt, band), in_band(pred, band))
-        similarity = d3.distance_similarity(g, p) if params["match"] == "center" else \
-            d3.iou_similarity(g, p, params["match"])
-        matching = d3.match(g, p, len(classes), similarity, match_ths, rule,
-                            later_first=c.later_first)
+        similarity = d3.distance_similarity(g, p) if c.by_distance else \
+            d3.iou_similarity(g, p, c.match)
+        matching = d3.match(g, p, len(classes), similarity, match_ths, c.match_rule,
+                            later_first=c.scoring.later_first)
         if "rows" in wanted:
-            _rows(g, p, matching, tp_column, n, params, suffix, rows, aggregate, dataset)
-        dataset[f"n_gt{suffix}"] = len(g)
-        dataset[f"n_pred{suffix}"] = len(p)
-        results = d3.score(g, p, matching, classes, thresholds, tp_column, c) \
+            _rows(g, p, matching, tp_column, n, params["conf_threshold"], band, rows, aggregate,
+                  dataset)
+        dataset[banded("n_gt", band)] = len(g)
+        dataset[banded("n_pred", band)] = len(p)
+        results = d3.score(g, p, matching, classes, thresholds, tp_column, c.scoring) \
             if wanted & {"ap", "tp", "aph"} else None
         for k, name in enumerate(classes):
             entry = dataset["per_class"][name]
-            entry[f"n_gt{suffix}"] = int(np.count_nonzero(g.cls == k))
-            entry[f"n_pred{suffix}"] = int(np.count_nonzero(p.cls == k))
+            entry[banded("n_gt", band)] = int(np.count_nonzero(g.cls == k))
+            entry[banded("n_pred", band)] = int(np.count_nonzero(p.cls == k))
             if results is None:
                 continue
             r = results[k]
             if "ap" in wanted:
-                entry[f"AP{suffix}"] = d3.mean_or_none(r.ap)
-                for t, value in zip(thresholds, r.ap, strict=True):
-                    entry[f"AP_{threshold_key(t, params['match'])}{suffix}"] = value
+                entry[banded("AP", band)] = d3.mean_or_none(r.ap)
+                for t, value in zip(c.thresholds, r.ap, strict=True):
+                    entry[banded(t.key("AP"), band)] = value
             if "aph" in wanted:
-                entry[f"APH{suffix}"] = d3.mean_or_none(r.aph)
-                for t, value in zip(thresholds, r.aph, strict=True):
-                    entry[f"APH_{threshold_key(t, params['match'])}{suffix}"] = value
+                entry[banded("APH", band)] = d3.mean_or_none(r.aph)
+                for t, value in zip(c.thresholds, r.aph, strict=True):
+                    entry[banded(t.key("APH"), band)] = value
             if "tp" in wanted:
                 for e in ERRORS:
-                    entry[f"{e}{suffix}"] = r.errors[e]
+                    entry[banded(e, band)] = r.errors[e]
         if results is not None:
-            figures = d3.summary(results, c)
+            figures = d3.summary(results, c.scoring)
             keys = (["mAP", "NDS"] if "ap" in wanted else []) + \
                 (["mAPH"] if "aph" in wanted else []) + \
                 ([f"m{e}" for e in ERRORS] if "tp" in wanted else [])
             for key in keys:
-                dataset[f"{key}{suffix}"] = figures[key]
+                dataset[banded(key, band)] = figures[key]
     dataset["classes"] = list(classes)
     return {"aggregate": aggregate, "dataset": dataset}, rows
 
 
 def _rows(g: d3.Side, p: d3.Side, matching: d3.Matching, tp_column: int, n: int,
-          params: Params, suffix: str, rows: list[dict[str, Any]], aggregate: dict[str, Any],
-          dataset: dict[str, Any]) -> None:
-    """One band's rows (``suffix`` on every key) at the TP threshold's column, their means
+          conf_threshold: float, band: Band | None, rows: list[dict[str, Any]],
+          aggregate: dict[str, Any], dataset: dict[str, Any]) -> None:
+    """One band's rows (every key :func:`banded`) at the TP threshold's column, their means
     into ``aggregate`` and their pooled counts into ``dataset``."""
-    keep = p.score >= params["conf_threshold"]
+    keep = p.score >= conf_threshold
     hit = matching.matched[:, tp_column] & keep
     tp = np.bincount(p.sample[hit], minlength=n)
     n_pred = np.bincount(p.sample[keep], minlength=n)
@@ -112,10 +114,10 @@ def _rows(g: d3.Side, p: d3.Side, matching: d3.Matching, tp_column: int, n: int,
                **{k: figures[k].tolist() for k in ("precision", "recall", "f1")}}
     for key in ROW_KEYS:
         for row, value in zip(rows, columns[key], strict=True):
-            row[f"{key}{suffix}"] = value
+            row[banded(key, band)] = value
     for key in ("precision", "recall", "f1"):
-        aggregate[f"{key}{suffix}"] = mean_present(figures[key])
-    aggregate[f"mean_center_error{suffix}"] = mean_present(mean_error)
+        aggregate[banded(key, band)] = mean_present(figures[key])
+    aggregate[banded("mean_center_error", band)] = mean_present(mean_error)
     totals = [int(x.sum()) for x in (tp, fp, fn)]
-    dataset[f"pooled{suffix}"] = {**prf(*totals), "tp": totals[0], "fp": totals[1],
+    dataset[banded("pooled", band)] = {**prf(*totals), "tp": totals[0], "fp": totals[1],
                                   "fn": totals[2]}

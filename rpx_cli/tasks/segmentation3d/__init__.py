@@ -54,10 +54,9 @@ from rpx_cli.ops.confusion import (
     not_in,
     trim,
 )
-from rpx_cli.ops.depth import band_suffix
 from rpx_cli.ops.lidar import LabelMap, RangeIntervals
 from rpx_cli.ops.reduce import mean_present
-from rpx_cli.params import Band
+from rpx_cli.params import Band, banded
 from rpx_cli.params.parsers import parse_band
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn
 from rpx_cli.tasks.registry import register_task
@@ -119,12 +118,8 @@ def _label_map(items: tuple[tuple[str, int], ...]) -> LabelMap:
 
 
 @lru_cache(maxsize=8)
-def _intervals(ranges: tuple[tuple[float, float | None], ...]) -> RangeIntervals:
-    return RangeIntervals(ranges)
-
-
-def _ranges(params: Params) -> tuple[tuple[float, float | None], ...]:
-    return tuple((low, high) for low, high in params["ranges"])
+def _intervals(bands: tuple[Band, ...]) -> RangeIntervals:
+    return RangeIntervals(bands)
 
 
 @register_task
@@ -174,7 +169,7 @@ class Segmentation3D(Task):
                help="float32 values per point in .bin point files: 4 = SemanticKITTI (x, y, "
                     "z, remission), 5 = nuScenes (x, y, z, intensity, ring)."),
         Option("ranges", "--range", "parsed", (), multiple=True, parse=parse_band,
-               metavar="A:B",
+               metavar="A:B", unique=True,
                help="Also report every metric for the points at distance [A, B) metres, "
                     "suffixed like miou_0m_50m; A: is open-ended. Repeatable; needs "
                     "--points-dir."),
@@ -219,10 +214,7 @@ class Segmentation3D(Task):
                 label_map = normalise_label_map(dict(label_map))
             except ValueError as exc:
                 raise ParameterError(f"label map: {exc}") from None
-        try:
-            ranges = [Band.of(r) for r in out["ranges"]]
-        except ValueError as exc:
-            raise ParameterError(f"--range: {exc}") from None
+        ranges = self.bands(out)
         if ranges and points_dir is None:
             raise ParameterError("--range buckets points by their distance: give the point "
                                  "clouds with --points-dir")
@@ -233,47 +225,33 @@ class Segmentation3D(Task):
         return {**out, "ignore_index": sorted({int(i) for i in ignore}),
                 "num_classes": num_classes, "class_names": names, "label_map": label_map,
                 "point_fields": int(out["point_fields"]),
-                "ranges": [[float(low), None if high is None else float(high)]
-                           for low, high in ranges]}
+                "ranges": [band.as_param() for band in ranges]}
 
     def validate_params(self, params: Params) -> None:
-        choices = {"protocol": PROTOCOLS, "range_norm": NORMS, "label_format": BIN_LABELS}
-        for key, allowed in choices.items():
-            if params[key] not in allowed:
-                raise ParameterError(f"{key.replace('_', '-')} must be one of "
-                                     f"{', '.join(allowed)}, got {params[key]!r}")
-        if params["num_classes"] is not None and params["num_classes"] < 1:
-            raise ParameterError(f"num classes must be >= 1, got {params['num_classes']}")
-        if params["point_fields"] < (3 if params["range_norm"] == "xyz" else 2):
+        # a single value is checked by its option (choices, --point-fields >= 2, --range
+        # given once); what is left depends on two options
+        if params["range_norm"] == "xyz" and params["point_fields"] < 3:
             raise ParameterError(f"--point-fields {params['point_fields']} has no z for "
-                                 "--range-norm xyz" if params["range_norm"] == "xyz" else
-                                 f"--point-fields {params['point_fields']}: a point has at "
-                                 "least x and y")
-        suffixes = [band_suffix(low, high) for low, high in params["ranges"]]
-        if len(set(suffixes)) != len(suffixes):
-            raise ParameterError("the same --range is given twice")
+                                 "--range-norm xyz")
 
     def statistics(self, params: Params) -> tuple[Stat, ...]:
         """Per scan: the row's ``miou`` and ``acc`` (for ``aggregate``) and the point count;
         folded over all scans: the confusion matrix, overall and per range."""
         stats: list[Stat] = [Stat("n_points")]
-        for tail in _tails(params):
-            stats += [Stat(f"miou{tail}"), Stat(f"acc{tail}"),
-                      Stat(f"confusion{tail}", encode=_encode_trimmed,
+        for band in [None, *self.bands(params)]:
+            stats += [Stat(banded("miou", band)), Stat(banded("acc", band)),
+                      Stat(banded("confusion", band), encode=_encode_trimmed,
                            decode=decode_confusion, merge=add_confusions)]
         return tuple(stats)
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         base = metric_infos(params.get("protocol", "autoware"))
         info = dict(base)
-        for low, high in params.get("ranges", ()):
-            suffix = band_suffix(low, high)
-            where = f"points at {params.get('range_norm', 'xy')} distance in [{low:g}, " \
-                    f"{'inf' if high is None else f'{high:g}'}) m"
+        for band in self.bands(params):
+            where = f"points at {params.get('range_norm', 'xy')} distance in {band.label}"
             for key, item in base.items():
                 if key != "n_points":
-                    info[f"{key}_{suffix}"] = MetricInfo(item.direction,
-                                                         f"{item.description}; {where}")
+                    info[band.key(key)] = MetricInfo(item.direction, f"{item.description}; {where}")
         return info
 
     # --- per scan ---------------------------------------------------------------------
@@ -285,8 +263,9 @@ class Segmentation3D(Task):
             points = read_points(path, buffer, fields=params["point_fields"],
                                  columns=3 if norm == "xyz" else 2)
             interval = None
-            if params["ranges"]:
-                interval = _intervals(_ranges(params)).index_points(points, norm)
+            bands = self.bands(params)
+            if bands:
+                interval = _intervals(tuple(bands)).index_points(points, norm)
             return Cloud(points.shape[0], interval, path)
         labels = read_point_labels(path, buffer, bin_labels=params["label_format"])
         if params["label_map"]:
@@ -315,13 +294,13 @@ class Segmentation3D(Task):
         if pred.labels.size != n:
             raise InputError(f"label counts differ: {pred_path} has {pred.labels.size} labels, "
                              f"{gt_path} has {n}", path=pred_path)
-        ranges = _ranges(params)
-        intervals = _intervals(ranges) if ranges else None
+        bands = self.bands(params)
+        intervals = _intervals(tuple(bands)) if bands else None
         gt_values, pred_values, counts = interval_confusions(
             gt.labels, pred.labels, gt.interval, intervals.count if intervals else 1,
             tuple(params["ignore_index"]))
         # the scan's matrix, then each range's: sums of the interval matrices
-        buckets = np.empty((1 + len(ranges),) + counts.shape[1:], dtype=counts.dtype)
+        buckets = np.empty((1 + len(bands),) + counts.shape[1:], dtype=counts.dtype)
         counts.sum(axis=0, out=buckets[0])
         for bucket, (first, stop) in zip(buckets[1:], intervals.spans if intervals else (),
                                          strict=True):
@@ -333,25 +312,27 @@ class Segmentation3D(Task):
         stats: dict[str, Any] = {"n_points": n}
         # kept untrimmed (zero rows and columns included): scans with the same labels then
         # fold by one addition; trimmed when written (shard parts) and summarised
-        for tail, bucket, total, (miou, acc) in zip(_tails(params), buckets, labelled, scores,
+        for band, bucket, total, (miou, acc) in zip([None, *bands], buckets, labelled, scores,
                                                     strict=True):
-            row[f"miou{tail}"] = miou
-            row[f"acc{tail}"] = acc
-            if tail:
-                row[f"n_labelled{tail}"] = total
-            stats[f"miou{tail}"] = miou
-            stats[f"acc{tail}"] = acc
-            stats[f"confusion{tail}"] = FrameConfusion(gt_values, pred_values, bucket)
+            row[banded("miou", band)] = miou
+            row[banded("acc", band)] = acc
+            if band is not None:
+                row[band.key("n_labelled")] = total
+            stats[banded("miou", band)] = miou
+            stats[banded("acc", band)] = acc
+            stats[banded("confusion", band)] = FrameConfusion(gt_values, pred_values, bucket)
         return Sample(row, stats)
 
     # --- over all scans -----------------------------------------------------------------
 
     def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
         aggregate: dict[str, Any] = {"n_frames": len(stats)}
-        for tail in _tails(params):
-            aggregate[f"miou{tail}"] = mean_present(stats[f"miou{tail}"])
-            aggregate[f"acc{tail}"] = mean_present(stats[f"acc{tail}"])
-            aggregate[f"n_empty{tail}"] = int(np.count_nonzero(np.isnan(stats[f"miou{tail}"])))
+        bands = [None, *self.bands(params)]
+        for band in bands:
+            miou = stats[banded("miou", band)]
+            aggregate[banded("miou", band)] = mean_present(miou)
+            aggregate[banded("acc", band)] = mean_present(stats[banded("acc", band)])
+            aggregate[banded("n_empty", band)] = int(np.count_nonzero(np.isnan(miou)))
         overall = trim(stats["confusion"] or EMPTY)
         classes = class_axis(overall, params["num_classes"])
         other = has_other(overall, classes)
@@ -360,26 +341,18 @@ class Segmentation3D(Task):
         scored = not_in(classes, params["ignore_index"])
         dataset: dict[str, Any] = {"n_points": int(stats["n_points"].sum())}
         per_class: dict[str, dict[str, Any]] = {label: {} for label in labels}
-        for tail in _tails(params):
-            matrix = dense_matrix(trim(stats[f"confusion{tail}"] or EMPTY), classes, other=other)
-            dataset.update(bucket_metrics(matrix, scored, params["protocol"], tail))
-            dataset[f"confusion{tail}"] = {"labels": labels,
-                                           "columns": labels + ([OTHER] if other else []),
-                                           "matrix": matrix.tolist()}
+        for band in bands:
+            matrix = dense_matrix(trim(stats[banded("confusion", band)] or EMPTY), classes,
+                                  other=other)
+            dataset.update(bucket_metrics(matrix, scored, params["protocol"], band))
+            dataset[banded("confusion", band)] = {"labels": labels,
+                                                  "columns": labels + ([OTHER] if other else []),
+                                                  "matrix": matrix.tolist()}
             for c, values in class_metrics(matrix, scored, params["protocol"]).items():
-                per_class[labels[c]].update({f"{key}{tail}": value for key, value in values.items()})
+                per_class[labels[c]].update({banded(key, band): value
+                                             for key, value in values.items()})
         dataset["per_class"] = per_class
         return {"aggregate": aggregate, "dataset": dataset}
-
-
-def _tails(params: Params) -> tuple[str, ...]:
-    """The key suffixes: ``""`` (the scan), then ``_<range>`` per ``--range``."""
-    return _range_tails(tuple(map(tuple, params["ranges"])))
-
-
-@lru_cache(maxsize=8)
-def _range_tails(ranges: tuple[tuple[float, float | None], ...]) -> tuple[str, ...]:
-    return ("",) + tuple(f"_{band_suffix(low, high)}" for low, high in ranges)
 
 
 def _check_gt(gt_values: np.ndarray, matrix: np.ndarray, params: Params, gt_path: str) -> None:

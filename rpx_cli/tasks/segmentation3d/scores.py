@@ -15,6 +15,7 @@ from rpx_cli.ops.confusion import (
     class_scores,
     not_in,
 )
+from rpx_cli.params.values import Band, banded
 from rpx_cli.tasks.base import Params
 
 PER_CLASS = ("iou", "precision", "recall", "f1")
@@ -81,12 +82,13 @@ def _class_axis(gt_values: bytes, pred_values: bytes, num_classes: int | None,
 
 
 def bucket_metrics(matrix: np.ndarray, scored: np.ndarray, protocol: str,
-                   tail: str) -> dict[str, Any]:
-    """The dataset means of one bucket's matrix, keys suffixed with ``tail``."""
+                   band: Band | None) -> dict[str, Any]:
+    """The dataset means of one bucket's matrix (the scan's when ``band`` is None, else the
+    band's keys)."""
     scores = class_scores(matrix)
     means = average_scores(scores, **averaging(scored, protocol))
-    out = {f"{key}{tail}": means[key] for key in AVERAGES}
-    out[f"n_labelled{tail}"] = int(scores.support.sum())
+    out = {banded(key, band): means[key] for key in AVERAGES}
+    out[banded("n_labelled", band)] = int(scores.support.sum())
     return out
 
 
