@@ -45,6 +45,7 @@ class CharacterErrorRate(Task):
                "--gt-dir tests/fixtures/cer/lines/gt | jq .dataset.cer")
     suffixes = (".txt",)
     primary_metric = "cer"
+    headline = ("dataset.cer", "aggregate.cer")  # the summary line and the page's cards
     metrics = {
         "cer": MetricInfo("lower", "row: edit distance / GT characters (null without GT text); "
                           "dataset: summed edits / summed GT characters"),

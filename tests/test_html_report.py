@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from helpers import FIXTURES, ROOT, depth_pairs, dirs, write_manifest
 
 from rpx_cli.cli.main import cli
+from rpx_cli.params.values import Band
 
 SHELF = FIXTURES / "detection" / "shelf"
 
@@ -233,7 +234,9 @@ def test_other_kinds_show_their_numbers(browser, reports, tmp_path: Path) -> Non
     page, _ = page_of(browser, reports["depth"], tmp_path, "depth")
     absrel = {e["data"]["label"]: number(e["data"]["value"]) for e in elements(page, chart="bands")
               if e["chart"].get("metric") == "absrel" and "label" in e["data"]}
-    assert absrel == {b: depth["dataset"][f"absrel_{b}"] for b in ("0m_2m", "2m_5m", "5m_inf")}
+    bands = [Band.of(value) for value in depth["params"]["ranges"]]
+    assert absrel == {band.label: depth["dataset"][band.key("absrel")] for band in bands}
+    assert list(absrel) == ["[0, 2) m", "[2, 5) m", "[5, inf) m"]
     histogram = [e for e in elements(page, chart="distribution") if e["chart"].get("metric") == "absrel"
                  and "count" in e["data"]]
     assert sum(int(e["data"]["count"]) for e in histogram) == sum(
@@ -328,13 +331,15 @@ def test_a_merged_run_renders_like_a_single_one(tmp_path: Path) -> None:
     assert body(tmp_path / "one.html") == body(tmp_path / "merged.html")
 
 
-def test_report_starts_without_numpy() -> None:
-    """The page is pure Python: `rpx report` never imports numpy (start-up stays small)."""
+def test_report_imports_its_reports_task_only() -> None:
+    """The page reads what the report's task declares (headline, rank metric, bands), so
+    `rpx report` imports that task's module (`registry.find_task`) and no other task's."""
     code = ("import sys; from rpx_cli.cli.main import cli\n"
             f"cli(['report', {str(SHELF / 'expected.json')!r}, '-o', '/dev/null'], standalone_mode=False)\n"
-            "print('numpy' in sys.modules)")
+            "print(','.join(sorted({m.split('.')[2] for m in sys.modules\n"
+            "                       if m.startswith('rpx_cli.tasks.')})))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
-    assert done.stdout.strip() == "False"
+    assert done.stdout.strip().split(",") == ["base", "calculators", "detection", "registry", "stats"]
 
 
 def test_a_large_confusion_matrix_is_drawn_compactly_with_every_count() -> None:

@@ -17,12 +17,11 @@ they share in :mod:`rpx_cli.report.html_blocks`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rpx_cli.report.html_blocks import (
     ARROW,
-    PRIMARY,
     cell_html,
     direction,
     is_number,
@@ -41,12 +40,12 @@ from rpx_cli.report.html_sections import (
     summary_text,
     worst_rows_section,
 )
-from rpx_cli.report.html_task_views import TASK_VIEWS, generic
+from rpx_cli.report.html_task_views import task_view
 from rpx_cli.report.html_workflow_views import WORKFLOW_VIEWS
 from rpx_cli.report.render import lookup
 from rpx_cli.report.svg import esc, short
 
-__all__ = ["CSS", "PRIMARY", "READINESS", "WORST_N", "direction", "render_html"]
+__all__ = ["CSS", "READINESS", "WORST_N", "direction", "render_html"]
 
 CSS = """
 :root{--bg:#fff;--fg:#1b1f24;--muted:#5b6570;--line:#d0d7de;--grid:#eaeef2;--panel:#f6f8fa;
@@ -106,9 +105,7 @@ def _article(index: int, name: str, report: Mapping[str, Any]) -> str:
     parts = [f'<article data-report="{index}" data-schema="{esc(schema)}" data-task="{esc(report.get("task"))}">',
              f"<h2>{esc(kind)}</h2><div class=\"muted\"><code>{esc(name)}</code></div>",
              f'<p>{summary_text(report)}</p>', gates_section(report), headline_section(report)]
-    view = _VIEWS.get(str(report.get("task")) if schema == "rpx.eval" else str(schema), generic)
-    if schema == "rpx.eval" and report.get("task") not in _VIEWS:
-        view = generic
+    view = WORKFLOW_VIEWS.get(str(schema)) or task_view(report)
     parts.append(view(report))
     if schema not in ("rpx.compare", "rpx.readiness"):
         parts.append(worst_rows_section(report))
@@ -142,6 +139,3 @@ def _side_by_side(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     return section_html("side by side", table_html(columns, rows, attrs=attrs, table="side-by-side"),
                         "headline metrics of every report; in brackets the change from the first "
                         "(blue better, orange worse given the metric's direction)", kind="side-by-side")
-
-
-_VIEWS: dict[str, Callable[[Mapping[str, Any]], str]] = {**TASK_VIEWS, **WORKFLOW_VIEWS}

@@ -1,24 +1,19 @@
 """The building blocks of the HTML report (:mod:`rpx_cli.report.html`): reading a report
-(a dotted path, a number, its kind), a metric's direction and the row metric the worst rows
-are ranked by, and the markup every section is made of (a titled section, a table, a cell
-whose full number is in ``data-value``)."""
+(a dotted path, a number, its kind), a metric's direction, and the markup every section is
+made of (a titled section, a table, a cell whose full number is in ``data-value``). What a
+report's task declares (headline, rank metric, bands) is read in
+:mod:`rpx_cli.report.declared`."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rpx_cli.report.declared import metric_direction
 from rpx_cli.report.svg import datum, esc, short
 
-BAND = re.compile(r"^(?P<metric>.+?)_(?P<band>(?:minus)?\d[\dp]*m_(?:(?:minus)?\d[\dp]*m|inf))$")
 _READINESS_WAY = {"ts_score": "higher", "sgc": "higher", "latency_ms": "lower", "params_m": "lower",
                   "flops_g": "lower", "actmem_gb": "lower"}
-# the row metric the worst rows are sorted by (else the first row metric with a direction)
-PRIMARY = {"depth": "absrel", "segmentation": "miou", "segmentation3d": "miou", "detection": "f1",
-           "tracking": "mota", "grounding": "grounding_iou", "keypoints": "keypoint_acc",
-           "pose": "pose_error_max_deg", "sparse-depth": "sparse_absrel", "nvs": "psnr",
-           "saliency-mb": "iou", "coherence": "f_score", "detection3d": "tp"}
 
 
 def kind_name(report: Mapping[str, Any]) -> str:
@@ -33,17 +28,12 @@ def is_number(value: Any) -> bool:
 
 
 def direction(report: Mapping[str, Any], path: str) -> str:
-    info = report.get("metric_info") or {}
     name = path.rsplit(".", 1)[-1]
     if report.get("schema") == "rpx.readiness":
         if name in ("s_overall", "primary_aggregate") or name.startswith("s_"):
             return str(report.get("direction") or "none")
         return _READINESS_WAY.get(name, "none")
-    match = BAND.match(name)
-    for key in (name, match["metric"] if match else None):
-        if key and isinstance(info.get(key), Mapping):
-            return str(info[key].get("direction", "none"))
-    return "none"
+    return metric_direction(report, name)
 
 
 ARROW = {"higher": "↑ higher is better", "lower": "↓ lower is better", "none": ""}
@@ -72,13 +62,3 @@ def cell_html(value: Any, path: str = "") -> str:
     if is_number(value) or value is None:
         return f'<span data-value="{datum(value)}"{extra}>{short(value, 4)}</span>'
     return esc(value)
-
-
-def primary(report: Mapping[str, Any]) -> tuple[str | None, str]:
-    rows = report.get("rows") or []
-    metric = (report.get("strata") or {}).get("primary_metric") or PRIMARY.get(str(report.get("task")))
-    if rows and (metric is None or metric not in rows[0]):
-        info = report.get("metric_info") or {}
-        metric = next((k for k in rows[0] if k in info and info[k].get("direction") in ("higher", "lower")
-                       and is_number(rows[0][k])), None)
-    return metric, direction(report, metric) if metric else "none"

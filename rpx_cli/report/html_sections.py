@@ -7,16 +7,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rpx_cli.report.declared import rank_metric
 from rpx_cli.report.html_blocks import (
     ARROW,
     cell_html,
     direction,
     is_number,
-    primary,
     section_html,
     table_html,
 )
-from rpx_cli.report.render import HEADLINE, lookup
+from rpx_cli.report.render import lookup
 from rpx_cli.report.svg import datum, esc, short
 
 WORST_N = 10
@@ -68,14 +68,12 @@ def gates_section(report: Mapping[str, Any]) -> str:
 
 
 def headline_paths(report: Mapping[str, Any]) -> list[str]:
-    from rpx_cli.report.render import headline
+    from rpx_cli.report import render
 
-    preferred = HEADLINE.get(str(report.get("task")), ()) if report.get("schema") == "rpx.eval" else ()
-    if report.get("schema") == "rpx.readiness":
-        preferred = READINESS
+    preferred = READINESS if report.get("schema") == "rpx.readiness" else render.headline_paths(report)
     paths = [p for p in preferred if is_number(lookup(report, p))]
     if len(paths) < 4:
-        for path, value in headline(report):
+        for path, value in render.headline(report):
             last = path.rsplit(".", 1)[-1]
             if path in paths or last.startswith("n_") or last in ("schema_version",) or path.count(".") > 1:
                 continue
@@ -150,17 +148,10 @@ def worst_rows_section(report: Mapping[str, Any]) -> str:
     rows = report.get("rows") or []
     if not rows:
         return ""
-    if report.get("task") == "classification" and "correct" in rows[0]:
-        # wrong first, most confident first: the mistakes a model is surest of
-        ranked = sorted((r for r in rows if is_number(r.get("correct"))),
-                        key=lambda r: (r["correct"], -(r.get("confidence") or 0.0)))
-        metric, way = "correct", "higher"
-    else:
-        metric, way = primary(report)
-        if metric is None:
-            return ""
-        scored = [r for r in rows if is_number(r.get(metric))]
-        ranked = sorted(scored, key=lambda r: r[metric], reverse=way == "lower")
+    metric, way = rank_metric(report)
+    if metric is None:
+        return ""
+    ranked = worst_first([r for r in rows if is_number(r.get(metric))], metric, way)
     worst = ranked[:WORST_N]
     if not worst:
         return ""
@@ -174,3 +165,16 @@ def worst_rows_section(report: Mapping[str, Any]) -> str:
     return section_html(f"worst {len(worst)} of {len(rows)} rows by {metric}", table,
                         f"sorted by {esc(metric)} ({esc(ARROW.get(way, ''))}): the samples to look at first",
                         kind="worst")
+
+
+def worst_first(rows: list[Mapping[str, Any]], metric: str, way: str) -> list[Mapping[str, Any]]:
+    """``rows`` by ``metric``, the worst first given its direction (``higher`` is better:
+    the lowest first); among equal values a row's ``confidence``, highest first (the
+    mistakes a model is surest of), then the rows' order."""
+    sign = -1.0 if way == "lower" else 1.0
+
+    def key(row: Mapping[str, Any]) -> tuple[float, float]:
+        confidence = row.get("confidence")
+        return sign * row[metric], -(confidence if is_number(confidence) else 0.0)
+
+    return sorted(rows, key=key)

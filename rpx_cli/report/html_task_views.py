@@ -1,21 +1,20 @@
-"""The pictures of an ``rpx.eval`` report on the HTML page (:mod:`rpx_cli.report.html`), one
-view per task that has its own (detection, segmentation, depth, tracking, classification) and
-the generic view every other task gets (a plugin task too): per-class bars, confusion
-matrices, per-band bars and the distribution of the primary row metric."""
+"""The pictures of a task's report on the HTML page (:mod:`rpx_cli.report.html`): the views
+a task names as its ``page_view`` (COCO-style PR curves, IoU per class, depth errors per
+band, tracking sequences, calibration) and the generic view every other task gets (a plugin
+task too): per-class bars, confusion matrices, per-band bars and the distribution of the
+row metric the worst rows are ranked by."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rpx_cli.report import svg
+from rpx_cli.report import declared, svg
 from rpx_cli.report.html_blocks import (
     ARROW,
-    BAND,
     cell_html,
     direction,
     is_number,
-    primary,
     section_html,
     table_html,
 )
@@ -51,7 +50,7 @@ def _per_class_bars(per_class: Mapping[str, Any], field: str, *, title: str, way
                          value_label=field, domain=domain, notes=notes, attrs={"name": name, "field": field})
 
 
-def _detection(report: Mapping[str, Any]) -> str:
+def _pr_curves(report: Mapping[str, Any]) -> str:
     dataset = report.get("dataset") or {}
     out = []
     coco = dataset.get("coco") or {}
@@ -118,7 +117,7 @@ def _detection(report: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
-def _segmentation(report: Mapping[str, Any]) -> str:
+def _class_iou(report: Mapping[str, Any]) -> str:
     dataset = report.get("dataset") or {}
     out = []
     if dataset.get("per_class"):
@@ -127,39 +126,42 @@ def _segmentation(report: Mapping[str, Any]) -> str:
             name="iou-per-class"), "n = GT pixels (support); n/a: no GT support", kind="iou-per-class"))
     out.append(_bands(report))
     if dataset.get("confusion"):
-        out.append(_confusion(dataset["confusion"], "segmentation"))
+        out.append(_confusion(dataset["confusion"], str(report.get("task") or "")))
     out.append(_distribution(report))
     return "".join(out)
 
 
 def _bands(report: Mapping[str, Any]) -> str:
-    """Every ``<metric>_<band>`` key of ``dataset`` (else ``aggregate``): one bar chart per
-    metric over the bands (depth bands, 3D ranges)."""
-    for section in ("dataset", "aggregate"):
-        values = report.get(section) or {}
-        groups: dict[str, dict[str, Any]] = {}
-        for key, value in values.items():
-            match = BAND.match(key)
-            if match and (is_number(value) or value is None) and not match["metric"].startswith("n_"):
-                groups.setdefault(match["metric"], {})[match["band"]] = value
-        if groups:
-            break
-    if not groups:
-        return ""
-    charts = []
-    for metric, bands in list(groups.items())[:6]:
+    """One bar chart per metric the task charts per band (its ``band_metrics``, in order),
+    a bar per band of the report's ``params`` (depth bands, 3D ranges), labelled ``[A, B) m``:
+    the values of ``band.key(metric)`` in ``dataset``, else in ``aggregate``."""
+    bands = declared.bands(report)
+    charts, sections = [], []
+    for metric in declared.band_metrics(report) if bands else ():
+        keys = [band.key(metric) for band in bands]
+        section = next((name for name in ("dataset", "aggregate") if isinstance(report.get(name), Mapping)
+                        and any(key in report[name] for key in keys)), None)
+        if section is None:
+            continue
+        values = [report[section].get(key) for key in keys]
         way = direction(report, metric)
-        charts.append(svg.bar_chart(list(bands), list(bands.values()), title=f"{metric} per band ({section})",
+        charts.append(svg.bar_chart([band.label for band in bands],
+                                    [v if is_number(v) else None for v in values],
+                                    title=f"{metric} per band ({section})",
                                     value_label=f"{metric} ({ARROW.get(way, '') or 'no direction'})",
                                     domain=None, width=420, attrs={"name": "bands", "metric": metric}))
-    return section_html(f"per band ({section})", f'<div class="multiples">{"".join(charts)}</div>',
+        if section not in sections:
+            sections.append(section)
+    if not charts:
+        return ""
+    return section_html(f"per band ({', '.join(sections)})", f'<div class="multiples">{"".join(charts)}</div>',
                         "bands are [min, max) of the GT (depth: metres; 3D: range from the sensor)", kind="bands")
 
 
 def _distribution(report: Mapping[str, Any], metric: str | None = None) -> str:
     rows = report.get("rows") or []
     if metric is None:
-        metric, _ = primary(report)
+        metric, _ = declared.rank_metric(report)
     if not rows or metric is None:
         return ""
     values = [r.get(metric) for r in rows if is_number(r.get(metric))]
@@ -171,14 +173,14 @@ def _distribution(report: Mapping[str, Any], metric: str | None = None) -> str:
         f"{len(rows) - len(values)} row(s) without a value left out", kind="distribution")
 
 
-def _depth(report: Mapping[str, Any]) -> str:
+def _error_bands(report: Mapping[str, Any]) -> str:
     out = [_bands(report), _distribution(report, "absrel")]
     if (report.get("rows") or [{}])[0].get("rmse") is not None:
         out.append(_distribution(report, "rmse"))
     return "".join(out)
 
 
-def _tracking(report: Mapping[str, Any]) -> str:
+def _sequences(report: Mapping[str, Any]) -> str:
     rows = report.get("rows") or []
     out = []
     if rows:
@@ -202,7 +204,7 @@ def _tracking(report: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
-def _classification(report: Mapping[str, Any]) -> str:
+def _calibration(report: Mapping[str, Any]) -> str:
     dataset = report.get("dataset") or {}
     out = []
     calibration = dataset.get("calibration")
@@ -227,7 +229,7 @@ def _classification(report: Mapping[str, Any]) -> str:
             dataset["per_class"], field, title=f"{field} per class, worst first", way="higher",
             name="f1-per-class"), "n = support", kind="per-class"))
     if dataset.get("confusion"):
-        out.append(_confusion(dataset["confusion"], "classification"))
+        out.append(_confusion(dataset["confusion"], str(report.get("task") or "")))
     return "".join(out)
 
 
@@ -253,7 +255,14 @@ def generic(report: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
+# the views a task names as its page_view (rpx_cli.tasks.base.Task.page_view)
 TASK_VIEWS: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "detection": _detection, "segmentation": _segmentation, "depth": _depth, "tracking": _tracking,
-    "classification": _classification,
+    "pr_curves": _pr_curves, "class_iou": _class_iou, "error_bands": _error_bands, "sequences": _sequences,
+    "calibration": _calibration,
 }
+
+
+def task_view(report: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], str]:
+    """The view the report's task names (else :func:`generic`)."""
+    task = declared.task_of(report)
+    return TASK_VIEWS.get(task.page_view or "", generic) if task is not None else generic

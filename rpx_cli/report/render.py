@@ -6,8 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from rpx_cli.report import declared
+
 _SKIP_TOP = {"schema_version", "n_pairs", "block_size", "threshold"}
-_LEAD_TOP = {"sgc": 0, "ts_score": 0}  # a kind's headline figure goes first; the rest alphabetical
+STABILITY_HEADLINE = ("ts_score",)  # an rpx stability report's figure a reader looks at first
 
 
 def _scalars(prefix: str, value: Any, out: list[tuple[str, Any]], depth: int = 0) -> None:
@@ -21,9 +23,11 @@ def _scalars(prefix: str, value: Any, out: list[tuple[str, Any]], depth: int = 0
 
 
 def headline(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """The report's metrics as (dotted path, value) pairs, most important first."""
+    """The report's metrics as (dotted path, value) pairs: its top-level figures (those its
+    headline names first, in that order; the rest alphabetical), then its sections'."""
+    lead = headline_paths(report)
     figures: list[tuple[str, Any]] = []
-    for key in sorted(report, key=lambda k: (_LEAD_TOP.get(k, 1), k)):
+    for key in sorted(report, key=lambda k: (lead.index(k) if k in lead else len(lead), k)):
         value = report[key]
         if key in _SKIP_TOP or isinstance(value, bool):
             continue
@@ -33,6 +37,14 @@ def headline(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
         if isinstance(report.get(section), Mapping):
             _scalars(section, report[section], figures)
     return figures
+
+
+def headline_paths(report: Mapping[str, Any]) -> tuple[str, ...]:
+    """The dotted paths a reader looks at first: what the report's task declares (an
+    ``rpx stability`` report: its TS score)."""
+    if report.get("schema") == "rpx.stability":
+        return STABILITY_HEADLINE
+    return declared.headline(report)
 
 
 def metric_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -120,8 +132,7 @@ def summary_line(report: Mapping[str, Any], out: str) -> str:
         figures = ", ".join(f"{k} {fmt(summary.get(k))}" for k in ("s_overall", "delta_int", "delta_rec",
                                                                     "ts_score", "sgc") if k in summary)
         return f"readiness {report.get('task')} ({report.get('primary_metric')}): {figures} -> {where}"
-    preferred = HEADLINE.get(str(report.get("task")), ())
-    metrics = [(path, lookup(report, path)) for path in preferred
+    metrics = [(path, lookup(report, path)) for path in headline_paths(report)
                if isinstance(lookup(report, path), (int, float))]
     metrics += [(name, value) for name, value in headline(report)
                 if not name.startswith("totals.") and name not in dict(metrics)
@@ -144,22 +155,6 @@ def lookup(report: Mapping[str, Any], path: str) -> Any:
             return None
         node = node[key]
     return node
-
-
-# the figures a reader looks at first, per task (others: the report's own order)
-HEADLINE = {
-    "detection": ("dataset.coco.AP", "dataset.coco.AP50", "dataset.coco.AP75", "dataset.pooled.precision",
-                  "dataset.pooled.recall", "dataset.pooled.f1", "aggregate.f1", "dataset.errors.ap50"),
-    "segmentation": ("dataset.miou", "dataset.acc", "dataset.mf1", "dataset.fwiou", "aggregate.miou"),
-    "segmentation3d": ("dataset.miou", "dataset.acc", "dataset.mf1", "dataset.fwiou", "aggregate.miou"),
-    "detection3d": ("dataset.mAP", "dataset.NDS", "dataset.mAPH", "dataset.mATE", "dataset.mASE",
-                    "dataset.mAOE", "dataset.mAVE", "dataset.mAAE"),
-    "depth": ("aggregate.absrel", "aggregate.rmse", "aggregate.delta1", "dataset.absrel", "dataset.rmse",
-              "dataset.delta1"),
-    "tracking": ("dataset.hota", "dataset.mota", "dataset.idf1", "dataset.motp", "dataset.idsw"),
-    "classification": ("dataset.accuracy", "dataset.balanced_accuracy", "dataset.macro_f1", "dataset.mAP",
-                       "dataset.ece", "dataset.subset_accuracy", "dataset.micro_f1"),
-}
 
 
 def markdown(report: Mapping[str, Any]) -> str:

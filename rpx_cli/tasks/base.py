@@ -17,9 +17,11 @@ needs, ``--shard`` parts, ``rpx merge`` and ``--jobs`` give the same numbers, an
 kept only when the report includes them (``--no-rows`` memory is the statistics').
 
 Everything else (flags, metric directions, metric families, the primary metric of strata,
-the report kind and its JSON Schema additions, input files that replace the folders) is
-declared as class attributes; the CLI, the schemas, ``rpx metrics`` and the golden tests are
-generated from them. ``docs/architecture.md`` walks through adding a task.
+the report kind and its JSON Schema additions, input files that replace the folders, what
+people see first: headline figures, the metric the worst rows are ranked by, the metrics
+charted per band) is declared as class attributes; the CLI, the schemas, ``rpx metrics``,
+the golden tests and the human views (:mod:`rpx_cli.report.declared`) are generated from
+them. ``docs/architecture.md`` walks through adding a task.
 """
 
 from __future__ import annotations
@@ -139,6 +141,21 @@ class Task:
     metrics: ClassVar[Mapping[str, MetricInfo]] = {}
     # the metric `--manifest` strata use unless --primary-metric says otherwise
     primary_metric: ClassVar[str | None] = None
+    # the figures a reader looks at first, most important first, as dotted report paths
+    # ("dataset.coco.AP"): the summary line, the page's headline cards, and first among the
+    # top-level figures of `rpx show` (empty: the report's own order)
+    headline: ClassVar[tuple[str, ...]] = ()
+    # the row metric the page's worst rows are ranked by, worst first by its direction in
+    # `metric_info` (rows with a `confidence` break ties most confident first: the mistakes a
+    # model is surest of); None: primary_metric (else the first row metric with a direction)
+    rank_metric: ClassVar[str | None] = None
+    # the metrics the page charts per range band (`bands`), one chart each, in this order
+    band_metrics: ClassVar[tuple[str, ...]] = ()
+    # the pictures `rpx report` draws for this task's reports: a view of
+    # rpx_cli/report/html_task_views.py by name (None: the generic view, which draws
+    # per-class bars, a confusion matrix, the bands and the rank metric's distribution
+    # wherever the report has them)
+    page_view: ClassVar[str | None] = None
     # --metrics: family -> (row/aggregate keys it holds, report sections it holds). A
     # skipped family's keys are left out of the report; a task may also skip its work.
     families: ClassVar[Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {}

@@ -47,6 +47,8 @@ _FRACTION = {"type": "number", "minimum": 0, "maximum": 1}
 class Coherence(Task):
     name = "coherence"
     report_schema = "rpx.coherence"
+    headline = ("sgc",)
+    rank_metric = "precision"  # rows have no F-score of their own
     suffixes = (".png", ".npy", ".npz", ".pgm", ".tif", ".tiff")
     help = "Stack-Level Geometric Coherence: do mask boundaries sit on depth discontinuities?"
     details = (

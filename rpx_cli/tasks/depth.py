@@ -59,6 +59,10 @@ _SUM_LIMIT = 1e100
 class Depth(Task):
     name = "depth"
     primary_metric = "absrel"
+    headline = ("aggregate.absrel", "aggregate.rmse", "aggregate.delta1", "dataset.absrel", "dataset.rmse",
+                "dataset.delta1")
+    band_metrics = METRICS
+    page_view = "error_bands"
     suffixes = (".npy", ".npz", ".png", ".pgm", ".tif", ".tiff")
     help = "Monocular depth: AbsRel, SqRel, RMSE, RMSE log, log10, SILog, delta < 1.25^k."
     formats = (

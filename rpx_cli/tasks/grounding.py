@@ -28,6 +28,7 @@ from rpx_cli.tasks.stats import Stat, StatTable
 class Grounding(Task):
     name = "grounding"
     primary_metric = "grounding_acc"
+    rank_metric = "grounding_iou"
     suffixes = (".json",)
     help = "Visual grounding: IoU and accuracy of the highest-scoring box for each expression."
     formats = (

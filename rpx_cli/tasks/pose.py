@@ -60,6 +60,7 @@ _FOLDED = _ANGLE + "; folded to min(e, 180 - e) (--translation-sign-ambiguous, S
 class RelativePose(Task):
     name = "pose"
     primary_metric = "rotation_error_deg"
+    rank_metric = "pose_error_max_deg"
     stats = tuple(Stat(key) for key in ROW_KEYS)
     suffixes = POSE_SUFFIXES
     help = ("Relative camera pose: rotation and translation errors, SuperGlue pose AUC at "

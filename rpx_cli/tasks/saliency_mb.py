@@ -108,6 +108,7 @@ def block_iou(pred: np.ndarray, gt: np.ndarray) -> tuple[int, int, float]:
 class SaliencyMB(Task):
     name = "saliency-mb"
     report_schema = "rpx.saliency-mb"
+    rank_metric = "iou"
     help = "Block-level IoU of saliency masks, as ROI encoders consume them."
     details = (
         "Each mask (.npy, .pgm P2/P5, 8/16-bit .png) is scaled to [0, 1], cut into "

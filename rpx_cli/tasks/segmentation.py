@@ -49,6 +49,8 @@ PNG_255 = "png-255"  # warning: an 8-bit GT PNG holds 255, which is not ignored
 class Segmentation(Task):
     name = "segmentation"
     primary_metric = "miou"
+    headline = ("dataset.miou", "dataset.acc", "dataset.mf1", "dataset.fwiou", "aggregate.miou")
+    page_view = "class_iou"
     suffixes = (".png", ".npy")
     help = "Semantic segmentation: per-frame mIoU and accuracy, pooled confusion-matrix metrics."
     formats = (

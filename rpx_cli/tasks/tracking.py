@@ -50,6 +50,8 @@ COUNTS = ("idsw", "fp", "fn", "tp", "mt", "pt", "ml", "frag", "idtp", "idfp", "i
 class Tracking(Task):
     name = "tracking"
     primary_metric = "mota"
+    headline = ("dataset.hota", "dataset.mota", "dataset.idf1", "dataset.motp", "dataset.idsw")
+    page_view = "sequences"
     suffixes = (".txt", ".json")
     help = "Multi-object tracking: CLEAR-MOT, IDF1 and HOTA equal to TrackEval."
     formats = (

@@ -78,6 +78,10 @@ class Classification(Task):
     )
     suffixes = (".json", ".txt")
     primary_metric = "correct"
+    rank_metric = "correct"  # the worst rows: wrong ones, most confident first (their confidence)
+    headline = ("dataset.accuracy", "dataset.balanced_accuracy", "dataset.macro_f1", "dataset.mAP",
+                "dataset.ece", "dataset.subset_accuracy", "dataset.micro_f1")
+    page_view = "calibration"
     stats = (Stat("record", encode=encode_record, decode=decode_record),)
     families = {"rows": (("correct", "confidence", "label_errors"), ()),
                 "report": ((), ()), "ranking": ((), ()), "calibration": ((), ())}

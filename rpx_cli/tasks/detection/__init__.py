@@ -106,6 +106,9 @@ _CURVE = {"type": "object", "required": ["precision"],
 class Detection(Task):
     name = "detection"
     primary_metric = "f1"
+    headline = ("dataset.coco.AP", "dataset.coco.AP50", "dataset.coco.AP75", "dataset.pooled.precision",
+                "dataset.pooled.recall", "dataset.pooled.f1", "aggregate.f1", "dataset.errors.ap50")
+    page_view = "pr_curves"
     suffixes = (".json",)
     help = ("Object detection: per-image P/R/F1 at an operating point, the Aquarium confusion "
             "matrix, and COCO AP/AR equal to pycocotools.")

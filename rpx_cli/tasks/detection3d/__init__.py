@@ -72,6 +72,9 @@ from rpx_cli.tasks.stats import Stat, StatTable
 class Detection3D(Task):
     name = "detection3d"
     primary_metric = "f1"
+    headline = ("dataset.mAP", "dataset.NDS", "dataset.mAPH", "dataset.mATE", "dataset.mASE",
+                "dataset.mAOE", "dataset.mAVE", "dataset.mAAE")
+    band_metrics = ("mAP", "NDS", "mAPH", "mATE", "mASE", "mAOE", "mAVE", "mAAE", "f1")
     suffixes = (".json",)
     help = ("3D object detection: nuScenes mAP, NDS, TP errors (ATE ASE AOE AVE AAE) and "
             "heading-weighted AP, as the nuScenes devkit or autoware-ml computes them.")

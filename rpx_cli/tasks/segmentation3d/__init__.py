@@ -126,6 +126,8 @@ def _intervals(bands: tuple[Band, ...]) -> RangeIntervals:
 class Segmentation3D(Task):
     name = "segmentation3d"
     primary_metric = "miou"
+    headline = ("dataset.miou", "dataset.acc", "dataset.mf1", "dataset.fwiou", "aggregate.miou")
+    band_metrics = ("miou", "acc", "mf1", "fwiou", "mprecision", "mrecall")
     suffixes = LABEL_SUFFIXES
     help = ("Point-cloud semantic segmentation (SemanticKITTI .label, nuScenes lidarseg .bin, "
             "integer .npy): per-scan mIoU and accuracy, pooled confusion-matrix metrics, "
