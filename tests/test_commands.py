@@ -46,7 +46,8 @@ def test_completion_prints_the_shell_script(rpx, shell: str, marker: str) -> Non
 
 
 def test_completion_candidates_come_from_rpx(monkeypatch) -> None:
-    """What the script asks: ``rpx eval de<TAB>`` -> depth, detection; choices of a flag."""
+    """What the script asks: ``rpx eval de<TAB>`` -> depth, detection; choices of a flag;
+    report kinds (resolved from the registry when asked)."""
     from click.testing import CliRunner
 
     from rpx_cli.cli.main import cli
@@ -54,12 +55,16 @@ def test_completion_candidates_come_from_rpx(monkeypatch) -> None:
     def complete(words: str, index: int) -> list[str]:
         env = {"_RPX_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(index)}
         result = CliRunner().invoke(cli, [], env=env, prog_name="rpx")
-        return [line.split(",", 1)[1] for line in result.output.splitlines()]
+        return [line.split(",", 1)[1] for line in result.output.splitlines() if line]
 
     assert {"depth", "detection", "detection3d"} <= set(complete("rpx eval de", 2))
     assert complete("rpx eval dep", 2) == ["depth"]
     assert complete("rpx comp", 1) == ["compare", "completion"]
     assert complete("rpx eval depth --align ", 4) == ["none", "median", "ls_affine", "ls_disparity"]
+    assert complete("rpx schema ", 2) == SCHEMA_KINDS
+    assert complete("rpx schema st", 2) == ["stability"]
+    assert complete("rpx validate report.json --kind co", 4) == ["coherence", "compare"]
+    assert complete("rpx schema nonsense", 2) == []
 
 
 def test_show_table(rpx, report_file: Path) -> None:
@@ -108,7 +113,15 @@ def test_schema_prints_a_valid_draft_2020_12_schema(rpx, kind: str) -> None:
 
 
 def test_schema_unknown_kind_is_usage_error(rpx) -> None:
-    assert rpx("schema nonsense").exit_code == 2
+    run = rpx("schema nonsense")
+    assert run.exit_code == 2 and run.stdout == ""
+    assert "'nonsense' is not one of " + ", ".join(map(repr, SCHEMA_KINDS)) + "." in run.stderr
+    run = rpx("validate report.json --kind nonsense")
+    assert run.exit_code == 2 and "Invalid value for '--kind': 'nonsense' is not one of" in run.stderr
+    run = rpx("schema")
+    assert run.exit_code == 2
+    assert "Missing argument 'KIND'. Choose from:\n\t" + ",\n\t".join(SCHEMA_KINDS) in run.stderr
+    assert "rpx schema [OPTIONS] KIND" in rpx("schema --help").stdout
 
 
 def test_validate_valid_report(rpx, report_file: Path) -> None:

@@ -118,6 +118,9 @@ def test_npz_named_key(tmp_path: Path) -> None:
     assert loaded.array.dtype == np.float16 and loaded.array.shape == (2, 3)
     with pytest.raises(InputError, match=r"no array named 'missing'.*depth, other"):
         read(path, npz_key="missing")
+    np.savez(path, **{"de\npth": np.ones((2, 3))})  # a member name is bytes from the file
+    with pytest.raises(InputError, match=r"found: de\\npth\)$"):
+        read(path, npz_key="depth")
     path.write_bytes(path.read_bytes()[:30])
     with pytest.raises(InputError, match=r"not a valid \.npz"):
         read(path, npz_key="depth")

@@ -3,31 +3,44 @@ and ``completion`` (the shell completion script)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from rpx_cli.cli.options import traceback_option
 from rpx_cli.cli.output import write_stdout
 
 
-class KindChoice(click.Choice):
-    """The report kinds, from the task registry, resolved when the command runs (so
-    ``rpx --help`` imports no task)."""
+class KindChoice(click.ParamType):
+    """A report kind (``rpx schema KIND``, ``rpx validate --kind KIND``): one of
+    :func:`rpx_cli.report.schemas.schema_kinds`, looked up only when a value is checked,
+    missing or completed, never when the command is built (so ``rpx --help`` imports no
+    task). Messages as ``click.Choice``'s."""
 
-    def __init__(self) -> None:
-        super().__init__([])
+    name = "kind"
 
-    @property
-    def choices(self):  # type: ignore[override]
+    @staticmethod
+    def kinds() -> list[str]:
         from rpx_cli.report.schemas import schema_kinds
 
-        return tuple(schema_kinds())
+        return schema_kinds()
 
-    @choices.setter
-    def choices(self, value) -> None:
-        pass
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        kinds = self.kinds()
+        if value in kinds:
+            return value
+        self.fail(f"{value!r} is not one of {', '.join(map(repr, kinds))}.", param, ctx)
 
-    def get_metavar(self, param, ctx=None) -> str:  # type: ignore[override]
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:  # type: ignore[override]
         return "KIND"
+
+    def get_missing_message(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "Choose from:\n\t" + ",\n\t".join(self.kinds())
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str):
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(kind) for kind in self.kinds() if kind.startswith(incomplete)]
 
 
 def _read_json(path: str):

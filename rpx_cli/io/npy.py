@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError, first_line
+from rpx_cli.errors import InputError, escaped, first_line
 
 _MAX_HEADER = 1 << 20
 _HEADER_CACHE: dict[bytes, tuple[tuple[int, ...], bool, np.dtype, int]] = {}
@@ -110,7 +110,7 @@ def parse_npz(data: np.ndarray, path: str, key: str,
         names = archive.namelist()
         files = [name.removesuffix(".npy") for name in names]
         if key not in files:
-            found = ", ".join(files) or "none"
+            found = ", ".join(map(escaped, files)) or "none"  # names are the file's bytes
             raise InputError(f"has no array named '{key}' (found: {found})", path=path)
         info = archive.getinfo(names[files.index(key)])
         with archive.open(info) as stream:

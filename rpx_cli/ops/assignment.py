@@ -1,12 +1,19 @@
 """Optimal assignment: scipy's ``linear_sum_assignment``, without importing all of
 ``scipy.optimize``.
 
-``import scipy.optimize`` costs 0.25–0.4 s on the build machine (it pulls in every
-optimiser), more than a whole tracking or confusion-matrix evaluation. The solver itself
-is the compiled module ``scipy.optimize._lsap``, which needs only numpy: it is loaded from
-its file directly. The function is the very object ``scipy.optimize.linear_sum_assignment``
-re-exports (a test checks that), so results are identical; any surprise (an unusual scipy
-layout) falls back to the ordinary import.
+The solver is the compiled module ``scipy.optimize._lsap``, which needs only numpy: it is
+loaded from its file directly. The function is the very object
+``scipy.optimize.linear_sum_assignment`` re-exports (a test checks that), so results are
+identical; any surprise (an unusual scipy layout) falls back to the ordinary import.
+
+Why not the public import: ``import scipy.optimize`` pulls in every optimiser, 0.32 s
+after numpy against 0.01-0.02 s for this loader, and the solver is imported by every
+process that solves an assignment (each tracking worker; the main process for the
+detection confusion matrix). Measured end to end (``benchmarks/assignment.py``, issue 26
+in ``benchmarks/RESULTS.md``), the public import made ``rpx eval tracking`` on a
+MOT17-train-sized set 38-58 % slower and ``rpx eval detection --metrics confusion`` on
+5,000 images 18-21 % slower: far above the 5 % that would justify the plain import.
+Re-run that benchmark after a scipy upgrade.
 """
 
 from __future__ import annotations
