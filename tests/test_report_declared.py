@@ -198,10 +198,11 @@ def test_rpx_show_puts_the_declared_headline_first(rpx, monkeypatch: pytest.Monk
 
 
 def test_every_declaration_names_the_tasks_own_metrics_and_a_view() -> None:
+    from rpx_cli.params import resolve
     from rpx_cli.report.html_task_views import TASK_VIEWS
 
     for name, task in builtin_tasks().items():
-        info = task.metric_info(task.default_params)
+        info = task.metric_info(resolve(task, {}))
         assert (task.rank_metric or task.primary_metric) in info, name
         assert set(task.band_metrics) <= set(info), name
         assert not task.band_metrics or task.bands({"ranges": [[0.0, 1.0]]}), name
