@@ -79,6 +79,23 @@ def imports_of(path: Path, package: list[str] | None = None) -> list[str]:
     return names
 
 
+# the task protocol: what every task may import from rpx_cli.tasks
+PROTOCOL = {"base", "stats", "registry", "calculators"}
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "tasks").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_task_imports_another(path: Path) -> None:
+    """A task (a module or a sub-package of rpx_cli/tasks) imports the protocol and its own
+    parts, never another task: what tasks share lives below them (io, ops, params)."""
+    rel = path.relative_to(PACKAGE / "tasks")
+    own = rel.parts[0].removesuffix(".py")
+    for name in imports_of(path):
+        parts = name.split(".")
+        if parts[:2] == ["rpx_cli", "tasks"] and len(parts) > 2:
+            assert parts[2] in PROTOCOL | {own}, f"{rel} imports the task {parts[2]}"
+
+
 def test_imports_of_resolves_relative_imports(tmp_path: Path) -> None:
     module = tmp_path / "base.py"
     module.write_text("from . import stats\nfrom ..ops import reduce\nfrom .registry import TASKS\n")

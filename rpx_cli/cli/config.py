@@ -125,7 +125,11 @@ def default_map(group: click.Group, ctx: click.Context, tables: dict[str, Any],
                                        "(keys are long flag names without the dashes)")
             if param.is_flag and param.secondary_opts and key in [o[2:] for o in param.secondary_opts]:
                 value = not value  # e.g. no-progress = true
-            values[param.name] = list(value) if isinstance(value, list) else value
+            if isinstance(value, list):
+                value = list(value)
+            elif param.multiple:  # one value of a repeatable flag: range = "0:2"
+                value = [value]
+            values[param.name] = value
         result[name] = values
     return result
 

@@ -56,9 +56,9 @@ class OptionType(click.ParamType):
 
 def click_option(option: Any) -> Any:
     """The click option of a task's :class:`~rpx_cli.params.Option`."""
-    if option.kind == "flag":
-        return click.option(option.flag, option.param, is_flag=True, default=bool(option.default),
-                            help=option.help)
+    if option.kind == "flag":  # a value only from rpx.toml: checked by the option too
+        return click.option(option.flag, option.param, is_flag=True, type=OptionType(option),
+                            default=bool(option.default), help=option.help)
     return click.option(option.flag, option.param, type=OptionType(option), default=option.default,
                         help=option.help, multiple=option.multiple,
                         show_default=option.default not in (None, ()))
