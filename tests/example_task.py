@@ -54,7 +54,6 @@ class CharacterErrorRate(Task):
     }
     options = (Option("normalise_space", "--normalise-space", "flag", False,
                       help="Collapse runs of white space and strip both ends first."),)
-    default_params = {"normalise_space": False}
     stats = (Stat("edits"), Stat("n_chars"))
 
     def read(self, path: str, buffer: Any, params: Params, warn: Any, *, role: str = "gt") -> str:

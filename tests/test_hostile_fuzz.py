@@ -27,6 +27,7 @@ from rpx_cli.engine import guarded_parse
 from rpx_cli.errors import InputError
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.manifest import read_manifest
+from rpx_cli.params import resolve
 from rpx_cli.tasks import TASKS
 
 
@@ -184,7 +185,7 @@ def seed_for(task: str, role: str, suffix: str) -> str:
 @cache
 def params_for(task_name: str, seed_name: str) -> dict:
     task = TASKS[task_name]
-    return task.normalise_params({**task.default_params, **SEEDS[seed_name].params})
+    return resolve(task, SEEDS[seed_name].params)
 
 
 def read_as_a_run_does(task_name: str, role: str, path: str, params: dict) -> InputError | None:

@@ -76,8 +76,9 @@ class BuiltinCalculator(MetricCalculator):
 
     def compute(self, prediction: Any, ground_truth: Any, **params: Any) -> dict[str, Any]:
         task = self.task
-        merged = {**task.default_params, **params}
-        merged = task.normalise_params(merged)
+        from rpx_cli.params import resolve
+
+        merged = resolve(task, params)
         sample = task.evaluate(prediction, ground_truth, merged, pred_path=None, gt_path="")
         return dict(sample.row)
 

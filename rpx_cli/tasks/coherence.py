@@ -21,13 +21,11 @@ Sufficient statistics per row are its precision, recall and integer counts, so `
 
 from __future__ import annotations
 
-import math
-import operator
 from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.errors import InputError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.depth_maps import DepthMap, to_depth
 from rpx_cli.io.filebuffer import FileBuffer
@@ -115,25 +113,6 @@ class Coherence(Task):
     )
 
     # --- parameters -------------------------------------------------------------------
-
-    def normalise_params(self, params: Params) -> dict[str, Any]:
-        try:
-            return {**params, "tau": float(params["tau"]),
-                    "dilation": operator.index(params["dilation"]),
-                    "depth_scale": float(params["depth_scale"])}
-        except (TypeError, ValueError):
-            raise ParameterError("tau and depth scale must be numbers and dilation an integer, "
-                                 f"got {params['tau']!r}, {params['depth_scale']!r}, "
-                                 f"{params['dilation']!r}") from None
-
-    def validate_params(self, params: Params) -> None:
-        if not (math.isfinite(params["tau"]) and params["tau"] > 0):
-            raise ParameterError(f"tau must be a positive number, got {params['tau']}")
-        if params["dilation"] < 0:
-            raise ParameterError(f"dilation must be >= 0, got {params['dilation']}")
-        scale = params["depth_scale"]
-        if not (math.isfinite(scale) and scale > 0):
-            raise ParameterError(f"depth scale must be a positive number, got {scale}")
 
     # --- per pair ---------------------------------------------------------------------
 

@@ -55,9 +55,6 @@ class Grounding(Task):
     )
     stats = (Stat("grounding_iou"), Stat("grounding_acc"))
 
-    def normalise_params(self, params: Params) -> dict[str, Any]:
-        return {**params, "iou_threshold": float(params["iou_threshold"])}
-
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> tuple[np.ndarray, np.ndarray]:
         document = loads_json(memoryview(buffer.read(path)), path)

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.values import MAX_MAGNITUDE, beyond, json_numbers
@@ -86,14 +86,6 @@ class Keypoints(Task):
                help="A GT point is matched correctly when its error is < this many pixels."),
     )
     stats = tuple(Stat(name) for name in SUMS)
-
-    def normalise_params(self, params: Params) -> dict[str, Any]:
-        return {**params, "px_threshold": float(params["px_threshold"])}
-
-    def validate_params(self, params: Params) -> None:
-        value = params["px_threshold"]
-        if not (math.isfinite(value) and value > 0):
-            raise ParameterError(f"px threshold must be a positive number, got {value}")
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         info = dict(self.metrics)

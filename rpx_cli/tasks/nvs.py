@@ -8,12 +8,11 @@ see :mod:`rpx_cli.ops.image_quality`) and ``ssim_global`` (RPX's single-window f
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.errors import InputError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.values import MAX_MAGNITUDE
@@ -60,17 +59,11 @@ class NovelViewSynthesis(Task):
     families = {"psnr": (("psnr",), ()), "ssim": (("ssim",), ()),
                 "ssim_global": (("ssim_global",), ())}
     options = (
-        Option("data_range", "--data-range", "float", None, minimum=0.0, open_min=True,
+        Option("data_range", "--data-range", "float", None, minimum=0.0, open_min=True, maximum=MAX_MAGNITUDE,
                help="Peak value range R for PSNR and SSIM [default: 255 for 8-bit images, "
                     "65535 for 16-bit; required for float images]."),
     )
     stats = (Stat("psnr"), Stat("ssim"), Stat("ssim_global"), Stat("identical"))
-
-    def validate_params(self, params: Params) -> None:
-        value = params["data_range"]
-        if value is not None and not (math.isfinite(value) and 0 < value <= MAX_MAGNITUDE):
-            raise ParameterError(f"data range must be a positive number up to {MAX_MAGNITUDE:g}, "
-                                 f"got {value}")
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Image:

@@ -99,9 +99,6 @@ class RelativePose(Task):
                     "translation angle e counts as min(e, 180 - e), as SuperGlue does."),
     )
 
-    def normalise_params(self, params: Params) -> dict[str, Any]:
-        return {**params, "translation_sign_ambiguous": bool(params["translation_sign_ambiguous"])}
-
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         info = dict(self.metrics)
         if params.get("translation_sign_ambiguous"):

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.errors import InputError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.blocks import block_grid, block_sums, integer_sum_threshold
@@ -160,15 +160,6 @@ class SaliencyMB(Task):
         "macro_iou": MetricInfo("higher", "mean of the row IoUs"),
         "micro_iou": MetricInfo("higher", "total intersection blocks / total union blocks"),
     }
-
-    def validate_params(self, params: Params) -> None:
-        if params["block_size"] < 1:
-            raise ParameterError(f"block size must be >= 1, got {params['block_size']}")
-        if not 0.0 <= params["threshold"] <= 1.0:
-            raise ParameterError(f"threshold must be in [0, 1], got {params['threshold']}")
-        scale = params.get("mask_scale")
-        if scale is not None and not (math.isfinite(scale) and scale > 0):
-            raise ParameterError(f"mask scale must be a positive number, got {scale}")
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Mask:

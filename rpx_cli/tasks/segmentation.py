@@ -109,10 +109,6 @@ class Segmentation(Task):
         return {**params, "ignore_index": sorted(set(int(i) for i in ignore)),
                 "num_classes": num_classes, "class_names": names}
 
-    def validate_params(self, params: Params) -> None:
-        if params["num_classes"] is not None and params["num_classes"] < 1:
-            raise ParameterError(f"num classes must be >= 1, got {params['num_classes']}")
-
     # --- per pair ---------------------------------------------------------------------
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
