@@ -277,3 +277,15 @@ def test_band_keys_of_a_skipped_family_leave_the_rows(rpx) -> None:
         assert not set(row) & {f"{m}_{s}" for m in METRICS for s in ("2m_1e+20m", "0m_2m")}
     assert "absrel_2m_1e+20m" in report["dataset"] and "n_valid_2m_1e+20m" in report["rows"][0]
     assert os.environ.get("RPX_DIGEST_CACHE")
+
+
+def test_bands_or_thresholds_that_share_their_keys_are_refused() -> None:
+    """Two values whose keys would be one (a suffix keeps 6 significant digits) must not
+    overwrite each other's figures."""
+    with pytest.raises(ParameterError, match=r"--range: 0:1234568.0 and 0:1234567.0 give the "
+                                             r"same keys \(_0m_1p23457e\+06m\)"):
+        resolve(TASKS["depth"], {"ranges": ["0:1234567", "0:1234568"]})
+    with pytest.raises(ParameterError, match="--range: 0:2 is given twice"):
+        resolve(TASKS["segmentation3d"], {"ranges": ["0:2", "0:2.0"], "points_dir": "."})
+    with pytest.raises(ParameterError, match="--dist-th: thresholds 1.0, 1.0000001 are too close"):
+        resolve(TASKS["detection3d"], {"dist_th": [1, 1.0000001]})

@@ -73,14 +73,16 @@ class Option:
         if not self.multiple:
             return self.convert_one(value)
         values = tuple(self.convert_one(item) for item in _items(value))
-        if self.unique:
-            seen: list[Any] = []
+        if self.unique:  # a band by its key suffix: two bands must not share their keys
+            seen: dict[Any, Any] = {}
             for item in values:
-                if item in seen:
-                    shown = f"{item.low:g}:{'' if item.high is None else f'{item.high:g}'}" \
-                        if isinstance(item, Band) else repr(item)
-                    raise ParameterError(f"{self.flag}: {shown} is given twice")
-                seen.append(item)
+                key = item.suffix if isinstance(item, Band) else item
+                if key in seen:
+                    shown = _band_text(item) if isinstance(item, Band) else repr(item)
+                    twice = "is given twice" if seen[key] == item else \
+                        f"and {_band_text(seen[key])} give the same keys (_{key})"
+                    raise ParameterError(f"{self.flag}: {shown} {twice}")
+                seen[key] = item
         return values
 
     def convert_one(self, value: Any) -> Any:
@@ -166,6 +168,14 @@ def _items(value: Any) -> tuple[Any, ...]:
     if isinstance(value, (list, tuple, set, frozenset)):
         return tuple(value)
     return (value,)
+
+
+def _band_text(band: Band) -> str:
+    def text(value: float) -> str:
+        short = f"{value:g}"
+        return short if float(short) == value else repr(value)
+
+    return f"{text(band.low)}:{'' if band.high is None else text(band.high)}"
 
 
 def _flag(value: Any) -> bool:

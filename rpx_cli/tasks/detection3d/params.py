@@ -133,9 +133,13 @@ def check_params(params: Params) -> None:
     depends on several values: an empty list of thresholds, a min precision of 1 (AP
     divides by 1 - min precision), repeated class names, a class range of a class not
     evaluated."""
-    for key, flag in (("dist_th", "--dist-th"), ("iou_th", "--iou-th")):
+    for key, flag, unit in (("dist_th", "--dist-th", "m"), ("iou_th", "--iou-th", "iou")):
         if not params[key]:
             raise ParameterError(f"{flag}: give at least one threshold")
+        tokens = [Threshold(value, unit).token for value in params[key]]
+        if len(set(tokens)) != len(tokens):  # e.g. 1 and 1.0000001: one key AP_1m for both
+            raise ParameterError(f"{flag}: thresholds {', '.join(f'{v!r}' for v in params[key])} "
+                                 "are too close to tell apart in the report's keys")
     if params["min_precision"] >= 1:
         raise ParameterError("--min-precision must be below 1 (AP divides by 1 - min precision)")
     names = params["class_names"]
