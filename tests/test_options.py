@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from helpers import FIXTURES
 
-import rpx_cli.run.state
+import rpx_cli.run.plan
 from rpx_cli.api import evaluate_dirs
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.params import Band, Option, resolve
@@ -174,13 +174,13 @@ def _is_float(text: str) -> bool:
 def captured(monkeypatch) -> list[dict[str, Any]]:
     """The params every run resolves (the run then stops: its folders are empty)."""
     seen: list[dict[str, Any]] = []
-    real = rpx_cli.run.state.resolve
+    real = rpx_cli.run.plan.resolve
 
     def recording(task, given):
         seen.append(real(task, given))
         return seen[-1]
 
-    monkeypatch.setattr(rpx_cli.run.state, "resolve", recording)
+    monkeypatch.setattr(rpx_cli.run.plan, "resolve", recording)
     return seen
 
 
@@ -287,5 +287,5 @@ def test_bands_or_thresholds_that_share_their_keys_are_refused() -> None:
         resolve(TASKS["depth"], {"ranges": ["0:1234567", "0:1234568"]})
     with pytest.raises(ParameterError, match="--range: 0:2 is given twice"):
         resolve(TASKS["segmentation3d"], {"ranges": ["0:2", "0:2.0"], "points_dir": "."})
-    with pytest.raises(ParameterError, match="--dist-th: thresholds 1.0, 1.0000001 are too close"):
+    with pytest.raises(ParameterError, match=r"--dist-th: thresholds 1\.0, 1\.0000001 are too close"):
         resolve(TASKS["detection3d"], {"dist_th": [1, 1.0000001]})

@@ -23,7 +23,8 @@ from rpx_cli.run.invocation import (
     stamp,
 )
 from rpx_cli.run.options import RunOptions, Strata
-from rpx_cli.run.state import Plan, State, evaluate_batch, finalize, plan_folders, provenance_inputs
+from rpx_cli.run.plan import Plan, plan_folders
+from rpx_cli.run.state import State, evaluate_batch, finalize, provenance_inputs
 from rpx_cli.tasks.registry import get_task
 
 

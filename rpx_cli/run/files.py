@@ -22,7 +22,8 @@ from rpx_cli.report.provenance import Stopwatch
 from rpx_cli.run.evaluate import conclude, save_digest_cache
 from rpx_cli.run.invocation import Evaluation, Invocation, open_digest_cache
 from rpx_cli.run.options import RunOptions
-from rpx_cli.run.state import Plan, State
+from rpx_cli.run.plan import Plan
+from rpx_cli.run.state import State
 from rpx_cli.tasks.calculators import plugin_calculators
 from rpx_cli.tasks.registry import get_task
 

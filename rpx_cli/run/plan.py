@@ -1,0 +1,121 @@
+"""The first step of every run over folders: :func:`plan_folders` resolves the task's
+parameters (each option through its declaration), checks the run's options, pairs the
+files by stem (auxiliary folders too), reads the ``--manifest`` and chooses the
+``--shard`` — all before any pair is read. The :class:`Plan` it returns is what every batch
+of the run shares (:mod:`rpx_cli.run.state` evaluates and merges them)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
+from rpx_cli.io.discover import Pair, Pairing, pair_dirs
+from rpx_cli.params import resolve
+from rpx_cli.run.options import RunOptions
+from rpx_cli.tasks.base import Task
+from rpx_cli.tasks.registry import get_task
+
+__all__ = ["Plan", "check_pairing", "plan", "plan_folders"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every batch of one evaluation shares: the task, its resolved parameters, the
+    pairs (stem order; one shard's under ``--shard``), the pairing's digest, the unpaired
+    stems, the input folders and the strata's manifest. Picklable: send it (or only its
+    ``pairs`` slices) to the workers."""
+
+    task: str
+    params: dict[str, Any]
+    pairs: list[Pair]
+    pairing: str
+    unpaired: dict[str, list[str]]
+    inputs: dict[str, str]  # input name (pred_dir, gt_dir, aux folders) -> folder or URL
+    include_rows: bool = True
+    strata: Any = None  # rpx_cli.deploy.eval_strata.StrataPlan (--manifest)
+    shard: tuple[int, int] | None = None
+
+    def batches(self, size: int) -> list[list[Pair]]:
+        """The pairs cut into batches of ``size`` (the last one shorter)."""
+        if size < 1:
+            raise ParameterError(f"batch size must be >= 1, got {size}")
+        return [self.pairs[at:at + size] for at in range(0, len(self.pairs), size)]
+
+
+def plan(task: str, pred_dir: str | os.PathLike[str], gt_dir: str | os.PathLike[str], *,
+         missing: str | None = None, on_error: str = "fail", include_rows: bool = True,
+         aux: Mapping[str, str | None] | None = None, **params: Any) -> Plan:
+    """Pair two folders (or URL prefixes) for ``task`` with its parameters (defaults for
+    those not given), as ``rpx eval`` does before it evaluates anything."""
+    options = RunOptions(missing=missing, on_error=on_error, include_rows=include_rows)
+    return plan_folders(get_task(task), pred_dir, gt_dir, params, options, aux=aux)
+
+
+def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.PathLike[str],
+                 params: Mapping[str, Any], options: RunOptions, *,
+                 aux: Mapping[str, str | os.PathLike[str] | None] | None = None) -> Plan:
+    """The plan of a run over two folders: parameters resolved (every option through its
+    declaration, :func:`rpx_cli.params.resolve`), the run options checked, the files
+    paired by stem (auxiliary folders too), the manifest of ``--manifest`` read, and the
+    pairs of ``--shard`` chosen. Raises before any pair is evaluated."""
+    options = options.checked(task.default_missing)
+    # the auxiliary folders given are parameters too (their presence can change numbers);
+    # the task's normalise_params decides how they are recorded
+    aux_dirs = {option.param: None if (aux or {}).get(option.param) is None
+                else os.fspath((aux or {})[option.param]) for option in task.aux_inputs}
+    params = {**resolve(task, {**params, **aux_dirs}), **options.policies}
+    pred_dir, gt_dir = os.fspath(pred_dir), os.fspath(gt_dir)
+    pairing = pair_dirs(pred_dir, gt_dir, task.suffixes, missing=str(options.missing))
+    check_pairing(pairing, pred_dir, gt_dir, task.suffixes, str(options.missing))
+    whole = pairing.digest()
+    inputs = {task.input_names[0]: pred_dir, task.input_names[1]: gt_dir}
+    for option in task.aux_inputs:
+        if aux_dirs[option.param] is not None:
+            pairing = pairing.with_aux(option.param, aux_dirs[option.param], option.suffixes)
+            inputs[option.param] = aux_dirs[option.param]
+    strata = None
+    if options.strata is not None:
+        from rpx_cli.deploy import eval_strata
+
+        given = options.strata
+        strata = eval_strata.plan(given.manifest, task, params,
+                                  [pair.stem for pair in pairing.pairs],
+                                  primary_metric=given.primary_metric, bootstrap=given.bootstrap,
+                                  seed=given.seed, missing=str(options.missing))
+        params = {**params, "strata": strata.params}
+    if options.shard is not None:
+        pairing = pairing.shard(*options.shard)
+    return Plan(task.name, params, pairing.pairs, whole, pairing.unpaired, inputs,
+                options.include_rows, strata, options.shard)
+
+
+def check_pairing(pairing: Pairing, pred_dir: str, gt_dir: str, suffixes: tuple[str, ...],
+                  missing: str) -> None:
+    """Unpaired stems under ``--missing error``, or nothing to evaluate: an error naming the
+    files, before any pair is read."""
+    if missing == "error" and (pairing.pred_only or pairing.gt_only):
+        problems = [
+            PairError(stem, os.path.join(gt_dir, pairing.gt_only_files[stem]),
+                      f"no prediction with this stem in {pred_dir}")
+            for stem in pairing.gt_only
+        ] + [
+            PairError(stem, os.path.join(pred_dir, pairing.pred_only_files[stem]),
+                      f"no ground truth with this stem in {gt_dir}")
+            for stem in pairing.pred_only
+        ]
+        raise EvaluationFailed(
+            problems,
+            len(problems),
+            f"{len(problems)} stem(s) are not in both directories; no report written "
+            "(--missing skip evaluates the stems in both and lists the rest under 'unpaired')",
+        )
+    if not pairing.pairs:
+        kinds = "/".join(suffixes)
+        raise InputError(
+            f"no pairs to evaluate: {pred_dir} has {pairing.n_pred_files} and {gt_dir} has "
+            f"{pairing.n_gt_files} {kinds} file(s), and no stem is in both",
+            path=pred_dir,
+        )
