@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 
 def escaped(text: str) -> str:
@@ -134,16 +135,40 @@ class ParameterError(RpxError):
     exit_status = ExitStatus.USAGE
 
 
+# what became of a pair whose file (or record) could not be read or evaluated, by the side
+# at fault: a prediction is scored as an empty one (its GT counted as misses: a model never
+# gains by breaking a prediction); only a GT that cannot be read drops the pair
+EFFECTS = {"pred": "empty_prediction", "gt": "dropped"}
+
+
 @dataclass(frozen=True)
 class PairError:
-    """One pair that could not be evaluated."""
+    """One pair that could not be evaluated (``side`` None), or whose prediction (``side``
+    ``"pred"``: the pair scored with an empty prediction) or ground truth (``"gt"``: the
+    pair dropped) could not be read or evaluated."""
 
     stem: str
     path: str
     message: str
+    side: str | None = None
+
+    @property
+    def effect(self) -> str | None:
+        return EFFECTS.get(self.side or "")
 
     def as_dict(self) -> dict[str, str]:
-        return {"stem": self.stem, "path": self.path, "message": self.message}
+        out = {"stem": self.stem, "path": self.path, "message": self.message}
+        if self.side is not None:
+            out["side"] = self.side
+            out["effect"] = EFFECTS[self.side]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> PairError:
+        """The inverse of :meth:`as_dict` (a report's ``errors`` entry)."""
+        side = data.get("side")
+        return cls(str(data["stem"]), str(data["path"]), str(data["message"]),
+                   side if side in EFFECTS else None)
 
 
 class EvaluationFailed(RpxError):

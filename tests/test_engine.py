@@ -41,6 +41,9 @@ class Toy(Task):
             warn("negative", path)
         return int(text)
 
+    def empty_prediction(self, gt, params):
+        return 0
+
     def evaluate(self, pred, gt, params, *, pred_path, gt_path):
         return Sample({"diff": pred - gt})
 
@@ -64,14 +67,18 @@ def test_rows_errors_and_digests_in_stem_order(tmp_path: Path, jobs: int) -> Non
     values["s040"] = ("40", "nope")
     pairs = make_pairs(tmp_path, values)
     result = run_pairs(Toy(), pairs, {}, jobs=jobs)
-    assert [row["stem"] for row in result.rows] == [p.stem for p in pairs if p.stem not in ("s007", "s040")]
+    # an unreadable prediction (s007) is scored as the empty one (0); an unreadable GT
+    # (s040) drops its pair
+    assert [row["stem"] for row in result.rows] == [p.stem for p in pairs if p.stem != "s040"]
     assert [row["diff"] for row in result.rows][:3] == [0, 1, 2]
-    assert [(e.stem, os.path.relpath(e.path, tmp_path)) for e in result.errors] == [
-        ("s007", os.path.join("pred", "s007.txt")), ("s040", os.path.join("gt", "s040.txt"))]
+    assert result.rows[7]["diff"] == 0 - 7 and result.rows[7]["pred_path"] is None
+    assert [(e.stem, os.path.relpath(e.path, tmp_path), e.side) for e in result.errors] == [
+        ("s007", os.path.join("pred", "s007.txt"), "pred"),
+        ("s040", os.path.join("gt", "s040.txt"), "gt")]
     assert result.warnings == {"negative": [str(tmp_path / "pred" / "s031.txt")]}
     assert result.digests["gt"]["s010.txt"] == hashlib.sha256(b"10").digest()
-    assert len(result.stats) == 58 and result.stats["diff"][:3].tolist() == [0, 1, 2]
-    assert "s007.txt" not in result.digests["pred"] and len(result.digests["gt"]) == 58
+    assert len(result.stats) == 59 and result.stats["diff"][:3].tolist() == [0, 1, 2]
+    assert "s007.txt" not in result.digests["pred"] and len(result.digests["gt"]) == 59
 
 
 def test_progress_is_called_once_per_pair(tmp_path: Path) -> None:

@@ -360,7 +360,8 @@ def build(root: Path, case: Case, *, with_good: bool) -> Path:
 @pytest.mark.parametrize("name", sorted(PAIR_CASES))
 def test_hostile_pair_is_the_files_input_error(tmp_path: Path, name: str) -> None:
     """Default (--on-error fail): exit 1, one line naming the file; --on-error skip: the
-    file is one ``errors`` entry and the good pair beside it is evaluated."""
+    file is one ``errors`` entry and the good pair beside it is evaluated — a bad prediction
+    scored as an empty one, a bad GT's pair dropped (SPEC §2)."""
     case = PAIR_CASES[name]
     alone, batch = tmp_path / "alone", tmp_path / "batch"
     bad_alone = build(alone, case, with_good=False)
@@ -380,7 +381,9 @@ def test_hostile_pair_is_the_files_input_error(tmp_path: Path, name: str) -> Non
     report = json.loads(out.read_text())
     assert [(e["stem"], e["path"]) for e in report["errors"]] == [("bad", str(bad.relative_to(batch)))]
     assert case.message in report["errors"][0]["message"]
-    assert [row["stem"] for row in report["rows"]] == ["good"]
+    assert report["errors"][0]["side"] == case.side
+    scored = ["bad", "good"] if case.side == "pred" else ["good"]
+    assert [row["stem"] for row in report["rows"]] == scored
     assert leftovers(out.parent) == []
 
 
@@ -490,12 +493,12 @@ def test_names_that_are_not_utf8_are_evaluated_and_shown_escaped(tmp_path: Path)
     child = run_child(["eval", "depth", "--pred-dir", "pred", "--gt-dir", "gt", "-o", "r.json",
                        "--jobs", "1", "--on-error", "skip"], tmp_path)
     assert child.returncode == 0, child.stderr
-    assert "skipped: pred/bad\\377.npy: not a valid .npy file" in child.stderr
+    assert "scored as empty: pred/bad\\377.npy: not a valid .npy file" in child.stderr
     raw = (tmp_path / "r.json").read_bytes()
     raw.decode("utf-8")  # valid UTF-8
     report = json.loads(raw)
-    assert [row["stem"] for row in report["rows"]] == ["caf\\351"]
-    assert report["rows"][0]["absrel"] == pytest.approx(0.25)
+    assert [row["stem"] for row in report["rows"]] == ["bad\\377", "caf\\351"]
+    assert report["rows"][1]["absrel"] == pytest.approx(0.25)
     assert report["errors"][0]["path"] == "pred/bad\\377.npy"
     # failing: one line, escaped
     out = tmp_path / "out.json"

@@ -116,7 +116,9 @@ def test_an_unreadable_pair_is_kept_and_the_final_report_refused(tmp_path: Path)
                         on_error="skip")
     report = api.finalize(api.merge_states(api.evaluate_batch(skipping, batch)
                                            for batch in skipping.batches(3)))
-    assert report["n_pairs"] == 3 and [e["stem"] for e in report["errors"]] == ["frame002"]
+    # the broken prediction is scored as an empty one (SPEC §2), its error kept
+    assert report["n_pairs"] == 4 and [(e["stem"], e["effect"]) for e in report["errors"]] == \
+        [("frame002", "empty_prediction")]
 
 
 def test_a_shard_part_is_a_state(rpx, tmp_path: Path) -> None:

@@ -239,7 +239,8 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
                                     progress=ProgressBar(task, enabled=verbose, plain=plain))
     from rpx_cli.errors import located
 
-    skipped = [f"skipped: {located(e['path'], e['message'])}" for e in evaluation.report["errors"]]
+    skipped = [f"{'scored as empty' if e.get('effect') == 'empty_prediction' else 'skipped'}: "
+               f"{located(e['path'], e['message'])}" for e in evaluation.report["errors"]]
     skipped += unpaired_note(evaluation.report, str(flags.get("missing")))
     # the one-line summary: always, unless --quiet (a CI log too)
     finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,

@@ -13,7 +13,7 @@ import contextlib
 import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rpx_cli.engine.workers import (
@@ -37,7 +37,8 @@ from rpx_cli.tasks.stats import Collector, StatTable
 
 @dataclass
 class Outcome:
-    """What one pair produced: its statistics (and the public row, if kept) or an error."""
+    """What one pair produced: its statistics (and the public row, if kept), an error, or
+    both (a prediction that could not be read, scored as empty)."""
 
     stats: Any | None
     extra: dict[str, Any] | None  # plugin calculators' values
@@ -87,6 +88,12 @@ class PairJob:
     calculators: Sequence[Any] = ()
 
     def __call__(self, worker: Worker, pair: Pair) -> Outcome:
+        """The pair's outcome. The GT is read first: a GT (or auxiliary file) that cannot be
+        read drops the pair (its error, side ``"gt"``). A prediction that cannot be read, or
+        that cannot be evaluated against a GT that can (a shape mismatch), is scored as
+        :meth:`~rpx_cli.tasks.base.Task.empty_prediction` — as ``--missing empty`` scores a
+        missing one — and its error kept (side ``"pred"``): a model never improves its score
+        by breaking a prediction. ``--on-error fail`` then refuses the report as before."""
         task, params = self.task, self.params
         pred_path, gt_path = pair.pred_path, pair.gt_path
 
@@ -94,26 +101,51 @@ class PairJob:
             return lambda path, buffer: task.read(path, buffer, params, worker.warn, role=role)
 
         try:
-            gt = worker.read("gt", gt_path, pair.gt_rel, reader("gt"))
-            if pair.aux:
-                gt = task.attach(gt, self._read_aux(worker, pair, reader), params)
+            try:
+                gt = worker.read("gt", gt_path, pair.gt_rel, reader("gt"))
+                if pair.aux:
+                    gt = task.attach(gt, self._read_aux(worker, pair, reader), params)
+            except RpxError as exc:
+                return self._failed(worker, pair, exc, "gt", gt_path)
+            broken: RpxError | None = None
             if pred_path is None:
                 pred = task.empty_prediction(gt, params)
             else:
-                pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
-            stats, extra, row = score_pair(task, params, pred, gt, stem=pair.stem,
-                                           pred_path=pred_path, gt_path=gt_path,
-                                           calculators=self.calculators, keep_rows=self.keep_rows,
-                                           warn=worker.warn)
+                try:
+                    pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
+                except RpxError as exc:
+                    broken, pred = exc, task.empty_prediction(gt, params)
+            try:
+                scored = self._score(worker, pair, pred, gt, None if broken else pred_path)
+            except RpxError as exc:
+                if broken is not None or pred_path is None:
+                    return self._failed(worker, pair, exc, "gt", gt_path)
+                # the prediction read but cannot be scored: scored empty if the GT alone can be
+                try:
+                    scored = self._score(worker, pair, task.empty_prediction(gt, params), gt, None)
+                except RpxError:
+                    return self._failed(worker, pair, exc, "gt", gt_path)
+                broken = exc
+            if broken is not None:
+                worker.forget("pred")  # the broken prediction is not among the files evaluated
             digests = worker.take_digests()
-        except RpxError as exc:
-            worker.forget()
-            return Outcome(None, None, None, pair_error(exc, pair.stem, pred_path or gt_path), {},
-                           worker.take_warnings(), worker.take_tally())
         except Exception as exc:
             raise RuntimeError(f"unexpected error while evaluating '{pair.stem}': {exc!r}") from exc
-        return Outcome(stats, extra, row, None, digests, worker.take_warnings(),
-                       worker.take_tally())
+        error = None if broken is None else replace(
+            pair_error(broken, pair.stem, str(pred_path), side="pred"), path=str(pred_path))
+        return Outcome(*scored, error, digests, worker.take_warnings(), worker.take_tally())
+
+    def _score(self, worker: Worker, pair: Pair, pred: Any, gt: Any,
+               pred_path: str | None) -> tuple[Any, dict[str, Any] | None, dict[str, Any] | None]:
+        return score_pair(self.task, self.params, pred, gt, stem=pair.stem, pred_path=pred_path,
+                          gt_path=pair.gt_path, calculators=self.calculators,
+                          keep_rows=self.keep_rows, warn=worker.warn)
+
+    @staticmethod
+    def _failed(worker: Worker, pair: Pair, exc: RpxError, side: str, path: str) -> Outcome:
+        worker.forget()
+        return Outcome(None, None, None, pair_error(exc, pair.stem, path, side=side), {},
+                       worker.take_warnings(), worker.take_tally())
 
     @staticmethod
     def _read_aux(worker: Worker, pair: Pair,
@@ -129,10 +161,14 @@ class PairJob:
 
 def score_loaded(task: Task, params: Params, stem: str, pred: Any, gt: Any, *,
                  pred_path: str | None, gt_path: str, calculators: Sequence[Any] = (),
-                 keep_rows: bool = True) -> Outcome:
+                 keep_rows: bool = True, broken: PairError | None = None) -> Outcome:
     """:func:`score_pair` of a pair given in memory, as an :class:`Outcome` (a bad pair is
-    its error, named by ``stem``), for :func:`collect`."""
+    its error, named by ``stem``), for :func:`collect`. ``broken``: the error of a
+    prediction record that could not be read (``pred`` is then the task's empty
+    prediction, and the outcome carries both the scores and the error)."""
     noted: list[tuple[str, str]] = []
+    if broken is not None:
+        pred_path = None
     try:
         stats, extra, row = score_pair(task, params, pred, gt, stem=stem, pred_path=pred_path,
                                        gt_path=gt_path, calculators=calculators,
@@ -141,7 +177,7 @@ def score_loaded(task: Task, params: Params, stem: str, pred: Any, gt: Any, *,
     except RpxError as exc:
         return Outcome(None, None, None, pair_error(exc, stem, pred_path or gt_path), {}, noted,
                        CacheTally())
-    return Outcome(stats, extra, row, None, {}, noted, CacheTally())
+    return Outcome(stats, extra, row, broken, {}, noted, CacheTally())
 
 
 @dataclass
@@ -192,7 +228,7 @@ def _collect(task: Task, stems: Sequence[str], outcomes: Iterator[Outcome], coll
         result.tally.add(outcome.tally)
         if outcome.error is not None:
             result.errors.append(outcome.error)
-        else:
+        if outcome.stats is not None:  # evaluated (a broken prediction: scored as empty)
             try:
                 collector.add(outcome.stats)
             except (KeyError, ValueError) as exc:

@@ -125,8 +125,14 @@ class Worker:
         out, self.warnings = list(self.warnings), {}
         return out
 
-    def forget(self) -> None:
-        """Drop what was read since the last :meth:`take_digests` (a pair that failed)."""
+    def forget(self, role: str | None = None) -> None:
+        """Drop what was read since the last :meth:`take_digests` (a pair that failed), or
+        only the files of ``role`` (a prediction scored as empty instead)."""
+        if role is not None:
+            for key in [key for key in self._held if key[0] == role]:
+                del self._held[key]
+            self._digests.pop(role, None)
+            return
         for key in list(self._held):
             self._settle(key)
         self._digests = {}
@@ -307,6 +313,8 @@ def _terminate(executor: ProcessPoolExecutor) -> None:
         process.join(timeout=5)
 
 
-def pair_error(exc: RpxError, stem: str, default_path: str) -> PairError:
-    """A domain error of one unit as the report's ``errors`` entry."""
-    return PairError(stem=stem, path=exc.path or default_path, message=str(exc))
+def pair_error(exc: RpxError, stem: str, default_path: str, *,
+               side: str | None = None) -> PairError:
+    """A domain error of one unit as the report's ``errors`` entry (``side``: the file at
+    fault is the prediction or the GT, see :class:`~rpx_cli.errors.PairError`)."""
+    return PairError(stem=stem, path=exc.path or default_path, message=str(exc), side=side)

@@ -141,10 +141,20 @@ def summary_line(report: Mapping[str, Any], out: str) -> str:
     where = "stdout" if out == "-" else out
     unpaired = report.get("unpaired") or {}
     n_unpaired = sum(len(v) for v in unpaired.values() if isinstance(v, list))
-    n_errors = len(report.get("errors") or [])
     shard = " (--shard part)" if report.get("state") else ""
     return (f"{report.get('task')}: {report.get('n_pairs')} pairs, {n_unpaired} unpaired, "
-            f"{n_errors} skipped on error{shard}; {figures} -> {where}")
+            f"{errors_text(report.get('errors') or [])}{shard}; {figures} -> {where}")
+
+
+def errors_text(errors: list[Any]) -> str:
+    """What ``--on-error skip`` did, for the summary line: "0 skipped on error", or how many
+    predictions were scored as empty and how many pairs were dropped (an unreadable GT)."""
+    n_empty = sum(1 for error in errors if isinstance(error, Mapping)
+                  and error.get("effect") == "empty_prediction")
+    if not n_empty:
+        return f"{len(errors)} skipped on error"
+    return (f"{len(errors)} on error ({n_empty} unreadable prediction(s) scored as empty, "
+            f"{len(errors) - n_empty} pair(s) dropped)")
 
 
 def lookup(report: Mapping[str, Any], path: str) -> Any:

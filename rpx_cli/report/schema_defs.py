@@ -120,7 +120,10 @@ def envelope_properties() -> dict[str, Any]:
         "errors": {"type": "array", "items": {
             "type": "object", "required": ["stem", "path", "message"],
             "properties": {"stem": {"type": "string"}, "path": {"type": "string"},
-                           "message": {"type": "string"}}}},
+                           "message": {"type": "string"},
+                           "side": {"enum": ["pred", "gt"], "description": "The file at fault."},
+                           "effect": {"enum": ["empty_prediction", "dropped"], "description":
+                                      "A prediction is scored as empty; a GT drops the pair."}}}},
         "metric_info": {"type": "object", "additionalProperties": DIRECTION},
         "gates": GATES,
         "state": {"type": "object", "description": "Sufficient statistics of a --shard partial report.",

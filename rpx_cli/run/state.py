@@ -140,7 +140,7 @@ class State:
                    inputs=dict(state["inputs"]), stems=list(state["stems"]), stats=stats,
                    rows=list(part["rows"]) if "rows" in part else None,
                    extras=list(state.get("extras", [])),
-                   errors=[PairError(**error) for error in part["errors"]],
+                   errors=[PairError.from_dict(error) for error in part["errors"]],
                    unpaired={side: list(part["unpaired"][side]) for side in ("pred_only", "gt_only")},
                    digests=dict(state["digests"]), strata=state.get("strata"),
                    shard=(shard["index"], shard["count"]) if shard else None,
@@ -174,7 +174,7 @@ class State:
                    inputs=dict(data["inputs"]), stems=list(data["stems"]), stats=stats,
                    rows=None if data["rows"] is None else list(data["rows"]),
                    extras=list(data["extras"]),
-                   errors=[PairError(**error) for error in data["errors"]],
+                   errors=[PairError.from_dict(error) for error in data["errors"]],
                    unpaired={k: list(v) for k, v in data["unpaired"].items()},
                    digests=dict(data["digests"]), strata=data.get("strata"),
                    include_rows=data.get("include_rows", data["rows"] is not None))
@@ -282,7 +282,8 @@ def finalize(state: State, *, check_errors: bool = True,
     # the order of the files' own names: stems are kept escaped (errors.escaped)
     errors = sorted(state.errors, key=lambda error: unescaped(error.stem))
     if check_errors and errors and state.params.get("on_error") == "fail":
-        raise EvaluationFailed(errors, len(state.stems) + len(errors))
+        raise EvaluationFailed(errors, len(state.stems) + sum(error.side != "pred"
+                                                              for error in errors))
     if check_errors and not len(state.stems) and state.shard is None:
         raise EvaluationFailed(errors, len(errors), "none of the pairs could be evaluated; no "
                                "report written")

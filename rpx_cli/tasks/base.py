@@ -5,7 +5,7 @@ per pair and inside a worker process:
 
 1. :meth:`Task.read` for the ground truth and the prediction (the only method that sees a
    path; it uses the readers in :mod:`rpx_cli.io`), or :meth:`Task.empty_prediction` for a
-   missing prediction under ``--missing empty``;
+   missing prediction under ``--missing empty`` and for one that cannot be read;
 2. :meth:`Task.evaluate`, a pure function of the loaded data returning a :class:`Sample`:
    the public row of metrics and the values of the statistics the task declared by name
    (:meth:`Task.statistics`, :class:`~rpx_cli.tasks.stats.Stat`).
@@ -211,8 +211,11 @@ class Task:
         raise NotImplementedError
 
     def empty_prediction(self, gt: Any, params: Params) -> Any:
-        """The prediction used for a missing file under ``--missing empty``."""
-        raise NotImplementedError
+        """The prediction that predicts nothing, for ``gt``: a missing file under ``--missing
+        empty``, and a prediction that cannot be read or evaluated (``--on-error skip``
+        scores it so: a model never gains by breaking a prediction). Every task needs it."""
+        raise NotImplementedError(f"task {self.name} defines no empty_prediction (needed by "
+                                  "--missing empty and for a prediction that cannot be read)")
 
     def evaluate(self, pred: Any, gt: Any, params: Params, *, pred_path: str | None,
                  gt_path: str) -> Sample:
