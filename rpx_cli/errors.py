@@ -125,6 +125,20 @@ class InputError(RpxError):
         return message
 
 
+class RecordError(InputError):
+    """A bad line of a one-file table (a CSV row): ``line`` (1-based, the file's own
+    numbering) and the row's ``stem`` when it is known, so that ``--on-error skip`` can
+    set the record aside (:class:`PairError` ``side``) and go on."""
+
+    def __init__(self, line: int, text: str, *, path: str, stem: str | None = None) -> None:
+        super().__init__(f"line {line}: {text}", path=path)
+        self.line, self.text, self.stem = line, text, stem
+
+    def relined(self, line: int) -> RecordError:
+        """The same error at the file's ``line`` (rows before it were set aside)."""
+        return RecordError(line, self.text, path=str(self.path), stem=self.stem)
+
+
 class ParameterError(RpxError):
     """An option value the core cannot accept (a block size of 0, a threshold of 1.5).
 
@@ -162,6 +176,11 @@ class PairError:
             out["side"] = self.side
             out["effect"] = EFFECTS[self.side]
         return out
+
+    @classmethod
+    def of(cls, exc: RpxError, stem: str, *, side: str | None, path: str) -> PairError:
+        """A record's error (an input file's sample): ``path`` unless the error names its own."""
+        return cls(stem, exc.path or path, str(exc), side)
 
     @classmethod
     def from_dict(cls, data: Any) -> PairError:

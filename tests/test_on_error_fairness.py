@@ -155,3 +155,146 @@ def test_a_prediction_that_cannot_be_evaluated_against_its_gt_scores_empty(rpx, 
     assert rows["f0"]["delta1"] == 1.0
     assert run.json["errors"][0]["side"] == "pred"
     assert json.dumps(run.json["errors"][0]["path"]).endswith('f1.npy"')
+
+
+# --- one-file inputs (issue 31.4): the same rule per record ------------------------------------
+
+COCO = Path(__file__).resolve().parent.parent / "fixtures" / "detection" / "coco"
+SUBMISSION = Path(__file__).resolve().parent.parent / "fixtures" / "detection3d" / "submission"
+IMAGENET = Path(__file__).resolve().parent.parent / "fixtures" / "classification" / "imagenet-csv"
+
+
+def _coco_run(rpx, gt: Path, dt: Path, *more: str):
+    return rpx(["eval", "detection", "--coco-gt", str(gt), "--coco-dt", str(dt), *more])
+
+
+def test_coco_files_a_bad_detection_empties_its_image_a_bad_annotation_drops_it(
+        rpx, tmp_path: Path) -> None:
+    instances = json.loads((COCO / "instances.json").read_text())
+    results = json.loads((COCO / "results.json").read_text())
+    images = {image["id"]: image["file_name"].rsplit(".", 1)[0] for image in instances["images"]}
+    victim = results[0]["image_id"]  # a bad detection here: none of this image's count
+    broken = [dict(r) for r in results]
+    broken[0]["bbox"] = [10, 10, -5, 4]
+    write_json(tmp_path / "broken.json", broken)
+    write_json(tmp_path / "without.json", [r for r in results if r["image_id"] != victim])
+    plain = _coco_run(rpx, COCO / "instances.json", COCO / "results.json")
+    without = _coco_run(rpx, COCO / "instances.json", tmp_path / "without.json")
+    skipped = _coco_run(rpx, COCO / "instances.json", tmp_path / "broken.json",
+                        "--on-error", "skip")
+    assert skipped.exit_code == 0, skipped.stderr
+    assert skipped.json["dataset"] == without.json["dataset"] != plain.json["dataset"]
+    assert [(e["stem"], e["side"], e["effect"]) for e in skipped.json["errors"]] == \
+        [(images[victim], "pred", "empty_prediction")]
+    assert "detection 0: negative width or height" in skipped.json["errors"][0]["message"]
+    row = next(r for r in skipped.json["rows"] if r["stem"] == images[victim])
+    assert row["pred_path"] is None
+    failed = _coco_run(rpx, COCO / "instances.json", tmp_path / "broken.json")
+    assert failed.exit_code == 1 and failed.stdout == ""
+    assert "negative width or height" in failed.stderr
+
+    # a bad annotation: its image leaves the evaluation (GT and detections)
+    bad_gt = json.loads(json.dumps(instances))
+    dropped_id = bad_gt["annotations"][0]["image_id"]
+    bad_gt["annotations"][0]["iscrowd"] = 2
+    write_json(tmp_path / "bad_gt.json", bad_gt)
+    skipped = _coco_run(rpx, tmp_path / "bad_gt.json", COCO / "results.json", "--on-error", "skip")
+    assert skipped.exit_code == 0, skipped.stderr
+    report = skipped.json
+    assert report["n_pairs"] == plain.json["n_pairs"] - 1
+    assert images[dropped_id] not in [row["stem"] for row in report["rows"]]
+    assert [(e["stem"], e["side"], e["effect"]) for e in report["errors"]] == \
+        [(images[dropped_id], "gt", "dropped")]
+    reduced = json.loads(json.dumps(instances))
+    reduced["images"] = [i for i in reduced["images"] if i["id"] != dropped_id]
+    reduced["annotations"] = [a for a in reduced["annotations"] if a["image_id"] != dropped_id]
+    write_json(tmp_path / "reduced_gt.json", reduced)
+    write_json(tmp_path / "reduced_dt.json", [r for r in results if r["image_id"] != dropped_id])
+    expected = _coco_run(rpx, tmp_path / "reduced_gt.json", tmp_path / "reduced_dt.json")
+    assert report["dataset"] == expected.json["dataset"]
+    # a detection naming no image of the GT file: listed, not evaluated
+    write_json(tmp_path / "stray.json", [*results, {"image_id": 999999, "category_id": 1,
+                                                    "bbox": [0, 0, 1, 1], "score": 0.5}])
+    stray = _coco_run(rpx, COCO / "instances.json", tmp_path / "stray.json", "--on-error", "skip")
+    assert stray.exit_code == 0, stray.stderr
+    assert stray.json["dataset"] == plain.json["dataset"]
+    assert [(e["stem"], "side" in e) for e in stray.json["errors"]] == [("", False)]
+
+
+def test_submission_files_a_bad_box_empties_its_sample_a_bad_gt_box_drops_it(
+        rpx, tmp_path: Path) -> None:
+    args = ["--class-names", "car,pedestrian,barrier,traffic_cone,truck,bus"]
+    gt, pred = (json.loads((SUBMISSION / f"{side}.json").read_text()) for side in ("gt", "pred"))
+    sample = next(s for s, boxes in pred["results"].items() if boxes)
+    broken = json.loads(json.dumps(pred))
+    broken["results"][sample][0]["size"] = [1.0, -2.0, 1.0]
+    emptied = json.loads(json.dumps(pred))
+    emptied["results"][sample] = []
+    for name, document in (("broken", broken), ("emptied", emptied)):
+        write_json(tmp_path / f"{name}.json", document)
+
+    def run(gt_file: Path, pred_file: Path, *more: str):
+        return rpx(["eval", "detection3d", "--gt-file", str(gt_file), "--pred-file",
+                    str(pred_file), *args, *more])
+
+    skipped = run(SUBMISSION / "gt.json", tmp_path / "broken.json", "--on-error", "skip")
+    assert skipped.exit_code == 0, skipped.stderr
+    expected = run(SUBMISSION / "gt.json", tmp_path / "emptied.json")
+    assert skipped.json["dataset"] == expected.json["dataset"]
+    assert [(e["stem"], e["side"]) for e in skipped.json["errors"]] == [(sample, "pred")]
+    failed = run(SUBMISSION / "gt.json", tmp_path / "broken.json")
+    assert failed.exit_code == 1 and failed.stdout == "" and f"sample {sample!r}" in failed.stderr
+
+    bad_gt = json.loads(json.dumps(gt))
+    bad_gt["results"][sample] = "not a list"
+    write_json(tmp_path / "bad_gt.json", bad_gt)
+    skipped = run(tmp_path / "bad_gt.json", SUBMISSION / "pred.json", "--on-error", "skip")
+    assert skipped.exit_code == 0, skipped.stderr
+    assert sample not in [row["stem"] for row in skipped.json["rows"]]
+    assert [(e["stem"], e["side"], e["effect"]) for e in skipped.json["errors"]] == \
+        [(sample, "gt", "dropped")]
+
+
+def test_classification_csv_a_bad_prediction_row_scores_as_a_missing_prediction(
+        rpx, tmp_path: Path) -> None:
+    gt_lines = (IMAGENET / "gt.csv").read_text().splitlines()
+    pred_lines = (IMAGENET / "pred.csv").read_text().splitlines()
+    header = pred_lines[0].split(",")
+    victim = pred_lines[3].split(",")[0]
+    broken = [*pred_lines[:3], f"{victim},0.2,abc,0.1,0.1,0.1", *pred_lines[4:]]
+    (tmp_path / "broken.csv").write_text("\n".join(broken) + "\n")
+    # the same samples as per-stem files, the victim's prediction missing
+    for line in gt_lines[1:]:
+        stem, label = line.split(",")
+        write_json(tmp_path / "gt" / f"{stem}.json", {"label": label})
+    for line in pred_lines[1:]:
+        cells = line.split(",")
+        if cells[0] != victim:
+            write_json(tmp_path / "pred" / f"{cells[0]}.json",
+                       {"scores": dict(zip(header[1:], map(float, cells[1:]), strict=True))})
+    skipped = rpx(["eval", "classification", "--gt-file", str(IMAGENET / "gt.csv"), "--pred-file",
+                   str(tmp_path / "broken.csv"), "--top-k", "3", "--on-error", "skip"])
+    assert skipped.exit_code == 0, skipped.stderr
+    empty = rpx(["eval", "classification", "--gt-dir", str(tmp_path / "gt"), "--pred-dir",
+                 str(tmp_path / "pred"), "--top-k", "3", "--missing", "empty"])
+    assert empty.exit_code == 0, empty.stderr
+    assert skipped.json["dataset"] == empty.json["dataset"]
+    assert skipped.json["aggregate"] == empty.json["aggregate"]
+    assert [(e["stem"], e["side"]) for e in skipped.json["errors"]] == [(victim, "pred")]
+    assert "line 4: the score in column 3 is not a number" in skipped.json["errors"][0]["message"]
+    failed = rpx(["eval", "classification", "--gt-file", str(IMAGENET / "gt.csv"), "--pred-file",
+                  str(tmp_path / "broken.csv"), "--top-k", "3"])
+    assert failed.exit_code == 1 and failed.stdout == ""
+    assert "line 4: the score in column 3 is not a number" in failed.stderr
+
+    # a bad GT row drops its stem; a stem listed twice in the predictions is ambiguous: empty
+    bad_gt = [gt_lines[0], f"{gt_lines[1].split(',')[0]},", *gt_lines[2:]]
+    (tmp_path / "bad_gt.csv").write_text("\n".join(bad_gt) + "\n")
+    twice = [*pred_lines, pred_lines[5]]
+    (tmp_path / "twice.csv").write_text("\n".join(twice) + "\n")
+    run = rpx(["eval", "classification", "--gt-file", str(tmp_path / "bad_gt.csv"), "--pred-file",
+               str(tmp_path / "twice.csv"), "--top-k", "3", "--on-error", "skip"])
+    assert run.exit_code == 0, run.stderr
+    assert run.json["n_pairs"] == len(gt_lines) - 2
+    assert sorted((e["stem"], e["side"]) for e in run.json["errors"]) == sorted(
+        [(gt_lines[1].split(",")[0], "gt"), (pred_lines[5].split(",")[0], "pred")])

@@ -167,17 +167,25 @@ def score_loaded(task: Task, params: Params, stem: str, pred: Any, gt: Any, *,
     prediction record that could not be read (``pred`` is then the task's empty
     prediction, and the outcome carries both the scores and the error)."""
     noted: list[tuple[str, str]] = []
-    if broken is not None:
-        pred_path = None
+
+    def score(pred: Any, pred_path: str | None) -> tuple[Any, Any, Any]:
+        return score_pair(task, params, pred, gt, stem=stem, pred_path=pred_path,
+                          gt_path=gt_path, calculators=calculators, keep_rows=keep_rows,
+                          warn=lambda kind, path: noted.append((kind, path)))
+
     try:
-        stats, extra, row = score_pair(task, params, pred, gt, stem=stem, pred_path=pred_path,
-                                       gt_path=gt_path, calculators=calculators,
-                                       keep_rows=keep_rows,
-                                       warn=lambda kind, path: noted.append((kind, path)))
+        scored = score(pred, None if broken is not None else pred_path)
     except RpxError as exc:
-        return Outcome(None, None, None, pair_error(exc, stem, pred_path or gt_path), {}, noted,
-                       CacheTally())
-    return Outcome(stats, extra, row, broken, {}, noted, CacheTally())
+        if broken is not None or pred_path is None:
+            return Outcome(None, None, None, pair_error(exc, stem, pred_path or gt_path), {},
+                           noted, CacheTally())
+        try:  # a prediction that cannot be scored against a GT that can: scored as empty
+            scored = score(task.empty_prediction(gt, params), None)
+        except RpxError:
+            return Outcome(None, None, None, pair_error(exc, stem, gt_path, side="gt"), {},
+                           noted, CacheTally())
+        broken = PairError(stem, pred_path, str(exc), "pred")
+    return Outcome(*scored, broken, {}, noted, CacheTally())
 
 
 @dataclass

@@ -224,34 +224,58 @@ def _fast(objects: list[Any], prediction: bool, box_format: str,
 def _checked(objects: list[Any], path: str, prediction: bool, box_format: str) -> Boxes:
     boxes, labels, scores, crowd, area = [], [], [], [], []
     for index, item in enumerate(objects):
-        where = f"object {index}"
-        if not isinstance(item, dict):
-            raise InputError(f"{where}: expected an object", path=path)
-        if "bbox" not in item:
-            raise InputError(f"{where}: missing 'bbox'", path=path)
-        box = item["bbox"]
-        if not (isinstance(box, (list, tuple)) and len(box) == 4 and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                and abs(v) <= MAX_MAGNITUDE for v in box)):
-            hint = (" (rotated boxes [xc, yc, w, h, angle] need --geometry rotated)"
-                    if isinstance(box, (list, tuple)) and len(box) == 5 else "")
-            raise InputError(f"{where}: 'bbox' must be four finite numbers within ±{MAX_MAGNITUDE:g} "
-                             f"(pixels), got {box!r}{hint}", path=path)
-        x1, y1, a, b = (float(v) for v in box)
-        w, h = (a - x1, b - y1) if box_format == "xyxy" else (a, b)
-        if w < 0 or h < 0:
-            what = "x2 < x1 or y2 < y1" if box_format == "xyxy" else "negative width or height"
-            raise InputError(f"{where}: {what} in 'bbox' {box!r}", path=path)
-        label, score, flag, given = object_attributes(item, where, path, prediction)
+        box, label, score, flag, given = _check_one(item, f"object {index}", path, prediction,
+                                                    box_format)
         labels.append(label)
         if prediction:
             scores.append(score)
-        boxes.append((x1, y1, w, h))
+        boxes.append(box)
         crowd.append(flag)
-        area.append(w * h if given is None else float(given))
+        area.append(box[2] * box[3] if given is None else float(given))
     return Boxes(np.asarray(boxes, np.float64).reshape(-1, 4), labels,
                  np.asarray(scores, np.float64) if prediction else None,
                  np.asarray(crowd, bool), np.asarray(area, np.float64))
+
+
+def object_problems(objects: list[Any], path: str, *, prediction: bool, box_format: str,
+                    where: str = "object", labelled: bool = True) -> dict[int, InputError]:
+    """Every bad object of ``objects`` (index -> its error; ``where`` names them, e.g.
+    ``"detection"``): what ``--on-error skip`` sets aside in a one-file input.
+    ``labelled=False``: labels come from elsewhere (COCO category ids)."""
+    out = {}
+    for index, item in enumerate(objects):
+        if not labelled and isinstance(item, dict):
+            item = {**item, "label": 0}
+        try:
+            _check_one(item, f"{where} {index}", path, prediction, box_format)
+        except InputError as exc:
+            out[index] = exc
+    return out
+
+
+def _check_one(item: Any, where: str, path: str, prediction: bool,
+               box_format: str) -> tuple[tuple[float, float, float, float], str, float | None,
+                                         bool, float | None]:
+    """One object checked: ``(xywh box, label, score, crowd, given area)``."""
+    if not isinstance(item, dict):
+        raise InputError(f"{where}: expected an object", path=path)
+    if "bbox" not in item:
+        raise InputError(f"{where}: missing 'bbox'", path=path)
+    box = item["bbox"]
+    if not (isinstance(box, (list, tuple)) and len(box) == 4 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            and abs(v) <= MAX_MAGNITUDE for v in box)):
+        hint = (" (rotated boxes [xc, yc, w, h, angle] need --geometry rotated)"
+                if isinstance(box, (list, tuple)) and len(box) == 5 else "")
+        raise InputError(f"{where}: 'bbox' must be four finite numbers within ±{MAX_MAGNITUDE:g} "
+                         f"(pixels), got {box!r}{hint}", path=path)
+    x1, y1, a, b = (float(v) for v in box)
+    w, h = (a - x1, b - y1) if box_format == "xyxy" else (a, b)
+    if w < 0 or h < 0:
+        what = "x2 < x1 or y2 < y1" if box_format == "xyxy" else "negative width or height"
+        raise InputError(f"{where}: {what} in 'bbox' {box!r}", path=path)
+    label, score, flag, given = object_attributes(item, where, path, prediction)
+    return (x1, y1, w, h), label, score, flag, given
 
 
 def _columns(document: dict[str, Any], path: str) -> list[dict[str, Any]]:

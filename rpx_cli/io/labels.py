@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError
+from rpx_cli.errors import InputError, RecordError
 from rpx_cli.io.boxes import loads_json
 
 _INTEGER = re.compile(r"-?[0-9]+\Z")
@@ -154,17 +154,70 @@ class LabelTable:
     score: np.ndarray | None = None
     classes: list[str] | None = None
     scores: np.ndarray | None = None  # (n, C) float64
+    lines: np.ndarray | None = None  # each row's line in the file (None: row i is line i + 2)
+
+    def line(self, row: int) -> int:
+        """The file's line number of row ``row``."""
+        return row + 2 if self.lines is None else int(self.lines[row])
+
+    def without(self, stems: Any) -> LabelTable:
+        """The table without the rows of ``stems`` (records set aside by ``--on-error skip``)."""
+        if not stems:
+            return self
+        keep = np.array([stem not in stems for stem in self.stems], dtype=bool)
+        rows = np.flatnonzero(keep)
+        lines = np.arange(len(self.stems)) + 2 if self.lines is None else self.lines
+        return LabelTable(
+            self.path, [self.stems[i] for i in rows.tolist()], self.kind,
+            None if self.labels is None else [self.labels[i] for i in rows.tolist()],
+            None if self.score is None else self.score[keep], self.classes,
+            None if self.scores is None else self.scores[keep], lines[keep])
 
 
-def read_label_csv(path: str) -> LabelTable:
+def read_label_csv(path: str, *, raw: bytes | None = None,
+                   skip: frozenset[int] | set[int] = frozenset()) -> LabelTable:
     """Read a whole CSV file at once (see the module docstring). Fields may be quoted only
-    in the header and the label forms; a score table is plain numbers."""
+    in the header and the label forms; a score table is plain numbers. A bad row is a
+    :class:`~rpx_cli.errors.RecordError` naming its line; ``skip``: lines (1-based) to set
+    aside (``raw``: the file's bytes, read once by a caller that reads it again)."""
     from rpx_cli.io.regular import read_bytes
 
-    raw = read_bytes(path)
+    raw = read_bytes(path) if raw is None else raw
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     header_bytes, _, body = raw.partition(b"\n")
+    body = body.rstrip(b"\r\n")
+    original = None
+    if skip:
+        lines = body.split(b"\n")
+        kept = [k for k in range(len(lines)) if k + 2 not in skip]
+        body = b"\n".join(lines[k] for k in kept)
+        original = np.array(kept, dtype=np.int64) + 2
+    try:
+        table = _parse_table(path, header_bytes, body)
+    except RecordError as exc:
+        if original is None:
+            raise
+        raise exc.relined(int(original[exc.line - 2])) from None
+    table.lines = original
+    return table
+
+
+def record_stem(raw: bytes, line: int) -> str:
+    """The stem (first field) of a CSV file's ``line``, "" when it cannot be read."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    lines = raw.split(b"\n", line)
+    if line > len(lines):
+        return ""
+    try:
+        fields = next(csv.reader([lines[line - 1].decode("utf-8").rstrip("\r")]))
+    except (UnicodeDecodeError, StopIteration, csv.Error):
+        return ""
+    return fields[0].strip() if fields else ""
+
+
+def _parse_table(path: str, header_bytes: bytes, body: bytes) -> LabelTable:
     try:
         header = next(csv.reader([header_bytes.decode("utf-8").rstrip("\r")]))
     except (UnicodeDecodeError, StopIteration):
@@ -184,7 +237,6 @@ def read_label_csv(path: str) -> LabelTable:
         if repeated:
             raise InputError(f"line 1: class column(s) named twice: {', '.join(repeated[:5])}",
                              path=path)
-    body = body.rstrip(b"\r\n")
     if kind == "scores":
         stems, scores = _score_block(body, len(header), path)
         return LabelTable(path, stems, kind, classes=header[1:], scores=scores)
@@ -193,7 +245,7 @@ def read_label_csv(path: str) -> LabelTable:
     labels = [row[1] for row in rows]
     for line, label in enumerate(labels, 2):
         if not label:
-            raise InputError(f"line {line}: the label is empty", path=path)
+            raise RecordError(line, "the label is empty", path=path, stem=stems[line - 2])
     score = None
     if kind == "label_score":
         score = _numbers([row[2] for row in rows], path, start_line=2)
@@ -206,14 +258,13 @@ def _text_rows(body: bytes, width: int, path: str) -> list[list[str]]:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = body[:exc.start].count(b"\n") + 2
-        raise InputError(f"line {line}: not UTF-8 text", path=path) from None
+        raise RecordError(line, "not UTF-8 text", path=path) from None
     rows = list(csv.reader(io.StringIO(text)))
     widths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     bad = np.flatnonzero(widths != width)
     if bad.size:
         i = int(bad[0])
-        raise InputError(f"line {i + 2}: {widths[i]} column(s), the header has {width}",
-                         path=path)
+        raise RecordError(i + 2, f"{widths[i]} column(s), the header has {width}", path=path)
     return [[field.strip() for field in row] for row in rows]
 
 
@@ -229,8 +280,8 @@ def _numbers(tokens: list[str], path: str, *, start_line: int, column: str = "sc
             except ValueError:
                 good = False
             if not good:
-                raise InputError(f"line {start_line + i}: {column} {token!r} is not a finite "
-                                 "number", path=path)
+                raise RecordError(start_line + i, f"{column} {token!r} is not a finite number",
+                                  path=path)
     assert values is not None
     return values
 
@@ -260,8 +311,8 @@ def _score_block(body: bytes, width: int, path: str) -> tuple[list[str], np.ndar
     bad = np.flatnonzero(per_line != n_classes)
     if bad.size:
         i = int(bad[0])
-        raise InputError(f"line {i + 2}: {int(per_line[i]) + 1} column(s), the header has "
-                         f"{width}", path=path)
+        raise RecordError(i + 2, f"{int(per_line[i]) + 1} column(s), the header has {width}",
+                          path=path)
     first_comma = commas[np.searchsorted(commas, starts)]
     # stem bytes (and the comma after each) are cut out; a newline becomes a separator
     marks = np.zeros(data.size + 1, dtype=np.int8)
@@ -282,8 +333,8 @@ def _score_block(body: bytes, width: int, path: str) -> tuple[list[str], np.ndar
     scores = scores.reshape(len(stems), n_classes)
     if not np.isfinite(scores).all():
         row, column = (int(x[0]) for x in np.nonzero(~np.isfinite(scores)))
-        raise InputError(f"line {row + 2}: the score in column {column + 2} is not finite",
-                         path=path)
+        raise RecordError(row + 2, f"the score in column {column + 2} is not finite",
+                          path=path, stem=stems[row])
     return stems, scores
 
 
@@ -305,7 +356,6 @@ def _parse_cells(text: bytes, n_rows: int, n_classes: int, path: str) -> np.ndar
         try:
             out[i] = float(token)
         except ValueError:
-            raise InputError(f"line {i // n_classes + 2}: the score in column "
-                             f"{i % n_classes + 2} is not a number ({token.strip()!r})",
-                             path=path) from None
+            raise RecordError(i // n_classes + 2, f"the score in column {i % n_classes + 2} "
+                              f"is not a number ({token.strip()!r})", path=path) from None
     return out

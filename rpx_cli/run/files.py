@@ -54,9 +54,18 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
     order = sorted(range(len(stems)), key=stems.__getitem__)
     whole = hashlib.sha256("".join(f"{stems[i]}\n" for i in order).encode(
         "utf-8", "surrogateescape")).hexdigest()
+    # bad records (SPEC §2): a prediction record's sample is scored with its empty
+    # prediction, a GT record's sample is not in ``stems``; --on-error decides
+    record_errors = loaded.errors
     if options.shard is not None:
         order = [i for i in order if shard_of(stems[i], options.shard[1]) == options.shard[0]]
+        record_errors = [error for error in record_errors
+                         if shard_of(error.stem, options.shard[1]) == options.shard[0]]
     stems = [stems[i] for i in order]
+    n_samples = len(stems) + sum(error.side != "pred" for error in record_errors)
+    if record_errors and options.on_error == "fail":
+        raise EvaluationFailed(sorted(record_errors, key=lambda error: error.stem), n_samples)
+    broken = {error.stem: error for error in record_errors if error.side == "pred"}
     pred_path = loaded.pred_path or files[expected[-1]]
     gt_path = loaded.gt_path or files[expected[0]]
     plan = Plan(task.name, params, [], whole, {"pred_only": [], "gt_only": []}, dict(files),
@@ -65,16 +74,19 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
         calculators = plugin_calculators(task_name)
         outcomes = (score_loaded(task, params, stem, *loaded.samples[i], pred_path=pred_path,
                                  gt_path=gt_path, calculators=calculators,
-                                 keep_rows=options.include_rows)
+                                 keep_rows=options.include_rows, broken=broken.get(stem))
                     for stem, i in zip(stems, order, strict=True))
         result = collect(task, params, stems, outcomes)
+        result.errors += [error for error in record_errors if error.side != "pred"]
         if result.errors and options.on_error == "fail":
-            raise EvaluationFailed(result.errors, len(order))
+            raise EvaluationFailed(result.errors, n_samples)
     else:
         assert loaded.stats is not None and loaded.rows is not None
-        rows = [{"stem": stem, "pred_path": pred_path, "gt_path": gt_path, **loaded.rows[i]}
+        rows = [{"stem": stem, "pred_path": None if stem in broken else pred_path,
+                 "gt_path": gt_path, **loaded.rows[i]}
                 for stem, i in zip(stems, order, strict=True)] if options.include_rows else []
-        result = RunResult(stats=loaded.stats.take(order), stems=stems, rows=rows)
+        result = RunResult(stats=loaded.stats.take(order), stems=stems, rows=rows,
+                           errors=list(record_errors))
     if not len(result.stems) and options.shard is None:
         raise InputError("no sample could be evaluated", path=gt_path)
     cache = open_digest_cache(options.digest_cache)

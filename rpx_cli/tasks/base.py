@@ -27,9 +27,10 @@ them. ``docs/architecture.md`` walks through adding a task.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from rpx_cli.errors import PairError
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.params.option import Option
 from rpx_cli.params.parsers import parse_band, probability
@@ -75,7 +76,10 @@ class FileInput:
     """Inputs a task read from files that replace the two folders (:attr:`Task.file_inputs`,
     e.g. COCO files), one entry per stem. Either ``samples`` — (prediction, GT) pairs in the
     form ``read`` returns, evaluated like pairs read from folders — or, when the task can
-    build its statistics faster in bulk, ``stats`` with the public ``rows`` values."""
+    build its statistics faster in bulk, ``stats`` with the public ``rows`` values. A bad
+    record is not the whole file's error: it is listed in ``errors`` (a bad prediction
+    record scored as the sample's empty prediction, a bad GT record's sample left out), and
+    ``--on-error`` decides (:func:`rpx_cli.run.files.run_file_evaluation`)."""
 
     stems: list[str]
     samples: list[tuple[Any, Any]] | None = None
@@ -87,6 +91,11 @@ class FileInput:
     # the task's file_inputs)
     pred_path: str | None = None
     gt_path: str | None = None
+    # records that could not be read (SPEC §2, the --on-error rule of folders): a sample
+    # whose prediction record is bad is in ``stems`` with the empty prediction (its error
+    # side "pred"); a sample whose GT record is bad is left out of ``stems`` (side "gt");
+    # a record that names no sample has the stem "" (it is not evaluated)
+    errors: list[PairError] = field(default_factory=list)
 
 
 class Task:

@@ -27,11 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.errors import InputError, PairError, ParameterError, RecordError
 from rpx_cli.io.boxes import load_class_map
 from rpx_cli.io.class_names import read_class_names
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.io.labels import LabelDoc, parse_label_file, read_label_csv
+from rpx_cli.io.labels import LabelDoc, parse_label_file, read_label_csv, record_stem
+from rpx_cli.io.regular import read_bytes
 from rpx_cli.tasks.base import FileInput, MetricInfo, Option, Params, Sample, Task, Warn, probability
 from rpx_cli.tasks.classification.columns import (
     Labels,
@@ -52,6 +53,8 @@ from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
 FAMILIES = ("rows", "report", "ranking", "calibration")
+# rows of --gt-file/--pred-file that --on-error skip sets aside before it refuses the file
+MAX_BAD_RECORDS = 100
 
 
 # --- the task -----------------------------------------------------------------------------------
@@ -274,11 +277,51 @@ class Classification(Task):
     # --- one CSV per side -----------------------------------------------------------------
 
     def read_files(self, files: Mapping[str, str], params: Params) -> FileInput:
-        gt_table, pred_table = read_label_csv(files["gt_file"]), read_label_csv(files["pred_file"])
-        columns, stems = columns_from_tables(gt_table, pred_table, params)
+        """``--gt-file``/``--pred-file``. Under ``--on-error skip`` a bad row is set aside
+        and the tables are read again without it (at most :data:`MAX_BAD_RECORDS`): a bad
+        GT row drops its stem, a bad prediction row leaves its stem predicting nothing."""
+        paths = {"gt": files["gt_file"], "pred": files["pred_file"]}
+        raw = {side: read_bytes(path) for side, path in paths.items()}
+        skip: dict[str, set[int]] = {"gt": set(), "pred": set()}
+        dropped: dict[str, PairError] = {}  # GT stems set aside
+        emptied: dict[str, PairError] = {}  # stems whose prediction row was set aside
+        loose: list[PairError] = []  # rows whose stem cannot be read: no sample
+        tables: dict[str, Any] = {}
+        while True:
+            side = "gt"
+            try:
+                for side in ("gt", "pred"):
+                    if side not in tables:
+                        read = True  # a reader's error: the file is read again without the line
+                        tables[side] = read_label_csv(paths[side], raw=raw[side], skip=skip[side])
+                read = False
+                gt_table = tables["gt"].without(dropped)
+                pred_table = tables["pred"].without(dropped.keys() | emptied.keys())
+                columns, stems = columns_from_tables(gt_table, pred_table, params,
+                                                     set(emptied) - set(dropped))
+                break
+            except RecordError as exc:
+                if params.get("on_error") != "skip":
+                    raise
+                if not read:
+                    side = "gt" if exc.path == paths["gt"] else "pred"
+                stem = exc.stem if exc.stem is not None else record_stem(raw[side], exc.line)
+                if read or not stem:
+                    skip[side].add(exc.line)
+                    tables.pop(side, None)
+                error = PairError.of(exc, stem, side=side if stem else None, path=paths[side])
+                if stem:
+                    (dropped if side == "gt" else emptied).setdefault(stem, error)
+                else:
+                    loose.append(error)
+                if len(dropped) + len(emptied) + len(loose) > MAX_BAD_RECORDS:
+                    raise InputError(f"more than {MAX_BAD_RECORDS} bad rows (--on-error skip "
+                                     "sets at most that many aside): is it the right file?",
+                                     path=exc.path) from None
         stats = StatTable(self.stats, {"record": columns}, len(stems))
+        errors = [*dropped.values(), *(e for s, e in emptied.items() if s not in dropped), *loose]
         return FileInput(stems, stats=stats, rows=[{} for _ in stems],
-                         pred_path=files["pred_file"], gt_path=files["gt_file"])
+                         pred_path=files["pred_file"], gt_path=files["gt_file"], errors=errors)
 
     # --- over all stems -------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError
+from rpx_cli.errors import InputError, RecordError
 from rpx_cli.io.labels import (
     LabelTable,
     label_key,
@@ -25,10 +25,12 @@ from rpx_cli.tasks.classification.columns import (
 # --- the CSV form --------------------------------------------------------------------------------
 
 
-def columns_from_tables(gt: LabelTable, pred: LabelTable,
-                        params: Params) -> tuple[Columns, list[str]]:
+def columns_from_tables(gt: LabelTable, pred: LabelTable, params: Params,
+                        empty: frozenset[str] | set[str] = frozenset()) -> tuple[Columns, list[str]]:
     """Pair two CSV tables by stem and build the columns (vectorised: no loop over rows or
-    classes beyond label lookups)."""
+    classes beyond label lookups). ``empty``: GT stems whose prediction record was set aside
+    (``--on-error skip``): not in ``pred``, scored as predicting nothing. A bad row is a
+    :class:`~rpx_cli.errors.RecordError` naming its line and stem."""
     multi = params["multi_label"]
     for table in (gt, pred):
         _check_unique(table)
@@ -39,14 +41,17 @@ def columns_from_tables(gt: LabelTable, pred: LabelTable,
         raise InputError("line 1: a GT table with one column per class is multi-label: pass "
                          "--multi-label", path=gt.path)
     position = {stem: i for i, stem in enumerate(pred.stems)}
-    missing = [stem for stem in gt.stems if stem not in position]
-    if missing or len(pred.stems) != len(gt.stems):
+    missing = [stem for stem in gt.stems if stem not in position and stem not in empty]
+    if missing or len(pred.stems) + sum(stem in empty for stem in gt.stems) != len(gt.stems):
         gt_stems = set(gt.stems)
         extra = [stem for stem in pred.stems if stem not in gt_stems]
         raise InputError(f"the files do not hold the same stems: {len(missing)} only in "
                          f"{gt.path} (e.g. {missing[:3]}), {len(extra)} only in {pred.path} "
                          f"(e.g. {extra[:3]})", path=pred.path)
-    align = np.array([position[stem] for stem in gt.stems], dtype=np.int64)
+    align = np.array([position.get(stem, -1) for stem in gt.stems], dtype=np.int64)
+    held = align >= 0  # rows with a prediction
+    if not held.all():
+        align = np.where(held, align, 0)  # rows without one are blanked below
     mapping = params.get("class_map")
     names = params.get("class_names")
 
@@ -58,7 +63,8 @@ def columns_from_tables(gt: LabelTable, pred: LabelTable,
     pred_labels = None
     if pred.labels is not None:
         renamed = mapped(pred.labels)
-        pred_labels = [renamed[i] for i in align.tolist()]
+        pred_labels = [renamed[i] if h else None for i, h in zip(align.tolist(), held.tolist(),
+                                                                 strict=True)]
     score_classes = None
     scores = None
     if pred.kind == "scores":
@@ -70,8 +76,8 @@ def columns_from_tables(gt: LabelTable, pred: LabelTable,
         assert gt.classes is not None and gt.scores is not None
         bad = np.flatnonzero(~np.isin(gt.scores, (0.0, 1.0)).all(axis=1))
         if bad.size:
-            raise InputError(f"line {int(bad[0]) + 2}: a multi-label GT column holds 0 or 1",
-                             path=gt.path)
+            raise RecordError(gt.line(int(bad[0])), "a multi-label GT column holds 0 or 1",
+                              path=gt.path, stem=gt.stems[int(bad[0])])
         gt_classes, gt_matrix = _mapped_table(gt.classes, gt.scores, mapping, True, gt.path)
     # the label set
     if names:
@@ -81,12 +87,13 @@ def columns_from_tables(gt: LabelTable, pred: LabelTable,
             unknown = sorted({label for label in labels or () if label is not None
                               and label not in index}, key=label_key)
             if unknown:
-                line = ""
+                text = f"label {unknown[0]!r} is not in --class-names"
                 if labels is gt_labels or labels is pred_labels:
                     row = labels.index(unknown[0])
-                    stem_row = row if labels is gt_labels else int(align[row])
-                    line = f"line {stem_row + 2}: "
-                raise InputError(f"{line}label {unknown[0]!r} is not in --class-names", path=path)
+                    table = gt if labels is gt_labels else pred
+                    at = row if labels is gt_labels else int(align[row])
+                    raise RecordError(table.line(at), text, path=path, stem=gt.stems[row])
+                raise InputError(text, path=path)
         classes = list(names)
     else:
         seen: set[str] = set()
@@ -102,8 +109,9 @@ def columns_from_tables(gt: LabelTable, pred: LabelTable,
         assert gt_labels is not None
         dropped = [i for i, label in enumerate(gt_labels) if label is None]
         if dropped:
-            raise InputError(f"line {dropped[0] + 2}: the GT label is mapped to null by "
-                             "--class-map; a single-label sample needs a class", path=gt.path)
+            raise RecordError(gt.line(dropped[0]), "the GT label is mapped to null by "
+                              "--class-map; a single-label sample needs a class", path=gt.path,
+                              stem=gt.stems[dropped[0]])
         gt_ind = np.zeros((n, n_classes), dtype=bool)
         gt_ind[np.arange(n), _codes(gt_labels, index)] = True
     # predictions
@@ -115,13 +123,15 @@ def columns_from_tables(gt: LabelTable, pred: LabelTable,
     if scores is not None:
         table = _reorder(score_classes, scores, index, pred.path, "the score table",
                          header=True)
-        has_table[:] = True
+        has_table[:] = held
+        table[~held] = -np.inf  # no prediction: as a per-stem empty prediction
         form = "scores"
         if multi:
-            bad = np.flatnonzero(((table < 0.0) | (table > 1.0)).any(axis=1))
+            bad = np.flatnonzero(((table < 0.0) | (table > 1.0)).any(axis=1) & held)
             if bad.size:
-                raise InputError(f"line {int(align[bad[0]]) + 2}: a score is outside [0, 1] "
-                                 "(--threshold needs probabilities)", path=pred.path)
+                raise RecordError(pred.line(int(align[bad[0]])), "a score is outside [0, 1] "
+                                  "(--threshold needs probabilities)", path=pred.path,
+                                  stem=gt.stems[int(bad[0])])
     else:
         assert pred_labels is not None
         present = np.array([label is not None for label in pred_labels], dtype=bool)
@@ -134,21 +144,22 @@ def columns_from_tables(gt: LabelTable, pred: LabelTable,
             if multi:
                 bad = np.flatnonzero((score < 0.0) | (score > 1.0))
                 if bad.size:
-                    raise InputError(f"line {int(align[bad[0]]) + 2}: score outside [0, 1]",
-                                     path=pred.path)
+                    raise RecordError(pred.line(int(align[bad[0]])), "score outside [0, 1]",
+                                      path=pred.path, stem=gt.stems[int(bad[0])])
     columns = Columns(classes, gt_ind, given, score, table, has_table, form, [pred.path] * n)
     return columns, list(gt.stems)
 
 
 def _check_unique(table: LabelTable) -> None:
     seen: dict[str, int] = {}
-    for line, stem in enumerate(table.stems, 2):
+    for row, stem in enumerate(table.stems):
+        line = table.line(row)
         if stem in seen:
-            raise InputError(f"line {line}: stem {stem!r} repeats line {seen[stem]}",
-                             path=table.path)
+            raise RecordError(line, f"stem {stem!r} repeats line {seen[stem]}", path=table.path,
+                              stem=stem)
         seen[stem] = line
         if not stem:
-            raise InputError(f"line {line}: the stem is empty", path=table.path)
+            raise RecordError(line, "the stem is empty", path=table.path, stem="")
 
 
 def _mapped_table(classes: list[str], scores: np.ndarray, mapping: Any, multi: bool,

@@ -303,8 +303,8 @@ class Detection(Task):
         if params.get("geometry", "box") != "box":
             raise ParameterError("--coco-gt/--coco-dt hold axis-aligned boxes: --geometry "
                                  f"{params['geometry']} reads per-stem files (--pred-dir/--gt-dir)")
-        coco = load_coco(gt_file, dt_file)
-        if not coco.stems:
+        coco = load_coco(gt_file, dt_file, skip=params.get("on_error") == "skip")
+        if not coco.stems and not coco.errors:
             raise InputError("the COCO GT file has no images", path=gt_file)
         table = FrameTable(len(coco.stems), coco.categories, coco.gt, coco.pred, coco.image_ids)
         table = table.map_labels(params.get("class_map"))
@@ -315,7 +315,8 @@ class Detection(Task):
             warnings.append(f"{coco.n_unknown_category} detection(s) name a category that is "
                             f"not in {gt_file}; they are not evaluated (as pycocotools)")
         return FileInput(coco.stems, stats=StatTable(self.stats, {"frame": table}, table.n),
-                         rows=rows, params={"categories": table.vocabulary}, warnings=warnings)
+                         rows=rows, params={"categories": table.vocabulary}, warnings=warnings,
+                         errors=coco.errors)
 
     # --- over all frames ----------------------------------------------------------------
 

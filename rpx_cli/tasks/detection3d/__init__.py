@@ -26,13 +26,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rpx_cli.errors import InputError
+from rpx_cli.errors import InputError, PairError
 from rpx_cli.io.boxes3d import (
     BOX_ORIGINS,
     Boxes3D,
     boxes3d_from_objects,
     parse_boxes3d,
     read_submission,
+    sample_objects,
 )
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.regular import read_bytes
@@ -260,20 +261,31 @@ class Detection3D(Task):
                              f"(e.g. {only_pred[0]!r})")
             raise InputError("the two files must hold the same samples: " + "; ".join(parts),
                              path=pred_path)
-        stems = list(gt)
-        samples = []
-        origin, classes = params["box_origin"], params["class_names"]
-        for stem in stems:
-            where = f"sample {stem!r}: "
-            gt_boxes = boxes3d_from_objects(gt[stem], gt_path, prediction=False, box_origin=origin,
-                                            classes=classes, where=where)
-            pred_boxes = boxes3d_from_objects(pred[stem], pred_path, prediction=True,
-                                              box_origin=origin, classes=classes, where=where)
-            check_count(pred_boxes, params, pred_path, where)
-            samples.append((pred_boxes, gt_boxes))
-        if not stems:
+        if not gt:
             raise InputError("the GT file has no sample", path=gt_path)
-        return FileInput(stems, samples=samples, pred_path=pred_path, gt_path=gt_path)
+        stems, samples, errors = [], [], []
+        origin, classes = params["box_origin"], params["class_names"]
+        for stem in gt:
+            where = f"sample {stem!r}: "
+            try:
+                gt_boxes = boxes3d_from_objects(sample_objects(gt[stem], gt_path, where), gt_path,
+                                                prediction=False, box_origin=origin,
+                                                classes=classes, where=where)
+            except InputError as exc:  # the sample is dropped
+                errors.append(PairError.of(exc, stem, side="gt", path=gt_path))
+                continue
+            try:
+                pred_boxes = boxes3d_from_objects(sample_objects(pred[stem], pred_path, where),
+                                                  pred_path, prediction=True, box_origin=origin,
+                                                  classes=classes, where=where)
+                check_count(pred_boxes, params, pred_path, where)
+            except InputError as exc:  # scored as the empty prediction
+                errors.append(PairError.of(exc, stem, side="pred", path=pred_path))
+                pred_boxes = self.empty_prediction(gt_boxes, params)
+            stems.append(stem)
+            samples.append((pred_boxes, gt_boxes))
+        return FileInput(stems, samples=samples, pred_path=pred_path, gt_path=gt_path,
+                         errors=errors)
 
     # --- over all samples ---------------------------------------------------------------
 
