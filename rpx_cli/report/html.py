@@ -43,7 +43,7 @@ from rpx_cli.report.html_sections import (
 from rpx_cli.report.html_task_views import task_view
 from rpx_cli.report.html_workflow_views import WORKFLOW_VIEWS
 from rpx_cli.report.render import lookup
-from rpx_cli.report.svg import esc, short
+from rpx_cli.report.svg import esc, escaped_document, short
 
 __all__ = ["CSS", "READINESS", "WORST_N", "direction", "render_html"]
 
@@ -80,13 +80,17 @@ svg .cell0{fill:var(--cell0)}svg .legendbg{fill:var(--bg);opacity:.85}
 
 
 def render_html(reports: Sequence[tuple[str, Mapping[str, Any]]], *, title: str | None = None) -> str:
-    """The page for ``reports`` (``(name, report)`` pairs, shown in that order)."""
+    """The page for ``reports`` (``(name, report)`` pairs, shown in that order). Every
+    string of every report (and the names and title) is HTML-escaped once, here, before
+    anything is built from it (:func:`~rpx_cli.report.svg.escaped_document`)."""
+    reports = [(esc(name), escaped_document(dict(report))) for name, report in reports]
+    title = None if title is None else esc(title)
     kinds = sorted({kind_name(report) for _, report in reports})
     heading = title or f"rpx report — {', '.join(kinds)}"
     parts = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-             "style-src 'unsafe-inline'; img-src data:\">",
+             "style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'\">",
              f"<title>{esc(heading)}</title><style>{CSS}</style></head><body>",
              f'<header class="page"><h1>{esc(heading)}</h1><div class="muted">{len(reports)} report(s): '
              f"{esc(', '.join(name for name, _ in reports))}</div></header><main>"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,8 +27,32 @@ COMPACT_CELLS = 40 * 40  # larger heatmaps are drawn compactly (see heatmap)
 CHAR_PX = 6.4  # average width of a 11px sans-serif character, for label room
 
 
+# an ampersand that does not already start one of the entities html.escape writes
+_BARE_AMPERSAND = re.compile(r"&(?!(?:amp|lt|gt|quot|#x27);)")
+
+
 def esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    """``text`` escaped for HTML text and quoted attributes, idempotently: text that is
+    escaped already (every string of a report is, once, as the page starts:
+    :func:`escaped_document`) is returned as it is, so escaping it again never shows
+    ``&amp;amp;``."""
+    return (_BARE_AMPERSAND.sub("&amp;", str(text)).replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&#x27;"))
+
+
+def escaped_document(value: Any) -> Any:
+    """A JSON document with every string — values and keys, at any depth — HTML-escaped
+    (``html.escape``, quotes included). The one place where what a report holds becomes
+    safe to write into the page: whatever markup is built from it afterwards, with
+    :func:`esc` or without, carries no tag and cannot leave an attribute (issue 31.1)."""
+    if isinstance(value, str):
+        return html.escape(value, quote=True)
+    if isinstance(value, dict):
+        return {html.escape(str(key), quote=True): escaped_document(item)
+                for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [escaped_document(item) for item in value]
+    return value
 
 
 def datum(value: Any) -> str:
