@@ -104,3 +104,76 @@ def test_a_write_that_fails_anyway_is_one_line(rpx, tmp_path: Path, monkeypatch)
     assert run.exit_code == 1 and "internal error" not in run.stderr
     last = run.stderr.strip().splitlines()[-1]
     assert last == f"rpx: {out}: cannot write the report: No space left on device"
+
+
+# --- issue 31.3: an output never overwrites an input --------------------------------------------
+
+
+def _copy_tree(source: Path, target: Path) -> Path:
+    import shutil
+
+    shutil.copytree(source, target)
+    return target
+
+
+def _unchanged(paths: list[Path]):
+    before = {p: p.read_bytes() for p in paths}
+
+    def check() -> None:
+        for path, data in before.items():
+            assert path.read_bytes() == data, f"{path} was overwritten"
+    return check
+
+
+def test_outputs_that_would_overwrite_an_input_are_refused_before_reading(
+        rpx, tmp_path: Path, monkeypatch) -> None:
+    import rpx_cli.run.state
+
+    read = []
+    monkeypatch.setattr(rpx_cli.run.state, "run_pairs", lambda *a, **k: read.append(1))
+    shelf = _copy_tree(FIXTURES / "detection" / "shelf", tmp_path / "shelf")
+    gt_file = next((shelf / "gt").glob("*.json"))
+    coco = _copy_tree(FIXTURES / "detection" / "coco", tmp_path / "coco")
+    check = _unchanged([gt_file, coco / "results.json", coco / "instances.json"])
+    det = ["eval", "detection", "--pred-dir", str(shelf / "pred"), "--gt-dir", str(shelf / "gt")]
+    cases = [
+        ([*det, "-o", str(gt_file)], "-o/--out", "is an input of this command (in --gt-dir)"),
+        ([*det, "--html", str(gt_file)], "--html", "is an input of this command (in --gt-dir)"),
+        ([*det, "-o", str(shelf / "pred" / "report.json")], "-o/--out", "would be read as an input"),
+        ([*det, "-o", str(tmp_path / "r.json"), "--html", str(tmp_path / "r.json")], "--html",
+         "is also -o/--out's file"),
+        (["eval", "detection", "--coco-gt", str(coco / "instances.json"), "--coco-dt",
+          str(coco / "results.json"), "-o", str(coco / "results.json")], "-o/--out",
+         "is an input of this command (--coco-dt)"),
+    ]
+    for argv, flag, words in cases:
+        run = rpx(argv)
+        assert run.exit_code == 2, (argv, run.stderr)
+        assert run.stdout == "" and run.stderr.startswith(f"rpx: {flag} "), run.stderr
+        assert words in run.stderr, run.stderr
+    assert read == []
+    check()
+
+
+def test_merge_report_compare_refuse_to_write_onto_what_they_read(rpx, tmp_path: Path) -> None:
+    parts = [tmp_path / f"part{k}.json" for k in (1, 2)]
+    for k, part in enumerate(parts, 1):
+        assert rpx(["eval", "depth", *dirs(DEPTH).split(), "--shard", f"{k}/2", "-o",
+                    str(part)]).exit_code == 0
+    whole = tmp_path / "whole.json"
+    assert rpx(["eval", "depth", *dirs(DEPTH).split(), "-o", str(whole)]).exit_code == 0
+    check = _unchanged([*parts, whole])
+    for argv in (["merge", *map(str, parts), "-o", str(parts[1])],
+                 ["merge", str(tmp_path / "part*.json"), "-o", str(parts[0])],
+                 ["report", str(whole), "-o", str(whole)],
+                 ["compare", str(whole), str(parts[0]), "-o", str(whole)],
+                 ["compare", str(whole), str(whole), "--html", str(whole)]):
+        run = rpx(argv)
+        assert run.exit_code == 2, (argv, run.stderr)
+        assert "is an input of this command" in run.stderr and run.stdout == "", run.stderr
+    check()
+    # a symlink to an input is the input
+    (tmp_path / "link.json").symlink_to(whole)
+    run = rpx(["report", str(whole), "-o", str(tmp_path / "link.json")])
+    assert run.exit_code == 2 and "is an input of this command" in run.stderr
+    check()

@@ -143,6 +143,57 @@ def check_output_path(ctx: click.Context | None, param: click.Parameter | None, 
     return value
 
 
+def refuse_overwriting_inputs(ctx: click.Context, *, suffixes: tuple[str, ...] = (),
+                              inputs: dict[str, Any] | None = None) -> None:
+    """Before anything is read: no output file of the command (``-o``, ``--html``: the
+    options checked by :func:`check_output_path`) may be a file the command reads, a file
+    inside a folder it reads with one of the ``suffixes`` read there (the next run would
+    read the report as an input), or another output. Usage error (exit 2), naming both.
+    ``inputs`` (option -> path or paths): the inputs, when the command's parameters do not
+    name them all (globs expanded); by default every parameter naming an existing path."""
+    outputs = {_flag(param): ctx.params[param.name] for param in ctx.command.params
+               if param.callback is check_output_path and isinstance(ctx.params.get(param.name), str)}
+    outputs = {flag: path for flag, path in outputs.items() if path != "-" and "://" not in path}
+    if not outputs:
+        return
+    named = {_flag(param): ctx.params.get(param.name) for param in ctx.command.params
+             if param.callback is not check_output_path and param.name != "digest_cache"}
+    if inputs is not None:
+        named.update(inputs)
+    sources: list[tuple[str, str]] = []
+    for flag, value in named.items():
+        for path in (value if isinstance(value, (tuple, list)) else (value,)):
+            if isinstance(path, str) and path and path != "-" and "://" not in path \
+                    and os.path.exists(path):
+                sources.append((flag, os.path.realpath(path)))
+    seen: dict[str, str] = {}
+    for flag, path in outputs.items():
+        real = os.path.realpath(path)
+        if real in seen:
+            raise OutputPathError(f"{path}: is also {seen[real]}'s file; give two different "
+                                  "files", ctx=ctx, param_hint=flag)
+        seen[real] = flag
+        for source_flag, source in sources:
+            if real == source:
+                raise OutputPathError(f"{path}: is an input of this command ({source_flag}); "
+                                      "it would be overwritten", ctx=ctx, param_hint=flag)
+            if os.path.isdir(source) and real.startswith(source.rstrip(os.sep) + os.sep) \
+                    and real.lower().endswith(tuple(s.lower() for s in suffixes or ())):
+                if os.path.exists(real):
+                    raise OutputPathError(f"{path}: is an input of this command (in "
+                                          f"{source_flag}); it would be overwritten", ctx=ctx,
+                                          param_hint=flag)
+                raise OutputPathError(f"{path}: is inside {source_flag} {source} and would be "
+                                      "read as an input; write it elsewhere", ctx=ctx,
+                                      param_hint=flag)
+
+
+def _flag(param: click.Parameter) -> str:
+    if isinstance(param, click.Option):
+        return "/".join(param.opts[:2])
+    return str(param.human_readable_name)
+
+
 def out_option(what: str = "JSON report") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``-o/--out`` (alias ``--out-json``): where the JSON goes, ``-`` = stdout. The path is
     checked before the command runs (:func:`check_output_path`)."""

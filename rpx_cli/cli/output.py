@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from rpx_cli.cli.options import digest_cache_setting
+from rpx_cli.cli.options import digest_cache_setting, refuse_overwriting_inputs
 
 
 def write_html(reports: list[tuple[str, Any]], path: str, *, title: str | None = None) -> None:
@@ -210,7 +210,9 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
     """The body every pair-reading command shares: evaluate, warn, write, summarise.
     ``flags``: the shared run flags (:func:`run_options`)."""
     from rpx_cli.console import ProgressBar
+    from rpx_cli.tasks.registry import get_task
 
+    refuse_overwriting_inputs(ctx, suffixes=get_task(task).suffixes)
     invocation = invocation_of(ctx, out)
     verbose = show_progress(quiet, progress)
     plain = plain_progress(quiet, progress)

@@ -11,6 +11,7 @@ from rpx_cli.cli.options import (
     config_option,
     html_option,
     out_option,
+    refuse_overwriting_inputs,
     require_option,
     traceback_option,
 )
@@ -64,6 +65,7 @@ def readiness(ctx: click.Context, eval_report: str, stability: str | None,
     """
     from rpx_cli.run.readiness import run_readiness
 
+    refuse_overwriting_inputs(ctx)
     cost = {"params_m": params_m, "flops_g": flops_g, "latency_ms": latency_ms,
             "actmem_gb": actmem_gb}
     evaluation = run_readiness(eval_report, stability=stability, coherence=coherence, cost=cost,

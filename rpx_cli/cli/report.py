@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rpx_cli.cli.options import check_output_path, traceback_option
+from rpx_cli.cli.options import check_output_path, refuse_overwriting_inputs, traceback_option
 from rpx_cli.cli.output import write_html
 
 
@@ -34,4 +34,5 @@ def report(reports: tuple[str, ...], out: str, title: str | None) -> None:
     """
     from rpx_cli.run.documents import read_report
 
+    refuse_overwriting_inputs(click.get_current_context())
     write_html([(path, read_report(path)[0]) for path in reports], out, title=title)

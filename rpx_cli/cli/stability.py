@@ -14,6 +14,7 @@ from rpx_cli.cli.options import (
     html_option,
     int_range,
     out_option,
+    refuse_overwriting_inputs,
     require_option,
     traceback_option,
 )
@@ -86,6 +87,7 @@ def stability(ctx: click.Context, task: str, pred_dir: str, manifest: str, warp:
     from rpx_cli.console import ProgressBar
     from rpx_cli.run.stability import run_stability_report
 
+    refuse_overwriting_inputs(ctx, suffixes=(".npy", ".npz", ".png", ".pgm", ".tif", ".tiff"))
     verbose = show_progress(quiet, progress)
     evaluation = run_stability_report(
         task, pred_dir, manifest, warp=warp, depth_dir=depth_dir, depth_scale=depth_scale,
