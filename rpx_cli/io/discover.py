@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from rpx_cli.errors import InputError
+from rpx_cli.errors import InputError, escaped
 
 MISSING_POLICIES = ("error", "skip", "empty")
 
@@ -96,6 +96,48 @@ def shard_of(stem: str, count: int) -> int:
     same on every machine and Python version (``hash()`` is salted per process)."""
     value = int.from_bytes(hashlib.sha256(_raw(stem)).digest()[:8], "big")
     return value % count + 1
+
+
+# --- what a --shard part carries so that `rpx merge` can verify it -------------------------
+
+
+def report_text(name: str) -> str:
+    """A name as a report stores it: as it is, or as ``ls -b`` shows it when it holds bytes
+    that are not UTF-8 (the report serializer's rule)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return escaped(name)
+    return name
+
+
+def pair_line(values: Iterable[str | None]) -> str:
+    """One pair (stem, prediction file, GT file) or unpaired stem (side, stem) as a line of
+    a shard's digest, from the names as a report stores them."""
+    return "\t".join("" if value is None else report_text(value) for value in values)
+
+
+def lines_digest(lines: Iterable[str]) -> str:
+    """sha256 of a shard's lines, in any order."""
+    return hashlib.sha256("\n".join(sorted(lines)).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def layout_digest(shard_digests: Iterable[str]) -> str:
+    """The run's pairing bound to its shard count: sha256 of every shard's digest, 1..N."""
+    digest = hashlib.sha256()
+    for value in shard_digests:
+        digest.update(bytes.fromhex(value))
+    return digest.hexdigest()
+
+
+def shard_layout(lines: Iterable[tuple[str, str]], count: int) -> list[str]:
+    """The digest of each shard 1..``count`` of a run: ``lines`` are (stem, line) of every
+    pair and unpaired stem before sharding."""
+    groups: dict[int, list[str]] = {}
+    for stem, line in lines:
+        groups.setdefault(shard_of(stem, count), []).append(line)
+    empty = lines_digest(())
+    return [lines_digest(groups[k]) if k in groups else empty for k in range(1, count + 1)]
 
 
 def _raw(text: str) -> bytes:

@@ -110,6 +110,15 @@ def _escape_strings(value: Any) -> Any:
     return value
 
 
+def content_digest(value: Any, *, parsed: bool = False) -> str:
+    """sha256 of a JSON value's canonical form (sorted keys, one line): equal for the value
+    as built and as read back from a report (``parsed``: it was read from JSON already)."""
+    import hashlib
+
+    canonical = value if parsed else to_json(value)
+    return hashlib.sha256(orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
 def loads(data: bytes | str) -> Any:
     return orjson.loads(data)
 

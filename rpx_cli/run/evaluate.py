@@ -24,7 +24,7 @@ from rpx_cli.run.invocation import (
 )
 from rpx_cli.run.options import RunOptions, Strata
 from rpx_cli.run.plan import Plan, plan_folders
-from rpx_cli.run.state import State, evaluate_batch, finalize, provenance_inputs
+from rpx_cli.run.state import State, evaluate_batch, finalize, part_seal, provenance_inputs
 from rpx_cli.tasks.registry import get_task
 
 
@@ -84,6 +84,7 @@ def conclude(state: State, invocation: Invocation, stopwatch: Stopwatch, *,
     report = finalize(state, check_errors=False)
     if state.shard is not None:
         report["state"] = state.part()
+        report["state"]["seal"] = part_seal(report)
     inputs = {**provenance_inputs(state), **(extra_inputs or {})}
     stamp(report, invocation, inputs, stopwatch,
           digests={"computed": state.tally.computed, "reused": state.tally.reused},

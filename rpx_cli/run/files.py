@@ -15,7 +15,7 @@ from typing import Any
 from rpx_cli.engine import CacheTally
 from rpx_cli.engine.pairs import RunResult, collect, score_loaded
 from rpx_cli.errors import EvaluationFailed, InputError, ParameterError
-from rpx_cli.io.discover import shard_of
+from rpx_cli.io.discover import pair_line, shard_layout, shard_of
 from rpx_cli.io.filebuffer import cached_sha256_file
 from rpx_cli.params import resolve
 from rpx_cli.report.provenance import Stopwatch
@@ -99,6 +99,14 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
             tally.new.append((key, bytes.fromhex(digests[name])))
     result.tally = tally
     state = State.of_result(plan, result, digests=digests)
+    if options.shard is not None:  # what lets `rpx merge` verify the part (see run/merge.py)
+        dropped = sorted({error.stem for error in loaded.errors if error.side == "gt"})
+        state.shard_digests = shard_layout([(stem, pair_line((stem,)))
+                                            for stem in [*loaded.stems, *dropped]],
+                                           options.shard[1])
+        state.pairs = [[stem] for stem in [*stems, *(stem for stem in dropped
+                                                      if shard_of(stem, options.shard[1])
+                                                      == options.shard[0])]]
     invocation = invocation or Invocation(command=f"rpx_cli.run_file_evaluation({task_name!r})")
     return conclude(state, invocation, stopwatch,
                     warnings=list(loaded.warnings or []) + save_digest_cache(cache, tally))

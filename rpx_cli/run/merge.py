@@ -12,10 +12,11 @@ from dataclasses import replace
 from typing import Any
 
 from rpx_cli.errors import EvaluationFailed, InputError, ParameterError, unescaped
+from rpx_cli.io.discover import layout_digest, lines_digest, pair_line, shard_of
 from rpx_cli.report.provenance import Stopwatch
 from rpx_cli.report.written import written_rows
 from rpx_cli.run.invocation import Invocation, file_input, stamp
-from rpx_cli.run.state import State, finalize, merge_states, provenance_inputs
+from rpx_cli.run.state import State, finalize, merge_states, part_seal, provenance_inputs
 from rpx_cli.tasks.base import Task
 from rpx_cli.tasks.registry import get_task
 
@@ -125,3 +126,67 @@ def _check_parts(parts: list[Part]) -> None:
     if missing_shards:
         raise InputError(f"shard(s) {', '.join(f'{k}/{count}' for k in missing_shards)} missing",
                          path=first_path)
+    for path, part, _ in parts:
+        _verify_part(path, part)
+    layouts = {part["state"]["layout"] for _, part, _ in parts}
+    by_index = {part["state"]["shard"]["index"]: part for _, part, _ in parts}
+    if len(layouts) != 1 or layout_digest(by_index[k]["state"]["shard_digest"]
+                                          for k in range(1, count + 1)) != layouts.pop():
+        raise InputError("the parts' pairs do not make up the run's pairing (a part of another "
+                         "run, or its pairs changed since it was written): re-run the shards",
+                         path=first_path)
+
+
+def _verify_part(path: str, part: dict[str, Any]) -> None:
+    """A part is what its run wrote (issue 31.2): its seal matches its content, its pairs
+    are its shard's and match their digest, its stems (evaluated, or dropped on error) are
+    its pairs' stems, its rows are its stems and its digests name its pairs' files."""
+    state = part["state"]
+    if not all(key in state for key in ("seal", "pairs", "shard_digest", "layout")):
+        raise InputError("carries no seal, pairs or layout (written by an older rpx?): it cannot "
+                         "be verified; re-run that shard", path=path)
+    try:
+        sealed = part_seal(part, parsed=True)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        sealed = None
+    if sealed != state["seal"]:
+        raise InputError("its content does not match its seal: it was changed after it was "
+                         "written (statistics, stems, errors, shard index?); re-run that shard",
+                         path=path)
+    index, count = state["shard"]["index"], state["shard"]["count"]
+    pairs = state["pairs"]
+    if not isinstance(pairs, list) or not all(isinstance(p, list) and p and isinstance(p[0], str)
+                                              for p in pairs):
+        raise InputError("its pairs are malformed", path=path)
+    for pair in pairs:
+        stem = pair[0]
+        if shard_of(stem, count) != index and shard_of(unescaped(stem), count) != index:
+            owner = shard_of(unescaped(stem), count)
+            raise InputError(f"holds stem {stem!r} of shard {owner}/{count}, not of its own shard "
+                             f"{index}/{count} (a part relabelled?)", path=path)
+    lines = [pair_line(pair) for pair in pairs]
+    lines += [pair_line((side, stem)) for side in ("pred_only", "gt_only")
+              for stem in part["unpaired"][side]]
+    if lines_digest(lines) != state["shard_digest"]:
+        raise InputError("its pairs do not match their digest (a pair removed or added?)",
+                         path=path)
+    paired = {pair[0] for pair in pairs}
+    dropped = {error["stem"] for error in part["errors"]
+               if error.get("effect") != "empty_prediction" and error["stem"]}
+    evaluated = set(state["stems"])
+    if len(evaluated) != len(state["stems"]) or (evaluated | dropped) != paired:
+        lost = sorted(paired - evaluated - dropped)[:3]
+        raise InputError("its stems are not its pairs' (evaluated or dropped on error)"
+                         + (f": {', '.join(map(repr, lost))} unaccounted for" if lost else ""),
+                         path=path)
+    if "rows" in part and {row.get("stem") for row in part["rows"]} != evaluated:
+        raise InputError("its rows are not its evaluated stems", path=path)
+    files = {"pred": {pair[1] for pair in pairs if len(pair) > 2},
+             "gt": {pair[2] for pair in pairs if len(pair) > 2}}
+    task = get_task(part["task"])
+    for name, role in (("pred", task.input_names[0]), ("gt", task.input_names[1])):
+        known = state["digests"].get(role)
+        if isinstance(known, dict) and not set(known) <= files[name]:
+            stray = sorted(set(known) - files[name])[:3]
+            raise InputError(f"its digests name files that are not its pairs' ({stray})",
+                             path=path)

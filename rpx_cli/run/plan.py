@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
-from rpx_cli.io.discover import Pair, Pairing, pair_dirs
+from rpx_cli.io.discover import Pair, Pairing, pair_dirs, pair_line, shard_layout
 from rpx_cli.params import resolve
 from rpx_cli.run.options import RunOptions
 from rpx_cli.tasks.base import Task
@@ -37,6 +37,14 @@ class Plan:
     include_rows: bool = True
     strata: Any = None  # rpx_cli.deploy.eval_strata.StrataPlan (--manifest)
     shard: tuple[int, int] | None = None
+    # --shard: the digest of every shard's pairs (io.discover.shard_layout), what lets `rpx
+    # merge` verify that the parts make up the run (a part's state carries its own and the
+    # digest of them all)
+    shard_digests: list[str] | None = None
+
+    def part_pairs(self) -> list[list[str | None]]:
+        """This shard's pairs as a part stores them: (stem, prediction file, GT file)."""
+        return [[pair.stem, pair.pred_rel, pair.gt_rel] for pair in self.pairs]
 
     def batches(self, size: int) -> list[list[Pair]]:
         """The pairs cut into batches of ``size`` (the last one shorter)."""
@@ -86,10 +94,21 @@ def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.
                                   primary_metric=given.primary_metric, bootstrap=given.bootstrap,
                                   seed=given.seed, missing=str(options.missing))
         params = {**params, "strata": strata.params}
+    shard_digests = None
     if options.shard is not None:
+        shard_digests = shard_layout(pairing_lines(pairing), options.shard[1])
         pairing = pairing.shard(*options.shard)
     return Plan(task.name, params, pairing.pairs, whole, pairing.unpaired, inputs,
-                options.include_rows, strata, options.shard)
+                options.include_rows, strata, options.shard, shard_digests)
+
+
+def pairing_lines(pairing: Pairing) -> list[tuple[str, str]]:
+    """(stem, line) of every pair and unpaired stem, for :func:`shard_layout`."""
+    lines = [(pair.stem, pair_line((pair.stem, pair.pred_rel, pair.gt_rel)))
+             for pair in pairing.pairs]
+    lines += [(stem, pair_line((side, stem))) for side, stems in pairing.unpaired.items()
+              for stem in stems]
+    return lines
 
 
 def check_pairing(pairing: Pairing, pred_dir: str, gt_dir: str, suffixes: tuple[str, ...],

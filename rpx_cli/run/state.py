@@ -29,7 +29,7 @@ from rpx_cli.engine import CacheTally, Executor, Progress
 from rpx_cli.engine.pairs import RunResult, run_pairs
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError, unescaped
 from rpx_cli.io.digest_cache import DigestCache
-from rpx_cli.io.discover import Pair
+from rpx_cli.io.discover import Pair, layout_digest
 from rpx_cli.run.assemble import assemble
 from rpx_cli.run.plan import Plan, plan
 from rpx_cli.tasks.calculators import plugin_calculators
@@ -63,6 +63,10 @@ class State:
     # what the run tells the user and the digest cache (not part of a --shard part)
     warnings: dict[str, list[str]] = field(default_factory=dict)  # kind -> paths
     tally: CacheTally = field(default_factory=CacheTally)
+    # a --shard run's own pairs and the digest of every shard's (Plan.shard_digests): what
+    # its part carries so that `rpx merge` can verify it (run/merge.py)
+    pairs: list[list[str | None]] | None = None
+    shard_digests: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.stems)
@@ -91,18 +95,27 @@ class State:
                    rows=result.rows if keep else None, extras=result.extras,
                    errors=result.errors, unpaired={k: list(v) for k, v in plan.unpaired.items()},
                    digests=dict(digests), shard=plan.shard, include_rows=plan.include_rows,
-                   strata_plan=plan.strata, warnings=result.warnings, tally=result.tally)
+                   strata_plan=plan.strata, warnings=result.warnings, tally=result.tally,
+                   pairs=plan.part_pairs() if plan.shard is not None else None,
+                   shard_digests=plan.shard_digests)
 
     # --- on disk: a --shard part ----------------------------------------------------------
 
     def part(self) -> dict[str, Any]:
         """A ``--shard`` part report's ``state``: which part of which run it is, and the
-        statistics of its pairs by name (what ``rpx merge`` needs)."""
+        statistics of its pairs by name (what ``rpx merge`` needs), with what lets merge
+        verify it: the shard's pairs (stem, prediction and GT files), their digest and the
+        digest of every shard's (the run's pairing bound to the shard count). The report
+        adds its ``seal`` (:func:`seal_part`)."""
         if self.shard is None:
             raise ValueError("not a --shard state")
         part = {"shard": {"index": self.shard[0], "count": self.shard[1]},
                 "pairing": self.pairing, "inputs": dict(self.inputs), "stems": self.stems,
                 "stats": self.stats.encode(), "extras": self.extras, "digests": dict(self.digests)}
+        if self.pairs is not None and self.shard_digests is not None:
+            part["pairs"] = self.pairs
+            part["shard_digest"] = self.shard_digests[self.shard[0] - 1]
+            part["layout"] = layout_digest(self.shard_digests)
         if self.strata_plan is not None or self.strata is not None:
             part["strata"] = self.strata_inputs()
         return part
@@ -178,6 +191,25 @@ class State:
                    unpaired={k: list(v) for k, v in data["unpaired"].items()},
                    digests=dict(data["digests"]), strata=data.get("strata"),
                    include_rows=data.get("include_rows", data["rows"] is not None))
+
+
+def part_seal(report: Mapping[str, Any], *, parsed: bool = False) -> str:
+    """The ``seal`` of a ``--shard`` part: the digest of what ``rpx merge`` takes from it —
+    its task, parameters, counts, unpaired stems, errors, the stems of its rows and its
+    ``state`` (statistics, stems, pairs, digests, shard index, the run's pairing and layout),
+    so a part edited after it was written (a statistic, a stem, its shard index) does not
+    verify. ``parsed``: ``report`` was read back from JSON."""
+    from rpx_cli.report.serialize import content_digest
+
+    state = {key: value for key, value in report["state"].items() if key != "seal"}
+    sealed = {key: report.get(key) for key in SEALED}
+    sealed["state"] = state
+    sealed["row_stems"] = [row.get("stem") if isinstance(row, Mapping) else None
+                           for row in report.get("rows") or ()]
+    return content_digest(sealed, parsed=parsed)
+
+
+SEALED = ("schema", "schema_version", "task", "params", "n_pairs", "unpaired", "errors")
 
 
 def evaluate_batch(plan: Plan, pairs: Sequence[Pair] | None = None, *, jobs: int = 1,
