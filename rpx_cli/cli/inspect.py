@@ -71,13 +71,12 @@ def show(report: str, fmt: str, which: str | None) -> None:
       rpx show report.json --format csv > rows.csv      # pandas.read_csv("rows.csv")
       rpx show report.json --format tsv --table per_class | sort -t$'\\t' -k2 -g | head
     """
-    from rpx_cli.errors import InputError
 
-    document = _read_json(report)
-    if not isinstance(document, dict):
-        raise InputError("is not an rpx report (a JSON object)", path=report)
+    from rpx_cli.run.documents import read_valid_report
+
     if which is not None and fmt not in ("csv", "tsv"):
         raise click.UsageError("--table goes with --format csv or tsv")
+    document, _ = read_valid_report(report)
     try:
         _show(document, report, fmt, which)
     except BrokenPipeError:

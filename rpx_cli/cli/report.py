@@ -32,7 +32,7 @@ def report(reports: tuple[str, ...], out: str, title: str | None) -> None:
       rpx eval depth --pred-dir fixtures/depth/indoor/pred --gt-dir fixtures/depth/indoor/gt \\
           --align median -o b.json --html b.html && rpx report a.json b.json -o side-by-side.html
     """
-    from rpx_cli.run.documents import read_report
+    from rpx_cli.run.documents import read_valid_report
 
     refuse_overwriting_inputs(click.get_current_context())
-    write_html([(path, read_report(path)[0]) for path in reports], out, title=title)
+    write_html([(path, read_valid_report(path)[0]) for path in reports], out, title=title)

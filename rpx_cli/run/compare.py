@@ -10,7 +10,7 @@ from typing import Any
 from rpx_cli.errors import InputError
 from rpx_cli.report.compare import check_no_regression, compare_reports, parse_no_regression
 from rpx_cli.report.provenance import Stopwatch
-from rpx_cli.run.documents import read_report, sha256_hex
+from rpx_cli.run.documents import read_valid_report, sha256_hex
 from rpx_cli.run.invocation import Invocation, file_input, stamp
 
 
@@ -29,7 +29,7 @@ def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), boots
     """Compare the reports at ``base`` and ``new``. Reports of different tasks or
     parameters are an input error unless ``force`` (then a warning)."""
     stopwatch = Stopwatch()
-    (base_doc, base_bytes), (new_doc, new_bytes) = read_report(base), read_report(new)
+    (base_doc, base_bytes), (new_doc, new_bytes) = read_valid_report(base), read_valid_report(new)
     problems = []
     if base_doc.get("task") != new_doc.get("task") or base_doc.get("schema") != new_doc.get("schema"):
         problems.append(f"different tasks: {base_doc.get('task')} vs {new_doc.get('task')}")

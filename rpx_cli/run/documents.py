@@ -37,6 +37,17 @@ def read_report(path: str) -> tuple[dict[str, Any], bytes]:
     return document, data
 
 
+def read_valid_report(path: str) -> tuple[dict[str, Any], bytes]:
+    """A report checked against its kind's JSON Schema before anything is built from it
+    (``rpx report``, ``show``, ``compare``): valid JSON that is not an rpx report is an
+    input error naming the file and the first wrong key."""
+    from rpx_cli.report.schemas import check_report
+
+    document, data = read_report(path)
+    check_report(document, path)
+    return document, data
+
+
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
