@@ -99,6 +99,7 @@ def _check_parts(parts: list[Part]) -> None:
     for path, part, _ in parts:
         if not isinstance(part, dict) or "state" not in part:
             raise InputError("is not a --shard partial report (no 'state')", path=path)
+        _check_shape(path, part)
     first_path, first, _ = parts[0]
     count = first["state"]["shard"]["count"]
     for path, part, _ in parts[1:]:
@@ -135,6 +136,20 @@ def _check_parts(parts: list[Part]) -> None:
         raise InputError("the parts' pairs do not make up the run's pairing (a part of another "
                          "run, or its pairs changed since it was written): re-run the shards",
                          path=first_path)
+
+
+def _check_shape(path: str, part: dict[str, Any]) -> None:
+    """A part has its kind's shape (its JSON Schema; rows: the first few, the verification
+    below reads the others' stems): no key merge reads is missing or of another type."""
+    from rpx_cli.report.schemas import check_report
+
+    rows = part.get("rows")
+    check_report({**part, "rows": rows[:20]} if isinstance(rows, list) else part, path)
+    state = part["state"]
+    if not isinstance(state.get("digests"), dict) or not all(
+            isinstance(row, dict) for row in rows or ()):
+        raise InputError("is not a valid --shard part: its state or rows are malformed",
+                         path=path)
 
 
 def _verify_part(path: str, part: dict[str, Any]) -> None:
