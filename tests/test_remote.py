@@ -247,7 +247,8 @@ def test_a_corrupt_object_is_that_objects_input_error(rpx, s3) -> None:
     assert run.exit_code == 0
     [error] = run.json["errors"]
     assert error["path"] == f"s3://{bucket}/d/pred/frame001.npy"
-    assert run.json["n_pairs"] == 3
+    # a broken prediction is scored as an empty one (SPEC §2): the pair stays
+    assert error["effect"] == "empty_prediction" and run.json["n_pairs"] == 4
 
 
 def test_access_denied_is_one_line_without_credentials(rpx, s3, tmp_path: Path) -> None:
