@@ -148,11 +148,12 @@ def eval_boxes(samples, role: int, class_range: dict[str, float]) -> EvalBoxes:
     return boxes
 
 
-def devkit(samples, class_range: dict[str, float], dist_ths=(0.5, 1.0, 2.0, 4.0)):
+def devkit(samples, class_range: dict[str, float], dist_ths=(0.5, 1.0, 2.0, 4.0),
+           min_recall: float = 0.1):
     """DetectionEval.evaluate's loop on the same boxes."""
     assert all(ATTRS[c] == [""] or set(ATTRS[c]) <= set(ATTRIBUTE_NAMES) for c in ATTRS)
     cfg = DetectionConfig(class_range=class_range, dist_fcn="center_distance",
-                          dist_ths=list(dist_ths), dist_th_tp=2.0, min_recall=0.1,
+                          dist_ths=list(dist_ths), dist_th_tp=2.0, min_recall=min_recall,
                           min_precision=0.1, max_boxes_per_sample=500, mean_ap_weight=5)
     gt, pred = eval_boxes(samples, 0, class_range), eval_boxes(samples, 1, class_range)
     metrics = DetectionMetrics(cfg)
@@ -230,3 +231,32 @@ def test_equals_the_devkit_from_submission_files(rpx, tmp_path: Path) -> None:
     report = rpx(f"eval detection3d --pred-file {tmp_path / 'pred.json'} --gt-file "
                  f"{tmp_path / 'gt.json'} --class-names {CLASS_NAMES}").json
     assert_same(report, devkit(samples, dict.fromkeys(DETECTION_NAMES, 1e6)))
+
+
+@pytest.mark.parametrize("min_recall", [0.99, 0.995, 1.0])
+def test_a_min_recall_with_no_recall_point_past_it_follows_the_devkit(rpx, tmp_path: Path,
+                                                                      min_recall: float) -> None:
+    """Issue 31.6: --min-recall 0.995 and 1 (the option's range; the devkit's tests use 1)
+    ended in an internal error. The devkit's calc_ap averages an empty slice there (NaN:
+    AP, mAP and NDS undefined, null in rpx) and its calc_tp gives 1.0; 0.99 keeps the one
+    point at recall 1."""
+    import warnings
+
+    samples = scene(3)
+    write(tmp_path, samples)
+    run = rpx(f"eval detection3d --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'} "
+              f"--class-names {CLASS_NAMES} --min-recall {min_recall}")
+    assert run.exit_code == 0, run.stderr
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the devkit's mean of an empty slice
+        expected = devkit(samples, dict.fromkeys(DETECTION_NAMES, 1e6), min_recall=min_recall)
+    assert_same(run.json, expected)
+    undefined = min_recall >= 0.995
+    assert (run.json["dataset"]["mAP"] is None) is undefined
+    assert (run.json["dataset"]["NDS"] is None) is undefined
+    if undefined:
+        assert all(entry["ATE"] in (1.0, None) for entry in run.json["dataset"]["per_class"].values())
+        autoware = rpx(f"eval detection3d --pred-dir {tmp_path / 'pred'} --gt-dir "
+                       f"{tmp_path / 'gt'} --protocol autoware --min-recall {min_recall}")
+        assert autoware.exit_code == 0, autoware.stderr
+        assert autoware.json["dataset"]["mAP"] is None

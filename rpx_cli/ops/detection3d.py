@@ -169,18 +169,32 @@ def iou_similarity(gt: Side, pred: Side, kind: str) -> Callable[[np.ndarray, np.
 # --- curves ----------------------------------------------------------------------------------------
 
 
-def calc_ap(precision: np.ndarray, min_recall: float, min_precision: float) -> float:
-    """The devkit's ``calc_ap`` on a 101-point precision curve."""
+def ap_defined(min_recall: float) -> bool:
+    """Whether a recall point lies past ``min_recall`` on the 101-point grid: from 0.995 on
+    (``round(100 min_recall) + 1 > 100``) the devkit's ``calc_ap`` averages an empty slice,
+    NaN — AP is then undefined (None), as are mAP and NDS, while TP errors are 1.0 (its
+    ``calc_tp``)."""
+    return round(100 * min_recall) + 1 <= 100
+
+
+def calc_ap(precision: np.ndarray, min_recall: float, min_precision: float) -> float | None:
+    """The devkit's ``calc_ap`` on a 101-point precision curve (None where it is NaN: no
+    recall point past ``min_recall``)."""
+    if not ap_defined(min_recall):
+        return None
     prec = np.copy(precision)[round(100 * min_recall) + 1:]
     prec -= min_precision
     prec[prec < 0] = 0
     return float(np.mean(prec)) / (1.0 - min_precision)
 
 
-def curve_ap(tp: np.ndarray, npos: int, c: Scoring, weights: np.ndarray | None = None) -> float:
+def curve_ap(tp: np.ndarray, npos: int, c: Scoring,
+             weights: np.ndarray | None = None) -> float | None:
     """AP of one class at one threshold from its TP flags in rank order (``tp`` bool, every
     prediction of the class); with ``weights`` (the heading accuracy of each TP) APH.
     ``npos`` > 0."""
+    if not ap_defined(c.min_recall):
+        return None
     if tp.size == 0 or not tp.any():
         return 0.0  # the devkit's no_predictions(); autoware-ml's all-zero precision
     cum_tp = np.cumsum(tp).astype(float)
@@ -294,8 +308,9 @@ def score(gt: Side, pred: Side, matching: Matching, class_names: Sequence[str],
         for t in range(max(T, tp_column + 1)):
             tp = matched[lo:hi, t]
             if npos == 0:  # predictions only: AP 0 under both protocols, no match to measure
-                aps.append(0.0)
-                aphs.append(0.0)
+                zero = 0.0 if ap_defined(c.min_recall) else None
+                aps.append(zero)
+                aphs.append(zero)
                 curve_errors.append({})
                 continue
             if t < T:
