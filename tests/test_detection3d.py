@@ -517,7 +517,7 @@ def test_empty_everything_is_null_not_nan(rpx, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("box", "message"), [
     ({"box": [0, 0, 0, 4, 2, 1.5], "label": "car", "score": 0.5}, "7 or 9 numbers"),
-    ({"box": [0, 0, 0, 4, 2, 0, 0], "label": "car", "score": 0.5}, "size must be > 0"),
+    ({"box": [0, 0, 0, 4, 2, 0, 0], "label": "car", "score": 0.5}, "size must be at least 1e-06 m"),
     ({"box": [0, 0, "x", 4, 2, 1, 0], "label": "car", "score": 0.5}, "must hold numbers"),
     ({"box": [0, 0, 0, 4, 2, 1, 0], "label": "car"}, "needs a 'detection_score'"),
     ({"box": [0, 0, 0, 4, 2, 1, 0], "label": "car", "score": 1.5}, "number in [0, 1]"),
@@ -527,7 +527,7 @@ def test_empty_everything_is_null_not_nan(rpx, tmp_path: Path) -> None:
     ({"translation": [0, 0], "size": [2, 4, 1], "rotation": [1, 0, 0, 0], "detection_name": "car",
       "detection_score": 0.5}, "'translation' must be a list of 3 numbers"),
     ({"translation": [0, 0, 0], "size": [2, -4, 1], "rotation": [1, 0, 0, 0], "detection_name": "car",
-      "detection_score": 0.5}, "'size' must be > 0"),
+      "detection_score": 0.5}, "'size' must be at least 1e-06 m"),
     ({"translation": [0, 0, 0], "size": [2, 4, 1], "rotation": [1, 0, 0, 0], "detection_name": "bike",
       "detection_score": 0.5}, "class 'bike' is not one of --class-names"),
     ("not a box", "expected an object"),

@@ -712,11 +712,11 @@ TRIANGLE = [[0, 0], [1, 0], [1, 1]]
 @pytest.mark.parametrize(("geometry", "objects", "message"), [
     ("rotated", [det(bbox=[0, 0, 1, 1])], "object 0: 'bbox' must be five numbers"),
     ("rotated", [det(bbox=[0, 0, 1, 1, 0]), det(bbox=[0, 0, 0, 1, 0])],
-     "object 1: the width and height must be > 0"),
+     "object 1: the width and height must be at least 1e-06"),
     ("rotated", [det(bbox=[0, 0, 1, NAN, 0])], "object 0: 'bbox' has a non-finite"),
     ("rotated", [{"label": "a", "score": 1}], "object 0: missing 'bbox'"),
     ("cuboid", [det(center=[0, 0], size=[1, 1, 1], yaw=0)], "object 0: 'center' must be three numbers"),
-    ("cuboid", [det(center=[0, 0, 0], size=[1, 0, 1], yaw=0)], "object 0: every size must be > 0"),
+    ("cuboid", [det(center=[0, 0, 0], size=[1, 0, 1], yaw=0)], "object 0: every size must be at least 1e-06"),
     ("cuboid", [det(center=[0, 0, 0], size=[1, 1, 1])], "object 0: give 'yaw' (radians) or 'rotation'"),
     ("cuboid", [det(center=[0, 0, 0], size=[1, 1, 1], yaw=INF)], "object 0: 'yaw' must be a finite number"),
     ("cuboid", [det(center=[0, 0, 0], size=[1, 1, 1], rotation=[0, 0, 0, 0])],

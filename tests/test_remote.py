@@ -365,3 +365,20 @@ def test_missing_extra_is_one_line(monkeypatch) -> None:
         remote.read("s3://bucket/key")
     assert str(caught.value) == ("s3://bucket/key: reading or writing URLs needs the remote "
                                  "extra: pip install 'rpx-eval[remote]'")
+
+
+@pytest.mark.parametrize("key", ["pred/sub//frame002.npy", "pred/../frame002.npy",
+                                 "pred/./frame002.npy"])
+def test_a_key_no_file_path_can_be_is_an_error_not_skipped(rpx, s3, key: str) -> None:
+    """Issue 31.5: an object whose key holds '//', '.' or '..' used to be left out of the
+    evaluation without a word."""
+    fs, bucket = s3
+    local = FIXTURES / "depth" / "indoor"
+    upload(fs, local, f"s3://{bucket}/d")
+    fs.pipe_file(f"{bucket}/d/{key}", (local / "pred" / "frame001.npy").read_bytes())
+    run = rpx(f"eval depth --pred-dir s3://{bucket}/d/pred --gt-dir s3://{bucket}/d/gt")
+    if not fs.exists(f"{bucket}/d/{key}") or key not in [k.split("/d/", 1)[1] for k in
+                                                         fs.find(f"{bucket}/d")]:
+        pytest.skip(f"the store normalised the key {key!r}")
+    assert run.exit_code == 1, run.stderr
+    assert "its key has an empty ('//'), '.' or '..' segment" in run.stderr

@@ -126,6 +126,9 @@ def test_class_names_key_per_class_and_fix_num_classes(rpx, tmp_path: Path) -> N
     write_pair(tmp_path, "a", [[0, 1, 2, 2]], [[0, 1, 2, 1]])
     names = tmp_path / "names.txt"
     names.write_text("# labels\nroad\ncar\n\nperson\n")
+    gap = rpx(f"eval segmentation {dirs(tmp_path)} --class-names {names}")
+    assert gap.exit_code in (1, 2) and "line 4 is blank" in gap.stderr  # it would shift person
+    names.write_text("# labels\nroad\ncar\n# more\nperson\n\n")
     report = rpx(f"eval segmentation {dirs(tmp_path)} --class-names {names}").json
     assert sorted(report["dataset"]["per_class"]) == ["car", "person", "road"]
     assert report["params"]["class_names"] == ["road", "car", "person"]

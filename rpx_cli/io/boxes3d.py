@@ -37,7 +37,7 @@ import numpy as np
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import loads_json
-from rpx_cli.io.values import MAX_MAGNITUDE, beyond
+from rpx_cli.io.values import MAX_MAGNITUDE, MIN_EXTENT, beyond
 
 BOX_ORIGINS = ("center", "bottom")
 _NUMBER = {int, float}
@@ -150,13 +150,19 @@ def quaternion_yaw(q: np.ndarray) -> np.ndarray:
     angle of the result in the XY plane: ``atan2(R[1, 0], R[0, 0])`` with
     ``R[0, 0] = w² + x² − y² − z²`` and ``R[1, 0] = 2 (x y + w z)`` of the normalised
     quaternion (pyquaternion normalises only when ``|1 − |q|²| >= 1e-14``). Pitch and roll
-    are ignored, as the devkit does for boxes in a lidar, ego or global frame.
+    are ignored, as the devkit does for boxes in a lidar, ego or global frame. A quaternion
+    is first divided by its largest component, so one of a tiny or huge norm (``[k, 0, 0, k]``
+    with k = 1e-200 or 1e200, whose squares underflow or overflow) still has its yaw (90°),
+    never 0.
     """
     q = np.asarray(q, dtype=np.float64).reshape(-1, 4)
     squares = np.einsum("ij,ij->i", q, q)
     unit = np.abs(1.0 - squares) < 1e-14
-    norm = np.sqrt(squares)
-    q = np.where(unit[:, None] | (norm[:, None] == 0), q, q / np.where(norm == 0, 1.0, norm)[:, None])
+    largest = np.abs(q).max(axis=1, initial=0.0)
+    scaled = q / np.where(largest == 0, 1.0, largest)[:, None]
+    norm = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+    q = np.where(unit[:, None] | (norm[:, None] == 0), q,
+                 scaled / np.where(norm == 0, 1.0, norm)[:, None])
     w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
     return np.arctan2(x * y + w * z + w * z + x * y, x * x + w * w - z * z - y * y)
 
@@ -263,7 +269,7 @@ def _fast(objects: list[Any], prediction: bool, box_origin: str) -> Boxes3D | No
             velocity = _numbers(given, 2)
             if velocity is None or np.isinf(velocity).any():
                 return None
-    if not (size > 0).all():
+    if not (size >= MIN_EXTENT).all():
         return None
     score = None
     if prediction:
@@ -285,6 +291,8 @@ def _fast(objects: list[Any], prediction: bool, box_origin: str) -> Boxes3D | No
     given = _pick(objects, "num_pts")
     if given is not None:
         if set(map(type, given)) != {int}:
+            return None
+        if min(given) < 0 or max(given) >= 2**63:  # the checked path names the box
             return None
         num_pts = np.array(given, np.int64)
     elif any("num_pts" in o for o in objects):
@@ -339,8 +347,9 @@ def _checked(objects: list[Any], path: str, prediction: bool, box_origin: str, w
             if any(abs(v) > MAX_MAGNITUDE for v in box):
                 raise fail(f"'box' has a value beyond ±{MAX_MAGNITUDE:g} (metres): {_short(box)}")
             x, y, z, length, width, height, yaw = (float(v) for v in box[:7])
-            if min(length, width, height) <= 0:
-                raise fail(f"size must be > 0, got l={length:g}, w={width:g}, h={height:g}")
+            if min(length, width, height) < MIN_EXTENT:
+                raise fail(f"size must be at least {MIN_EXTENT:g} m, got l={length:g}, w={width:g}, "
+                           f"h={height:g}")
             if box_origin == "bottom":
                 z += height / 2
             center, size = (x, y, z), (width, length, height)
@@ -360,8 +369,9 @@ def _checked(objects: list[Any], path: str, prediction: bool, box_origin: str, w
                     raise fail(f"{key!r} has a value beyond ±{MAX_MAGNITUDE:g}: {_short(value)}")
             center = tuple(float(v) for v in item["translation"])
             size = tuple(float(v) for v in item["size"])
-            if min(size) <= 0:
-                raise fail(f"'size' must be > 0 (w, l, h), got {_short(item['size'])}")
+            if min(size) < MIN_EXTENT:
+                raise fail(f"'size' must be at least {MIN_EXTENT:g} m (w, l, h), got "
+                           f"{_short(item['size'])}")
             rotation = np.array(item["rotation"], np.float64)
             if not rotation.any():
                 raise fail("'rotation' is the zero quaternion")
@@ -392,11 +402,12 @@ def _checked(objects: list[Any], path: str, prediction: bool, box_origin: str, w
             attribute = ""
         if not isinstance(attribute, str):
             raise fail(f"the attribute must be a string, got {attribute!r}")
-        pts = item.get("num_pts", -1)
+        pts = item.get("num_pts")
         if pts is None:
-            pts = -1
-        if type(pts) is not int:
-            raise fail(f"'num_pts' must be an integer, got {pts!r}")
+            pts = -1  # not given
+        elif type(pts) is not int or not 0 <= pts < 2**63:
+            # a negative count would read as "not given" and pass --min-pts
+            raise fail(f"'num_pts' must be an integer >= 0, got {pts!r}")
         ego = item.get("ego_translation")
         if ego is not None and not (_finite_list(ego, 3) and all(abs(v) <= MAX_MAGNITUDE for v in ego)):
             raise fail(f"'ego_translation' must be three finite numbers within ±{MAX_MAGNITUDE:g}, "

@@ -1,5 +1,6 @@
 """Class-name files, read one way for every task that takes ``--class-names FILE``: one
-name per line (blank lines and ``#`` comments skipped) or a JSON list of names (integers are
+name per line (``#`` comments skipped; a blank line between names is an input error, as it
+would shift every later name; blank lines after the last are fine) or a JSON list of names (integers are
 read as their text). The order is the class order."""
 
 from __future__ import annotations
@@ -25,8 +26,14 @@ def read_class_names(path: str, *, reserved: Iterable[str] = ()) -> list[str]:
             raise InputError("class names: expected a JSON list of strings", path=path)
         names = [str(n) for n in names]
     else:
-        names = [line.strip() for line in text.splitlines()]
-        names = [name for name in names if name and not name.startswith("#")]
+        lines = [line.strip() for line in text.splitlines()]
+        last = max((i for i, line in enumerate(lines) if line), default=-1)
+        blank = next((i for i in range(last) if not lines[i]), None)
+        if blank is not None:  # a class's place is its line: a gap would shift every later name
+            raise InputError(f"class names: line {blank + 1} is blank; names are one per line "
+                             "in class order, and a blank line would shift every later class "
+                             "(remove it, or name that class)", path=path)
+        names = [name for name in lines if name and not name.startswith("#")]
     if not names:
         raise InputError("class names: the file names no class", path=path)
     seen: set[str] = set()

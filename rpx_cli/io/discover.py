@@ -203,6 +203,12 @@ def index_paths(root: str, rels: Iterable[str], suffixes: Iterable[str]) -> dict
     join = root.rstrip("/") + "/"
     for rel in rels:
         parts = rel.split("/")
+        odd = [part for part in parts if part in ("", ".", "..")]
+        if odd and _split_suffix(parts[-1])[1] in wanted:
+            # an object key no file path can be: never silently left out
+            raise InputError(f"object {join}{rel}: its key has an empty ('//'), '.' or '..' "
+                             "segment, which no file path has; rename it (or move it out of "
+                             "the prefix)", path=root)
         if any(part.startswith(".") or not part for part in parts):
             continue
         base, suffix = _split_suffix(parts[-1])

@@ -10,6 +10,7 @@ import numpy as np
 from rpx_cli.errors import InputError
 from rpx_cli.io.arrays import Loaded, read_array
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.values import check_labels_fit
 
 
 def read_label_image(path: str, buffer: FileBuffer) -> Loaded:
@@ -33,4 +34,5 @@ def read_label_image(path: str, buffer: FileBuffer) -> Loaded:
             "a score map, not labels)",
             path=path,
         )
+    check_labels_fit(labels, path)
     return loaded

@@ -125,6 +125,8 @@ def _score_table(table: Any, path: str) -> dict[str, Any]:
                          "class", path=path)
     classes = tuple(table)
     try:
+        if not set(map(type, table.values())) <= {int, float}:  # "0.9" and true would convert
+            raise TypeError
         scores = np.fromiter(table.values(), dtype=np.float64, count=len(classes))
     except (TypeError, ValueError):
         bad = next((k for k, v in table.items()
@@ -338,7 +340,13 @@ def _score_block(body: bytes, width: int, path: str) -> tuple[list[str], np.ndar
     return stems, scores
 
 
+_NUMBER_BYTES = np.zeros(256, dtype=bool)
+_NUMBER_BYTES[np.frombuffer(b"0123456789eE+-., \t\r", dtype=np.uint8)] = True
+
+
 def _parse_flat(numbers: np.ndarray, path: str) -> np.ndarray | None:
+    if not _NUMBER_BYTES[numbers].all():  # true, null, "0.5": read cell by cell (refused)
+        return None
     try:
         values = loads_json(b"[" + numbers.tobytes() + b"]", path)
     except InputError:

@@ -24,6 +24,7 @@ import numpy as np
 from rpx_cli.errors import InputError
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.npy import parse_npy
+from rpx_cli.io.values import check_labels_fit
 
 LABEL_SUFFIXES = (".label", ".bin", ".npy")
 POINT_SUFFIXES = (".bin", ".npy")
@@ -57,6 +58,7 @@ def read_point_labels(path: str, buffer: FileBuffer, *, bin_labels: str = "auto"
         if labels.dtype.kind not in "iu":
             raise InputError(f"labels have dtype {labels.dtype}; per-point labels must be "
                              "integers (a float array is scores, not labels)", path=path)
+        check_labels_fit(labels, path)
         return labels
     raise InputError(f"unsupported label file type '{suffix}' (.label, .bin, .npy)", path=path)
 

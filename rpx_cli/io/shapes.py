@@ -38,6 +38,7 @@ from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import Boxes, loads_json, object_attributes
 from rpx_cli.io.boxes import _columns as box_columns
 from rpx_cli.io.boxes3d import quaternion_yaw
+from rpx_cli.io.values import MAX_MAGNITUDE, MIN_EXTENT, beyond
 
 SHAPE_GEOMETRIES = ("rotated", "cuboid", "polygon")
 ANGLE_UNITS = ("deg", "rad")
@@ -208,7 +209,8 @@ def _rotated(objects: list[dict[str, Any]], path: str, angle_unit: str) -> np.nd
         raw = None
     if raw is not None:
         values = _numbers(raw, 5)
-    if values is None or not np.isfinite(values).all() or not (values[:, 2:4] > 0).all():
+    if values is None or not np.isfinite(values).all() or not (values[:, 2:4] >= MIN_EXTENT).all() \
+            or beyond(values[:, :4]).any():
         for index, item in enumerate(objects):
             where = f"object {index}"
             if "bbox" not in item:
@@ -219,9 +221,12 @@ def _rotated(objects: list[dict[str, Any]], path: str, angle_unit: str) -> np.nd
                                  f"--geometry rotated, got {_short(box)}", path=path)
             if not all(math.isfinite(v) for v in box):
                 raise InputError(f"{where}: 'bbox' has a non-finite number: {_short(box)}", path=path)
-            if not (box[2] > 0 and box[3] > 0):
-                raise InputError(f"{where}: the width and height must be > 0, got w={box[2]!r}, "
-                                 f"h={box[3]!r}", path=path)
+            if any(abs(v) > MAX_MAGNITUDE for v in box[:4]):
+                raise InputError(f"{where}: 'bbox' has a value beyond ±{MAX_MAGNITUDE:g} (pixels): "
+                                 f"{_short(box)}", path=path)
+            if not (box[2] >= MIN_EXTENT and box[3] >= MIN_EXTENT):
+                raise InputError(f"{where}: the width and height must be at least {MIN_EXTENT:g} "
+                                 f"(pixels), got w={box[2]!r}, h={box[3]!r}", path=path)
         values = np.array([item["bbox"] for item in objects], np.float64).reshape(n, 5)
     angle = values[:, 4] if angle_unit == "rad" else np.deg2rad(values[:, 4])
     values[:, 4] = -angle  # detectron2's corners are the rotation by -angle (y up)
@@ -251,7 +256,8 @@ def _cuboids(objects: list[dict[str, Any]], path: str) -> np.ndarray:
         pass
     if center is None or size is None or yaw is None or not (
             np.isfinite(center).all() and np.isfinite(size).all() and np.isfinite(yaw).all()
-            and (size > 0).all()):
+            and (size >= MIN_EXTENT).all() and not beyond(center).any()
+            and not beyond(size).any()):
         return _cuboids_checked(objects, path)
     return np.column_stack([center[:, :2], size[:, :2], yaw]) if n else np.zeros((0, 5))
 
@@ -269,8 +275,13 @@ def _cuboids_checked(objects: list[dict[str, Any]], path: str) -> np.ndarray:
                                  path=path)
             if not all(math.isfinite(v) for v in value):
                 raise InputError(f"{where}: '{key}' has a non-finite number: {_short(value)}", path=path)
-        if not all(v > 0 for v in item["size"]):
-            raise InputError(f"{where}: every size must be > 0, got {_short(item['size'])}", path=path)
+        for key in ("center", "size"):
+            if any(abs(v) > MAX_MAGNITUDE for v in item[key]):
+                raise InputError(f"{where}: '{key}' has a value beyond ±{MAX_MAGNITUDE:g}: "
+                                 f"{_short(item[key])}", path=path)
+        if not all(v >= MIN_EXTENT for v in item["size"]):
+            raise InputError(f"{where}: every size must be at least {MIN_EXTENT:g}, got "
+                             f"{_short(item['size'])}", path=path)
         has_yaw, has_rotation = "yaw" in item, "rotation" in item
         if has_yaw == has_rotation:
             raise InputError(f"{where}: give 'yaw' (radians) or 'rotation' [w, x, y, z], "
@@ -322,6 +333,11 @@ def _polygons(objects: list[dict[str, Any]], path: str) -> PolygonSet:
     if bad.any():
         ring = int(np.searchsorted(ring_start, np.argmax(bad), side="right") - 1)
         raise InputError(f"{locate(ring)} has a non-finite coordinate", path=path)
+    far = beyond(coords).any(axis=1)
+    if far.any():
+        ring = int(np.searchsorted(ring_start, np.argmax(far), side="right") - 1)
+        raise InputError(f"{locate(ring)} has a coordinate beyond ±{MAX_MAGNITUDE:g} (pixels)",
+                         path=path)
     # a ring may repeat its first point at the end: drop it (shapely closes every ring)
     lengths = np.diff(ring_start)
     first, last = ring_start[:-1], ring_start[1:] - 1
@@ -337,6 +353,15 @@ def _polygons(objects: list[dict[str, Any]], path: str) -> PolygonSet:
         ring = int(short[0])
         raise InputError(f"{locate(ring)} has {int(lengths[ring])} point(s) (a repeated first point not "
                          "counted); a ring needs at least 3", path=path)
+    # a ring's width and height: 0 (collapsed: repaired away) or at least MIN_EXTENT
+    if coords.shape[0]:
+        starts = ring_start[:-1]
+        extent = np.maximum.reduceat(coords, starts) - np.minimum.reduceat(coords, starts)
+        tiny = np.flatnonzero(((extent > 0) & (extent < MIN_EXTENT)).any(axis=1))
+        if tiny.size:
+            ring = int(tiny[0])
+            raise InputError(f"{locate(ring)} is {extent[ring, 0]:g} wide and {extent[ring, 1]:g} "
+                             f"high: a ring spans 0 or at least {MIN_EXTENT:g} in x and y", path=path)
     # every ring closed (its first point repeated at the end): the form shapely builds from
     closing = np.insert(np.arange(coords.shape[0]), ring_start[1:], ring_start[:-1])
     return PolygonSet(np.ascontiguousarray(coords[closing], np.float64),

@@ -19,6 +19,11 @@ import numpy as np
 
 MAX_MAGNITUDE = 1e12
 MIN_DEPTH = 1e-6
+# the smallest size of an object with an extent (a rotated box's width and height, a cuboid's
+# and a 3D box's sizes, a polygon ring's width and height; pixels or metres): below it,
+# areas and volumes of a plausible object underflow (a 1e-170 px box has area 0) and an
+# identical prediction scored IoU 0, or ASE 1 — such an object is an input error
+MIN_EXTENT = 1e-6
 
 
 def json_numbers(value: Any, ndim: int) -> np.ndarray | None:
@@ -46,3 +51,14 @@ def json_numbers(value: Any, ndim: int) -> np.ndarray | None:
 def beyond(values: np.ndarray, limit: float = MAX_MAGNITUDE) -> np.ndarray:
     """Where ``|values| > limit`` (NaN is not beyond: callers check finiteness first)."""
     return np.abs(values) > limit
+
+
+def check_labels_fit(labels: np.ndarray, path: str) -> None:
+    """Integer labels are compared as int64 (ignore indices, label maps, class counts): a
+    uint64 label beyond the int64 range (2^64 - 1 would read as -1, the default ignore
+    index, and its point would silently drop out) is an input error naming the value."""
+    if labels.dtype == np.uint64 and labels.size and int(labels.max()) > np.iinfo(np.int64).max:
+        from rpx_cli.errors import InputError
+
+        raise InputError(f"label {int(labels.max())} is beyond the int64 range labels are "
+                         f"compared in (at most {np.iinfo(np.int64).max})", path=path)
