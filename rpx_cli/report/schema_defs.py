@@ -58,7 +58,10 @@ def provenance() -> dict[str, Any]:
             "args": {"type": "object"},
             "inputs": {"type": "object", "additionalProperties": {
                 "type": "object", "required": ["path", "kind", "exists", "n_files", "sha256"],
-                "properties": {"path": {"type": "string"}, "kind": {"enum": ["directory", "file"]},
+                "properties": {"path": {"type": "string"},
+                               "kind": {"enum": ["directory", "file", "in-memory"]},
+                               "n_samples": {"type": "integer", "minimum": 0, "description":
+                                             "in-memory: the samples given (rpx_cli.Evaluator)"},
                                "exists": {"type": "boolean"},
                                "n_files": {"type": "integer", "minimum": 0},
                                "sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
