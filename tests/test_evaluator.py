@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import FIXTURES
+from helpers import FIXTURES, parse_report
 
 from rpx_cli import Evaluator
 from rpx_cli.cli.eval import build_command
@@ -187,6 +187,9 @@ def run_case(rpx, tmp_path: Path, name: str, dirs: dict[str, Path], options: dic
     second = Evaluator.merged([Evaluator.merged(states[2:]).state(), states[1], states[0]]).report()
     assert comparable(first) == want
     assert comparable(second) == want
+    from rpx_cli.report.serialize import dumps
+
+    parse_report(dumps(first))  # strict JSON, valid against its schema
     assert first["params"] == run.json["params"]
     inputs = first["run_provenance"]["inputs"]["samples"]
     assert inputs["kind"] == "in-memory" and inputs["n_samples"] == len(stems)
