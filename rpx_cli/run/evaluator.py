@@ -1,4 +1,4 @@
-"""``rpx_cli.Evaluator``: a task's metrics inside a training loop, without files (SPEC §12).
+"""``rpx_cli.Evaluator``: a task's metrics inside a training loop, without files.
 
 Each process folds its samples into a state with :meth:`Evaluator.update`; the states
 (:meth:`Evaluator.state`, compact versioned bytes) are gathered across processes and
