@@ -163,21 +163,27 @@ class RunResult:
     warnings: dict[str, list[str]] = field(default_factory=dict)
     digests: Digests = field(default_factory=dict)
     tally: CacheTally = field(default_factory=lambda: CacheTally())
+    execution: dict[str, Any] = field(default_factory=dict)  # the processes used (jobs, ...)
 
 
-def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 1,
+def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int | None = 1,
               progress: Progress | None = None, digest: bool = True,
               cache: DigestCache | None = None, keep_rows: bool = True,
               calculators: Sequence[Any] = (), executor: Executor | None = None) -> RunResult:
-    """Evaluate every pair; statistics, rows and errors come back in stem order."""
+    """Evaluate every pair; statistics, rows and errors come back in stem order.
+    ``jobs=None``: the number of processes is chosen from the work (``RunResult.execution``
+    says which, and why)."""
     gathering = Gathering(task, params)
     job = PairJob(task, params, keep_rows, tuple(calculators))
+    chosen: dict[str, Any] = {}
     outcomes = run_units(job, pairs, jobs=jobs, digest=digest, cache=cache, progress=progress,
-                         executor=executor)
+                         executor=executor, chosen=chosen)
     with contextlib.closing(outcomes):
         for pair, outcome in zip(pairs, outcomes, strict=True):
             gathering.add(pair.stem, outcome)
-    return gathering.result()
+    result = gathering.result()
+    result.execution = chosen
+    return result
 
 
 def collect(task: Task, params: Params, stems: Sequence[str],

@@ -162,6 +162,10 @@ def build_provenance(
     extra = {} if digests is None else {"digests": dict(digests)}
     if executor is not None:
         extra["executor"] = dict(executor)
+        if clock.fixed and executor.get("chosen_by") == "auto":
+            # the processes chosen from the work depend on the machine's load: a report
+            # pinned by SOURCE_DATE_EPOCH records only that they were chosen
+            extra["executor"] = {"name": executor["name"], "chosen_by": "auto"}
     return {
         "schema": PROVENANCE_SCHEMA,
         "tool": {"name": "rpx", "version": __version__},

@@ -90,6 +90,17 @@ def provenance() -> dict[str, Any]:
                          "required": ["name"],
                          "properties": {"name": {"enum": ["local", "dask"]},
                                         "jobs": {"type": "integer", "minimum": 1},
+                                        "chosen_by": {"const": "auto", "description":
+                                                      "no --jobs: the processes were chosen "
+                                                      "from the work (docs/usage.md); under "
+                                                      "SOURCE_DATE_EPOCH the choice is not "
+                                                      "recorded (it depends on the machine's "
+                                                      "load)"},
+                                        "probed": {"type": "integer", "minimum": 0},
+                                        "unit_ms": {"type": "number", "minimum": 0},
+                                        "consumer_ms": {"type": "number", "minimum": 0},
+                                        "transfer_ms": {"type": "number", "minimum": 0},
+                                        "load_average": {"type": "number", "minimum": 0},
                                         "scheduler": {"type": "string"},
                                         "workers": {"type": "integer", "minimum": 0},
                                         "batches": {"type": "integer", "minimum": 0}}},
