@@ -241,6 +241,12 @@ def _zeros_1gb() -> bytes:
                         count * 4)
 
 
+def _map_1gb() -> bytes:
+    side = 1 << 14  # a 16384 x 16384 float32 map: 1 GiB once inflated, in a ~1 MB archive
+    return npz_of_zeros(npy_header(f"{{'descr': '<f4', 'fortran_order': False, "
+                                   f"'shape': ({side}, {side}), }}"), side * side * 4)
+
+
 PAIR_CASES = {
     # 1. a reader's failure is the file's input error
     "npy-unterminated-header": Case("depth", "pred", "bad.npy", b"\x93NUMPY\x01\x00\x40\x00"
@@ -260,6 +266,9 @@ PAIR_CASES = {
         "header promises 80000000000 data bytes"),
     "npz-1mb-inflating-to-1gb": Case("depth", "pred", "bad.npz", _zeros_1gb,
                                      "'depth' must be 2-D"),
+    # issue 31.9: the member's shape is compared with the GT's before it is inflated
+    "npz-map-16384-squared-against-a-small-gt": Case("depth", "pred", "bad.npz", _map_1gb,
+                                                     "more pixels than its ground truth allows"),
     "png-decompression-bomb": Case("saliency-mb", "pred", "bad.png", lambda: png_bytes(20000, 20000),
                                    "image too large to decode"),
     "tiff-decompression-bomb": Case("depth", "pred", "bad.tif", tiff_bytes(40000, 40000),

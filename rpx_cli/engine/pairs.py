@@ -27,6 +27,7 @@ from rpx_cli.engine.workers import (
     warning_kind,
 )
 from rpx_cli.errors import InputError, PairError, RpxError
+from rpx_cli.io.budget import pixel_budget
 from rpx_cli.io.digest_cache import DigestCache
 from rpx_cli.io.discover import Pair
 from rpx_cli.io.filebuffer import FileBuffer
@@ -112,7 +113,8 @@ class PairJob:
                 pred = task.empty_prediction(gt, params)
             else:
                 try:
-                    pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
+                    with pixel_budget(task.prediction_pixels(gt, params)):
+                        pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
                 except RpxError as exc:
                     broken, pred = exc, task.empty_prediction(gt, params)
             try:

@@ -24,6 +24,7 @@ import io
 import numpy as np
 
 from rpx_cli.errors import InputError
+from rpx_cli.io.budget import check_pixels
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # Pillow modes whose memory layout is a plain C array: PNGs in them decode into numpy
@@ -54,6 +55,7 @@ def decode_image(data: np.ndarray, path: str) -> np.ndarray:
         # a PNG by its header: no other format's plugin need look at it
         formats = ("PNG",) if header is not None else None
         with Image.open(io.BytesIO(data.tobytes()), formats=formats) as image:
+            check_pixels((image.size[1], image.size[0]), path)  # before a pixel is decoded
             array = _decode_png_into_array(image) if header is not None else None
             if array is None:
                 image.load()

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError, escaped, first_line
+from rpx_cli.io.budget import check_pixels
 
 _MAX_HEADER = 1 << 20
 _HEADER_CACHE: dict[bytes, tuple[tuple[int, ...], bool, np.dtype, int]] = {}
@@ -155,6 +156,7 @@ def _read_member(stream: Any, info: zipfile.ZipInfo, path: str, key: str,
     if ratio is not None and info.file_size > ratio * info.compress_size + 4096:
         raise InputError(f"{where}: the archive claims {info.file_size} bytes inflated from "
                          f"{info.compress_size}, more than its compression can hold", path=path)
+    check_pixels(shape, path, f"array '{key}' ")  # against the GT's size, before inflating
     out = np.empty(needed, np.uint8)
     view, got = memoryview(out), 0
     while got < needed:

@@ -226,6 +226,12 @@ class Task:
         raise NotImplementedError(f"task {self.name} defines no empty_prediction (needed by "
                                   "--missing empty and for a prediction that cannot be read)")
 
+    def prediction_pixels(self, gt: Any, params: Params) -> int | None:
+        """How many pixels a prediction of ``gt`` may have (a map the GT's size), or None:
+        the engine reads the prediction within that budget, and a decoder whose header
+        declares more refuses it before inflating anything (:mod:`rpx_cli.io.budget`)."""
+        return None
+
     def evaluate(self, pred: Any, gt: Any, params: Params, *, pred_path: str | None,
                  gt_path: str) -> Sample:
         """One pair's row and statistics. Paths are for error messages only."""

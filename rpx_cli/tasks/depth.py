@@ -55,6 +55,10 @@ _INFO = {
 _SUM_LIMIT = 1e100
 
 
+# --resize-pred: a prediction may have this many times the GT's pixels (8x per side)
+RESIZE_BUDGET = 64
+
+
 @register_task
 class Depth(Task):
     name = "depth"
@@ -125,6 +129,11 @@ class Depth(Task):
              role: str = "gt") -> DepthMap:
         loaded = read_array(path, buffer, npz_key="depth")
         return to_depth(loaded.array, loaded.format, params["depth_scale"], path)
+
+    def prediction_pixels(self, gt: DepthMap, params: Params) -> int:
+        """The GT's pixels; under ``--resize-pred`` up to 64 times as many (8x per side)."""
+        pixels = int(np.prod(gt.values.shape[:2]))
+        return pixels if params["resize_pred"] is None else RESIZE_BUDGET * pixels
 
     def empty_prediction(self, gt: DepthMap, params: Params) -> DepthMap:
         return DepthMap(np.zeros(gt.values.shape, dtype=np.float32))

@@ -85,6 +85,9 @@ class NovelViewSynthesis(Task):
                              "would overflow", path=path)
         return Image(image)
 
+    def prediction_pixels(self, gt: Image, params: Params) -> int:
+        return int(np.prod(gt.values.shape[:2]))  # the render must match the GT's size
+
     def empty_prediction(self, gt: Image, params: Params) -> Image:
         return Image(np.zeros_like(gt.values))
 
