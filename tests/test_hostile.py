@@ -268,7 +268,7 @@ PAIR_CASES = {
                                      "'depth' must be 2-D"),
     # issue 31.9: the member's shape is compared with the GT's before it is inflated
     "npz-map-16384-squared-against-a-small-gt": Case("depth", "pred", "bad.npz", _map_1gb,
-                                                     "more pixels than its ground truth allows"),
+                                                     "its ground truth gt/bad.npy is 4x4"),
     "png-decompression-bomb": Case("saliency-mb", "pred", "bad.png", lambda: png_bytes(20000, 20000),
                                    "image too large to decode"),
     "tiff-decompression-bomb": Case("depth", "pred", "bad.tif", tiff_bytes(40000, 40000),

@@ -113,7 +113,7 @@ class PairJob:
                 pred = task.empty_prediction(gt, params)
             else:
                 try:
-                    with pixel_budget(task.prediction_pixels(gt, params)):
+                    with pixel_budget(task.prediction_size(gt, params), gt_path):
                         pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
                 except RpxError as exc:
                     broken, pred = exc, task.empty_prediction(gt, params)

@@ -16,13 +16,16 @@ from contextvars import ContextVar
 
 from rpx_cli.errors import InputError
 
-_BUDGET: ContextVar[int | None] = ContextVar("rpx_pixel_budget", default=None)
+_BUDGET: ContextVar[tuple[tuple[int, int], int, str] | None] = ContextVar("rpx_pixel_budget",
+                                                                      default=None)
 
 
 @contextlib.contextmanager
-def pixel_budget(pixels: int | None) -> Iterator[None]:
-    """Within: a map read may hold at most ``pixels`` pixels (None: no budget)."""
-    token = _BUDGET.set(pixels)
+def pixel_budget(size: tuple[tuple[int, int], int] | None, gt_path: str) -> Iterator[None]:
+    """Within: a map read may hold at most ``factor`` times the pixels of the ground truth's
+    ``(H, W)`` (``size`` = ((H, W), factor); None: no budget); ``gt_path`` is named in the
+    error."""
+    token = _BUDGET.set(None if size is None else (size[0], size[1], gt_path))
     try:
         yield
     finally:
@@ -31,10 +34,16 @@ def pixel_budget(pixels: int | None) -> Iterator[None]:
 
 def check_pixels(shape: Sequence[int], path: str, what: str = "") -> None:
     """An :class:`InputError` when a map of ``shape`` (H, W, ...) is larger than the budget."""
-    budget = _BUDGET.get()
-    if budget is None or len(shape) < 2:
+    given = _BUDGET.get()
+    if given is None or len(shape) < 2:
         return
-    pixels = math.prod(shape[:2])
-    if pixels > budget:
-        raise InputError(f"{what}is {shape[1]}x{shape[0]}: more pixels than its ground truth "
-                         f"allows ({budget:,}; checked before it is decoded)", path=path)
+    (height, width), factor, gt_path = given
+    if math.prod(shape[:2]) <= factor * height * width:
+        return
+    if factor == 1:
+        raise InputError(f"{what}is {shape[1]}x{shape[0]}, its ground truth {gt_path} is "
+                         f"{width}x{height}: a prediction map has its GT's size (checked before "
+                         "it is decoded)", path=path)
+    raise InputError(f"{what}is {shape[1]}x{shape[0]}: more than {factor} times the pixels of its "
+                     f"ground truth {gt_path} ({width}x{height}; checked before it is decoded)",
+                     path=path)

@@ -29,7 +29,7 @@ class CocoFiles:
     pred: BoxTable
     categories: list[str]  # category names in category id order
     n_unknown_category: int
-    # records set aside by --on-error skip (SPEC §2): an image with a bad annotation is left
+    # records set aside by --on-error skip (docs/usage.md): an image with a bad annotation is left
     # out, an image with a bad detection keeps none of its detections (its GT all missed),
     # a record naming no image of the GT file is not evaluated (stem "")
     errors: list[PairError] = field(default_factory=list)

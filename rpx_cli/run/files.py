@@ -54,7 +54,7 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
     order = sorted(range(len(stems)), key=stems.__getitem__)
     whole = hashlib.sha256("".join(f"{stems[i]}\n" for i in order).encode(
         "utf-8", "surrogateescape")).hexdigest()
-    # bad records (SPEC §2): a prediction record's sample is scored with its empty
+    # bad records (docs/usage.md, --on-error): a prediction record's sample is scored with its empty
     # prediction, a GT record's sample is not in ``stems``; --on-error decides
     record_errors = loaded.errors
     if options.shard is not None:

@@ -91,7 +91,7 @@ class FileInput:
     # the task's file_inputs)
     pred_path: str | None = None
     gt_path: str | None = None
-    # records that could not be read (SPEC §2, the --on-error rule of folders): a sample
+    # records that could not be read (the --on-error rule of folders, docs/usage.md): a sample
     # whose prediction record is bad is in ``stems`` with the empty prediction (its error
     # side "pred"); a sample whose GT record is bad is left out of ``stems`` (side "gt");
     # a record that names no sample has the stem "" (it is not evaluated)
@@ -226,10 +226,11 @@ class Task:
         raise NotImplementedError(f"task {self.name} defines no empty_prediction (needed by "
                                   "--missing empty and for a prediction that cannot be read)")
 
-    def prediction_pixels(self, gt: Any, params: Params) -> int | None:
-        """How many pixels a prediction of ``gt`` may have (a map the GT's size), or None:
-        the engine reads the prediction within that budget, and a decoder whose header
-        declares more refuses it before inflating anything (:mod:`rpx_cli.io.budget`)."""
+    def prediction_size(self, gt: Any, params: Params) -> tuple[tuple[int, int], int] | None:
+        """How large a prediction map of ``gt`` may be: the GT map's ``(H, W)`` and how many
+        times its pixels (1: the GT's size), or None. The engine reads the prediction within
+        that budget, and a decoder whose header declares more refuses it before inflating
+        anything (:mod:`rpx_cli.io.budget`)."""
         return None
 
     def evaluate(self, pred: Any, gt: Any, params: Params, *, pred_path: str | None,

@@ -124,8 +124,8 @@ class Coherence(Task):
         loaded = read_array(path, buffer, npz_key="depth")
         return to_depth(loaded.array, loaded.format, params["depth_scale"], path)
 
-    def prediction_pixels(self, gt: DepthMap, params: Params) -> int:
-        return int(np.prod(gt.values.shape[:2]))  # the mask must match the depth map's size
+    def prediction_size(self, gt: DepthMap, params: Params) -> tuple[tuple[int, int], int]:
+        return gt.values.shape[:2], 1  # the mask must match the depth map's size
 
     def empty_prediction(self, gt: DepthMap, params: Params) -> np.ndarray:
         return np.zeros(gt.values.shape, dtype=np.uint8)  # one label: no mask boundary

@@ -130,10 +130,10 @@ class Depth(Task):
         loaded = read_array(path, buffer, npz_key="depth")
         return to_depth(loaded.array, loaded.format, params["depth_scale"], path)
 
-    def prediction_pixels(self, gt: DepthMap, params: Params) -> int:
-        """The GT's pixels; under ``--resize-pred`` up to 64 times as many (8x per side)."""
-        pixels = int(np.prod(gt.values.shape[:2]))
-        return pixels if params["resize_pred"] is None else RESIZE_BUDGET * pixels
+    def prediction_size(self, gt: DepthMap, params: Params) -> tuple[tuple[int, int], int]:
+        """The GT's size; under ``--resize-pred`` up to 64 times its pixels (8x per side)."""
+        height, width = gt.values.shape[:2]
+        return (height, width), 1 if params["resize_pred"] is None else RESIZE_BUDGET
 
     def empty_prediction(self, gt: DepthMap, params: Params) -> DepthMap:
         return DepthMap(np.zeros(gt.values.shape, dtype=np.float32))

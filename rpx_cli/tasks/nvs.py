@@ -85,8 +85,8 @@ class NovelViewSynthesis(Task):
                              "would overflow", path=path)
         return Image(image)
 
-    def prediction_pixels(self, gt: Image, params: Params) -> int:
-        return int(np.prod(gt.values.shape[:2]))  # the render must match the GT's size
+    def prediction_size(self, gt: Image, params: Params) -> tuple[tuple[int, int], int]:
+        return gt.values.shape[:2], 1  # the render must match the GT's size
 
     def empty_prediction(self, gt: Image, params: Params) -> Image:
         return Image(np.zeros_like(gt.values))

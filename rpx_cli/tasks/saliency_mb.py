@@ -176,8 +176,8 @@ class SaliencyMB(Task):
             warn(PNG_BINARY, path)
         return Mask(loaded.array, loaded.maxval if scale is None else scale)
 
-    def prediction_pixels(self, gt: Mask, params: Params) -> int:
-        return int(np.prod(gt.values.shape[:2]))  # the mask must match the GT's size
+    def prediction_size(self, gt: Mask, params: Params) -> tuple[tuple[int, int], int]:
+        return gt.values.shape[:2], 1  # the mask must match the GT's size
 
     def empty_prediction(self, gt: Mask, params: Params) -> Mask:
         return Mask(np.zeros(gt.values.shape, dtype=np.uint8), 1)

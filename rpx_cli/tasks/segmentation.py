@@ -121,8 +121,8 @@ class Segmentation(Task):
             warn(PNG_255, path)  # 255 is "void" in VOC, Cityscapes, ADE20K... PNGs
         return labels
 
-    def prediction_pixels(self, gt: np.ndarray, params: Params) -> int:
-        return int(np.prod(gt.shape[:2]))  # the label map must match the GT's size
+    def prediction_size(self, gt: np.ndarray, params: Params) -> tuple[tuple[int, int], int]:
+        return gt.shape[:2], 1  # the label map must match the GT's size
 
     def empty_prediction(self, gt: np.ndarray, params: Params) -> np.ndarray:
         return np.full(gt.shape, -1, dtype=np.int64)  # predicts nothing: every pixel wrong
