@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError
+from rpx_cli.io.strict_json import strict_json
 from rpx_cli.io.values import MAX_MAGNITUDE
 
 
@@ -312,7 +313,7 @@ def load_class_map(path: str) -> dict[str, str | None]:
     """JSON object: raw label -> evaluated label, or null to drop the label."""
     from rpx_cli.io.regular import read_bytes
 
-    mapping = loads_json(read_bytes(path), path, "class map: ")
+    mapping = strict_json(read_bytes(path), path, "class map: ")
     if not isinstance(mapping, dict):
         raise InputError("class map must be a JSON object {raw label: label or null}", path=path)
     out = {}

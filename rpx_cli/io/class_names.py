@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.regular import read_bytes
+from rpx_cli.io.strict_json import strict_json
 
 
 def read_class_names(path: str, *, reserved: Iterable[str] = ()) -> list[str]:
@@ -20,7 +20,7 @@ def read_class_names(path: str, *, reserved: Iterable[str] = ()) -> list[str]:
     except UnicodeDecodeError:
         raise InputError("class names: not UTF-8 text", path=path) from None
     if text.lstrip().startswith("["):
-        names = loads_json(text.encode(), path, "class names: ")
+        names = strict_json(text.encode(), path, "class names: ")
         if not isinstance(names, list) or not all(
                 isinstance(n, (str, int)) and not isinstance(n, bool) for n in names):
             raise InputError("class names: expected a JSON list of strings", path=path)

@@ -32,12 +32,18 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from rpx_cli.errors import InputError
+from rpx_cli.io.regular import open_regular
+
 MAGIC = b"RPXDGST1"
 RECORD = struct.Struct("<5Q32s")  # st_dev, st_ino, size, mtime_ns, ctime_ns, sha256
 HEADER = struct.Struct("<8sQ")  # magic, record count
 RACY_SECONDS = 2.0
 MERGE_AT = 16  # segments: more than this and a run merges them into one
 MAX_ENTRIES = 4_000_000  # a merge keeps the newest this many (about 290 MB)
+# a segment file past this is not a segment (a run adds at most its own files; a merge keeps
+# MAX_ENTRIES): it is ignored, never read into memory
+MAX_SEGMENT_BYTES = HEADER.size + 2 * MAX_ENTRIES * RECORD.size + 32
 NETWORK_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs",
                        "lustre", "afs", "davfs", "ncpfs", "gpfs", "beegfs", "sshfs", "fuse")
 
@@ -80,10 +86,19 @@ class DigestCache:
             return cache
         for name in names:
             path = os.path.join(cache.folder, name)
-            try:
-                with open(path, "rb") as handle:
-                    data = handle.read()
-            except OSError:  # deleted by a concurrent merge, or unreadable: hash instead
+            try:  # a regular file of at most a segment's size: a FIFO or /dev/zero is skipped
+                with open_regular(path) as handle:
+                    data = handle.read(MAX_SEGMENT_BYTES + 1)
+            except InputError as exc:
+                if "file not found" not in str(exc):  # not deleted by a concurrent merge
+                    cache.warnings.append(f"digest cache: {path} {str(exc).split(': ', 1)[-1]}; "
+                                          "ignored")
+                continue
+            except OSError:  # unreadable: hash instead
+                continue
+            if len(data) > MAX_SEGMENT_BYTES:
+                cache.warnings.append(f"digest cache: {path} is larger than a segment can be; "
+                                      "ignored")
                 continue
             records = _parse(data)
             if records is None:

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rpx_cli.errors import InputError
@@ -12,13 +11,12 @@ from rpx_cli.errors import InputError
 
 def load_label_map(path: str) -> dict[str, int]:
     """A JSON object ``{"raw label": class label}`` (SemanticKITTI's ``learning_map``)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except OSError as exc:
-        raise InputError(f"cannot read the label map: {exc.strerror or exc}", path=path) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"label map: not valid JSON ({exc})", path=path) from None
+    from rpx_cli.io.regular import read_bytes
+    from rpx_cli.io.strict_json import strict_json
+
+    # a regular file only (a FIFO never blocks the run), parsed strictly (a label twice,
+    # nesting too deep, a number too long: one input error)
+    document = strict_json(read_bytes(path), path, "label map: ")
     try:
         return normalise_label_map(document)
     except ValueError as exc:

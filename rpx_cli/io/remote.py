@@ -70,10 +70,12 @@ def parse_options(text: str | None) -> dict[str, Any]:
     ``key``, ``secret``, ``endpoint_url``, ``client_kwargs``, ...)."""
     if text is None or not text.strip():
         return {}
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise ParameterError(f"--storage-options: not valid JSON ({exc.msg})") from None
+    from rpx_cli.io.strict_json import strict_json
+
+    try:  # a key twice, nesting too deep, a 5,000-digit number: a usage error, never a crash
+        value = strict_json(text, "--storage-options")
+    except InputError as exc:
+        raise ParameterError(f"--storage-options: {str(exc).split(': ', 1)[-1]}") from None
     if not isinstance(value, dict):
         raise ParameterError("--storage-options: expected a JSON object, e.g. "
                              "'{\"endpoint_url\": \"http://127.0.0.1:9000\"}'")
