@@ -92,3 +92,71 @@ def test_a_special_file_in_the_digest_cache_folder_is_skipped_not_read(tmp_path:
     assert child.returncode == 0, child.stderr
     assert "digest cache:" in child.stderr and "ignored" in child.stderr
     assert json.loads((tmp_path / "r.json").read_text())["n_pairs"] == 4
+
+
+# --- 7. polygon repair is bounded ---------------------------------------------------------------
+
+
+def _ring(n: int, seed: int, ordered: bool = False, swaps: int = 0) -> list[list[float]]:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    if not ordered:
+        return (rng.random((n, 2)) * 100).round(3).tolist()
+    angle = np.linspace(0, 2 * np.pi, n, endpoint=False)
+    points = np.c_[np.cos(angle), np.sin(angle)] * 50 + 50
+    for at in rng.choice(n - 1, swaps, replace=False):
+        points[[at, at + 1]] = points[[at + 1, at]]
+    return points.tolist()
+
+
+@pytest.mark.parametrize("n,words", [
+    (500, "cross themselves more than 1,000 times"),  # used to run for minutes
+    (20_000, "too tangled to repair"),  # used to end in an internal error
+    (150_000, "more than 100,000"),
+])
+def test_a_tangled_or_huge_polygon_is_refused_at_once(tmp_path: Path, n: int, words: str) -> None:
+    square = [[0, 0], [50, 0], [50, 50], [0, 50]]
+    (tmp_path / "gt").mkdir()
+    (tmp_path / "pred").mkdir()
+    (tmp_path / "gt" / "a.json").write_text(json.dumps([{"polygons": [square], "label": "x"}]))
+    (tmp_path / "pred" / "a.json").write_text(json.dumps(
+        [{"polygons": [square], "label": "x", "score": 0.5},
+         {"polygons": [_ring(n, 0, ordered=n > 100_000)], "label": "x", "score": 0.9}]))
+    child = run_child(["eval", "detection", "--geometry", "polygon", "--pred-dir", "pred",
+                       "--gt-dir", "gt"], tmp_path, timeout=60)
+    _one_line_error(child, "pred/a.json", "object 1", words)
+
+
+def test_real_annotation_polygons_are_repaired_as_before(tmp_path: Path) -> None:
+    """2,000 ordered vertices with a few hundred crossings (worse than any annotation tool
+    leaves) stay under the bounds and are repaired as shapely's make_valid does."""
+    shapely = pytest.importorskip("shapely")
+    ring = _ring(2000, 1, ordered=True, swaps=300)
+    (tmp_path / "gt").mkdir()
+    (tmp_path / "pred").mkdir()
+    (tmp_path / "gt" / "a.json").write_text(json.dumps([{"polygons": [ring], "label": "x"}]))
+    (tmp_path / "pred" / "a.json").write_text(json.dumps(
+        [{"polygons": [ring], "label": "x", "score": 0.9}]))
+    child = run_child(["eval", "detection", "--geometry", "polygon", "--pred-dir", "pred",
+                       "--gt-dir", "gt", "-o", "r.json"], tmp_path, timeout=60)
+    assert child.returncode == 0, child.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["rows"][0]["n_repaired"] == 2 and report["rows"][0]["tp"] == 1
+    assert shapely.make_valid(shapely.Polygon(ring)).area > 0
+
+
+def test_self_intersections_equal_shapelys_noding() -> None:
+    shapely = pytest.importorskip("shapely")
+    import numpy as np
+
+    from rpx_cli.ops.polygons import self_intersections
+
+    for seed in range(20):
+        n = 5 + seed * 4
+        points = np.asarray(_ring(n, seed))
+        closed = np.vstack([points, points[:1]])
+        noded = shapely.node(shapely.LinearRing(points))
+        expected = (shapely.get_num_coordinates(noded) - shapely.get_num_geometries(noded) - n) // 2
+        assert self_intersections(closed, np.array([0, n + 1]), 10**9) == expected, seed
+        assert self_intersections(closed, np.array([0, n + 1]), 3) == min(expected, 4)

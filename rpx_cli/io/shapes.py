@@ -314,6 +314,10 @@ def _cuboids_checked(objects: list[dict[str, Any]], path: str) -> np.ndarray:
 # --- polygons ------------------------------------------------------------------------------------
 
 
+# vertices of one object's polygons (every ring of every part)
+MAX_POLYGON_VERTICES = 100_000
+
+
 def _polygons(objects: list[dict[str, Any]], path: str) -> PolygonSet:
     flat = _polygons_fast(objects)
     if flat is None:
@@ -362,6 +366,13 @@ def _polygons(objects: list[dict[str, Any]], path: str) -> PolygonSet:
             ring = int(tiny[0])
             raise InputError(f"{locate(ring)} is {extent[ring, 0]:g} wide and {extent[ring, 1]:g} "
                              f"high: a ring spans 0 or at least {MIN_EXTENT:g} in x and y", path=path)
+    # the vertices of each object: at most MAX_POLYGON_VERTICES, so that every repair and
+    # intersection is bounded (real annotation polygons have at most a few thousand)
+    per_object = np.diff(ring_start[part_start[object_start]])
+    many = np.flatnonzero(per_object > MAX_POLYGON_VERTICES)
+    if many.size:
+        raise InputError(f"object {int(many[0])}: {int(per_object[many[0]]):,} polygon vertices, "
+                         f"more than {MAX_POLYGON_VERTICES:,} (simplify it)", path=path)
     # every ring closed (its first point repeated at the end): the form shapely builds from
     closing = np.insert(np.arange(coords.shape[0]), ring_start[1:], ring_start[:-1])
     return PolygonSet(np.ascontiguousarray(coords[closing], np.float64),

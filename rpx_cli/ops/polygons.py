@@ -36,10 +36,94 @@ _POLYGON, _MULTIPOLYGON, _COLLECTION = 3, 6, 7
 EMPTY = shapely.Polygon()
 
 
+# make_valid's time grows with the square of a part's self-intersections (a ring of 500
+# random-order vertices: ~55,000 crossings, minutes): a part is repaired only below these
+# (measured: 1,000 crossings repair in ~0.3 s; real annotations have a handful)
+MAX_SELF_INTERSECTIONS = 1_000
+# edge pairs whose x-extents overlap, tested for crossings (real polygons of <= 2,000
+# ordered vertices have at most 2 million pairs in all; a pathological ring more)
+MAX_EDGE_PAIRS = 50_000_000
+_CHUNK = 2_000_000
+
+
+class RepairTooCostly(ValueError):
+    """An invalid part whose repair would not end in reasonable time (``obj``: its object)."""
+
+    def __init__(self, obj: int, message: str) -> None:
+        super().__init__(message)
+        self.obj = obj
+
+
+def self_intersections(coords: np.ndarray, ring_start: np.ndarray, cap: int) -> int:
+    """The proper crossings between the edges of one part's closed rings (``coords`` with
+    ``ring_start`` bounds, each ring's last point repeating its first), counted until
+    ``cap`` is passed (then ``cap + 1``). Edges are swept by x (sorted by their left end;
+    each is tested with those starting before it ends), in chunks: a ring whose crossings
+    pass ``cap`` is found in the first chunk, whatever its size. Raises ValueError past
+    :data:`MAX_EDGE_PAIRS` candidate pairs."""
+    last = np.zeros(coords.shape[0], bool)
+    last[ring_start[1:] - 1] = True  # a ring's closing point starts no edge
+    start = np.flatnonzero(~last)
+    a, b = coords[start], coords[start + 1]
+    xmin, xmax = np.minimum(a[:, 0], b[:, 0]), np.maximum(a[:, 0], b[:, 0])
+    order = np.argsort(xmin, kind="stable")
+    a, b, xmax = a[order], b[order], xmax[order]
+    ends = np.searchsorted(xmin[order], xmax, side="right")
+    per_edge = np.maximum(ends - np.arange(ends.size) - 1, 0)
+    if int(per_edge.sum()) > MAX_EDGE_PAIRS:
+        raise ValueError(f"{int(per_edge.sum()):,} pairs of edges overlap in x, more than "
+                         f"{MAX_EDGE_PAIRS:,}")
+    found, first = 0, 0
+    cumulative = np.cumsum(per_edge)
+    while first < per_edge.size:
+        stop = int(np.searchsorted(cumulative, cumulative[first] - per_edge[first] + _CHUNK,
+                                   side="right"))
+        stop = max(stop, first + 1)
+        rows = np.arange(first, stop)
+        counts = per_edge[first:stop]
+        i = np.repeat(rows, counts)
+        j = i + 1 + (np.arange(i.size) - np.repeat(np.cumsum(counts) - counts, counts))
+        found += _crossings(a[i], b[i], a[j], b[j])
+        if found > cap:
+            return cap + 1
+        first = stop
+    return found
+
+
+def _crossings(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> int:
+    """How many segments ab cross cd properly (each one's ends strictly on both sides)."""
+    def side(p: np.ndarray, q: np.ndarray, r: np.ndarray) -> np.ndarray:
+        return np.sign((q[:, 0] - p[:, 0]) * (r[:, 1] - p[:, 1])
+                       - (q[:, 1] - p[:, 1]) * (r[:, 0] - p[:, 0]))
+    apart = (np.maximum(a[:, 1], b[:, 1]) < np.minimum(c[:, 1], d[:, 1])) | \
+        (np.maximum(c[:, 1], d[:, 1]) < np.minimum(a[:, 1], b[:, 1]))
+    crossing = (side(a, b, c) * side(a, b, d) < 0) & (side(c, d, a) * side(c, d, b) < 0)
+    return int(np.count_nonzero(crossing & ~apart))
+
+
+def _check_repair_cost(polygons, parts: np.ndarray, owner: np.ndarray) -> None:
+    """Every part about to be repaired (``parts``: indices into ``polygons``' parts,
+    ``owner``: their objects) crosses itself at most :data:`MAX_SELF_INTERSECTIONS`
+    times; else :class:`RepairTooCostly` naming the object."""
+    for part, obj in zip(parts.tolist(), owner.tolist(), strict=True):
+        rings = slice(polygons.part_start[part], polygons.part_start[part + 1] + 1)
+        bounds = polygons.ring_start[rings]
+        coords = polygons.coords[bounds[0]:bounds[-1]]
+        try:
+            count = self_intersections(coords, bounds - bounds[0], MAX_SELF_INTERSECTIONS)
+        except ValueError as exc:
+            raise RepairTooCostly(obj, f"its rings are too tangled to repair ({exc})") from None
+        if count > MAX_SELF_INTERSECTIONS:
+            raise RepairTooCostly(obj, f"its rings cross themselves more than "
+                                       f"{MAX_SELF_INTERSECTIONS:,} times: too tangled to repair "
+                                       "(points out of order?)")
+
+
 def prepare(polygons) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(geometries, areas, repaired)`` of a :class:`~rpx_cli.io.shapes.PolygonSet`: one
     valid Polygon or MultiPolygon (or an empty polygon) per object, its area, and whether
-    it needed a repair."""
+    it needed a repair. An invalid part that crosses itself more than
+    :data:`MAX_SELF_INTERSECTIONS` times raises :class:`RepairTooCostly` before any repair."""
     n = len(polygons)
     if not n:
         return np.empty(0, object), np.zeros(0), np.zeros(0, bool)
@@ -53,6 +137,9 @@ def prepare(polygons) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # the common case: an object of one valid part is that polygon
     simple = valid & (per_object[object_of_part] == 1)
     out[object_of_part[simple]] = parts[simple]
+    if not valid.all():
+        broken = np.flatnonzero(~valid)
+        _check_repair_cost(polygons, broken, object_of_part[broken])
     if not simple.all():
         rest = ~simple
         _assemble(parts[rest], valid[rest], object_of_part[rest], out, repaired)

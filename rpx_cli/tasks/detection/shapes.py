@@ -90,8 +90,8 @@ def evaluate_shapes(pred: Boxes, gt: Boxes, geometry: str, params: Params | None
     Every pair left out reads as IoU 0, which changes no view's result (the tests compare
     every view with loops that compute every IoU). ``params`` None: every pair."""
     shapes = kernel(geometry)
-    pred_shapes, pred_area, pred_repaired = shapes.prepare(pred.box)
-    gt_shapes, gt_area, gt_repaired = shapes.prepare(gt.box)
+    pred_shapes, pred_area, pred_repaired = _prepared(shapes, pred, pred_path)
+    gt_shapes, gt_area, gt_repaired = _prepared(shapes, gt, gt_path)
     if not shapes.PER_FRAME:
         return Frame(replace(gt, box=gt_shapes), replace(pred, box=pred_shapes)), 0
     try:
@@ -105,6 +105,17 @@ def evaluate_shapes(pred: Boxes, gt: Boxes, geometry: str, params: Params | None
                   replace(pred, box=shapes.portable(pred_shapes), area=pred_area),
                   overlaps=Overlaps(d, g, inter, pred_area, gt_area))
     return frame, repaired
+
+
+def _prepared(shapes: Any, boxes: Boxes, path: str | None) -> tuple[Any, np.ndarray, Any]:
+    """``shapes.prepare`` of one file's objects; a repair too costly to run (an object
+    whose rings cross themselves thousands of times) is that file's input error."""
+    try:
+        return shapes.prepare(boxes.box)
+    except ValueError as exc:
+        if getattr(exc, "obj", None) is None:
+            raise
+        raise InputError(f"object {exc.obj}: {exc}", path=path) from None
 
 
 def _polygon_intersections(pred: Boxes, gt: Boxes, pred_shapes, gt_shapes, pred_area: np.ndarray,
