@@ -160,3 +160,59 @@ def test_self_intersections_equal_shapelys_noding() -> None:
         expected = (shapely.get_num_coordinates(noded) - shapely.get_num_geometries(noded) - n) // 2
         assert self_intersections(closed, np.array([0, n + 1]), 10**9) == expected, seed
         assert self_intersections(closed, np.array([0, n + 1]), 3) == min(expected, 4)
+
+
+# --- 8. class counts never drive a dense C x C allocation past the bound -------------------------
+
+
+def test_a_label_pair_with_65536_labels_is_refused(tmp_path: Path) -> None:
+    """A 256 KB .label pair naming every uint16 label: a 65,536² confusion matrix (34 GB)."""
+    import numpy as np
+
+    labels = np.arange(65536, dtype=np.uint32)  # low 16 bits: every label once
+    for side in ("pred", "gt"):
+        (tmp_path / side).mkdir()
+        labels.tofile(tmp_path / side / "000000.label")
+    child = run_child(["eval", "segmentation3d", "--pred-dir", "pred", "--gt-dir", "gt"],
+                      tmp_path, timeout=60)
+    _one_line_error(child, "gt/000000.label", "65,536 distinct GT labels in one frame",
+                    "at most 4,096 classes")
+
+
+def test_num_classes_past_the_bound_is_a_usage_error(tmp_path: Path) -> None:
+    import numpy as np
+
+    for side in ("pred", "gt"):
+        (tmp_path / side).mkdir()
+        np.zeros(5, np.uint32).tofile(tmp_path / side / "a.label")
+    child = run_child(["eval", "segmentation3d", "--pred-dir", "pred", "--gt-dir", "gt",
+                       "--num-classes", "10000"], tmp_path, timeout=60)
+    _one_line_error(child, "--num-classes", "4096", code=2)
+    child = run_child(["eval", "segmentation3d", "--pred-dir", "pred", "--gt-dir", "gt",
+                       "--num-classes", "4096"], tmp_path, timeout=60)
+    assert child.returncode == 0, child.stderr
+
+
+def test_segmentation_labels_of_all_frames_past_the_bound(tmp_path: Path) -> None:
+    import numpy as np
+
+    for side in ("pred", "gt"):
+        (tmp_path / side).mkdir()
+        for k in range(3):  # 2,000 labels a frame, 6,000 over the run
+            np.save(tmp_path / side / f"f{k}.npy",
+                    np.arange(2000 * k, 2000 * (k + 1), dtype=np.int64).reshape(40, 50))
+    child = run_child(["eval", "segmentation", "--pred-dir", "pred", "--gt-dir", "gt"],
+                      tmp_path, timeout=60)
+    _one_line_error(child, "6,000 classes, more than 4,096")
+
+
+def test_classification_csvs_naming_20000_classes(tmp_path: Path) -> None:
+    rows = "".join(f"s{i},c{i}\n" for i in range(20000))
+    for side in ("gt", "pred"):
+        (tmp_path / f"{side}.csv").write_text("stem,label\n" + rows)
+    child = run_child(["eval", "classification", "--gt-file", "gt.csv", "--pred-file",
+                       "pred.csv"], tmp_path, timeout=60)
+    _one_line_error(child, "gt.csv", "20,000 classes, more than 4,096")
+    child = run_child(["eval", "classification", "--gt-file", "gt.csv", "--pred-file",
+                       "pred.csv", "--ece-bins", "9223372036854775807"], tmp_path, timeout=60)
+    _one_line_error(child, "--ece-bins", "10000", code=2)

@@ -18,9 +18,36 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rpx_cli.errors import InputError
 from rpx_cli.ops.reduce import prf_arrays
 
 OTHER = "other"  # the column of predicted labels outside the known classes
+# classes of a dense confusion matrix (segmentation, segmentation3d, classification): a
+# 4,096 x 4,096 int64 matrix is 134 MB, one per range band; SemanticKITTI has 20 classes,
+# ADE20K 150, LVIS 1,203, ImageNet-1k 1,000 — 65,536 labels would be 34 GB
+MAX_CLASSES = 4096
+
+
+class TooManyLabels(ValueError):
+    """A frame with more than :data:`MAX_CLASSES` distinct GT or predicted labels
+    (``side``: ``"gt"`` or ``"pred"``, the file at fault)."""
+
+    def __init__(self, side: str, count: int) -> None:
+        self.side = side
+        what = "GT" if side == "gt" else "predicted"
+        super().__init__(f"{count:,} distinct {what} labels in one frame: a confusion matrix "
+                         f"holds at most {MAX_CLASSES:,} classes")
+
+
+def check_label_pairs(gt: int, pred: int) -> None:
+    """:class:`TooManyLabels` when a frame's GT (first) or predictions hold more than
+    :data:`MAX_CLASSES` distinct labels (so no frame's matrix passes its square)."""
+    if gt > MAX_CLASSES:
+        raise TooManyLabels("gt", gt)
+    if pred > MAX_CLASSES:
+        raise TooManyLabels("pred", pred)
+
+
 _DIRECT_CODES = 1 << 16  # label pairs below 256 x 256 are counted without compaction
 _MAX_DENSE_COUNTS = 1 << 20  # interval_confusions: labels index themselves up to this many bins
 
@@ -82,6 +109,7 @@ def frame_confusion(gt: np.ndarray, pred: np.ndarray, ignore: tuple[int, ...] = 
         return _confusion_8bit(gt, pred, ignore)
     gt_values, gt_index = _compact(gt)
     pred_values, pred_index = _compact(pred)
+    check_label_pairs(gt_values.size, pred_values.size)
     width = pred_values.size
     codes = gt_index.astype(np.intp) * width + pred_index
     counts = np.bincount(codes, minlength=gt_values.size * width).reshape(gt_values.size, width)
@@ -130,6 +158,7 @@ def interval_confusions(gt: np.ndarray, pred: np.ndarray, interval: np.ndarray |
         gt_values, gt_index = _compact(gt)  # large label values: only those present
         pred_values, pred_index = _compact(pred)
     rows, cols = gt_values.size, pred_values.size
+    check_label_pairs(rows, cols)
     size = n_intervals * rows * cols
     # the narrowest code type (half the memory traffic of uint32 for a lidar scan's ~2,000)
     wide = np.uint16 if size <= 1 << 16 else np.uint32 if size <= 1 << 32 else np.intp
@@ -208,11 +237,17 @@ def sum_confusions(frames: Iterable[FrameConfusion]) -> FrameConfusion:
 
 def class_axis(confusion: FrameConfusion, num_classes: int | None) -> np.ndarray:
     """The classes of a dataset matrix: ``0 .. num_classes - 1``, else the non-negative
-    labels that occur in the GT or the predictions."""
+    labels that occur in the GT or the predictions (at most :data:`MAX_CLASSES`: an
+    :class:`~rpx_cli.errors.InputError` past it)."""
     if num_classes is not None:
         return np.arange(num_classes, dtype=np.int64)
     labels = np.union1d(confusion.gt_labels, confusion.pred_labels)
-    return labels[labels >= 0]
+    labels = labels[labels >= 0]
+    if labels.size > MAX_CLASSES:
+        raise InputError(f"the GT and predicted labels of all frames make {labels.size:,} "
+                         f"classes, more than {MAX_CLASSES:,} (a dense confusion matrix each); "
+                         "predicted labels past --num-classes count as 'other'")
+    return labels
 
 
 def has_other(confusion: FrameConfusion, classes: np.ndarray) -> bool:

@@ -25,8 +25,10 @@ from rpx_cli.io.class_names import read_class_names
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.label_images import read_label_image
 from rpx_cli.ops.confusion import (
+    MAX_CLASSES,
     OTHER,
     FrameConfusion,
+    TooManyLabels,
     average_scores,
     class_axis,
     class_scores,
@@ -87,7 +89,7 @@ class Segmentation(Task):
     options = (
         Option("ignore_index", "--ignore-index", "int", (-1,), multiple=True,
                help="GT label to exclude from everything (repeatable; PNG users usually pass 255)."),
-        Option("num_classes", "--num-classes", "int", None, minimum=1,
+        Option("num_classes", "--num-classes", "int", None, minimum=1, maximum=MAX_CLASSES,
                help="Classes are 0..N-1: a GT label >= N is an input error, a predicted one "
                     "counts in the 'other' column [default: the labels that appear]."),
         Option("class_names", "--class-names", "file", None, metavar="FILE",
@@ -105,6 +107,9 @@ class Segmentation(Task):
         if names is not None:
             if num_classes is not None and num_classes != len(names):
                 raise ParameterError(f"--num-classes {num_classes} but {len(names)} class names")
+            if len(names) > MAX_CLASSES:
+                raise ParameterError(f"--class-names: {len(names):,} classes, more than the "
+                                     f"{MAX_CLASSES:,} a confusion matrix holds")
             num_classes = len(names)
         return {**params, "ignore_index": sorted(set(int(i) for i in ignore)),
                 "num_classes": num_classes, "class_names": names}
@@ -140,7 +145,10 @@ class Segmentation(Task):
                 f"shapes differ: {pred_path} is {shape_text(pred)}, {gt_path} is {shape_text(gt)}",
                 path=pred_path
             )
-        confusion = frame_confusion(gt, pred, tuple(params["ignore_index"]))
+        try:
+            confusion = frame_confusion(gt, pred, tuple(params["ignore_index"]))
+        except TooManyLabels as exc:
+            raise InputError(str(exc), path=gt_path if exc.side == "gt" else pred_path) from None
         bad_gt = confusion.gt_labels[confusion.gt_labels < 0]
         if bad_gt.size:
             raise InputError(

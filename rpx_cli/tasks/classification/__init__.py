@@ -35,6 +35,7 @@ from rpx_cli.io.labels import LabelDoc, parse_label_file, read_label_csv, record
 from rpx_cli.io.regular import read_bytes
 from rpx_cli.tasks.base import FileInput, MetricInfo, Option, Params, Sample, Task, Warn, probability
 from rpx_cli.tasks.classification.columns import (
+    MAX_CLASSES,
     Labels,
     LabelSet,
     Record,
@@ -107,7 +108,7 @@ class Classification(Task):
                metavar="T",
                help="With --multi-label, a class is predicted when its score >= T (scores "
                     "must then lie in [0, 1])."),
-        Option("ece_bins", "--ece-bins", "int", 15, minimum=1,
+        Option("ece_bins", "--ece-bins", "int", 15, minimum=1, maximum=10_000,
                help="Equal-width confidence bins of the expected calibration error."),
     )
     file_inputs = (
@@ -125,6 +126,9 @@ class Classification(Task):
         names = params.get("class_names")
         if isinstance(names, str):
             names = read_class_names(names)
+        if names is not None and len(names) > MAX_CLASSES:
+            raise ParameterError(f"--class-names: {len(names):,} classes, more than the "
+                                 f"{MAX_CLASSES:,} rpx evaluates in one run")
         mapping = params.get("class_map")
         if isinstance(mapping, str):
             mapping = load_class_map(mapping)

@@ -193,6 +193,24 @@ class Columns:
             yield Record(tuple(classes[self.gt[i]]), pred, self.paths[i])
 
 
+# a run's classes (the confusion matrix is C x C int64: 134 MB at the bound; ImageNet-1k has
+# 1,000) and its samples x classes (the GT and prediction indicators, and a score table,
+# are dense: 256 MB of booleans each at the bound)
+MAX_CLASSES = 4096
+MAX_CELLS = 1 << 28
+
+
+def check_size(n_classes: int, n_samples: int, path: str | None) -> None:
+    """An :class:`InputError` naming the bound a run's classes or samples x classes pass."""
+    if n_classes > MAX_CLASSES:
+        raise InputError(f"the labels make {n_classes:,} classes, more than {MAX_CLASSES:,} "
+                         "(a dense confusion matrix and per-class tables)", path=path)
+    if n_classes * n_samples > MAX_CELLS:
+        raise InputError(f"{n_samples:,} samples x {n_classes:,} classes is more than "
+                         f"{MAX_CELLS:,} cells of dense per-class indicators; evaluate it in "
+                         "--shard parts", path=path)
+
+
 def columns_of(records: list[Record] | Columns, params: Params) -> Columns:
     """The records of the per-stem path (or of a merge) as :class:`Columns`; checks what
     needs every stem: one prediction form, and score tables naming every class."""
@@ -224,6 +242,7 @@ def columns_of(records: list[Record] | Columns, params: Params) -> Columns:
         for table, _ in tables.values():
             seen.update(table.labels)
         classes = sort_labels(seen)
+    check_size(len(classes), n, records[0].path if records else None)
     whole = tuple(classes)
     reorder: dict[int, np.ndarray | None] = {}
     for key, (table, record) in tables.items():

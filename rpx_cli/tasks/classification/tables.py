@@ -18,6 +18,7 @@ from rpx_cli.io.labels import (
 from rpx_cli.tasks.base import Params
 from rpx_cli.tasks.classification.columns import (
     Columns,
+    check_size,
     merge_columns,
     name_index,
 )
@@ -102,6 +103,7 @@ def columns_from_tables(gt: LabelTable, pred: LabelTable, params: Params,
         classes = sort_labels(seen)
     index = {label: i for i, label in enumerate(classes)}
     n, n_classes = len(gt.stems), len(classes)
+    check_size(n_classes, n, gt.path)
     # GT indicators
     if gt_matrix is not None:
         gt_ind = _reorder(gt_classes, gt_matrix, index, gt.path, "the GT table") > 0.5

@@ -42,8 +42,10 @@ from rpx_cli.io.label_map import load_label_map, normalise_label_map
 from rpx_cli.io.lidar import BIN_LABELS, LABEL_SUFFIXES, POINT_SUFFIXES, read_point_labels, read_points
 from rpx_cli.ops.confusion import (
     EMPTY,
+    MAX_CLASSES,
     OTHER,
     FrameConfusion,
+    TooManyLabels,
     add_confusions,
     class_axis,
     decode_confusion,
@@ -152,7 +154,7 @@ class Segmentation3D(Task):
         Option("ignore_index", "--ignore-index", "int", (-1,), multiple=True,
                help="GT label (after --label-map) whose points are left out of everything "
                     "(repeatable; SemanticKITTI: 0)."),
-        Option("num_classes", "--num-classes", "int", None, minimum=1,
+        Option("num_classes", "--num-classes", "int", None, minimum=1, maximum=MAX_CLASSES,
                help="Classes are 0..N-1: a GT label >= N is an input error, a predicted one "
                     "counts in the 'other' column [default: the labels that appear]. Needed "
                     "by --protocol semantickitti."),
@@ -207,6 +209,9 @@ class Segmentation3D(Task):
             names = list(names)
             if num_classes is not None and num_classes != len(names):
                 raise ParameterError(f"--num-classes {num_classes} but {len(names)} class names")
+            if len(names) > MAX_CLASSES:
+                raise ParameterError(f"--class-names: {len(names):,} classes, more than the "
+                                     f"{MAX_CLASSES:,} a confusion matrix holds")
             num_classes = len(names)
         label_map = out.get("label_map")
         if isinstance(label_map, str):
@@ -301,9 +306,12 @@ class Segmentation3D(Task):
             raise InputError("--range buckets points by their distance: this scan has no "
                              "points (points=)", path=gt_path)
         intervals = _intervals(tuple(bands)) if bands else None
-        gt_values, pred_values, counts = interval_confusions(
-            gt.labels, pred.labels, gt.interval, intervals.count if intervals else 1,
-            tuple(params["ignore_index"]))
+        try:
+            gt_values, pred_values, counts = interval_confusions(
+                gt.labels, pred.labels, gt.interval, intervals.count if intervals else 1,
+                tuple(params["ignore_index"]))
+        except TooManyLabels as exc:
+            raise InputError(str(exc), path=gt_path if exc.side == "gt" else pred_path) from None
         # the scan's matrix, then each range's: sums of the interval matrices
         buckets = np.empty((1 + len(bands),) + counts.shape[1:], dtype=counts.dtype)
         counts.sum(axis=0, out=buckets[0])
