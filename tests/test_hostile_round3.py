@@ -216,3 +216,55 @@ def test_classification_csvs_naming_20000_classes(tmp_path: Path) -> None:
     child = run_child(["eval", "classification", "--gt-file", "gt.csv", "--pred-file",
                        "pred.csv", "--ece-bins", "9223372036854775807"], tmp_path, timeout=60)
     _one_line_error(child, "--ece-bins", "10000", code=2)
+
+
+# --- 11. --scheduler: a service that is not a scheduler, malformed addresses ----------------------
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:notaport", "ftp://127.0.0.1:21", ":::::",
+                                     "tcp://[::1", "tcp://127.0.0.1:99999"])
+def test_a_malformed_scheduler_address_is_a_usage_error(tmp_path: Path, address: str) -> None:
+    pytest.importorskip("distributed")
+    child = run_child(["eval", "depth", "--pred-dir", str(DEPTH / "pred"), "--gt-dir",
+                       str(DEPTH / "gt"), "--executor", "dask", "--scheduler", address],
+                      tmp_path, timeout=60)
+    _one_line_error(child, "is not a Dask scheduler address", code=2)
+    assert "Exception ignored" not in child.stderr
+
+
+def test_a_tcp_service_that_is_not_a_scheduler_is_an_error_not_a_hang(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It accepts the connection and never answers Dask's registration: distributed waits
+    without a bound; rpx gives up after the connect timeout and a margin."""
+    import socket
+    import threading
+
+    pytest.importorskip("distributed")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    monkeypatch.setenv("DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT", "2")
+    try:  # the child's timeout (60 s) is the hang this test would meet
+        child = run_child(["eval", "depth", "--pred-dir", str(DEPTH / "pred"), "--gt-dir",
+                           str(DEPTH / "gt"), "--executor", "dask", "--scheduler",
+                           f"tcp://127.0.0.1:{server.getsockname()[1]}"], tmp_path, timeout=60)
+    finally:
+        stop.set()
+        thread.join()
+        for connection in held:
+            connection.close()
+        server.close()
+    _one_line_error(child, "did not answer as a Dask scheduler within 7 s")

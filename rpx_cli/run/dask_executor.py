@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -52,6 +53,58 @@ def _run_batch(job: Callable[[Worker, Any], T], units: Sequence[Any], digest: bo
         return run_batch(job, units, digest=digest)
 
 
+SCHEMES = ("tcp", "tls", "inproc", "ucx", "ws", "wss")  # what distributed connects to
+_ADDRESS = re.compile(r"^(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?"
+                      r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:/\[\]\s]+)(?::(?P<port>[0-9]{1,5}))?/?$")
+
+
+def check_address(address: str) -> None:
+    """A scheduler address Dask can connect to (``tcp://HOST:PORT``, ``tls://``, ...), else
+    a usage error naming it — before any client exists (a half-made client prints a
+    traceback at exit)."""
+    from rpx_cli.errors import ParameterError
+
+    found = _ADDRESS.match(address.strip())
+    scheme = (found.group("scheme") or "tcp").lower() if found else None
+    if found is None or scheme not in SCHEMES or (
+            found.group("port") is not None and not 0 < int(found.group("port")) < 65536):
+        raise ParameterError(f"--scheduler {address!r} is not a Dask scheduler address "
+                             f"(tcp://HOST:PORT; schemes: {', '.join(SCHEMES)})")
+
+
+def _connect(client_class: Any, address: str, timeout: float) -> Any:
+    """A client of the scheduler at ``address``, or an :class:`RpxError` within ``timeout``
+    (plus a margin): a TCP service that is not a scheduler accepts the connection and never
+    answers Dask's registration, where distributed waits without a bound — the client is
+    made on a daemon thread and given up on."""
+    import threading
+
+    made: dict[str, Any] = {}
+
+    def make() -> None:
+        try:
+            made["client"] = client_class(address, timeout=timeout, set_as_default=False)
+        except BaseException as exc:  # reported below, in this thread
+            made["error"] = exc
+
+    thread = threading.Thread(target=make, name="rpx-dask-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + CONNECT_MARGIN_S)
+    if thread.is_alive():
+        raise RpxError(f"the service at {address} did not answer as a Dask scheduler within "
+                       f"{timeout + CONNECT_MARGIN_S:g} s (is it one?)")
+    error = made.get("error")
+    if error is not None:
+        if isinstance(error, (OSError, TimeoutError, ValueError, TypeError)):
+            raise RpxError(f"cannot reach the Dask scheduler at {address}: "
+                           f"{first_line(error)}") from None
+        raise error
+    return made["client"]
+
+
+CONNECT_MARGIN_S = 5.0  # past the connect timeout, for the registration's reply
+
+
 @dataclass
 class DaskExecutor:
     """Connects to the scheduler at ``scheduler`` for each :meth:`map`."""
@@ -64,6 +117,9 @@ class DaskExecutor:
     timeout: float | None = None
     workers: int = 0
     batches: int = 0
+
+    def __post_init__(self) -> None:
+        check_address(self.scheduler)  # a usage error before anything is read
 
     def describe(self) -> dict[str, Any]:
         """``run_provenance.executor``."""
@@ -89,11 +145,7 @@ class DaskExecutor:
             from dask.utils import parse_timedelta
 
             timeout = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), "s")
-        try:
-            client = Client(self.scheduler, timeout=timeout, set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise RpxError(f"cannot reach the Dask scheduler at {self.scheduler}: "
-                           f"{first_line(exc)}") from None
+        client = _connect(Client, self.scheduler, timeout)
         try:
             client.wait_for_workers(1, timeout=timeout)
         except (OSError, TimeoutError) as exc:
