@@ -1,4 +1,33 @@
-from rpx_cli.cli.main import main
+"""``python -m rpx_cli`` and the ``rpx`` console script.
+
+A stop signal (Ctrl-C, SIGTERM, SIGHUP: a CI runner cancelling a job signals the whole
+process group) can arrive while the command line is still being imported, before the CLI
+installs its own handlers (``cli.main.stop_signals``): nothing has been read or written
+then, so :func:`main` first makes such a signal end the process at once with the CLI's
+line and exit status, instead of a ``KeyboardInterrupt`` traceback from inside an import."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+_STOP = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+              if hasattr(signal, name))
+
+
+def _stop_at_start(signum: int, frame: object) -> None:
+    what = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+    os.write(2, f"rpx: {what}; no report written\n".encode())
+    os._exit(128 + signum)
+
+
+def main() -> None:
+    for signum in _STOP:
+        signal.signal(signum, _stop_at_start)
+    from rpx_cli.cli.main import main as run
+
+    run()
+
 
 if __name__ == "__main__":
     main()

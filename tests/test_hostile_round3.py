@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -268,3 +269,75 @@ def test_a_tcp_service_that_is_not_a_scheduler_is_an_error_not_a_hang(
             connection.close()
         server.close()
     _one_line_error(child, "did not answer as a Dask scheduler within 7 s")
+
+
+# --- 12. signals to the process group; a signal after the report was written ---------------------
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_to_the_process_group_prints_no_traceback(tmp_path: Path, signame: str) -> None:
+    """A CI runner cancelling a job signals the whole group: rpx and its workers, at any
+    moment — as the workers are forked (a child still running the parent's handlers), while
+    they run, as they die (the pool's manager thread). Every moment ends in rpx's one line
+    and 128 + the signal, never a traceback."""
+    import signal
+    import subprocess
+    import time
+
+    import numpy as np
+    from test_hostile import ROOT, _children
+
+    signum = getattr(signal, signame)
+    for side in ("pred", "gt"):
+        (tmp_path / side).mkdir()
+        for k in range(200):
+            np.save(tmp_path / side / f"{k:03d}.npy", np.full((300, 300), 2.0 + k, np.float32))
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    stopped = 0
+    for delay in (0.0, 0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3):
+        child = subprocess.Popen(
+            [sys.executable, "-m", "rpx_cli", "eval", "depth", "--pred-dir", "pred", "--gt-dir",
+             "gt", "--jobs", "2", "--no-digest-cache", "-o", "r.json"], cwd=tmp_path, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        deadline = time.monotonic() + 30
+        while not _children(child.pid) and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.0005)  # until the first worker is forked
+        time.sleep(delay)
+        try:
+            os.killpg(child.pid, signum)
+        except ProcessLookupError:
+            pass
+        _, stderr = child.communicate(timeout=60)
+        text = stderr.decode()
+        assert "Traceback" not in text and "Exception ignored" not in text, (delay, text)
+        if child.returncode == 128 + signum:
+            assert text.strip().splitlines()[-1].startswith("rpx: "), (delay, text)
+            stopped += 1
+        else:  # finished first (exit 0), or signalled just after its handlers were restored
+            assert child.returncode in (0, -signum) and "pairs" in text, (delay, text)
+        (tmp_path / "r.json").unlink(missing_ok=True)
+    assert stopped >= 4, stopped
+
+
+def test_a_signal_while_the_html_page_renders_says_the_report_was_written(
+        rpx, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report is complete and in place when --html starts: a stop signal then must not
+    say "no report written"."""
+    import signal
+
+    import rpx_cli.report.html
+    from rpx_cli.errors import Interrupted
+
+    def stopped(*args, **kwargs):
+        raise Interrupted(signal.SIGTERM)  # what the CLI's handler raises
+
+    monkeypatch.setattr(rpx_cli.report.html, "render_html", stopped)
+    out, page = tmp_path / "r.json", tmp_path / "r.html"
+    run = rpx(["eval", "depth", "--pred-dir", str(DEPTH / "pred"), "--gt-dir", str(DEPTH / "gt"),
+               "-o", str(out), "--html", str(page)])
+    assert run.exit_code == 143, run.stderr
+    assert json.loads(out.read_text())["n_pairs"] == 4 and not page.exists()
+    assert f"stopped by SIGTERM after the report was written to {out}; the HTML page {page} " \
+           "was not written" in run.stderr
+    assert "no report written" not in run.stderr

@@ -75,6 +75,10 @@ class RpxGroup(SuggestingGroup):
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         SHOW_TRACEBACK["enabled"] = "--traceback" in ctx.meta.get("rpx.argv", ())
+        from rpx_cli.cli.output import PENDING_HTML, WRITTEN
+
+        WRITTEN.clear()  # the CLI runs in-process in tests and notebooks
+        PENDING_HTML.clear()
         with stop_signals(), one_line_warnings():
             try:
                 return super().invoke(ctx)
@@ -98,7 +102,23 @@ class RpxGroup(SuggestingGroup):
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
             what = "interrupted" if signum == signal.SIGINT else \
                 f"stopped by {signal.Signals(signum).name}"
-            _say(f"rpx: {what}; no report written")
+            from rpx_cli.cli.output import PENDING_HTML, WRITTEN
+
+            if WRITTEN:  # the report was complete: only what came after it is missing
+                page = f"; the HTML page {PENDING_HTML[-1]} was not written" if PENDING_HTML \
+                    else ""
+                _say(f"rpx: {what} after the report was written to {WRITTEN[-1]}{page}")
+            else:
+                _say(f"rpx: {what}; no report written")
+            if STANDALONE:
+                # the rpx process itself: end now. Interpreter shutdown would run the exit
+                # hooks of a process pool whose workers the same signal killed (CPython
+                # < 3.12 prints "Exception ignored ... Bad file descriptor" from them);
+                # everything rpx writes was finished or removed by now
+                with contextlib.suppress(Exception):
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                os._exit(128 + signum)
             ctx.exit(128 + signum)
         if isinstance(exc, EvaluationFailed):
             for error in exc.errors:
@@ -262,5 +282,12 @@ def _register() -> None:
 _register()
 
 
+# True in the rpx process (the console script, python -m rpx_cli), not when the CLI runs
+# in-process (tests, notebooks): a stop signal then ends the process at once (RpxGroup._fail)
+STANDALONE = False
+
+
 def main() -> None:
+    global STANDALONE
+    STANDALONE = True
     cli(prog_name="rpx")

@@ -20,11 +20,13 @@ def write_html(reports: list[tuple[str, Any]], path: str, *, title: str | None =
     from rpx_cli.report.html import render_html
     from rpx_cli.report.serialize import write_atomic
 
+    PENDING_HTML.append(path)
     data = render_html(reports, title=title).encode("utf-8")
     if path == "-":
         write_stdout(data)
     else:
         write_output(path, data, write_atomic)
+    PENDING_HTML.clear()
 
 
 
@@ -112,12 +114,21 @@ def emit_report(report: dict[str, Any], out: str, *, compact: bool,
     data = dumps(report, compact=compact, parsed=parsed)
     if out == "-":
         write_stdout(data)
+        WRITTEN.append("stdout")
         return data
     try:
         write_output(out, data, write_atomic)
     except OSError as exc:  # checked before the run; this is a full disk or a race
         raise RpxError(f"{out}: cannot write the report: {exc.strerror or exc}") from None
+    WRITTEN.append(out)
     return data
+
+
+# the reports this command has written in full, and an HTML page being made (a stop signal
+# after the report, while the page renders, must not say "no report written": cli.main
+# reads these)
+WRITTEN: list[str] = []
+PENDING_HTML: list[str] = []
 
 
 

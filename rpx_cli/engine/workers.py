@@ -12,6 +12,7 @@ submission order whatever ``jobs`` is, so nothing a job returns can depend on it
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -19,7 +20,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import InvalidStateError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -346,6 +347,22 @@ _job: tuple[Callable[[Worker, Any], Any], Worker] | None = None
 _parent_pid = os.getpid()  # set again before each pool is forked
 
 
+_STOP_SIGNALS = {getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                 if hasattr(signal, name)}
+
+
+def _block_stop_signals() -> set[int] | None:
+    """Block the stop signals in this thread (pending ones wait); the previous mask."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+
+
+def _restore_signal_mask(mask: set[int] | None) -> None:
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 def _init_process(job: Callable[[Worker, Any], Any], digest: bool,
                   cache: DigestCache | None) -> None:
     global _job
@@ -353,6 +370,8 @@ def _init_process(job: Callable[[Worker, Any], Any], digest: bool,
     for name in ("SIGTERM", "SIGHUP"):  # the parent's handlers raise; a worker just stops
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):  # forked with them blocked: now they may come
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     _die_with_parent()
     _job = (job, Worker(digest=digest, cache=cache))
 
@@ -390,31 +409,80 @@ def _parallel_map(units: Sequence[Any], *, jobs: int, chunksize: int,
     executor = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(method),
                                    initializer=_init_process, initargs=initargs)
     finished = False
+    quiet = _quiet_manager(executor)
+    quiet.__enter__()
     try:
-        yield from executor.map(_run_in_process, units, chunksize=chunksize)
+        # the workers are forked with the stop signals blocked (a signal to the process
+        # group in that moment would meet a child still running the parent's handlers, and
+        # print a traceback from it); each unblocks them once its own handlers are set
+        blocked = _block_stop_signals()
+        try:
+            results = executor.map(_run_in_process, units, chunksize=chunksize)
+        finally:
+            _restore_signal_mask(blocked)
+        yield from results
         finished = True
     except BrokenProcessPool:
         raise WorkerCrashed(
             "a worker process died (killed, or out of memory?); fewer --jobs use less memory"
         ) from None
     finally:
-        if finished:
-            executor.shutdown(wait=True)
-        else:
-            _terminate(executor)
+        try:
+            if finished:
+                executor.shutdown(wait=True)
+            else:
+                _terminate(executor)
+        finally:
+            quiet.__exit__(None, None, None)
 
 
 def _terminate(executor: ProcessPoolExecutor) -> None:
-    """Stop the workers now (interrupt, error or crash): no result is waited for."""
+    """Stop the workers now (interrupt, error or crash): no result is waited for; the
+    pool's manager thread is waited for briefly (see :func:`_quiet_manager`)."""
     executor.shutdown(wait=False, cancel_futures=True)
     terminate = getattr(executor, "terminate_workers", None)  # Python >= 3.14
     if terminate is not None:
         terminate()
-        return
-    for process in list((getattr(executor, "_processes", None) or {}).values()):
-        process.terminate()
-    for process in list((getattr(executor, "_processes", None) or {}).values()):
-        process.join(timeout=5)
+    else:
+        for process in list((getattr(executor, "_processes", None) or {}).values()):
+            process.terminate()
+        for process in list((getattr(executor, "_processes", None) or {}).values()):
+            process.join(timeout=5)
+    manager = getattr(executor, "_executor_manager_thread", None)
+    if manager is not None:
+        manager.join(timeout=5)
+        if not manager.is_alive():
+            # CPython's exit hook wakes every pool's manager thread through a pipe that a
+            # broken pool's thread has closed already: "Exception ignored ... Bad file
+            # descriptor" at exit (before 3.12). A thread that has ended needs no waking.
+            from concurrent.futures import process as futures_process
+
+            wakeups = getattr(futures_process, "_threads_wakeups", None)
+            if wakeups is not None:
+                wakeups.pop(manager, None)
+
+
+@contextlib.contextmanager
+def _quiet_manager(executor: ProcessPoolExecutor) -> Iterator[None]:
+    """While the pool runs and stops: when a signal to the whole process group killed the
+    workers too, the pool's manager thread marks every pending future broken — and one that
+    ``Executor.map`` cancelled as it was closed makes CPython (before 3.12) raise
+    ``InvalidStateError`` in that thread, a traceback on stderr. That one exception of that
+    thread is not printed."""
+    previous = threading.excepthook
+
+    def quiet(args: Any) -> None:
+        manager = getattr(executor, "_executor_manager_thread", None)
+        if args.thread is manager and args.exc_type is InvalidStateError:
+            return
+        previous(args)
+
+    threading.excepthook = quiet
+    try:
+        yield
+    finally:
+        if threading.excepthook is quiet:
+            threading.excepthook = previous
 
 
 def pair_error(exc: RpxError, stem: str, default_path: str, *,
