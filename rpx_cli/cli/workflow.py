@@ -73,6 +73,7 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
         from rpx_cli.console import print_lines
         from rpx_cli.report.render import summary_line
 
+        print_lines([f"warning: {text}" for text in report.get("warnings") or ()], style="yellow")
         print_lines([f"merged {len(parts)} part(s): {summary_line(report, out)}"])
 
 

@@ -122,6 +122,9 @@ def envelope_properties() -> dict[str, Any]:
             "properties": {"stem": {"type": "string"}, "path": {"type": "string"},
                            "message": {"type": "string"}}}},
         "metric_info": {"type": "object", "additionalProperties": DIRECTION},
+        "warnings": {"type": "array", "items": {"type": "string"},
+                     "description": "What the summary found misleading (a filter that removed "
+                                    "every GT object of a class or of the run); also on stderr."},
         "gates": GATES,
         "state": {"type": "object", "description": "Sufficient statistics of a --shard partial report.",
                   "required": ["shard", "pairing", "inputs", "stems", "stats", "digests"],

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from rpx_cli.errors import InputError
 from rpx_cli.io.boxes3d import (
     BOX_ORIGINS,
@@ -60,6 +62,7 @@ from rpx_cli.tasks.detection3d.params import (
 from rpx_cli.tasks.detection3d.samples import (
     SamplePair,
     check_count,
+    check_frame,
     decode_pair,
     encode_pair,
 )
@@ -230,6 +233,7 @@ class Detection3D(Task):
                               box_origin=params["box_origin"], classes=params["class_names"])
         if role == "pred":
             check_count(boxes, params, path, "")
+        check_frame(boxes.distance, params, path, role)
         return boxes
 
     def empty_prediction(self, gt: Boxes3D, params: Params) -> Boxes3D:
@@ -273,6 +277,9 @@ class Detection3D(Task):
             samples.append((pred_boxes, gt_boxes))
         if not stems:
             raise InputError("the GT file has no sample", path=gt_path)
+        for role, path, index in (("gt", gt_path, 1), ("pred", pred_path, 0)):
+            distances = [sample[index].distance for sample in samples]
+            check_frame(np.concatenate(distances), params, path, role)
         return FileInput(stems, samples=samples, pred_path=pred_path, gt_path=gt_path)
 
     # --- over all samples ---------------------------------------------------------------

@@ -42,7 +42,8 @@ def summarize_pairs(pairs: list[SamplePair], params: Params, bands: list[Band], 
     c = Conventions.of(params)
     classes = params["class_names"] or vocabulary(pairs)
     gt, pred = flatten(pairs, classes)
-    gt, pred = base_filter(gt, pred, classes, params["class_range"], c)
+    gt, pred, warnings = base_filter(gt, pred, classes, params["class_range"], c)
+    warnings += band_warnings(gt, bands)
     thresholds = [t.value for t in c.thresholds]
     match_ths = list(thresholds)  # and the TP threshold's column when it is not one of them
     tp_column = column(match_ths, c.tp_threshold.value)
@@ -88,7 +89,22 @@ def summarize_pairs(pairs: list[SamplePair], params: Params, bands: list[Band], 
             for key in keys:
                 dataset[banded(key, band)] = figures[key]
     dataset["classes"] = list(classes)
-    return {"aggregate": aggregate, "dataset": dataset}, rows
+    if "rows" in wanted and len(pred) and not np.any(pred.score >= params["conf_threshold"]):
+        warnings.append(f"--conf-threshold {params['conf_threshold']:g} removed every prediction "
+                        f"from the rows ({len(pred)} before, 0 after): every row's tp is 0")
+    sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}
+    if warnings:
+        sections["warnings"] = warnings
+    return sections, rows
+
+
+def band_warnings(gt: d3.Side, bands: list[Band]) -> list[str]:
+    """A ``--range`` band that holds none of the run's GT boxes: its figures are 0 or null."""
+    empty = [band for band in bands if not len(in_band(gt, band))]
+    if not len(gt) or not empty:
+        return []
+    return [f"--range {band.label} holds no GT box (of the {len(gt)} the other filters keep): "
+            "its figures are 0 or null" for band in empty]
 
 
 def _rows(g: d3.Side, p: d3.Side, matching: d3.Matching, tp_column: int, n: int,
