@@ -7,6 +7,7 @@ own tables, one ``mini_val`` scene): the exported GT and predictions carry the d
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import math
 from pathlib import Path
@@ -71,7 +72,7 @@ def _write_database(root: Path) -> list[str]:
             "is_key_frame": True, "height": 0, "width": 0, "filename": f"samples/LIDAR_TOP/{k}.bin",
             "prev": f"sd{k - 1}" if k else "", "next": f"sd{k + 1}" if k + 1 < len(samples) else ""})
     by_instance: dict[str, list[int]] = {}
-    for i, (category, instance, k, (dx, dy), yaw, attribute, points) in enumerate(OBJECTS):
+    for i, (_, instance, k, (dx, dy), yaw, attribute, points) in enumerate(OBJECTS):
         by_instance.setdefault(instance, []).append(i)
         x, y = EGO[k]
         tables["sample_annotation"].append({
@@ -82,7 +83,7 @@ def _write_database(root: Path) -> list[str]:
             "num_lidar_pts": points, "num_radar_pts": 0, "prev": "", "next": ""})
     annotations = tables["sample_annotation"]
     for instance, members in by_instance.items():
-        for a, b in zip(members, members[1:], strict=False):
+        for a, b in itertools.pairwise(members):
             annotations[a]["next"], annotations[b]["prev"] = f"ann{b}", f"ann{a}"
         category = OBJECTS[members[0]][0]
         tables["instance"].append({"token": instance, "category_token": f"cat-{category}",
