@@ -61,6 +61,11 @@ def unescaped(text: str) -> str:
     return _ESCAPE.sub(one, text)
 
 
+# the end of every warning or error about inputs that look like the other side's (GT files
+# given as predictions, predictions as GT)
+SWAP_HINT = "did you swap --pred-dir and --gt-dir?"
+
+
 def first_line(value: object) -> str:
     """The first line of an exception's (or any value's) text, or its type's name when it
     has none: one line for stderr from a library's multi-line message."""

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rpx_cli.errors import SWAP_HINT
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.params.option import Option
 from rpx_cli.params.parsers import parse_band, probability
@@ -37,8 +38,8 @@ from rpx_cli.params.values import Band
 from rpx_cli.tasks.stats import Stat, StatTable
 
 # Option and probability are re-exported: a plugin task declares its options from here
-__all__ = ["Band", "FileInput", "MetricInfo", "Option", "Params", "Sample", "Task", "Warn",
-           "probability", "shape_text"]
+__all__ = ["SWAP_HINT", "Band", "FileInput", "MetricInfo", "Option", "Params", "Sample", "Task",
+           "Warn", "probability", "shape_text"]
 
 Params = Mapping[str, Any]
 Warn = Callable[[str, str], None]  # (warning kind, path)
@@ -244,6 +245,13 @@ class Task:
     def warning_text(self, kind: str, paths: list[str]) -> str:
         """One stderr line for the files that raised warning ``kind``."""
         return f"{kind}: {len(paths)} file(s), e.g. {paths[0]}"
+
+    def warning_lines(self, warnings: Mapping[str, list[str]]) -> list[str]:
+        """The stderr lines of a run's per-file warnings (kind -> files, every kind the
+        pairs raised): one :meth:`warning_text` per kind. A task whose kinds only mean
+        something together (GT that looks like predictions *and* predictions that look
+        like GT) combines them here."""
+        return [self.warning_text(kind, paths) for kind, paths in sorted(warnings.items())]
 
     # --- derived ------------------------------------------------------------------------------
 

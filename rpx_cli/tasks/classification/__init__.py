@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.errors import SWAP_HINT, InputError, ParameterError
 from rpx_cli.io.boxes import load_class_map
 from rpx_cli.io.class_names import read_class_names
 from rpx_cli.io.filebuffer import FileBuffer
@@ -216,7 +216,7 @@ class Classification(Task):
         multi = params["multi_label"]
         if role == "gt":
             if doc.classes is not None or doc.score is not None:
-                raise InputError("a GT file holds labels, not scores", path=path)
+                raise InputError(f"a GT file holds labels, not scores ({SWAP_HINT})", path=path)
             if not multi and len(labels) != 1:
                 raise InputError(
                     "a single-label GT needs exactly one label, found "

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.errors import SWAP_HINT, InputError, ParameterError
 from rpx_cli.io.box_table import Frame, FrameTable
 from rpx_cli.io.boxes import Boxes, apply_class_map, load_class_map, parse_boxes
 from rpx_cli.io.coco_files import load_coco
@@ -110,6 +110,9 @@ def filter_warnings(table: FrameTable, params: Params) -> list[str]:
     score (a GT file emptied by ``--class-map`` is a per-file warning, CLASS_MAP_EMPTIED)."""
     warnings = []
     n_pred = len(table.pred)
+    if n_pred and not len(table.gt):
+        warnings.append(f"no GT box in any of the {table.n} image(s) while the predictions hold "
+                        f"{n_pred}: {SWAP_HINT}")
     if n_pred and not np.any(table.pred.score >= params["conf_threshold"]):
         warnings.append(f"--conf-threshold {params['conf_threshold']:g} removed every detection "
                         f"({n_pred} before, 0 after): rows, pooled and confusion see none "

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from rpx_cli.errors import SWAP_HINT
 from rpx_cli.ops import detection3d as d3
 from rpx_cli.ops.boxes3d import center_distance
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
@@ -42,7 +43,11 @@ def summarize_pairs(pairs: list[SamplePair], params: Params, bands: list[Band], 
     c = Conventions.of(params)
     classes = params["class_names"] or vocabulary(pairs)
     gt, pred = flatten(pairs, classes)
-    gt, pred, warnings = base_filter(gt, pred, classes, params["class_range"], c)
+    warnings = [] if len(gt) or not len(pred) else [
+        f"no GT box in any of the {n} sample(s) while the predictions hold {len(pred)}: "
+        f"{SWAP_HINT}"]
+    gt, pred, filtered = base_filter(gt, pred, classes, params["class_range"], c)
+    warnings += filtered
     warnings += band_warnings(gt, bands)
     thresholds = [t.value for t in c.thresholds]
     match_ths = list(thresholds)  # and the TP threshold's column when it is not one of them
