@@ -151,8 +151,22 @@ class PairError:
         return {"stem": self.stem, "path": self.path, "message": self.message}
 
 
+# at most this many lines name single files in one message (a flood of 4,000 errors is
+# read as its first lines and a count: "… and 3,980 more")
+MAX_LISTED = 20
+
+
+def capped(lines: list[str], limit: int = MAX_LISTED, *, more: str = "") -> list[str]:
+    """The first ``limit`` of ``lines``, then ``… and N more`` (``more``: what follows,
+    e.g. " (see 'errors' in the report)")."""
+    if len(lines) <= limit:
+        return list(lines)
+    return [*lines[:limit], f"… and {len(lines) - limit:,} more{more}"]
+
+
 class EvaluationFailed(RpxError):
-    """Some pairs could not be evaluated under ``--on-error fail``: every one is listed."""
+    """Some pairs could not be evaluated under ``--on-error fail``: every one is recorded
+    (the CLI lists the first :data:`MAX_LISTED`)."""
 
     def __init__(self, errors: list[PairError], n_pairs: int, summary: str | None = None) -> None:
         self.errors = errors

@@ -237,9 +237,10 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
         evaluation = run_evaluation(task, pred_dir, gt_dir, params, options, aux=aux,
                                     invocation=invocation,
                                     progress=ProgressBar(task, enabled=verbose, plain=plain))
-    from rpx_cli.errors import located
+    from rpx_cli.errors import capped, located
 
-    skipped = [f"skipped: {located(e['path'], e['message'])}" for e in evaluation.report["errors"]]
+    skipped = capped([f"skipped: {located(e['path'], e['message'])}"
+                      for e in evaluation.report["errors"]], more=" (see 'errors' in the report)")
     skipped += unpaired_note(evaluation.report, str(flags.get("missing")))
     # the one-line summary: always, unless --quiet (a CI log too)
     finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,
