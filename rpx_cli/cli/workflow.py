@@ -164,8 +164,8 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
       rpx compare main.json pr.json --format markdown > comment.md   # CI: >> "$GITHUB_STEP_SUMMARY"
     """
     from rpx_cli.console import print_lines, render_table
-    from rpx_cli.report.render import compare_markdown
-    from rpx_cli.report.render import fmt as fmt_value
+    from rpx_cli.report.compare import summary_text
+    from rpx_cli.report.render import compare_markdown, compare_table
     from rpx_cli.run.compare import run_compare
 
     comparison = run_compare(base, new, no_regression=no_regression, bootstrap=bootstrap,
@@ -173,14 +173,9 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
     document = comparison.document
     if not quiet:
         print_lines(comparison.warnings, style="yellow")
-        counts, metrics = document["summary"], document["metrics"]
-        shown = [m for m in metrics if m["base"] is not None or m["new"] is not None]
-        render_table(
-            f"rpx compare — {counts['improved']} improved, {counts['regressed']} regressed",
-            ["metric", "base", "new", "delta", "", "95% CI"],
-            [(m["metric"], fmt_value(m["base"]), fmt_value(m["new"]), fmt_value(m["delta"]),
-              m["status"], _ci(m)) for m in shown],
-            stream=sys.stderr)
+        columns, rows = compare_table(document)
+        render_table(f"rpx compare — {summary_text(document['summary'])}", columns, rows,
+                     stream=sys.stderr)
     if fmt == "markdown":
         click.echo(compare_markdown(document), nl=False)
         if html:
@@ -188,11 +183,3 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
     else:
         emit_html(emit_report(document, out, compact=compact), out, html)
     raise_if_failed(comparison.failed, len(document.get("gates", [])))
-
-
-def _ci(metric: dict) -> str:
-    boot = metric.get("bootstrap")
-    if not boot:
-        return ""
-    low, high = boot["ci95"]
-    return f"[{low:.3g}, {high:.3g}]{' *' if boot['significant'] else ''}"

@@ -28,9 +28,12 @@ def summary_text(report: Mapping[str, Any]) -> str:
     if report.get("schema") == "rpx.compare":
         counts = report.get("summary") or {}
         return (f"{esc(lookup(report, 'base.path'))} → {esc(lookup(report, 'new.path'))}: "
-                f'<span class="good">{counts.get("improved", 0)} improved</span>, '
-                f'<span class="bad">{counts.get("regressed", 0)} regressed</span>, '
-                f"{counts.get('unchanged', 0)} unchanged.")
+                f'<span class="bad">{counts.get("regressed", 0)} regressed '
+                f'({counts.get("significant_regressed", 0)} significant)</span>, '
+                f'<span class="good">{counts.get("improved", 0)} improved '
+                f'({counts.get("significant_improved", 0)} significant)</span>, '
+                f"{counts.get('unchanged', 0)} unchanged (a metric's mean of rows and pooled value "
+                "count once; significant: the 95% interval excludes 0).")
     bits = []
     if report.get("n_pairs") is not None:
         bits.append(f"{report['n_pairs']} pairs")

@@ -369,7 +369,12 @@ def compare() -> dict[str, Any]:
                 "type": "object", "required": ["metric", "base", "new", "delta"],
                 "properties": {"metric": {"type": "string"}, "base": NUM_OR_NULL,
                                "new": NUM_OR_NULL, "delta": NUM_OR_NULL,
-                               "direction": {"enum": ["higher", "lower", "none"]}}}},
+                               "direction": {"enum": ["higher", "lower", "none"]},
+                               "status": {"enum": ["improved", "regressed", "unchanged", "changed",
+                                                   "n/a"]},
+                               "significant": {"type": ["boolean", "null"], "description":
+                                               "The change's paired-bootstrap 95% interval "
+                                               "excludes 0 (null: no interval)."}}}},
             "gates": GATES, "run_provenance": PROVENANCE_REF,
         },
     })

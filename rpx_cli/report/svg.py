@@ -376,39 +376,52 @@ def histogram(values: Sequence[float], *, title: str, x_label: str, bins: int = 
 def interval_chart(items: Sequence[dict[str, Any]], *, title: str, x_label: str, width: float = 620,
                    attrs: dict[str, Any] | None = None) -> str:
     """Deltas with their confidence intervals, one row each: ``{"label", "delta", "low",
-    "high", "status"}``; a vertical line at 0. Improved rows are blue with ▲, regressed
-    vermillion with ▼ (the shape carries the meaning too)."""
-    values = [v for it in items for v in (it["delta"], it.get("low"), it.get("high")) if v is not None]
-    span = max((abs(v) for v in values), default=1.0) or 1.0
-    lo, hi = -span * 1.1, span * 1.1
-    label_px = min(300, max(60, CHAR_PX * max((len(it["label"]) for it in items), default=6) + 10))
+    "high", "status", "significant"}``, every row on its own scale (metrics differ by orders
+    of magnitude: absrel 0.01, rmse 0.5, counts in the hundreds), zero in the middle, the
+    numbers written on the right (``data-scale``: the row's half-width). A significant
+    change is blue ▲ (better) or vermillion ▼ (worse); one whose interval includes 0, or that
+    has none, is grey △ ▽ (the shape carries the meaning too). Labels are never cut: the
+    chart widens to hold the longest."""
+    label_px = max(60, CHAR_PX * max((len(it["label"]) for it in items), default=6) + 10)
+    notes = [short(it["delta"]) + (f" [{short(it['low'])}, {short(it['high'])}]"
+                                   if it.get("low") is not None else "") for it in items]
+    note_px = max(60, CHAR_PX * max((len(n) for n in notes), default=6) + 12)
+    plot = max(width - label_px - note_px - 14, 240)
+    width = label_px + 14 + plot + note_px
     row = 20
     height = 40 + row * len(items) + 10
-    frame = _Frame(width, height, (lo, hi), (0, 1), left=label_px + 14, right=90, top=8, bottom=34)
-    body = []
-    for t in _ticks(lo, hi):
-        x = frame.sx(t)
-        body.append(f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.y1:.1f}" y2="{frame.y0:.1f}"/>'
-                    f'<text class="tick" x="{x:.1f}" y="{frame.y0 + 13:.1f}" text-anchor="middle">{short(t)}</text>')
+    frame = _Frame(width, height, (-1.1, 1.1), (0, 1), left=label_px + 14, right=note_px, top=8, bottom=34)
     zero = frame.sx(0)
-    body.append(f'<path class="ax" d="M{zero:.1f},{frame.y1:.1f}V{frame.y0:.1f}"/>')
+    body = [f'<path class="ax" d="M{zero:.1f},{frame.y1:.1f}V{frame.y0:.1f}"/>',
+            f'<text class="tick" x="{zero:.1f}" y="{frame.y0 + 13:.1f}" text-anchor="middle">0</text>']
     for i, it in enumerate(items):
         y = frame.y1 + i * row + row / 2
         status = it.get("status", "")
-        colour, mark = {"improved": (GOOD, "▲"), "regressed": (BAD, "▼")}.get(status, (NEUTRAL, "●"))
+        significant = bool(it.get("significant"))
+        if significant:
+            colour, mark = {"improved": (GOOD, "▲"), "regressed": (BAD, "▼")}.get(status, (NEUTRAL, "●"))
+        else:
+            colour, mark = NEUTRAL, {"improved": "△", "regressed": "▽"}.get(status, "●")
+        values = [abs(v) for v in (it["delta"], it.get("low"), it.get("high")) if v is not None]
+        scale = max(values, default=1.0) or 1.0
+
+        def at(v: float, scale: float = scale) -> float:
+            return frame.sx(v / scale)
+
         body.append(f'<text class="tick" x="{frame.x0 - 6:.1f}" y="{y + 4:.1f}" text-anchor="end">'
                     f"{esc(it['label'])}</text>")
         if it.get("low") is not None and it.get("high") is not None:
-            body.append(f'<path d="M{frame.sx(it["low"]):.1f},{y:.1f}H{frame.sx(it["high"]):.1f}'
-                        f'M{frame.sx(it["low"]):.1f},{y - 4:.1f}v8M{frame.sx(it["high"]):.1f},{y - 4:.1f}v8" '
+            body.append(f'<path d="M{at(it["low"]):.1f},{y:.1f}H{at(it["high"]):.1f}'
+                        f'M{at(it["low"]):.1f},{y - 4:.1f}v8M{at(it["high"]):.1f},{y - 4:.1f}v8" '
                         f'stroke="{colour}" stroke-width="1.6" fill="none"/>')
-        x = frame.sx(it["delta"])
-        body.append(f'<text x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle" fill="{colour}" font-size="12" '
-                    f'data-metric="{esc(it["label"])}" data-delta="{datum(it["delta"])}" data-low="{datum(it.get("low"))}" '
-                    f'data-high="{datum(it.get("high"))}" data-status="{esc(status)}">{mark}'
-                    f"<title>{esc(it['label'])}: {short(it['delta'], 4)} ({esc(status)})</title></text>")
-        ci = (f" [{short(it['low'])}, {short(it['high'])}]" if it.get("low") is not None else "")
-        body.append(f'<text class="note" x="{frame.x1 + 6:.1f}" y="{y + 4:.1f}">{short(it["delta"])}{ci}</text>')
+        body.append(f'<text x="{at(it["delta"]):.1f}" y="{y + 4:.1f}" text-anchor="middle" fill="{colour}" '
+                    f'style="fill:{colour}" font-size="12" data-metric="{esc(it["label"])}" '
+                    f'data-delta="{datum(it["delta"])}" data-low="{datum(it.get("low"))}" '
+                    f'data-high="{datum(it.get("high"))}" data-status="{esc(status)}" '
+                    f'data-significant="{datum(it.get("significant"))}" data-scale="{datum(scale)}">{mark}'
+                    f"<title>{esc(it['label'])}: {short(it['delta'], 4)} ({esc(status)}"
+                    f"{', significant' if significant else ''})</title></text>")
+        body.append(f'<text class="note" x="{frame.x1 + 6:.1f}" y="{y + 4:.1f}">{esc(notes[i])}</text>')
     body.append(f'<text class="label" x="{(frame.x0 + frame.x1) / 2:.1f}" y="{height - 5:.1f}" '
                 f'text-anchor="middle">{esc(x_label)}</text>')
     return _svg(width, height, body, title=title, attrs={"chart": "intervals", **(attrs or {})})
