@@ -119,8 +119,8 @@ def all_metrics_section(report: Mapping[str, Any]) -> str:
 
 def provenance_section(report: Mapping[str, Any]) -> str:
     prov = report.get("run_provenance") or {}
-    params = report.get("params") or {}
-    rows = [(f"<code>{esc(k)}</code>", f'<span class="code">{esc(_plain(v))}</span>') for k, v in sorted(params.items())]
+    shown = param_values(report)
+    rows = [(f"<code>{esc(k)}</code>", f'<span class="code">{esc(shown[k])}</span>') for k in sorted(shown)]
     body = [table_html(["parameter", "value"], rows, table="params")] if rows else []
     inputs = prov.get("inputs") or {}
     if inputs:
@@ -139,12 +139,35 @@ def provenance_section(report: Mapping[str, Any]) -> str:
     return f"<details open><summary>parameters and provenance</summary>{''.join(body)}</details>"
 
 
-def _plain(value: Any) -> str:
+def param_values(report: Mapping[str, Any]) -> dict[str, str]:
+    """Each of the report's ``params`` as a value, the way the JSON has it (``true``,
+    ``null``, ``[0.5, 1, 2, 4]``, ``{barrier: [AVE, AAE]}``: no Python ``True``/``None``, no
+    flattening that hides where one item ends), its range bands as their labels (``[0, 20) m,
+    [20, inf) m``)."""
+    from rpx_cli.report import declared
+
+    params = report.get("params") or {}
+    shown = {key: plain(value) for key, value in params.items()}
+    key = declared.band_param(report)
+    bands = declared.bands(report)
+    if key in shown and bands:
+        shown[key] = ", ".join(band.label for band in bands)
+    return shown
+
+
+def plain(value: Any) -> str:
+    """A parameter's value for people: JSON's words and brackets, strings unquoted."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return repr(value)
     if isinstance(value, (list, tuple)):
-        return ", ".join(_plain(v) for v in value)
+        return "[" + ", ".join(plain(v) for v in value) + "]"
     if isinstance(value, Mapping):
-        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items())
-    return "null" if value is None else str(value)
+        return "{" + ", ".join(f"{k}: {plain(v)}" for k, v in value.items()) + "}"
+    return str(value)
 
 
 def worst_rows_section(report: Mapping[str, Any]) -> str:

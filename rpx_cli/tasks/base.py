@@ -51,6 +51,7 @@ class MetricInfo:
 
     direction: str  # "higher" | "lower" | "none"
     description: str
+    unit: str = ""  # "m", "rad", "m/s", "deg", "px", "dB" (pages label axes with it); "" unitless
 
     def as_dict(self) -> dict[str, str]:
         return {"direction": self.direction, "description": self.description}

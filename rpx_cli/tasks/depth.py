@@ -53,8 +53,9 @@ PRED_INTEGER = "pred-integer"
 
 _INFO = {
     "absrel": MetricInfo("lower", "mean(|p - g| / g)"),
-    "sqrel": MetricInfo("lower", "mean((p - g)^2 / g) (Eigen et al. convention, divided by g, not g^2)"),
-    "rmse": MetricInfo("lower", "sqrt(mean((p - g)^2)), metres"),
+    "sqrel": MetricInfo("lower", "mean((p - g)^2 / g) (Eigen et al. convention, divided by g, not g^2)",
+                        "m"),
+    "rmse": MetricInfo("lower", "sqrt(mean((p - g)^2)), metres", "m"),
     "rmse_log": MetricInfo("lower", "sqrt(mean((ln p - ln g)^2))"),
     "log10": MetricInfo("lower", "mean(|log10 p - log10 g|)"),
     "silog": MetricInfo("lower", "sqrt(mean(d^2) - mean(d)^2), d = ln p - ln g; unscaled (no x100)"),

@@ -70,6 +70,8 @@ from rpx_cli.tasks.detection3d.summary import ROW_KEYS, summarize_pairs
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
+UNITS = {"ATE": "m", "ASE": "", "AOE": "rad", "AVE": "m/s", "AAE": ""}  # of the TP errors
+
 
 @register_task
 class Detection3D(Task):
@@ -103,7 +105,8 @@ class Detection3D(Task):
         "fn": MetricInfo("lower", "row: unmatched GT boxes"),
         "n_gt": MetricInfo("none", "GT boxes evaluated (after class caps and the point filter)"),
         "n_pred": MetricInfo("none", "predictions evaluated (rows: score >= conf threshold)"),
-        "mean_center_error": MetricInfo("lower", "row: mean BEV centre distance of the matches (m)"),
+        "mean_center_error": MetricInfo("lower", "row: mean BEV centre distance of the matches (m)",
+                                        "m"),
         "precision": MetricInfo("higher", "row: tp / (tp + fp); both empty = 1"),
         "recall": MetricInfo("higher", "row: tp / (tp + fn); both empty = 1"),
         "f1": MetricInfo("higher", "row: 2PR / (P + R); both empty = 1"),
@@ -112,11 +115,12 @@ class Detection3D(Task):
         "mAPH": MetricInfo("higher", "mean over classes of APH (heading-weighted AP)"),
         "AP": MetricInfo("higher", "per class: mean AP over the match thresholds"),
         "APH": MetricInfo("higher", "per class: mean heading-weighted AP over the thresholds"),
-        **{f"m{e}": MetricInfo("lower", f"mean {e} over classes (undefined left out)") for e in ERRORS},
-        "ATE": MetricInfo("lower", "translation error: BEV centre distance (m)"),
+        **{f"m{e}": MetricInfo("lower", f"mean {e} over classes (undefined left out)", UNITS[e])
+           for e in ERRORS},
+        "ATE": MetricInfo("lower", "translation error: BEV centre distance (m)", "m"),
         "ASE": MetricInfo("lower", "scale error: 1 - IoU of the aligned sizes"),
-        "AOE": MetricInfo("lower", "orientation error: yaw difference (rad)"),
-        "AVE": MetricInfo("lower", "velocity error: L2 of the XY velocity difference (m/s)"),
+        "AOE": MetricInfo("lower", "orientation error: yaw difference (rad)", "rad"),
+        "AVE": MetricInfo("lower", "velocity error: L2 of the XY velocity difference (m/s)", "m/s"),
         "AAE": MetricInfo("lower", "attribute error: 1 - attribute accuracy"),
     }
     families = {
