@@ -1,0 +1,91 @@
+"""README.md and docs/*.md render as written (issue 30, first-hour papercuts): every row of a
+Markdown table has its table's column count (a `|` inside a code span breaks a row), and
+every relative link — to a file, a folder or a heading — resolves from the page that holds
+it (docs/ci.md once linked examples/ relative to docs/)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from helpers import ROOT
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def prose(page: Path) -> str:
+    """The page without its fenced code blocks (blank lines keep the line numbers)."""
+    return FENCE.sub(lambda m: "\n" * m.group().count("\n"), page.read_text())
+
+
+def cells(line: str) -> int:
+    """The cells of a table row: split on `|` not escaped with a backslash (GFM splits on
+    them inside code spans too)."""
+    body = line.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
+    return len(re.split(r"(?<!\\)\|", body))
+
+
+def tables(text: str) -> list[list[tuple[int, str]]]:
+    """Each table as its (line number, line) rows, from the header to the last line that
+    continues it (a table ends at the first line that is not a row)."""
+    lines = text.splitlines()
+    found, k = [], 0
+    while k + 1 < len(lines):
+        if lines[k].lstrip().startswith("|") and re.match(r"^\s*\|?\s*:?-{3,}", lines[k + 1]):
+            rows = [(k + 1, lines[k])]
+            k += 1
+            while k < len(lines) and lines[k].strip():
+                rows.append((k + 1, lines[k]))
+                k += 1
+            found.append(rows)
+        k += 1
+    return found
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_table_row_has_the_tables_column_count(page: Path) -> None:
+    for rows in tables(prose(page)):
+        width = cells(rows[0][1])
+        for number, line in rows:
+            where = f"{page.name}:{number}"
+            assert line.lstrip().startswith("|"), f"{where}: a table row must start with |: {line!r}"
+            assert cells(line) == width, f"{where}: {cells(line)} cells, the header has {width}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(page: Path) -> None:
+    for match in LINK.finditer(prose(page)):
+        target = match.group(1) or match.group(2)
+        if re.match(r"^[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        assert file.exists(), f"{page.name}: link {target!r} -> {file} does not exist"
+        if anchor and file.suffix == ".md":
+            headings = [slug(h) for h in re.findall(r"^#+ (.+)$", prose(file), re.M)]
+            assert anchor in headings, f"{page.name}: link {target!r}: no heading #{anchor} in {file.name}"
+
+
+def test_the_checks_catch_what_they_are_for(tmp_path: Path) -> None:
+    broken = "| a | b |\n|---|---|\n| `x | y` | z |\n"
+    [rows] = tables(broken)
+    assert [cells(line) for _, line in rows] == [2, 2, 3]
+    page = tmp_path / "docs" / "p.md"
+    page.parent.mkdir()
+    page.write_text("[x](examples/y.yml)")
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "y.yml").write_text("")
+    target = LINK.search(prose(page)).group(1)
+    assert not (page.parent / target).exists() and (page.parent / ".." / target).exists()
