@@ -89,3 +89,16 @@ def test_the_checks_catch_what_they_are_for(tmp_path: Path) -> None:
     (tmp_path / "examples" / "y.yml").write_text("")
     target = LINK.search(prose(page)).group(1)
     assert not (page.parent / target).exists() and (page.parent / ".." / target).exists()
+
+
+def test_no_page_installs_a_tag_that_does_not_exist() -> None:
+    """The documented install named ``@v0.1.0``, a tag the repository never had: pip failed
+    on the first command a new user copied. A tag may be named once it exists."""
+    import subprocess
+
+    done = subprocess.run(["git", "tag", "--list"], cwd=ROOT, capture_output=True, text=True)
+    tags = set(done.stdout.split()) if done.returncode == 0 else set()
+    pages = [*PAGES, *sorted((ROOT / "examples").glob("*"))]
+    for page in pages:
+        for tag in re.findall(r"git\+https://\S+?@(v[0-9][\w.]*)", page.read_text()):
+            assert tag in tags, f"{page.name} installs @{tag}, which is not a tag of the repository"
