@@ -102,3 +102,16 @@ def test_no_page_installs_a_tag_that_does_not_exist() -> None:
     for page in pages:
         for tag in re.findall(r"git\+https://\S+?@(v[0-9][\w.]*)", page.read_text()):
             assert tag in tags, f"{page.name} installs @{tag}, which is not a tag of the repository"
+
+
+def test_the_exit_codes_are_one_table() -> None:
+    """Two tables drifted apart (the README listed 129/130/143, docs/usage.md only 130): the
+    README holds the one table, every code rpx exits with is in it, other pages link to it."""
+    from rpx_cli.errors import ExitStatus
+
+    holding = [page for page in PAGES
+               if re.search(r"^\| code \| meaning \|$", prose(page), re.M)]
+    assert holding == [ROOT / "README.md"]
+    table = prose(ROOT / "README.md").split("| code | meaning |", 1)[1].split("\n\n", 1)[0]
+    codes = {int(code) for code in re.findall(r"^\| (\d+) \|", table, re.M)}
+    assert codes == {int(status) for status in ExitStatus}
