@@ -188,6 +188,13 @@ class GateFailed(RpxError):
     exit_status = ExitStatus.GATE_FAILED
 
 
+class UnknownGatePath(RpxError):
+    """A gate names a key the report does not have (a typo, most likely): a mistake on the
+    command line, exit 2 — not a regression (3). The report, when there is one, is written."""
+
+    exit_status = ExitStatus.USAGE
+
+
 class MissingExtra(RpxError):
     """A feature needs an optional dependency that is not installed; the message names the
     extra to install (``pip install 'rpx-eval[geometry]'``). Exit 1: the flags are valid,

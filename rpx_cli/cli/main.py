@@ -20,6 +20,7 @@ from rpx_cli.errors import (
     ExitStatus,
     Interrupted,
     RpxError,
+    UnknownGatePath,
     capped,
     escaped,
     located,
@@ -114,7 +115,7 @@ class RpxGroup(SuggestingGroup):
             _say(f"rpx: {exc}")
             ctx.exit(exc.exit_status)
         if isinstance(exc, RpxError):
-            if exc.exit_status == ExitStatus.USAGE:
+            if exc.exit_status == ExitStatus.USAGE and not isinstance(exc, UnknownGatePath):
                 raise click.UsageError(escaped(str(exc)), ctx=ctx) from None
             _say(f"rpx: {exc}")
             ctx.exit(exc.exit_status)

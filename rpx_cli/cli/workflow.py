@@ -86,8 +86,9 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
 def check(report: str, require: tuple, compact: bool) -> None:
     """Gate an existing report: exit 0 when every gate passes, 3 when one fails.
 
-    Prints {report, passed, gates: [{expr, value, passed, message}]} as JSON. A path that
-    is not in the report, or a null value, fails its gate (never a silent pass); a bare
+    Prints {report, passed, gates: [{expr, value, passed, message}]} as JSON and ends its
+    stderr with the verdict. A null value fails its gate (never a silent pass); a path
+    that is not in the report is a mistake (exit 2, naming the nearest keys); a bare
     name means the top-level key, else aggregate.<name>.
 
     \b
@@ -109,7 +110,10 @@ def check(report: str, require: tuple, compact: bool) -> None:
     failures = [gate for gate in results if not gate["passed"]]
     write_stdout(dumps({"report": report, "passed": not failures, "gates": results},
                        compact=compact))
-    raise_if_failed(failures, len(results))
+    raise_if_failed(failures, len(results), verdict="check")
+    from rpx_cli.console import print_lines
+
+    print_lines([f"rpx: check PASS — all {len(results)} gate(s) passed"])
 
 
 class NoRegressionType(click.ParamType):
@@ -182,4 +186,10 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
             write_html([("stdout" if out == "-" else out, document)], html)
     else:
         emit_html(emit_report(document, out, compact=compact), out, html)
-    raise_if_failed(comparison.failed, len(document.get("gates", [])))
+    gates = document.get("gates", [])
+    verdict = f"compare ({summary_text(document['summary'])})"
+    raise_if_failed(comparison.failed, len(gates), verdict=verdict)
+    if not quiet:
+        passed = f"PASS — all {len(gates)} no-regression gate(s) passed" if gates else \
+            "no --require-no-regression gate"
+        print_lines([f"rpx: {verdict} {passed}"])

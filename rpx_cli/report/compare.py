@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.report.gates import parse_path, resolve
+from rpx_cli.report.gates import parse_path, resolve, suggestions
 
 _SKIP_SECTIONS = {"run_provenance", "metric_info", "params", "rows", "state", "gates", "unpaired",
                   "errors", "confusion"}
@@ -138,7 +138,10 @@ def check_no_regression(base: Mapping[str, Any], new: Mapping[str, Any],
         way = direction(new, where)
         entry: dict[str, Any] = {"expr": gate.text, "value": None, "passed": False}
         if not (found_b and found_n):
-            entry["message"] = f"{where} is not in {'BASE' if not found_b else 'NEW'}"
+            side, document = ("BASE", base) if not found_b else ("NEW", new)
+            near = suggestions(document, where)
+            hint = f"; did you mean {' or '.join(near)}?" if near else ""
+            entry.update({"missing": True, "message": f"no such key {where} in {side}{hint}"})
         elif not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (value_b, value_n)):
             entry["message"] = f"{where} is null or not a number in one of the reports"
         elif way == "none":
