@@ -42,7 +42,10 @@ def pages(tmp_path_factory) -> dict[str, Path]:
     shelf = FIXTURES / "detection" / "shelf"
     run("eval", "detection", "--pred-dir", shelf / "pred", "--gt-dir", shelf / "gt", "--metrics",
         "rows,pooled,confusion,coco,errors", "-o", root / "det.json", "--html", root / "det.html")
-    return {name: root / f"{name}.html" for name in ("d3", "depth", "det")}
+    pets = FIXTURES / "classification" / "pets"
+    run("eval", "classification", "--pred-dir", pets / "pred", "--gt-dir", pets / "gt", "--class-names",
+        pets / "classes.txt", "-o", root / "pets.json", "--html", root / "pets.html")
+    return {name: root / f"{name}.html" for name in ("d3", "depth", "det", "pets")}
 
 
 @pytest.fixture(scope="module")
@@ -158,3 +161,19 @@ def test_charts_use_the_column_width(browser, pages) -> None:
         assert shown == pytest.approx(min(column, drawn * svg.MAX_STRETCH), abs=1.5)
     # the per-row distribution: alone in its section, it fills the page's column
     assert any(shown > drawn * 1.5 for shown, _, drawn in sizes)
+
+
+def test_classification_worst_rows_show_the_true_and_the_predicted_label(pages) -> None:
+    text = pages["pets"].read_text()
+    worst = text[text.index('data-table="worst"'):]
+    worst = worst[:worst.index("</table>")]
+    assert "<th>true → predicted</th>" in worst
+    report = json.loads(pages["pets"].with_suffix(".json").read_text())
+    rows = {row["stem"]: row for row in report["rows"]}
+    shown = re.findall(r'<tr data-stem="([^"]+)".*?data-true="([^"]*)" data-predicted="([^"]*)">'
+                       r"([^<]*)</span>", worst)
+    assert shown
+    for stem, true, predicted, text_shown in shown:
+        assert (true, predicted) == (rows[stem]["label"], rows[stem]["predicted"])
+        assert text_shown == f"{true} → {predicted}"
+    assert shown[0][1] != shown[0][2]  # the worst row is a wrong one

@@ -68,6 +68,12 @@ def band_param(report: Mapping[str, Any]) -> str | None:
     return next((option.param for option in task.options if option.parse is parse_band), None)
 
 
+def row_labels(report: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The row keys of the true and the predicted label, when the task declares them."""
+    task = task_of(report)
+    return task.row_labels if task is not None else None
+
+
 def band_metrics(report: Mapping[str, Any]) -> tuple[str, ...]:
     """The metrics the task charts per band, in its order."""
     task = task_of(report)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rpx_cli.report.declared import rank_metric
+from rpx_cli.report.declared import rank_metric, row_labels
 from rpx_cli.report.html_blocks import (
     ARROW,
     cell_html,
@@ -183,8 +183,20 @@ def worst_rows_section(report: Mapping[str, Any]) -> str:
         return ""
     key = "stem" if "stem" in worst[0] else next(iter(worst[0]))
     others = [k for k, v in worst[0].items() if is_number(v) and k != metric][:5]
-    table = table_html([key, metric, *others],
-                       [(f'<code>{esc(r.get(key))}</code>', cell_html(r.get(metric), metric),
+    labels = row_labels(report)
+    if labels and not all(k in worst[0] for k in labels):
+        labels = None
+    head = ["true → predicted"] if labels else []
+
+    def named(row: Mapping[str, Any]) -> list[str]:
+        if not labels:
+            return []
+        true, predicted = (row.get(k) for k in labels)
+        return [f'<span data-true="{esc(true)}" data-predicted="{esc(predicted)}">{esc(true)} → '
+                f'{esc("(none)" if predicted is None else predicted)}</span>']
+
+    table = table_html([key, *head, metric, *others],
+                       [(f'<code>{esc(r.get(key))}</code>', *named(r), cell_html(r.get(metric), metric),
                          *(cell_html(r.get(k), k) for k in others)) for r in worst],
                        attrs=[f'data-stem="{esc(r.get(key))}" data-value="{datum(r.get(metric))}"' for r in worst],
                        table="worst")

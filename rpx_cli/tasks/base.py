@@ -153,6 +153,9 @@ class Task:
     rank_metric: ClassVar[str | None] = None
     # the metrics the page charts per range band (`bands`), one chart each, in this order
     band_metrics: ClassVar[tuple[str, ...]] = ()
+    # the row keys holding a row's true and predicted label (text), when rows have them: the
+    # page's worst rows show them as "true → predicted"
+    row_labels: ClassVar[tuple[str, str] | None] = None
     # the pictures `rpx report` draws for this task's reports: a view of
     # rpx_cli/report/html_task_views.py by name (None: the generic view, which draws
     # per-class bars, a confusion matrix, the bands and the rank metric's distribution

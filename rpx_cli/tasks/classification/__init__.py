@@ -82,8 +82,12 @@ class Classification(Task):
     headline = ("dataset.accuracy", "dataset.balanced_accuracy", "dataset.macro_f1", "dataset.mAP",
                 "dataset.ece", "dataset.subset_accuracy", "dataset.micro_f1")
     page_view = "calibration"
+    row_labels = ("label", "predicted")  # single-label rows: the worst show "cat → dog"
+    row_properties = {"label": {"type": "string", "description": "single-label: the GT class"},
+                      "predicted": {"type": ["string", "null"], "description": "single-label: "
+                                    "the predicted class (null: no prediction)"}}
     stats = (Stat("record", encode=encode_record, decode=decode_record),)
-    families = {"rows": (("correct", "confidence", "label_errors"), ()),
+    families = {"rows": (("correct", "confidence", "label_errors", "label", "predicted"), ()),
                 "report": ((), ()), "ranking": ((), ()), "calibration": ((), ())}
     options = (
         Option("class_names", "--class-names", "file", None, metavar="FILE",
