@@ -61,6 +61,16 @@ def metric_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, 
         nested = [(name, value) for name, value in headline({"dataset": dataset})
                   if name.count(".") > 1 and not name.startswith("dataset.per_class.")]
         rows += [(name, "", fmt(value)) for name, value in nested]
+        # what the task declares a reader looks at first leads, in its order (detection3d:
+        # mAP, NDS, ...), the rest alphabetical as before
+        lead = headline_paths(report)
+
+        def first(row: tuple[Any, ...]) -> int:
+            name = str(row[0])
+            spots = [lead.index(p) for p in (name, f"dataset.{name}", f"aggregate.{name}") if p in lead]
+            return min(spots, default=len(lead))
+
+        rows.sort(key=first)  # stable: the alphabetical order stays within the rest
         return ["metric", "aggregate (mean of rows)", "dataset (pooled)"], rows
     return ["metric", "value"], [(name, fmt(value)) for name, value in headline(report)]
 
