@@ -115,3 +115,14 @@ def test_the_exit_codes_are_one_table() -> None:
     table = prose(ROOT / "README.md").split("| code | meaning |", 1)[1].split("\n\n", 1)[0]
     codes = {int(code) for code in re.findall(r"^\| (\d+) \|", table, re.M)}
     assert codes == {int(status) for status in ExitStatus}
+
+
+def test_the_readmes_commands_write_under_an_ignored_folder() -> None:
+    """A first run of the README must not litter the checkout: every report its commands
+    write (``-o``, ``--html``, ``>``) goes under ``runs/``, which .gitignore lists."""
+    text = (ROOT / "README.md").read_text()
+    commands = "\n".join(re.findall(r"```sh\n(.*?)```", text, re.S))
+    outputs = re.findall(r"(?:\s-o|\s--html|\s>>?)\s+(\S+)", commands)
+    assert outputs
+    assert [path for path in outputs if path != "-" and not path.startswith("runs/")] == []
+    assert "runs/" in (ROOT / ".gitignore").read_text().split()
