@@ -224,11 +224,13 @@ def validate(file: str, kind: str | None) -> None:
         except InputError as exc:
             raise InputError(str(exc), path=file) from None
     problems = validation_errors(document, kind)
+    # a manifest or a provenance record is not a report
+    what = {"manifest": "manifest", "provenance": "run provenance record"}.get(kind, f"{kind} report")
     if problems:
         errors = [PairError(stem="", path=file, message=problem) for problem in problems]
         raise EvaluationFailed(errors, len(errors),
-                               f"{file} is not a valid {kind} report ({len(problems)} problem(s))")
-    click.echo(f"{file}: valid {kind} report", err=True)
+                               f"{file} is not a valid {what} ({len(problems)} problem(s))")
+    click.echo(f"{file}: valid {what}", err=True)
 
 
 @click.command()
