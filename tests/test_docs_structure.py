@@ -126,3 +126,15 @@ def test_the_readmes_commands_write_under_an_ignored_folder() -> None:
     assert outputs
     assert [path for path in outputs if path != "-" and not path.startswith("runs/")] == []
     assert "runs/" in (ROOT / ".gitignore").read_text().split()
+
+
+def test_every_extra_is_in_the_install_table_and_the_readme() -> None:
+    """The README's table had no word of the [geometry] extra that polygons need."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    install = prose(ROOT / "docs" / "install.md")
+    readme = prose(ROOT / "README.md")
+    for extra in sorted(set(extras) - {"test"}):
+        assert re.search(rf"^\| `rpx-eval\[{extra}\]` \|", install, re.M), extra
+        assert f"rpx-eval[{extra}]" in readme, extra
