@@ -130,7 +130,10 @@ def test_the_readmes_commands_write_under_an_ignored_folder() -> None:
 
 def test_every_extra_is_in_the_install_table_and_the_readme() -> None:
     """The README's table had no word of the [geometry] extra that polygons need."""
-    import tomllib
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     install = prose(ROOT / "docs" / "install.md")
