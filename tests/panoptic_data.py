@@ -140,17 +140,17 @@ def random_scene(rng: np.random.Generator, height: int = 48, width: int = 64,
 
 
 def half_iou_pair() -> tuple[Side, Side]:
-    """A thing whose prediction has IoU exactly 0.5 (no match: strict >) and one just above."""
+    """A person whose prediction covers half of it (IoU exactly 0.5: no match, strict >;
+    an FN and an FP) and a car predicted but one pixel (IoU 63/64)."""
     gt = Side(np.zeros((8, 16), np.int64))
     gt.ids[:, :8] = 11  # 64 px
     gt.segments[11] = (1, 0)
     gt.ids[:, 8:] = 12
     gt.segments[12] = (3, 0)
     pred = Side(np.zeros_like(gt.ids))
-    # person: 32 px inside + 32 px on the car: I = 32, U = 64 + 64 - 32 = 96... use a half
     pred.ids[:4, :8] = 21  # 32 px, all inside the person: IoU = 32 / 64 = 0.5 exactly
     pred.segments[21] = (1, 0)
-    pred.ids[:, 8:] = 22  # the car, exact: IoU 1
+    pred.ids[:, 8:] = 22  # the car but one pixel: IoU 63 / 64
     pred.ids[0, 8] = 0
     pred.segments[22] = (3, 0)
     return gt, pred

@@ -1,5 +1,5 @@
 """``rpx eval panoptic``: panoptic quality (PQ, SQ, RQ) on the COCO panoptic format, as
-panopticapi's ``pq_compute`` computes it (SPEC §11.3).
+panopticapi's ``pq_compute`` computes it (docs/panoptic.md).
 
 The JSON files list the images (:meth:`Panoptic.list_pairs`, :mod:`.listing`): each GT
 annotation is paired with the prediction of the same ``image_id`` (panopticapi's key; a

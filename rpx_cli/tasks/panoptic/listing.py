@@ -2,8 +2,8 @@
 
 Each GT annotation is paired with the prediction annotation of the same ``image_id``, as
 panopticapi pairs them; a GT image that no prediction of its id names is then paired with a
-prediction whose ``file_name`` stem is the GT's and whose id no GT image has (the SPEC's
-pairing by ``file_name``: detectron2 names Cityscapes prediction PNGs after the input image,
+prediction whose ``file_name`` stem is the GT's and whose id no GT image has (pairing by
+``file_name``: detectron2 names Cityscapes prediction PNGs after the input image,
 so ids are the key that always agrees, and file names rescue predictions written with other
 ids). The stem of a pair is the GT ``file_name`` without its suffix; each side's PNG is its
 own ``file_name`` in its folder. Unpaired images follow ``--missing``.
