@@ -118,7 +118,8 @@ def match_image(counts: np.ndarray, gt_category: np.ndarray, gt_crowd: np.ndarra
     g, p, iou = g[hit], p[hit], iou[hit]
     k = n_categories
     tp = np.bincount(gt_category[g], minlength=k)
-    iou_sum = np.bincount(gt_category[g], weights=iou, minlength=k)
+    # float64 even without a match (bincount of nothing is int64 whatever its weights)
+    iou_sum = np.bincount(gt_category[g], weights=iou, minlength=k).astype(np.float64)
     gt_matched = np.zeros(gt_category.size, bool)
     gt_matched[g] = True
     pred_matched = np.zeros(pred_category.size, bool)
@@ -149,7 +150,7 @@ class Quality:
 
     @classmethod
     def of(cls, tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, iou: np.ndarray) -> Quality:
-        tp, fp, fn = (np.asarray(x, np.float64) for x in (tp, fp, fn))
+        tp, fp, fn, iou = (np.asarray(x, np.float64) for x in (tp, fp, fn, iou))
         seen = (tp + fp + fn) > 0
         denominator = np.where(seen, tp + 0.5 * fp + 0.5 * fn, 1.0)
         pq = np.where(seen, iou / denominator, np.nan)
