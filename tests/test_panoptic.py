@@ -287,10 +287,13 @@ def test_overlap_counts_equal_the_unique_reference() -> None:
         shape = (int(rng.integers(1, 40)), int(rng.integers(1, 40)))
         pool_gt = np.concatenate([[0, 77], segments_gt])  # 77: an id no list names (mostly)
         pool_pred = np.concatenate([[0, 99], segments_pred])
-        gt = rng.choice(pool_gt, size=shape).astype(np.uint32)
-        pred = rng.choice(pool_pred, size=shape).astype(np.uint32)
-        assert np.array_equal(overlap_counts(gt, pred, segments_gt, segments_pred),
-                              reference_overlap_counts(gt, pred, segments_gt, segments_pred))
+        for run in (1, 16):  # noise (pixel by pixel) and runs along the rows (by runs)
+            gt = rng.choice(pool_gt, size=shape).repeat(run, axis=1).astype(np.uint32)
+            pred = rng.choice(pool_pred, size=shape).repeat(run, axis=1).astype(np.uint32)
+            speckle = rng.random(shape) < 0.01  # a few short runs among the long ones
+            pred[:, :shape[1]][speckle] = rng.choice(pool_pred, size=int(speckle.sum()))
+            assert np.array_equal(overlap_counts(gt, pred, segments_gt, segments_pred),
+                                  reference_overlap_counts(gt, pred, segments_gt, segments_pred))
 
 
 def test_id_png_decode_equals_panopticapis_reading(tmp_path: Path) -> None:

