@@ -10,7 +10,8 @@ times in fresh processes, round-robin:
   ``tests/panopticapi_reference.py``: the published code, ``processes=2``);
 - hotcoco 1.3's ``panoptic.pq_compute`` (Rust, its own threads over both CPUs);
 - ``rpx eval panoptic --jobs 2`` and ``--jobs 1``, first run (every input hashed) and
-  re-run (the GT PNGs' digests from the digest cache).
+  re-run (the GT PNGs' digests from the digest cache);
+- the floor: every PNG decoded by Pillow in one process (what any Python tool pays).
 
 The three tools' PQ/SQ/RQ are printed side by side (they must agree).
 """
@@ -135,6 +136,17 @@ with contextlib.redirect_stdout(io.StringIO()):
 print(json.dumps({{k: r[k] for k in ("All", "Things", "Stuff")}}))
 """
 
+DECODE = """
+import sys
+from pathlib import Path
+import numpy as np
+from PIL import Image
+for folder in sys.argv[1:]:
+    for path in sorted(Path(folder).iterdir()):
+        with Image.open(path) as image:
+            np.asarray(image)
+"""
+
 HOTCOCO = """
 import contextlib, io, json
 from hotcoco import panoptic
@@ -160,6 +172,7 @@ def main() -> None:
     checks = runs.warm(command + ["--jobs", "2"], expect_reused=n)
     load_before = load()
     commands = {
+        "decode": lambda: [py, "-c", DECODE, files["gt_dir"], files["pred_dir"]],
         "panopticapi": lambda: [py, "-c", PANOPTICAPI.format(tests=str(TESTS), **files)],
         "hotcoco": lambda: [py, "-c", HOTCOCO.format(**files)],
     }
@@ -170,6 +183,7 @@ def main() -> None:
     timings = measure(commands, repeat=args.repeat, capture=True)
     runs.cleanup()
     t = {name: timing.median for name, timing in timings.items()}
+    timings["decode"].stdout = "{}"
     results = {"panopticapi": json.loads(timings["panopticapi"].stdout),
                "hotcoco": json.loads(timings["hotcoco"].stdout)}
     report = json.loads(timings["rpx 2 first"].stdout)["dataset"]
@@ -190,6 +204,8 @@ def main() -> None:
     base = t["panopticapi"]
     print("| command | wall s | ms / image | vs panopticapi (2 processes) |")
     print("|---|---:|---:|---:|")
+    print(f"| floor: decode the {2 * n} PNGs with Pillow, one process | {t['decode']:.2f} | "
+          f"{t['decode'] / n * 1e3:.1f} | {base / t['decode']:.2f}x |")
     print(f"| panopticapi `pq_compute`, 2 processes | {base:.2f} | {base / n * 1e3:.1f} | 1.00x |")
     print(f"| hotcoco 1.3 `panoptic.pq_compute` (Rust, threads) | {t['hotcoco']:.2f} | "
           f"{t['hotcoco'] / n * 1e3:.1f} | {base / t['hotcoco']:.2f}x faster |")
