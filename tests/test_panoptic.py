@@ -494,3 +494,18 @@ def test_fixture_copy_runs_from_anywhere(rpx, tmp_path: Path) -> None:
     paths = {"gt_json": root / "gt.json", "gt_dir": root / "gt", "pred_json": root / "pred.json",
              "pred_dir": root / "pred"}
     assert_equals_reference(run(rpx, paths).json, reference(paths))
+
+
+def test_categories_from_their_own_file(rpx, tmp_path: Path) -> None:
+    paths = write_set(tmp_path, [("half", *half_iou_pair())])
+    want = run(rpx, paths).json
+    data = json.loads(paths["gt_json"].read_text())
+    (tmp_path / "categories.json").write_text(json.dumps(data.pop("categories")))
+    paths["gt_json"].write_text(json.dumps(data))
+    refused = run(rpx, paths)
+    assert refused.exit_code == 1 and "'categories' must be a non-empty list" in refused.stderr
+    got = run(rpx, paths, "--categories", tmp_path / "categories.json").json
+    assert got["params"]["categories"] == want["params"]["categories"]
+    assert got["dataset"] == want["dataset"]
+    bad = run(rpx, paths, "--categories", paths["pred_json"])
+    assert bad.exit_code == 2 and "--categories:" in bad.stderr

@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -107,12 +107,12 @@ class PanopticFile:
 def read_panoptic_json(path: str, *, gt: bool) -> PanopticFile:
     """A COCO panoptic JSON file: ``{"annotations": [{"image_id", "file_name",
     "segments_info"}], "categories": [{"id", "name", "isthing"}]}`` (categories needed in
-    the GT file; a prediction file may be the annotations list alone). Errors name the file
-    and the entry."""
+    the GT file unless given otherwise: ``gt`` False; a prediction file may be the
+    annotations list alone). Errors name the file and the entry."""
     from rpx_cli.io.regular import read_bytes
 
     data = loads_json(read_bytes(path), path)
-    if isinstance(data, list) and not gt:
+    if isinstance(data, list):
         data = {"annotations": data}
     if not isinstance(data, dict) or not isinstance(data.get("annotations"), list):
         raise InputError("not a COCO panoptic file: expected an object with an 'annotations' "
@@ -145,6 +145,32 @@ def read_panoptic_json(path: str, *, gt: bool) -> PanopticFile:
     return PanopticFile(annotations, categories)
 
 
+def read_categories(value: Any) -> list[dict[str, Any]]:
+    """Categories given on their own (``--categories``, ``Evaluator(categories=...)``): a
+    list of ``{id, name, isthing}``, or a JSON file holding one (or a COCO file with
+    ``categories``), as ``[{"id", "name", "isthing": bool}]``. Raises ``ValueError``."""
+    path = "categories"
+    if isinstance(value, (str, os.PathLike)):
+        from rpx_cli.io.regular import read_bytes
+
+        path = os.fspath(value)
+        if not os.path.isfile(path):
+            raise ValueError(f"{path}: no such file")
+        try:
+            value = loads_json(read_bytes(path), path)
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
+        if isinstance(value, dict):
+            value = value.get("categories")
+    if isinstance(value, tuple):
+        value = list(value)
+    try:
+        found = _categories(value, path)
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
+    return [{"id": c.id, "name": c.name, "isthing": c.isthing} for c in found]
+
+
 def _categories(value: Any, path: str) -> list[Category]:
     if not isinstance(value, list) or not value:
         raise InputError("'categories' must be a non-empty list of {id, name, isthing}",
@@ -174,6 +200,45 @@ def _categories(value: Any, path: str) -> list[Category]:
         names.add(name)
         out.append(Category(cid, name, bool(isthing)))
     return out
+
+
+class PanopticImage(NamedTuple):
+    """One side of an image as the metric takes it: the id map, the ``segments_info`` list
+    as the JSON gives it (checked when the image is evaluated, so a bad image is that
+    image's error) and the image's id for messages."""
+
+    ids: np.ndarray
+    segments: list[Any]
+    image_id: Any
+
+
+def in_memory_image(value: Any, path: str) -> PanopticImage:
+    """An image given in memory (``rpx_cli.Evaluator``): ``{"ids": (H, W) integers 0 ..
+    256³-1, "segments_info": [...], "image_id"?}``, or ``"rgb"`` (an ``(H, W, 3)`` uint8
+    array as the PNG decodes) instead of ``"ids"``. ``path`` names it (its stem is the
+    image id when none is given)."""
+    if not isinstance(value, dict) or not isinstance(value.get("segments_info"), list):
+        raise InputError("a panoptic sample is {'ids' or 'rgb': array, 'segments_info': [...]}",
+                         path=path)
+    if "ids" in value:
+        ids = np.asarray(value["ids"])
+        if ids.ndim != 2 or ids.dtype.kind not in "ui":
+            raise InputError(f"'ids' must be an (H, W) integer array, got {ids.dtype} "
+                             f"{ids.shape}", path=path)
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= MAX_ID):
+            raise InputError(f"'ids' must be 0 .. {MAX_ID - 1} (an RGB PNG's range)", path=path)
+        ids = ids.astype(np.uint32)
+    elif "rgb" in value:
+        rgb = np.asarray(value["rgb"])
+        if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
+            raise InputError(f"'rgb' must be an (H, W, 3) uint8 array, got {rgb.dtype} "
+                             f"{rgb.shape}", path=path)
+        ids = _ids_of(rgb)
+    else:
+        raise InputError("a panoptic sample needs 'ids' (or 'rgb') beside 'segments_info'",
+                         path=path)
+    stem = os.path.basename(path).rpartition(".")[0] or path
+    return PanopticImage(ids, value["segments_info"], value.get("image_id", stem))
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,21 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError
+from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.io.panoptic import Segments, decode_ids, segments_of
+from rpx_cli.io.memory import InMemory
+from rpx_cli.io.panoptic import (
+    PanopticImage,
+    Segments,
+    decode_ids,
+    in_memory_image,
+    read_categories,
+    segments_of,
+)
 from rpx_cli.ops.panoptic import ImageResult, Quality, match_image, overlap_counts
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import Listing, MetricInfo, Option, Params, Sample, Task, Warn, shape_text
@@ -36,16 +44,6 @@ AREA_MISMATCH = ("GT segment area in the JSON differs from its pixel count in th
                  "JSON's is used, as panopticapi does)")
 ABSENT_GT = ("GT segment listed in segments_info has no pixel in the PNG (a false negative "
              "unless crowd, as panopticapi counts it)")
-
-
-class PanopticImage(NamedTuple):
-    """One side of an image: the id map, the ``segments_info`` list as the JSON gives it
-    (checked in :meth:`Panoptic.evaluate`, so a bad image is that image's error) and the
-    image's id for messages."""
-
-    ids: np.ndarray
-    segments: list[Any]
-    image_id: Any
 
 
 def _encode_classes(result: ImageResult) -> dict[str, list[Any]]:
@@ -84,7 +82,8 @@ class Panoptic(Task):
         "    --pred-json fixtures/panoptic/coco/pred.json --pred-dir fixtures/panoptic/coco/pred \\\n"
         "    | jq .dataset.pq"
     )
-    suffixes = (".png",)
+    # the id PNGs; .json: an image given in memory (rpx_cli.Evaluator), {ids, segments_info}
+    suffixes = (".png", ".json")
     input_help = ("Folder of the prediction PNGs that --pred-json names.",
                   "Folder of the GT PNGs that --gt-json names.")
     files_list_pairs = True
@@ -95,6 +94,12 @@ class Panoptic(Task):
         Option("pred_json", "--pred-json", "file", None, metavar="FILE",
                help="COCO panoptic prediction JSON: each image's segments (image_id, "
                     "file_name, segments_info)."),
+    )
+    options = (
+        Option("categories", "--categories", "parsed", None, parse=read_categories,
+               metavar="FILE",
+               help="The categories, a JSON list of {id, name, isthing} (or a COCO file with "
+                    "'categories') [default: the GT JSON's]. rpx_cli.Evaluator takes the list."),
     )
     primary_metric = "pq"
     rank_metric = "pq"
@@ -133,16 +138,22 @@ class Panoptic(Task):
     def list_pairs(self, files: Mapping[str, str], pred_dir: str, gt_dir: str, params: Params, *,
                    missing: str) -> Listing:
         pairing, categories = list_images(files["gt_json"], files["pred_json"], pred_dir,
-                                          gt_dir, missing=missing)
+                                          gt_dir, missing=missing, categories=params["categories"])
         return Listing(pairing, {"categories": categories})
 
     # --- per image (in a worker) ------------------------------------------------------
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
-             role: str = "gt") -> np.ndarray:
-        return decode_ids(buffer.read(path), path)
+             role: str = "gt") -> np.ndarray | PanopticImage:
+        data = buffer.read(path)
+        if isinstance(data, InMemory):  # rpx_cli.Evaluator: the image and its segments
+            return in_memory_image(data.value, path)
+        return decode_ids(data, path)  # a PNG: its segments come with the pair (join)
 
-    def empty_prediction(self, gt: np.ndarray, params: Params) -> np.ndarray:
+    def empty_prediction(self, gt: np.ndarray | PanopticImage,
+                         params: Params) -> np.ndarray | PanopticImage:
+        if isinstance(gt, PanopticImage):
+            return PanopticImage(np.zeros_like(gt.ids), [], gt.image_id)
         return np.zeros_like(gt)  # all VOID, no segment
 
     def join(self, pred: np.ndarray, gt: np.ndarray, entry: Entry,
@@ -153,6 +164,9 @@ class Panoptic(Task):
     def evaluate(self, pred: PanopticImage, gt: PanopticImage, params: Params, *,
                  pred_path: str | None, gt_path: str) -> Sample:
         categories = params["categories"]
+        if not categories:
+            raise ParameterError("panoptic needs the categories: Evaluator('panoptic', "
+                                 "categories=[{'id', 'name', 'isthing'}, ...])")
         index = {category["id"]: i for i, category in enumerate(categories)}
         image = f"image {gt.image_id!r}"
         gt_segments = segments_of(gt.segments, index, image=f"{image} (GT)", path=gt_path)

@@ -28,12 +28,13 @@ class Entry:
     pred_segments: list[Any] | None  # None: no prediction (--missing empty)
 
 
-def list_images(gt_json: str, pred_json: str, pred_dir: str, gt_dir: str, *,
-                missing: str) -> tuple[Pairing, list[dict[str, Any]]]:
-    """The pairs (stem order) and the GT categories as params (``[{id, name, isthing}]``)."""
-    gt = read_panoptic_json(gt_json, gt=True)
+def list_images(gt_json: str, pred_json: str, pred_dir: str, gt_dir: str, *, missing: str,
+                categories: list[dict[str, Any]] | None = None
+                ) -> tuple[Pairing, list[dict[str, Any]]]:
+    """The pairs (stem order) and the categories as params (``[{id, name, isthing}]``):
+    ``categories`` when given (``--categories``), else the GT file's."""
+    gt = read_panoptic_json(gt_json, gt=categories is None)
     pred = read_panoptic_json(pred_json, gt=False)
-    assert gt.categories is not None
     gt_by_id = _unique(gt.annotations, gt_json, stems=True)
     pred_by_id = _unique(pred.annotations, pred_json, stems=False)
     loose = {a.stem: a for a in pred.annotations if a.image_id not in gt_by_id}
@@ -60,7 +61,8 @@ def list_images(gt_json: str, pred_json: str, pred_dir: str, gt_dir: str, *,
     extra = sorted((a for a in pred.annotations if a.image_id not in claimed),
                    key=lambda a: a.stem)
     if missing == "error" and (gt_only or extra):
-        problems = [PairError(stem, gt_json, f"image {_id(gt_by_id, stem)!r}: no prediction in "
+        ids = {a.stem: a.image_id for a in gt.annotations}
+        problems = [PairError(stem, gt_json, f"image {ids[stem]!r}: no prediction in "
                               f"{pred_json} (by image_id or file_name)") for stem in gt_only]
         problems += [PairError(a.stem, pred_json, f"image {a.image_id!r}: not in {gt_json}")
                      for a in extra]
@@ -69,14 +71,16 @@ def list_images(gt_json: str, pred_json: str, pred_dir: str, gt_dir: str, *,
                                "written (--missing skip evaluates the images in both and lists "
                                "the rest under 'unpaired')")
     if not pairs:
-        raise InputError(f"no image to evaluate: {gt_json} lists {len(gt.annotations)} and "
-                         f"{pred_json} {len(pred.annotations)}, and none is in both",
+        raise InputError(f"no pairs to evaluate: {gt_json} lists {len(gt.annotations)} "
+                         f"image(s) and {pred_json} {len(pred.annotations)}, and none is in both",
                          path=gt_json)
     pairing = Pairing(pairs, pred_only=sorted({a.stem for a in extra}), gt_only=gt_only,
                       pred_only_files={a.stem: a.file_name for a in extra},
                       gt_only_files=gt_only_files, n_pred_files=len(pred.annotations),
                       n_gt_files=len(gt.annotations))
-    categories = [{"id": c.id, "name": c.name, "isthing": c.isthing} for c in gt.categories]
+    if categories is None:
+        assert gt.categories is not None
+        categories = [{"id": c.id, "name": c.name, "isthing": c.isthing} for c in gt.categories]
     return pairing, categories
 
 
@@ -95,7 +99,3 @@ def _unique(annotations: list[Annotation], path: str, *, stems: bool) -> dict[An
                                  path=path)
             by_stem[ann.stem] = ann
     return by_id
-
-
-def _id(by_id: dict[Any, Annotation], stem: str) -> Any:
-    return next(a.image_id for a in by_id.values() if a.stem == stem)
