@@ -213,15 +213,18 @@ class PanopticImage(NamedTuple):
 
 
 def in_memory_image(value: Any, path: str) -> PanopticImage:
-    """An image given in memory (``rpx_cli.Evaluator``): ``{"ids": (H, W) integers 0 ..
-    256³-1, "segments_info": [...], "image_id"?}``, or ``"rgb"`` (an ``(H, W, 3)`` uint8
-    array as the PNG decodes) instead of ``"ids"``. ``path`` names it (its stem is the
-    image id when none is given)."""
+    """An image with its segments as one document (``rpx_cli.Evaluator``'s in-memory form,
+    or a ``.json`` file of it): ``{"ids": (H, W) integers 0 .. 256³-1, "segments_info":
+    [...], "image_id"?}``, or ``"rgb"`` (an ``(H, W, 3)`` uint8 array as the PNG decodes)
+    instead of ``"ids"``. ``path`` names it (its stem is the image id when none is given)."""
     if not isinstance(value, dict) or not isinstance(value.get("segments_info"), list):
         raise InputError("a panoptic sample is {'ids' or 'rgb': array, 'segments_info': [...]}",
                          path=path)
     if "ids" in value:
-        ids = np.asarray(value["ids"])
+        try:
+            ids = np.asarray(value["ids"])
+        except ValueError:  # ragged lists
+            raise InputError("'ids' must be an (H, W) integer array", path=path) from None
         if ids.ndim != 2 or ids.dtype.kind not in "ui":
             raise InputError(f"'ids' must be an (H, W) integer array, got {ids.dtype} "
                              f"{ids.shape}", path=path)
@@ -229,7 +232,10 @@ def in_memory_image(value: Any, path: str) -> PanopticImage:
             raise InputError(f"'ids' must be 0 .. {MAX_ID - 1} (an RGB PNG's range)", path=path)
         ids = ids.astype(np.uint32)
     elif "rgb" in value:
-        rgb = np.asarray(value["rgb"])
+        try:
+            rgb = np.asarray(value["rgb"])
+        except ValueError:
+            raise InputError("'rgb' must be an (H, W, 3) uint8 array", path=path) from None
         if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
             raise InputError(f"'rgb' must be an (H, W, 3) uint8 array, got {rgb.dtype} "
                              f"{rgb.shape}", path=path)

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.io.memory import InMemory
 from rpx_cli.io.panoptic import (
     PanopticImage,
     Segments,
@@ -82,7 +82,8 @@ class Panoptic(Task):
         "    --pred-json fixtures/panoptic/coco/pred.json --pred-dir fixtures/panoptic/coco/pred \\\n"
         "    | jq .dataset.pq"
     )
-    # the id PNGs; .json: an image given in memory (rpx_cli.Evaluator), {ids, segments_info}
+    # the id PNGs; .json: an image with its segments, {ids or rgb, segments_info}, as
+    # rpx_cli.Evaluator takes one in memory
     suffixes = (".png", ".json")
     input_help = ("Folder of the prediction PNGs that --pred-json names.",
                   "Folder of the GT PNGs that --gt-json names.")
@@ -146,8 +147,8 @@ class Panoptic(Task):
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> np.ndarray | PanopticImage:
         data = buffer.read(path)
-        if isinstance(data, InMemory):  # rpx_cli.Evaluator: the image and its segments
-            return in_memory_image(data.value, path)
+        if path.lower().endswith(".json"):  # {ids or rgb, segments_info}: rpx_cli.Evaluator's
+            return in_memory_image(loads_json(data.tobytes(), path), path)
         return decode_ids(data, path)  # a PNG: its segments come with the pair (join)
 
     def empty_prediction(self, gt: np.ndarray | PanopticImage,
