@@ -430,6 +430,10 @@ def _duplicate_id(paths):
     edit_json(paths["pred_json"], lambda ann: ann["segments_info"].append(dict(ann["segments_info"][0])))
 
 
+def _zero_area(paths):
+    edit_json(paths["gt_json"], lambda ann: ann["segments_info"][0].update(area=0))
+
+
 def _missing_png(paths):
     (paths["pred_dir"] / "half.png").unlink()
 
@@ -447,6 +451,7 @@ ERRORS = [
     (_rgba_png, "gt/half.png", "8-bit RGBA PNG"),
     (_duplicate_id, "pred/half.png", "segment id 21 is listed twice"),
     (_missing_png, "pred/half.png", "file not found"),
+    (_zero_area, "gt/half.png", "image 42 (GT): segment 11 has area 0 in the JSON but 64 pixel(s)"),
 ]
 
 

@@ -183,13 +183,17 @@ class Panoptic(Task):
             _unlisted(gt, gt_segments, f"{image} (GT)", gt_path)
         pixels = counts[2:, :].sum(axis=1, dtype=np.int64)
         area = np.where(gt_segments.area >= 0, gt_segments.area, pixels)
+        zero = (area == 0) & (pixels > 0)
+        if zero.any():  # a union of 0 pixels: no IoU (panopticapi would divide by zero)
+            raise InputError(f"{image} (GT): segment {int(gt_segments.ids[zero][0])} has area 0 "
+                             f"in the JSON but {int(pixels[zero][0])} pixel(s) in the PNG",
+                             path=gt_path)
         if np.any((gt_segments.area >= 0) & (gt_segments.area != pixels)):
             warnings.warn(AREA_MISMATCH, stacklevel=1)
         if np.any(pixels == 0):
             warnings.warn(ABSENT_GT, stacklevel=1)
-        with np.errstate(divide="ignore", invalid="ignore"):  # a JSON area of 0: its warning above
-            result = match_image(counts, gt_segments.category, gt_segments.crowd, area,
-                                 pred_segments.category, len(categories))
+        result = match_image(counts, gt_segments.category, gt_segments.crowd, area,
+                             pred_segments.category, len(categories))
         quality = Quality.of(result.tp, result.fp, result.fn, result.iou)
         pq, sq, rq, _ = quality.means()
         row = {"pq": pq, "sq": sq, "rq": rq, "tp": int(result.tp.sum()),
