@@ -4,6 +4,7 @@ run for minutes or end in an internal error is an input error naming the file, o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -304,10 +305,8 @@ def test_a_signal_to_the_process_group_prints_no_traceback(tmp_path: Path, signa
         while not _children(child.pid) and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.0005)  # until the first worker is forked
         time.sleep(delay)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signum)
-        except ProcessLookupError:
-            pass
         _, stderr = child.communicate(timeout=60)
         text = stderr.decode()
         assert "Traceback" not in text and "Exception ignored" not in text, (delay, text)

@@ -117,14 +117,17 @@ class PairJob:
                         pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
                 except RpxError as exc:
                     broken, pred = exc, task.empty_prediction(gt, params)
+            empty = pred_path is None or broken is not None
             try:
-                scored = self._score(worker, pair, pred, gt, None if broken else pred_path)
+                scored = self._score(worker, pair, *self._joined(pair, pred, gt, empty),
+                                     None if broken else pred_path)
             except RpxError as exc:
-                if broken is not None or pred_path is None:
+                if empty:
                     return self._failed(worker, pair, exc, "gt", gt_path)
                 # the prediction read but cannot be scored: scored empty if the GT alone can be
                 try:
-                    scored = self._score(worker, pair, task.empty_prediction(gt, params), gt, None)
+                    scored = self._score(worker, pair, *self._joined(
+                        pair, task.empty_prediction(gt, params), gt, True), None)
                 except RpxError:
                     return self._failed(worker, pair, exc, "gt", gt_path)
                 broken = exc
@@ -136,6 +139,13 @@ class PairJob:
         error = None if broken is None else replace(
             pair_error(broken, pair.stem, str(pred_path), side="pred"), path=str(pred_path))
         return Outcome(*scored, error, digests, worker.take_warnings(), worker.take_tally())
+
+    def _joined(self, pair: Pair, pred: Any, gt: Any, empty: bool) -> tuple[Any, Any]:
+        """The pair with its listed entry joined (``task.join``); ``empty``: ``pred`` is the
+        task's empty prediction (the entry's prediction side is not joined to it)."""
+        if pair.entry is None:
+            return pred, gt
+        return self.task.join(pred, gt, pair.entry, self.params, prediction=not empty)
 
     def _score(self, worker: Worker, pair: Pair, pred: Any, gt: Any,
                pred_path: str | None) -> tuple[Any, dict[str, Any] | None, dict[str, Any] | None]:
