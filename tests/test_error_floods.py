@@ -66,6 +66,7 @@ def test_many_unreadable_pairs_print_20_lines_and_under_skip_20_notes(rpx, tmp_p
     assert lines[-1].startswith("rpx: 30 of 31 pairs could not be evaluated")
     skipped = rpx(cmd + " --on-error skip")
     assert skipped.exit_code == 0 and len(skipped.json["errors"]) == 30
-    notes = [line for line in skipped.stderr.splitlines() if line.startswith(("skipped", "…"))]
+    notes = [line for line in skipped.stderr.splitlines()
+             if line.startswith(("skipped", "scored as empty", "…"))]
     assert len(notes) == MAX_LISTED + 1
     assert notes[-1] == "… and 10 more (see 'errors' in the report)"

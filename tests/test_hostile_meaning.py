@@ -122,7 +122,7 @@ def test_a_negative_num_pts_is_refused_not_passed_by_min_pts(rpx, tmp_path: Path
     write_json(tmp_path / "gt" / "a.json", [{**box, "num_pts": -5}, {**box, "num_pts": 3}])
     write_json(tmp_path / "pred" / "a.json", [{**box, "detection_score": 0.9}])
     _refused(_eval(rpx, "detection3d", tmp_path, "--min-pts", "1"), tmp_path / "gt" / "a.json",
-             "box 0", "'num_pts' must be an integer >= 0, got -5")
+             "box 0", "'num_pts' must be an integer >= 0 (or -1: not given), got -5")
 
 
 def test_the_rules_are_documented() -> None:

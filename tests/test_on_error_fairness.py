@@ -20,9 +20,11 @@ SAME = ("aggregate", "dataset", "rows", "n_pairs")
 
 
 def _folder_case(task_name: str) -> Path | None:
-    """The task's first golden case that reads two folders (not input files)."""
+    """The task's first golden case that reads two folders (not input files instead of
+    them; files that list the folders' pairs, as panoptic's, are fine)."""
     task = TASKS[task_name]
-    files = {option.flag for option in task.file_inputs}
+    files = set() if getattr(task, "files_list_pairs", False) else \
+        {option.flag for option in task.file_inputs}
     for case in golden_cases():
         if case.parent.name == task_name and not files & set(shlex.split((case / "args").read_text())):
             return case
@@ -66,9 +68,18 @@ def test_a_broken_prediction_scores_as_a_missing_one_under_on_error_skip(
 
     skipped = rpx([*_with_pred_dir(case, argv, flag, broken), "--on-error", "skip"])
     assert skipped.exit_code == 0, skipped.stderr
-    empty = rpx([*_with_pred_dir(case, argv, flag, missing), "--missing", "empty"])
+    if getattr(TASKS[task_name], "files_list_pairs", False):
+        # a listed pair cannot be missing: its empty prediction is written out instead (an
+        # all-VOID map, no segment listed for it)
+        empty_argv = _empty_listed_prediction(case, argv, flag, source, missing, rel, tmp_path)
+    else:
+        empty_argv = [*_with_pred_dir(case, argv, flag, missing), "--missing", "empty"]
+    empty = rpx(empty_argv)
     assert empty.exit_code == 0, empty.stderr
     got, expected = skipped.json, empty.json
+    for row in expected.get("rows") or []:  # the empty prediction was a file here: scored alike
+        if row["stem"] == str(rel.with_suffix("")):
+            row["pred_path"] = None
     got_same = json.loads(json.dumps({key: got.get(key) for key in SAME}).replace(
         json.dumps(str(broken))[1:-1], json.dumps(str(missing))[1:-1]))
     for key in SAME:
@@ -80,13 +91,35 @@ def test_a_broken_prediction_scores_as_a_missing_one_under_on_error_skip(
     assert f"scored as empty: {broken / rel}" in skipped.stderr
     # the broken file is not among the files evaluated: the folder digests as without it
     inputs = got["run_provenance"]["inputs"]
-    assert inputs[TASKS[task_name].input_names[0]]["sha256"] == \
-        expected["run_provenance"]["inputs"][TASKS[task_name].input_names[0]]["sha256"]
+    if not getattr(TASKS[task_name], "files_list_pairs", False):  # (there a file stood in)
+        assert inputs[TASKS[task_name].input_names[0]]["sha256"] == \
+            expected["run_provenance"]["inputs"][TASKS[task_name].input_names[0]]["sha256"]
 
     # --on-error fail is unchanged: the pair is listed, exit 1, no report
     failed = rpx([*_with_pred_dir(case, argv, flag, broken), "--on-error", "fail"])
     assert failed.exit_code == 1 and failed.stdout == ""
     assert str(broken / rel) in failed.stderr
+
+
+def _empty_listed_prediction(case: Path, argv: list[str], flag: str, source: Path, missing: Path,
+                             rel: Path, tmp_path: Path) -> list[str]:
+    """Panoptic: the victim's PNG all zeros (VOID) and its segments_info empty in a copy of
+    --pred-json: the prediction that predicts nothing, as a file."""
+    import numpy as np
+    from PIL import Image
+
+    shape = np.asarray(Image.open(source / rel)).shape
+    Image.fromarray(np.zeros(shape, np.uint8)).save(missing / rel)
+    listing_flag = "--pred-json"
+    listing = (case / argv[argv.index(listing_flag) + 1]).resolve()
+    document = json.loads(listing.read_text())
+    for entry in document["annotations"]:
+        if entry["file_name"] == str(rel):
+            entry["segments_info"] = []
+    write_json(tmp_path / "pred.json", document)
+    out = _with_pred_dir(case, argv, flag, missing)
+    out[out.index(listing_flag) + 1] = str(tmp_path / "pred.json")
+    return out
 
 
 def _detection(tmp_path: Path, n: int = 4) -> tuple[Path, Path]:

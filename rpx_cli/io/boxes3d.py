@@ -292,7 +292,7 @@ def _fast(objects: list[Any], prediction: bool, box_origin: str) -> Boxes3D | No
     if given is not None:
         if set(map(type, given)) != {int}:
             return None
-        if min(given) < 0 or max(given) >= 2**63:  # the checked path names the box
+        if min(given) < -1 or max(given) >= 2**63:  # the checked path names the box
             return None
         num_pts = np.array(given, np.int64)
     elif any("num_pts" in o for o in objects):
@@ -405,9 +405,10 @@ def _checked(objects: list[Any], path: str, prediction: bool, box_origin: str, w
         pts = item.get("num_pts")
         if pts is None:
             pts = -1  # not given
-        elif type(pts) is not int or not 0 <= pts < 2**63:
-            # a negative count would read as "not given" and pass --min-pts
-            raise fail(f"'num_pts' must be an integer >= 0, got {pts!r}")
+        elif type(pts) is not int or not -1 <= pts < 2**63:
+            # -1 is the devkit's "not given" (its DetectionBox default); any other negative
+            # count would read as that and pass --min-pts
+            raise fail(f"'num_pts' must be an integer >= 0 (or -1: not given), got {pts!r}")
         ego = item.get("ego_translation")
         if ego is not None and not (_finite_list(ego, 3) and all(abs(v) <= MAX_MAGNITUDE for v in ego)):
             raise fail(f"'ego_translation' must be three finite numbers within ±{MAX_MAGNITUDE:g}, "
