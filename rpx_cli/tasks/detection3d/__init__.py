@@ -36,6 +36,7 @@ from rpx_cli.io.boxes3d import (
 )
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.regular import read_bytes
+from rpx_cli.ops import detection3d as d3
 from rpx_cli.params.parsers import iou_threshold, parse_band, positive
 from rpx_cli.tasks.base import (
     FileInput,
@@ -67,6 +68,20 @@ from rpx_cli.tasks.detection3d.summary import ROW_KEYS, summarize_pairs
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
+_CURVE_POINTS = {"type": "array", "minItems": 101, "maxItems": 101, "items": {"type": ["number", "null"]}}
+_CURVES = {
+    "type": "object",
+    "description": "Per class, per match-threshold token (0p5m, iou0p7): the 101-point curves "
+                   "on the recall grid, as the devkit's DetectionMetricData (nuscenes) or "
+                   "autoware-ml reads them (autoware); null for a class left out.",
+    "additionalProperties": {"type": "object", "additionalProperties": {
+        "oneOf": [{"type": "null"}, {
+            "type": "object",
+            "required": ["recall", "precision", "confidence", *d3.CURVE_ERRORS.values()],
+            "properties": {key: _CURVE_POINTS for key in
+                           ("recall", "precision", "confidence", *d3.CURVE_ERRORS.values())},
+            "additionalProperties": False}]}}}
+
 
 @register_task
 class Detection3D(Task):
@@ -93,6 +108,10 @@ class Detection3D(Task):
         '    --gt-dir fixtures/detection3d/street/gt --protocol autoware | jq .dataset.mAP'
     )
     stats = (Stat("sample", encode=encode_pair, decode=decode_pair),)
+    report_properties = {"dataset": {
+        "type": "object",
+        "properties": {"curves": _CURVES},
+        "patternProperties": {"^curves_": _CURVES}}}
     metrics = {
         "tp": MetricInfo("higher", "row: predictions (score >= conf threshold) matched at the TP "
                          "threshold"),
@@ -121,6 +140,7 @@ class Detection3D(Task):
         "ap": (("mAP", "NDS", "AP"), ()),
         "tp": (tuple(f"m{e}" for e in ERRORS) + ERRORS, ()),
         "aph": (("mAPH", "APH"), ()),
+        "curves": ((), ()),
     }
     options = (
         Option("protocol", "--protocol", "choice", "nuscenes", choices=tuple(PROTOCOLS),

@@ -60,8 +60,9 @@ def summarize_pairs(pairs: list[SamplePair], params: Params, bands: list[Band], 
                   dataset)
         dataset[banded("n_gt", band)] = len(g)
         dataset[banded("n_pred", band)] = len(p)
-        results = d3.score(g, p, matching, classes, thresholds, tp_column, c.scoring) \
-            if wanted & {"ap", "tp", "aph"} else None
+        results = d3.score(g, p, matching, classes, thresholds, tp_column, c.scoring,
+                           curves="curves" in wanted) \
+            if wanted & {"ap", "tp", "aph", "curves"} else None
         for k, name in enumerate(classes):
             entry = dataset["per_class"][name]
             entry[banded("n_gt", band)] = int(np.count_nonzero(g.cls == k))
@@ -80,7 +81,11 @@ def summarize_pairs(pairs: list[SamplePair], params: Params, bands: list[Band], 
             if "tp" in wanted:
                 for e in ERRORS:
                     entry[banded(e, band)] = r.errors[e]
-        if results is not None:
+        if results is not None and "curves" in wanted:
+            dataset[banded("curves", band)] = {
+                name: {t.token: curve for t, curve in zip(c.thresholds, r.curves, strict=True)}
+                for name, r in zip(classes, results, strict=True)}
+        if results is not None and wanted & {"ap", "tp", "aph"}:
             figures = d3.summary(results, c.scoring)
             keys = (["mAP", "NDS"] if "ap" in wanted else []) + \
                 (["mAPH"] if "aph" in wanted else []) + \
