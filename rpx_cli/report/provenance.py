@@ -94,7 +94,7 @@ def collect_environment() -> dict[str, Any]:
 
 @cache
 def _environment() -> dict[str, Any]:
-    from importlib import metadata
+    from rpx_cli.distributions import version
 
     env: dict[str, Any] = {
         "python": platform.python_version(),
@@ -103,10 +103,7 @@ def _environment() -> dict[str, Any]:
         "machine": platform.machine(),
     }
     for name in _VERSIONED:
-        try:
-            env[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            env[name] = None
+        env[name] = version(name)
     return env
 
 
