@@ -35,6 +35,7 @@ from rpx_cli.ops.reduce import mean_present
 from rpx_cli.ops.resize import RESIZE_METHODS, resize
 from rpx_cli.params import banded
 from rpx_cli.params.parsers import parse_band
+from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
@@ -119,6 +120,7 @@ class Depth(Task):
                help="Per-frame alignment of relative-depth predictions, fitted on valid pixels."),
         Option("resize_pred", "--resize-pred", "choice", None, choices=RESIZE_METHODS,
                help="Resize predictions to the GT size instead of failing on a shape mismatch."),
+        KEEP_WORST, IMAGES_DIR,
     )
 
     # --- parameters -------------------------------------------------------------------

@@ -38,6 +38,7 @@ from rpx_cli.ops.confusion import (
     sum_confusions,
 )
 from rpx_cli.ops.reduce import mean_present
+from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
@@ -93,6 +94,7 @@ class Segmentation(Task):
         Option("class_names", "--class-names", "file", None, metavar="FILE",
                help="Class names, one per line or a JSON list; label i is line i. Keys "
                     "dataset.per_class by name and implies --num-classes."),
+        KEEP_WORST, IMAGES_DIR,
     )
 
     def normalise_params(self, params: Params) -> dict[str, Any]:

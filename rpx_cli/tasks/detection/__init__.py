@@ -58,6 +58,7 @@ from rpx_cli.ops.coco import STAT_NAMES
 from rpx_cli.ops.geometry import BOXES, GEOMETRIES, Geometry, require_shapely
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
 from rpx_cli.ops.tide import ERROR_TYPES
+from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
@@ -199,6 +200,7 @@ class Detection(Task):
         Option("skip_empty_gt", "--skip-empty-gt", "flag", False,
                help="Leave frames with an empty GT file out of rows, pooled and confusion "
                     "(Aquarium's default); COCO always counts them."),
+        KEEP_WORST, IMAGES_DIR,
     )
     file_inputs = (
         Option("coco_gt", "--coco-gt", "file", None, urls=True, metavar="FILE",

@@ -38,6 +38,7 @@ from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.regular import read_bytes
 from rpx_cli.ops import detection3d as d3
 from rpx_cli.params.parsers import iou_threshold, parse_band, positive
+from rpx_cli.params.pictures import KEEP_WORST
 from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
@@ -210,6 +211,7 @@ class Detection3D(Task):
         Option("min_precision", "--min-precision", "parsed", 0.1,
                parse=probability("min precision"), metavar="P",
                help="Precision below this counts 0 in AP."),
+        KEEP_WORST,
     )
     file_inputs = (
         Option("gt_file", "--gt-file", "file", None, urls=True, metavar="FILE",
