@@ -23,6 +23,7 @@ from rpx_cli.run.invocation import (
     stamp,
 )
 from rpx_cli.run.options import RunOptions, Strata
+from rpx_cli.run.pictures import attach_pictures
 from rpx_cli.run.plan import Plan, plan_folders
 from rpx_cli.run.state import State, evaluate_batch, finalize, provenance_inputs
 from rpx_cli.tasks.registry import get_task
@@ -82,14 +83,18 @@ def conclude(state: State, invocation: Invocation, stopwatch: Stopwatch, *,
     part), ``run_provenance`` stamped once, and the warnings for stderr."""
     task = get_task(state.task)
     report = finalize(state, check_errors=False)
+    pictures: list[str] = []
     if state.shard is not None:
         report["state"] = state.part()
+    else:
+        pictures = attach_pictures(report, task, state.params)
     inputs = {**provenance_inputs(state), **(extra_inputs or {})}
     stamp(report, invocation, inputs, stopwatch,
           digests={"computed": state.tally.computed, "reused": state.tally.reused},
           executor=executor)
     lines = list(warnings or [])
     lines += [task.warning_text(kind, paths) for kind, paths in sorted(state.warnings.items())]
+    lines += pictures
     return Evaluation(report=report, warnings=lines)
 
 

@@ -301,6 +301,7 @@ def finalize(state: State, *, check_errors: bool = True,
         rows = [state.rows[i] for i in rows_order]
     extras = [state.extras[i] for i in order] if state.extras else []
     report = assemble(task, state.params, stats, rows=rows, extras=extras,
+                      stems=[state.stems[i] for i in order], part=state.shard is not None,
                       unpaired={side: sorted(stems, key=unescaped)
                                 for side, stems in state.unpaired.items()},
                       errors=errors, include_rows=state.include_rows,

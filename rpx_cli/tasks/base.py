@@ -228,6 +228,18 @@ class Task:
         """Read the :attr:`file_inputs` (option name -> path) given instead of folders."""
         raise NotImplementedError(f"{self.name} reads folders only")
 
+    # --- the page's pictures of a worst frame (--keep-worst; rpx_cli/run/pictures.py) ---------
+
+    # frame_overlays draws something: the worst frames' files are read again for it
+    draws_overlays: ClassVar[bool] = False
+
+    def frame_overlays(self, pred: Any, gt: Any, params: Params) -> dict[str, tuple[Any, bool]]:
+        """What the page lays over one of the worst frames (its image, when
+        ``--images-dir`` has one): name -> ``(rgba, smooth)``, an ``uint8`` H x W x 4 array
+        at the frame's resolution (transparent where there is nothing to say) and whether
+        it is shrunk smoothly (an error map) or by nearest neighbour (labels)."""
+        return {}
+
     # --- over all pairs -----------------------------------------------------------------------
 
     def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from rpx_cli.ops.depth import (
     EDGES,
     METRICS,
     N_BINS,
+    PRED_FLOOR,
     DepthHistogram,
     DepthSums,
     NonFinitePrediction,
@@ -31,6 +32,7 @@ from rpx_cli.ops.depth import (
     fit_alignment,
     shared_kernel,
 )
+from rpx_cli.ops.pictures import depth_error_overlay
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.ops.resize import RESIZE_METHODS, resize
 from rpx_cli.params import banded
@@ -254,6 +256,26 @@ class Depth(Task):
         except InputError as exc:
             raise InputError(str(exc), path=pred_path) from None
         return apply_alignment(p, method, scale, shift), scale, shift
+
+    # --- the page's pictures of a worst frame ----------------------------------------------
+
+    draws_overlays = True
+
+    def frame_overlays(self, pred: DepthMap, gt: DepthMap, params: Params) -> dict[str, Any]:
+        """``absrel``: the frame's relative error map (after ``--resize-pred`` and
+        ``--align``, as it was scored), valid pixels only."""
+        shape = gt.values.shape
+        p = pred.metres(np.float64)
+        if p.shape != shape:
+            if params["resize_pred"] is None:
+                raise InputError(f"shapes differ: {shape_text(pred.values)} and {shape_text(gt.values)}")
+            p = resize(p, shape, params["resize_pred"])
+        valid, _ = self._valid(gt, params)
+        p = p.ravel()
+        if params["align"] != "none":
+            p, _, _ = self._align(p, gt, valid.ravel(), params["align"], None)
+        p = np.maximum(p, PRED_FLOOR).reshape(shape)
+        return {"absrel": (depth_error_overlay(p, gt.metres(np.float64), valid), True)}
 
     # --- over all rows ------------------------------------------------------------------
 

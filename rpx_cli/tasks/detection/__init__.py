@@ -58,7 +58,7 @@ from rpx_cli.ops.coco import STAT_NAMES
 from rpx_cli.ops.geometry import BOXES, GEOMETRIES, Geometry, require_shapely
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
 from rpx_cli.ops.tide import ERROR_TYPES
-from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
+from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST, MAX_FRAME_BOXES
 from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
@@ -82,6 +82,7 @@ from rpx_cli.tasks.detection.views import (
     errors,
     operating_point,
     vocabulary,
+    worst_frames,
 )
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
@@ -368,4 +369,18 @@ class Detection(Task):
             dataset["coco"] = coco(table, geometry=geometry)
         if "errors" in wanted:
             dataset["errors"] = errors(table)
-        return {"aggregate": aggregate, "dataset": dataset}, rows
+        summary = {"aggregate": aggregate, "dataset": dataset}
+        if params.get("keep_worst"):
+            summary["worst_frames"] = self._worst_frames(table, skipped, params, geometry)
+        return summary, rows
+
+    @staticmethod
+    def _worst_frames(table: FrameTable, skipped: np.ndarray, params: Params,
+                      geometry: Geometry) -> dict[str, Any]:
+        """``--keep-worst``: the frames worst by their row's F1, with their boxes (axis-aligned
+        boxes; other geometries keep the frames without boxes)."""
+        tp, fp, fn = operating_point(table, params["iou_threshold"], params["conf_threshold"],
+                                     geometry=geometry)
+        f1 = np.where(skipped, np.nan, prf_arrays(tp, fp, fn)["f1"])
+        return worst_frames(table, f1, params["keep_worst"], params["iou_threshold"],
+                            params["conf_threshold"], MAX_FRAME_BOXES if geometry is BOXES else 0)
