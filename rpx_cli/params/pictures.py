@@ -1,4 +1,4 @@
-"""The options that put the worst frames into a report, for its page (SPEC §9: the page is
+"""The options that put the worst frames into a report, for its page (docs/reports.md: the page is
 built from the JSON alone): ``--keep-worst N`` (what the page draws of the N frames worst
 by the task's rank metric: boxes, overlays) and ``--images-dir DIR`` (the frames' images,
 paired by stem, drawn under them). Declared once here; a task that can draw its frames

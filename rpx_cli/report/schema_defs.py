@@ -120,6 +120,37 @@ def _self_contained(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+_PICTURE = {"type": "object", "required": ["data", "width", "height", "scale"],
+            "properties": {"data": {"type": "string", "pattern": "^data:image/(png|jpeg);base64,"},
+                           "width": {"type": "integer", "minimum": 1},
+                           "height": {"type": "integer", "minimum": 1},
+                           "scale": {"type": "number", "exclusiveMinimum": 0}}}
+_FRAME_BOXES = {"type": "object", "required": ["label", "box", "matched"], "properties": {
+    "label": {"type": "array", "items": {"type": "string"}},
+    "box": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+    "matched": {"type": "array", "items": {"type": "boolean"}},
+    "score": {"type": "array", "items": {"type": "number"}},
+    "crowd": {"type": "array", "items": {"type": "boolean"}}}}
+WORST_FRAMES = {
+    "type": "object",
+    "description": "--keep-worst (and --html, --images-dir): the frames worst by the rank "
+                   "metric, worst first, with what the page draws of them: boxes (detection: "
+                   "[x, y, w, h] px; detection3d: footprints [x, y, w, l, yaw]), overlays and "
+                   "the image, shrunk and embedded as data: URIs.",
+    "required": ["metric", "direction", "frames"],
+    "properties": {
+        "metric": {"type": "string"}, "direction": {"enum": ["higher", "lower", "none"]},
+        "ranked": {"type": "integer", "minimum": 0},
+        "frames": {"type": "array", "items": {
+            "type": "object", "required": ["stem", "value"],
+            "properties": {"stem": {"type": "string"}, "value": {"type": ["number", "null"]},
+                           "pred_path": {"type": ["string", "null"]},
+                           "gt_path": {"type": ["string", "null"]},
+                           "image": {"oneOf": [{"type": "null"}, _PICTURE]},
+                           "overlays": {"type": "object", "additionalProperties": _PICTURE},
+                           "gt": _FRAME_BOXES, "pred": _FRAME_BOXES}}}}}
+
+
 def envelope_properties() -> dict[str, Any]:
     """The keys every pair-reading report (``eval`` and a task's own kind) has."""
     return {
@@ -148,6 +179,7 @@ def envelope_properties() -> dict[str, Any]:
                                 "by name: one entry per stem (null: undefined), or one "
                                 "value for all the part's stems (a folded statistic)."},
                       "inputs": {"type": "object"}, "digests": {"type": "object"}}},
+        "worst_frames": WORST_FRAMES,
         "run_provenance": PROVENANCE_REF,
     }
 
