@@ -333,6 +333,9 @@ def readiness() -> dict[str, Any]:
     })
 
 
+_PAIR = {"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "number"}}
+
+
 def compare() -> dict[str, Any]:
     return _self_contained({
         "$schema": DRAFT, "$id": "urn:rpx:schema:compare:v1",
@@ -352,7 +355,14 @@ def compare() -> dict[str, Any]:
                 "type": "object", "required": ["metric", "base", "new", "delta"],
                 "properties": {"metric": {"type": "string"}, "base": NUM_OR_NULL,
                                "new": NUM_OR_NULL, "delta": NUM_OR_NULL,
-                               "direction": {"enum": ["higher", "lower", "none"]}}}},
+                               "direction": {"enum": ["higher", "lower", "none"]},
+                               "bootstrap": {"type": "object", "description": "Paired bootstrap "
+                                             "over the shared stems (per-row metrics): the mean "
+                                             "delta's 95% interval (ci95) and each model's mean "
+                                             "over the shared stems with its own (base_ci95, "
+                                             "new_ci95), from the same resamples.",
+                                             "properties": {key: _PAIR for key in
+                                                            ("ci95", "base_ci95", "new_ci95")}}}}},
             "gates": GATES, "run_provenance": PROVENANCE_REF,
         },
     })

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.params.option import Option
 from rpx_cli.params.parsers import parse_band, probability
-from rpx_cli.params.values import Band
+from rpx_cli.params.values import Band, Threshold
 from rpx_cli.tasks.stats import Stat, StatTable
 
 # Option and probability are re-exported: a plugin task declares its options from here
@@ -187,6 +187,16 @@ class Task:
             if option.parse is parse_band:
                 return [Band.of(value) for value in params.get(option.param) or ()]
         return []
+
+    def thresholds(self, params: Params) -> list[Threshold]:
+        """The match thresholds whose keys the report holds (``AP_0p5m``, the curves of
+        ``dataset.curves.<class>.<token>``), in order; the page labels them by these."""
+        return []
+
+    def operating_threshold(self, params: Params) -> Threshold | None:
+        """The threshold the rows and the per-class errors are taken at (the page draws the
+        errors against recall there), when it is one of :meth:`thresholds`."""
+        return None
 
     def family_keys(self, family: str, params: Params) -> set[str]:
         """The row and ``aggregate`` keys of metric family ``family`` under ``params``: its

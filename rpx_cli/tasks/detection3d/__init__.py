@@ -39,6 +39,7 @@ from rpx_cli.io.regular import read_bytes
 from rpx_cli.ops import detection3d as d3
 from rpx_cli.params.parsers import iou_threshold, parse_band, positive
 from rpx_cli.params.pictures import KEEP_WORST
+from rpx_cli.params.values import Threshold
 from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
@@ -91,6 +92,7 @@ class Detection3D(Task):
     headline = ("dataset.mAP", "dataset.NDS", "dataset.mAPH", "dataset.mATE", "dataset.mASE",
                 "dataset.mAOE", "dataset.mAVE", "dataset.mAAE")
     band_metrics = ("mAP", "NDS", "mAPH", "mATE", "mASE", "mAOE", "mAVE", "mAAE", "f1")
+    page_view = "curves_bev"
     suffixes = (".json",)
     help = ("3D object detection: nuScenes mAP, NDS, TP errors (ATE ASE AOE AVE AAE) and "
             "heading-weighted AP, as the nuScenes devkit or autoware-ml computes them.")
@@ -229,6 +231,13 @@ class Detection3D(Task):
 
     def validate_params(self, params: Params) -> None:
         check_params(params)
+
+    def thresholds(self, params: Params) -> list[Threshold]:
+        return list(Conventions.of(params).thresholds)
+
+    def operating_threshold(self, params: Params) -> Threshold | None:
+        c = Conventions.of(params)
+        return c.tp_threshold if c.tp_threshold in c.thresholds else None
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         info = dict(self.metrics)
