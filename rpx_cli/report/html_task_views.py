@@ -397,6 +397,13 @@ def _curves_bev(report: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
+# what the page says of the overlays the tasks draw (rpx_cli.tasks.base.Task.frame_overlays)
+OVERLAY_NOTES = {"errors": "<b>errors</b>: wrong pixels vermillion, ignored ones grey",
+                 "classes": "<b>classes</b>: the prediction in the class colours",
+                 "absrel": "<b>absrel</b>: |p − g| / g of each valid pixel, viridis from 0 (dark) to 0.5 "
+                           "and beyond (light)"}
+
+
 def frames_section(report: Mapping[str, Any]) -> str:
     """The worst frames (``worst_frames``, ``--keep-worst``/``--html``/``--images-dir``):
     footprints seen from above, or the frame's image with its overlays and boxes, worst
@@ -420,10 +427,16 @@ def frames_section(report: Mapping[str, Any]) -> str:
         pictures.append(f'<figure data-stem="{esc(frame["stem"])}">{"".join(drawn)}<figcaption class="muted">'
                         f"<code>{esc(frame['stem'])}</code> {esc(metric)} {esc(short(frame.get('value')))}"
                         "</figcaption></figure>")
-    note = (f"the {len(worst['frames'])} frames worst by {esc(metric)} ({esc(ARROW.get(str(worst.get('direction')), ''))}); "
-            "boxes: GT outlined (blue found, vermillion dashed missed), predictions blue when matched, orange "
-            "when false, faint below the confidence threshold; overlays: wrong pixels vermillion / the relative "
-            "depth error in viridis (0 to 0.5)")
+    frames = worst["frames"]
+    said = [f"the {len(frames)} frames worst by {esc(metric)} ({esc(ARROW.get(str(worst.get('direction')), ''))})"]
+    if any(f.get("gt") or f.get("pred") for f in frames):
+        said.append("GT outlined (blue found, vermillion dashed missed), predictions filled (blue matched, orange "
+                    "false; faint below the confidence threshold)")
+    layers = {layer for f in frames for layer in (f.get("overlays") or {})}
+    said += [OVERLAY_NOTES[layer] for layer in sorted(layers) if layer in OVERLAY_NOTES]
+    if any("image" in f and f["image"] is None for f in frames):
+        said.append("a grey panel: no image for that stem in --images-dir")
+    note = "; ".join(said)
     return section_html("worst frames", f'<div class="multiples">{"".join(pictures)}</div>', note, kind="frames")
 
 
