@@ -247,3 +247,11 @@ def test_boxes_per_frame_are_capped(rpx, tmp_path: Path) -> None:
     frame = rpx(f"eval detection {dirs(tmp_path)} --keep-worst 1").json["worst_frames"]["frames"][0]
     assert len(frame["gt"]["box"]) == len(frame["pred"]["box"]) == MAX_FRAME_BOXES
     assert frame["pred"]["score"][0] == (MAX_FRAME_BOXES + 39) / 1000  # the highest kept
+
+
+def test_no_rows_still_ranks_the_frames(rpx) -> None:
+    case = FIXTURES / "segmentation" / "street"
+    command = f"eval segmentation {dirs(case)} --ignore-index 255 --keep-worst 2"
+    with_rows = rpx(command).json
+    without = rpx(f"{command} --no-rows").json
+    assert "rows" not in without and without["worst_frames"] == with_rows["worst_frames"]

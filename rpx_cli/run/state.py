@@ -86,7 +86,7 @@ class State:
         if digests is None:
             digests = {name: {rel: value.hex() for rel, value in result.digests.get(role, {}).items()}
                        for name, role in _roles(task, plan.inputs)}
-        keep = plan.include_rows or plan.strata is not None
+        keep = keeps_rows(plan)
         return cls(task=plan.task, params=plan.params, pairing=plan.pairing,
                    inputs=dict(plan.inputs), stems=result.stems, stats=result.stats,
                    rows=result.rows if keep else None, extras=result.extras,
@@ -193,9 +193,15 @@ def evaluate_batch(plan: Plan, pairs: Sequence[Pair] | None = None, *, jobs: int
     task = get_task(plan.task)
     pairs = plan.pairs if pairs is None else list(pairs)
     result = run_pairs(task, pairs, plan.params, jobs=jobs, cache=cache, progress=progress,
-                       keep_rows=plan.include_rows or plan.strata is not None,
+                       keep_rows=keeps_rows(plan),
                        calculators=plugin_calculators(plan.task), executor=executor)
     return State.of_result(plan, result)
+
+
+def keeps_rows(plan: Plan) -> bool:
+    """Rows are kept for the report, or (``--no-rows``) for what is made of them: the
+    strata, and the worst frames (``--keep-worst``), ranked by a row metric."""
+    return plan.include_rows or plan.strata is not None or bool(plan.params.get("keep_worst"))
 
 
 def _roles(task: Any, inputs: Mapping[str, str]) -> Iterable[tuple[str, str]]:
