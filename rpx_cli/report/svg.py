@@ -423,7 +423,8 @@ def value_grid(rows: Sequence[str], columns: Sequence[str], values: Sequence[Seq
     cell_w, cell_h = 62.0, 22.0
     label_px = min(200, CHAR_PX * max((len(str(r)) for r in rows), default=4) + 12)
     left, top = label_px + (18 if row_label else 4), 40
-    width = left + cell_w * len(columns) + 12
+    width = max(left + cell_w * len(columns) + 12,  # room for the centred column label
+                left + cell_w * len(columns) / 2 + CHAR_PX * len(column_label) / 2 + 12)
     height = top + cell_h * len(rows) + 28
     lo, hi = domain
     body = [f'<text class="label" x="{left + cell_w * len(columns) / 2:.1f}" y="12" text-anchor="middle">'
