@@ -62,7 +62,7 @@ def _overlays(task: Task, params: Mapping[str, Any], frame: Mapping[str, Any],
         pred = task.read(frame["pred_path"], buffers["pred"], params, quiet, role="pred") \
             if frame.get("pred_path") else task.empty_prediction(gt, params)
         layers = task.frame_overlays(pred, gt, params)
-    except (InputError, OSError) as exc:
+    except (InputError, OSError, ValueError) as exc:  # changed since the run, or gone
         problems.setdefault("unreadable file", []).append(str(exc))
         return {}
     out = {}
