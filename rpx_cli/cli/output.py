@@ -221,7 +221,10 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
     flags.pop("storage_options", None)  # applied by its click callback (io.remote.configure)
     options = run_options(strata=strata, **flags)
     given = {k: v for k, v in (files or {}).items() if v is not None}
-    if given:
+    from rpx_cli.tasks.registry import get_task
+
+    listing = get_task(task).files_list_pairs  # the files list the pairs of the folders
+    if given and not listing:
         if pred_dir or gt_dir or len(given) != len(files or {}):
             raise click.UsageError(f"give {' and '.join('--' + k.replace('_', '-') for k in files or {})} "
                                    "together, instead of --pred-dir/--gt-dir")
@@ -239,7 +242,7 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
         from rpx_cli.run.evaluate import run_evaluation
 
         evaluation = run_evaluation(task, pred_dir, gt_dir, params, options, aux=aux,
-                                    invocation=invocation,
+                                    files=files if listing else None, invocation=invocation,
                                     progress=ProgressBar(task, enabled=verbose, plain=plain))
     from rpx_cli.errors import located
 

@@ -297,6 +297,47 @@ def _class_pr_curves(dataset: Mapping[str, Any]) -> str:
                         "dashed: the score threshold reaching each recall" + more, kind="class-pr")
 
 
+def _things_and_stuff(report: Mapping[str, Any]) -> str:
+    """Per-class quality split into two kinds of class (``per_class.<name>.isthing``: things
+    and stuff, panoptic quality): PQ per class for each kind, worst first; SQ against RQ per
+    class (segment quality of the matches against how many segments were matched); the
+    distribution of the rank metric over rows (the worst rows have their own section)."""
+    dataset = report.get("dataset") or {}
+    per_class = dataset.get("per_class")
+    out = []
+    if isinstance(per_class, Mapping) and per_class:
+        charts = []
+        for flag, kind in ((True, "things"), (False, "stuff")):
+            entries = {name: entry for name, entry in per_class.items()
+                       if isinstance(entry, Mapping) and bool(entry.get("isthing")) is flag}
+            chart = _per_class_bars(entries, "pq", title=f"PQ per class: {kind}, worst first",
+                                    way="higher", name=f"pq-{kind}") if entries else ""
+            if chart:
+                mean = dataset.get(f"pq_{kind}")
+                charts.append(chart)
+                charts.append(f'<p class="note">PQ {esc(kind)} = {esc(short(mean))} (the mean over '
+                              f"{esc(dataset.get(f'n_classes_{kind}'))} classes seen)</p>")
+        if charts:
+            out.append(section_html("where it fails: PQ per class, things and stuff apart",
+                                    "".join(charts), "n/a: a class with no segment on either side "
+                                    "(left out of the means)", kind="pq-per-class"))
+        points = [(name, entry.get("rq"), entry.get("sq"), bool(entry.get("isthing")))
+                  for name, entry in per_class.items() if isinstance(entry, Mapping)
+                  and is_number(entry.get("rq")) and is_number(entry.get("sq"))]
+        if points:
+            markers = [{"x": rq, "y": sq, "label": name} for name, rq, sq, _ in points]
+            chart = svg.line_chart([], title="SQ against RQ per class", x_label="RQ (recognition: "
+                                   "TP / (TP + FP/2 + FN/2))", y_label="SQ (mean IoU of the matches)",
+                                   y_domain=(0.0, 1.0),
+                                   markers=markers, legend=False,
+                                   attrs={"name": "sq-rq", "classes": data_list([p[0] for p in points])})
+            out.append(section_html("SQ against RQ", chart, "PQ = SQ × RQ: a class low on the x axis "
+                                    "misses or invents segments, one low on the y axis outlines them "
+                                    "poorly; SQ is 0 for a class without a match", kind="sq-rq"))
+    out.append(_distribution(report))
+    return "".join(out)
+
+
 def generic(report: Mapping[str, Any]) -> str:
     """Any other kind (a plugin task too): per-class bars, a confusion matrix, bands and the
     distribution of the primary row metric, wherever the report has them."""
@@ -443,7 +484,7 @@ def frames_section(report: Mapping[str, Any]) -> str:
 # the views a task names as its page_view (rpx_cli.tasks.base.Task.page_view)
 TASK_VIEWS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "pr_curves": _pr_curves, "class_iou": _class_iou, "error_bands": _error_bands, "sequences": _sequences,
-    "calibration": _calibration, "curves_bev": _curves_bev,
+    "calibration": _calibration, "curves_bev": _curves_bev, "things_and_stuff": _things_and_stuff,
 }
 
 

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rpx_cli.io.discover import Pairing
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.params.option import Option
 from rpx_cli.params.parsers import parse_band, probability
@@ -37,7 +38,7 @@ from rpx_cli.params.values import Band, Threshold
 from rpx_cli.tasks.stats import Stat, StatTable
 
 # Option and probability are re-exported: a plugin task declares its options from here
-__all__ = ["Band", "FileInput", "MetricInfo", "Option", "Params", "Sample", "Task", "Warn",
+__all__ = ["Band", "FileInput", "Listing", "MetricInfo", "Option", "Params", "Sample", "Task", "Warn",
            "probability", "shape_text"]
 
 Params = Mapping[str, Any]
@@ -89,6 +90,17 @@ class FileInput:
     gt_path: str | None = None
 
 
+@dataclass
+class Listing:
+    """The pairs a task's input files list in its two folders (:meth:`Task.list_pairs`):
+    ``pairing`` (stem order; each :class:`~rpx_cli.io.discover.Pair` carries its ``entry``,
+    what the files say about it, handed to :meth:`Task.join` in the worker) and ``params``
+    added to the report's params (e.g. the categories the files define)."""
+
+    pairing: Pairing
+    params: dict[str, Any] | None = None
+
+
 class Task:
     """Base class of every task: each hook has its default here, so the engine, the run
     layer and the CLI never probe for attributes."""
@@ -130,6 +142,11 @@ class Task:
     # clouds for per-point labels): each stem's file is read with ``role`` = the option's
     # param and handed to :meth:`attach`; provenance digests them like the two folders
     aux_inputs: ClassVar[tuple[Option, ...]] = ()
+    # the file_inputs list the pairs of the two folders instead of replacing them (panoptic:
+    # the JSON files name each image's PNG on each side and hold its segments): the run
+    # pairs with :meth:`list_pairs` instead of by stem, and :meth:`join` gives each pair its
+    # entry once its files are read — in the worker, like any pair of files
+    files_list_pairs: ClassVar[bool] = False
 
     # --- parameters ---------------------------------------------------------------------
     # the task's parameters, one declaration each (rpx_cli.params.Option): the CLI flags,
@@ -233,6 +250,19 @@ class Task:
         """The ground truth with the pair's auxiliary inputs (``aux_inputs`` param -> what
         :meth:`read` returned for it) joined, as :meth:`evaluate` wants it."""
         return gt
+
+    def list_pairs(self, files: Mapping[str, str], pred_dir: str, gt_dir: str, params: Params, *,
+                   missing: str) -> Listing:
+        """With :attr:`files_list_pairs`: the pairs the :attr:`file_inputs` (option name ->
+        path) list in the two folders, under ``--missing`` (``error``: raise
+        :class:`~rpx_cli.errors.EvaluationFailed` naming every unpaired entry)."""
+        raise NotImplementedError(f"{self.name} pairs folders by stem")
+
+    def join(self, pred: Any, gt: Any, entry: Any, params: Params) -> tuple[Any, Any]:
+        """A listed pair's prediction and GT (as :meth:`read` returned them, or
+        :meth:`empty_prediction`) with its ``entry`` from :meth:`list_pairs`, as
+        :meth:`evaluate` wants them."""
+        return pred, gt
 
     def read_files(self, files: Mapping[str, str], params: Params) -> FileInput:
         """Read the :attr:`file_inputs` (option name -> path) given instead of folders."""
