@@ -255,3 +255,15 @@ def test_no_rows_still_ranks_the_frames(rpx) -> None:
     with_rows = rpx(command).json
     without = rpx(f"{command} --no-rows").json
     assert "rows" not in without and without["worst_frames"] == with_rows["worst_frames"]
+
+
+def test_compare_reads_no_frame_or_curve_as_a_metric(rpx, tmp_path: Path) -> None:
+    base, new = tmp_path / "base.json", tmp_path / "new.json"
+    command = (f"eval detection3d {dirs(STREET)} --protocol autoware --range 0:20 "
+               "--class-names barrier,car,pedestrian,traffic_cone,truck,bus")
+    assert rpx(f"{command} -o {base}").exit_code == 0
+    assert rpx(f"{command} --keep-worst 3 --conf-threshold 0.5 -o {new}").exit_code == 0
+    report = json.loads(rpx(f"compare {base} {new} --force").stdout)
+    names = [m["metric"] for m in report["metrics"]]
+    assert not [n for n in names if n.startswith(("worst_frames", "dataset.curves"))]
+    assert "dataset.mAP" in names

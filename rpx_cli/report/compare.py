@@ -14,7 +14,7 @@ import numpy as np
 from rpx_cli.report.gates import parse_path, resolve
 
 _SKIP_SECTIONS = {"run_provenance", "metric_info", "params", "rows", "state", "gates", "unpaired",
-                  "errors", "confusion"}
+                  "errors", "confusion", "worst_frames"}
 
 
 def flatten(report: Mapping[str, Any]) -> dict[str, float | None]:
@@ -25,7 +25,7 @@ def flatten(report: Mapping[str, Any]) -> dict[str, float | None]:
     def walk(prefix: str, node: Any) -> None:
         if isinstance(node, Mapping):
             for key, value in node.items():
-                if key in _SKIP_SECTIONS:
+                if key in _SKIP_SECTIONS or str(key).startswith("curves"):  # chart data
                     continue
                 walk(f"{prefix}.{key}" if prefix else str(key), value)
         elif node is None or (isinstance(node, (int, float)) and not isinstance(node, bool)):
