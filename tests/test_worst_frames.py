@@ -267,3 +267,11 @@ def test_compare_reads_no_frame_or_curve_as_a_metric(rpx, tmp_path: Path) -> Non
     names = [m["metric"] for m in report["metrics"]]
     assert not [n for n in names if n.startswith(("worst_frames", "dataset.curves"))]
     assert "dataset.mAP" in names
+
+
+def test_show_lists_no_curve(rpx, tmp_path: Path) -> None:
+    names = "--class-names barrier,car,pedestrian,traffic_cone,truck,bus"
+    out = tmp_path / "r.json"
+    assert rpx(f"eval detection3d {dirs(STREET)} --protocol autoware {names} -o {out}").exit_code == 0
+    shown = rpx(f"show {out} --format csv --table metrics").stdout
+    assert "curves" not in shown and "dataset.mAP" in shown
