@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rpx_cli.errors import InputError, located
+from rpx_cli.errors import InputError, located, unescaped
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.pictures import find_image, fitted, overlay, thumbnail
 from rpx_cli.tasks.base import Task
@@ -28,7 +28,7 @@ def attach_pictures(report: dict[str, Any], task: Task, params: Mapping[str, Any
     for frame in worst["frames"]:
         size = None
         if images_dir:
-            path = find_image(images_dir, frame["stem"])
+            path = find_image(images_dir, unescaped(frame["stem"]))  # reports show names escaped
             if path is None:
                 problems.setdefault("no image", []).append(f"{images_dir}/{frame['stem']}.*")
                 frame["image"] = None
@@ -58,8 +58,8 @@ def _overlays(task: Task, params: Mapping[str, Any], frame: Mapping[str, Any],
         """Warnings were given when the pair was evaluated."""
 
     try:
-        gt = task.read(frame["gt_path"], buffers["gt"], params, quiet, role="gt")
-        pred = task.read(frame["pred_path"], buffers["pred"], params, quiet, role="pred") \
+        gt = task.read(unescaped(frame["gt_path"]), buffers["gt"], params, quiet, role="gt")
+        pred = task.read(unescaped(frame["pred_path"]), buffers["pred"], params, quiet, role="pred") \
             if frame.get("pred_path") else task.empty_prediction(gt, params)
         layers = task.frame_overlays(pred, gt, params)
     except (InputError, OSError, ValueError) as exc:  # changed since the run, or gone
