@@ -275,3 +275,12 @@ def test_show_lists_no_curve(rpx, tmp_path: Path) -> None:
     assert rpx(f"eval detection3d {dirs(STREET)} --protocol autoware {names} -o {out}").exit_code == 0
     shown = rpx(f"show {out} --format csv --table metrics").stdout
     assert "curves" not in shown and "dataset.mAP" in shown
+
+
+def test_an_images_dir_that_is_not_there_is_one_warning(rpx, tmp_path: Path) -> None:
+    done = rpx(f"eval detection {dirs(SHELF)} --images-dir {tmp_path / 'nowhere'}")
+    assert done.exit_code == 0
+    assert f"worst frames: --images-dir {tmp_path / 'nowhere'} is not a folder: no image embedded" \
+        in done.stderr
+    frames = done.json["worst_frames"]["frames"]
+    assert len(frames) == 6 and all("image" not in f for f in frames)

@@ -7,6 +7,7 @@ missing or unreadable image or file is a warning, and the frame is kept without 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,10 @@ def attach_pictures(report: dict[str, Any], task: Task, params: Mapping[str, Any
         return []
     images_dir = params.get("images_dir")
     problems: dict[str, list[str]] = {}
+    lines = []
+    if images_dir and not os.path.isdir(images_dir):
+        lines.append(f"worst frames: --images-dir {images_dir} is not a folder: no image embedded")
+        images_dir = None
     buffers = {"gt": FileBuffer(digest=False), "pred": FileBuffer(digest=False)}
     for frame in worst["frames"]:
         size = None
@@ -45,8 +50,8 @@ def attach_pictures(report: dict[str, Any], task: Task, params: Mapping[str, Any
             drawn = _overlays(task, params, frame, buffers, size, problems)
             if drawn:
                 frame["overlays"] = drawn
-    return [f"worst frames: {kind}: {len(items)} frame(s), e.g. {items[0]}"
-            for kind, items in problems.items()]
+    return lines + [f"worst frames: {kind}: {len(items)} frame(s), e.g. {items[0]}"
+                    for kind, items in problems.items()]
 
 
 def _overlays(task: Task, params: Mapping[str, Any], frame: Mapping[str, Any],
