@@ -125,7 +125,7 @@ def test_it_is_asked_for_and_survives_shards(rpx, tmp_path: Path) -> None:
         write_npy(tmp_path / "gt" / f"f{i}.npy", gt.astype(np.float32))
     plain = rpx(f"eval depth {dirs(tmp_path)}").json
     assert "by_depth" not in plain["dataset"] and plain["params"]["skipped_metrics"] == ["by_depth"]
-    only = rpx(f"eval depth {dirs(tmp_path)} --metrics rows,by_depth").json
-    assert set(only["dataset"]) == {"by_depth", "pred_vs_gt"}
+    alone = rpx(f"eval depth {dirs(tmp_path)} --metrics rows,by_depth")
+    assert alone.exit_code == 2 and "by_depth is pooled into dataset" in alone.stderr
     assert_jobs_and_shards_agree(rpx, f"eval depth {dirs(tmp_path)} --metrics rows,dataset,by_depth "
                                  "--range 0:10 --range 10:", tmp_path)

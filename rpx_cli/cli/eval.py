@@ -77,7 +77,7 @@ def strata_options(func: Any) -> Any:
                           "f1, mota]."),
         click.option("--bootstrap", type=int_range(0), default=0, show_default=True,
                      metavar="N",
-                     help="Add a 95%% interval to every stratum figure from N seeded resamples."),
+                     help="Add a 95% interval to every stratum figure from N seeded resamples."),
         click.option("--seed", type=int, default=0, show_default=True,
                      help="Seed of the --bootstrap resamples."),
     ]

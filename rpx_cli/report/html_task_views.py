@@ -12,9 +12,11 @@ from typing import Any
 from rpx_cli.report import declared, svg
 from rpx_cli.report.html_blocks import (
     ARROW,
+    axis_label,
     cell_html,
     direction,
     is_number,
+    plural,
     section_html,
     table_html,
 )
@@ -37,7 +39,8 @@ def _confusion(confusion: Mapping[str, Any], what: str) -> str:
 
 
 def _per_class_bars(per_class: Mapping[str, Any], field: str, *, title: str, way: str,
-                    domain: tuple[float, float] | None = (0.0, 1.0), name: str = "per-class") -> str:
+                    domain: tuple[float, float] | None = (0.0, 1.0), name: str = "per-class",
+                    label: str | None = None) -> str:
     entries = [(label, entry.get(field) if isinstance(entry, Mapping) else None)
                for label, entry in per_class.items()]
     if not any(is_number(v) for _, v in entries):
@@ -47,7 +50,8 @@ def _per_class_bars(per_class: Mapping[str, Any], field: str, *, title: str, way
     notes = [f"n={entry.get('support')}" if isinstance(entry, Mapping) and "support" in entry else ""
              for entry in (per_class[label] for label, _ in entries)]
     return svg.bar_chart([label for label, _ in entries], [v for _, v in entries], title=title,
-                         value_label=field, domain=domain, notes=notes, attrs={"name": name, "field": field})
+                         value_label=label or field, domain=domain, notes=notes,
+                         attrs={"name": name, "field": field})
 
 
 def _pr_curves(report: Mapping[str, Any]) -> str:
@@ -93,7 +97,7 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
         out.append(section_html("error breakdown (TIDE)", svg.bar_chart(
             [f"{n} — {meaning[n]}" for n in names], [errors.get(n) for n in names],
             title="TIDE: AP50 gained by fixing each error type", value_label="dAP (0–1 scale)",
-            notes=[f"{counts[n]} errors" if n in counts else "" for n in names],
+            notes=[plural(counts[n], "error") if n in counts else "" for n in names],
             colours=[svg.PALETTE[5]] * 6 + [svg.PALETTE[3]] * 2, attrs={"name": "tide"}),
             f"IoU {esc(short(errors.get('iou_threshold')))}, background {esc(short(errors.get('background_threshold')))}; "
             f"base AP50 (TIDE's matching) {esc(short(errors.get('ap50')))}; the last two are not a "
@@ -144,11 +148,10 @@ def _bands(report: Mapping[str, Any]) -> str:
         if section is None:
             continue
         values = [report[section].get(key) for key in keys]
-        way = direction(report, metric)
         charts.append(svg.bar_chart([band.label for band in bands],
                                     [v if is_number(v) else None for v in values],
                                     title=f"{metric} per band ({section})",
-                                    value_label=f"{metric} ({ARROW.get(way, '') or 'no direction'})",
+                                    value_label=axis_label(report, metric),
                                     domain=None, width=420, attrs={"name": "bands", "metric": metric}))
         if section not in sections:
             sections.append(section)
@@ -168,8 +171,8 @@ def _distribution(report: Mapping[str, Any], metric: str | None = None) -> str:
     if len(values) < 2:
         return ""
     return section_html(f"per-row distribution of {metric}", svg.histogram(
-        values, title=f"{metric} over {len(values)} rows", x_label=metric, attrs={"name": "distribution",
-                                                                                  "metric": metric}),
+        values, title=f"{metric} over {len(values)} rows", x_label=axis_label(report, metric, way=False),
+        attrs={"name": "distribution", "metric": metric}),
         f"{len(rows) - len(values)} row(s) without a value left out", kind="distribution")
 
 
@@ -351,7 +354,7 @@ def generic(report: Mapping[str, Any]) -> str:
             way = direction(report, field)
             out.append(section_html(f"{field} per class", _per_class_bars(
                 per_class, field, title=f"{field} per class, worst first", way=way, domain=None,
-                name="per-class"), kind="per-class"))
+                name="per-class", label=axis_label(report, field)), kind="per-class"))
     confusion = dataset.get("confusion")
     if isinstance(confusion, Mapping):
         out.append(_confusion(confusion, str(report.get("task") or "")))

@@ -96,7 +96,8 @@ def conclude(state: State, invocation: Invocation, stopwatch: Stopwatch, *,
           digests={"computed": state.tally.computed, "reused": state.tally.reused},
           executor=executor)
     lines = list(warnings or [])
-    lines += [task.warning_text(kind, paths) for kind, paths in sorted(state.warnings.items())]
+    lines += task.warning_lines(state.warnings)
+    lines += list(report.get("warnings") or ())  # the summary's: filters that emptied a class
     lines += pictures
     return Evaluation(report=report, warnings=lines)
 

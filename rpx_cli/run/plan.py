@@ -128,8 +128,17 @@ def _listing_files(task: Task, files: Mapping[str, Any] | None) -> dict[str, str
 def check_pairing(pairing: Pairing, pred_dir: str, gt_dir: str, suffixes: tuple[str, ...],
                   missing: str) -> None:
     """Unpaired stems under ``--missing error``, or nothing to evaluate: an error naming the
-    files, before any pair is read."""
+    files, before any pair is read. An empty side is said first and alone (not one line per
+    file of the other side)."""
+    kinds = "/".join(suffixes)
     if missing == "error" and (pairing.pred_only or pairing.gt_only):
+        for name, folder, n, other, n_other, hint in (
+                ("pred dir", pred_dir, pairing.n_pred_files, gt_dir, pairing.n_gt_files,
+                 "; --missing empty scores missing predictions as empty"),
+                ("gt dir", gt_dir, pairing.n_gt_files, pred_dir, pairing.n_pred_files, "")):
+            if not n:
+                raise InputError(f"{name} {folder} holds 0 {kinds} files, against {n_other:,} in "
+                                 f"{other}: nothing to pair (a wrong path?{hint})", path=folder)
         problems = [
             PairError(stem, os.path.join(gt_dir, pairing.gt_only_files[stem]),
                       f"no prediction with this stem in {pred_dir}")
@@ -146,7 +155,6 @@ def check_pairing(pairing: Pairing, pred_dir: str, gt_dir: str, suffixes: tuple[
             "(--missing skip evaluates the stems in both and lists the rest under 'unpaired')",
         )
     if not pairing.pairs:
-        kinds = "/".join(suffixes)
         raise InputError(
             f"no pairs to evaluate: {pred_dir} has {pairing.n_pred_files} and {gt_dir} has "
             f"{pairing.n_gt_files} {kinds} file(s), and no stem is in both",

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rpx_cli.errors import SWAP_HINT
 from rpx_cli.io.discover import Pairing
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.params.option import Option
@@ -38,8 +39,8 @@ from rpx_cli.params.values import Band, Threshold
 from rpx_cli.tasks.stats import Stat, StatTable
 
 # Option and probability are re-exported: a plugin task declares its options from here
-__all__ = ["Band", "FileInput", "Listing", "MetricInfo", "Option", "Params", "Sample", "Task", "Warn",
-           "probability", "shape_text"]
+__all__ = ["SWAP_HINT", "Band", "FileInput", "Listing", "MetricInfo", "Option", "Params", "Sample",
+           "Task", "Warn", "probability", "shape_text"]
 
 Params = Mapping[str, Any]
 Warn = Callable[[str, str], None]  # (warning kind, path)
@@ -51,6 +52,7 @@ class MetricInfo:
 
     direction: str  # "higher" | "lower" | "none"
     description: str
+    unit: str = ""  # "m", "rad", "m/s", "deg", "px", "dB" (pages label axes with it); "" unitless
 
     def as_dict(self) -> dict[str, str]:
         return {"direction": self.direction, "description": self.description}
@@ -168,6 +170,9 @@ class Task:
     rank_metric: ClassVar[str | None] = None
     # the metrics the page charts per range band (`bands`), one chart each, in this order
     band_metrics: ClassVar[tuple[str, ...]] = ()
+    # the row keys holding a row's true and predicted label (text), when rows have them: the
+    # page's worst rows show them as "true → predicted"
+    row_labels: ClassVar[tuple[str, str] | None] = None
     # the pictures `rpx report` draws for this task's reports: a view of
     # rpx_cli/report/html_task_views.py by name (None: the generic view, which draws
     # per-class bars, a confusion matrix, the bands and the rank metric's distribution
@@ -296,6 +301,13 @@ class Task:
     def warning_text(self, kind: str, paths: list[str]) -> str:
         """One stderr line for the files that raised warning ``kind``."""
         return f"{kind}: {len(paths)} file(s), e.g. {paths[0]}"
+
+    def warning_lines(self, warnings: Mapping[str, list[str]]) -> list[str]:
+        """The stderr lines of a run's per-file warnings (kind -> files, every kind the
+        pairs raised): one :meth:`warning_text` per kind. A task whose kinds only mean
+        something together (GT that looks like predictions *and* predictions that look
+        like GT) combines them here."""
+        return [self.warning_text(kind, paths) for kind, paths in sorted(warnings.items())]
 
     # --- derived ------------------------------------------------------------------------------
 
