@@ -58,6 +58,7 @@ from rpx_cli.ops.coco import STAT_NAMES
 from rpx_cli.ops.geometry import BOXES, GEOMETRIES, Geometry, require_shapely
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
 from rpx_cli.ops.tide import ERROR_TYPES
+from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST, MAX_FRAME_BOXES
 from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
@@ -81,6 +82,7 @@ from rpx_cli.tasks.detection.views import (
     errors,
     operating_point,
     vocabulary,
+    worst_frames,
 )
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
@@ -217,6 +219,7 @@ class Detection(Task):
         Option("skip_empty_gt", "--skip-empty-gt", "flag", False,
                help="Leave frames with an empty GT file out of rows, pooled and confusion "
                     "(Aquarium's default); COCO always counts them."),
+        KEEP_WORST, IMAGES_DIR,
     )
     file_inputs = (
         Option("coco_gt", "--coco-gt", "file", None, urls=True, metavar="FILE",
@@ -402,4 +405,17 @@ class Detection(Task):
         warnings = filter_warnings(table, params)
         if warnings:
             sections["warnings"] = warnings
+        if params.get("keep_worst"):
+            sections["worst_frames"] = self._worst_frames(table, skipped, params, geometry)
         return sections, rows
+
+    @staticmethod
+    def _worst_frames(table: FrameTable, skipped: np.ndarray, params: Params,
+                      geometry: Geometry) -> dict[str, Any]:
+        """``--keep-worst``: the frames worst by their row's F1, with their boxes (axis-aligned
+        boxes; other geometries keep the frames without boxes)."""
+        tp, fp, fn = operating_point(table, params["iou_threshold"], params["conf_threshold"],
+                                     geometry=geometry)
+        f1 = np.where(skipped, np.nan, prf_arrays(tp, fp, fn)["f1"])
+        return worst_frames(table, f1, params["keep_worst"], params["iou_threshold"],
+                            params["conf_threshold"], MAX_FRAME_BOXES if geometry is BOXES else 0)
