@@ -28,8 +28,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DATA, load, machine, measure, rpx_command, spread_line, timed_run, verdict
 
-from rpx_cli.io.discover import shard_of
+from rpx_cli.io.discover import layout_digest, lines_digest, pair_line, shard_of
 from rpx_cli.report.serialize import dumps
+from rpx_cli.run.state import part_seal
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "depth" / "indoor"
@@ -77,6 +78,12 @@ def generate(root: Path, rows: int, shards: int) -> list[Path]:
         part["capped"].append(capped0)
         part["pred"][f"{stem}.npy"] = f"{rng.integers(1 << 62):064x}"[-64:]
         part["gt"][f"{stem}.png"] = f"{rng.integers(1 << 62):064x}"[-64:]
+    # what lets `rpx merge` verify a part (issue 31.2): its pairs, their digest, every
+    # shard's digest (the run's layout), and its seal
+    pairs = {k: [[stem, f"{stem}.npy", f"{stem}.png"] for stem in part["stems"]]
+             for k, part in parts.items()}
+    digests = [lines_digest(pair_line(pair) for pair in pairs[k]) for k in range(1, shards + 1)]
+    layout = layout_digest(digests)
     for k, path in enumerate(paths, start=1):
         report = json.loads(json.dumps(base))
         part = parts[k]
@@ -84,7 +91,9 @@ def generate(root: Path, rows: int, shards: int) -> list[Path]:
         report["n_pairs"] = len(part["rows"])
         report["state"].update(shard={"index": k, "count": shards}, stems=part["stems"],
                                stats={"sums": part["sums"], "n_capped": part["capped"]},
-                               extras=[], digests={"pred_dir": part["pred"], "gt_dir": part["gt"]})
+                               extras=[], digests={"pred_dir": part["pred"], "gt_dir": part["gt"]},
+                               pairs=pairs[k], shard_digest=digests[k - 1], layout=layout)
+        report["state"]["seal"] = part_seal(report)
         path.write_bytes(dumps(report))  # as rpx writes a report: sorted keys, 2-space indent
     (root / "DONE").write_text("ok\n")
     return paths
@@ -96,7 +105,7 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    root = DATA / f"merge-{args.rows}-{args.shards}"
+    root = DATA / f"merge-v2-{args.rows}-{args.shards}"  # v2: parts carry their seal
     paths = [str(p) for p in generate(root, args.rows, args.shards)]
     size = sum(Path(p).stat().st_size for p in paths) / 1e6
     lean_paths = []
@@ -105,6 +114,7 @@ def main() -> None:
         if not lean.exists():
             report = json.loads(Path(path).read_text())
             report.pop("rows")
+            report["state"]["seal"] = part_seal(report)
             lean.write_bytes(dumps(report))
         lean_paths.append(str(lean))
     lean_size = sum(Path(p).stat().st_size for p in lean_paths) / 1e6
