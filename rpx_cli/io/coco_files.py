@@ -17,6 +17,7 @@ import numpy as np
 from rpx_cli.errors import InputError
 from rpx_cli.io.box_table import BoxTable
 from rpx_cli.io.boxes import Boxes, boxes_from_objects, loads_json
+from rpx_cli.io.instances import instances
 
 
 @dataclass
@@ -29,6 +30,14 @@ class CocoFiles:
     pred: BoxTable
     categories: list[str]  # category names in category id order
     n_unknown_category: int
+    # segm: each object's image (h, w) from images[].height/width (-1 where not given)
+    gt_size: np.ndarray | None = None
+    pred_size: np.ndarray | None = None
+    # LVIS: each image's negative and not-exhaustive categories (indices into categories),
+    # as (image, category) pairs; each category's frequency ("r", "c", "f"; None if absent)
+    neg: tuple[np.ndarray, np.ndarray] | None = None
+    not_exhaustive: tuple[np.ndarray, np.ndarray] | None = None
+    frequency: list[str | None] | None = None
 
 
 @dataclass
@@ -38,6 +47,11 @@ class _Gt:
     category_ids: np.ndarray  # sorted
     names: list[str]
     table: BoxTable
+    image_size: np.ndarray  # (images, 2) h, w; -1 where not given
+    size: np.ndarray | None  # (annotations, 2) in table order, segm only
+    neg: tuple[np.ndarray, np.ndarray] | None = None
+    not_exhaustive: tuple[np.ndarray, np.ndarray] | None = None
+    frequency: list[str | None] | None = None
 
 
 @dataclass
@@ -49,12 +63,17 @@ class _Results:
     boxes: Boxes
 
 
-def load_coco(gt_path: str, dt_path: str) -> CocoFiles:
-    """Read a COCO GT file and a results file; stems come from ``file_name``."""
-    return _join(_read_gt(gt_path), _read_results(dt_path), gt_path, dt_path)
+def load_coco(gt_path: str, dt_path: str, *, iou_type: str = "bbox", lvis: bool = False) -> CocoFiles:
+    """Read a COCO GT file and a results file; stems come from ``file_name``. ``iou_type``
+    says which field of an object is its geometry (``bbox``, ``segmentation``,
+    ``keypoints``; :mod:`rpx_cli.io.instances`); ``lvis`` also reads each image's
+    ``neg_category_ids`` and ``not_exhaustive_category_ids`` and each category's
+    ``frequency``."""
+    return _join(_read_gt(gt_path, iou_type, lvis), _read_results(dt_path, iou_type), gt_path,
+                 dt_path)
 
 
-def _read_gt(path: str) -> _Gt:
+def _read_gt(path: str, iou_type: str = "bbox", lvis: bool = False) -> _Gt:
     gt = read_json(path)
     if not isinstance(gt, dict) or not isinstance(gt.get("images"), list) or \
             not isinstance(gt.get("annotations"), list) or not isinstance(gt.get("categories"), list):
@@ -83,12 +102,79 @@ def _read_gt(path: str) -> _Gt:
                                np.int64, count=len(anns))
     except (KeyError, TypeError):
         _explain_annotation(anns, image_index, category_index, path)
-    boxes = boxes_from_objects(anns, path, prediction=False, box_format="xywh", labels=category)
-    return _Gt(stems, np.array(image_ids, np.int64), np.array(category_ids, np.int64), names,
-               _table(boxes, np.asarray(boxes.labels, np.int64), image))
+    image_size = np.array([[_dimension(im.get("height")), _dimension(im.get("width"))]
+                           for im in images], np.int64).reshape(-1, 2)
+    size = None
+    if iou_type == "bbox":
+        boxes = boxes_from_objects(anns, path, prediction=False, box_format="xywh", labels=category)
+    else:
+        boxes = _instances(anns, path, iou_type, prediction=False)
+        size = image_size[image][np.argsort(image, kind="stable")]
+    out = _Gt(stems, np.array(image_ids, np.int64), np.array(category_ids, np.int64), names,
+              _table(boxes, category, image), image_size, size)
+    if lvis:
+        out.frequency = [c.get("frequency") if isinstance(c, dict) else None for c in categories]
+        out.neg = _image_categories(images, "neg_category_ids", category_index, path)
+        out.not_exhaustive = _image_categories(images, "not_exhaustive_category_ids",
+                                               category_index, path)
+    return out
 
 
-def _read_results(path: str) -> _Results:
+def _dimension(value: Any) -> int:
+    return value if type(value) is int and value > 0 else -1
+
+
+def _image_categories(images: list[dict[str, Any]], key: str, category_index: dict[int, int],
+                      path: str) -> tuple[np.ndarray, np.ndarray]:
+    """LVIS' per-image category lists as (image index, category index) pairs."""
+    frames, cats = [], []
+    for i, image in enumerate(images):
+        ids = image.get(key, [])
+        if not isinstance(ids, list) or not all(_member(c, category_index) for c in ids):
+            raise InputError(f"image {image['id']}: '{key}' must be a list of category ids of "
+                             "this file", path=path)
+        frames.extend([i] * len(ids))
+        cats.extend(category_index[c] for c in ids)
+    return np.asarray(frames, np.int64), np.asarray(cats, np.int64)
+
+
+def _instances(objects: list[Any], path: str, iou_type: str, *, prediction: bool) -> Boxes:
+    """Masks or keypoints of COCO annotations or results (``what`` names them in errors)."""
+    what = "detection" if prediction else "annotation"
+    n = len(objects)
+    given = np.full(n, np.nan)
+    crowd = np.zeros(n, bool)
+    scores = np.zeros(n)
+    for index, item in enumerate(objects):
+        if not isinstance(item, dict):
+            raise InputError(f"{what} {index}: expected an object", path=path)
+        if prediction:
+            score = item.get("score")
+            if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+                raise InputError(f"{what} {index}: 'score' must be a number in [0, 1], got "
+                                 f"{score!r}", path=path)
+            scores[index] = score
+            continue
+        flag = item.get("iscrowd", 0)
+        if type(flag) not in (int, bool) or flag not in (0, 1):
+            raise InputError(f"{what} {index}: 'iscrowd' must be 0, 1, true or false, got "
+                             f"{flag!r}", path=path)
+        crowd[index] = bool(flag)
+        area = item.get("area")
+        if area is not None:
+            if isinstance(area, bool) or not isinstance(area, (int, float)) or \
+                    not np.isfinite(area) or area < 0:
+                raise InputError(f"{what} {index}: 'area' must be a finite number >= 0, got "
+                                 f"{area!r}", path=path)
+            given[index] = area
+    boxes = instances(objects, path, prediction=prediction, iou_type=iou_type, box_format="xywh",
+                      given_area=given, what=what)
+    boxes.crowd = crowd
+    boxes.scores = scores if prediction else None
+    return boxes
+
+
+def _read_results(path: str, iou_type: str = "bbox") -> _Results:
     results = read_json(path)
     if isinstance(results, dict) and "annotations" in results:
         results = results["annotations"]
@@ -111,8 +197,11 @@ def _read_results(path: str) -> _Results:
     if not set(map(type, category)) <= {int}:  # another type names no GT category
         usable = np.array([type(value) is int for value in category], bool)
         category = [value if type(value) is int else 0 for value in category]
-    boxes = boxes_from_objects(results, path, prediction=True, box_format="xywh",
-                               labels=np.zeros(len(results), np.int64))
+    if iou_type == "bbox":
+        boxes = boxes_from_objects(results, path, prediction=True, box_format="xywh",
+                                   labels=np.zeros(len(results), np.int64))
+    else:
+        boxes = _instances(results, path, iou_type, prediction=True)
     return _Results(results, np.array(image, np.int64), np.array(category, np.int64), usable,
                     boxes)
 
@@ -128,8 +217,10 @@ def _join(gt: _Gt, results: _Results, gt_path: str, dt_path: str) -> CocoFiles:
     unknown = pred.label < 0  # pycocotools evaluates only the GT's categories
     if unknown.any():
         pred = pred.take(np.flatnonzero(~unknown))
+    pred_size = None if gt.size is None else gt.image_size[pred.frame]
     return CocoFiles(gt.stems, gt.image_ids, gt.table, pred, gt.names,
-                     int(np.count_nonzero(unknown)))
+                     int(np.count_nonzero(unknown)), gt.size, pred_size, gt.neg,
+                     gt.not_exhaustive, gt.frequency)
 
 
 def _position(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:

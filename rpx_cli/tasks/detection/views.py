@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.io.box_table import BoxTable, Frame, FrameTable
-from rpx_cli.ops.coco import RECALL_THRESHOLDS, CocoInput
+from rpx_cli.ops.coco import COCO, RECALL_THRESHOLDS, CocoInput, Protocol
 from rpx_cli.ops.coco import evaluate as coco_evaluate
 from rpx_cli.ops.geometry import BOXES, Geometry
 from rpx_cli.ops.matching import greedy_match, optimal_match
@@ -147,24 +147,91 @@ def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
     return out
 
 
-def coco(table: FrameTable, *, geometry: Geometry = BOXES) -> dict[str, Any]:
-    """COCO AP/AR over every detection; None (with a reason) where pycocotools gives -1."""
+def coco(table: FrameTable, *, geometry: Geometry = BOXES, protocol: Protocol = COCO,
+         instances: bool = False, gt_ignore: np.ndarray | None = None,
+         frequency: list[str] | None = None) -> dict[str, Any]:
+    """COCO AP/AR over every detection; None (with a reason) where pycocotools gives -1.
+    ``instances``: masks or keypoints, whose detections' areas for the ranges are the
+    table's (pycocotools' ``loadRes``), not the geometry's; ``gt_ignore``: GT ignored though
+    not crowd (keypoints without a visible point). ``protocol`` LVIS: ``frequency`` per
+    category, the detections already capped per image (:func:`lvis_detections`)."""
+    data = CocoInput(0, len(table.vocabulary), table.gt.frame, table.gt.label, table.gt.box,
+                     table.gt.area, table.gt.crowd, table.pred.frame, table.pred.label,
+                     table.pred.box, table.pred.score, None if geometry is BOXES else geometry,
+                     dt_area=table.pred.area if instances else None, gt_ignore=gt_ignore)
+    if protocol.name == "lvis":
+        data = _lvis_input(table, data)
     image = table.coco_image()
-    gt, pred = table.gt, table.pred
-    result = coco_evaluate(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label,
-                                     gt.box, gt.area, gt.crowd, image[pred.frame], pred.label,
-                                     pred.box, pred.score, None if geometry is BOXES else geometry))
+    data.n_images = table.n
+    data.gt_image, data.dt_image = image[data.gt_image], image[data.dt_image]
+    result = coco_evaluate(data, protocol)
     figures = result.stats()
-    reasons = {name: "no GT box in this area range" for name, value in figures.items()
+    if frequency is not None:
+        for group in ("r", "c", "f"):
+            figures[f"AP{group}"] = result.ap_of(np.flatnonzero(np.array(frequency) == group))
+    noun = "object" if instances else "box"
+    reasons = {name: f"no GT {noun} in this area range" if name not in ("APr", "APc", "APf")
+               else f"no GT {noun} of a category of this frequency" for name, value in figures.items()
                if value is None}
     per_class = {}
     for label, ap in zip(table.vocabulary, result.per_category_ap(), strict=True):
         per_class[label] = {"AP": ap} if ap is not None else {
-            "AP": None, "reason": "no GT box of this class (pycocotools: -1)"}
+            "AP": None, "reason": f"no GT {noun} of this class (pycocotools: -1)"}
     out: dict[str, Any] = {**figures, "per_class": per_class, "curves": _curves(result, table.vocabulary)}
     if reasons:
         out["null_reasons"] = reasons
     return out
+
+
+def _lvis_input(table: FrameTable, data: CocoInput) -> CocoInput:
+    """``LVISEval._prepare`` on the table: objects whose area is not in (0, inf) are left out
+    (its ``get_ann_ids`` filter, GT and detections alike); per image, detections of a
+    category neither in the image's GT nor in its ``neg_category_ids`` are left out; an
+    unmatched detection of a ``not_exhaustive_category_ids`` category is ignored."""
+    K = max(len(table.vocabulary), 1)
+    g_keep = (data.gt_area > 0) & (data.gt_area < np.inf)
+    d_area = data.dt_area if data.dt_area is not None else (
+        data.dt_box[:, 2] * data.dt_box[:, 3] if data.geometry is None else data.geometry.area(data.dt_box))
+    positive = np.unique(data.gt_image[g_keep] * K + data.gt_category[g_keep])
+    neg = _pair_keys(table.neg, K)
+    code = data.dt_image * K + data.dt_category
+    d_keep = (d_area > 0) & (d_area < np.inf) & (np.isin(code, positive) | np.isin(code, neg))
+    g, d = np.flatnonzero(g_keep), np.flatnonzero(d_keep)
+    return CocoInput(0, data.n_categories, data.gt_image[g], data.gt_category[g], data.gt_box[g],
+                     data.gt_area[g], np.zeros(g.size, bool), data.dt_image[d], data.dt_category[d],
+                     data.dt_box[d], data.dt_score[d], data.geometry,
+                     dt_area=None if data.dt_area is None else data.dt_area[d],
+                     dt_unmatched_ignored=np.isin(code[d], _pair_keys(table.not_exhaustive, K)))
+
+
+def _pair_keys(pairs: tuple[np.ndarray, np.ndarray] | None, K: int) -> np.ndarray:
+    return np.zeros(0, np.int64) if pairs is None else pairs[0] * K + pairs[1]
+
+
+def lvis_detections(table: FrameTable, max_dets: int) -> FrameTable:
+    """``LVISResults``' cap: per image, the ``max_dets`` highest-scoring detections of any
+    category (ties in input order; Python's stable sort); crowd flags dropped (``LVISEval``
+    compares every GT as a regular one)."""
+    pred = table.pred
+    order = np.lexsort((np.arange(len(pred)), -pred.score, pred.frame))
+    rank = np.arange(order.size) - np.searchsorted(pred.frame[order], pred.frame[order], side="left")
+    keep = np.sort(order[rank < max_dets])
+    out = FrameTable(table.n, table.vocabulary, table.gt, pred.take(keep), table.image_ids,
+                     table.neg, table.not_exhaustive)
+    out.gt = out.gt.take(np.arange(len(out.gt)))
+    out.gt.crowd = np.zeros(len(out.gt), bool)
+    return out
+
+
+def federated(table: FrameTable) -> FrameTable:
+    """LVIS for the operating-point views: detections of a category that is neither in its
+    image's GT nor among its negative categories are left out (nothing is known of them)."""
+    K = max(len(table.vocabulary), 1)
+    positive = np.unique(table.gt.frame * K + table.gt.label)
+    code = table.pred.frame * K + table.pred.label
+    keep = np.isin(code, positive) | np.isin(code, _pair_keys(table.neg, K))
+    return FrameTable(table.n, table.vocabulary, table.gt, table.pred.where(keep), table.image_ids,
+                      table.neg, table.not_exhaustive)
 
 
 def _curves(result, vocabulary: list[str]) -> dict[str, Any]:
@@ -185,12 +252,13 @@ def _curves(result, vocabulary: list[str]) -> dict[str, Any]:
     return out
 
 
-def errors(table: FrameTable) -> dict[str, Any]:
+def errors(table: FrameTable, *, geometry: Geometry = BOXES) -> dict[str, Any]:
     """``dataset.errors``: TIDE's breakdown (tidecv, IoU 0.5, background 0.1) on the COCO
-    view's images and boxes (every detection, no confidence threshold)."""
+    view's images and objects (every detection, no confidence threshold)."""
     image = table.coco_image()
     gt, pred = table.gt, table.pred
     result = tide(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label, gt.box,
-                            gt.area, gt.crowd, image[pred.frame], pred.label, pred.box, pred.score))
+                            gt.area, gt.crowd, image[pred.frame], pred.label, pred.box, pred.score,
+                            None if geometry is BOXES else geometry))
     return {**result.dap, "ap50": result.ap, "counts": result.counts,
             "iou_threshold": 0.5, "background_threshold": 0.1}
