@@ -52,6 +52,7 @@ and confusion (not COCO), as Aquarium does by default.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -493,8 +494,9 @@ class Detection(Task):
         elif params.get("geometry", "box") != "box":
             # the views see objects as ids and look their intersections up
             geometry = overlap_table(params["geometry"], frames, table)
-        if geometry is not BOXES:
-            table.gt.box, table.pred.box = np.arange(len(table.gt)), np.arange(len(table.pred))
+        if geometry is not BOXES:  # (new tables: the statistics keep their shapes)
+            table = replace(table, gt=replace(table.gt, box=np.arange(len(table.gt))),
+                            pred=replace(table.pred, box=np.arange(len(table.pred))))
         n = table.n
         empty = table.gt.counts(n) == 0
         skipped = empty & bool(params["skip_empty_gt"])

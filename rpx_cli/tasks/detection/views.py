@@ -7,6 +7,7 @@ and an IoU (:class:`~rpx_cli.ops.geometry.Geometry`)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -216,11 +217,9 @@ def lvis_detections(table: FrameTable, max_dets: int) -> FrameTable:
     order = np.lexsort((np.arange(len(pred)), -pred.score, pred.frame))
     rank = np.arange(order.size) - np.searchsorted(pred.frame[order], pred.frame[order], side="left")
     keep = np.sort(order[rank < max_dets])
-    out = FrameTable(table.n, table.vocabulary, table.gt, pred.take(keep), table.image_ids,
-                     table.neg, table.not_exhaustive)
-    out.gt = out.gt.take(np.arange(len(out.gt)))
-    out.gt.crowd = np.zeros(len(out.gt), bool)
-    return out
+    gt = replace(table.gt, crowd=np.zeros(len(table.gt), bool))
+    return FrameTable(table.n, table.vocabulary, gt, pred.take(keep), table.image_ids,
+                      table.neg, table.not_exhaustive)
 
 
 def federated(table: FrameTable) -> FrameTable:
