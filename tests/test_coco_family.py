@@ -22,7 +22,7 @@ from coco_family_data import box_set_lvis, keypoint_set, segm_set
 from helpers import assert_jobs_and_shards_agree, dirs, write_json
 
 from rpx_cli.ops.oks import COCO_SIGMAS, oks_pairs, reference_oks
-from rpx_cli.ops.rle import decode_counts, reference_decode
+from rpx_cli.ops.rle import decode_counts, encode_values, reference_decode
 
 FIXTURES = Path(__file__).parent / "fixtures" / "coco_family"
 COCO_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
@@ -491,3 +491,31 @@ def test_segm_without_pycocotools_is_one_line_naming_the_extra(rpx, tmp_path: Pa
     assert run.exit_code == 1 and run.stdout == ""
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install 'rpx-eval[coco]'" in lines[0], run.stderr
+
+
+def test_mask_totals_equal_the_reference_decoder() -> None:
+    """``ops.masks.totals`` (pycocotools' C decoder on the mask and its complement) gives the
+    reference decoder's areas and run sums, malformed strings included."""
+    import pycocotools.mask as mask_utils
+
+    from rpx_cli.ops.masks import totals
+
+    rng = np.random.default_rng(3)
+    rles = []
+    for i in range(600):
+        h, w = (int(v) for v in rng.integers(1, 90, 2))
+        mask = (rng.random((h, w)) < rng.random()).astype(np.uint8)
+        if i % 5 == 0:
+            mask[:] = 0
+            mask[: h // 2, : w // 3] = 1
+        rles.append({"size": [h, w], "counts": mask_utils.encode(np.asfortranarray(mask))["counts"]})
+    rles += [{"size": [2, 4], "counts": c} for c in (b"52", b"", b"8", b"0000", b"44")]
+    # first counts of six characters each: past the 16 the complement is built from
+    chars, lengths = encode_values(np.array([2**28, 2**28, 2**28, 3]))
+    long_head = b"".join(row[:n].tobytes() for row, n in zip(chars, lengths.tolist(), strict=True))
+    rles.append({"size": [16384, 16384], "counts": long_head})
+    area, total, readable = totals(rles)
+    reference = decode_counts([rle["counts"] for rle in rles])
+    assert area.tolist() == reference.area.tolist()
+    assert total.tolist() == reference.total.tolist()
+    assert readable.all()

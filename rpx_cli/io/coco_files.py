@@ -9,6 +9,7 @@ measurable: the results file dominates.)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
@@ -145,16 +146,19 @@ def _instances(objects: list[Any], path: str, iou_type: str, *, prediction: bool
     given = np.full(n, np.nan)
     crowd = np.zeros(n, bool)
     scores = np.zeros(n)
-    for index, item in enumerate(objects):
-        if not isinstance(item, dict):
-            raise InputError(f"{what} {index}: expected an object", path=path)
-        if prediction:
-            score = item.get("score")
-            if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
-                raise InputError(f"{what} {index}: 'score' must be a number in [0, 1], got "
-                                 f"{score!r}", path=path)
-            scores[index] = score
-            continue
+    if set(map(type, objects)) - {dict}:
+        index = next(i for i, item in enumerate(objects) if not isinstance(item, dict))
+        raise InputError(f"{what} {index}: expected an object", path=path)
+    if prediction:
+        values = list(map(dict.get, objects, repeat("score")))
+        if set(map(type, values)) <= {int, float}:
+            scores = np.array(values, np.float64)
+        if not set(map(type, values)) <= {int, float} or not ((scores >= 0) & (scores <= 1)).all():
+            index = next(i for i, v in enumerate(values) if isinstance(v, bool) or
+                         not isinstance(v, (int, float)) or not 0 <= v <= 1)
+            raise InputError(f"{what} {index}: 'score' must be a number in [0, 1], got "
+                             f"{values[index]!r}", path=path)
+    for index, item in enumerate(objects if not prediction else ()):
         flag = item.get("iscrowd", 0)
         if type(flag) not in (int, bool) or flag not in (0, 1):
             raise InputError(f"{what} {index}: 'iscrowd' must be 0, 1, true or false, got "

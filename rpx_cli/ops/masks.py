@@ -41,13 +41,13 @@ def compressed(segmentations: Sequence[Any], sizes: Sequence[tuple[int, int]]) -
     ``{"size", "counts": [ints]}`` or a compressed one) as a compressed RLE ``{"size": [h,
     w], "counts": bytes}``, as pycocotools' ``annToRLE`` makes it (polygon parts merged).
     ``sizes[i]`` is the image's ``(h, w)`` (polygons need it)."""
+    if all(type(s) is dict and type(s["counts"]) is bytes for s in segmentations):
+        return list(segmentations)  # compressed already (a results file): nothing to make
     out: list[dict[str, Any]] = []
     mask = None
     for segmentation, (h, w) in zip(segmentations, sizes, strict=True):
-        if isinstance(segmentation, dict) and isinstance(segmentation["counts"], (bytes, str)):
-            counts = segmentation["counts"]
-            out.append({"size": [int(h), int(w)],
-                        "counts": counts.encode("ascii") if isinstance(counts, str) else counts})
+        if isinstance(segmentation, dict) and isinstance(segmentation["counts"], bytes):
+            out.append({"size": segmentation["size"], "counts": segmentation["counts"]})
             continue
         mask = mask or require_pycocotools()
         if isinstance(segmentation, list):
@@ -90,3 +90,54 @@ def table_intersections(pred: np.ndarray, gt: np.ndarray, pred_frame: np.ndarray
         empty = np.zeros(0, np.int64)
         return empty, empty.copy(), np.zeros(0)
     return np.concatenate(ds), np.concatenate(gs), np.concatenate(inters)
+
+
+def totals(rles: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each compressed RLE's area (its 1-runs), the sum of all its runs and whether its
+    first counts could be read, with pycocotools' C decoder: the sum is the area plus the
+    area of the complement mask (the same runs after a leading empty run). A well-formed
+    mask sums to ``h · w``. (As in pycocotools, runs are 32-bit unsigned: a crafted
+    negative run wraps.) ``rpx_cli.ops.rle.decode_counts`` is the reference."""
+    from rpx_cli.ops.rle import encode_values, head_groups
+
+    mask = require_pycocotools()
+    n = len(rles)
+    if not n:
+        empty = np.zeros(0, np.int64)
+        return empty, empty.copy(), np.zeros(0, bool)
+    strings = [rle["counts"] for rle in rles]
+    values, found, cut, ok = head_groups(strings)
+    # the complement's first counts: 0, c0, c1, c2 - c0 (then the string's own from x3 on)
+    first = np.zeros((n, 4), np.int64)
+    first[:, 1:] = values
+    first[:, 3] = np.where(found >= 3, values[:, 2] - values[:, 0], 0)
+    keep = np.minimum(found, 3) + 1
+    chars, length = encode_values(first.ravel())
+    chars, length = chars.reshape(n, 4, -1), length.reshape(n, 4)
+    length = np.where(np.arange(4)[None, :] < keep[:, None], length, 0)
+    joined = chars[np.arange(chars.shape[2])[None, None, :] < length[:, :, None]].tobytes()
+    size = length.sum(axis=1)
+    start = (np.cumsum(size) - size).tolist()
+    size = size.tolist()
+    cuts = cut.tolist()
+    complement = [{"size": rle["size"], "counts": joined[a:a + b] + s[c:]}
+                  for rle, s, a, b, c in zip(rles, strings, start, size, cuts, strict=True)]
+    area, back = _areas(mask, list(rles)), _areas(mask, complement)
+    total = area + back
+    if not ok.all():  # a first count of more than 16 characters: decoded in full instead
+        from rpx_cli.ops.rle import decode_counts
+
+        rest = np.flatnonzero(~ok)
+        decoded = decode_counts([strings[i] for i in rest.tolist()])
+        total[rest] = decoded.total
+        ok[rest] = [not problem for problem in decoded.problem]
+    return area, total, ok
+
+
+def _areas(mask, rles: list[dict[str, Any]]) -> np.ndarray:
+    """``mask.area`` in batches of 255: with numpy 2 it builds a uint8 array of the batch's
+    length first, which overflows past 255 (pycocotools 2.0.x)."""
+    out = np.zeros(len(rles), np.int64)
+    for start in range(0, len(rles), 255):
+        out[start:start + 255] = mask.area(rles[start:start + 255])
+    return out

@@ -121,3 +121,59 @@ def reference_decode(string: bytes) -> list[int]:
             x += counts[-2]
         counts.append(x)
     return counts
+
+
+def encode_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``rleToString``'s character groups of int64 ``values`` (each one count, already
+    differenced), vectorised: ``(chars (N, 13) uint8, lengths (N,))``."""
+    v = np.asarray(values, np.int64).copy()
+    out = np.zeros((v.size, 13), np.uint8)
+    length = np.zeros(v.size, np.int64)
+    active = np.ones(v.size, bool)
+    for k in range(13):
+        c = v & 0x1F
+        v >>= 5
+        more = np.where((c & 0x10) != 0, v != -1, v != 0)
+        c = np.where(more, c | 0x20, c) + 48
+        out[active, k] = c[active]
+        length += active
+        active &= more
+        if not active.any():
+            break
+    return out, length
+
+
+def head_groups(strings: list[bytes], n_groups: int = 3, width: int = 16):
+    """The first ``n_groups`` counts of each compressed string (``rleFrString``'s values,
+    before the differences from the fourth count on matter) and the character offset after
+    them: ``(values (N, n_groups) int64, found (N,) groups present, cut (N,), ok (N,))``;
+    ``ok`` is False where those groups do not end within ``width`` characters."""
+    n = len(strings)
+    lengths = np.fromiter(map(len, strings), np.int64, count=n)
+    # (width, N): every operation runs along the strings, not along 24 characters
+    head = np.full((n, width), 48, np.uint8)
+    joined = np.frombuffer(b"".join(s[:width] for s in strings), np.uint8)
+    shown = np.minimum(lengths, width)
+    col = np.arange(width)[:, None]
+    head[col.T < shown[:, None]] = joined
+    c = np.ascontiguousarray(head.T).astype(np.int32) - 48
+    valid = col < shown[None, :]
+    end = ((c & 0x20) == 0) & valid
+    group = np.cumsum(end, axis=0, dtype=np.int32) - end
+    prev_end = np.ones((width, n), bool)
+    prev_end[1:] = end[:-1]
+    start = np.maximum.accumulate(np.where(prev_end, col.astype(np.int32), 0), axis=0)
+    k = np.minimum(col - start, 12)
+    payload = (c & 0x1F).astype(np.int64) << (5 * k)
+    negative = end & ((c & 0x10) != 0)
+    payload[negative] -= np.int64(1) << (5 * np.minimum(k[negative] + 1, 12))
+    inside = valid & (group < n_groups)
+    values = np.zeros((n, n_groups), np.int64)
+    for g in range(n_groups):
+        values[:, g] = np.where(group == g, payload, 0).sum(axis=0, where=valid)
+    n_ends = end.sum(axis=0)
+    found = np.minimum(n_ends, n_groups)
+    cut = inside.sum(axis=0)
+    complete = (n_ends >= n_groups) | (lengths <= width)
+    ok = complete & ~np.any(inside & (col - start >= 12), axis=0)
+    return values, found, cut, ok

@@ -543,13 +543,21 @@ class Detection(Task):
 
 
 def _check_mask_sizes(coco, gt_file: str, dt_file: str) -> None:
-    """One image size per image: a prediction's RLE of another size than the image's (or
-    than the image's GT masks) is an input error naming both."""
-    sizes = {}
+    """One image size per image: a prediction's RLE of another size than the image's GT
+    masks is an input error naming both (sizes given by images[] were checked on reading)."""
+    n = len(coco.stems)
+    first = np.full((n, 2), -1, np.int64)
+    for side in (coco.pred, coco.gt):  # the GT's size wins where both have masks
+        if len(side):
+            sizes = np.array([rle["size"] for rle in side.box], np.int64).reshape(-1, 2)
+            first[side.frame[::-1]] = sizes[::-1]  # the first mask of each image
     for side, path, what in ((coco.gt, gt_file, "annotation"), (coco.pred, dt_file, "detection")):
-        for frame, rle in zip(side.frame.tolist(), side.box, strict=True):
-            size = sizes.setdefault(frame, rle["size"])
-            if size != rle["size"]:
-                raise InputError(f"image {int(coco.image_ids[frame])}: a {what} mask of size "
-                                 f"{rle['size']} where the image's masks are {size} ({dt_file} "
-                                 f"against {gt_file})", path=path)
+        if not len(side):
+            continue
+        sizes = np.array([rle["size"] for rle in side.box], np.int64).reshape(-1, 2)
+        wrong = np.flatnonzero((sizes != first[side.frame]).any(axis=1))
+        if wrong.size:
+            k = int(wrong[0])
+            raise InputError(f"image {int(coco.image_ids[side.frame[k]])}: a {what} mask of size "
+                             f"{sizes[k].tolist()} where the image's masks are "
+                             f"{first[side.frame[k]].tolist()} ({dt_file} against {gt_file})", path=path)

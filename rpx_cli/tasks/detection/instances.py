@@ -14,6 +14,7 @@ confusion matrix, COCO AP, TIDE for masks) takes a :class:`~rpx_cli.ops.geometry
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -36,30 +37,37 @@ def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
     n = len(segmentations)
     index = np.arange(n) if index is None else index
     shapes = np.array(sizes, np.int64).reshape(n, 2)
-    for i, segmentation in enumerate(segmentations):
-        if isinstance(segmentation, dict):
-            own = segmentation["size"]
-            if shapes[i, 0] >= 0 and list(shapes[i]) != own:
-                raise InputError(f"{what} {index[i]}: RLE size {own} is not the image's "
-                                 f"[{shapes[i, 0]}, {shapes[i, 1]}]", path=path)
-            shapes[i] = own
-        elif shapes[i, 0] < 0:
-            raise InputError(f"{what} {index[i]}: a polygon needs the image size "
-                             "(a per-stem file: {\"size\": [h, w], \"objects\": [...]}; a COCO "
-                             "file: images[].height and width)", path=path)
+    is_rle = np.fromiter(map(isinstance, segmentations, repeat(dict)), bool, count=n)
+    own = np.full((n, 2), -1, np.int64)
+    if is_rle.any():
+        own[is_rle] = [segmentation["size"] for segmentation in segmentations[is_rle]]
+    clash = np.flatnonzero(is_rle & (shapes[:, 0] >= 0) & (own != shapes).any(axis=1))
+    if clash.size:
+        i = int(clash[0])
+        raise InputError(f"{what} {index[i]}: RLE size {own[i].tolist()} is not the image's "
+                         f"{shapes[i].tolist()}", path=path)
+    shapes = np.where(is_rle[:, None], own, shapes)
+    unsized = np.flatnonzero(shapes[:, 0] < 0)
+    if unsized.size:
+        raise InputError(f"{what} {index[unsized[0]]}: a polygon needs the image size "
+                         "(a per-stem file: {\"size\": [h, w], \"objects\": [...]}; a COCO "
+                         "file: images[].height and width)", path=path)
     rles = masks.compressed(list(segmentations), [tuple(s) for s in shapes.tolist()])
-    decoded = decode_counts([rle["counts"] for rle in rles])
+    area, total, readable = masks.totals(rles)
     expected = shapes[:, 0] * shapes[:, 1]
-    for i in np.flatnonzero((decoded.total != expected) | np.array(
-            [bool(p) for p in decoded.problem], bool).reshape(n)).tolist():
-        problem = decoded.problem[i] or (f"counts sum to {int(decoded.total[i])}, not h·w = "
+    wrong = np.flatnonzero((total != expected) | ~readable)
+    if wrong.size:
+        # the readable reference decoder words the problem
+        i = int(wrong[0])
+        decoded = decode_counts([rles[i]["counts"]])
+        problem = decoded.problem[0] or (f"counts sum to {int(decoded.total[0])}, not h·w = "
                                          f"{shapes[i, 0]}·{shapes[i, 1]} = {int(expected[i])}")
         raise InputError(f"{what} {index[i]}: malformed RLE: {problem}", path=path)
     out = np.empty(n, object)
-    for i, rle in enumerate(rles):
-        rle["area"] = int(decoded.area[i])
-        out[i] = rle
-    return out, decoded.area.astype(np.float64)
+    for rle, a in zip(rles, area.tolist(), strict=True):
+        rle["area"] = a
+    out[:] = rles
+    return out, area.astype(np.float64)
 
 
 def frame_size(rles: np.ndarray) -> list[int] | None:
