@@ -99,7 +99,8 @@ def generate_segm(root: Path, n_images: int) -> Path:
     h, w = 480, 640
     images, anns, dets = [], [], []
     for image_id in range(1, n_images + 1):
-        images.append({"id": image_id, "file_name": f"img{image_id:06d}.jpg", "height": h, "width": w})
+        images.append({"id": image_id, "file_name": f"img{image_id:06d}.jpg", "height": h,
+                       "width": w})
         present = rng.choice(80, 5, replace=False) + 1
         mine = []
         for _ in range(int(rng.integers(4, 11))):
@@ -172,7 +173,8 @@ def generate_keypoints(root: Path, n_images: int) -> Path:
                 s = rng.uniform(1, 12)
                 d = []
                 for j in range(17):
-                    d += [round(float(px[j] + rng.normal(0, s)), 1), round(float(py[j] + rng.normal(0, s)), 1), 1]
+                    d += [round(float(px[j] + rng.normal(0, s)), 1),
+                          round(float(py[j] + rng.normal(0, s)), 1), 1]
                 mine.append({"image_id": image_id, "category_id": 1, "keypoints": d,
                              "score": round(float(rng.uniform(0.05, 1)), 3)})
         while len(mine) < 100:
@@ -204,8 +206,8 @@ def generate_lvis(root: Path, n_images: int) -> Path:
         present = rng.choice(K, int(rng.integers(2, 8)), replace=False) + 1
         others = np.setdiff1d(np.arange(1, K + 1), present)
         neg = rng.choice(others, 15, replace=False)
-        images.append({"id": image_id, "file_name": f"img{image_id:06d}.jpg", "height": 480, "width": 640,
-                       "neg_category_ids": [int(c) for c in neg],
+        images.append({"id": image_id, "file_name": f"img{image_id:06d}.jpg", "height": 480,
+                       "width": 640, "neg_category_ids": [int(c) for c in neg],
                        "not_exhaustive_category_ids": [int(c) for c in present if rng.random() < 0.2]})
         mine = []
         for _ in range(int(rng.integers(5, 16))):
@@ -213,16 +215,20 @@ def generate_lvis(root: Path, n_images: int) -> Path:
             x, y = rng.uniform(0, 560, 2)
             bw, bh = rng.uniform(4, 200, 2)
             anns.append({"id": len(anns) + 1, "image_id": image_id, "category_id": k,
-                         "bbox": [round(float(v), 2) for v in (x, y, bw, bh)], "area": round(float(bw * bh), 2)})
+                         "bbox": [round(float(v), 2) for v in (x, y, bw, bh)],
+                         "area": round(float(bw * bh), 2)})
             for _ in range(int(rng.integers(2, 6))):
                 j = rng.normal(0, 0.1, 4) * [bw, bh, bw, bh]
-                mine.append({"image_id": image_id, "category_id": k if rng.random() < 0.8 else int(rng.integers(1, K + 1)),
-                             "bbox": [round(float(v), 2) for v in (x + j[0], y + j[1], max(2, bw + j[2]), max(2, bh + j[3]))],
+                box = (x + j[0], y + j[1], max(2, bw + j[2]), max(2, bh + j[3]))
+                mine.append({"image_id": image_id,
+                             "category_id": k if rng.random() < 0.8 else int(rng.integers(1, K + 1)),
+                             "bbox": [round(float(v), 2) for v in box],
                              "score": round(float(rng.uniform(0.05, 1)), 4)})
         while len(mine) < 300:
             x, y = rng.uniform(0, 560, 2)
             bw, bh = rng.uniform(4, 200, 2)
-            k = int(rng.choice(np.concatenate([present, neg]))) if rng.random() < 0.5 else int(rng.integers(1, K + 1))
+            k = int(rng.choice(np.concatenate([present, neg]))) if rng.random() < 0.5 else \
+                int(rng.integers(1, K + 1))
             mine.append({"image_id": image_id, "category_id": k,
                          "bbox": [round(float(v), 2) for v in (x, y, bw, bh)],
                          "score": round(float(rng.uniform(0.001, 0.5)), 4)})
@@ -277,7 +283,7 @@ def mask_kernels(root: Path) -> None:
     coco = load_coco(str(root / "instances.json"), str(root / "results.json"), iou_type="segm")
     loaded = time.perf_counter()
     pred, area = instances.prepare_masks(coco.pred.box, coco.pred_size, "results.json", "detection")
-    gt, gt_area = instances.prepare_masks(coco.gt.box, coco.gt_size, "instances.json", "annotation")
+    gt, _ = instances.prepare_masks(coco.gt.box, coco.gt_size, "instances.json", "annotation")
     prepared = time.perf_counter()
     decode_counts([rle["counts"] for rle in pred])
     decoded = time.perf_counter()
@@ -316,22 +322,24 @@ def main() -> None:
             root = make(DATA / f"{kind}-{args.images}", args.images)
             gt, dt = str(root / "instances.json"), str(root / "results.json")
             peers = {"pycocotools": ([py, "-c", COCOEVAL, gt, dt, "pycocotools", kind], 1),
-                     "faster-coco-eval": ([py, "-c", COCOEVAL, gt, dt, "faster-coco-eval", kind], args.repeat),
+                     "faster-coco-eval": ([py, "-c", COCOEVAL, gt, dt, "faster-coco-eval", kind],
+                                          args.repeat),
                      "hotcoco 1.3": ([py, "-c", COCOEVAL, gt, dt, "hotcoco", kind], args.repeat)}
             flags = ["--iou-type", kind]
             base, hot = "pycocotools", "hotcoco 1.3"
         files = ["--coco-gt", gt, "--coco-dt", dt]
         runs = DigestRuns(f"coco-family-{kind}", predictions=[dt], ground_truth=[gt])
-        runs.warm(rpx + files + flags + ["--metrics", "coco"], expect_reused=1)
+        command = rpx + files + flags
+        runs.warm(command + ["--metrics", "coco"], expect_reused=1)
         results = {}
         for name, (argv, repeat) in peers.items():
             results[name] = run(argv, repeat)
         for mode, extra in (("first run", runs.first), ("re-run", runs.rerun)):
             results[f"rpx --metrics coco, {mode}"] = run(
-                lambda extra=extra: rpx + files + flags + ["--metrics", "coco", "-o", "/dev/null", *extra()],
-                args.repeat)
+                lambda extra=extra, command=command: [*command, "--metrics", "coco", "-o", "/dev/null",
+                                                      *extra()], args.repeat)
         results["rpx, every view (rows, pooled, confusion, coco), first run"] = run(
-            lambda: rpx + files + flags + ["-o", "/dev/null", *runs.first()], 1)
+            lambda command=command, runs=runs: [*command, "-o", "/dev/null", *runs.first()], 1)
         runs.cleanup()
         table(f"{kind}: {(root / 'DONE').read_text().strip()}; median of {args.repeat} "
               f"(reference: 1 run)", results, base, hot)
@@ -340,7 +348,8 @@ def main() -> None:
                 print(f"  {name} AP: {out.splitlines()[-1] if out else ''}")
     if args.mask_kernels:
         mask_kernels(DATA / f"segm-{args.images}")
-    print(f"load: {load()} after; peak RSS of this script {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    print(f"load: {load()} after; peak RSS of this script {peak} MB")
 
 
 if __name__ == "__main__":

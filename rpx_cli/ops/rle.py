@@ -155,7 +155,7 @@ def head_groups(strings: list[bytes], n_groups: int = 3, width: int = 16):
     joined = np.frombuffer(b"".join(s[:width] for s in strings), np.uint8)
     shown = np.minimum(lengths, width)
     col = np.arange(width)[:, None]
-    head[col.T < shown[:, None]] = joined
+    head[shown[:, None] > col.T] = joined
     c = np.ascontiguousarray(head.T).astype(np.int32) - 48
     valid = col < shown[None, :]
     end = ((c & 0x20) == 0) & valid
