@@ -519,3 +519,17 @@ def test_mask_totals_equal_the_reference_decoder() -> None:
     assert area.tolist() == reference.area.tolist()
     assert total.tolist() == reference.total.tolist()
     assert readable.all()
+
+
+def test_oks_bounds_change_no_result(rpx, tmp_path: Path, monkeypatch) -> None:
+    """Pairs whose OKS bound is below the loosest threshold read as 0 in the greedy views:
+    every view equals a run that computes every OKS."""
+    from rpx_cli.ops.oks import OksGeometry
+
+    gt, results = keypoint_set(5, n_images=20)
+    per_stem(tmp_path, gt, results, "keypoints")
+    command = f"eval detection --iou-type keypoints --iou-threshold 0.3 {dirs(tmp_path)}"
+    bounded = rpx(command).json
+    monkeypatch.setattr(OksGeometry, "bound", lambda self, dt, gt: np.full(np.shape(dt), np.inf))
+    exact = rpx(command).json
+    assert bounded["dataset"] == exact["dataset"] and bounded["rows"] == exact["rows"]

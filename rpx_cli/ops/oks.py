@@ -88,19 +88,60 @@ def reference_oks(dt: np.ndarray, gt: np.ndarray, gt_area: float, sigmas: np.nda
 
 class OksGeometry:
     """OKS for objects given as ids (``pred``, ``gt``: keypoint rows; ``gt_area``: the GT
-    areas OKS scales by; ``pred_area``: the detections' areas for COCO's ranges)."""
+    areas OKS scales by; ``pred_area``: the detections' areas for COCO's ranges).
+
+    ``floor``: the lowest threshold any greedy view tests (``min(--iou-threshold, 0.5)``).
+    :meth:`similarity` and :meth:`pairs` (the greedy matchers and the crowd test) then read
+    a pair as 0 when an upper bound of its OKS is below it — such a pair can never match, so
+    no result changes — and compute the rest exactly. The bound: every point of the
+    detection lies outside the gap between the detection's extent and the GT's visible
+    extent (its grown box without visible points), so each ``e_i`` is at least
+    ``gap² / max(2σ)² / (area + ε) / 2``. :meth:`matrix` (the confusion's assignment, where
+    every value counts) is always exact."""
 
     def __init__(self, pred: np.ndarray, gt: np.ndarray, pred_area: np.ndarray,
-                 gt_area: np.ndarray, sigmas: np.ndarray) -> None:
+                 gt_area: np.ndarray, sigmas: np.ndarray, floor: float | None = None) -> None:
         self.pred, self.gt = pred, gt
         self.pred_area, self.gt_area = pred_area, gt_area
         self.sigmas = np.asarray(sigmas, np.float64)
+        self.floor = floor
+        k = self.sigmas.size
+        if pred.size:
+            x, y = pred[:, 0:3 * k:3], pred[:, 1:3 * k:3]
+            self._dt_box = np.stack([x.min(axis=1), y.min(axis=1), x.max(axis=1), y.max(axis=1)], axis=1)
+        else:
+            self._dt_box = np.zeros((0, 4))
+        if gt.size:
+            x, y, v = gt[:, 0:3 * k:3], gt[:, 1:3 * k:3], gt[:, 2:3 * k:3] > 0
+            seen = v.any(axis=1)
+            bx, by, bw, bh = (gt[:, 3 * k + j] for j in range(4))
+            self._gt_box = np.stack([
+                np.where(seen, np.where(v, x, np.inf).min(axis=1), bx - bw),
+                np.where(seen, np.where(v, y, np.inf).min(axis=1), by - bh),
+                np.where(seen, np.where(v, x, -np.inf).max(axis=1), bx + bw * 2),
+                np.where(seen, np.where(v, y, -np.inf).max(axis=1), by + bh * 2)], axis=1)
+        else:
+            self._gt_box = np.zeros((0, 4))
+        self._scale = float(((self.sigmas * 2) ** 2).max()) if k else 1.0
 
-    def oks(self, dt: np.ndarray, gt: np.ndarray) -> np.ndarray:
+    def bound(self, dt: np.ndarray, gt: np.ndarray) -> np.ndarray:
+        """An upper bound of the OKS of ``dt[i]`` with ``gt[i]`` (ids)."""
+        a, b = self._dt_box[dt], self._gt_box[gt]
+        gap_x = np.maximum(0.0, np.maximum(a[:, 0] - b[:, 2], b[:, 0] - a[:, 2]))
+        gap_y = np.maximum(0.0, np.maximum(a[:, 1] - b[:, 3], b[:, 1] - a[:, 3]))
+        e = (gap_x ** 2 + gap_y ** 2) / self._scale / (self.gt_area[gt] + np.spacing(1)) / 2
+        return np.exp(-e) * (1 + 1e-9)
+
+    def oks(self, dt: np.ndarray, gt: np.ndarray, *, exact: bool = False) -> np.ndarray:
         dt, gt = np.broadcast_arrays(np.asarray(dt, np.int64), np.asarray(gt, np.int64))
-        flat = oks_pairs(self.pred[dt.ravel()], self.gt[gt.ravel()], self.gt_area[gt.ravel()],
-                         self.sigmas)
-        return flat.reshape(dt.shape)
+        d, g = dt.ravel(), gt.ravel()
+        out = np.zeros(d.size)
+        todo = np.arange(d.size) if exact or self.floor is None else \
+            np.flatnonzero(self.bound(d, g) >= self.floor)
+        if todo.size:
+            out[todo] = oks_pairs(self.pred[d[todo]], self.gt[g[todo]], self.gt_area[g[todo]],
+                                  self.sigmas)
+        return out.reshape(dt.shape)
 
     def area(self, dt: np.ndarray) -> np.ndarray:
         return self.pred_area[dt]
@@ -112,7 +153,7 @@ class OksGeometry:
         return similarity
 
     def matrix(self, dt: np.ndarray, gt: np.ndarray) -> np.ndarray:
-        return self.oks(dt[:, None], gt[None, :])
+        return self.oks(dt[:, None], gt[None, :], exact=True)
 
     def pairs(self, dt: np.ndarray, gt: np.ndarray, *, crowd: bool = False) -> np.ndarray:
         return self.oks(dt, gt)

@@ -489,7 +489,8 @@ class Detection(Task):
         if iou_type == "segm":
             geometry = instances.mask_geometry(table)
         elif iou_type == "keypoints":
-            geometry = instances.keypoint_geometry(table, params["oks_sigmas"])
+            geometry = instances.keypoint_geometry(table, params["oks_sigmas"],
+                                                   floor=min(params["iou_threshold"], 0.5))
             gt_ignore = table.gt.box[:, -1] == 0 if len(table.gt) else np.zeros(0, bool)
         elif params.get("geometry", "box") != "box":
             # the views see objects as ids and look their intersections up

@@ -113,15 +113,15 @@ def mask_geometry(table: FrameTable) -> OverlapTable:
     return OverlapTable(pred_area, gt_area, d, g, inter)
 
 
-def keypoint_geometry(table: FrameTable, sigmas: np.ndarray) -> OksGeometry:
+def keypoint_geometry(table: FrameTable, sigmas: np.ndarray, floor: float | None = None) -> OksGeometry:
     """OKS of the table's keypoint rows with ``sigmas``; every object's point count is
-    checked against them."""
+    checked against them. ``floor``: the lowest threshold a greedy view tests."""
     sigmas = np.asarray(sigmas, np.float64)
     for side in (table.pred, table.gt):
         if len(side) and side.box.shape[1] != 3 * sigmas.size + 5:
             raise InputError(f"objects have {(side.box.shape[1] - 5) // 3} keypoints but "
                              f"--oks-sigmas gives {sigmas.size} sigmas")
-    return OksGeometry(table.pred.box, table.gt.box, table.pred.area, table.gt.area, sigmas)
+    return OksGeometry(table.pred.box, table.gt.box, table.pred.area, table.gt.area, sigmas, floor)
 
 
 def keypoint_count_error(boxes_box: np.ndarray, sigmas: list[float], path: str) -> None:
