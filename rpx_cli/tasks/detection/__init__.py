@@ -167,8 +167,8 @@ class Detection(Task):
         'rpx eval detection --iou-type segm --coco-gt fixtures/detection/masks/instances.json \\\n'
         '    --coco-dt fixtures/detection/masks/results.json | jq .dataset.coco.AP\n'
         'rpx eval detection --iou-type keypoints --oks-sigmas 0.25,0.25,0.5,0.5,0.35 \\\n'
-        '    --pred-dir fixtures/detection/hands/pred --gt-dir fixtures/detection/hands/gt \\\n'
-        '    | jq .dataset.coco.AP\n'
+        '    --box-format xywh --pred-dir fixtures/detection/hands/pred \\\n'
+        '    --gt-dir fixtures/detection/hands/gt | jq .dataset.coco.AP\n'
         'rpx eval detection --protocol lvis --coco-gt fixtures/detection/lvis/lvis_val.json \\\n'
         '    --coco-dt fixtures/detection/lvis/results.json | jq .dataset.coco.APr'
     )
