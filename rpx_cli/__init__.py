@@ -10,14 +10,15 @@ __version__ = "0.1.0"
 
 _REGISTRY_API = ("MetricCalculator", "register_metric", "unregister_metric", "clear_registry",
                  "get_calculators", "available_metrics", "compute_metrics")
-__all__ = ["__version__", "evaluate_dirs", *_REGISTRY_API]
+_API = ("evaluate_dirs", "Evaluator")
+__all__ = ["__version__", *_API, *_REGISTRY_API]
 
 
 def __getattr__(name: str):  # lazy public API (PEP 562): importing rpx_cli stays cheap
-    if name == "evaluate_dirs":
-        from rpx_cli.api import evaluate_dirs
+    if name in _API:
+        from rpx_cli import api
 
-        return evaluate_dirs
+        return getattr(api, name)
     if name in _REGISTRY_API:
         from rpx_cli import tasks
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from rpx_cli.run.compare import Comparison, run_compare
 from rpx_cli.run.evaluate import default_params, evaluate_dirs, run_evaluation
+from rpx_cli.run.evaluator import Evaluator
 from rpx_cli.run.files import run_file_evaluation
 from rpx_cli.run.invocation import Evaluation, Invocation, ProgressHooks
 from rpx_cli.run.merge import merge_reports
@@ -25,7 +26,7 @@ from rpx_cli.run.readiness import run_readiness
 from rpx_cli.run.stability import run_stability_report
 from rpx_cli.run.state import Plan, State, evaluate_batch, finalize, merge_states, plan, state_report
 
-__all__ = ["Comparison", "Evaluation", "Invocation", "Plan", "ProgressHooks", "RunOptions", "State", "Strata",
-           "default_params", "evaluate_batch", "evaluate_dirs", "finalize", "merge_reports",
-           "merge_states", "plan", "run_compare", "run_evaluation", "run_file_evaluation",
-           "run_readiness", "run_stability_report", "state_report"]
+__all__ = ["Comparison", "Evaluation", "Evaluator", "Invocation", "Plan", "ProgressHooks",
+           "RunOptions", "State", "Strata", "default_params", "evaluate_batch", "evaluate_dirs",
+           "finalize", "merge_reports", "merge_states", "plan", "run_compare", "run_evaluation",
+           "run_file_evaluation", "run_readiness", "run_stability_report", "state_report"]

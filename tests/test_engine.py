@@ -74,6 +74,69 @@ def test_rows_errors_and_digests_in_stem_order(tmp_path: Path, jobs: int) -> Non
     assert "s007.txt" not in result.digests["pred"] and len(result.digests["gt"]) == 58
 
 
+@pytest.mark.parametrize("probe_seconds", [0.0, 1e-4, 10.0])
+def test_chosen_processes_give_the_same_result(tmp_path: Path, monkeypatch,
+                                               probe_seconds: float) -> None:
+    """jobs=None: some pairs run here while timed, then a pool (forced here) takes the rest;
+    rows, errors, warnings and digests come back in stem order exactly as with one process."""
+    from rpx_cli.engine import workers
+
+    values = {f"s{i:03d}": (str(i * 2), str(i)) for i in range(40)}
+    values["s007"], values["s031"] = ("oops", "7"), ("-31", "31")
+    pairs = make_pairs(tmp_path, values)
+    want = run_pairs(Toy(), pairs, {}, jobs=1)
+    monkeypatch.setattr(workers, "PROBE_SECONDS", probe_seconds)
+    monkeypatch.setattr(workers._Probe, "choose", lambda self, remaining, cpus: 2)
+    got = run_pairs(Toy(), pairs, {}, jobs=None)
+    assert got.rows == want.rows and got.errors == want.errors and got.warnings == want.warnings
+    assert got.digests == want.digests and got.stats["diff"].tolist() == want.stats["diff"].tolist()
+    assert got.execution["jobs"] == 2 and got.execution["chosen_by"] == "auto"
+    assert got.execution["probed"] == (40 if probe_seconds == 10.0 else got.execution["probed"])
+
+
+def test_the_cost_model_chooses_processes_only_when_they_pay(monkeypatch) -> None:
+    from rpx_cli.engine import workers
+
+    def probe(work_ms: float, consumer_ms: float, transfer_ms: float) -> workers._Probe:
+        made = workers._Probe()
+        made.done = made.sampled = 10
+        made.work, made.consumer = 10 * work_ms / 1e3, 10 * consumer_ms / 1e3
+        made.send = made.receive = 10 * transfer_ms / 2e3
+        return made
+
+    monkeypatch.setattr(workers, "_load_average", lambda: 0.0)
+    assert probe(5.0, 0.01, 0.05).choose(1000, 2) == 2  # heavy pairs, light results
+    assert probe(5.0, 0.01, 0.05).choose(1000, 8) == 8
+    assert probe(0.02, 0.01, 0.05).choose(1000, 2) == 1  # sending costs more than working
+    assert probe(0.2, 1.0, 0.05).choose(1000, 2) == 1  # this process is the bottleneck
+    assert probe(5.0, 0.01, 0.05).choose(1, 2) == 1
+    assert probe(5.0, 0.01, 0.05).choose(1000, 1) == 1
+    monkeypatch.setattr(workers, "_load_average", lambda: 1.8)  # a busy machine
+    assert probe(5.0, 0.01, 0.05).choose(1000, 2) == 1
+    # the model's time for J workers: (work + send) / J, at most the free CPUs
+    monkeypatch.setattr(workers, "_load_average", lambda: 0.0)
+    made = probe(4.0, 0.0, 0.0)
+    assert made.choose(1000, 4) == 4
+    assert made.figures()["unit_ms"] == 4.0 and made.figures()["load_average"] == 0.0
+
+
+def test_source_date_epoch_leaves_the_load_dependent_choice_out(rpx, monkeypatch) -> None:
+    from helpers import FIXTURES
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    root = FIXTURES / "depth" / "indoor"
+    argv = ["eval", "depth", "--pred-dir", str(root / "pred"), "--gt-dir", str(root / "gt")]
+    from click.testing import CliRunner
+
+    from rpx_cli.cli.main import cli
+
+    done = CliRunner().invoke(cli, argv, catch_exceptions=False)  # no --jobs: chosen
+    import json
+
+    executor = json.loads(done.stdout)["run_provenance"]["executor"]
+    assert executor == {"name": "local", "chosen_by": "auto"}
+
+
 def test_progress_is_called_once_per_pair(tmp_path: Path) -> None:
     pairs = make_pairs(tmp_path, {f"{i}": ("1", "1") for i in range(7)})
     ticks: list[int] = []

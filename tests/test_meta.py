@@ -24,11 +24,12 @@ ALLOWED = {
     "io": {"errors", "io"},
     "ops": {"errors", "ops"},
     "params": {"errors", "params", "io", "tasks"},  # tasks: type hints only (TYPE_CHECKING)
-    "tasks": {"io", "ops", "errors", "params", "tasks"},
+    "tasks": {"io", "ops", "errors", "params", "tasks", "distributions"},
     "deploy": {"tasks", "ops", "io", "params", "errors", "deploy", "engine"},
     "engine": {"io", "tasks", "errors", "allocator", "engine"},
     "allocator": set(),
-    "report": {"tasks", "params", "errors", "report", "__init__"},
+    "distributions": set(),  # installed versions and entry points, without importlib.metadata
+    "report": {"tasks", "params", "errors", "report", "__init__", "distributions"},
     "console": {"errors"},  # escaped(): names shown as ls -b does
     "run": {"engine", "io", "ops", "params", "tasks", "report", "errors", "deploy", "run"},
     "api": {"run"},

@@ -147,3 +147,27 @@ def test_installed_plugin_package_end_to_end(tmp_path: Path) -> None:
                             capture_output=True, text=True, env=env, check=True)
     table = json.loads(listed.stdout)
     assert table["depth"]["median_abs_error"]["calculator"] == "plugin median_abs_error"
+
+
+def test_installed_versions_and_entry_points_without_importlib_metadata(tmp_path, monkeypatch) -> None:
+    """rpx_cli.distributions reads the metadata folders directly: the same versions as
+    importlib.metadata, and a group declared only where an entry_points.txt names it."""
+    import sys
+    from importlib import metadata
+
+    from rpx_cli import distributions
+
+    for name in ("numpy", "click", "scipy", "orjson", "rpx-eval", "Pillow"):
+        assert distributions.version(name) == metadata.version(name), name
+    assert distributions.version("no-such-distribution-here") is None
+    assert not distributions.declares_entry_points("rpx.no-such-group.v1")
+    dist = tmp_path / "my_plugin-1.2.dist-info"
+    dist.mkdir()
+    (dist / "entry_points.txt").write_text("[rpx.no-such-group.v1]\nx = my_plugin\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    distributions.metadata_folders.cache_clear()
+    try:
+        assert distributions.declares_entry_points("rpx.no-such-group.v1")
+        assert distributions.version("my-plugin") == "1.2"
+    finally:
+        distributions.metadata_folders.cache_clear()

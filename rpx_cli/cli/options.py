@@ -267,7 +267,9 @@ def pair_options(*, default_missing: str, dirs_required: bool = True,
                      help="A pair that cannot be read: list every such pair and exit 1 "
                           "without a report, or record it under 'errors' and go on."),
         click.option("-j", "--jobs", type=int_range(1, MAX_JOBS), default=None,
-                     help="Worker processes [default: CPUs available]. Never changes a number."),
+                     help="Worker processes [default: as many as the work pays for, up to the "
+                          "CPUs available: run_provenance.executor says how many and why]. "
+                          "Never changes a number."),
         click.option("--shard", type=ShardType(), default=None,
                      help="Evaluate only shard K of N (stable hash of the stem) and write a "
                           "partial report for `rpx merge`."),

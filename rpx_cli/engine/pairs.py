@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,15 +129,21 @@ class PairJob:
 
 def score_loaded(task: Task, params: Params, stem: str, pred: Any, gt: Any, *,
                  pred_path: str | None, gt_path: str, calculators: Sequence[Any] = (),
-                 keep_rows: bool = True) -> Outcome:
+                 keep_rows: bool = True, files: bool = True) -> Outcome:
     """:func:`score_pair` of a pair given in memory, as an :class:`Outcome` (a bad pair is
-    its error, named by ``stem``), for :func:`collect`."""
+    its error, named by ``stem``), for :func:`collect`. ``files=False``: the paths name the
+    samples in messages only; the rows' ``pred_path``/``gt_path`` are null (no files)."""
     noted: list[tuple[str, str]] = []
     try:
         stats, extra, row = score_pair(task, params, pred, gt, stem=stem, pred_path=pred_path,
                                        gt_path=gt_path, calculators=calculators,
                                        keep_rows=keep_rows,
                                        warn=lambda kind, path: noted.append((kind, path)))
+        if row is not None and not files:  # every path in the row (mask_path too): none
+            names = {pred_path, gt_path} - {None}
+            for key, value in row.items():
+                if key in ("pred_path", "gt_path") or (isinstance(value, str) and value in names):
+                    row[key] = None
     except RpxError as exc:
         return Outcome(None, None, None, pair_error(exc, stem, pred_path or gt_path), {}, noted,
                        CacheTally())
@@ -157,21 +163,26 @@ class RunResult:
     warnings: dict[str, list[str]] = field(default_factory=dict)
     digests: Digests = field(default_factory=dict)
     tally: CacheTally = field(default_factory=lambda: CacheTally())
+    execution: dict[str, Any] = field(default_factory=dict)  # the processes used (jobs, ...)
 
 
-def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int = 1,
+def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int | None = 1,
               progress: Progress | None = None, digest: bool = True,
               cache: DigestCache | None = None, keep_rows: bool = True,
               calculators: Sequence[Any] = (), executor: Executor | None = None) -> RunResult:
-    """Evaluate every pair; statistics, rows and errors come back in stem order."""
-    collector = Collector(task.statistics(params))
-    result = RunResult(stats=StatTable.empty(collector.declared))
+    """Evaluate every pair; statistics, rows and errors come back in stem order.
+    ``jobs=None``: the number of processes is chosen from the work (``RunResult.execution``
+    says which, and why)."""
+    gathering = Gathering(task, params)
     job = PairJob(task, params, keep_rows, tuple(calculators))
+    chosen: dict[str, Any] = {}
     outcomes = run_units(job, pairs, jobs=jobs, digest=digest, cache=cache, progress=progress,
-                         executor=executor)
+                         executor=executor, chosen=chosen)
     with contextlib.closing(outcomes):
-        _collect(task, [pair.stem for pair in pairs], outcomes, collector, result)
-    result.stats = collector.table()
+        for pair, outcome in zip(pairs, outcomes, strict=True):
+            gathering.add(pair.stem, outcome)
+    result = gathering.result()
+    result.execution = chosen
     return result
 
 
@@ -179,24 +190,31 @@ def collect(task: Task, params: Params, stems: Sequence[str],
             outcomes: Iterable[Outcome]) -> RunResult:
     """Every pair's outcome (stem order) into one :class:`RunResult`, as :func:`run_pairs`
     collects the pairs it reads (the pairs of an input file, an in-memory batch)."""
-    collector = Collector(task.statistics(params))
-    result = RunResult(stats=StatTable.empty(collector.declared))
-    _collect(task, stems, iter(outcomes), collector, result)
-    result.stats = collector.table()
-    return result
-
-
-def _collect(task: Task, stems: Sequence[str], outcomes: Iterator[Outcome], collector: Collector,
-             result: RunResult) -> None:
+    gathering = Gathering(task, params)
     for stem, outcome in zip(stems, outcomes, strict=True):
+        gathering.add(stem, outcome)
+    return gathering.result()
+
+
+class Gathering:
+    """Outcomes added one at a time into a :class:`RunResult` (folded statistics merged as
+    they come, so memory does not grow with the pairs when rows are not kept)."""
+
+    def __init__(self, task: Task, params: Params) -> None:
+        self.task = task
+        self.collector = Collector(task.statistics(params))
+        self._result = RunResult(stats=StatTable.empty(self.collector.declared))
+
+    def add(self, stem: str, outcome: Outcome) -> None:
+        result = self._result
         result.tally.add(outcome.tally)
         if outcome.error is not None:
             result.errors.append(outcome.error)
         else:
             try:
-                collector.add(outcome.stats)
+                self.collector.add(outcome.stats)
             except (KeyError, ValueError) as exc:
-                raise RuntimeError(f"{task.name} at '{stem}': {exc}") from None
+                raise RuntimeError(f"{self.task.name} at '{stem}': {exc}") from None
             result.stems.append(stem)
             if outcome.extra is not None:
                 result.extras.append(outcome.extra)
@@ -206,3 +224,8 @@ def _collect(task: Task, stems: Sequence[str], outcomes: Iterator[Outcome], coll
                 result.digests.setdefault(role, {}).update(digests)
         for kind, path in outcome.warnings:
             result.warnings.setdefault(kind, []).append(path)
+
+    def result(self) -> RunResult:
+        """The outcomes so far (the statistics table built now)."""
+        self._result.stats = self.collector.table()
+        return self._result

@@ -196,40 +196,144 @@ class CacheTally:
         self.new.extend(other.new)
 
 
-def run_units(job: Callable[[Worker, Any], T], units: Sequence[Any], *, jobs: int = 1,
+def run_units(job: Callable[[Worker, Any], T], units: Sequence[Any], *, jobs: int | None = 1,
               digest: bool = True, cache: DigestCache | None = None,
               progress: Progress | None = None,
               weight: Callable[[Any], int] | None = None,
-              executor: Executor | None = None) -> Iterator[T]:
+              executor: Executor | None = None,
+              chosen: dict[str, Any] | None = None) -> Iterator[T]:
     """``job(worker, unit)`` for every unit, in ``jobs`` processes, results in order.
-    ``progress(weight(unit))`` is called as each finishes (weight 1 by default). A worker
-    that dies is :class:`WorkerCrashed`; on any error or interrupt the workers stop at once.
-    ``executor``: run the units elsewhere instead (a Dask cluster's workers), each batch by
-    a :class:`Worker` there, results in the same order.
+    ``jobs=None`` chooses the number from the work (:func:`_auto`; ``chosen`` receives the
+    choice and what it was based on). ``progress(weight(unit))`` is called as each finishes
+    (weight 1 by default). A worker that dies is :class:`WorkerCrashed`; on any error or
+    interrupt the workers stop at once. ``executor``: run the units elsewhere instead (a
+    Dask cluster's workers), each batch by a :class:`Worker` there, results in the same order.
     """
+    def advance(unit: Any) -> None:
+        if progress is not None:
+            progress(1 if weight is None else weight(unit))
+
     if executor is not None:
         yield from executor.map(job, units, digest=digest, progress=progress, weight=weight)
         return
-    if jobs <= 1 or len(units) <= 1:
+    worker = None
+    start = 0
+    if jobs is None:
         worker = Worker(digest=digest, cache=cache)
-        for unit in units:
+        probe = _Probe()
+        for result in probe.run(job, worker, units, advance):
+            yield result
+        start = probe.done
+        jobs = probe.choose(len(units) - start, default_jobs())
+        if chosen is not None:
+            chosen.update({"jobs": jobs, "chosen_by": "auto", **probe.figures()})
+    elif chosen is not None:
+        chosen.update({"jobs": jobs})
+    rest = units[start:] if start else units
+    if jobs <= 1 or len(rest) <= 1:
+        worker = worker or Worker(digest=digest, cache=cache)
+        for unit in rest:
             result = job(worker, unit)
-            if progress is not None:
-                progress(1 if weight is None else weight(unit))
+            advance(unit)
             yield result
         return
-    jobs = min(jobs, len(units))
+    jobs = min(jobs, len(rest))
     # Small chunks keep the progress bar live and the tail short; big enough to amortise IPC.
-    chunksize = max(1, min(8, len(units) // (jobs * 16)))
-    results = _parallel_map(units, jobs=jobs, chunksize=chunksize,
-                            initargs=(job, digest, cache))
+    chunksize = max(1, min(8, len(rest) // (jobs * 16)))
+    results = _parallel_map(rest, jobs=jobs, chunksize=chunksize, initargs=(job, digest, cache))
     try:
-        for unit, result in zip(units, results, strict=True):
-            if progress is not None:
-                progress(1 if weight is None else weight(unit))
+        for unit, result in zip(rest, results, strict=True):
+            advance(unit)
             yield result
     finally:  # closed early (an error or a signal in the consumer): stop the workers now
         results.close()
+
+
+# --- the default --jobs: chosen from the work -------------------------------------------------
+
+PROBE_SECONDS = 0.1  # units run here first, timed, before the number of processes is chosen
+POOL_START_S = 0.015  # forking a pool of workers (measured: 12 ms for 2 on the build machine)
+PER_RESULT_S = 15e-6  # the pool's queue per result (measured: trivial units, 2 workers)
+GAIN_NEEDED = 0.85  # processes only when the model predicts at most 85 % of one process's time
+
+
+class _Probe:
+    """The first units, run in this process and timed: the job's time per unit, the time the
+    consumer spends on each result (collecting statistics), and the cost of sending a result
+    between processes (pickle there, unpickle here) — what :meth:`choose` needs."""
+
+    SAMPLED = 8  # results whose transfer is timed
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.work = self.consumer = self.send = self.receive = 0.0
+        self.sampled = 0
+
+    def run(self, job: Callable[[Worker, Any], T], worker: Worker, units: Sequence[Any],
+            advance: Callable[[Any], None]) -> Iterator[T]:
+        import pickle
+        from time import perf_counter
+
+        begin = perf_counter()
+        while self.done < len(units) and perf_counter() - begin < PROBE_SECONDS:
+            unit = units[self.done]
+            t0 = perf_counter()
+            result = job(worker, unit)
+            t1 = perf_counter()
+            self.work += t1 - t0
+            if self.sampled < self.SAMPLED:
+                blob = pickle.dumps(result, pickle.HIGHEST_PROTOCOL)
+                t2 = perf_counter()
+                pickle.loads(blob)
+                self.send += t2 - t1
+                self.receive += perf_counter() - t2
+                self.sampled += 1
+            self.done += 1
+            advance(unit)
+            t3 = perf_counter()
+            yield result
+            self.consumer += perf_counter() - t3
+
+    def per_unit(self) -> tuple[float, float, float, float]:
+        n, m = max(self.done, 1), max(self.sampled, 1)
+        return self.work / n, self.consumer / n, self.send / m, self.receive / m
+
+    def choose(self, remaining: int, cpus: int) -> int:
+        """The processes that finish the ``remaining`` units soonest by the cost model: one
+        process spends ``work + consumer`` per unit; ``J`` workers spend ``(work + send) / J``
+        while this process receives and consumes each result, all on the CPUs other
+        programs leave free (``cpus`` less the 1-minute load average: on a busy machine a
+        second worker only shares the first one's CPU)."""
+        self.load = _load_average()
+        self.free = max(1.0, cpus - self.load)
+        if remaining <= 1 or cpus <= 1 or self.free < 1.5:
+            return 1
+        work, consumer, send, receive = self.per_unit()
+        serial = remaining * (work + consumer)
+        best, best_time = 1, serial
+        for jobs in range(2, min(cpus, remaining) + 1):
+            here = receive + consumer + PER_RESULT_S
+            there = (work + send) / min(jobs, self.free)
+            total_cpu = (work + send + here) / self.free
+            predicted = POOL_START_S + remaining * max(there, here, total_cpu)
+            if predicted < best_time:
+                best, best_time = jobs, predicted
+        return best if best_time <= GAIN_NEEDED * serial else 1
+
+    def figures(self) -> dict[str, Any]:
+        work, consumer, send, receive = self.per_unit()
+        return {"probed": self.done, "unit_ms": round(work * 1e3, 4),
+                "consumer_ms": round(consumer * 1e3, 4),
+                "transfer_ms": round((send + receive) * 1e3, 4),
+                "load_average": round(getattr(self, "load", 0.0), 2)}
+
+
+def _load_average() -> float:
+    """Runnable processes of the whole machine, averaged over a minute (0 where unknown)."""
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return 0.0
 
 
 _job: tuple[Callable[[Worker, Any], Any], Worker] | None = None

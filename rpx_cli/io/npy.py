@@ -39,7 +39,15 @@ def parse_npy(data: np.ndarray, path: str) -> np.ndarray:
     """Parse an in-memory ``.npy`` file; the result is a zero-copy view of ``data``.
 
     Headers are memoised by their bytes: a folder of same-shaped maps parses one header
-    (numpy's parser uses ``ast.literal_eval``, ~0.1 ms a file)."""
+    (numpy's parser uses ``ast.literal_eval``, ~0.1 ms a file). An array given in memory
+    (:class:`~rpx_cli.io.memory.InMemory`) is checked as a file's header would be and
+    returned as it is."""
+    from rpx_cli.io.memory import InMemory
+
+    if isinstance(data, InMemory):
+        array = data.value
+        check_header(array.shape, array.dtype, path)
+        return array
     length = _header_length(data)
     key = bytes(data[:length]) if length is not None and length <= data.size else None
     cached = _HEADER_CACHE.get(key) if key is not None else None

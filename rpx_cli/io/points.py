@@ -36,7 +36,7 @@ def _coordinates(xy: np.ndarray, path: str) -> np.ndarray:
 
 
 def parse_points_json(data: np.ndarray, path: str) -> Points:
-    document = loads_json(memoryview(data), path)
+    document = loads_json(data, path)
     if not isinstance(document, dict) or "coordinates" not in document or "depths" not in document:
         raise InputError('expected {"coordinates": [[x, y], ...], "depths": [...]}', path=path)
     # numbers only: strings and booleans are refused, not converted

@@ -62,7 +62,7 @@ def read_pose(path: str, buffer: FileBuffer) -> Pose:
 
 
 def parse_pose_json(data: np.ndarray, path: str) -> Pose:
-    document = loads_json(memoryview(data), path)
+    document = loads_json(data, path)
     if not isinstance(document, dict):
         raise InputError(_EXPECTED, path=path)
     forms = [key for key in FORMS if key in document]

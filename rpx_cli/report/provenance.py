@@ -94,7 +94,7 @@ def collect_environment() -> dict[str, Any]:
 
 @cache
 def _environment() -> dict[str, Any]:
-    from importlib import metadata
+    from rpx_cli.distributions import version
 
     env: dict[str, Any] = {
         "python": platform.python_version(),
@@ -103,10 +103,7 @@ def _environment() -> dict[str, Any]:
         "machine": platform.machine(),
     }
     for name in _VERSIONED:
-        try:
-            env[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            env[name] = None
+        env[name] = version(name)
     return env
 
 
@@ -162,6 +159,10 @@ def build_provenance(
     extra = {} if digests is None else {"digests": dict(digests)}
     if executor is not None:
         extra["executor"] = dict(executor)
+        if clock.fixed and executor.get("chosen_by") == "auto":
+            # the processes chosen from the work depend on the machine's load: a report
+            # pinned by SOURCE_DATE_EPOCH records only that they were chosen
+            extra["executor"] = {"name": executor["name"], "chosen_by": "auto"}
     return {
         "schema": PROVENANCE_SCHEMA,
         "tool": {"name": "rpx", "version": __version__},

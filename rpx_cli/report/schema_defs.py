@@ -58,7 +58,10 @@ def provenance() -> dict[str, Any]:
             "args": {"type": "object"},
             "inputs": {"type": "object", "additionalProperties": {
                 "type": "object", "required": ["path", "kind", "exists", "n_files", "sha256"],
-                "properties": {"path": {"type": "string"}, "kind": {"enum": ["directory", "file"]},
+                "properties": {"path": {"type": "string"},
+                               "kind": {"enum": ["directory", "file", "in-memory"]},
+                               "n_samples": {"type": "integer", "minimum": 0, "description":
+                                             "in-memory: the samples given (rpx_cli.Evaluator)"},
                                "exists": {"type": "boolean"},
                                "n_files": {"type": "integer", "minimum": 0},
                                "sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
@@ -87,6 +90,17 @@ def provenance() -> dict[str, Any]:
                          "required": ["name"],
                          "properties": {"name": {"enum": ["local", "dask"]},
                                         "jobs": {"type": "integer", "minimum": 1},
+                                        "chosen_by": {"const": "auto", "description":
+                                                      "no --jobs: the processes were chosen "
+                                                      "from the work (docs/usage.md); under "
+                                                      "SOURCE_DATE_EPOCH the choice is not "
+                                                      "recorded (it depends on the machine's "
+                                                      "load)"},
+                                        "probed": {"type": "integer", "minimum": 0},
+                                        "unit_ms": {"type": "number", "minimum": 0},
+                                        "consumer_ms": {"type": "number", "minimum": 0},
+                                        "transfer_ms": {"type": "number", "minimum": 0},
+                                        "load_average": {"type": "number", "minimum": 0},
                                         "scheduler": {"type": "string"},
                                         "workers": {"type": "integer", "minimum": 0},
                                         "batches": {"type": "integer", "minimum": 0}}},

@@ -51,7 +51,7 @@ def run_evaluation(task_name: str, pred_dir: str, gt_dir: str, params: Mapping[s
     hooks = progress or ProgressHooks()
     advance = hooks.start(len(plan.pairs))
     try:
-        state = evaluate_batch(plan, jobs=int(options.jobs or 1), cache=cache, executor=runner,
+        state = evaluate_batch(plan, jobs=options.jobs, cache=cache, executor=runner,
                                progress=advance)
     finally:
         hooks.stop()
@@ -66,7 +66,7 @@ def run_evaluation(task_name: str, pred_dir: str, gt_dir: str, params: Mapping[s
     extra_inputs = {}
     if plan.strata is not None:
         extra_inputs["manifest"] = file_input(plan.strata.manifest.path, plan.strata.sha256)
-    executor = {"name": "local", "jobs": options.jobs} if runner is None else runner.describe()
+    executor = {"name": "local", **state.execution} if runner is None else runner.describe()
     evaluation = conclude(state, invocation or Invocation(command=f"rpx_cli.evaluate_dirs({task_name!r})"),
                           stopwatch, extra_inputs=extra_inputs, executor=executor)
     evaluation.warnings += [f"manifest: {problem}" for problem in

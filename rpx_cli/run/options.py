@@ -33,7 +33,8 @@ class RunOptions:
 
     ``missing``: unpaired stems (``error``, ``skip``, ``empty``; None: the task's default).
     ``on_error``: an unreadable pair fails the run (``fail``) or is recorded (``skip``).
-    ``jobs``: worker processes (None: the CPUs available; never changes a number).
+    ``jobs``: worker processes (None: as many as the work pays for, up to the CPUs
+    available — ``run_provenance.executor`` says how many and why; never changes a number).
     ``include_rows``: keep per-pair rows in the report. ``shard``: ``(k, n)``, evaluate
     only shard k of n and write a mergeable part. ``digest_cache``: where file digests are
     cached (None: the default folder; False: off). ``executor``/``scheduler``: ``dask`` runs
@@ -62,16 +63,14 @@ class RunOptions:
         return cls(**values)
 
     def checked(self, default_missing: str) -> RunOptions:
-        """Every value checked, ``missing`` and ``jobs`` at their defaults when not given."""
-        from rpx_cli.engine import default_jobs
-
+        """Every value checked, ``missing`` at the task's default when not given."""
         missing = default_missing if self.missing is None else self.missing
         if missing not in MISSING_POLICIES:
             raise ParameterError(f"missing must be one of {', '.join(MISSING_POLICIES)}")
         if self.on_error not in ON_ERROR_POLICIES:
             raise ParameterError(f"on_error must be one of {', '.join(ON_ERROR_POLICIES)}")
-        jobs = default_jobs() if self.jobs is None else self.jobs
-        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        jobs = self.jobs  # None: chosen from the work when the pairs run
+        if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
             raise ParameterError(f"jobs must be >= 1, got {jobs}")
         if self.shard is not None:
             index, count = self.shard

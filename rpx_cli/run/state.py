@@ -63,6 +63,7 @@ class State:
     # what the run tells the user and the digest cache (not part of a --shard part)
     warnings: dict[str, list[str]] = field(default_factory=dict)  # kind -> paths
     tally: CacheTally = field(default_factory=CacheTally)
+    execution: dict[str, Any] = field(default_factory=dict)  # processes used: jobs (auto: why)
 
     def __len__(self) -> int:
         return len(self.stems)
@@ -91,7 +92,8 @@ class State:
                    rows=result.rows if keep else None, extras=result.extras,
                    errors=result.errors, unpaired={k: list(v) for k, v in plan.unpaired.items()},
                    digests=dict(digests), shard=plan.shard, include_rows=plan.include_rows,
-                   strata_plan=plan.strata, warnings=result.warnings, tally=result.tally)
+                   strata_plan=plan.strata, warnings=result.warnings, tally=result.tally,
+                   execution=result.execution)
 
     # --- on disk: a --shard part ----------------------------------------------------------
 
@@ -180,11 +182,12 @@ class State:
                    include_rows=data.get("include_rows", data["rows"] is not None))
 
 
-def evaluate_batch(plan: Plan, pairs: Sequence[Pair] | None = None, *, jobs: int = 1,
+def evaluate_batch(plan: Plan, pairs: Sequence[Pair] | None = None, *, jobs: int | None = 1,
                    cache: DigestCache | None = None, executor: Executor | None = None,
                    progress: Progress | None = None) -> State:
-    """Evaluate ``pairs`` (some of ``plan.pairs``; all by default) in ``jobs`` processes (or
-    on ``executor``'s cluster): the state of that batch. Under ``on_error="fail"`` an
+    """Evaluate ``pairs`` (some of ``plan.pairs``; all by default) in ``jobs`` processes
+    (None: as many as the work pays for) or on ``executor``'s cluster: the state of that
+    batch. Under ``on_error="fail"`` an
     unreadable pair is still recorded (:func:`finalize` refuses the report), so every batch
     can finish."""
     task = get_task(plan.task)

@@ -168,6 +168,10 @@ def load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
+    from rpx_cli.distributions import declares_entry_points
+
+    if not declares_entry_points(ENTRY_POINT_GROUP):  # no plugin installed: the common case
+        return
     from importlib import metadata
 
     try:

@@ -80,8 +80,8 @@ class Coherence(Task):
                    "required": list(COUNTS), "properties": dict.fromkeys(COUNTS, _COUNT)},
     }
     report_required = ("sgc", "precision", "recall", "totals")
-    row_properties = {"gt_path": {"type": "string"}, "mask_path": {"type": ["string", "null"]},
-                      "depth_path": {"type": "string"}, "precision": _FRACTION,
+    row_properties = {"gt_path": {"type": ["string", "null"]}, "mask_path": {"type": ["string", "null"]},
+                      "depth_path": {"type": ["string", "null"]}, "precision": _FRACTION,
                       "recall": _FRACTION, **dict.fromkeys(COUNTS, _COUNT)}
     row_required = ("mask_path", "depth_path", "precision", "recall", *COUNTS)
     metrics = {

@@ -57,7 +57,7 @@ class Grounding(Task):
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> tuple[np.ndarray, np.ndarray]:
-        document = loads_json(memoryview(buffer.read(path)), path)
+        document = loads_json(buffer.read(path), path)
         if not isinstance(document, dict) or not isinstance(document.get("boxes"), list):
             raise InputError('expected {"boxes": [[...], ...]' +
                              (', "scores": [...]}' if role == "pred" else ', "text": ...}'), path=path)

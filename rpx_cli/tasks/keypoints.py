@@ -182,7 +182,7 @@ def nearest_index(candidates: np.ndarray, queries: np.ndarray) -> np.ndarray:
 
 def parse_correspondences(data: np.ndarray, path: str, *, prediction: bool) -> Correspondences:
     """Parse one GT (``visibility`` allowed) or prediction (``scores`` allowed) JSON file."""
-    document = loads_json(memoryview(data), path)
+    document = loads_json(data, path)
     if not isinstance(document, dict) or "points0" not in document or "points1" not in document:
         extra = ', "scores": [...]' if prediction else ', "visibility": [...]'
         raise InputError('expected {"points0": [[x, y], ...], "points1": [[x, y], ...]' + extra

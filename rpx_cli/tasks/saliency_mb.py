@@ -146,7 +146,7 @@ class SaliencyMB(Task):
     }
     report_required = ("block_size", "threshold", "macro_iou", "micro_iou", "totals")
     row_properties = {
-        "gt_path": {"type": "string"},
+        "gt_path": {"type": ["string", "null"]},
         "width": {"type": "integer", "minimum": 1}, "height": {"type": "integer", "minimum": 1},
         "block_size": {"type": "integer", "minimum": 1},
         **{key: {"type": "integer", "minimum": 0} for key in

@@ -297,6 +297,9 @@ class Segmentation3D(Task):
             raise InputError(f"label counts differ: {pred_path} has {pred.labels.size} labels, "
                              f"{gt_path} has {n}", path=pred_path)
         bands = self.bands(params)
+        if bands and gt.interval is None:  # the Evaluator's update without points=
+            raise InputError("--range buckets points by their distance: this scan has no "
+                             "points (points=)", path=gt_path)
         intervals = _intervals(tuple(bands)) if bands else None
         gt_values, pred_values, counts = interval_confusions(
             gt.labels, pred.labels, gt.interval, intervals.count if intervals else 1,

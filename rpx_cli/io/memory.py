@@ -1,0 +1,118 @@
+"""Samples given in memory (``rpx_cli.Evaluator``) read by the very readers that read files.
+
+A reader gets a :class:`MemoryBuffer` where it would get a :class:`~rpx_cli.io.filebuffer.
+FileBuffer`, and a path whose suffix says which file format the value stands for
+(:func:`memory_path`): ``.npy`` for an array, ``.json`` for the per-stem JSON structure,
+``.txt`` for text. Text goes through the readers' byte parsers as the file's bytes would; an
+array or a JSON structure is handed over as :class:`InMemory`, which the two places where
+file contents are parsed (``io.npy.parse_npy`` and ``io.boxes.loads_json``) take as the
+value they would have parsed — so every check a reader makes on a file's content runs on
+the value, and nothing is encoded into bytes to be parsed again (nor copied: a reader builds
+its arrays from the structure as it does from a parsed file). A structure holding numpy
+values where JSON has lists and numbers (``{"boxes": array}``) is read as :func:`plain` makes
+it, the one copy, when a reader refuses it as given (:func:`read_in_memory`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rpx_cli.errors import InputError
+
+
+class InMemory:
+    """What a reader would have parsed from a file: an array, or a JSON document."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def tobytes(self) -> InMemory:  # readers call buffer.read(path).tobytes() on JSON files
+        return self
+
+
+class MemoryBuffer:
+    """Stands in for a ``FileBuffer``: ``read`` gives the in-memory value (text as bytes)."""
+
+    def __init__(self, value: Any) -> None:
+        if isinstance(value, str):
+            value = value.encode("utf-8")
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            self._value: Any = np.frombuffer(value, np.uint8)
+        else:
+            self._value = InMemory(value)
+
+    def read(self, path: str) -> Any:
+        return self._value
+
+
+# the file format a value stands for, in the order tried
+_SUFFIXES = {"array": (".npy",), "document": (".json",), "text": (".txt", ".json")}
+
+
+def memory_path(value: Any, name: str, suffixes: tuple[str, ...]) -> str:
+    """``name`` with the suffix of the file format ``value`` stands for among the task's
+    ``suffixes`` (an array: ``.npy``; a dict or list: ``.json``; text: ``.txt``). A value the
+    task has no file format for is an :class:`InputError` naming ``name``."""
+    if isinstance(value, np.ndarray):
+        kind = "array"
+    elif isinstance(value, (dict, list, tuple)):
+        kind = "document"
+    elif isinstance(value, (str, bytes)):
+        kind = "text"
+    else:
+        raise InputError(f"expected an array, a dict or list, or text, got "
+                         f"{type(value).__name__}", path=name)
+    for suffix in _SUFFIXES[kind]:
+        if suffix in suffixes:
+            return name + suffix
+    what = {"array": "an array", "document": "a dict or list", "text": "text"}[kind]
+    raise InputError(f"this task reads {'/'.join(suffixes)} files, not {what}", path=name)
+
+
+def plain(value: Any) -> Any:
+    """A JSON document with numpy arrays and scalars as Python lists and numbers, and keys as
+    text: what ``json.loads`` of the file would have given. Parts that need nothing are
+    returned as they are (``plain(doc) is doc`` when nothing changed)."""
+    if isinstance(value, dict):
+        changed = {}
+        for key, item in value.items():
+            new = item if type(item) in _SCALARS else plain(item)
+            if new is not item or not isinstance(key, str):
+                changed[key] = new
+        if not changed:
+            return value
+        return {str(key) if not isinstance(key, str) else key: changed.get(key, item)
+                for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        if set(map(type, value)) <= _SCALARS:
+            return value if type(value) is list else list(value)
+        items = [item if type(item) in _SCALARS else plain(item) for item in value]
+        same = type(value) is list and all(a is b for a, b in zip(items, value, strict=True))
+        return value if same else items
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+_SCALARS = {int, float, str, bool, type(None)}
+
+
+def read_in_memory(read: Any, value: Any, path: str) -> Any:
+    """``read(path, MemoryBuffer(value))``, a reader on an in-memory value; a structure the
+    reader refuses as given is read again as :func:`plain` makes it (numpy values as JSON's),
+    and refused then, it is the reader's error on the plain form."""
+    try:
+        return read(path, MemoryBuffer(value))
+    except InputError:
+        if isinstance(value, np.ndarray) or not isinstance(value, (dict, list, tuple)):
+            raise
+        converted = plain(value)
+        if converted is value:
+            raise
+    return read(path, MemoryBuffer(converted))
