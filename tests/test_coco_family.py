@@ -533,3 +533,18 @@ def test_oks_bounds_change_no_result(rpx, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(OksGeometry, "bound", lambda self, dt, gt: np.full(np.shape(dt), np.inf))
     exact = rpx(command).json
     assert bounded["dataset"] == exact["dataset"] and bounded["rows"] == exact["rows"]
+
+
+def test_segm_results_with_boxes_use_the_box_area_as_load_res(rpx, tmp_path: Path) -> None:
+    """A result carrying a bbox gets the box's w·h as its area for the ranges (pycocotools'
+    loadRes): boxes chosen to put detections in other ranges than their masks."""
+    import pycocotools.mask as mask_utils
+
+    gt, results = segm_set(1)
+    for r in results:
+        rle = {"size": r["segmentation"]["size"], "counts": r["segmentation"]["counts"].encode()}
+        x, y, w, h = mask_utils.toBbox(rle).tolist()
+        r["bbox"] = [x, y, w * 6, h * 6]
+    report = rpx(f"eval detection --iou-type segm {write_coco(tmp_path, gt, results)}").json
+    evaluator = pycocotools_eval(gt, results, "segm")
+    assert_stats_equal(report["dataset"]["coco"], COCO_NAMES, evaluator.stats)

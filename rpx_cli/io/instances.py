@@ -81,7 +81,7 @@ def instances(objects: list[dict[str, Any]], path: str, *, prediction: bool, iou
     mask without a given area or a box: the mask's, once it is an RLE)."""
     n = len(objects)
     if iou_type == "segm":
-        fast = _fast_rles(objects, prediction, given_area)
+        fast = _fast_rles(objects, prediction, given_area, box_format)
         if fast is not None:
             return fast
         box = np.empty(n, object)
@@ -207,7 +207,8 @@ def _fast_keypoints(objects: list[dict[str, Any]], prediction: bool, box_format:
     return Boxes(rows, [], None, np.zeros(n, bool), area)
 
 
-def _fast_rles(objects: list[dict[str, Any]], prediction: bool, given_area: np.ndarray) -> Boxes | None:
+def _fast_rles(objects: list[dict[str, Any]], prediction: bool, given_area: np.ndarray,
+               box_format: str) -> Boxes | None:
     """Objects whose segmentations are all compressed RLEs (a results file), pulled out with
     C-level ``map``; None when anything needs the per-object checks (which word the error)."""
     n = len(objects)
@@ -231,10 +232,21 @@ def _fast_rles(objects: list[dict[str, Any]], prediction: bool, given_area: np.n
     box = np.empty(n, object)
     box[:] = [{"size": size, "counts": text} for size, text in zip(sizes, encoded, strict=True)]
     area = given_area.copy() if not prediction else np.full(n, np.nan)
-    if prediction:
+    if prediction:  # a result with a bbox: its area for the ranges is the box's (loadRes)
         boxes = list(map(dict.get, objects, repeat("bbox")))
-        if set(map(type, boxes)) != {type(None)}:
-            return None  # a result with a bbox: its area is the box's (checked one by one)
+        kinds = set(map(type, boxes))
+        if kinds != {type(None)}:
+            if kinds != {list} or set(map(len, boxes)) != {4} or \
+                    not set(map(type, chain.from_iterable(boxes))) <= {int, float}:
+                return None
+            xywh = np.array(boxes, np.float64)
+            if not (np.abs(xywh) <= MAX_MAGNITUDE).all() or (xywh[:, 2:] < 0).any():
+                return None
+            if box_format == "xyxy":
+                xywh[:, 2:] -= xywh[:, :2]
+            if (xywh[:, 2:] < 0).any():
+                return None
+            area = xywh[:, 2] * xywh[:, 3]
     return Boxes(box, [], None, np.zeros(n, bool), area)
 
 
