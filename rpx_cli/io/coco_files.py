@@ -139,7 +139,8 @@ def _image_categories(images: list[dict[str, Any]], key: str, category_index: di
     return np.asarray(frames, np.int64), np.asarray(cats, np.int64)
 
 
-def _instances(objects: list[Any], path: str, iou_type: str, *, prediction: bool) -> Boxes:
+def _instances(objects: list[Any], path: str, iou_type: str, *, prediction: bool,
+               no_literals: bool = False) -> Boxes:
     """Masks or keypoints of COCO annotations or results (``what`` names them in errors)."""
     what = "detection" if prediction else "annotation"
     n = len(objects)
@@ -172,14 +173,20 @@ def _instances(objects: list[Any], path: str, iou_type: str, *, prediction: bool
                                  f"{area!r}", path=path)
             given[index] = area
     boxes = instances(objects, path, prediction=prediction, iou_type=iou_type, box_format="xywh",
-                      given_area=given, what=what)
+                      given_area=given, what=what, no_literals=no_literals)
     boxes.crowd = crowd
     boxes.scores = scores if prediction else None
     return boxes
 
 
 def _read_results(path: str, iou_type: str = "bbox") -> _Results:
-    results = read_json(path)
+    from rpx_cli.io.regular import read_bytes
+
+    data = read_bytes(path)
+    results = loads_json(data, path)
+    # no JSON true/false anywhere: a list of numbers holds no bool (numpy would take one as 1)
+    no_literals = data.find(b"true") < 0 and data.find(b"false") < 0
+    del data
     if isinstance(results, dict) and "annotations" in results:
         results = results["annotations"]
     if not isinstance(results, list):
@@ -205,9 +212,10 @@ def _read_results(path: str, iou_type: str = "bbox") -> _Results:
         boxes = boxes_from_objects(results, path, prediction=True, box_format="xywh",
                                    labels=np.zeros(len(results), np.int64))
     else:
-        boxes = _instances(results, path, iou_type, prediction=True)
-    return _Results(results, np.array(image, np.int64), np.array(category, np.int64), usable,
-                    boxes)
+        boxes = _instances(results, path, iou_type, prediction=True, no_literals=no_literals)
+    # the parsed objects are not kept: a results file's Python objects are most of the
+    # memory a run needs (5,000 images of keypoints: ~1 GB), and everything is in arrays now
+    return _Results([], np.array(image, np.int64), np.array(category, np.int64), usable, boxes)
 
 
 def _join(gt: _Gt, results: _Results, gt_path: str, dt_path: str) -> CocoFiles:

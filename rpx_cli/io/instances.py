@@ -75,10 +75,12 @@ def parse_instances(data: bytes, path: str, *, prediction: bool, iou_type: str,
 
 
 def instances(objects: list[dict[str, Any]], path: str, *, prediction: bool, iou_type: str,
-              box_format: str, given_area: np.ndarray, what: str = "object") -> Boxes:
+              box_format: str, given_area: np.ndarray, what: str = "object",
+              no_literals: bool = False) -> Boxes:
     """The geometry of ``objects`` (their labels, scores and crowd flags are the caller's):
     raw segmentations or keypoint rows in ``box``, ``area`` as described above (NaN for a
-    mask without a given area or a box: the mask's, once it is an RLE)."""
+    mask without a given area or a box: the mask's, once it is an RLE). ``no_literals``:
+    the JSON held no ``true``/``false`` at all (numbers are then converted in one call)."""
     n = len(objects)
     if iou_type == "segm":
         fast = _fast_rles(objects, prediction, given_area, box_format)
@@ -97,7 +99,7 @@ def instances(objects: list[dict[str, Any]], path: str, *, prediction: bool, iou
         return Boxes(box, [], None, np.zeros(n, bool), area)
     if iou_type != "keypoints":
         raise ValueError(f"iou_type must be segm or keypoints, got {iou_type!r}")
-    fast = _fast_keypoints(objects, prediction, box_format, given_area)
+    fast = _fast_keypoints(objects, prediction, box_format, given_area, no_literals)
     if fast is not None:
         return fast
     rows = []
@@ -145,7 +147,7 @@ def instances(objects: list[dict[str, Any]], path: str, *, prediction: bool, iou
 
 
 def _fast_keypoints(objects: list[dict[str, Any]], prediction: bool, box_format: str,
-                    given_area: np.ndarray) -> Boxes | None:
+                    given_area: np.ndarray, no_literals: bool = False) -> Boxes | None:
     """Keypoint objects read as arrays (C-level ``map`` and one ``fromiter``); None when
     anything needs the per-object checks (which word the error)."""
     n = len(objects)
@@ -161,9 +163,17 @@ def _fast_keypoints(objects: list[dict[str, Any]], prediction: bool, box_format:
     if len(widths) != 1:
         return None
     width = widths.pop()
-    if not width or width % 3 or not set(map(type, chain.from_iterable(points))) <= {int, float}:
+    if not width or width % 3:
         return None
-    values = np.fromiter(chain.from_iterable(points), np.float64, count=n * width).reshape(n, width)
+    if no_literals:  # no bool anywhere: numpy's conversion, with text or null refused by dtype
+        values = np.array(points)
+        if values.dtype.kind not in "if" or values.shape != (n, width):
+            return None
+        values = values.astype(np.float64, copy=False)
+    else:
+        if not set(map(type, chain.from_iterable(points))) <= {int, float}:
+            return None
+        values = np.fromiter(chain.from_iterable(points), np.float64, count=n * width).reshape(n, width)
     if not (np.abs(values) <= MAX_MAGNITUDE).all():
         return None
     x, y, v = values[:, 0::3], values[:, 1::3], values[:, 2::3]

@@ -43,19 +43,30 @@ def compressed(segmentations: Sequence[Any], sizes: Sequence[tuple[int, int]]) -
     ``sizes[i]`` is the image's ``(h, w)`` (polygons need it)."""
     if all(type(s) is dict and type(s["counts"]) is bytes for s in segmentations):
         return list(segmentations)  # compressed already (a results file): nothing to make
-    out: list[dict[str, Any]] = []
-    mask = None
-    for segmentation, (h, w) in zip(segmentations, sizes, strict=True):
+    out: list[dict[str, Any] | None] = [None] * len(segmentations)
+    # single polygons of one image size rasterised in one call (one RLE each, no merge)
+    single: dict[tuple[int, int], list[int]] = {}
+    for i, (segmentation, size) in enumerate(zip(segmentations, sizes, strict=True)):
+        if type(segmentation) is list and len(segmentation) == 1:
+            single.setdefault(tuple(size), []).append(i)
+    mask = require_pycocotools() if single else None
+    for (h, w), members in single.items():
+        rles = mask.frPyObjects([segmentations[i][0] for i in members], int(h), int(w))
+        for i, rle in zip(members, rles, strict=True):
+            out[i] = {"size": [int(h), int(w)], "counts": rle["counts"]}
+    for i, (segmentation, (h, w)) in enumerate(zip(segmentations, sizes, strict=True)):
+        if out[i] is not None:
+            continue
         if isinstance(segmentation, dict) and isinstance(segmentation["counts"], bytes):
-            out.append({"size": segmentation["size"], "counts": segmentation["counts"]})
+            out[i] = {"size": segmentation["size"], "counts": segmentation["counts"]}
             continue
         mask = mask or require_pycocotools()
         if isinstance(segmentation, list):
             rle = mask.merge(mask.frPyObjects(segmentation, int(h), int(w)))
         else:
             rle = mask.frPyObjects(segmentation, int(h), int(w))
-        out.append({"size": [int(h), int(w)], "counts": rle["counts"]})
-    return out
+        out[i] = {"size": [int(h), int(w)], "counts": rle["counts"]}
+    return out  # type: ignore[return-value]
 
 
 def frame_intersections(pred: Sequence[dict[str, Any]], gt: Sequence[dict[str, Any]],

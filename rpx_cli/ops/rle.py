@@ -143,37 +143,42 @@ def encode_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return out, length
 
 
+_POW32 = np.int64(32) ** np.arange(14, dtype=np.int64)
+
+
 def head_groups(strings: list[bytes], n_groups: int = 3, width: int = 16):
     """The first ``n_groups`` counts of each compressed string (``rleFrString``'s values,
     before the differences from the fourth count on matter) and the character offset after
     them: ``(values (N, n_groups) int64, found (N,) groups present, cut (N,), ok (N,))``;
-    ``ok`` is False where those groups do not end within ``width`` characters."""
+    ``ok`` is False where those groups do not end within ``width`` characters (or a string
+    ends inside a count). One pass over the first ``width`` characters of every string,
+    character position by position (each step an operation over all the strings)."""
     n = len(strings)
     lengths = np.fromiter(map(len, strings), np.int64, count=n)
-    # (width, N): every operation runs along the strings, not along 24 characters
-    head = np.full((n, width), 48, np.uint8)
-    joined = np.frombuffer(b"".join(s[:width] for s in strings), np.uint8)
     shown = np.minimum(lengths, width)
-    col = np.arange(width)[:, None]
-    head[shown[:, None] > col.T] = joined
-    c = np.ascontiguousarray(head.T).astype(np.int32) - 48
-    valid = col < shown[None, :]
-    end = ((c & 0x20) == 0) & valid
-    group = np.cumsum(end, axis=0, dtype=np.int32) - end
-    prev_end = np.ones((width, n), bool)
-    prev_end[1:] = end[:-1]
-    start = np.maximum.accumulate(np.where(prev_end, col.astype(np.int32), 0), axis=0)
-    k = np.minimum(col - start, 12)
-    payload = (c & 0x1F).astype(np.int64) << (5 * k)
-    negative = end & ((c & 0x10) != 0)
-    payload[negative] -= np.int64(1) << (5 * np.minimum(k[negative] + 1, 12))
-    inside = valid & (group < n_groups)
+    head = np.full((n, width), 48, np.uint8)
+    head[np.arange(width)[None, :] < shown[:, None]] = np.frombuffer(
+        b"".join(s[:width] for s in strings), np.uint8)
+    chars = np.ascontiguousarray(head.T).astype(np.int64) - 48  # (width, N)
     values = np.zeros((n, n_groups), np.int64)
-    for g in range(n_groups):
-        values[:, g] = np.where(group == g, payload, 0).sum(axis=0, where=valid)
-    n_ends = end.sum(axis=0)
-    found = np.minimum(n_ends, n_groups)
-    cut = inside.sum(axis=0)
-    complete = (n_ends >= n_groups) | (lengths <= width)
-    ok = complete & ~np.any(inside & (col - start >= 12), axis=0)
-    return values, found, cut, ok
+    group = np.zeros(n, np.int64)
+    k = np.zeros(n, np.int64)
+    x = np.zeros(n, np.int64)
+    cut = np.zeros(n, np.int64)
+    ok = np.ones(n, bool)
+    rows = np.arange(n)
+    for j in range(width):
+        c = chars[j]
+        active = (j < shown) & (group < n_groups)
+        ok &= ~(active & (k >= 12))
+        place = np.minimum(k, 12)
+        x += np.where(active, (c & 0x1F) * _POW32[place], 0)
+        end = active & ((c & 0x20) == 0)
+        x -= np.where(end & ((c & 0x10) != 0), _POW32[place + 1], 0)  # |= -1 << 5(k + 1)
+        values[rows[end], group[end]] = x[end]
+        cut = np.where(active, j + 1, cut)
+        group += end
+        k = np.where(end, 0, k + active)
+        x = np.where(end, 0, x)
+    ok &= (group >= n_groups) | ((lengths <= width) & (k == 0))
+    return values, np.minimum(group, n_groups), cut, ok
