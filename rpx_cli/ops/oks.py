@@ -86,6 +86,9 @@ def reference_oks(dt: np.ndarray, gt: np.ndarray, gt_area: float, sigmas: np.nda
     return float(np.sum(np.exp(-e)) / e.shape[0])
 
 
+_BLOCK = 1 << 16  # pairs per block of OksGeometry.oks
+
+
 class OksGeometry:
     """OKS for objects given as ids (``pred``, ``gt``: keypoint rows; ``gt_area``: the GT
     areas OKS scales by; ``pred_area``: the detections' areas for COCO's ranges).
@@ -96,8 +99,8 @@ class OksGeometry:
     no result changes — and compute the rest exactly. The bound: every point of the
     detection lies outside the gap between the detection's extent and the GT's visible
     extent (its grown box without visible points), so each ``e_i`` is at least
-    ``gap² / max(2σ)² / (area + ε) / 2``. :meth:`matrix` (the confusion's assignment, where
-    every value counts) is always exact."""
+    ``gap² / max(2σ)² / (area + ε) / 2``. :meth:`matrix` and :meth:`pairs` (the confusion's
+    assignment, where every value counts) are exact."""
 
     def __init__(self, pred: np.ndarray, gt: np.ndarray, pred_area: np.ndarray,
                  gt_area: np.ndarray, sigmas: np.ndarray, floor: float | None = None) -> None:
@@ -136,11 +139,15 @@ class OksGeometry:
         dt, gt = np.broadcast_arrays(np.asarray(dt, np.int64), np.asarray(gt, np.int64))
         d, g = dt.ravel(), gt.ravel()
         out = np.zeros(d.size)
-        todo = np.arange(d.size) if exact or self.floor is None else \
-            np.flatnonzero(self.bound(d, g) >= self.floor)
-        if todo.size:
-            out[todo] = oks_pairs(self.pred[d[todo]], self.gt[g[todo]], self.gt_area[g[todo]],
-                                  self.sigmas)
+        # in blocks: a bucket of the greedy matcher can hold millions of pairs, and each
+        # pair's rows are gathered (bounded temporaries are reused, not faulted in anew)
+        for start in range(0, d.size, _BLOCK):
+            dd, gg = d[start:start + _BLOCK], g[start:start + _BLOCK]
+            todo = np.arange(dd.size) if exact or self.floor is None else \
+                np.flatnonzero(self.bound(dd, gg) >= self.floor)
+            if todo.size:
+                out[start + todo] = oks_pairs(self.pred[dd[todo]], self.gt[gg[todo]],
+                                              self.gt_area[gg[todo]], self.sigmas)
         return out.reshape(dt.shape)
 
     def area(self, dt: np.ndarray) -> np.ndarray:
@@ -156,4 +163,5 @@ class OksGeometry:
         return self.oks(dt[:, None], gt[None, :], exact=True)
 
     def pairs(self, dt: np.ndarray, gt: np.ndarray, *, crowd: bool = False) -> np.ndarray:
-        return self.oks(dt, gt)
+        """Exact, except for the crowd test (``crowd``), which compares with the threshold."""
+        return self.oks(dt, gt, exact=not crowd)

@@ -93,6 +93,7 @@ from rpx_cli.tasks.detection.views import (
     confusion,
     errors,
     federated,
+    greedy,
     lvis_detections,
     operating_point,
     vocabulary,
@@ -508,7 +509,11 @@ class Detection(Task):
         if params.get("geometry") == "polygon":
             aggregate["n_repaired"] = int(np.nansum(stats["n_repaired"]))
         if {"rows", "pooled"} & set(wanted):
+            # every detection kept (conf 0): the operating point and the sweep share a matching
+            shared = greedy(table, params["iou_threshold"], -np.inf, geometry) \
+                if params["conf_threshold"] <= 0 and "pooled" in wanted else None
             tp, fp, fn = operating_point(table, params["iou_threshold"], params["conf_threshold"],
+                                         matches=shared,
                                          geometry=geometry)
             figures = prf_arrays(tp, fp, fn)
             columns = [figures[key].tolist() for key in ("precision", "recall", "f1")]
@@ -524,6 +529,7 @@ class Detection(Task):
             dataset["pooled"] = {**prf(*totals), **dict(zip(("tp", "fp", "fn"), totals, strict=True))}
             if "pooled" in wanted:
                 dataset["pooled"]["by_confidence"] = by_confidence(table, used, params["iou_threshold"],
+                                                                   matches=shared,
                                                                    geometry=geometry)
         if "confusion" in wanted:
             dataset["confusion"] = confusion(table, ~skipped, params["iou_threshold"],

@@ -30,10 +30,10 @@ def vocabulary(stats: list[Frame]) -> list[str]:
 
 
 def operating_point(table: FrameTable, iou_threshold: float, conf_threshold: float, *,
-                    geometry: Geometry = BOXES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    geometry: Geometry = BOXES, matches=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(TP, FP, FN) of every frame: class-aware greedy matching by descending score,
     vectorised over frames (pycocotools' matcher at one IoU threshold)."""
-    d_frame, _, hit, miss = _greedy(table, iou_threshold, conf_threshold, geometry)
+    d_frame, _, hit, miss = matches or greedy(table, iou_threshold, conf_threshold, geometry)
     n = table.n
     tp = np.bincount(d_frame[hit], minlength=n)
     fp = np.bincount(d_frame[miss], minlength=n)
@@ -45,12 +45,12 @@ CONFIDENCE_GRID = np.linspace(0.0, 1.0, 101)
 
 
 def by_confidence(table: FrameTable, frames: np.ndarray, iou_threshold: float, *,
-                  geometry: Geometry = BOXES) -> dict[str, Any]:
+                  geometry: Geometry = BOXES, matches=None) -> dict[str, Any]:
     """Pooled P/R/F1 over the frames where ``frames`` is True at every threshold of
     :data:`CONFIDENCE_GRID` (a detection counts when score >= threshold). One matching of
     every detection serves all thresholds: walked by descending score, a detection's match
     never depends on those below it."""
-    d_frame, d_score, hit, miss = _greedy(table, iou_threshold, -np.inf, geometry)
+    d_frame, d_score, hit, miss = matches or greedy(table, iou_threshold, -np.inf, geometry)
     keep = frames[d_frame]
     hit_scores = np.sort(d_score[hit & keep])
     miss_scores = np.sort(d_score[miss & keep])
@@ -62,10 +62,11 @@ def by_confidence(table: FrameTable, frames: np.ndarray, iou_threshold: float, *
             **{key: figures[key].tolist() for key in ("precision", "recall", "f1")}}
 
 
-def _greedy(table: FrameTable, iou_threshold: float, conf_threshold: float,
-            geometry: Geometry = BOXES):
+def greedy(table: FrameTable, iou_threshold: float, conf_threshold: float,
+           geometry: Geometry = BOXES):
     """Every detection with score >= ``conf_threshold``: (frame, score, true positive,
-    false positive); a detection on a crowd region is neither."""
+    false positive); a detection on a crowd region is neither. (With a threshold at or
+    below every score, :func:`operating_point` and :func:`by_confidence` can share one.)"""
     gt, pred = table.gt, table.pred.where(table.pred.score >= conf_threshold)
     K = max(len(table.vocabulary), 1)
     d_group = pred.frame * K + pred.label
@@ -94,9 +95,11 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
     gt_matched = np.zeros(len(gt), bool)
     pairs_d, pairs_g = [], []
     both = np.flatnonzero((np.diff(d_bounds) > 0) & (np.diff(g_bounds) > 0))
+    matrices = _frame_matrices(geometry, pred, gt, d_bounds, g_bounds, both)
     for i in both.tolist():
-        d0, d1, g0, g1 = d_bounds[i], d_bounds[i + 1], g_bounds[i], g_bounds[i + 1]
-        rows, cols = optimal_match(geometry.matrix(pred.box[d0:d1], gt.box[g0:g1]), iou_threshold, ">=")
+        d0, g0 = d_bounds[i], g_bounds[i]
+        matrix = next(matrices)
+        rows, cols = optimal_match(matrix, iou_threshold, ">=")
         pairs_d.append(rows + d0)
         pairs_g.append(cols + g0)
     if pairs_d:
@@ -125,6 +128,38 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
                       for k, label in enumerate(vocabulary)},
         **overall,
     }
+
+
+def _frame_matrices(geometry: Geometry, pred: BoxTable, gt: BoxTable, d_bounds: np.ndarray,
+                    g_bounds: np.ndarray, frames: np.ndarray, chunk: int = 1 << 14):
+    """Each frame's (D, G) similarity matrix, in order. Boxes: per frame, by their formula.
+    Other geometries: the pairs of many frames in one call of ``geometry.pairs`` (about
+    ``chunk`` pairs at a time; OKS costs as many array operations for 700 pairs as for
+    200,000), then cut into the frames' matrices."""
+    if geometry is BOXES:
+        for i in frames.tolist():
+            yield geometry.matrix(pred.box[d_bounds[i]:d_bounds[i + 1]], gt.box[g_bounds[i]:g_bounds[i + 1]])
+        return
+    nd, ng = np.diff(d_bounds)[frames], np.diff(g_bounds)[frames]
+    sizes = nd * ng
+    start = 0
+    while start < frames.size:
+        stop = start + max(1, int(np.searchsorted(np.cumsum(sizes[start:]), chunk, side="right")))
+        stop = min(stop, frames.size)
+        block = frames[start:stop]
+        counts = sizes[start:stop]
+        first = np.repeat(np.cumsum(counts) - counts, counts)
+        local = np.arange(int(counts.sum())) - first
+        width = np.repeat(ng[start:stop], counts)
+        dt = np.repeat(d_bounds[block], counts) + local // width
+        gt_ids = np.repeat(g_bounds[block], counts) + local % width
+        values = geometry.pairs(pred.box[dt], gt.box[gt_ids])
+        offset = 0
+        for k in range(block.size):
+            size = int(counts[k])
+            yield values[offset:offset + size].reshape(int(nd[start + k]), int(ng[start + k]))
+            offset += size
+        start = stop
 
 
 def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
