@@ -61,6 +61,11 @@ def unescaped(text: str) -> str:
     return _ESCAPE.sub(one, text)
 
 
+# the end of every warning or error about inputs that look like the other side's (GT files
+# given as predictions, predictions as GT)
+SWAP_HINT = "did you swap --pred-dir and --gt-dir?"
+
+
 def first_line(value: object) -> str:
     """The first line of an exception's (or any value's) text, or its type's name when it
     has none: one line for stderr from a library's multi-line message."""
@@ -146,8 +151,22 @@ class PairError:
         return {"stem": self.stem, "path": self.path, "message": self.message}
 
 
+# at most this many lines name single files in one message (a flood of 4,000 errors is
+# read as its first lines and a count: "… and 3,980 more")
+MAX_LISTED = 20
+
+
+def capped(lines: list[str], limit: int = MAX_LISTED, *, more: str = "") -> list[str]:
+    """The first ``limit`` of ``lines``, then ``… and N more`` (``more``: what follows,
+    e.g. " (see 'errors' in the report)")."""
+    if len(lines) <= limit:
+        return list(lines)
+    return [*lines[:limit], f"… and {len(lines) - limit:,} more{more}"]
+
+
 class EvaluationFailed(RpxError):
-    """Some pairs could not be evaluated under ``--on-error fail``: every one is listed."""
+    """Some pairs could not be evaluated under ``--on-error fail``: every one is recorded
+    (the CLI lists the first :data:`MAX_LISTED`)."""
 
     def __init__(self, errors: list[PairError], n_pairs: int, summary: str | None = None) -> None:
         self.errors = errors
@@ -167,6 +186,13 @@ class GateFailed(RpxError):
     """The report was written, but a gate (``--require``, ``--require-no-regression``) failed."""
 
     exit_status = ExitStatus.GATE_FAILED
+
+
+class UnknownGatePath(RpxError):
+    """A gate names a key the report does not have (a typo, most likely): a mistake on the
+    command line, exit 2 — not a regression (3). The report, when there is one, is written."""
+
+    exit_status = ExitStatus.USAGE
 
 
 class MissingExtra(RpxError):

@@ -141,7 +141,7 @@ def test_label_only_predictions_equal_scikit_learn(rpx, tmp_path: Path) -> None:
     close(data["macro_recall"], m.recall_score(truth, labels, average="macro", zero_division=0))
     assert data["macro_recall"] != data["balanced_accuracy"]  # 4 and 5 count in the macro mean
     assert "mAP" not in data and "ece" not in data and "top5_accuracy" not in data
-    assert set(report["rows"][0]) == {"stem", "pred_path", "gt_path", "correct"}
+    assert set(report["rows"][0]) == {"stem", "pred_path", "gt_path", "correct", "label", "predicted"}
 
 
 def test_multi_label_equals_scikit_learn(rpx, tmp_path: Path) -> None:

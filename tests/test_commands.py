@@ -144,12 +144,14 @@ def test_validate_invalid_report_names_the_failing_path(rpx, report_file: Path) 
 def test_validate_unknown_kind_and_override(rpx, tmp_path: Path) -> None:
     doc = tmp_path / "m.json"
     doc.write_text(json.dumps({"schema_version": 1, "samples": [{"stem": "a", "phase": "clean"}]}))
-    assert rpx(f"validate {doc}").exit_code == 0  # detected as a manifest
+    manifest = rpx(f"validate {doc}")  # detected as a manifest, which is not a report
+    assert manifest.exit_code == 0 and manifest.stderr == f"{doc}: valid manifest\n"
     other = tmp_path / "o.json"
     other.write_text(json.dumps({"hello": 1}))
     run = rpx(f"validate {other}")
     assert run.exit_code == 1 and "has no 'schema' field" in run.stderr
-    assert rpx(f"validate {other} --kind manifest").exit_code == 1
+    wrong = rpx(f"validate {other} --kind manifest")
+    assert wrong.exit_code == 1 and "is not a valid manifest (" in wrong.stderr
 
 
 def test_metrics_json_and_table(rpx) -> None:

@@ -87,8 +87,10 @@ def test_markdown(rpx, two_reports) -> None:
     run = rpx(["compare", base, new, "--format", "markdown", "--bootstrap", "0", "-q"])
     assert run.exit_code == 0
     assert run.stdout.startswith("### rpx compare: depth")
-    first_row = run.stdout.splitlines()[4]
-    assert "worse" in first_row  # regressions first
+    lines = run.stdout.splitlines()
+    first_row = lines[lines.index("|---|---:|---:|---:|---|---|") + 1]
+    assert "worse (no CI)" in first_row  # regressions first; none significant without a bootstrap
+    assert "🔴" not in run.stdout
 
 
 def test_bootstrap_equals_a_plain_loop_over_the_same_resamples() -> None:
@@ -124,3 +126,100 @@ def test_gate_on_a_metric_without_direction_fails_with_reason() -> None:
     assert not result["passed"] and "no direction" in result["message"]
     assert compare_reports(base, base, bootstrap=0, seed=0)[0]["status"] == "unchanged"
     json.dumps(result)
+
+
+# --- significance, counting once, the chart (issue 30, item 5) -----------------------------
+
+
+@pytest.fixture
+def noisy_reports(rpx, tmp_path: Path) -> tuple[Path, Path]:
+    """Two runs of the same model quality (noise 0.1, another draw): every change is noise."""
+    paths = []
+    for name, seed in (("base", 0), ("new", 1)):
+        depth_set(tmp_path / name, 0.1, seed=seed)
+        out = tmp_path / f"{name}.json"
+        assert rpx(f"eval depth {dirs(tmp_path / name)} -o {out}").exit_code == 0
+        paths.append(out)
+    return paths[0], paths[1]
+
+
+def test_a_change_within_its_interval_is_not_significant_in_any_format(rpx, noisy_reports,
+                                                                         tmp_path) -> None:
+    base, new = noisy_reports
+    document = rpx(["compare", base, new, "--bootstrap", "500", "-q"]).json
+    by_metric = {m["metric"]: m for m in document["metrics"]}
+    noise = [m for m in document["metrics"]
+             if m.get("bootstrap") and m["status"] in ("regressed", "improved")]
+    assert noise and all(m["significant"] is False for m in noise)
+    assert all(m["bootstrap"]["ci95"][0] <= 0 <= m["bootstrap"]["ci95"][1] for m in noise)
+    assert by_metric["dataset.absrel"]["significant"] is None  # pooled: no interval
+    assert document["summary"]["significant_regressed"] == 0
+    assert document["summary"]["significant_improved"] == 0
+    # terminal
+    table = rpx(["compare", base, new, "--bootstrap", "500"]).stderr
+    assert "(significant)" not in table.replace("0 significant", "")
+    assert "(CI includes 0)" in table
+    # Markdown
+    markdown = rpx(["compare", base, new, "--bootstrap", "500", "--format", "markdown", "-q"]).stdout
+    assert "🔴" not in markdown and "🟢" not in markdown and "(CI includes 0)" in markdown
+    # HTML: no red or blue verdict, hollow marks
+    page = tmp_path / "c.html"
+    assert rpx(["compare", base, new, "--bootstrap", "500", "-q", "--html", page]).exit_code == 0
+    text = page.read_text()
+    assert 'class="bad"' not in text.split("every metric")[1]
+    assert "▼<title>" not in text and "▲<title>" not in text
+
+
+def test_a_clear_regression_is_significant_in_every_format(rpx, two_reports, tmp_path) -> None:
+    base, new = two_reports
+    document = rpx(["compare", base, new, "--bootstrap", "500", "-q"]).json
+    absrel = next(m for m in document["metrics"] if m["metric"] == "aggregate.absrel")
+    assert absrel["significant"] is True and absrel["status"] == "regressed"
+    assert document["summary"]["significant_regressed"] >= 1
+    markdown = rpx(["compare", base, new, "--bootstrap", "500", "--format", "markdown", "-q"]).stdout
+    assert "| `aggregate.absrel` |" in markdown
+    row = next(line for line in markdown.splitlines() if line.startswith("| `aggregate.absrel`"))
+    assert "🔴 worse (significant)" in row
+    table = rpx(["compare", base, new, "--bootstrap", "500"]).stderr
+    assert "regressed (significant)" in table
+    page = tmp_path / "c.html"
+    rpx(["compare", base, new, "--bootstrap", "500", "-q", "--html", page])
+    assert 'data-metric="aggregate.absrel" data-delta' in page.read_text()
+    assert "▼<title>aggregate.absrel" in page.read_text()
+
+
+def test_a_metrics_mean_and_pooled_value_count_once() -> None:
+    from rpx_cli.report.compare import summary
+
+    def m(metric, status, significant=None):
+        return {"metric": metric, "status": status, "significant": significant}
+
+    counts = summary([m("aggregate.absrel", "regressed", True), m("dataset.absrel", "regressed"),
+                      m("aggregate.rmse", "improved", False), m("dataset.rmse", "regressed"),
+                      m("aggregate.delta1", "unchanged"), m("dataset.delta1", "unchanged"),
+                      m("dataset.per_class.car.iou", "improved"), m("aggregate.n_valid", "n/a")])
+    assert counts == {"improved": 1, "regressed": 2, "unchanged": 1, "significant_improved": 0,
+                      "significant_regressed": 1}
+
+
+def test_the_delta_chart_scales_each_metric_and_never_cuts_a_label() -> None:
+    import re
+
+    from rpx_cli.report.svg import CHAR_PX, interval_chart
+
+    label = "dataset.per_class.a_very_long_class_name_for_a_traffic_light.iou_50m_inf"
+    chart = interval_chart([
+        {"label": "aggregate.absrel", "delta": 0.01, "low": 0.005, "high": 0.02, "status": "regressed",
+         "significant": True},
+        {"label": label, "delta": 120.0, "low": None, "high": None, "status": "regressed"}],
+        title="t", x_label="delta")
+    marks = re.findall(r'<text x="([0-9.]+)"[^>]*data-delta="([^"]+)"[^>]*data-scale="([^"]+)"', chart)
+    assert [float(scale) for _, _, scale in marks] == [0.02, 120.0]
+    x_small = float(marks[0][0])
+    x_big = float(marks[1][0])
+    assert x_big > x_small > float(re.search(r'<path class="ax" d="M([0-9.]+)', chart).group(1))
+    found = re.search(rf'<text class="tick" x="([0-9.]+)"[^>]*>{re.escape(label)}</text>', chart)
+    label_x = float(found.group(1))
+    assert label_x - len(label) * CHAR_PX >= 0  # right-aligned at x: the whole label fits
+    width = float(re.search(r'width="([0-9.]+)"', chart).group(1))
+    assert width >= len(label) * CHAR_PX + 240

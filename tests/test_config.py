@@ -44,8 +44,14 @@ def test_explicit_config_before_or_after_the_subcommand(rpx, tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    ("[eval.depth]\nmax-dept = 6\n", "unknown key 'max-dept' in [eval.depth]"),
-    ("[eval.dpeth]\nmax-depth = 6\n", "unknown command table [eval.dpeth]"),
+    ("[eval.depth]\nmax-dept = 6\n", "unknown key 'max-dept' in [eval.depth]; did you mean "
+                                      "'max-depth' or 'min-depth'?"),
+    ("[eval.depth]\ndepth_scale = 256\n", "unknown key 'depth_scale' in [eval.depth]; did you "
+                                          "mean 'depth-scale'?"),
+    ("[eval.depth]\nzzzz = 6\n", "unknown key 'zzzz' in [eval.depth] (keys are long flag names "
+                                  "without the dashes)"),
+    ("[eval.dpeth]\nmax-depth = 6\n", "unknown command table [eval.dpeth]; did you mean "
+                                       "[eval.depth]?"),
     ("[eval.depth]\nmax-depth = 'far'\n", "max-depth"),
     ("[eval.depth\n", "cannot read the config file"),
 ])

@@ -19,10 +19,12 @@ from helpers import assert_matches_golden, command_of, golden_cases, without_pro
 from rpx_cli.tasks import TASKS
 
 # every golden case of a registered task that pairs folders (input files such as COCO JSON
-# are read in one process: --executor dask refuses them, tested below)
+# are read in one process: --executor dask refuses them, tested below; files that list the
+# pairs of the folders, panoptic's, are read here and their pairs evaluated there)
 CASES = [case for case in golden_cases() if case.parent.name in TASKS
-         and not {option.flag for option in TASKS[case.parent.name].file_inputs}
-         & set(command_of(case))]
+         and (TASKS[case.parent.name].files_list_pairs
+              or not {option.flag for option in TASKS[case.parent.name].file_inputs}
+              & set(command_of(case)))]
 IDS = [f"{case.parent.name}/{case.name}" for case in CASES]
 
 

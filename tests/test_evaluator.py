@@ -26,7 +26,7 @@ from rpx_cli.tasks import TASKS
 
 # flags of golden cases the in-memory path has no equivalent for (input files, run options)
 NOT_IN_MEMORY = {"--coco-gt", "--coco-dt", "--gt-file", "--pred-file", "--manifest", "--missing",
-                 "--on-error", "--mask-dir", "--task"}
+                 "--on-error", "--mask-dir", "--task", "--gt-json", "--pred-json"}
 FOLDER_FLAGS = {"--pred-dir", "--gt-dir", "--points-dir", "--mask-dir", "--depth-dir"}
 
 
@@ -47,8 +47,9 @@ CASES = golden_cases()
 
 def test_every_task_has_an_in_memory_case() -> None:
     """A golden case per built-in task is fed through the Evaluator (coherence's flags name
-    its own folders, so its case is built below)."""
-    covered = {name for name, _, _ in CASES} | {"coherence"}
+    its own folders and panoptic's images come from JSON files, so their cases are built
+    below)."""
+    covered = {name for name, _, _ in CASES} | {"coherence", "panoptic"}
     assert covered >= {name for name in TASKS if name != "cer"}
 
 
@@ -219,6 +220,48 @@ def test_coherence_in_memory_equals_files(rpx, tmp_path: Path) -> None:
     case = FIXTURES / "coherence" / "shelf"
     dirs = {"mask_dir": case / "mask", "depth_dir": case / "depth"}
     run_case(rpx, tmp_path, "coherence", dirs, {"tau": 0.1, "dilation": 2}, ["--tau", "0.1"])
+
+
+def test_panoptic_in_memory_equals_files(rpx) -> None:
+    """panoptic's golden case: each image's id map (decoded from its PNG, and once as the RGB
+    array itself) with its segments_info, the categories as an option."""
+    from PIL import Image
+
+    case = FIXTURES / "panoptic" / "coco"
+    gt_json, pred_json = (json.loads((case / f"{side}.json").read_text()) for side in ("gt", "pred"))
+    preds = {ann["image_id"]: ann for ann in pred_json["annotations"]}
+
+    def sample(folder: str, ann: dict[str, Any], rgb: bool) -> dict[str, Any]:
+        with Image.open(case / folder / ann["file_name"]) as image:
+            array = np.array(image)
+        wide = array.astype(np.int64)
+        ids = wide[..., 0] + 256 * wide[..., 1] + 65536 * wide[..., 2]
+        return {"rgb" if rgb else "ids": array if rgb else ids, "image_id": ann["image_id"],
+                "segments_info": ann["segments_info"]}
+
+    samples = [(ann["file_name"].removesuffix(".png"), sample("pred", preds[ann["image_id"]], i == 1),
+                sample("gt", ann, i == 2)) for i, ann in enumerate(gt_json["annotations"])]
+    categories = gt_json["categories"]
+    evaluators = []
+    for part in (samples[0::2], samples[1::2]):
+        evaluator = Evaluator("panoptic", categories=categories)
+        for key, pred, gt in part:
+            evaluator.update(key, pred, gt)
+        evaluators.append(evaluator.state())
+    report = Evaluator.merged(evaluators[::-1]).report()
+    cwd = os.getcwd()
+    os.chdir(case)
+    try:
+        run = rpx(["eval", "panoptic", *shlex.split((case / "args").read_text())])
+    finally:
+        os.chdir(cwd)
+    assert run.exit_code == 0, run.stderr
+    assert comparable(report) == comparable(run.json)
+    with pytest.raises(InputError, match="panoptic needs the categories"):
+        Evaluator("panoptic").update(*samples[0])
+    with pytest.raises(InputError, match="'rgb' must be an"):
+        Evaluator("panoptic", categories=categories).update("a", None, {"rgb": np.zeros((2, 2)),
+                                                                        "segments_info": []})
 
 
 # --- processes, errors, options ---------------------------------------------------------------

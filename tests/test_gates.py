@@ -33,8 +33,8 @@ def test_paths_operators_and_bare_names() -> None:
 
 def test_missing_and_null_fail_with_a_reason() -> None:
     missing, null, nested = results("aggregate.nope>0", "aggregate.empty>0", "dataset.per_class>0")
-    assert (missing["passed"], missing["value"], missing["message"]) == (
-        False, None, "aggregate.nope is not in the report")
+    assert (missing["passed"], missing["value"], missing["missing"]) == (False, None, True)
+    assert missing["message"].startswith("no such key aggregate.nope in the report")
     assert null["message"] == "aggregate.empty is null" and not null["passed"]
     assert "not a number" in nested["message"] and not nested["passed"]
 
@@ -82,3 +82,53 @@ def test_check_existing_report(rpx, tmp_path: Path) -> None:
     assert bad.exit_code == 3 and json.loads(bad.stdout)["gates"][0]["passed"] is False
     assert rpx(["check", out]).exit_code == 2  # --require is required
     assert rpx(["check", tmp_path / "none.json", "--require", "a<1"]).exit_code == 1
+
+
+# --- a typo is a mistake, not a regression (issue 30) ----------------------------------------
+
+
+def test_a_missing_key_names_the_nearest_ones() -> None:
+    [gate] = results("aggregate.absrell<0.2")
+    assert gate["message"] == ("no such key aggregate.absrell in the report; did you mean "
+                               "aggregate.absrel?")
+    [far] = results("dataset.zzzz<1")
+    assert far["message"] == "no such key dataset.zzzz in the report"
+
+
+def test_rpx_check_with_a_typo_exits_2_and_ends_with_the_verdict(rpx, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    rpx(f"eval depth {dirs(DEPTH)} -o {out}")
+    typo = rpx(["check", out, "--require", "aggregate.absrell<=0.5", "--require", "absrel<0.5"])
+    assert typo.exit_code == 2
+    lines = typo.stderr.strip().splitlines()
+    assert "did you mean aggregate.absrel" in lines[0]
+    assert lines[-1] == "rpx: check FAIL — 1 of 2 gate(s) name no key of the report (see above); exit 2"
+    assert "Usage:" not in typo.stderr
+    failed = rpx(["check", out, "--require", "absrel<0.01"])
+    assert failed.exit_code == 3
+    assert failed.stderr.strip().splitlines()[-1] == "rpx: check FAIL — 1 of 1 gate(s) failed; exit 3"
+    passed = rpx(["check", out, "--require", "absrel<0.5"])
+    assert passed.exit_code == 0
+    assert passed.stderr.strip().splitlines()[-1] == "rpx: check PASS — all 1 gate(s) passed"
+
+
+def test_eval_require_with_a_typo_writes_the_report_and_exits_2(rpx, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    run = rpx(f"eval depth {dirs(DEPTH)} -o {out} --require aggregate.delta_1>=0.5")
+    assert run.exit_code == 2 and out.exists()
+    gate = json.loads(out.read_text())["gates"][0]
+    assert gate["missing"] is True and "did you mean aggregate.delta1" in gate["message"]
+
+
+def test_compare_ends_with_the_verdict_and_a_typo_exits_2(rpx, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    rpx(f"eval depth {dirs(DEPTH)} -o {out}")
+    same = rpx(["compare", out, out, "--require-no-regression", "absrel", "--bootstrap", "0"])
+    assert same.exit_code == 0
+    last = same.stderr.strip().splitlines()[-1]
+    assert last.startswith("rpx: compare (0 regressed (0 significant), 0 improved (0 significant)")
+    assert last.endswith("PASS — all 1 no-regression gate(s) passed")
+    typo = rpx(["compare", out, out, "--require-no-regression", "absrell", "--bootstrap", "0"])
+    assert typo.exit_code == 2
+    assert "no such key aggregate.absrell in BASE; did you mean aggregate.absrel" in typo.stderr
+    assert typo.stderr.strip().splitlines()[-1].endswith("name no key of the report (see above); exit 2")

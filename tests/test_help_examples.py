@@ -66,6 +66,8 @@ def test_every_help_example_runs_on_the_fixtures(rpx, path: list[str], tmp_path:
     monkeypatch.setenv("HOME", str(tmp_path))
     shown = rpx([*path, "--help"])
     assert shown.exit_code == 0
+    # help text is not %-formatted: a doubled %% is printed as written ("a 95%% interval")
+    assert "%%" not in shown.stdout, [line for line in shown.stdout.splitlines() if "%%" in line]
     lines = help_examples(shown.stdout)
     ran = [result for line in lines for result in run_shell_line(rpx, line, tmp_path)]
     assert any(command.startswith("rpx ") for command, _ in ran), \

@@ -106,7 +106,9 @@ SEEDS: dict[str, Seed] = {
                            "saliency-mb coherence:pred"),
     "float64 score map": seed(_npy(np.linspace(0, 3, 48).reshape(6, 8)), ".npy", "saliency-mb"),
     # images
-    "RGB PNG": seed(_image(np.zeros((6, 8, 3), np.uint8), "PNG"), ".png", "nvs"),
+    "RGB PNG": seed(_image(np.zeros((6, 8, 3), np.uint8), "PNG"), ".png", "nvs panoptic"),
+    "panoptic image JSON": seed(_json({"ids": [[0, 5], [5, 5]], "image_id": 1, "segments_info": [
+        {"id": 5, "category_id": 1}]}), ".json", "panoptic"),
     "RGB JPEG": seed(_image(np.full((6, 8, 3), 128, np.uint8), "JPEG"), ".jpg .jpeg", "nvs"),
     # boxes, points, poses, labels, tracks, text
     "detection GT objects": seed(_json([{"bbox": [0, 0, 10, 10], "label": "a", "iscrowd": 0}]),

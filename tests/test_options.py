@@ -150,7 +150,24 @@ def valid_texts(task, option: Option, tmp_path: Path) -> tuple[str, ...]:
         path = tmp_path / "class_map.json"
         path.write_text(json.dumps({"dog": "animal"}))
         return (str(path),)
+    if kind == "parsed" and option.param == "categories":
+        path = tmp_path / "categories.json"
+        path.write_text(json.dumps([{"id": 1, "name": "person", "isthing": 1},
+                                    {"id": 2, "name": "sky", "isthing": 0}]))
+        return (str(path),)
     raise AssertionError(f"{task.name} {option.flag}: add a valid value to VALID")
+
+
+def listing_files(task, root: Path) -> dict[str, str]:
+    """Input files that list no pair, for a task whose files list its pairs (panoptic)."""
+    if not task.files_list_pairs:
+        return {}
+    gt, pred = root / "listing-gt.json", root / "listing-pred.json"
+    gt.write_text(json.dumps({"annotations": [], "categories": [
+        {"id": 1, "name": "person", "isthing": 1}]}))
+    pred.write_text(json.dumps({"annotations": []}))
+    return dict(zip((option.param for option in task.file_inputs), (str(gt), str(pred)),
+                    strict=True))
 
 
 def python_value(option: Option, text: str) -> Any:
@@ -204,6 +221,9 @@ def test_a_valid_value_gives_the_same_params_everywhere(case, rpx, tmp_path: Pat
         other = next(o for o in options_of(task) if o.flag == NEEDS[name, option.flag])
         extra[other.param] = valid_texts(task, other, tmp_path)[0]
         flags += [other.flag, extra[other.param]]
+    listed = listing_files(task, tmp_path)
+    extra.update(listed)
+    flags += [word for o in task.file_inputs if o.param in listed for word in (o.flag, listed[o.param])]
     run = rpx([*command(task), *dir_flags(task, tmp_path), *flags])
     assert run.exit_code == 1 and "no pairs to evaluate" in run.stderr, run.stderr
     from_cli = captured[-1]
@@ -215,7 +235,8 @@ def test_a_valid_value_gives_the_same_params_everywhere(case, rpx, tmp_path: Pat
             evaluate_dirs(name, tmp_path / "pred", tmp_path / "gt", **{option.param: given},
                           **extra)
         assert captured[-1] == from_cli, (given, captured[-1], from_cli)
-    given = {option.param: texts if option.multiple else texts[0], **extra}
+    given = {option.param: texts if option.multiple else texts[0],
+             **{k: v for k, v in extra.items() if k not in listed}}
     assert from_cli == resolve(task, given)
 
 

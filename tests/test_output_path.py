@@ -104,3 +104,26 @@ def test_a_write_that_fails_anyway_is_one_line(rpx, tmp_path: Path, monkeypatch)
     assert run.exit_code == 1 and "internal error" not in run.stderr
     last = run.stderr.strip().splitlines()[-1]
     assert last == f"rpx: {out}: cannot write the report: No space left on device"
+
+
+@pytest.mark.parametrize("out", ["/proc/rpx-report.json", "/sys/rpx-report.json"])
+def test_a_folder_that_refuses_files_whatever_access_says_is_a_usage_error(rpx, monkeypatch,
+                                                                           out: str) -> None:
+    """/proc and /sys pass os.access (as root, or by their permission bits) but refuse a new
+    file: exit 2 before reading, not 1 after evaluating (issue 30)."""
+    if not os.path.isdir(os.path.dirname(out)):
+        pytest.skip(f"no {os.path.dirname(out)} here")
+    import rpx_cli.run.state
+
+    def never(*args, **kwargs):
+        raise AssertionError("the evaluation ran")
+
+    monkeypatch.setattr(rpx_cli.run.state, "run_pairs", never)
+    run = rpx(f"eval depth {dirs(DEPTH)} -o {out}")
+    assert_usage_line(run, f"cannot be written in {os.path.dirname(out)}")
+
+
+def test_the_probe_leaves_nothing_behind(rpx, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    assert rpx(f"eval depth {dirs(DEPTH)} -o {out}").exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]

@@ -176,3 +176,21 @@ def test_summary_line_in_a_real_pipe(tmp_path: Path) -> None:
                           env={**os.environ, "TERM": "dumb"})
     assert done.returncode == 0
     assert f"-> {out}" in done.stderr and "6 pairs, 0 unpaired" in done.stderr
+
+
+def test_markdown_of_detection3d_starts_with_its_declared_headline(rpx, tmp_path) -> None:
+    """Not an alphabetical dump starting with AP_...: mAP, NDS, mAPH, then the TP errors, as
+    the task declares (issue 30)."""
+    from rpx_cli.tasks.registry import get_task
+
+    street = FIXTURES / "detection3d" / "street"
+    out = tmp_path / "d3.json"
+    assert rpx(f"eval detection3d --pred-dir {street / 'pred'} --gt-dir {street / 'gt'} "
+               f"--range 0:20 --range 20: -o {out}").exit_code == 0
+    shown = rpx(["show", out, "--format", "markdown"]).stdout.splitlines()
+    names = [line.split("`")[1] for line in shown[4:] if line.startswith("| `")]
+    declared = [path.split(".", 1)[1] for path in get_task("detection3d").headline]
+    assert names[:len(declared)] == declared
+    rest = names[len(declared):]
+    flat = [n for n in rest if "." not in n]
+    assert flat == sorted(flat)  # the rest as before

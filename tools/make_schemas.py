@@ -19,6 +19,6 @@ out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
 os.makedirs(out, exist_ok=True)
 tasks = builtin_tasks()
 for kind in schema_defs.kinds(tasks):
-    with open(os.path.join(out, schema_defs.file_name(kind)), "w") as handle:
+    with open(os.path.join(out, schema_defs.file_name(kind, tasks)), "w") as handle:
         json.dump(schema_defs.build(kind, tasks), handle, indent=2)
         handle.write("\n")

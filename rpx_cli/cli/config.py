@@ -104,7 +104,9 @@ def default_map(group: click.Group, ctx: click.Context, tables: dict[str, Any],
         prefix = ctx.command_path.split(" ")[1:]  # "rpx eval" -> ["eval"]
         where = ".".join([*prefix, name])
         if command is None:
-            raise click.UsageError(f"{path}: unknown command table [{where}]")
+            known = group.list_commands(ctx)
+            hint = _did_you_mean(name, known, shown=lambda k, p=prefix: f"[{'.'.join([*p, k])}]")
+            raise click.UsageError(f"{path}: unknown command table [{where}]{hint}")
         if not isinstance(table, dict):
             raise click.UsageError(f"{path}: [{where}] must be a table of flag = value")
         if isinstance(command, click.Group):
@@ -121,8 +123,10 @@ def default_map(group: click.Group, ctx: click.Context, tables: dict[str, Any],
         for key, value in table.items():
             param = flags.get(key)
             if param is None or key in ("config", "help", "traceback"):
-                raise click.UsageError(f"{path}: unknown key '{key}' in [{where}] "
-                                       "(keys are long flag names without the dashes)")
+                known = [k for k in flags if k not in ("config", "help", "traceback")]
+                hint = _did_you_mean(key.replace("_", "-"), known, shown=lambda k: f"'{k}'") or \
+                    " (keys are long flag names without the dashes)"
+                raise click.UsageError(f"{path}: unknown key '{key}' in [{where}]{hint}")
             if param.is_flag and param.secondary_opts and key in [o[2:] for o in param.secondary_opts]:
                 value = not value  # e.g. no-progress = true
             if isinstance(value, list):
@@ -132,6 +136,17 @@ def default_map(group: click.Group, ctx: click.Context, tables: dict[str, Any],
             values[param.name] = value
         result[name] = values
     return result
+
+
+def _did_you_mean(name: str, known: list[str], *, shown: Any = str) -> str:
+    """``; did you mean 'depth-scale'?`` when a known name is close (a typo, or
+    ``depth_scale`` for ``depth-scale``), else "". ``shown``: how a name is written."""
+    import difflib
+
+    near = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    if not near:
+        return ""
+    return "; did you mean " + " or ".join(shown(k) for k in near) + "?"
 
 
 def resolve(group: click.Group, ctx: click.Context, args: list[str]) -> tuple[dict, str | None]:

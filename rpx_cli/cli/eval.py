@@ -77,7 +77,7 @@ def strata_options(func: Any) -> Any:
                           "f1, mota]."),
         click.option("--bootstrap", type=int_range(0), default=0, show_default=True,
                      metavar="N",
-                     help="Add a 95%% interval to every stratum figure from N seeded resamples."),
+                     help="Add a 95% interval to every stratum figure from N seeded resamples."),
         click.option("--seed", type=int, default=0, show_default=True,
                      help="Seed of the --bootstrap resamples."),
     ]
@@ -119,7 +119,7 @@ def build_command(task) -> click.Command:
     if evaluates:
         callback = strata_options(callback)
     callback = pair_options(default_missing=task.default_missing,
-                            dirs_required=not task.file_inputs,
+                            dirs_required=not task.file_inputs or task.files_list_pairs,
                             inputs=tuple(zip(task.input_names, task.input_help, strict=True)))(callback)
     return click.command(task.command[-1], help=help_text(task))(callback)
 

@@ -183,12 +183,15 @@ def _write_delimited(document: dict, fmt: str, which: str | None) -> None:
 def schema(kind: str) -> None:
     """Print the JSON Schema (Draft 2020-12) of a report kind.
 
-    KIND is eval, a task's own report kind (saliency-mb, coherence) or a workflow's
-    (stability, readiness, compare, manifest, provenance). Schemas are self-contained.
+    KIND is eval, an eval task (depth, detection3d, ...: the eval schema with that task's
+    block, its headline figures required and typed), a task's own report kind (saliency-mb,
+    coherence) or a workflow's (stability, readiness, compare, manifest, provenance).
+    Schemas are self-contained.
 
     \b
     Example:
       rpx schema saliency-mb | jq '.properties | keys'
+      rpx schema depth | jq .title
     """
     from rpx_cli.report.schemas import schema_text
 
@@ -221,11 +224,13 @@ def validate(file: str, kind: str | None) -> None:
         except InputError as exc:
             raise InputError(str(exc), path=file) from None
     problems = validation_errors(document, kind)
+    # a manifest or a provenance record is not a report
+    what = {"manifest": "manifest", "provenance": "run provenance record"}.get(kind, f"{kind} report")
     if problems:
         errors = [PairError(stem="", path=file, message=problem) for problem in problems]
         raise EvaluationFailed(errors, len(errors),
-                               f"{file} is not a valid {kind} report ({len(problems)} problem(s))")
-    click.echo(f"{file}: valid {kind} report", err=True)
+                               f"{file} is not a valid {what} ({len(problems)} problem(s))")
+    click.echo(f"{file}: valid {what}", err=True)
 
 
 @click.command()

@@ -15,7 +15,16 @@ import click
 
 from rpx_cli import __version__
 from rpx_cli.cli.options import SHOW_TRACEBACK, SuggestingGroup
-from rpx_cli.errors import EvaluationFailed, ExitStatus, Interrupted, RpxError, escaped, located
+from rpx_cli.errors import (
+    EvaluationFailed,
+    ExitStatus,
+    Interrupted,
+    RpxError,
+    UnknownGatePath,
+    capped,
+    escaped,
+    located,
+)
 
 # tasks with a command of their own (``rpx saliency-mb``): each command is built from its
 # task's declarations when it runs; the one-line help is here so that ``rpx --help`` imports
@@ -101,12 +110,12 @@ class RpxGroup(SuggestingGroup):
             _say(f"rpx: {what}; no report written")
             ctx.exit(128 + signum)
         if isinstance(exc, EvaluationFailed):
-            for error in exc.errors:
-                _say(f"rpx: {located(error.path, error.message)}")
+            for line in capped([located(error.path, error.message) for error in exc.errors]):
+                _say(f"rpx: {line}")
             _say(f"rpx: {exc}")
             ctx.exit(exc.exit_status)
         if isinstance(exc, RpxError):
-            if exc.exit_status == ExitStatus.USAGE:
+            if exc.exit_status == ExitStatus.USAGE and not isinstance(exc, UnknownGatePath):
                 raise click.UsageError(escaped(str(exc)), ctx=ctx) from None
             _say(f"rpx: {exc}")
             ctx.exit(exc.exit_status)

@@ -128,6 +128,17 @@ def output_path_problem(path: str, example: str = "report.json") -> str | None:
         return f"{path}: cannot be written, {existing} is a file, not a folder"
     if not os.access(existing, os.W_OK | os.X_OK):
         return f"{path}: cannot be written, folder {existing} is not writable"
+    # access() answers for the permission bits only: root passes it everywhere, and /proc,
+    # /sys or a read-only mount refuse the write anyway. A file created and removed there
+    # is the question the report's write will ask.
+    import tempfile
+
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".rpx-probe-", dir=existing)
+    except OSError as exc:
+        return f"{path}: cannot be written in {existing} ({exc.strerror or exc})"
+    os.close(handle)
+    os.unlink(probe)
     return None
 
 

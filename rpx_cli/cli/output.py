@@ -52,14 +52,23 @@ def apply_gates(report: dict[str, Any], gates: tuple[Any, ...]) -> list[dict[str
 
 
 
-def raise_if_failed(failures: list[dict[str, Any]], total: int) -> None:
+def raise_if_failed(failures: list[dict[str, Any]], total: int, *, verdict: str = "") -> None:
+    """Each failed gate on stderr, then the verdict: exit 2 when a gate names no key of the
+    report (a typo), 3 when one failed. ``verdict``: what the command says before the gates
+    (``check``; ``compare (counts)``), so its last line is the verdict: ``rpx: check FAIL —
+    1 of 2 gate(s) failed; exit 3``."""
     from rpx_cli.console import print_lines
-    from rpx_cli.errors import GateFailed
+    from rpx_cli.errors import GateFailed, UnknownGatePath
 
+    lead = f"{verdict} " if verdict else ""
     if failures:
         print_lines([f"gate failed: {gate['expr']}: {gate['message']}" for gate in failures],
                     style="red")
-        raise GateFailed(f"{len(failures)} of {total} gate(s) failed")
+        missing = [gate for gate in failures if gate.get("missing")]
+        if missing:
+            raise UnknownGatePath(f"{lead}FAIL — {len(missing)} of {total} gate(s) name no key of "
+                                  "the report (see above); exit 2")
+        raise GateFailed(f"{lead}FAIL — {len(failures)} of {total} gate(s) failed; exit 3")
 
 
 
@@ -217,7 +226,10 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
     flags.pop("storage_options", None)  # applied by its click callback (io.remote.configure)
     options = run_options(strata=strata, **flags)
     given = {k: v for k, v in (files or {}).items() if v is not None}
-    if given:
+    from rpx_cli.tasks.registry import get_task
+
+    listing = get_task(task).files_list_pairs  # the files list the pairs of the folders
+    if given and not listing:
         if pred_dir or gt_dir or len(given) != len(files or {}):
             raise click.UsageError(f"give {' and '.join('--' + k.replace('_', '-') for k in files or {})} "
                                    "together, instead of --pred-dir/--gt-dir")
@@ -235,11 +247,12 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
         from rpx_cli.run.evaluate import run_evaluation
 
         evaluation = run_evaluation(task, pred_dir, gt_dir, params, options, aux=aux,
-                                    invocation=invocation,
+                                    files=files if listing else None, invocation=invocation,
                                     progress=ProgressBar(task, enabled=verbose, plain=plain))
-    from rpx_cli.errors import located
+    from rpx_cli.errors import capped, located
 
-    skipped = [f"skipped: {located(e['path'], e['message'])}" for e in evaluation.report["errors"]]
+    skipped = capped([f"skipped: {located(e['path'], e['message'])}"
+                      for e in evaluation.report["errors"]], more=" (see 'errors' in the report)")
     skipped += unpaired_note(evaluation.report, str(flags.get("missing")))
     # the one-line summary: always, unless --quiet (a CI log too)
     finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,

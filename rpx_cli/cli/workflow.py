@@ -73,6 +73,7 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
         from rpx_cli.console import print_lines
         from rpx_cli.report.render import summary_line
 
+        print_lines([f"warning: {text}" for text in report.get("warnings") or ()], style="yellow")
         print_lines([f"merged {len(parts)} part(s): {summary_line(report, out)}"])
 
 
@@ -85,8 +86,9 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
 def check(report: str, require: tuple, compact: bool) -> None:
     """Gate an existing report: exit 0 when every gate passes, 3 when one fails.
 
-    Prints {report, passed, gates: [{expr, value, passed, message}]} as JSON. A path that
-    is not in the report, or a null value, fails its gate (never a silent pass); a bare
+    Prints {report, passed, gates: [{expr, value, passed, message}]} as JSON and ends its
+    stderr with the verdict. A null value fails its gate (never a silent pass); a path
+    that is not in the report is a mistake (exit 2, naming the nearest keys); a bare
     name means the top-level key, else aggregate.<name>.
 
     \b
@@ -108,7 +110,10 @@ def check(report: str, require: tuple, compact: bool) -> None:
     failures = [gate for gate in results if not gate["passed"]]
     write_stdout(dumps({"report": report, "passed": not failures, "gates": results},
                        compact=compact))
-    raise_if_failed(failures, len(results))
+    raise_if_failed(failures, len(results), verdict="check")
+    from rpx_cli.console import print_lines
+
+    print_lines([f"rpx: check PASS — all {len(results)} gate(s) passed"])
 
 
 class NoRegressionType(click.ParamType):
@@ -163,8 +168,8 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
       rpx compare main.json pr.json --format markdown > comment.md   # CI: >> "$GITHUB_STEP_SUMMARY"
     """
     from rpx_cli.console import print_lines, render_table
-    from rpx_cli.report.render import compare_markdown
-    from rpx_cli.report.render import fmt as fmt_value
+    from rpx_cli.report.compare import summary_text
+    from rpx_cli.report.render import compare_markdown, compare_table
     from rpx_cli.run.compare import run_compare
 
     comparison = run_compare(base, new, no_regression=no_regression, bootstrap=bootstrap,
@@ -172,26 +177,19 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
     document = comparison.document
     if not quiet:
         print_lines(comparison.warnings, style="yellow")
-        counts, metrics = document["summary"], document["metrics"]
-        shown = [m for m in metrics if m["base"] is not None or m["new"] is not None]
-        render_table(
-            f"rpx compare — {counts['improved']} improved, {counts['regressed']} regressed",
-            ["metric", "base", "new", "delta", "", "95% CI"],
-            [(m["metric"], fmt_value(m["base"]), fmt_value(m["new"]), fmt_value(m["delta"]),
-              m["status"], _ci(m)) for m in shown],
-            stream=sys.stderr)
+        columns, rows = compare_table(document)
+        render_table(f"rpx compare — {summary_text(document['summary'])}", columns, rows,
+                     stream=sys.stderr)
     if fmt == "markdown":
         click.echo(compare_markdown(document), nl=False)
         if html:
             write_html([("stdout" if out == "-" else out, document)], html)
     else:
         emit_html(emit_report(document, out, compact=compact), out, html)
-    raise_if_failed(comparison.failed, len(document.get("gates", [])))
-
-
-def _ci(metric: dict) -> str:
-    boot = metric.get("bootstrap")
-    if not boot:
-        return ""
-    low, high = boot["ci95"]
-    return f"[{low:.3g}, {high:.3g}]{' *' if boot['significant'] else ''}"
+    gates = document.get("gates", [])
+    verdict = f"compare ({summary_text(document['summary'])})"
+    raise_if_failed(comparison.failed, len(gates), verdict=verdict)
+    if not quiet:
+        passed = f"PASS — all {len(gates)} no-regression gate(s) passed" if gates else \
+            "no --require-no-regression gate"
+        print_lines([f"rpx: {verdict} {passed}"])

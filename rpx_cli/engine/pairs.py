@@ -101,6 +101,8 @@ class PairJob:
                 pred = task.empty_prediction(gt, params)
             else:
                 pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
+            if pair.entry is not None:
+                pred, gt = task.join(pred, gt, pair.entry, params)
             stats, extra, row = score_pair(task, params, pred, gt, stem=pair.stem,
                                            pred_path=pred_path, gt_path=gt_path,
                                            calculators=self.calculators, keep_rows=self.keep_rows,

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError
+from rpx_cli.errors import SWAP_HINT, InputError
 from rpx_cli.io.values import MAX_MAGNITUDE
 
 
@@ -120,7 +120,7 @@ def object_attributes(item: dict[str, Any], where: str, path: str,
     if prediction:
         score = item.get("score")
         if score is None:
-            raise InputError(f"{where}: a prediction needs a 'score'", path=path)
+            raise InputError(f"{where}: a prediction needs a 'score' ({SWAP_HINT})", path=path)
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
             raise InputError(f"{where}: 'score' must be a number in [0, 1], got {score!r}",
                              path=path)

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError
+from rpx_cli.errors import SWAP_HINT, InputError
 from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.values import MAX_MAGNITUDE, beyond
 
@@ -389,7 +389,7 @@ def _checked(objects: list[Any], path: str, prediction: bool, box_origin: str, w
         if prediction:
             score = item.get("detection_score", item.get("score"))
             if score is None:
-                raise fail("a prediction needs a 'detection_score' (or 'score')")
+                raise fail(f"a prediction needs a 'detection_score' (or 'score') ({SWAP_HINT})")
             if type(score) not in _NUMBER or not 0 <= score <= 1:
                 raise fail(f"the score must be a number in [0, 1], got {score!r}")
         attribute = item.get("attribute_name", item.get("attribute", ""))

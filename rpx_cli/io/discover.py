@@ -12,6 +12,7 @@ import hashlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from rpx_cli.errors import InputError
 
@@ -23,7 +24,9 @@ class Pair:
     """One unit of work: a stem and its files, relative to the two folders (the folder
     strings are shared by every pair). ``pred_rel`` is None for a missing prediction under
     ``--missing empty``. ``aux``: the stem's file in each auxiliary folder a task reads
-    besides the two (``(name, folder, relative path or None)``, e.g. point clouds)."""
+    besides the two (``(name, folder, relative path or None)``, e.g. point clouds).
+    ``entry``: what a task's input files say about the pair when they list the pairs
+    (panoptic's segments of both images; ``Task.list_pairs``), None otherwise."""
 
     stem: str
     pred_dir: str
@@ -31,6 +34,7 @@ class Pair:
     gt_dir: str
     gt_rel: str
     aux: tuple[tuple[str, str, str | None], ...] = ()
+    entry: Any = None
 
     @property
     def pred_path(self) -> str | None:

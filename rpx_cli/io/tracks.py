@@ -42,6 +42,9 @@ class Tracks:
     box: np.ndarray  # (N, 4) x1, y1, x2, y2
     flag: np.ndarray  # (N,) MOT GT column 7 (1 when absent)
     cls: np.ndarray  # (N,) MOT GT column 8 (-1 when absent)
+    # MOT text whose column 7 holds a fraction: confidences, as a results file has (in a GT
+    # file the column is the 0/1 consider flag, and a fraction truncates to 0: ignored)
+    scored: bool = False
 
     @classmethod
     def empty(cls) -> Tracks:
@@ -102,7 +105,8 @@ def parse_mot_text(data: bytes, path: str) -> Tracks:
     n = len(table)
     flag = table[:, 6].astype(np.int64) if width > 6 else np.ones(n, np.int64)
     cls = table[:, 7].astype(np.int64) if width > 7 else np.full(n, -1, np.int64)
-    return Tracks(frame, ids, box, flag, cls)
+    scored = width > 6 and bool((table[:, 6] != flag).any())
+    return Tracks(frame, ids, box, flag, cls, scored)
 
 
 def _fields(line: bytes) -> list[bytes]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.report.gates import parse_path, resolve
+from rpx_cli.report.gates import parse_path, resolve, suggestions
 
 _SKIP_SECTIONS = {"run_provenance", "metric_info", "params", "rows", "state", "gates", "unpaired",
                   "errors", "confusion"}
@@ -138,7 +138,10 @@ def check_no_regression(base: Mapping[str, Any], new: Mapping[str, Any],
         way = direction(new, where)
         entry: dict[str, Any] = {"expr": gate.text, "value": None, "passed": False}
         if not (found_b and found_n):
-            entry["message"] = f"{where} is not in {'BASE' if not found_b else 'NEW'}"
+            side, document = ("BASE", base) if not found_b else ("NEW", new)
+            near = suggestions(document, where)
+            hint = f"; did you mean {' or '.join(near)}?" if near else ""
+            entry.update({"missing": True, "message": f"no such key {where} in {side}{hint}"})
         elif not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (value_b, value_n)):
             entry["message"] = f"{where} is null or not a number in one of the reports"
         elif way == "none":
@@ -156,7 +159,9 @@ def check_no_regression(base: Mapping[str, Any], new: Mapping[str, Any],
 
 def compare_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, bootstrap: int,
                     seed: int) -> list[dict[str, Any]]:
-    """One entry per metric present in either report, shared ones first."""
+    """One entry per metric present in either report, shared ones first. ``significant``:
+    whether the change's paired-bootstrap 95 % interval excludes 0 (None: the metric has no
+    interval — a pooled figure, or ``--bootstrap 0``)."""
     flat_base, flat_new = flatten(base), flatten(new)
     row_metrics = sorted({k for row in (base.get("rows") or [])[:1] for k, v in row.items()
                           if isinstance(v, (int, float)) and not isinstance(v, bool)})
@@ -175,7 +180,73 @@ def compare_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, bootstra
             "direction": way, "status": status(b, n, way),
         }
         name = path.split(".", 1)[1] if path.startswith("aggregate.") else None
+        entry["significant"] = None
         if name in boot:
             entry["bootstrap"] = boot[name]
+            entry["significant"] = boot[name]["significant"] and entry["status"] in CHANGED
         entries.append(entry)
     return entries
+
+
+CHANGED = ("improved", "regressed")
+
+
+def figure_name(path: str) -> str:
+    """A metric as counted once: ``aggregate.absrel`` and ``dataset.absrel`` are one figure
+    (``absrel``, the mean of rows and the pooled value), other paths are themselves."""
+    for section in ("aggregate.", "dataset."):
+        if path.startswith(section):
+            return path[len(section):]
+    return path
+
+
+def summary(metrics: list[dict[str, Any]]) -> dict[str, int]:
+    """Counts of figures (:func:`figure_name`: a metric's mean and pooled value count once)
+    that improved, regressed or stayed unchanged, and of those whose change is significant
+    (95 % interval excludes 0). A figure whose two values moved apart counts as regressed."""
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for m in metrics:
+        by_name.setdefault(figure_name(m["metric"]), []).append(m)
+    counts = {"improved": 0, "regressed": 0, "unchanged": 0, "significant_improved": 0,
+              "significant_regressed": 0}
+    for entries in by_name.values():
+        statuses = {m["status"] for m in entries}
+        status = next((s for s in ("regressed", "improved") if s in statuses), None)
+        if status is None:
+            if statuses == {"unchanged"}:
+                counts["unchanged"] += 1
+            continue
+        counts[status] += 1
+        if any(m.get("significant") and m["status"] == status for m in entries):
+            counts[f"significant_{status}"] += 1
+    return counts
+
+
+def summary_text(counts: Mapping[str, Any]) -> str:
+    """``2 regressed (1 significant), 3 improved (0 significant), 9 unchanged``."""
+    parts = [f"{counts.get(s, 0)} {s} ({counts.get('significant_' + s, 0)} significant)"
+             for s in ("regressed", "improved")]
+    return ", ".join([*parts, f"{counts.get('unchanged', 0)} unchanged"])
+
+
+def verdict(metric: Mapping[str, Any], words: Mapping[str, str] | None = None) -> str:
+    """A metric's change as every view writes it: ``regressed`` and ``improved`` (or
+    ``words`` for them, e.g. worse/better) qualified by the interval — significant only when
+    it excludes 0."""
+    status = str(metric.get("status"))
+    if status not in CHANGED:
+        return status
+    word = (words or {}).get(status, status)
+    significant = metric.get("significant")
+    if significant is None:
+        return f"{word} (no CI)"
+    return f"{word} (significant)" if significant else f"{word} (CI includes 0)"
+
+
+def order_key(metric: Mapping[str, Any]) -> tuple[int, str]:
+    """Significant regressions first, then other regressions, significant improvements,
+    other improvements, the rest; by name within each."""
+    status, significant = metric.get("status"), bool(metric.get("significant"))
+    rank = {("regressed", True): 0, ("regressed", False): 1, ("improved", True): 2,
+            ("improved", False): 3}.get((status, significant), 4)
+    return rank, str(metric.get("metric"))

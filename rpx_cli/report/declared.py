@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rpx_cli.params.parsers import parse_band
 from rpx_cli.params.values import Band
 from rpx_cli.tasks.base import Task
 from rpx_cli.tasks.registry import find_task
@@ -49,6 +50,28 @@ def bands(report: Mapping[str, Any]) -> list[Band]:
         return task.bands(params)
     except (TypeError, ValueError):  # a hand-edited report: draw no bands rather than fail
         return []
+
+
+def unit(report: Mapping[str, Any], name: str) -> str:
+    """The unit the task declares for metric ``name`` (``m``, ``rad``, ``m/s``; "" when
+    unitless or undeclared)."""
+    task = task_of(report)
+    info = task.metrics.get(name) if task is not None else None
+    return info.unit if info is not None else ""
+
+
+def band_param(report: Mapping[str, Any]) -> str | None:
+    """The ``params`` key holding the report's range bands (``ranges``), if its task has one."""
+    task = task_of(report)
+    if task is None:
+        return None
+    return next((option.param for option in task.options if option.parse is parse_band), None)
+
+
+def row_labels(report: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The row keys of the true and the predicted label, when the task declares them."""
+    task = task_of(report)
+    return task.row_labels if task is not None else None
 
 
 def band_metrics(report: Mapping[str, Any]) -> tuple[str, ...]:

@@ -4,12 +4,16 @@ An expression is a path into the report, an operator (``<``, ``<=``, ``>``, ``>=
 and a number. The path is dotted (``dataset.per_class.person.recall``); a key holding dots
 or other operator characters is bracket-quoted (``dataset.per_class["traffic.light"].iou``).
 A bare name (``absrel``) means the top-level key if the report has one (``micro_iou``),
-else ``aggregate.<name>``. A path that does not exist, or a value that is null or not a
-number, fails the gate with a message saying so — never a silent pass.
+else ``aggregate.<name>``. A value that is null or not a number fails the gate with a
+message saying so — never a silent pass. A path that does not exist is a mistake in the
+expression, not a measurement: its entry is marked ``missing`` with the report's nearest
+keys (``no such key aggregate.absrell; did you mean aggregate.absrel?``), and the CLI exits
+2 (usage) rather than 3 (a regression).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import operator
 import re
@@ -85,8 +89,10 @@ def check(report: Mapping[str, Any], gates: list[Gate]) -> list[dict[str, Any]]:
     for gate in gates:
         found, value, where = resolve(report, gate.path)
         if not found:
-            results.append({"expr": gate.expr, "value": None, "passed": False,
-                            "message": f"{where} is not in the report"})
+            near = suggestions(report, where)
+            hint = f"; did you mean {' or '.join(near)}?" if near else ""
+            results.append({"expr": gate.expr, "value": None, "passed": False, "missing": True,
+                            "message": f"no such key {where} in the report{hint}"})
         elif value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
             what = "null" if value is None else f"not a number ({type(value).__name__})"
             results.append({"expr": gate.expr, "value": None, "passed": False,
@@ -97,3 +103,29 @@ def check(report: Mapping[str, Any], gates: list[Gate]) -> list[dict[str, Any]]:
                             "message": f"{where} = {value:g} {'satisfies' if passed else 'fails'} "
                                        f"{gate.op} {gate.threshold:g}"})
     return results
+
+
+# sections whose keys are not figures a gate names (or too many to list)
+_NOT_GATED = {"run_provenance", "metric_info", "params", "rows", "state", "gates", "unpaired",
+              "errors", "warnings"}
+
+
+def suggestions(report: Mapping[str, Any], path: str, n: int = 3) -> list[str]:
+    """The report's numeric paths nearest to ``path`` (a typo's likely meaning)."""
+    paths: list[str] = []
+
+    def walk(prefix: str, node: Any, depth: int) -> None:
+        if isinstance(node, Mapping) and depth < 5:
+            for key, value in node.items():
+                if depth == 0 and key in _NOT_GATED:
+                    continue
+                walk(f"{prefix}.{key}" if prefix else str(key), value, depth + 1)
+        elif node is None or (isinstance(node, (int, float)) and not isinstance(node, bool)):
+            paths.append(prefix)
+
+    walk("", report, 0)
+    by_lower: dict[str, str] = {}
+    for candidate in paths:  # compared case-blind: dataset.nds means dataset.NDS
+        by_lower.setdefault(candidate.lower(), candidate)
+    near = difflib.get_close_matches(path.lower(), list(by_lower), n=n, cutoff=0.85)
+    return [by_lower[key] for key in near]

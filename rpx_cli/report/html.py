@@ -69,8 +69,8 @@ td.code,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;fo
 .pass{color:var(--good);font-weight:600}.fail{color:var(--bad);font-weight:600}
 .good{color:var(--good)}.bad{color:var(--bad)}
 details{margin:8px 0}summary{cursor:pointer;font-weight:600}
-.multiples{display:flex;flex-wrap:wrap;gap:6px}
-svg.chart{max-width:100%;height:auto;display:block;margin:4px 0;font-size:11px}
+.multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:6px 14px}
+svg.chart{width:100%;height:auto;display:block;margin:4px 0;font-size:11px}
 svg .ax{stroke:var(--fg);fill:none;stroke-width:1}svg .grid{stroke:var(--grid);stroke-width:1}
 svg text{fill:var(--fg)}svg .tick,svg .legend{fill:var(--fg);font-size:11px}
 svg .label{fill:var(--muted);font-size:12px}svg .note{fill:var(--muted);font-size:11px}

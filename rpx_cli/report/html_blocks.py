@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rpx_cli.report.declared import metric_direction
+from rpx_cli.report.declared import metric_direction, unit
 from rpx_cli.report.svg import datum, esc, short
 
 _READINESS_WAY = {"ts_score": "higher", "sgc": "higher", "latency_ms": "lower", "params_m": "lower",
@@ -37,6 +37,19 @@ def direction(report: Mapping[str, Any], path: str) -> str:
 
 
 ARROW = {"higher": "↑ higher is better", "lower": "↓ lower is better", "none": ""}
+
+
+def axis_label(report: Mapping[str, Any], metric: str, *, way: bool = True) -> str:
+    """A chart axis for ``metric``: its name, its unit when the task declares one, and which
+    way is better: ``mATE (m), ↓ lower is better``."""
+    text = metric + (f" ({unit(report, metric)})" if unit(report, metric) else "")
+    arrow = ARROW.get(direction(report, metric), "") if way else ""
+    return f"{text}, {arrow}" if arrow else text
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 error``, ``3 errors``."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
 
 
 def section_html(title: str, body: str, note: str = "", *, kind: str = "") -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rpx_cli.report.declared import rank_metric
+from rpx_cli.report.declared import rank_metric, row_labels
 from rpx_cli.report.html_blocks import (
     ARROW,
     cell_html,
@@ -28,9 +28,12 @@ def summary_text(report: Mapping[str, Any]) -> str:
     if report.get("schema") == "rpx.compare":
         counts = report.get("summary") or {}
         return (f"{esc(lookup(report, 'base.path'))} → {esc(lookup(report, 'new.path'))}: "
-                f'<span class="good">{counts.get("improved", 0)} improved</span>, '
-                f'<span class="bad">{counts.get("regressed", 0)} regressed</span>, '
-                f"{counts.get('unchanged', 0)} unchanged.")
+                f'<span class="bad">{counts.get("regressed", 0)} regressed '
+                f'({counts.get("significant_regressed", 0)} significant)</span>, '
+                f'<span class="good">{counts.get("improved", 0)} improved '
+                f'({counts.get("significant_improved", 0)} significant)</span>, '
+                f"{counts.get('unchanged', 0)} unchanged (a metric's mean of rows and pooled value "
+                "count once; significant: the 95% interval excludes 0).")
     bits = []
     if report.get("n_pairs") is not None:
         bits.append(f"{report['n_pairs']} pairs")
@@ -116,8 +119,8 @@ def all_metrics_section(report: Mapping[str, Any]) -> str:
 
 def provenance_section(report: Mapping[str, Any]) -> str:
     prov = report.get("run_provenance") or {}
-    params = report.get("params") or {}
-    rows = [(f"<code>{esc(k)}</code>", f'<span class="code">{esc(_plain(v))}</span>') for k, v in sorted(params.items())]
+    shown = param_values(report)
+    rows = [(f"<code>{esc(k)}</code>", f'<span class="code">{esc(shown[k])}</span>') for k in sorted(shown)]
     body = [table_html(["parameter", "value"], rows, table="params")] if rows else []
     inputs = prov.get("inputs") or {}
     if inputs:
@@ -136,12 +139,35 @@ def provenance_section(report: Mapping[str, Any]) -> str:
     return f"<details open><summary>parameters and provenance</summary>{''.join(body)}</details>"
 
 
-def _plain(value: Any) -> str:
+def param_values(report: Mapping[str, Any]) -> dict[str, str]:
+    """Each of the report's ``params`` as a value, the way the JSON has it (``true``,
+    ``null``, ``[0.5, 1, 2, 4]``, ``{barrier: [AVE, AAE]}``: no Python ``True``/``None``, no
+    flattening that hides where one item ends), its range bands as their labels (``[0, 20) m,
+    [20, inf) m``)."""
+    from rpx_cli.report import declared
+
+    params = report.get("params") or {}
+    shown = {key: plain(value) for key, value in params.items()}
+    key = declared.band_param(report)
+    bands = declared.bands(report)
+    if key in shown and bands:
+        shown[key] = ", ".join(band.label for band in bands)
+    return shown
+
+
+def plain(value: Any) -> str:
+    """A parameter's value for people: JSON's words and brackets, strings unquoted."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return repr(value)
     if isinstance(value, (list, tuple)):
-        return ", ".join(_plain(v) for v in value)
+        return "[" + ", ".join(plain(v) for v in value) + "]"
     if isinstance(value, Mapping):
-        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items())
-    return "null" if value is None else str(value)
+        return "{" + ", ".join(f"{k}: {plain(v)}" for k, v in value.items()) + "}"
+    return str(value)
 
 
 def worst_rows_section(report: Mapping[str, Any]) -> str:
@@ -157,8 +183,20 @@ def worst_rows_section(report: Mapping[str, Any]) -> str:
         return ""
     key = "stem" if "stem" in worst[0] else next(iter(worst[0]))
     others = [k for k, v in worst[0].items() if is_number(v) and k != metric][:5]
-    table = table_html([key, metric, *others],
-                       [(f'<code>{esc(r.get(key))}</code>', cell_html(r.get(metric), metric),
+    labels = row_labels(report)
+    if labels and not all(k in worst[0] for k in labels):
+        labels = None
+    head = ["true → predicted"] if labels else []
+
+    def named(row: Mapping[str, Any]) -> list[str]:
+        if not labels:
+            return []
+        true, predicted = (row.get(k) for k in labels)
+        return [f'<span data-true="{esc(true)}" data-predicted="{esc(predicted)}">{esc(true)} → '
+                f'{esc("(none)" if predicted is None else predicted)}</span>']
+
+    table = table_html([key, *head, metric, *others],
+                       [(f'<code>{esc(r.get(key))}</code>', *named(r), cell_html(r.get(metric), metric),
                          *(cell_html(r.get(k), k) for k in others)) for r in worst],
                        attrs=[f'data-stem="{esc(r.get(key))}" data-value="{datum(r.get(metric))}"' for r in worst],
                        table="worst")

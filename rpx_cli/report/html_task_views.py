@@ -11,10 +11,11 @@ from typing import Any
 
 from rpx_cli.report import declared, svg
 from rpx_cli.report.html_blocks import (
-    ARROW,
+    axis_label,
     cell_html,
     direction,
     is_number,
+    plural,
     section_html,
     table_html,
 )
@@ -37,7 +38,8 @@ def _confusion(confusion: Mapping[str, Any], what: str) -> str:
 
 
 def _per_class_bars(per_class: Mapping[str, Any], field: str, *, title: str, way: str,
-                    domain: tuple[float, float] | None = (0.0, 1.0), name: str = "per-class") -> str:
+                    domain: tuple[float, float] | None = (0.0, 1.0), name: str = "per-class",
+                    label: str | None = None) -> str:
     entries = [(label, entry.get(field) if isinstance(entry, Mapping) else None)
                for label, entry in per_class.items()]
     if not any(is_number(v) for _, v in entries):
@@ -47,7 +49,8 @@ def _per_class_bars(per_class: Mapping[str, Any], field: str, *, title: str, way
     notes = [f"n={entry.get('support')}" if isinstance(entry, Mapping) and "support" in entry else ""
              for entry in (per_class[label] for label, _ in entries)]
     return svg.bar_chart([label for label, _ in entries], [v for _, v in entries], title=title,
-                         value_label=field, domain=domain, notes=notes, attrs={"name": name, "field": field})
+                         value_label=label or field, domain=domain, notes=notes,
+                         attrs={"name": name, "field": field})
 
 
 def _pr_curves(report: Mapping[str, Any]) -> str:
@@ -93,7 +96,7 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
         out.append(section_html("error breakdown (TIDE)", svg.bar_chart(
             [f"{n} — {meaning[n]}" for n in names], [errors.get(n) for n in names],
             title="TIDE: AP50 gained by fixing each error type", value_label="dAP (0–1 scale)",
-            notes=[f"{counts[n]} errors" if n in counts else "" for n in names],
+            notes=[plural(counts[n], "error") if n in counts else "" for n in names],
             colours=[svg.PALETTE[5]] * 6 + [svg.PALETTE[3]] * 2, attrs={"name": "tide"}),
             f"IoU {esc(short(errors.get('iou_threshold')))}, background {esc(short(errors.get('background_threshold')))}; "
             f"base AP50 (TIDE's matching) {esc(short(errors.get('ap50')))}; the last two are not a "
@@ -144,11 +147,10 @@ def _bands(report: Mapping[str, Any]) -> str:
         if section is None:
             continue
         values = [report[section].get(key) for key in keys]
-        way = direction(report, metric)
         charts.append(svg.bar_chart([band.label for band in bands],
                                     [v if is_number(v) else None for v in values],
                                     title=f"{metric} per band ({section})",
-                                    value_label=f"{metric} ({ARROW.get(way, '') or 'no direction'})",
+                                    value_label=axis_label(report, metric),
                                     domain=None, width=420, attrs={"name": "bands", "metric": metric}))
         if section not in sections:
             sections.append(section)
@@ -168,8 +170,8 @@ def _distribution(report: Mapping[str, Any], metric: str | None = None) -> str:
     if len(values) < 2:
         return ""
     return section_html(f"per-row distribution of {metric}", svg.histogram(
-        values, title=f"{metric} over {len(values)} rows", x_label=metric, attrs={"name": "distribution",
-                                                                                  "metric": metric}),
+        values, title=f"{metric} over {len(values)} rows", x_label=axis_label(report, metric, way=False),
+        attrs={"name": "distribution", "metric": metric}),
         f"{len(rows) - len(values)} row(s) without a value left out", kind="distribution")
 
 
@@ -233,6 +235,47 @@ def _calibration(report: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
+def _things_and_stuff(report: Mapping[str, Any]) -> str:
+    """Per-class quality split into two kinds of class (``per_class.<name>.isthing``: things
+    and stuff, panoptic quality): PQ per class for each kind, worst first; SQ against RQ per
+    class (segment quality of the matches against how many segments were matched); the
+    distribution of the rank metric over rows (the worst rows have their own section)."""
+    dataset = report.get("dataset") or {}
+    per_class = dataset.get("per_class")
+    out = []
+    if isinstance(per_class, Mapping) and per_class:
+        charts = []
+        for flag, kind in ((True, "things"), (False, "stuff")):
+            entries = {name: entry for name, entry in per_class.items()
+                       if isinstance(entry, Mapping) and bool(entry.get("isthing")) is flag}
+            chart = _per_class_bars(entries, "pq", title=f"PQ per class: {kind}, worst first",
+                                    way="higher", name=f"pq-{kind}") if entries else ""
+            if chart:
+                mean = dataset.get(f"pq_{kind}")
+                charts.append(chart)
+                charts.append(f'<p class="note">PQ {esc(kind)} = {esc(short(mean))} (the mean over '
+                              f"{esc(dataset.get(f'n_classes_{kind}'))} classes seen)</p>")
+        if charts:
+            out.append(section_html("where it fails: PQ per class, things and stuff apart",
+                                    "".join(charts), "n/a: a class with no segment on either side "
+                                    "(left out of the means)", kind="pq-per-class"))
+        points = [(name, entry.get("rq"), entry.get("sq"), bool(entry.get("isthing")))
+                  for name, entry in per_class.items() if isinstance(entry, Mapping)
+                  and is_number(entry.get("rq")) and is_number(entry.get("sq"))]
+        if points:
+            markers = [{"x": rq, "y": sq, "label": name} for name, rq, sq, _ in points]
+            chart = svg.line_chart([], title="SQ against RQ per class", x_label="RQ (recognition: "
+                                   "TP / (TP + FP/2 + FN/2))", y_label="SQ (mean IoU of the matches)",
+                                   y_domain=(0.0, 1.0),
+                                   markers=markers, legend=False,
+                                   attrs={"name": "sq-rq", "classes": data_list([p[0] for p in points])})
+            out.append(section_html("SQ against RQ", chart, "PQ = SQ × RQ: a class low on the x axis "
+                                    "misses or invents segments, one low on the y axis outlines them "
+                                    "poorly; SQ is 0 for a class without a match", kind="sq-rq"))
+    out.append(_distribution(report))
+    return "".join(out)
+
+
 def generic(report: Mapping[str, Any]) -> str:
     """Any other kind (a plugin task too): per-class bars, a confusion matrix, bands and the
     distribution of the primary row metric, wherever the report has them."""
@@ -246,7 +289,7 @@ def generic(report: Mapping[str, Any]) -> str:
             way = direction(report, field)
             out.append(section_html(f"{field} per class", _per_class_bars(
                 per_class, field, title=f"{field} per class, worst first", way=way, domain=None,
-                name="per-class"), kind="per-class"))
+                name="per-class", label=axis_label(report, field)), kind="per-class"))
     confusion = dataset.get("confusion")
     if isinstance(confusion, Mapping):
         out.append(_confusion(confusion, str(report.get("task") or "")))
@@ -258,7 +301,7 @@ def generic(report: Mapping[str, Any]) -> str:
 # the views a task names as its page_view (rpx_cli.tasks.base.Task.page_view)
 TASK_VIEWS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "pr_curves": _pr_curves, "class_iou": _class_iou, "error_bands": _error_bands, "sequences": _sequences,
-    "calibration": _calibration,
+    "calibration": _calibration, "things_and_stuff": _things_and_stuff,
 }
 
 

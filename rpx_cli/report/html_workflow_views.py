@@ -46,28 +46,31 @@ def _readiness(report: Mapping[str, Any]) -> str:
 
 
 def _compare(report: Mapping[str, Any]) -> str:
-    metrics = [m for m in report.get("metrics") or [] if m.get("delta") is not None]
+    from rpx_cli.report.compare import order_key, verdict
+
+    metrics = sorted((m for m in report.get("metrics") or [] if m.get("delta") is not None), key=order_key)
     out = []
-    order = {"regressed": 0, "improved": 1}
-    metrics.sort(key=lambda m: (order.get(m.get("status"), 2), m["metric"]))
     shown = [m for m in metrics if m.get("status") in ("regressed", "improved")] or metrics
     items = [{"label": m["metric"], "delta": m["delta"],
               "low": (m.get("bootstrap") or {}).get("ci95", [None, None])[0],
-              "high": (m.get("bootstrap") or {}).get("ci95", [None, None])[1], "status": m.get("status")}
+              "high": (m.get("bootstrap") or {}).get("ci95", [None, None])[1], "status": m.get("status"),
+              "significant": m.get("significant")}
              for m in shown[:80]]
     if items:
         out.append(section_html("what changed", svg.interval_chart(
-            items, title="delta (new − base) per metric", x_label="delta (new − base)",
+            items, title="delta (new − base) per metric, each on its own scale", x_label="delta (new − base)",
             attrs={"name": "deltas"}), f"{len(shown)} metric(s) changed{', first 80 shown' if len(shown) > 80 else ''}"
-            "; whiskers: paired bootstrap 95% interval over the shared stems (per-row metrics); "
-            "▲ better, ▼ worse given the metric's direction", kind="deltas"))
+            "; each row on its own scale (the numbers on the right are the delta and its interval); whiskers: "
+            "paired bootstrap 95% interval over the shared stems (per-row metrics); a change is significant "
+            "(filled ▲ better, ▼ worse) only when its interval excludes 0, else hollow △ ▽", kind="deltas"))
+    tone = {("improved", True): "good", ("regressed", True): "bad"}
     rows = [(f"<code>{esc(m['metric'])}</code>", cell_html(m.get("base")), cell_html(m.get("new")), cell_html(m.get("delta")),
-             f'<span class="{ {"improved": "good", "regressed": "bad"}.get(m.get("status"), "") }">'
-             f'{esc(m.get("status"))}</span>',
+             f'<span class="{tone.get((m.get("status"), bool(m.get("significant"))), "")}">{esc(verdict(m))}</span>',
              esc("[" + ", ".join(short(v) for v in m["bootstrap"]["ci95"]) + "]" if m.get("bootstrap") else ""))
             for m in metrics]
-    out.append(section_html("every metric", table_html(["metric", "base", "new", "delta", "", "95% CI"], rows,
-                                                       attrs=[f'data-metric="{esc(m["metric"])}" data-delta="{datum(m["delta"])}"'
+    out.append(section_html("every metric", table_html(["metric", "base", "new", "delta", "change", "95% CI"], rows,
+                                                       attrs=[f'data-metric="{esc(m["metric"])}" data-delta="{datum(m["delta"])}" '
+                                                              f'data-significant="{datum(m.get("significant"))}"'
                                                               for m in metrics], table="compare"), kind="compare-table"))
     gates = report.get("gates") or []
     if gates:

@@ -61,6 +61,16 @@ def metric_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, 
         nested = [(name, value) for name, value in headline({"dataset": dataset})
                   if name.count(".") > 1 and not name.startswith("dataset.per_class.")]
         rows += [(name, "", fmt(value)) for name, value in nested]
+        # what the task declares a reader looks at first leads, in its order (detection3d:
+        # mAP, NDS, ...), the rest alphabetical as before
+        lead = headline_paths(report)
+
+        def first(row: tuple[Any, ...]) -> int:
+            name = str(row[0])
+            spots = [lead.index(p) for p in (name, f"dataset.{name}", f"aggregate.{name}") if p in lead]
+            return min(spots, default=len(lead))
+
+        rows.sort(key=first)  # stable: the alphabetical order stays within the rest
         return ["metric", "aggregate (mean of rows)", "dataset (pooled)"], rows
     return ["metric", "value"], [(name, fmt(value)) for name, value in headline(report)]
 
@@ -182,18 +192,21 @@ def markdown(report: Mapping[str, Any]) -> str:
 
 
 def compare_markdown(document: Mapping[str, Any]) -> str:
-    """A Markdown table of a comparison: regressions first, then improvements."""
+    """A Markdown table of a comparison: significant regressions first. A change is marked
+    🔴/🟢 only when its 95 % interval excludes 0; one whose interval includes 0, or that has
+    none (a pooled figure), is written out without the mark."""
+    from rpx_cli.report.compare import order_key, summary_text, verdict
+
     summary = document.get("summary") or {}
-    lines = [f"### rpx compare: {document['new'].get('task')} — "
-             f"{summary.get('improved', 0)} improved, {summary.get('regressed', 0)} regressed", "",
-             "| metric | base | new | delta | | 95% CI |", "|---|---:|---:|---:|---|---|"]
-    order = {"regressed": 0, "improved": 1}
-    metrics = sorted(document.get("metrics") or [],
-                     key=lambda m: (order.get(m["status"], 2), m["metric"]))
-    for m in metrics:
+    lines = [f"### rpx compare: {document['new'].get('task')} — {summary_text(summary)}", "",
+             "A change is significant when its paired-bootstrap 95% interval excludes 0.", "",
+             "| metric | base | new | delta | change | 95% CI |", "|---|---:|---:|---:|---|---|"]
+    for m in sorted(document.get("metrics") or [], key=order_key):
         if m["base"] is None and m["new"] is None:
             continue
-        mark = {"regressed": "🔴 worse", "improved": "🟢 better"}.get(m["status"], m["status"])
+        mark = verdict(m, {"regressed": "worse", "improved": "better"})
+        if m.get("significant"):
+            mark = {"regressed": "🔴 ", "improved": "🟢 "}[m["status"]] + mark
         boot = m.get("bootstrap")
         ci = f"[{fmt(boot['ci95'][0])}, {fmt(boot['ci95'][1])}]" if boot else ""
         lines.append(f"| `{m['metric']}` | {fmt(m['base'])} | {fmt(m['new'])} | {fmt(m['delta'])} "
@@ -242,13 +255,13 @@ def confusion_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[An
 def rows_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
     """The per-sample rows (a comparison's metrics; a stability report's sequences)."""
     if report.get("schema") == "rpx.compare":
-        columns = ["metric", "base", "new", "delta", "rel_delta", "direction", "status", "ci95_low",
-                   "ci95_high"]
+        columns = ["metric", "base", "new", "delta", "rel_delta", "direction", "status", "significant",
+                   "ci95_low", "ci95_high"]
         out = []
         for m in report.get("metrics") or []:
             ci = (m.get("bootstrap") or {}).get("ci95") or [None, None]
             out.append((m.get("metric"), m.get("base"), m.get("new"), m.get("delta"), m.get("rel_delta"),
-                        m.get("direction"), m.get("status"), ci[0], ci[1]))
+                        m.get("direction"), m.get("status"), m.get("significant"), ci[0], ci[1]))
         return columns, out
     rows = report.get("rows") or []
     if not rows and report.get("schema") == "rpx.stability":
@@ -268,17 +281,18 @@ def metrics_rows(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, 
 
 
 def compare_table(document: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """A comparison for the terminal: regressions first, then improvements, then the rest."""
-    order = {"regressed": 0, "improved": 1}
+    """A comparison for the terminal: significant regressions first, then the other
+    changes, then the rest; each change qualified by its interval (:func:`verdict`)."""
+    from rpx_cli.report.compare import order_key, verdict
+
     metrics = sorted((m for m in document.get("metrics") or []
-                      if m.get("base") is not None or m.get("new") is not None),
-                     key=lambda m: (order.get(m["status"], 2), m["metric"]))
+                      if m.get("base") is not None or m.get("new") is not None), key=order_key)
     rows = []
     for m in metrics:
         boot = m.get("bootstrap")
         ci = f"[{fmt(boot['ci95'][0])}, {fmt(boot['ci95'][1])}]" if boot else ""
-        rows.append((m["metric"], fmt(m["base"]), fmt(m["new"]), fmt(m["delta"]), m["status"], ci))
-    return ["metric", "base", "new", "delta", "", "95% CI"], rows
+        rows.append((m["metric"], fmt(m["base"]), fmt(m["new"]), fmt(m["delta"]), verdict(m), ci))
+    return ["metric", "base", "new", "delta", "change", "95% CI"], rows
 
 
 def gates_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]] | None:

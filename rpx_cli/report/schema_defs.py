@@ -37,7 +37,11 @@ WORKFLOW_KINDS = ("stability", "readiness", "compare", "manifest", "provenance")
 FILE_NAMES = {"provenance": "rpx-run-provenance.v1.schema.json"}
 
 
-def file_name(kind: str) -> str:
+def file_name(kind: str, tasks: Mapping[str, Task] | None = None) -> str:
+    """The committed file of ``kind`` (an eval task's own schema: ``rpx-eval-<task>``)."""
+    task = (tasks or {}).get(kind)
+    if task is not None and task.report_schema == "rpx.eval":
+        return f"rpx-eval-{kind}.v1.schema.json"
     return FILE_NAMES.get(kind, f"rpx-{kind}.v1.schema.json")
 
 
@@ -136,6 +140,9 @@ def envelope_properties() -> dict[str, Any]:
             "properties": {"stem": {"type": "string"}, "path": {"type": "string"},
                            "message": {"type": "string"}}}},
         "metric_info": {"type": "object", "additionalProperties": DIRECTION},
+        "warnings": {"type": "array", "items": {"type": "string"},
+                     "description": "What the summary found misleading (a filter that removed "
+                                    "every GT object of a class or of the run); also on stderr."},
         "gates": GATES,
         "state": {"type": "object", "description": "Sufficient statistics of a --shard partial report.",
                   "required": ["shard", "pairing", "inputs", "stems", "stats", "digests"],
@@ -172,25 +179,81 @@ def _full_report(required: list[str]) -> dict[str, Any]:
     return {"if": {"not": {"required": ["state"]}}, "then": {"required": required}}
 
 
-def eval_schema(tasks: Mapping[str, Task]) -> dict[str, Any]:
-    """``rpx.eval``: the envelope, ``aggregate``/``dataset``/``strata``/``rows``, and each
-    registered eval task's additions."""
-    names = sorted(name for name, task in tasks.items() if task.report_schema == "rpx.eval")
-    by_task = []
-    for name in names:
-        task = tasks[name]
-        if not (task.report_properties or task.row_properties or task.row_required
-                or task.report_required):
+def _nested(path: list[str], leaf: dict[str, Any], *, required: bool) -> dict[str, Any]:
+    """A schema for the dotted ``path`` (``["dataset", "coco", "AP"]``): its last key
+    validated by ``leaf``, every key on the way required when ``required``."""
+    node: dict[str, Any] = leaf
+    for key in reversed(path):
+        node = {"properties": {key: node}, **({"required": [key]} if required else {})}
+    return node
+
+
+def _covering_families(task: Task, path: str) -> list[str] | None:
+    """The ``--metrics`` families whose skipping removes ``path`` (a family's sections hold
+    it, or its keys name it directly under ``aggregate``/``dataset``); None when the path
+    is in no family although the task has some (it depends on the data, e.g. classification's
+    ``mAP`` needs scores), ``[]`` for a task without families (always there)."""
+    if not task.families:
+        return []
+    parts = path.split(".")
+    found = []
+    for name, (keys, sections) in task.families.items():
+        held = any(path == section or path.startswith(section + ".") for section in sections)
+        if held or (len(parts) == 2 and parts[0] in ("aggregate", "dataset") and parts[1] in keys):
+            found.append(name)
+    return found or None
+
+
+def task_block(task: Task) -> dict[str, Any]:
+    """What a report of ``task`` must hold beyond the envelope, generated from the task's
+    declarations: every declared metric, where it is a figure (``aggregate``, ``dataset``,
+    rows, ``dataset.per_class.<name>``) typed number or null; every ``headline`` path typed
+    number or null, and required in a full report unless a ``--metrics`` family that holds it
+    was skipped (``params.skipped_metrics``); the task's own ``report_properties`` and rows."""
+    figures = {name: NUM_OR_NULL for name in task.metrics}
+    per_class = {"type": "object", "description": "One entry per class: its figures.",
+                 "additionalProperties": {"type": "object", "properties": dict(figures)}}
+    typed: dict[str, Any] = {"properties": {
+        "aggregate": {"properties": dict(figures)},
+        "dataset": {"type": "object", "properties": {**figures, "per_class": per_class}},
+    }}
+    checks: list[dict[str, Any]] = [typed]
+    for path in task.headline:
+        parts = path.split(".")
+        checks.append(_nested(parts, NUM_OR_NULL, required=False))
+        families = _covering_families(task, path)
+        if families is None:
             continue
-        then: dict[str, Any] = {"properties": {**copy.deepcopy(dict(task.report_properties)),
-                                               "rows": _rows(task)}}
-        if task.report_required:
-            then.update(_full_report(list(task.report_required)))
-        by_task.append({"if": {"required": ["task"], "properties": {"task": {"const": name}}},
-                        "then": then})
+        kept = {"properties": {"params": {"properties": {"skipped_metrics": {
+            "not": {"anyOf": [{"contains": {"const": name}} for name in families]}}}}}} \
+            if families else {}
+        checks.append({"if": {"allOf": [{"not": {"required": ["state"]}}, kept]},
+                       "then": _nested(parts, NUM_OR_NULL, required=True)})
+    rows = _rows(task)
+    rows["items"]["properties"] = {**figures, **rows["items"]["properties"]}
+    then: dict[str, Any] = {"properties": {**copy.deepcopy(dict(task.report_properties)),
+                                           "rows": rows},
+                            "allOf": checks}
+    if task.report_required:
+        then["allOf"].append(_full_report(list(task.report_required)))
+    return then
+
+
+def eval_schema(tasks: Mapping[str, Task], *, only: str | None = None) -> dict[str, Any]:
+    """``rpx.eval``: the envelope, ``aggregate``/``dataset``/``strata``/``rows``, and each
+    registered eval task's block (:func:`task_block`) when ``task`` names it. ``only``: the
+    schema of that task's reports alone (``rpx schema depth``)."""
+    names = sorted(name for name, task in tasks.items() if task.report_schema == "rpx.eval")
+    if only is not None:
+        names = [only]
+    by_task = [{"if": {"required": ["task"], "properties": {"task": {"const": name}}},
+                "then": task_block(tasks[name])} for name in names]
     schema = {
-        "$schema": DRAFT, "$id": "urn:rpx:schema:eval:v1",
-        "title": "rpx evaluation report (rpx.eval v1)",
+        "$schema": DRAFT,
+        "$id": "urn:rpx:schema:eval:v1" if only is None else f"urn:rpx:schema:eval:{only}:v1",
+        "title": "rpx evaluation report (rpx.eval v1)" if only is None else
+                 f"rpx eval {only} report (rpx.eval v1, task {only})",
+        **({"description": tasks[only].help} if only is not None else {}),
         "type": "object",
         "required": list(ENVELOPE_REQUIRED),
         "properties": {
@@ -320,7 +383,12 @@ def compare() -> dict[str, Any]:
                 "type": "object", "required": ["metric", "base", "new", "delta"],
                 "properties": {"metric": {"type": "string"}, "base": NUM_OR_NULL,
                                "new": NUM_OR_NULL, "delta": NUM_OR_NULL,
-                               "direction": {"enum": ["higher", "lower", "none"]}}}},
+                               "direction": {"enum": ["higher", "lower", "none"]},
+                               "status": {"enum": ["improved", "regressed", "unchanged", "changed",
+                                                   "n/a"]},
+                               "significant": {"type": ["boolean", "null"], "description":
+                                               "The change's paired-bootstrap 95% interval "
+                                               "excludes 0 (null: no interval)."}}}},
             "gates": GATES, "run_provenance": PROVENANCE_REF,
         },
     })
@@ -355,9 +423,11 @@ def manifest() -> dict[str, Any]:
 
 
 def kinds(tasks: Mapping[str, Task]) -> list[str]:
-    """Every report kind ``rpx schema`` knows: ``eval``, the tasks' own kinds, workflows."""
+    """Every report kind ``rpx schema`` knows: ``eval``, each eval task's own schema (its
+    name: ``rpx schema depth``), the tasks' own kinds, workflows."""
     own = sorted({task.kind for task in tasks.values() if task.report_schema != "rpx.eval"})
-    return ["eval", *own, *WORKFLOW_KINDS]
+    evals = sorted(name for name, task in tasks.items() if task.report_schema == "rpx.eval")
+    return ["eval", *[name for name in evals if name not in own], *own, *WORKFLOW_KINDS]
 
 
 def build(kind: str, tasks: Mapping[str, Task]) -> dict[str, Any]:
@@ -371,4 +441,7 @@ def build(kind: str, tasks: Mapping[str, Task]) -> dict[str, Any]:
     for task in tasks.values():
         if task.report_schema != "rpx.eval" and task.kind == kind:
             return task_kind_schema(task)
+    task = tasks.get(kind)
+    if task is not None and task.report_schema == "rpx.eval":
+        return eval_schema(tasks, only=kind)
     raise KeyError(f"unknown report kind {kind!r} (known: {', '.join(kinds(tasks))})")

@@ -62,6 +62,14 @@ def short(value: Any, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
+LABEL_CHARS = 60  # a longer label is shortened with "…" (its full text in a tooltip)
+
+
+def _label(name: Any) -> str:
+    text = str(name)
+    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
+
+
 def viridis(t: float) -> str:
     t = min(max(t, 0.0), 1.0) * (len(_VIRIDIS) - 1)
     i = min(int(t), len(_VIRIDIS) - 2)
@@ -71,15 +79,24 @@ def viridis(t: float) -> str:
 
 
 def _text_on(t: float) -> str:
-    return "#000" if t > 0.55 else "#fff"  # viridis turns light past ~0.55
+    """Text colour on a viridis cell of value ``t``, as an inline style (it must win over the
+    page's ``svg text`` colour, which follows light and dark mode)."""
+    return "fill:#000" if t > 0.55 else "fill:#fff"  # viridis turns light past ~0.55
 
 
-def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+def _ticks(lo: float, hi: float, n: int = 5, *, integer: bool = False) -> list[float]:
+    """About ``n`` round tick values from ``lo`` to ``hi``; whole numbers only when
+    ``integer`` (counts: no tick at 0.5 of a box)."""
     if hi <= lo:
         return [lo]
     raw = (hi - lo) / n
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    if integer:
+        step = max(1, math.ceil(step))
+        if step > 2:  # 1, 2, 5, 10, 20, 50, ...: never 2.5 of a count
+            mag = 10 ** math.floor(math.log10(step))
+            step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= step)
     first = math.ceil(lo / step - 1e-9) * step
     out, k = [], 0
     while first + k * step <= hi + step * 1e-9:
@@ -88,10 +105,18 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return out
 
 
+# a chart is drawn at its own size and stretched to the width of its column, up to this
+# factor (wider, its 11px text would read as headings)
+MAX_STRETCH = 2.0
+
+
 def _svg(width: float, height: float, body: list[str], *, title: str, attrs: dict[str, Any]) -> str:
+    """The ``<svg>``: its drawing size in ``viewBox``; the page's CSS stretches it to the
+    column's width (``width: 100%``), at most :data:`MAX_STRETCH` times that size."""
     extra = "".join(f' data-{k}="{esc(v)}"' for k, v in attrs.items())
     return (f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
-            f'width="{width:.0f}" height="{height:.0f}" role="img" aria-label="{esc(title)}"{extra}>'
+            f'width="{width:.0f}" height="{height:.0f}" style="max-width:{width * MAX_STRETCH:.0f}px" '
+            f'role="img" aria-label="{esc(title)}"{extra}>'
             f"<title>{esc(title)}</title>" + "".join(body) + "</svg>")
 
 
@@ -99,10 +124,12 @@ class _Frame:
     """Plot area with linear scales and labelled axes."""
 
     def __init__(self, width: float, height: float, x: tuple[float, float], y: tuple[float, float],
-                 *, left: float = 52, right: float = 14, top: float = 14, bottom: float = 42) -> None:
+                 *, left: float = 52, right: float = 14, top: float = 14, bottom: float = 42,
+                 y_integer: bool = False) -> None:
         self.width, self.height = width, height
         self.x0, self.x1, self.y0, self.y1 = left, width - right, height - bottom, top
         self.xd, self.yd = x, y
+        self.y_integer = y_integer  # counts on y: whole-number ticks
 
     def sx(self, v: float) -> float:
         lo, hi = self.xd
@@ -114,7 +141,7 @@ class _Frame:
 
     def axes(self, x_label: str, y_label: str, *, x_ticks: bool = True) -> list[str]:
         out = []
-        for t in _ticks(*self.yd):
+        for t in _ticks(*self.yd, integer=self.y_integer):
             y = self.sy(t)
             out.append(f'<line class="grid" x1="{self.x0:.1f}" x2="{self.x1:.1f}" y1="{y:.1f}" y2="{y:.1f}"/>'
                        f'<text class="tick" x="{self.x0 - 5:.1f}" y="{y + 3.5:.1f}" text-anchor="end">'
@@ -215,12 +242,14 @@ def bar_chart(labels: Sequence[str], values: Sequence[float | None], *, title: s
     if domain is not None:
         lo = domain[0]
     hi = hi if hi > lo else lo + 1
-    label_px = min(220, max(40, CHAR_PX * max((len(str(a)) for a in labels), default=4) + 8))
+    label_px = max(40, CHAR_PX * max((len(_label(a)) for a in labels), default=4) + 8)
+    width = max(width, label_px + 70 + 200)  # a long label widens the chart, never cuts
+    counts = bool(present) and all(isinstance(v, int) and not isinstance(v, bool) for v in present)
     row = 18
     height = 40 + row * len(labels) + 10
     frame = _Frame(width, height, (lo, hi), (0, 1), left=label_px, right=70, top=8, bottom=34)
     body = []
-    for t in _ticks(lo, hi):
+    for t in _ticks(lo, hi, integer=counts):
         xx = frame.sx(t)
         body.append(f'<line class="grid" x1="{xx:.1f}" x2="{xx:.1f}" y1="{frame.y1:.1f}" y2="{frame.y0:.1f}"/>'
                     f'<text class="tick" x="{xx:.1f}" y="{frame.y0 + 13:.1f}" text-anchor="middle">{short(t)}</text>')
@@ -229,8 +258,8 @@ def bar_chart(labels: Sequence[str], values: Sequence[float | None], *, title: s
         y = frame.y1 + i * row
         note = notes[i] if notes else ""
         colour = colours[i] if colours else PALETTE[0]
-        text = esc(str(name)[:34])
-        body.append(f'<text class="tick" x="{frame.x0 - 5:.1f}" y="{y + 12:.1f}" text-anchor="end">{text}</text>')
+        body.append(f'<text class="tick" x="{frame.x0 - 5:.1f}" y="{y + 12:.1f}" text-anchor="end">'
+                    f"{esc(_label(name))}<title>{esc(name)}</title></text>")
         if value is None:
             body.append(f'<text class="note" x="{zero + 4:.1f}" y="{y + 12:.1f}" data-label="{esc(name)}" '
                         f'data-value="null">n/a{esc(" " + note if note else "")}</text>')
@@ -334,7 +363,7 @@ def heatmap(rows: Sequence[str], columns: Sequence[str], matrix: Sequence[Sequen
                         f"{short(count)} ({share:.1%} of the row)</title></rect>")
             if show_numbers:
                 body.append(f'<text x="{left + cell * (j + 0.5):.1f}" y="{y + cell / 2 + 3.5:.1f}" '
-                            f'text-anchor="middle" font-size="{min(10.0, font):.1f}" fill="{_text_on(t)}">'
+                            f'text-anchor="middle" font-size="{min(10.0, font):.1f}" style="{_text_on(t)}">'
                             f"{shown}</text>")
     body += [f'<path d="{"".join(d)}" fill="{colour}"/>' for colour, d in sorted(bins.items())]
     # colour scale
@@ -360,7 +389,7 @@ def histogram(values: Sequence[float], *, title: str, x_label: str, bins: int = 
     counts = [0] * bins
     for v in finite:
         counts[min(int((v - lo) / step), bins - 1)] += 1
-    frame = _Frame(width, height, (lo, hi), (0, max(counts, default=1) or 1))
+    frame = _Frame(width, height, (lo, hi), (0, max(counts, default=1) or 1), y_integer=True)
     body = frame.axes(x_label, "count")
     for k, c in enumerate(counts):
         a, b = lo + k * step, lo + (k + 1) * step
@@ -376,39 +405,52 @@ def histogram(values: Sequence[float], *, title: str, x_label: str, bins: int = 
 def interval_chart(items: Sequence[dict[str, Any]], *, title: str, x_label: str, width: float = 620,
                    attrs: dict[str, Any] | None = None) -> str:
     """Deltas with their confidence intervals, one row each: ``{"label", "delta", "low",
-    "high", "status"}``; a vertical line at 0. Improved rows are blue with ▲, regressed
-    vermillion with ▼ (the shape carries the meaning too)."""
-    values = [v for it in items for v in (it["delta"], it.get("low"), it.get("high")) if v is not None]
-    span = max((abs(v) for v in values), default=1.0) or 1.0
-    lo, hi = -span * 1.1, span * 1.1
-    label_px = min(300, max(60, CHAR_PX * max((len(it["label"]) for it in items), default=6) + 10))
+    "high", "status", "significant"}``, every row on its own scale (metrics differ by orders
+    of magnitude: absrel 0.01, rmse 0.5, counts in the hundreds), zero in the middle, the
+    numbers written on the right (``data-scale``: the row's half-width). A significant
+    change is blue ▲ (better) or vermillion ▼ (worse); one whose interval includes 0, or that
+    has none, is grey △ ▽ (the shape carries the meaning too). Labels are never cut: the
+    chart widens to hold the longest."""
+    label_px = max(60, CHAR_PX * max((len(it["label"]) for it in items), default=6) + 10)
+    notes = [short(it["delta"]) + (f" [{short(it['low'])}, {short(it['high'])}]"
+                                   if it.get("low") is not None else "") for it in items]
+    note_px = max(60, CHAR_PX * max((len(n) for n in notes), default=6) + 12)
+    plot = max(width - label_px - note_px - 14, 240)
+    width = label_px + 14 + plot + note_px
     row = 20
     height = 40 + row * len(items) + 10
-    frame = _Frame(width, height, (lo, hi), (0, 1), left=label_px + 14, right=90, top=8, bottom=34)
-    body = []
-    for t in _ticks(lo, hi):
-        x = frame.sx(t)
-        body.append(f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.y1:.1f}" y2="{frame.y0:.1f}"/>'
-                    f'<text class="tick" x="{x:.1f}" y="{frame.y0 + 13:.1f}" text-anchor="middle">{short(t)}</text>')
+    frame = _Frame(width, height, (-1.1, 1.1), (0, 1), left=label_px + 14, right=note_px, top=8, bottom=34)
     zero = frame.sx(0)
-    body.append(f'<path class="ax" d="M{zero:.1f},{frame.y1:.1f}V{frame.y0:.1f}"/>')
+    body = [f'<path class="ax" d="M{zero:.1f},{frame.y1:.1f}V{frame.y0:.1f}"/>',
+            f'<text class="tick" x="{zero:.1f}" y="{frame.y0 + 13:.1f}" text-anchor="middle">0</text>']
     for i, it in enumerate(items):
         y = frame.y1 + i * row + row / 2
         status = it.get("status", "")
-        colour, mark = {"improved": (GOOD, "▲"), "regressed": (BAD, "▼")}.get(status, (NEUTRAL, "●"))
+        significant = bool(it.get("significant"))
+        if significant:
+            colour, mark = {"improved": (GOOD, "▲"), "regressed": (BAD, "▼")}.get(status, (NEUTRAL, "●"))
+        else:
+            colour, mark = NEUTRAL, {"improved": "△", "regressed": "▽"}.get(status, "●")
+        values = [abs(v) for v in (it["delta"], it.get("low"), it.get("high")) if v is not None]
+        scale = max(values, default=1.0) or 1.0
+
+        def at(v: float, scale: float = scale) -> float:
+            return frame.sx(v / scale)
+
         body.append(f'<text class="tick" x="{frame.x0 - 6:.1f}" y="{y + 4:.1f}" text-anchor="end">'
                     f"{esc(it['label'])}</text>")
         if it.get("low") is not None and it.get("high") is not None:
-            body.append(f'<path d="M{frame.sx(it["low"]):.1f},{y:.1f}H{frame.sx(it["high"]):.1f}'
-                        f'M{frame.sx(it["low"]):.1f},{y - 4:.1f}v8M{frame.sx(it["high"]):.1f},{y - 4:.1f}v8" '
+            body.append(f'<path d="M{at(it["low"]):.1f},{y:.1f}H{at(it["high"]):.1f}'
+                        f'M{at(it["low"]):.1f},{y - 4:.1f}v8M{at(it["high"]):.1f},{y - 4:.1f}v8" '
                         f'stroke="{colour}" stroke-width="1.6" fill="none"/>')
-        x = frame.sx(it["delta"])
-        body.append(f'<text x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle" fill="{colour}" font-size="12" '
-                    f'data-metric="{esc(it["label"])}" data-delta="{datum(it["delta"])}" data-low="{datum(it.get("low"))}" '
-                    f'data-high="{datum(it.get("high"))}" data-status="{esc(status)}">{mark}'
-                    f"<title>{esc(it['label'])}: {short(it['delta'], 4)} ({esc(status)})</title></text>")
-        ci = (f" [{short(it['low'])}, {short(it['high'])}]" if it.get("low") is not None else "")
-        body.append(f'<text class="note" x="{frame.x1 + 6:.1f}" y="{y + 4:.1f}">{short(it["delta"])}{ci}</text>')
+        body.append(f'<text x="{at(it["delta"]):.1f}" y="{y + 4:.1f}" text-anchor="middle" fill="{colour}" '
+                    f'style="fill:{colour}" font-size="12" data-metric="{esc(it["label"])}" '
+                    f'data-delta="{datum(it["delta"])}" data-low="{datum(it.get("low"))}" '
+                    f'data-high="{datum(it.get("high"))}" data-status="{esc(status)}" '
+                    f'data-significant="{datum(it.get("significant"))}" data-scale="{datum(scale)}">{mark}'
+                    f"<title>{esc(it['label'])}: {short(it['delta'], 4)} ({esc(status)}"
+                    f"{', significant' if significant else ''})</title></text>")
+        body.append(f'<text class="note" x="{frame.x1 + 6:.1f}" y="{y + 4:.1f}">{esc(notes[i])}</text>')
     body.append(f'<text class="label" x="{(frame.x0 + frame.x1) / 2:.1f}" y="{height - 5:.1f}" '
                 f'text-anchor="middle">{esc(x_label)}</text>')
     return _svg(width, height, body, title=title, attrs={"chart": "intervals", **(attrs or {})})

@@ -8,7 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rpx_cli.errors import InputError
-from rpx_cli.report.compare import check_no_regression, compare_reports, parse_no_regression
+from rpx_cli.report.compare import (
+    check_no_regression,
+    compare_reports,
+    parse_no_regression,
+    summary,
+)
 from rpx_cli.report.provenance import Stopwatch
 from rpx_cli.run.documents import read_report, sha256_hex
 from rpx_cli.run.invocation import Invocation, file_input, stamp
@@ -42,8 +47,7 @@ def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), boots
         raise InputError("; ".join(problems) + " (--force compares them anyway)", path=new)
     metrics = compare_reports(base_doc, new_doc, bootstrap=bootstrap, seed=seed)
     gates = check_no_regression(base_doc, new_doc, [parse_no_regression(t) for t in no_regression])
-    counts = {s: sum(1 for m in metrics if m["status"] == s)
-              for s in ("improved", "regressed", "unchanged")}
+    counts = summary(metrics)
     document = {
         "schema": "rpx.compare", "schema_version": 1,
         "base": _side(base, base_doc, base_bytes), "new": _side(new, new_doc, new_bytes),

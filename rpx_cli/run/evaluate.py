@@ -31,13 +31,16 @@ from rpx_cli.tasks.registry import get_task
 def run_evaluation(task_name: str, pred_dir: str, gt_dir: str, params: Mapping[str, Any],
                    options: RunOptions | None = None, *,
                    aux: Mapping[str, str | None] | None = None,
+                   files: Mapping[str, str | None] | None = None,
                    invocation: Invocation | None = None,
                    progress: ProgressHooks | None = None) -> Evaluation:
     """Pair, evaluate and report. ``params``: the task's parameters by name (each converted
     and checked by its declaration); ``options``: how the run goes (:class:`RunOptions`:
     ``--missing``, ``--on-error``, ``--jobs``, ``--shard``, ``--no-rows``, the digest cache,
     ``--executor dask``, ``--manifest`` strata); ``aux``: the task's auxiliary folders
-    (``aux_inputs`` param -> folder). Raises :class:`rpx_cli.errors.RpxError`."""
+    (``aux_inputs`` param -> folder); ``files``: the input files of a task whose files list
+    the pairs of the folders (panoptic's ``gt_json``, ``pred_json``). Raises
+    :class:`rpx_cli.errors.RpxError`."""
     task = get_task(task_name)
     options = (options or RunOptions()).checked(task.default_missing)
     if options.storage_options is not None:
@@ -46,7 +49,7 @@ def run_evaluation(task_name: str, pred_dir: str, gt_dir: str, params: Mapping[s
         remote.configure(options.storage_options)
     runner = _executor(options)
     stopwatch = Stopwatch()
-    plan = plan_folders(task, pred_dir, gt_dir, params, options, aux=aux)
+    plan = plan_folders(task, pred_dir, gt_dir, params, options, aux=aux, files=files)
     cache = open_digest_cache(options.digest_cache if runner is None else False)
     hooks = progress or ProgressHooks()
     advance = hooks.start(len(plan.pairs))
@@ -89,7 +92,8 @@ def conclude(state: State, invocation: Invocation, stopwatch: Stopwatch, *,
           digests={"computed": state.tally.computed, "reused": state.tally.reused},
           executor=executor)
     lines = list(warnings or [])
-    lines += [task.warning_text(kind, paths) for kind, paths in sorted(state.warnings.items())]
+    lines += task.warning_lines(state.warnings)
+    lines += list(report.get("warnings") or ())  # the summary's: filters that emptied a class
     return Evaluation(report=report, warnings=lines)
 
 
@@ -125,7 +129,11 @@ def split_keywords(task_name: str, options: Mapping[str, Any]) -> tuple[dict[str
     auxiliary folders (``points_dir=``), and the rest the task's parameters."""
     options = dict(options)
     run = {key: options.pop(key) for key in list(options) if key in RUN_KEYWORDS}
-    aux_names = {option.param for option in get_task(task_name).aux_inputs}
+    task = get_task(task_name)
+    # a task's auxiliary folders, and the input files that list its pairs (panoptic)
+    aux_names = {option.param for option in task.aux_inputs}
+    if task.files_list_pairs:
+        aux_names |= {option.param for option in task.file_inputs}
     aux = {key: None if options[key] is None else os.fspath(options.pop(key))
            for key in list(options) if key in aux_names}
     strata_keys = ("manifest", "primary_metric", "bootstrap", "seed")
@@ -141,7 +149,8 @@ def evaluate_dirs(task: str, pred_dir: str | os.PathLike[str], gt_dir: str | os.
 
     ``options``: the task's parameters by name, each checked as its CLI flag is
     (``block_size=16, threshold=0.5`` for saliency-mb; ``ranges=["0:2", "2:"]`` for depth),
-    its auxiliary folders (``points_dir=`` for segmentation3d), and how the run goes:
+    its auxiliary folders (``points_dir=`` for segmentation3d), the input files that list
+    the pairs (``gt_json=``, ``pred_json=`` for panoptic), and how the run goes:
     ``missing``, ``on_error``, ``jobs``, ``include_rows``, ``shard``, ``digest_cache``,
     ``executor``, ``scheduler``, ``storage_options``, and ``manifest`` (with
     ``primary_metric``, ``bootstrap``, ``seed``) for strata.
@@ -150,8 +159,11 @@ def evaluate_dirs(task: str, pred_dir: str | os.PathLike[str], gt_dir: str | os.
     >>> report["micro_iou"]  # doctest: +SKIP
     """
     params, run, aux = split_keywords(task, options)
+    listing = {option.param for option in get_task(task).file_inputs} \
+        if get_task(task).files_list_pairs else set()
+    files = {key: aux.pop(key) for key in list(aux) if key in listing}
     return run_evaluation(task, os.fspath(pred_dir), os.fspath(gt_dir), params, run,
-                          aux=aux).report
+                          aux=aux, files=files).report
 
 
 def default_params(task: str) -> dict[str, Any]:

@@ -42,6 +42,9 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
     if sorted(files) != sorted(declared):
         raise ParameterError(f"{task.name} needs the files {', '.join(declared)}")
     files = {name: declared[name].convert(path) for name, path in files.items()}
+    if task.files_list_pairs:
+        raise ParameterError(f"{task.name}'s input files list the pairs of --pred-dir and "
+                             "--gt-dir: evaluate them with run_evaluation(..., files=...)")
     params = {**resolve(task, params), "missing": "error", "on_error": options.on_error}
     # a file of every sample is read and scored here, in bulk: its temporaries (hundreds of
     # megabytes for 500,000 masks or keypoint rows) are reused instead of faulted in anew

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
 from rpx_cli.io.discover import Pair, Pairing, pair_dirs
+from rpx_cli.io.filebuffer import sha256_file
 from rpx_cli.params import resolve
 from rpx_cli.run.options import RunOptions
 from rpx_cli.tasks.base import Task
@@ -37,6 +38,8 @@ class Plan:
     include_rows: bool = True
     strata: Any = None  # rpx_cli.deploy.eval_strata.StrataPlan (--manifest)
     shard: tuple[int, int] | None = None
+    # input files read besides the folders (a task's listing files): name -> sha256 hex
+    file_digests: dict[str, str] = field(default_factory=dict)
 
     def batches(self, size: int) -> list[list[Pair]]:
         """The pairs cut into batches of ``size`` (the last one shorter)."""
@@ -47,20 +50,25 @@ class Plan:
 
 def plan(task: str, pred_dir: str | os.PathLike[str], gt_dir: str | os.PathLike[str], *,
          missing: str | None = None, on_error: str = "fail", include_rows: bool = True,
-         aux: Mapping[str, str | None] | None = None, **params: Any) -> Plan:
+         aux: Mapping[str, str | None] | None = None,
+         files: Mapping[str, str] | None = None, **params: Any) -> Plan:
     """Pair two folders (or URL prefixes) for ``task`` with its parameters (defaults for
-    those not given), as ``rpx eval`` does before it evaluates anything."""
+    those not given), as ``rpx eval`` does before it evaluates anything. ``files``: the
+    input files of a task whose files list the pairs (panoptic's ``gt_json``, ``pred_json``)."""
     options = RunOptions(missing=missing, on_error=on_error, include_rows=include_rows)
-    return plan_folders(get_task(task), pred_dir, gt_dir, params, options, aux=aux)
+    return plan_folders(get_task(task), pred_dir, gt_dir, params, options, aux=aux, files=files)
 
 
 def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.PathLike[str],
                  params: Mapping[str, Any], options: RunOptions, *,
-                 aux: Mapping[str, str | os.PathLike[str] | None] | None = None) -> Plan:
+                 aux: Mapping[str, str | os.PathLike[str] | None] | None = None,
+                 files: Mapping[str, str | os.PathLike[str] | None] | None = None) -> Plan:
     """The plan of a run over two folders: parameters resolved (every option through its
     declaration, :func:`rpx_cli.params.resolve`), the run options checked, the files
-    paired by stem (auxiliary folders too), the manifest of ``--manifest`` read, and the
-    pairs of ``--shard`` chosen. Raises before any pair is evaluated."""
+    paired by stem (auxiliary folders too) — or, for a task whose input files list the
+    pairs (``files_list_pairs``), as ``files`` (option name -> path) list them — the
+    manifest of ``--manifest`` read, and the pairs of ``--shard`` chosen. Raises before any
+    pair is evaluated."""
     options = options.checked(task.default_missing)
     # the auxiliary folders given are parameters too (their presence can change numbers);
     # the task's normalise_params decides how they are recorded
@@ -68,8 +76,19 @@ def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.
                 else os.fspath((aux or {})[option.param]) for option in task.aux_inputs}
     params = {**resolve(task, {**params, **aux_dirs}), **options.policies}
     pred_dir, gt_dir = os.fspath(pred_dir), os.fspath(gt_dir)
-    pairing = pair_dirs(pred_dir, gt_dir, task.suffixes, missing=str(options.missing))
-    check_pairing(pairing, pred_dir, gt_dir, task.suffixes, str(options.missing))
+    file_digests: dict[str, str] = {}
+    if task.files_list_pairs:
+        given = _listing_files(task, files)
+        listing = task.list_pairs(given, pred_dir, gt_dir, params, missing=str(options.missing))
+        params = {**params, **(listing.params or {})}
+        pairing = listing.pairing
+        file_digests = {name: sha256_file(path) for name, path in given.items()}
+    else:
+        if any(value is not None for value in (files or {}).values()):
+            raise ParameterError(f"{task.name} reads --pred-dir/--gt-dir or its input files, "
+                                 "not both")
+        pairing = pair_dirs(pred_dir, gt_dir, task.suffixes, missing=str(options.missing))
+        check_pairing(pairing, pred_dir, gt_dir, task.suffixes, str(options.missing))
     whole = pairing.digest()
     inputs = {task.input_names[0]: pred_dir, task.input_names[1]: gt_dir}
     for option in task.aux_inputs:
@@ -88,15 +107,38 @@ def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.
         params = {**params, "strata": strata.params}
     if options.shard is not None:
         pairing = pairing.shard(*options.shard)
-    return Plan(task.name, params, pairing.pairs, whole, pairing.unpaired, inputs,
-                options.include_rows, strata, options.shard)
+    return Plan(task.name, params, pairing.pairs, whole, pairing.unpaired,
+                {**inputs, **{name: path for name, path in (files or {}).items()
+                              if name in file_digests}},
+                options.include_rows, strata, options.shard, file_digests)
+
+
+def _listing_files(task: Task, files: Mapping[str, Any] | None) -> dict[str, str]:
+    """The listing files of ``task``, every one given, each checked by its declaration."""
+    given = {option.param: (files or {}).get(option.param) for option in task.file_inputs}
+    absent = [option.flag for option in task.file_inputs if given[option.param] is None]
+    if absent:
+        raise ParameterError(f"{task.name} needs {' and '.join(absent)} besides "
+                             f"--{task.input_names[0].replace('_', '-')} and "
+                             f"--{task.input_names[1].replace('_', '-')}")
+    return {option.param: option.convert(os.fspath(given[option.param]))
+            for option in task.file_inputs}
 
 
 def check_pairing(pairing: Pairing, pred_dir: str, gt_dir: str, suffixes: tuple[str, ...],
                   missing: str) -> None:
     """Unpaired stems under ``--missing error``, or nothing to evaluate: an error naming the
-    files, before any pair is read."""
+    files, before any pair is read. An empty side is said first and alone (not one line per
+    file of the other side)."""
+    kinds = "/".join(suffixes)
     if missing == "error" and (pairing.pred_only or pairing.gt_only):
+        for name, folder, n, other, n_other, hint in (
+                ("pred dir", pred_dir, pairing.n_pred_files, gt_dir, pairing.n_gt_files,
+                 "; --missing empty scores missing predictions as empty"),
+                ("gt dir", gt_dir, pairing.n_gt_files, pred_dir, pairing.n_pred_files, "")):
+            if not n:
+                raise InputError(f"{name} {folder} holds 0 {kinds} files, against {n_other:,} in "
+                                 f"{other}: nothing to pair (a wrong path?{hint})", path=folder)
         problems = [
             PairError(stem, os.path.join(gt_dir, pairing.gt_only_files[stem]),
                       f"no prediction with this stem in {pred_dir}")
@@ -113,7 +155,6 @@ def check_pairing(pairing: Pairing, pred_dir: str, gt_dir: str, suffixes: tuple[
             "(--missing skip evaluates the stems in both and lists the rest under 'unpaired')",
         )
     if not pairing.pairs:
-        kinds = "/".join(suffixes)
         raise InputError(
             f"no pairs to evaluate: {pred_dir} has {pairing.n_pred_files} and {gt_dir} has "
             f"{pairing.n_gt_files} {kinds} file(s), and no stem is in both",

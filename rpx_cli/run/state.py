@@ -85,7 +85,9 @@ class State:
         task = get_task(plan.task)
         if digests is None:
             digests = {name: {rel: value.hex() for rel, value in result.digests.get(role, {}).items()}
-                       for name, role in _roles(task, plan.inputs)}
+                       for name, role in _roles(task, plan.inputs)
+                       if name not in plan.file_digests}
+            digests.update(plan.file_digests)  # files a task's listing read
         keep = plan.include_rows or plan.strata is not None
         return cls(task=plan.task, params=plan.params, pairing=plan.pairing,
                    inputs=dict(plan.inputs), stems=result.stems, stats=result.stats,

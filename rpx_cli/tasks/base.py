@@ -30,6 +30,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rpx_cli.errors import SWAP_HINT
+from rpx_cli.io.discover import Pairing
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.params.option import Option
 from rpx_cli.params.parsers import parse_band, probability
@@ -37,8 +39,8 @@ from rpx_cli.params.values import Band
 from rpx_cli.tasks.stats import Stat, StatTable
 
 # Option and probability are re-exported: a plugin task declares its options from here
-__all__ = ["Band", "FileInput", "MetricInfo", "Option", "Params", "Sample", "Task", "Warn",
-           "probability", "shape_text"]
+__all__ = ["SWAP_HINT", "Band", "FileInput", "Listing", "MetricInfo", "Option", "Params", "Sample",
+           "Task", "Warn", "probability", "shape_text"]
 
 Params = Mapping[str, Any]
 Warn = Callable[[str, str], None]  # (warning kind, path)
@@ -50,6 +52,7 @@ class MetricInfo:
 
     direction: str  # "higher" | "lower" | "none"
     description: str
+    unit: str = ""  # "m", "rad", "m/s", "deg", "px", "dB" (pages label axes with it); "" unitless
 
     def as_dict(self) -> dict[str, str]:
         return {"direction": self.direction, "description": self.description}
@@ -87,6 +90,17 @@ class FileInput:
     # the task's file_inputs)
     pred_path: str | None = None
     gt_path: str | None = None
+
+
+@dataclass
+class Listing:
+    """The pairs a task's input files list in its two folders (:meth:`Task.list_pairs`):
+    ``pairing`` (stem order; each :class:`~rpx_cli.io.discover.Pair` carries its ``entry``,
+    what the files say about it, handed to :meth:`Task.join` in the worker) and ``params``
+    added to the report's params (e.g. the categories the files define)."""
+
+    pairing: Pairing
+    params: dict[str, Any] | None = None
 
 
 class Task:
@@ -130,6 +144,11 @@ class Task:
     # clouds for per-point labels): each stem's file is read with ``role`` = the option's
     # param and handed to :meth:`attach`; provenance digests them like the two folders
     aux_inputs: ClassVar[tuple[Option, ...]] = ()
+    # the file_inputs list the pairs of the two folders instead of replacing them (panoptic:
+    # the JSON files name each image's PNG on each side and hold its segments): the run
+    # pairs with :meth:`list_pairs` instead of by stem, and :meth:`join` gives each pair its
+    # entry once its files are read — in the worker, like any pair of files
+    files_list_pairs: ClassVar[bool] = False
 
     # --- parameters ---------------------------------------------------------------------
     # the task's parameters, one declaration each (rpx_cli.params.Option): the CLI flags,
@@ -151,6 +170,9 @@ class Task:
     rank_metric: ClassVar[str | None] = None
     # the metrics the page charts per range band (`bands`), one chart each, in this order
     band_metrics: ClassVar[tuple[str, ...]] = ()
+    # the row keys holding a row's true and predicted label (text), when rows have them: the
+    # page's worst rows show them as "true → predicted"
+    row_labels: ClassVar[tuple[str, str] | None] = None
     # the pictures `rpx report` draws for this task's reports: a view of
     # rpx_cli/report/html_task_views.py by name (None: the generic view, which draws
     # per-class bars, a confusion matrix, the bands and the rank metric's distribution
@@ -224,6 +246,19 @@ class Task:
         :meth:`read` returned for it) joined, as :meth:`evaluate` wants it."""
         return gt
 
+    def list_pairs(self, files: Mapping[str, str], pred_dir: str, gt_dir: str, params: Params, *,
+                   missing: str) -> Listing:
+        """With :attr:`files_list_pairs`: the pairs the :attr:`file_inputs` (option name ->
+        path) list in the two folders, under ``--missing`` (``error``: raise
+        :class:`~rpx_cli.errors.EvaluationFailed` naming every unpaired entry)."""
+        raise NotImplementedError(f"{self.name} pairs folders by stem")
+
+    def join(self, pred: Any, gt: Any, entry: Any, params: Params) -> tuple[Any, Any]:
+        """A listed pair's prediction and GT (as :meth:`read` returned them, or
+        :meth:`empty_prediction`) with its ``entry`` from :meth:`list_pairs`, as
+        :meth:`evaluate` wants them."""
+        return pred, gt
+
     def read_files(self, files: Mapping[str, str], params: Params) -> FileInput:
         """Read the :attr:`file_inputs` (option name -> path) given instead of folders."""
         raise NotImplementedError(f"{self.name} reads folders only")
@@ -244,6 +279,13 @@ class Task:
     def warning_text(self, kind: str, paths: list[str]) -> str:
         """One stderr line for the files that raised warning ``kind``."""
         return f"{kind}: {len(paths)} file(s), e.g. {paths[0]}"
+
+    def warning_lines(self, warnings: Mapping[str, list[str]]) -> list[str]:
+        """The stderr lines of a run's per-file warnings (kind -> files, every kind the
+        pairs raised): one :meth:`warning_text` per kind. A task whose kinds only mean
+        something together (GT that looks like predictions *and* predictions that look
+        like GT) combines them here."""
+        return [self.warning_text(kind, paths) for kind, paths in sorted(warnings.items())]
 
     # --- derived ------------------------------------------------------------------------------
 

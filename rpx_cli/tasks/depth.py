@@ -32,16 +32,30 @@ from rpx_cli.ops.reduce import mean_present
 from rpx_cli.ops.resize import RESIZE_METHODS, resize
 from rpx_cli.params import banded
 from rpx_cli.params.parsers import parse_band
-from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
+from rpx_cli.tasks.base import (
+    SWAP_HINT,
+    MetricInfo,
+    Option,
+    Params,
+    Sample,
+    Task,
+    Warn,
+    shape_text,
+)
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
 ALIGN_METHODS = ("none", "median", "ls_affine", "ls_disparity")
+# per-file observations that only warn together: GT stored as float metres (as a model
+# writes its output) and predictions stored as integers (as a depth sensor writes GT)
+GT_FLOAT = "gt-float"
+PRED_INTEGER = "pred-integer"
 
 _INFO = {
     "absrel": MetricInfo("lower", "mean(|p - g| / g)"),
-    "sqrel": MetricInfo("lower", "mean((p - g)^2 / g) (Eigen et al. convention, divided by g, not g^2)"),
-    "rmse": MetricInfo("lower", "sqrt(mean((p - g)^2)), metres"),
+    "sqrel": MetricInfo("lower", "mean((p - g)^2 / g) (Eigen et al. convention, divided by g, not g^2)",
+                        "m"),
+    "rmse": MetricInfo("lower", "sqrt(mean((p - g)^2)), metres", "m"),
     "rmse_log": MetricInfo("lower", "sqrt(mean((ln p - ln g)^2))"),
     "log10": MetricInfo("lower", "mean(|log10 p - log10 g|)"),
     "silog": MetricInfo("lower", "sqrt(mean(d^2) - mean(d)^2), d = ln p - ln g; unscaled (no x100)"),
@@ -124,7 +138,25 @@ class Depth(Task):
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> DepthMap:
         loaded = read_array(path, buffer, npz_key="depth")
-        return to_depth(loaded.array, loaded.format, params["depth_scale"], path)
+        depth = to_depth(loaded.array, loaded.format, params["depth_scale"], path)
+        if role == "gt" and depth.scale is None:
+            warn(GT_FLOAT, path)
+        elif role == "pred" and depth.scale is not None:
+            warn(PRED_INTEGER, path)
+        return depth
+
+    def warning_lines(self, warnings: Any) -> list[str]:
+        """Float GT beside integer predictions is the two folders swapped, most likely
+        (absrel computed the wrong way round: 0.277 instead of 0.117 on the fixtures);
+        either alone is an ordinary layout and says nothing."""
+        floats, integers = warnings.get(GT_FLOAT, []), warnings.get(PRED_INTEGER, [])
+        lines = super().warning_lines({kind: paths for kind, paths in warnings.items()
+                                       if kind not in (GT_FLOAT, PRED_INTEGER)})
+        if floats and integers:
+            lines.append(f"{len(floats)} GT map(s) hold float metres as predictions do (e.g. "
+                         f"{floats[0]}) and {len(integers)} prediction(s) hold integers ÷ "
+                         f"--depth-scale as sensor GT does (e.g. {integers[0]}): {SWAP_HINT}")
+        return lines
 
     def empty_prediction(self, gt: DepthMap, params: Params) -> DepthMap:
         return DepthMap(np.zeros(gt.values.shape, dtype=np.float32))

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError
+from rpx_cli.errors import SWAP_HINT, InputError
 from rpx_cli.io.boxes import boxes_from_objects, loads_json
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.ops.boxes import iou_xywh
@@ -22,6 +22,9 @@ from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, probability
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
+
+GT_SCORED = "gt-scored"  # a GT file with 'scores', as a prediction has
+PRED_TEXT = "pred-text"  # a prediction with the query 'text' and no 'scores', as GT has
 
 
 @register_task
@@ -63,6 +66,10 @@ class Grounding(Task):
                              (', "scores": [...]}' if role == "pred" else ', "text": ...}'), path=path)
         boxes = document["boxes"]
         scores = document.get("scores")
+        if role == "gt" and "scores" in document:
+            warn(GT_SCORED, path)
+        elif role == "pred" and "text" in document and scores is None:
+            warn(PRED_TEXT, path)
         if role == "pred":
             if scores is None and len(boxes) == 1:
                 scores = [1.0]
@@ -74,6 +81,15 @@ class Grounding(Task):
         parsed = boxes_from_objects(objects, path, prediction=role == "pred",
                                     box_format=params["box_format"])
         return parsed.box, parsed.scores if parsed.scores is not None else np.zeros(0)
+
+    def warning_text(self, kind: str, paths: list[str]) -> str:
+        if kind == GT_SCORED:
+            return (f"{len(paths)} GT file(s) hold 'scores' as predictions do (e.g. {paths[0]}): "
+                    f"{SWAP_HINT}")
+        if kind == PRED_TEXT:
+            return (f"{len(paths)} prediction(s) hold the query 'text' and no 'scores' as GT "
+                    f"does (e.g. {paths[0]}): {SWAP_HINT}")
+        return super().warning_text(kind, paths)
 
     def empty_prediction(self, gt: Any, params: Params) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros((0, 4)), np.zeros(0)

@@ -77,7 +77,7 @@ class Keypoints(Task):
         "keypoint_acc_3px": MetricInfo("higher", "fraction with match error < 3 px"),
         "keypoint_acc_5px": MetricInfo("higher", "fraction with match error < 5 px"),
         "mean_match_error": MetricInfo("lower", "mean image-1 distance, px, over matched points "
-                                       "(null without predictions)"),
+                                       "(null without predictions)", "px"),
         "n_points": MetricInfo("none", "visible GT points evaluated"),
         "n_unmatched": MetricInfo("none", "visible GT points in frames without predictions"),
     }

@@ -47,7 +47,7 @@ class NovelViewSynthesis(Task):
     )
     metrics = {
         "psnr": MetricInfo("higher", "10 log10(R^2 / MSE) over all pixels and channels, dB; "
-                           f"identical images capped at {PSNR_CAP:g}"),
+                           f"identical images capped at {PSNR_CAP:g}", "dB"),
         "ssim": MetricInfo("higher", "mean SSIM, Gaussian window sigma 1.5 truncated at 3.5 "
                            "(11x11), population covariance, reflect borders, 5-pixel border "
                            "cropped, averaged per channel then over channels (= skimage "

@@ -78,16 +78,19 @@ class RelativePose(Task):
     )
     metrics = {
         "rotation_error_deg": MetricInfo("lower", "geodesic angle of R_pred^T R_gt, deg "
-                                         "(atan2 form, exact for tiny rotations)"),
-        "translation_error_m": MetricInfo("lower", "|t_pred - t_gt| (null for a missing prediction)"),
-        "translation_angular_deg": MetricInfo("lower", _ANGLE),
-        "pose_error_max_deg": MetricInfo("lower", "max(rotation_error_deg, translation_angular_deg)"),
+                                         "(atan2 form, exact for tiny rotations)", "deg"),
+        "translation_error_m": MetricInfo("lower", "|t_pred - t_gt| (null for a missing prediction)",
+                                          "m"),
+        "translation_angular_deg": MetricInfo("lower", _ANGLE, "deg"),
+        "pose_error_max_deg": MetricInfo("lower", "max(rotation_error_deg, translation_angular_deg)",
+                                         "deg"),
         "auc_5deg": MetricInfo("higher", "SuperGlue pose AUC of pose_error_max_deg up to 5 deg"),
         "auc_10deg": MetricInfo("higher", "SuperGlue pose AUC of pose_error_max_deg up to 10 deg"),
         "auc_20deg": MetricInfo("higher", "SuperGlue pose AUC of pose_error_max_deg up to 20 deg"),
-        "median_rotation_error_deg": MetricInfo("lower", "median rotation_error_deg over all rows"),
+        "median_rotation_error_deg": MetricInfo("lower", "median rotation_error_deg over all rows",
+                                                "deg"),
         "median_translation_error_m": MetricInfo("lower", "median translation_error_m over all "
-                                                 "rows, a missing prediction ranked worst"),
+                                                 "rows, a missing prediction ranked worst", "m"),
         "n_missing": MetricInfo("none", "rows without a prediction (--missing empty)"),
         "translation_error_m_predicted": MetricInfo(
             "lower", "mean translation_error_m over the rows with a prediction (only when one "

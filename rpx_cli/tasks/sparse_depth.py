@@ -54,7 +54,8 @@ class SparseDepth(Task):
     )
     metrics = {
         "sparse_absrel": MetricInfo("lower", "mean |p - g| / g over GT points (a miss counts 1)"),
-        "sparse_rmse": MetricInfo("lower", "sqrt(mean (p - g)^2) over GT points (a miss counts g^2)"),
+        "sparse_rmse": MetricInfo("lower", "sqrt(mean (p - g)^2) over GT points (a miss counts g^2)",
+                                  "m"),
         "n_points": MetricInfo("none", "GT points evaluated"),
         "n_missed": MetricInfo("none", "GT points without a prediction"),
         "n_invalid_gt": MetricInfo("none", "GT points left out: depth not a positive finite number"),

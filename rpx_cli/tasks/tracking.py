@@ -26,7 +26,16 @@ from rpx_cli.io.tracks import Tracks, read_tracks
 from rpx_cli.ops import mot
 from rpx_cli.ops.assignment import solver
 from rpx_cli.ops.reduce import mean_present
-from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, probability
+from rpx_cli.tasks.base import (
+    SWAP_HINT,
+    MetricInfo,
+    Option,
+    Params,
+    Sample,
+    Task,
+    Warn,
+    probability,
+)
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
@@ -39,6 +48,7 @@ BENCHMARKS = ("none", "mot17", "mot20")
 MAX_BOXES_PER_FRAME = 2_000  # per side
 MAX_ID_PAIRS = 1 << 24  # GT ids x predicted ids in one sequence (e.g. 4,096 x 4,096)
 PEDESTRIAN = 1
+GT_SCORED = "gt-scored"  # a GT file whose flag column holds confidences
 MOT_CLASSES = range(1, 14)  # pedestrian … crowd (TrackEval's class_name_to_class_id)
 DISTRACTORS = {"mot17": (2, 7, 8, 12), "mot20": (2, 6, 7, 8, 12)}
 RATIOS = ("mota", "moda", "motp", "idf1", "idp", "idr", "hota", "deta", "assa", "loca")
@@ -123,6 +133,8 @@ class Tracking(Task):
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Tracks:
         tracks = read_tracks(path, buffer, box_format=params["box_format"])
+        if role == "gt" and tracks.scored:
+            warn(GT_SCORED, path)
         if params["benchmark"] != "none":
             _check_benchmark_file(tracks, path, role, params["benchmark"])
         return tracks
@@ -154,7 +166,19 @@ class Tracking(Task):
                                      **{key: arrays[key].tolist() for key in
                                         ("hota", "deta", "assa", "loca", "detre", "detpr",
                                          "assre", "asspr")}}
-        return {"aggregate": aggregate, "dataset": dataset}
+        sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}
+        if rows and not dataset["num_gt"] and dataset["num_pred"]:
+            sections["warnings"] = [
+                f"no GT box is evaluated in any of the {len(rows)} sequence(s) while the "
+                f"predictions hold {dataset['num_pred']}: every ratio is null; {SWAP_HINT}"]
+        return sections
+
+    def warning_text(self, kind: str, paths: list[str]) -> str:
+        if kind == GT_SCORED:
+            return (f"{len(paths)} GT file(s) hold confidences in column 7 (e.g. {paths[0]}), "
+                    "as a results file does; in GT it is the consider flag, so those boxes are "
+                    f"ignored: {SWAP_HINT}")
+        return super().warning_text(kind, paths)
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         info = dict(self.metrics)

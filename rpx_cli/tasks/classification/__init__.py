@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.errors import SWAP_HINT, InputError, ParameterError
 from rpx_cli.io.boxes import load_class_map
 from rpx_cli.io.class_names import read_class_names
 from rpx_cli.io.filebuffer import FileBuffer
@@ -82,8 +82,12 @@ class Classification(Task):
     headline = ("dataset.accuracy", "dataset.balanced_accuracy", "dataset.macro_f1", "dataset.mAP",
                 "dataset.ece", "dataset.subset_accuracy", "dataset.micro_f1")
     page_view = "calibration"
+    row_labels = ("label", "predicted")  # single-label rows: the worst show "cat → dog"
+    row_properties = {"label": {"type": "string", "description": "single-label: the GT class"},
+                      "predicted": {"type": ["string", "null"], "description": "single-label: "
+                                    "the predicted class (null: no prediction)"}}
     stats = (Stat("record", encode=encode_record, decode=decode_record),)
-    families = {"rows": (("correct", "confidence", "label_errors"), ()),
+    families = {"rows": (("correct", "confidence", "label_errors", "label", "predicted"), ()),
                 "report": ((), ()), "ranking": ((), ()), "calibration": ((), ())}
     options = (
         Option("class_names", "--class-names", "file", None, metavar="FILE",
@@ -216,7 +220,7 @@ class Classification(Task):
         multi = params["multi_label"]
         if role == "gt":
             if doc.classes is not None or doc.score is not None:
-                raise InputError("a GT file holds labels, not scores", path=path)
+                raise InputError(f"a GT file holds labels, not scores ({SWAP_HINT})", path=path)
             if not multi and len(labels) != 1:
                 raise InputError(
                     "a single-label GT needs exactly one label, found "

@@ -79,6 +79,8 @@ def single_label_figures(columns: Columns, params: Params, wanted: set[str]):
         assert columns.scores is not None
         ranks = np.where(columns.has_table, true_rank(columns.scores, truth), n_classes)
     if "rows" in wanted:
+        values["label"] = [classes[k] for k in truth.tolist()]
+        values["predicted"] = [classes[k] if k >= 0 else None for k in pred.tolist()]
         values["correct"] = correct.astype(np.int64).tolist()
         aggregate["correct"] = _mean(correct.astype(np.float64))
         if ranks is not None:

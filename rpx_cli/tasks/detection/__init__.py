@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.errors import SWAP_HINT, InputError, ParameterError
 from rpx_cli.io.box_table import Frame, FrameTable
 from rpx_cli.io.boxes import Boxes, apply_class_map, load_class_map, parse_boxes
 from rpx_cli.io.coco_files import load_coco
@@ -130,6 +130,24 @@ _NUMBERS = {"type": "array", "items": {"type": ["number", "null"]}}
 _COUNTS = {"type": "array", "items": {"type": "integer", "minimum": 0}}
 _CURVE = {"type": "object", "required": ["precision"],
           "properties": {"precision": _NUMBERS, "score": _NUMBERS}}
+
+
+CLASS_MAP_EMPTIED = "class-map-emptied"  # a GT file whose every box --class-map dropped
+
+
+def filter_warnings(table: FrameTable, params: Params) -> list[str]:
+    """``--conf-threshold`` above every score leaves the operating-point views nothing to
+    score (a GT file emptied by ``--class-map`` is a per-file warning, CLASS_MAP_EMPTIED)."""
+    warnings = []
+    n_pred = len(table.pred)
+    if n_pred and not len(table.gt):
+        warnings.append(f"no GT box in any of the {table.n} image(s) while the predictions hold "
+                        f"{n_pred}: {SWAP_HINT}")
+    if n_pred and not np.any(table.pred.score >= params["conf_threshold"]):
+        warnings.append(f"--conf-threshold {params['conf_threshold']:g} removed every detection "
+                        f"({n_pred} before, 0 after): rows, pooled and confusion see none "
+                        "(COCO AP uses every score)")
+    return warnings
 
 
 @register_task
@@ -402,7 +420,16 @@ class Detection(Task):
         else:
             boxes = parse_shapes(buffer.read(path).tobytes(), path, prediction=role == "pred",
                                  geometry=geometry, angle_unit=params.get("angle_unit", "deg"))
-        return apply_class_map(boxes, params.get("class_map"))
+        mapped = apply_class_map(boxes, params.get("class_map"))
+        if role == "gt" and len(boxes) and not len(mapped):
+            warn(CLASS_MAP_EMPTIED, path)
+        return mapped
+
+    def warning_text(self, kind: str, paths: list[str]) -> str:
+        if kind == CLASS_MAP_EMPTIED:
+            return (f"--class-map removed every GT box of {len(paths)} file(s) (e.g. {paths[0]}): "
+                    "they are scored as images without any object")
+        return super().warning_text(kind, paths)
 
     def empty_prediction(self, gt: Boxes, params: Params) -> Boxes:
         empty = Boxes.empty(with_scores=True)
@@ -460,12 +487,16 @@ class Detection(Task):
             extra["category_frequency"] = list(coco.frequency)
         table = FrameTable(len(coco.stems), coco.categories, coco.gt, coco.pred, coco.image_ids,
                            coco.neg, coco.not_exhaustive)
+        n_gt = len(table.gt)
         if lvis:
             table = lvis_detections(table, params["max_dets"])
         table = table.map_labels(params.get("class_map"))
         rows = [{"n_gt": a, "n_pred": b} for a, b in
                 zip(table.n_gt(), table.n_pred(params["conf_threshold"]), strict=True)]
         warnings = []
+        if n_gt and not len(table.gt):
+            warnings.append(f"--class-map removed every GT box of {gt_file} ({n_gt} before, 0 "
+                            "after): no image has an object left to find")
         if coco.n_unknown_category:
             warnings.append(f"{coco.n_unknown_category} detection(s) name a category that is "
                             f"not in {gt_file}; they are not evaluated (as pycocotools)")
@@ -546,7 +577,11 @@ class Detection(Task):
                                    frequency=frequency)
         if "errors" in wanted:
             dataset["errors"] = errors(table, geometry=geometry)
-        return {"aggregate": aggregate, "dataset": dataset}, rows
+        sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}
+        warnings = filter_warnings(table, params)
+        if warnings:
+            sections["warnings"] = warnings
+        return sections, rows
 
 
 def _check_mask_sizes(coco, gt_file: str, dt_file: str) -> None:

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from rpx_cli.errors import InputError
 from rpx_cli.io.boxes3d import (
     BOX_ORIGINS,
@@ -60,12 +62,15 @@ from rpx_cli.tasks.detection3d.params import (
 from rpx_cli.tasks.detection3d.samples import (
     SamplePair,
     check_count,
+    check_frame,
     decode_pair,
     encode_pair,
 )
 from rpx_cli.tasks.detection3d.summary import ROW_KEYS, summarize_pairs
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
+
+UNITS = {"ATE": "m", "ASE": "", "AOE": "rad", "AVE": "m/s", "AAE": ""}  # of the TP errors
 
 
 @register_task
@@ -100,7 +105,8 @@ class Detection3D(Task):
         "fn": MetricInfo("lower", "row: unmatched GT boxes"),
         "n_gt": MetricInfo("none", "GT boxes evaluated (after class caps and the point filter)"),
         "n_pred": MetricInfo("none", "predictions evaluated (rows: score >= conf threshold)"),
-        "mean_center_error": MetricInfo("lower", "row: mean BEV centre distance of the matches (m)"),
+        "mean_center_error": MetricInfo("lower", "row: mean BEV centre distance of the matches (m)",
+                                        "m"),
         "precision": MetricInfo("higher", "row: tp / (tp + fp); both empty = 1"),
         "recall": MetricInfo("higher", "row: tp / (tp + fn); both empty = 1"),
         "f1": MetricInfo("higher", "row: 2PR / (P + R); both empty = 1"),
@@ -109,11 +115,12 @@ class Detection3D(Task):
         "mAPH": MetricInfo("higher", "mean over classes of APH (heading-weighted AP)"),
         "AP": MetricInfo("higher", "per class: mean AP over the match thresholds"),
         "APH": MetricInfo("higher", "per class: mean heading-weighted AP over the thresholds"),
-        **{f"m{e}": MetricInfo("lower", f"mean {e} over classes (undefined left out)") for e in ERRORS},
-        "ATE": MetricInfo("lower", "translation error: BEV centre distance (m)"),
+        **{f"m{e}": MetricInfo("lower", f"mean {e} over classes (undefined left out)", UNITS[e])
+           for e in ERRORS},
+        "ATE": MetricInfo("lower", "translation error: BEV centre distance (m)", "m"),
         "ASE": MetricInfo("lower", "scale error: 1 - IoU of the aligned sizes"),
-        "AOE": MetricInfo("lower", "orientation error: yaw difference (rad)"),
-        "AVE": MetricInfo("lower", "velocity error: L2 of the XY velocity difference (m/s)"),
+        "AOE": MetricInfo("lower", "orientation error: yaw difference (rad)", "rad"),
+        "AVE": MetricInfo("lower", "velocity error: L2 of the XY velocity difference (m/s)", "m/s"),
         "AAE": MetricInfo("lower", "attribute error: 1 - attribute accuracy"),
     }
     families = {
@@ -230,6 +237,7 @@ class Detection3D(Task):
                               box_origin=params["box_origin"], classes=params["class_names"])
         if role == "pred":
             check_count(boxes, params, path, "")
+        check_frame(boxes.distance, params, path, role)
         return boxes
 
     def empty_prediction(self, gt: Boxes3D, params: Params) -> Boxes3D:
@@ -273,6 +281,9 @@ class Detection3D(Task):
             samples.append((pred_boxes, gt_boxes))
         if not stems:
             raise InputError("the GT file has no sample", path=gt_path)
+        for role, path, index in (("gt", gt_path, 1), ("pred", pred_path, 0)):
+            distances = [sample[index].distance for sample in samples]
+            check_frame(np.concatenate(distances), params, path, role)
         return FileInput(stems, samples=samples, pred_path=pred_path, gt_path=gt_path)
 
     # --- over all samples ---------------------------------------------------------------

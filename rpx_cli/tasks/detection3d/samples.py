@@ -45,6 +45,32 @@ def check_count(boxes: Boxes3D, params: Params, path: str, where: str) -> None:
                          f"{limit} (the devkit's max_boxes_per_sample)", path=path)
 
 
+# no sensor sees this far: boxes whose distance from the ego (``ego_translation``, else the
+# centre) is mostly beyond it are in a map (global) frame, where caps and ranges mean nothing
+GLOBAL_FRAME_M = 300.0
+
+
+def check_frame(distance: np.ndarray, params: Params, path: str, role: str) -> None:
+    """Refuse boxes that are clearly in a global (map) frame when ``--class-range`` or
+    ``--range`` would measure them from the ego: the median distance beyond
+    :data:`GLOBAL_FRAME_M`. Without the check every box is farther than its cap and the
+    run scores 0 with nothing said (issue 30)."""
+    if not distance.size or not (params.get("class_range") or params.get("ranges")):
+        return
+    median = float(np.median(distance))
+    if median <= GLOBAL_FRAME_M:
+        return
+    flags = " and ".join(flag for flag, key in (("--class-range", "class_range"),
+                                                 ("--range", "ranges")) if params.get(key))
+    side = "predicted" if role == "pred" else "GT"
+    raise InputError(
+        f"the {side} boxes look like global (map) coordinates: their median distance "
+        f"from the origin is {median:.0f} m, beyond any sensor's range, so {flags} (measured "
+        "from the ego) would drop every box. Give each box 'ego_translation' (its centre minus "
+        "the ego position, as the devkit's add_center_dist; examples/nuscenes_to_rpx.py writes "
+        f"it), or leave out {flags}", path=path)
+
+
 def vocabulary(pairs: list[SamplePair]) -> list[str]:
     labels = {name for pair in pairs for side in (pair.gt, pair.pred) for name in side.names}
     return sorted(labels, key=lambda label: (0, int(label), "") if label.lstrip("-").isdigit()
@@ -88,21 +114,56 @@ def flatten(pairs: list[SamplePair], classes: list[str]) -> tuple[d3.Side, d3.Si
 
 
 def base_filter(gt: d3.Side, pred: d3.Side, classes: list[str], class_range: Mapping[str, float],
-                c: Conventions) -> tuple[d3.Side, d3.Side]:
+                c: Conventions) -> tuple[d3.Side, d3.Side, list[str]]:
     """Class caps (``--class-range``, kept by ``c.cap_rule``; predictions too when
-    ``c.cap_predictions``) and the point filter (``c.min_pts``)."""
+    ``c.cap_predictions``) and the point filter (``c.min_pts``), and a warning for each
+    filter that removes every GT box of a class, or of the run, naming the filter and the
+    counts before and after (:func:`filter_warnings`)."""
     caps = np.full(len(classes), np.inf)
     for name, cap in class_range.items():
         if name in classes:
             caps[classes.index(name)] = cap
 
-    def keep(side: d3.Side, capped: bool) -> np.ndarray:
-        ok = (side.num_pts < 0) | (side.num_pts >= c.min_pts)
-        if capped and np.isfinite(caps).any():
-            ok &= passes(side.distance, caps[side.cls], c.cap_rule) | ~np.isfinite(caps[side.cls])
-        return ok
+    def has_points(side: d3.Side) -> np.ndarray:
+        return (side.num_pts < 0) | (side.num_pts >= c.min_pts)
 
-    return gt.where(keep(gt, True)), pred.where(keep(pred, c.cap_predictions))
+    def within_cap(side: d3.Side) -> np.ndarray:
+        if not np.isfinite(caps).any():
+            return np.ones(len(side), bool)
+        return passes(side.distance, caps[side.cls], c.cap_rule) | ~np.isfinite(caps[side.cls])
+
+    points_ok, cap_ok = has_points(gt), within_cap(gt)
+    steps = [(f"--min-pts {c.min_pts} (the point filter)", points_ok),
+             ("--class-range", points_ok & cap_ok)]
+    warnings = filter_warnings(gt.cls, classes, steps, caps)
+    keep_pred = has_points(pred)
+    if c.cap_predictions:
+        keep_pred &= within_cap(pred)
+    return gt.where(points_ok & cap_ok), pred.where(keep_pred), warnings
+
+
+def filter_warnings(cls: np.ndarray, classes: list[str],
+                    steps: list[tuple[str, np.ndarray]], caps: np.ndarray) -> list[str]:
+    """One line per filter (``steps``: its flag and the GT boxes kept once it and the ones
+    before it have run) that leaves a class, or the whole run, without a GT box it had:
+    ``--class-range removed every GT box of car=50 (120 before, 0 after)``."""
+    warnings = []
+    n = len(classes)
+    before = np.bincount(cls, minlength=n) if cls.size else np.zeros(n, np.int64)
+    total = int(before.sum())
+    for flag, kept in steps:
+        after = np.bincount(cls[kept], minlength=n) if cls.size else np.zeros(n, np.int64)
+        emptied = np.flatnonzero((before > 0) & (after == 0))
+        if emptied.size:
+            named = ", ".join(
+                f"{classes[k]}{'=' + format(caps[k], 'g') if flag == '--class-range' else ''} "
+                f"({before[k]} before, 0 after)" for k in emptied.tolist())
+            warnings.append(f"{flag} removed every GT box of {named}")
+        if total and not int(after.sum()) and int(before.sum()):
+            warnings.append(f"{flag} left no GT box in the run ({int(before.sum())} before, 0 "
+                            "after): every AP is 0 and every TP error undefined")
+        before = after
+    return warnings
 
 
 def in_band(side: d3.Side, band: Band) -> d3.Side:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from rpx_cli.errors import SWAP_HINT
 from rpx_cli.ops import detection3d as d3
 from rpx_cli.ops.boxes3d import center_distance
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
@@ -42,7 +43,12 @@ def summarize_pairs(pairs: list[SamplePair], params: Params, bands: list[Band], 
     c = Conventions.of(params)
     classes = params["class_names"] or vocabulary(pairs)
     gt, pred = flatten(pairs, classes)
-    gt, pred = base_filter(gt, pred, classes, params["class_range"], c)
+    warnings = [] if len(gt) or not len(pred) else [
+        f"no GT box in any of the {n} sample(s) while the predictions hold {len(pred)}: "
+        f"{SWAP_HINT}"]
+    gt, pred, filtered = base_filter(gt, pred, classes, params["class_range"], c)
+    warnings += filtered
+    warnings += band_warnings(gt, bands)
     thresholds = [t.value for t in c.thresholds]
     match_ths = list(thresholds)  # and the TP threshold's column when it is not one of them
     tp_column = column(match_ths, c.tp_threshold.value)
@@ -88,7 +94,22 @@ def summarize_pairs(pairs: list[SamplePair], params: Params, bands: list[Band], 
             for key in keys:
                 dataset[banded(key, band)] = figures[key]
     dataset["classes"] = list(classes)
-    return {"aggregate": aggregate, "dataset": dataset}, rows
+    if "rows" in wanted and len(pred) and not np.any(pred.score >= params["conf_threshold"]):
+        warnings.append(f"--conf-threshold {params['conf_threshold']:g} removed every prediction "
+                        f"from the rows ({len(pred)} before, 0 after): every row's tp is 0")
+    sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}
+    if warnings:
+        sections["warnings"] = warnings
+    return sections, rows
+
+
+def band_warnings(gt: d3.Side, bands: list[Band]) -> list[str]:
+    """A ``--range`` band that holds none of the run's GT boxes: its figures are 0 or null."""
+    empty = [band for band in bands if not len(in_band(gt, band))]
+    if not len(gt) or not empty:
+        return []
+    return [f"--range {band.label} holds no GT box (of the {len(gt)} the other filters keep): "
+            "its figures are 0 or null" for band in empty]
 
 
 def _rows(g: d3.Side, p: d3.Side, matching: d3.Matching, tp_column: int, n: int,
