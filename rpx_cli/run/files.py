@@ -12,8 +12,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from rpx_cli.allocator import tune_allocator
-from rpx_cli.engine import CacheTally
+from rpx_cli.engine import CacheTally, tune_allocator
 from rpx_cli.engine.pairs import RunResult, collect, score_loaded
 from rpx_cli.errors import EvaluationFailed, InputError, ParameterError
 from rpx_cli.io.discover import shard_of
