@@ -6,6 +6,11 @@ fresh processes (median of ``--repeat``): ``rpx show REPORT`` (terminal tables, 
 ``rpx report REPORT -o page.html``, and the evaluation with and without ``--metrics ...,errors``.
 Prints the page size. Targets: ``rpx report`` under 2x ``rpx show``; the page under 2 MB.
 
+Then the worst frames drawn on their images (issue 32): the same evaluation with
+``--images-dir`` (one photo-like 640x480 JPEG per image, 24 distinct pictures linked round
+robin, so the folder costs no disk) and ``--html``: the evaluation's time against the
+plain one, the report's and the page's sizes (target: the page under 5 MB).
+
 Usage: python benchmarks/report.py [--images 5000] [--classes 80] [--repeat 5]
 """
 
@@ -58,6 +63,35 @@ def generate(root: Path, n_images: int, n_classes: int) -> Path:
     return root
 
 
+def photos(root: Path, n_images: int) -> Path:
+    """``img<id>.jpg`` for every image: 24 distinct photo-like pictures (gradients, blocks,
+    a little noise: about what a camera frame compresses to), the rest symbolic links."""
+    from PIL import Image, ImageDraw
+
+    folder = root / "images"
+    if (folder / "DONE").exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    yy, xx = np.mgrid[0:480, 0:640]
+    for k in range(24):
+        rgb = np.stack([(xx * (100 + 5 * k) // 640 + 20 * k) % 255, (yy * 150 // 480 + 9 * k) % 255,
+                        120 + 30 * np.sin(xx / (20.0 + k))], axis=-1) + rng.normal(0, 6, (480, 640, 3))
+        picture = Image.fromarray(np.clip(rgb, 0, 255).astype(np.uint8))
+        draw = ImageDraw.Draw(picture)
+        for _ in range(12):
+            x, y = int(rng.integers(0, 600)), int(rng.integers(0, 440))
+            draw.ellipse([x, y, x + int(rng.integers(20, 160)), y + int(rng.integers(20, 120))],
+                         fill=tuple(int(v) for v in rng.integers(0, 255, 3)))
+        picture.save(folder / f"photo{k:02d}.jpg", quality=90)
+    for image_id in range(1, n_images + 1):
+        link = folder / f"img{image_id:06d}.jpg"
+        if not link.exists():
+            link.symlink_to(folder / f"photo{image_id % 24:02d}.jpg")
+    (folder / "DONE").write_text("ok\n")
+    return folder
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -83,6 +117,17 @@ def main() -> None:
     print(f"rpx show report.json:            {show:.3f} s")
     print(f"rpx report report.json:          {html:.3f} s  ({html / show:.2f}x show; target < 2x)")
     print(f"page: {page.stat().st_size / 1e6:.2f} MB (target < 2 MB)")
+    images = photos(root, args.images)
+    pictured, pictured_page = root / "report-images.json", root / "report-images.html"
+    with_images = timed_run([*rpx, *every, "--images-dir", str(images), "--html", str(pictured_page),
+                             "-o", str(pictured)], repeat=max(1, args.repeat // 2))
+    frames = json.loads(pictured.read_text())["worst_frames"]["frames"]
+    embedded = sum(len(f["image"]["data"]) for f in frames if f.get("image"))
+    print(f"eval + --images-dir + --html:    {with_images:.2f} s  "
+          f"({with_images / without:.2f}x the plain eval)")
+    print(f"  {len(frames)} worst frames, {embedded / 1e3:.0f} kB of embedded images; report JSON "
+          f"{pictured.stat().st_size / 1e6:.2f} MB, page {pictured_page.stat().st_size / 1e6:.2f} MB "
+          "(target < 5 MB)")
 
 
 if __name__ == "__main__":

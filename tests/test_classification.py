@@ -440,3 +440,87 @@ def test_documented_commands_run_on_the_fixtures(command: str, tmp_path: Path,
 
 def test_there_are_documented_commands() -> None:
     assert len(documented_commands()) >= 4
+
+
+# --- per-class precision-recall curves (dataset.curves) -------------------------------------------
+
+
+def sklearn_curve(positive: np.ndarray, scores: np.ndarray) -> tuple[list[float], list[float]]:
+    """The 101-point curve read from scikit-learn's ``precision_recall_curve``, one recall
+    point at a time: the best precision of a point with recall >= r, and the highest
+    threshold with recall >= r (its appended (precision 1, recall 0) end left out)."""
+    precision, recall, thresholds = sklearn_metrics.precision_recall_curve(positive, scores)
+    precision, recall = precision[:-1], recall[:-1]
+    best, score = [], []
+    for r in np.linspace(0, 1, 101):
+        kept = recall >= r
+        best.append(float(precision[kept].max()))
+        score.append(float(thresholds[kept].max()))
+    return best, score
+
+
+def assert_curves_equal_sklearn(curves: dict, truth: np.ndarray, scores: np.ndarray) -> None:
+    assert curves["recall"] == np.linspace(0, 1, 101).tolist()
+    for c in range(scores.shape[1]):
+        entry = curves["per_class"][str(c)]
+        if not truth[:, c].any():
+            assert entry is None
+            continue
+        precision, score = sklearn_curve(truth[:, c], scores[:, c])
+        assert entry["precision"] == pytest.approx(precision, abs=TOL, rel=0), c
+        assert entry["score"] == score, c
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_single_label_curves_equal_scikit_learn(rpx, tmp_path: Path, seed: int) -> None:
+    truth, scores = generated(seed)
+    pred_dir, gt_dir = write_single(tmp_path, truth, scores)
+    curves = rpx(f"eval classification --pred-dir {pred_dir} --gt-dir {gt_dir}").json["dataset"]["curves"]
+    onehot = np.eye(scores.shape[1], dtype=bool)[truth]
+    assert_curves_equal_sklearn(curves, onehot, scores)
+    # the area under the interpolated curve bounds AP from above (COCO's AP reads it)
+    assert curves["per_class"]["0"]["precision"][0] == max(curves["per_class"]["0"]["precision"])
+
+
+def test_curve_kernel_equals_scikit_learn_on_ties_and_many_classes() -> None:
+    from rpx_cli.ops.classification import pr_curves
+
+    rng = np.random.default_rng(11)
+    scores = rng.integers(0, 6, (300, 40)) / 5.0
+    scores[:, :20] += rng.random((300, 20))  # half the classes without ties
+    positive = rng.random((300, 40)) < rng.uniform(0.01, 0.5, 40)
+    positive[:, 7] = False
+    positive[:, 8] = True  # every sample positive: precision 1 all along
+    precision, score = pr_curves(scores, positive)
+    for c in range(40):
+        if c == 7:
+            assert np.isnan(precision[c]).all() and np.isnan(score[c]).all()
+            continue
+        want_p, want_s = sklearn_curve(positive[:, c], scores[:, c])
+        assert np.allclose(precision[c], want_p, rtol=0, atol=TOL), c
+        assert score[c].tolist() == want_s, c
+    assert (precision[8] == 1.0).all()
+
+
+def test_multi_label_curves_equal_scikit_learn(rpx, tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    n, n_classes = 60, 5
+    truth = rng.random((n, n_classes)) < 0.35
+    truth[:, 4] = False
+    scores = np.round(rng.random((n, n_classes)), 2)
+    for root in ("pred", "gt"):
+        (tmp_path / root).mkdir()
+    for i in range(n):
+        (tmp_path / "gt" / f"s{i:03d}.json").write_text(json.dumps(
+            {"labels": [str(c) for c in range(n_classes) if truth[i, c]]}))
+        (tmp_path / "pred" / f"s{i:03d}.json").write_text(json.dumps(
+            {"scores": {str(c): float(scores[i, c]) for c in range(n_classes)}}))
+    report = rpx(f"eval classification --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'} "
+                 "--multi-label --class-names " + str(_class_file(tmp_path, n_classes))).json
+    assert_curves_equal_sklearn(report["dataset"]["curves"], truth, scores)
+
+
+def _class_file(root: Path, n_classes: int) -> Path:
+    path = root / "classes.txt"
+    path.write_text("".join(f"{c}\n" for c in range(n_classes)))
+    return path

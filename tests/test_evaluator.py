@@ -363,7 +363,7 @@ def test_metrics_selects_families_and_names_the_skipped(tmp_path: Path) -> None:
     evaluator.update("s0", [{**box, "detection_score": 0.9}], [box])
     report = evaluator.report()
     assert report["params"]["metrics"] == ["ap"]
-    assert report["params"]["skipped_metrics"] == ["rows", "tp", "aph"]
+    assert report["params"]["skipped_metrics"] == ["rows", "tp", "aph", "curves"]
     assert report["dataset"]["mAP"] == pytest.approx(1.0) and "mATE" not in report["dataset"]
 
 

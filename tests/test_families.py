@@ -33,7 +33,7 @@ def test_depth_dataset_only_and_bands(rpx) -> None:
     assert "absrel_0m_2m" not in report["rows"][0] and "n_valid_0m_2m" in report["rows"][0]
     rows_only = rpx(f"eval depth {dirs(DEPTH)} "
                     "--metrics rows").json
-    assert "dataset" not in rows_only and rows_only["params"]["skipped_metrics"] == ["dataset"]
+    assert "dataset" not in rows_only and rows_only["params"]["skipped_metrics"] == ["dataset", "by_depth"]
 
 
 def test_segmentation_rows_only(rpx) -> None:

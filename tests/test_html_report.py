@@ -1,6 +1,8 @@
 """``rpx report`` / ``--html`` in a real headless browser (Debian's chromium over CDP,
-``tests/browser.py``): for every report kind the page loads with no console error and no
-network request but its own file, the screenshot is not blank (light and dark), and the
+``tests/browser.py``): for every report kind (every task, every workflow) the page loads
+with no console error and no network request but its own file (and the ``data:`` images
+it embeds), the screenshot is not blank (light and dark) and is kept as a test artefact
+(``build/test-artefacts/html/<kind>.png``, or under ``$RPX_TEST_ARTEFACTS``), and the
 numbers the charts and tables show — read back from their ``data-*`` attributes — equal the
 JSON report's. Not skipped: CI installs chromium (``.ci/run``)."""
 
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -25,6 +28,12 @@ from rpx_cli.cli.main import cli
 from rpx_cli.params.values import Band
 
 SHELF = FIXTURES / "detection" / "shelf"
+STREET3D = FIXTURES / "detection3d" / "street"
+ARTEFACTS = Path(os.environ.get("RPX_TEST_ARTEFACTS") or ROOT / "build" / "test-artefacts") / "html"
+# every task's page from its first golden case (the kinds below that run fresh are not here)
+GOLDEN_KINDS = {"pose": "pose", "keypoints": "keypoints", "grounding": "grounding",
+                "sparse-depth": "sparse-depth", "nvs": "nvs", "coherence": "coherence",
+                "segmentation3d": "segmentation3d/kitti", "panoptic": "panoptic/coco"}
 
 
 def run(*args: Any) -> Any:
@@ -75,12 +84,52 @@ def reports(tmp_path_factory) -> dict[str, list[Path]]:
     assert run("compare", root / "base.json", root / "worse.json", "--bootstrap", "200", "-q",
                "-o", root / "compare.json").exit_code == 0
     out["compare"] = [root / "compare.json"]
+    for kind, case in GOLDEN_KINDS.items():
+        found = sorted((FIXTURES / case).glob("expected.json")) or \
+            sorted((FIXTURES / case).glob("*/expected.json"))
+        out[kind] = [found[0].resolve()]
+    # 3D boxes: curves, bands, the worst frames seen from above
+    out["detection3d"] = [root / "d3.json"]
+    assert run("eval", "detection3d", *dirs(STREET3D).split(), "--range", "0:20", "--range", "20:",
+               "--keep-worst", "4", "-o", out["detection3d"][0]).exit_code == 0
+    # the worst frames drawn on their images, with boxes / error overlays
+    images = root / "images"
+    for k in range(6):
+        write_photo(images / f"shelf_0{k}.jpg", 640, 480, k)
+    out["detection-images"] = [root / "det-images.json"]
+    assert run("eval", "detection", *dirs(SHELF).split(), "--images-dir", images, "--conf-threshold", "0.4",
+               "-o", out["detection-images"][0]).exit_code == 0
+    out["segmentation-frames"] = [root / "seg-frames.json"]
+    done = run("eval", "segmentation", *dirs(FIXTURES / "segmentation" / "street").split(),
+               "--ignore-index", "255", "--keep-worst", "3", "-o", out["segmentation-frames"][0])
+    assert done.exit_code == 0
+    out["depth-frames"] = [root / "depth-frames.json"]
+    assert run("eval", "depth", *dirs(FIXTURES / "depth" / "indoor").split(), "--keep-worst", "3",
+               "--metrics", "rows,dataset,by_depth", "-o", out["depth-frames"][0]).exit_code == 0
     # two reports side by side
     loose = root / "detection-loose.json"
     assert run("eval", "detection", "--pred-dir", SHELF / "pred", "--gt-dir", SHELF / "gt",
                "-o", loose).exit_code == 0
     out["side-by-side"] = [det, loose]
     return out
+
+
+def write_photo(path: Path, width: int, height: int, seed: int) -> None:
+    """A picture with structure (gradients and blocks), as a camera frame compresses."""
+    from PIL import Image, ImageDraw
+
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:height, 0:width]
+    rgb = np.stack([(xx * 200 // width + 30) % 255, (yy * 150 // height + 60) % 255,
+                    120 + 20 * np.sin(xx / 30.0)], axis=-1).astype(np.uint8)
+    image = Image.fromarray(rgb)
+    draw = ImageDraw.Draw(image)
+    for _ in range(8):
+        x, y = int(rng.integers(0, width - 40)), int(rng.integers(0, height - 40))
+        draw.rectangle([x, y, x + int(rng.integers(20, 120)), y + int(rng.integers(20, 120))],
+                       fill=tuple(int(v) for v in rng.integers(0, 255, 3)))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path, quality=92)
 
 
 @pytest.fixture(scope="module")
@@ -160,16 +209,27 @@ def nonzero(matrix: list[list[int]]) -> dict[tuple[int, int], int]:
 
 
 KINDS = ["detection", "segmentation", "depth", "tracking", "classification", "readiness", "compare",
-         "stability", "saliency-mb", "plugin", "side-by-side"]
+         "stability", "saliency-mb", "plugin", "side-by-side", *GOLDEN_KINDS, "detection3d",
+         "detection-images", "segmentation-frames", "depth-frames"]
+
+
+def test_every_task_has_a_page_kind() -> None:
+    from rpx_cli.tasks import TASKS
+
+    assert set(TASKS) - {"cer"} <= set(KINDS)  # cer: the test-only plugin task, kind "plugin"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_kind_renders_offline_without_errors(browser, reports, tmp_path: Path, kind: str) -> None:
     page, html = page_of(browser, reports[kind], tmp_path)
-    assert page.requests() == [html.resolve().as_uri()]  # nothing but the page itself
+    asked = page.requests()
+    # nothing but the page itself, and the pictures it embeds as data: URIs
+    assert [url for url in asked if not url.startswith("data:image/")] == [html.resolve().as_uri()]
     assert page.problems() == []
     assert_not_blank(page.screenshot(tmp_path / "light.png", full=False))
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(ARTEFACTS / f"{kind}.png")  # the whole page, for people to look at
     if kind in ("detection", "readiness"):  # dark mode: the page follows prefers-color-scheme
         dark, _ = page_of(browser, reports[kind], tmp_path, "dark", dark=True)
         assert dark.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(13, 17, 23)"
@@ -367,3 +427,126 @@ def test_a_large_confusion_matrix_is_drawn_compactly_with_every_count() -> None:
 def test_every_report_writing_command_takes_html(command: list[str]) -> None:
     done = run(*command, "--help")
     assert done.exit_code == 0 and "--html FILE" in done.stdout
+
+
+# --- the pictures of issue 32: curves, bands, frames, both models ------------------------------
+
+
+def by_chart(page, name: str) -> dict[str, list[dict]]:
+    """Elements of every chart named ``name``, grouped by the chart's class/metric/stem."""
+    out: dict[str, list[dict]] = {}
+    for e in elements(page, chart=name):
+        key = e["chart"].get("class") or e["chart"].get("metric") or e["chart"].get("stem") or ""
+        out.setdefault(key, []).append(e["data"])
+    return out
+
+
+@pytest.mark.slow
+def test_detection3d_page_shows_the_report_numbers(browser, reports, tmp_path: Path) -> None:
+    from rpx_cli.params.values import Threshold
+
+    report = json.loads(reports["detection3d"][0].read_text())
+    page, _ = page_of(browser, reports["detection3d"], tmp_path, "d3")
+    dataset = report["dataset"]
+    thresholds = [Threshold(v, "m") for v in report["params"]["dist_th"]]
+    curves = dataset["curves"]
+    charts = by_chart(page, "pr-threshold")
+    assert charts, "no precision-recall per threshold"
+    for name, marks in charts.items():
+        shown = {m["series"]: json.loads(m["y"]) for m in marks if "series" in m}
+        assert shown == {t.label: curves[name][t.token]["precision"] for t in thresholds}
+    operating = Threshold(report["params"]["tp_threshold"], "m").token
+    errors = by_chart(page, "tp-errors")
+    labels = {"ATE (m)": "trans_err", "ASE": "scale_err", "AOE (rad)": "orient_err", "AVE (m/s)": "vel_err",
+              "AAE": "attr_err"}
+    assert set(errors) == set(charts)
+    for name, marks in errors.items():
+        shown = {m["series"]: json.loads(m["y"]) for m in marks if "series" in m}
+        assert shown == {label: curves[name][operating][key] for label, key in labels.items()}
+    bands = [Band.of(value) for value in report["params"]["ranges"]]
+    grid = {(m["row"], m["col"]): number(m["value"]) for m in elements(page, chart="class-bands")
+            for m in [m["data"]] if "row" in m}
+    per_class = dataset["per_class"]
+    assert grid == {(name, col): per_class[name].get(key) for name in per_class
+                    for col, key in [("all", "AP"), *((b.label, b.key("AP")) for b in bands)]}
+    frames = by_chart(page, "frame")
+    assert list(frames) == [f["stem"] for f in report["worst_frames"]["frames"]]
+    for frame in report["worst_frames"]["frames"]:
+        marks = frames[frame["stem"]]
+        for side in ("gt", "pred"):
+            drawn = [m for m in marks if m.get("side") == side]
+            assert [m["label"] for m in drawn] == frame[side]["label"]
+            assert [m["matched"] == "true" for m in drawn] == frame[side]["matched"]
+        assert [number(m["score"]) for m in marks if m.get("side") == "pred"] == frame["pred"]["score"]
+
+
+IMAGES_JS = """JSON.stringify(Array.from(document.querySelectorAll('svg[data-name=frame] image'))
+  .map(e => [e.closest('svg').dataset.stem, e.dataset.layer, e.getAttribute('href')]))"""
+
+
+@pytest.mark.slow
+def test_frames_show_their_images_overlays_and_boxes(browser, reports, tmp_path: Path) -> None:
+    det = json.loads(reports["detection-images"][0].read_text())
+    page, html = page_of(browser, reports["detection-images"], tmp_path, "frames")
+    shown = json.loads(page.evaluate(IMAGES_JS))
+    frames = det["worst_frames"]["frames"]
+    assert shown == [[f["stem"], "image", f["image"]["data"]] for f in frames]
+    marks = by_chart(page, "frame")
+    for frame in frames:
+        for side in ("gt", "pred"):
+            drawn = [m for m in marks[frame["stem"]] if m.get("side") == side]
+            assert [m["matched"] == "true" for m in drawn] == frame[side]["matched"]
+    # the page is the JSON's pictures: every image is the report's bytes, nothing else is fetched
+    assert len(html.read_bytes()) < 2_000_000
+
+    seg = json.loads(reports["segmentation-frames"][0].read_text())
+    page, _ = page_of(browser, reports["segmentation-frames"], tmp_path, "seg-frames")
+    shown = json.loads(page.evaluate(IMAGES_JS))
+    assert shown == [[f["stem"], layer, f["overlays"][layer]["data"]] for f in seg["worst_frames"]["frames"]
+                     for layer in f["overlays"]]
+    assert {layer for _, layer, _ in shown} == {"errors", "classes"}
+
+    depth = json.loads(reports["depth-frames"][0].read_text())
+    page, _ = page_of(browser, reports["depth-frames"], tmp_path, "depth-frames")
+    shown = json.loads(page.evaluate(IMAGES_JS))
+    assert [layer for _, layer, _ in shown] == ["absrel"] * len(depth["worst_frames"]["frames"])
+    by_depth = depth["dataset"]["by_depth"]
+    for metric in ("absrel", "rmse"):
+        values = [number(e["data"]["value"]) for e in elements(page, chart="by-depth")
+                  if e["chart"].get("metric") == metric and "label" in e["data"]]
+        assert values == by_depth[metric]
+    rows = [e["data"] for e in elements(page, chart="pred-vs-gt") if "row" in e["data"]]
+    counts = depth["dataset"]["pred_vs_gt"]["counts"]
+    totals: dict[int, int] = {}
+    for cell in rows:
+        totals[int(cell["row"])] = totals.get(int(cell["row"]), 0) + number(cell["count"])
+    assert sorted(totals.values()) == sorted(sum(row) for row in counts if any(row))
+    assert sum(totals.values()) == sum(by_depth["n"])
+
+
+@pytest.mark.slow
+def test_classification_curves_and_both_models(browser, reports, tmp_path: Path) -> None:
+    cls = json.loads(reports["classification"][0].read_text())
+    page, _ = page_of(browser, reports["classification"], tmp_path, "cls-curves")
+    curves = cls["dataset"]["curves"]
+    charts = by_chart(page, "class-pr")
+    assert set(charts) == {k for k, v in curves["per_class"].items() if v}
+    for name, marks in charts.items():
+        shown = {m["series"]: json.loads(m["y"]) for m in marks if "series" in m}
+        assert shown == {"precision": curves["per_class"][name]["precision"],
+                         "score": curves["per_class"][name]["score"]}
+
+    compare = json.loads(reports["compare"][0].read_text())
+    page, _ = page_of(browser, reports["compare"], tmp_path, "cmp-models")
+    marks = [e["data"] for e in elements(page, chart="models") if "model" in e["data"]]
+    changed = {m["metric"]: m for m in compare["metrics"] if m["status"] in ("improved", "regressed")}
+    assert {m["metric"] for m in marks} == set(changed)
+    for mark in marks:
+        entry = changed[mark["metric"]]
+        side = mark["model"]
+        boot = entry.get("bootstrap")
+        if boot:
+            assert number(mark["value"]) == boot[f"{side}_mean"]
+            assert [number(mark["low"]), number(mark["high"])] == boot[f"{side}_ci95"]
+        else:
+            assert number(mark["value"]) == entry[side] and mark["low"] == "null"

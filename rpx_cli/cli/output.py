@@ -221,6 +221,10 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
     from rpx_cli.console import ProgressBar
 
     invocation = invocation_of(ctx, out)
+    if html:  # the page draws the worst frames: keep them unless --keep-worst says otherwise
+        from rpx_cli.params.pictures import settle
+
+        settle(params, html=True)
     verbose = show_progress(quiet, progress)
     plain = plain_progress(quiet, progress)
     flags.pop("storage_options", None)  # applied by its click callback (io.remote.configure)

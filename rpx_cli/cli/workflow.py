@@ -61,9 +61,10 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
     parts = tuple(expand_parts(parts))
     paused = gc.isenabled()
     gc.disable()
+    warnings: list[str] = []
     try:
         report = merge_files(parts, invocation=invocation_of(ctx, out),
-                             indented=not compact)
+                             indented=not compact, warnings=warnings)
         # merged rows were parsed from the parts' JSON: finite by construction, not walked again
         emit_html(emit_report(report, out, compact=compact, parsed=("rows",)), out, html)
     finally:
@@ -73,7 +74,8 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
         from rpx_cli.console import print_lines
         from rpx_cli.report.render import summary_line
 
-        print_lines([f"warning: {text}" for text in report.get("warnings") or ()], style="yellow")
+        print_lines([f"warning: {line}" for line in [*warnings, *(report.get("warnings") or ())]],
+                    style="yellow")
         print_lines([f"merged {len(parts)} part(s): {summary_line(report, out)}"])
 
 

@@ -72,7 +72,7 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def average_precision(scores: np.ndarray, positive: np.ndarray) -> np.ndarray:
+def average_precision(scores: np.ndarray, positive: np.ndarray, points: tuple | None = None) -> np.ndarray:
     """One-vs-rest average precision of every column (NaN for a column with no positive).
 
     AP = sum over distinct thresholds t of (R(t) - R(t_prev)) * P(t), precision and recall
@@ -84,11 +84,29 @@ def average_precision(scores: np.ndarray, positive: np.ndarray) -> np.ndarray:
     counts come from a bisection over all positives at once and from their own sorted
     order, so no Python loop runs over samples or classes.
     """
-    n, n_classes = scores.shape
+    n_classes = scores.shape[1]
     ap = np.full(n_classes, np.nan)
+    cols, _, at_least, positives_at_least = points or positive_points(scores, positive)
+    if not cols.size:
+        return ap
+    precision = positives_at_least / at_least
+    totals = np.bincount(cols, minlength=n_classes)
+    sums = np.bincount(cols, weights=precision, minlength=n_classes)
+    present = totals > 0
+    ap[present] = sums[present] / totals[present]
+    return ap
+
+
+def positive_points(scores: np.ndarray, positive: np.ndarray) -> tuple:
+    """``(cols, values, at_least, positives_at_least)``: for every positive (sample, class)
+    its class, its score, the samples of the class scored at least as high, and the
+    positives among them — the precision-recall point of the threshold at its score (what
+    :func:`average_precision` and :func:`pr_curves` read; computed once for both)."""
+    n = scores.shape[0]
     rows, cols = np.nonzero(positive)
     if not rows.size:
-        return ap
+        empty = np.zeros(0, np.int64)
+        return cols, np.zeros(0), empty, empty
     values = scores[rows, cols]
     ordered = np.sort(scores.T, axis=1)  # (C, n), each class ascending
     # samples of the class with a score >= the positive's: n - (first index >= value)
@@ -105,12 +123,68 @@ def average_precision(scores: np.ndarray, positive: np.ndarray) -> np.ndarray:
     positives_at_least = np.empty(order.size, dtype=np.int64)
     positives_at_least[order] = group_end - tie_first
     del group_start
-    precision = positives_at_least / at_least
-    totals = np.bincount(cols, minlength=n_classes)
-    sums = np.bincount(cols, weights=precision, minlength=n_classes)
-    present = totals > 0
-    ap[present] = sums[present] / totals[present]
-    return ap
+    return cols, values, at_least, positives_at_least
+
+
+RECALL_GRID = np.linspace(0.0, 1.0, 101)
+
+
+def pr_curves(scores: np.ndarray, positive: np.ndarray,
+              points: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One-vs-rest precision-recall curves of every column on the 101-point recall grid:
+    ``(precision, score)``, each (C, 101), NaN for a class with no positive.
+
+    The points are scikit-learn's ``precision_recall_curve`` (one per distinct score:
+    precision and recall over the samples scored at least that high); at recall r the
+    curve holds the highest precision of a point with recall >= r (the interpolated
+    precision COCO reads) and the score of the first point reaching r (the highest
+    threshold that keeps recall >= r). Only the positives' scores are points that matter
+    (a negative lowers precision and leaves recall), so they are the points used; the
+    running maximum within each class is exact (integer ranks, no offsets added to floats).
+    """
+    n_classes = scores.shape[1]
+    precision_out = np.full((n_classes, RECALL_GRID.size), np.nan)
+    score_out = np.full((n_classes, RECALL_GRID.size), np.nan)
+    cols, values, at_least, hits = points or positive_points(scores, positive)
+    if not cols.size:
+        return precision_out, score_out
+    order = np.lexsort((-values, cols))  # per class, the highest score first
+    cols, values, hits, at_least = cols[order], values[order], hits[order], at_least[order]
+    npos = np.bincount(cols, minlength=n_classes)
+    recall = hits / npos[cols]
+    precision = hits / at_least
+    # the best precision from each point on to the end of its class: a running maximum over
+    # the reversed points, each class's ranks lifted above every class after it
+    levels, rank = np.unique(precision, return_inverse=True)
+    lifted = (n_classes - cols).astype(np.int64) * levels.size + rank
+    best = np.maximum.accumulate(lifted[::-1])[::-1] - (n_classes - cols).astype(np.int64) * levels.size
+    envelope = levels[best]
+    present = np.flatnonzero(npos)
+    starts = np.searchsorted(cols, present, side="left")
+    ends = np.searchsorted(cols, present, side="right")
+    queries = np.tile(RECALL_GRID, present.size)
+    first = _first_at_least(recall, np.repeat(starts, RECALL_GRID.size),
+                            np.repeat(ends, RECALL_GRID.size), queries)
+    precision_out[present] = envelope[first].reshape(present.size, -1)
+    score_out[present] = values[first].reshape(present.size, -1)
+    # recall 0 is kept by every threshold: the highest is the class's top score, negative or not
+    score_out[present, 0] = scores[:, present].max(axis=0)
+    return precision_out, score_out
+
+
+def _first_at_least(ascending: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                    values: np.ndarray) -> np.ndarray:
+    """For every query, the first index in ``[lo, hi)`` whose ``ascending`` value is >= its
+    value (``hi`` when none): ``np.searchsorted`` on each segment, all at once."""
+    lo, hi = lo.copy(), hi.copy()
+    while True:
+        active = lo < hi
+        if not active.any():
+            return lo
+        mid = (lo + hi) // 2
+        below = active & (ascending[np.minimum(mid, ascending.size - 1)] < values)
+        lo = np.where(below, mid + 1, lo)
+        hi = np.where(active & ~below, mid, hi)
 
 
 def _segment_left(ordered: np.ndarray, rows: np.ndarray, values: np.ndarray) -> np.ndarray:

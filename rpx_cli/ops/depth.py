@@ -22,6 +22,14 @@ Per-pixel terms are float64, or float32 when that holds the inputs (see
 :class:`DepthKernel`); sums are accumulated in float64. Either way the metrics agree with a
 plain float64 implementation to ~1e-7 or better, and delta counts are exact: the
 comparison is the reference's own expression ``max(p/g, g/p) < T``.
+
+The error by depth (:class:`DepthHistogram`, the ``by_depth`` family): quarter-octave bins
+of depth, edges ``2^(k/4)`` m for k = −40 … 40 (1 mm to 1,024 m; the first bin also takes
+what lies below, the last what lies above), per GT bin the pixels and the sums of
+``|p − g| / g`` and ``(p − g)²``, and the pixels per (GT bin, predicted bin). A depth's
+bin is read from its float's exponent and mantissa bits (:func:`depth_bins`), exactly the
+bin of ``edges[k] <= depth < edges[k + 1]`` with the edges rounded to the precision the
+kernel works in; :func:`reference_histogram` is the readable version.
 """
 
 from __future__ import annotations
@@ -157,6 +165,71 @@ def _total(values: np.ndarray) -> float:
     return total
 
 
+# --- error by depth ---------------------------------------------------------------------------
+
+N_BINS = 80  # quarter octaves from 2^-10 m to 2^10 m
+BIN_OFFSET = 40  # the bin of [1, 2^(1/4)) m
+EDGES = 2.0 ** (np.arange(-BIN_OFFSET, N_BINS - BIN_OFFSET + 1) / 4.0)
+# per float type: the int type of its bits, its mantissa bits, its exponent bias
+_LAYOUT = {np.dtype(np.float32): (np.int32, 23, 127),
+           np.dtype(np.float64): (np.int64, 52, 1023)}
+
+
+def _quarter_bits(dtype: np.dtype) -> tuple[int, ...]:
+    """The mantissa bits of 2^(q/4), q = 1, 2, 3, rounded to ``dtype``."""
+    view, bits, _ = _LAYOUT[dtype]
+    mask = (1 << bits) - 1
+    return tuple(int(np.array(2.0 ** (q / 4), dtype=dtype).view(view)) & mask for q in (1, 2, 3))
+
+
+@dataclass
+class DepthHistogram:
+    """The error by depth of a set of pixels: ``counts[i, j]`` pixels with the GT in bin i
+    and the prediction in bin j (int64, :data:`N_BINS` square), and per GT bin the sums of
+    ``|p − g| / g`` (``abs_rel``) and ``(p − g)²`` (``sq_err``)."""
+
+    counts: np.ndarray
+    abs_rel: np.ndarray
+    sq_err: np.ndarray
+
+    @classmethod
+    def empty(cls) -> DepthHistogram:
+        return cls(np.zeros((N_BINS, N_BINS), np.int64), np.zeros(N_BINS), np.zeros(N_BINS))
+
+
+def depth_bins(values: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    """The bin of each positive ``values`` (float32 or float64) into ``out`` (an intp array;
+    ``scratch`` likewise): ``4 × exponent + #{q: mantissa >= 2^(q/4)}``, shifted so that
+    [1, 2^(1/4)) m is :data:`BIN_OFFSET`, clipped to the outer bins. Equal to
+    ``searchsorted(EDGES in that precision, values, "right") − 1`` clipped, without a search."""
+    view, bits, bias = _LAYOUT[values.dtype]
+    raw = values.view(view)
+    np.right_shift(raw, bits, out=out)  # the biased exponent (the sign bit is 0)
+    np.left_shift(out, 2, out=out)
+    np.bitwise_and(raw, (1 << bits) - 1, out=scratch)
+    for threshold in _quarter_bits(values.dtype):
+        np.add(out, scratch >= threshold, out=out)
+    np.subtract(out, 4 * bias - BIN_OFFSET, out=out)
+    return np.clip(out, 0, N_BINS - 1, out=out)
+
+
+def reference_histogram(pred: np.ndarray, gt: np.ndarray, dtype: type = np.float64) -> DepthHistogram:
+    """:class:`DepthHistogram` of one frame written plainly: the valid pixels (GT finite and >
+    0), the prediction clipped at 1e-6, bins by ``np.searchsorted`` over the edges in
+    ``dtype``, sums with ``np.bincount``. The reference :class:`DepthKernel` is compared
+    with; not used in a run."""
+    p = np.asarray(pred, dtype=np.float64).ravel()
+    g = np.asarray(gt, dtype=np.float64).ravel()
+    valid = np.isfinite(g) & (g > 0)
+    p, g = np.maximum(p[valid], PRED_FLOOR), g[valid]
+    edges = EDGES.astype(dtype)
+    gb = np.clip(np.searchsorted(edges, g.astype(dtype), side="right") - 1, 0, N_BINS - 1)
+    pb = np.clip(np.searchsorted(edges, p.astype(dtype), side="right") - 1, 0, N_BINS - 1)
+    counts = np.bincount(gb * N_BINS + pb, minlength=N_BINS * N_BINS).reshape(N_BINS, N_BINS)
+    return DepthHistogram(counts, np.bincount(gb, weights=np.abs(p - g) / g, minlength=N_BINS),
+                          np.bincount(gb, weights=(p - g) ** 2, minlength=N_BINS))
+
+
 class NonFinitePrediction(ValueError):
     """The prediction is NaN or infinite at ``count`` valid pixels."""
 
@@ -202,33 +275,54 @@ class DepthKernel:
     _AMBIGUOUS = 4e-7
     _FLOATS = ("p", "g", "d", "r", "q", "l", "w", "x", "s", "y", "c")
     _BOOLS = ("invalid", "far", "hit", "band")
+    _INTS = ("gbin", "pbin", "bits")
 
     def __init__(self, dtype: type = np.float32, chunk: int = 1 << 17) -> None:
         self.dtype = np.dtype(dtype)
         self.chunk = chunk
         self._f = {name: np.empty(chunk, self.dtype) for name in self._FLOATS}
         self._b = {name: np.empty(chunk, bool) for name in self._BOOLS}
+        self._i: dict[str, np.ndarray] = {}  # the histogram's bins, made when first asked
 
     def sums(self, pred: np.ndarray, gt: np.ndarray, *, valid: np.ndarray | None = None,
              gt_scale: float | None = None,
-             bands: Sequence[tuple[float, float | None]] = ()) -> list[DepthSums]:
+             bands: Sequence[tuple[float, float | None]] = (),
+             histogram: DepthHistogram | None = None) -> list[DepthSums]:
         """``[all valid pixels, band 1, band 2, ...]`` of one frame.
 
         ``pred``: 1-D metres; ``gt``: 1-D metres, or integers when ``gt_scale`` is given
-        (metres = gt / gt_scale); ``valid``: 1-D bool, None when every pixel is valid.
+        (metres = gt / gt_scale); ``valid``: 1-D bool, None when every pixel is valid;
+        ``histogram``: the frame's error by depth is added into it.
         Raises :class:`NonFinitePrediction` for NaN/inf predictions at valid pixels.
         """
         parts: list[list[DepthSums]] = [[] for _ in range(1 + len(bands))]
         bad = 0
+        if histogram is not None and not self._i:
+            self._i = {name: np.empty(self.chunk, np.intp) for name in self._INTS}
         for start in range(0, pred.size, self.chunk):
             stop = min(start + self.chunk, pred.size)
             mask = None if valid is None else valid[start:stop]
-            bad += self._chunk(pred, gt, start, stop, mask, gt_scale, bands, parts)
+            bad += self._chunk(pred, gt, start, stop, mask, gt_scale, bands, parts, histogram)
         if bad:
             raise NonFinitePrediction(bad)
         return [combine(chunks) for chunks in parts]
 
-    def _chunk(self, pred, gt, start, stop, mask, gt_scale, bands, parts) -> int:
+    def _histogram(self, p, g, abs_rel, sq_err, neutral: int, histogram: DepthHistogram) -> None:
+        """The chunk's pixels into ``histogram``; the ``neutral`` pixels (p = g = 1, every
+        term 0) are taken back out of the bin of 1 m."""
+        size = p.size
+        i = {name: buffer[:size] for name, buffer in self._i.items()}
+        gbin = depth_bins(g, i["gbin"], i["bits"])
+        pbin = depth_bins(p, i["pbin"], i["bits"])
+        code = np.multiply(gbin, N_BINS, out=i["bits"])
+        code += pbin
+        counts = np.bincount(code, minlength=N_BINS * N_BINS)
+        counts[BIN_OFFSET * N_BINS + BIN_OFFSET] -= neutral
+        histogram.counts += counts.reshape(N_BINS, N_BINS)
+        histogram.abs_rel += np.bincount(gbin, weights=abs_rel, minlength=N_BINS)
+        histogram.sq_err += np.bincount(gbin, weights=sq_err, minlength=N_BINS)
+
+    def _chunk(self, pred, gt, start, stop, mask, gt_scale, bands, parts, histogram=None) -> int:
         size = stop - start
         f = {name: buffer[:size] for name, buffer in self._f.items()}
         b = {name: buffer[:size] for name, buffer in self._b.items()}
@@ -270,6 +364,8 @@ class DepthKernel:
         abs_rel = np.abs(r, out=r)
         abs_log = np.abs(log_ratio, out=f["y"])
         terms = (abs_rel, sq_rel, sq_err, abs_log)
+        if histogram is not None:
+            self._histogram(p, g, abs_rel, sq_err, size - n, histogram)
         parts[0].append(self._sums(terms, log_ratio, worst, mask, n, size - n, start, pred, gt,
                                    gt_scale, f["c"], b["hit"]))
         for index, (low, high) in enumerate(bands, start=1):

@@ -33,6 +33,21 @@ The flow (one call of :func:`score` per range window):
      has no error. A missing velocity counts 1 and the attribute error is always 1, as
      autoware-ml reports them.
 
+5. **curves** (:func:`nuscenes_curve`, :func:`autoware_curve`; ``dataset.curves``): per
+   class and threshold, 101 points on the recall grid — ``precision`` (as the protocol
+   reads it for AP), ``confidence`` (the score where each recall is reached) and the five
+   TP errors as they vary with recall, under the devkit's names (``trans_err``,
+   ``scale_err``, ``orient_err``, ``vel_err``, ``attr_err``):
+
+   - ``nuscenes``: the devkit's ``DetectionMetricData`` from ``accumulate`` exactly (its
+     ``no_predictions()`` — precision and confidence 0, errors 1 — for a class without GT
+     or without a match);
+   - ``autoware``: the envelope precision autoware-ml's AP reads, the confidence read as
+     the devkit reads it, and at recall point ``i`` each error as autoware-ml's
+     ``select_recall_tp_errors`` takes it for a recall target there: the mean over the
+     first ``floor(n_gt × i / 100)`` matches (NaN left out; 1 when all are NaN); null where
+     that selects no match or more matches than the curve has (past its highest recall).
+
 Everything is float64; the per-class loops run over classes × thresholds (tens), each a
 numpy pass over that class's predictions.
 """
@@ -50,6 +65,9 @@ from rpx_cli.ops.matching import Rule, greedy_match
 
 RECALL_GRID = np.linspace(0.0, 1.0, 101)
 ERRORS = ("ATE", "ASE", "AOE", "AVE", "AAE")
+# the devkit's DetectionMetricData names of the errors (the keys of a curve)
+CURVE_ERRORS = {"ATE": "trans_err", "ASE": "scale_err", "AOE": "orient_err", "AVE": "vel_err",
+                "AAE": "attr_err"}
 
 
 # --- inputs ----------------------------------------------------------------------------------
@@ -177,12 +195,14 @@ def calc_ap(precision: np.ndarray, min_recall: float, min_precision: float) -> f
     return float(np.mean(prec)) / (1.0 - min_precision)
 
 
-def curve_ap(tp: np.ndarray, npos: int, c: Scoring, weights: np.ndarray | None = None) -> float:
-    """AP of one class at one threshold from its TP flags in rank order (``tp`` bool, every
-    prediction of the class); with ``weights`` (the heading accuracy of each TP) APH.
-    ``npos`` > 0."""
+def precision_curve(tp: np.ndarray, npos: int, c: Scoring,
+                    weights: np.ndarray | None = None) -> np.ndarray | None:
+    """The 101-point precision curve AP reads, from the TP flags of one class at one
+    threshold in rank order (``tp`` bool, every prediction of the class); with ``weights``
+    (the heading accuracy of each TP) the heading-weighted one. None without a TP (AP 0:
+    the devkit's ``no_predictions()``, autoware-ml's all-zero precision). ``npos`` > 0."""
     if tp.size == 0 or not tp.any():
-        return 0.0  # the devkit's no_predictions(); autoware-ml's all-zero precision
+        return None
     cum_tp = np.cumsum(tp).astype(float)
     cum_fp = np.cumsum(~tp).astype(float)
     numerator = cum_tp if weights is None else np.cumsum(np.where(tp, weights, 0.0))
@@ -190,7 +210,13 @@ def curve_ap(tp: np.ndarray, npos: int, c: Scoring, weights: np.ndarray | None =
     recall = cum_tp / float(npos)
     if c.envelope:
         precision = np.maximum.accumulate(precision[::-1])[::-1]
-    return calc_ap(np.interp(RECALL_GRID, recall, precision, right=0), c.min_recall, c.min_precision)
+    return np.interp(RECALL_GRID, recall, precision, right=0)
+
+
+def curve_ap(tp: np.ndarray, npos: int, c: Scoring, weights: np.ndarray | None = None) -> float:
+    """AP (with ``weights``: APH) of one class at one threshold (:func:`precision_curve`)."""
+    precision = precision_curve(tp, npos, c, weights)
+    return 0.0 if precision is None else calc_ap(precision, c.min_recall, c.min_precision)
 
 
 def cummean(x: np.ndarray) -> np.ndarray:
@@ -223,6 +249,70 @@ def nuscenes_tp_errors(tp: np.ndarray, scores: np.ndarray, npos: int, errors: di
     return out
 
 
+def confidence_curve(tp: np.ndarray, scores: np.ndarray, npos: int) -> np.ndarray:
+    """The devkit's confidence curve: the score where each of the 101 recall points is
+    reached (``np.interp(..., right=0)``), from the TP flags and scores in rank order."""
+    recall = np.cumsum(tp).astype(float) / float(npos)
+    return np.interp(RECALL_GRID, recall, scores, right=0)
+
+
+def _listed(values: np.ndarray) -> list[float | None]:
+    return [None if v != v else v for v in values.tolist()]
+
+
+def no_predictions(error: float | None = 1.0) -> dict[str, list[float | None]]:
+    """The devkit's ``DetectionMetricData.no_predictions()`` (errors ``error``: 1 as the
+    devkit has them, None for autoware-ml's curves, which have no error to measure)."""
+    zeros = [0.0] * RECALL_GRID.size
+    return {"recall": RECALL_GRID.tolist(), "precision": zeros, "confidence": list(zeros),
+            **{name: [error] * RECALL_GRID.size for name in CURVE_ERRORS.values()}}
+
+
+def nuscenes_curve(tp: np.ndarray, scores: np.ndarray, npos: int, c: Scoring,
+                   errors: dict[str, np.ndarray]) -> dict[str, list[float | None]]:
+    """The devkit's ``accumulate`` output (``DetectionMetricData``) of one class at one
+    threshold: ``tp``/``scores`` of every prediction of the class in rank order, ``errors``
+    each TP error per match in that order (:func:`pair_errors`, nuScenes style)."""
+    precision = precision_curve(tp, npos, c) if npos else None
+    if precision is None:
+        return no_predictions()
+    conf = confidence_curve(tp, scores, npos)
+    match_conf = scores[tp]
+    out = {"recall": RECALL_GRID.tolist(), "precision": _listed(precision),
+           "confidence": _listed(conf)}
+    for error, name in CURVE_ERRORS.items():
+        resampled = np.interp(conf[::-1], match_conf[::-1], cummean(errors[error])[::-1])[::-1]
+        out[name] = _listed(resampled)
+    return out
+
+
+def autoware_curve(tp: np.ndarray, scores: np.ndarray, npos: int, c: Scoring,
+                   errors: dict[str, np.ndarray]) -> dict[str, list[float | None]]:
+    """autoware-ml's view of one class at one threshold on the recall grid (see the module
+    docstring): ``errors`` each TP error per match in rank order (autoware-ml style)."""
+    precision = precision_curve(tp, npos, c) if npos else None
+    if precision is None:
+        return no_predictions(None)
+    out = {"recall": RECALL_GRID.tolist(), "precision": _listed(precision),
+           "confidence": _listed(confidence_curve(tp, scores, npos))}
+    n_match = int(np.count_nonzero(tp))
+    # matches selected at recall point i: floor(npos × i / 100), as select_recall_tp_errors
+    # computes it for a recall target whose (round(100 r) + 1) / 100 is i / 100
+    take = np.floor(npos * (np.arange(RECALL_GRID.size) / 100.0)).astype(np.int64)
+    defined = (take >= 1) & (take <= n_match)
+    at = np.clip(take - 1, 0, max(n_match - 1, 0))
+    for error, name in CURVE_ERRORS.items():
+        values = errors[error]
+        valid = ~np.isnan(values)
+        counts = np.cumsum(valid)
+        sums = np.cumsum(np.where(valid, values, 0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            means = np.where(counts > 0, sums / np.maximum(counts, 1), 1.0)
+        out[name] = [None if not ok else v for ok, v in zip(defined.tolist(), means[at].tolist(),
+                                                            strict=True)]
+    return out
+
+
 def selected_matches(tp: np.ndarray, npos: int, min_recall: float) -> np.ndarray:
     """autoware-ml's ``select_recall_tp_errors``: positions (in rank order) of the first
     ``floor(npos × (round(100 min_recall) + 1) / 100)`` true positives."""
@@ -247,6 +337,9 @@ class ClassResult:
     errors: dict[str, float | None]  # at the TP threshold (per_class)
     # autoware: the errors of every (threshold) curve that selected matches
     curve_errors: list[dict[str, float | None]] = field(default_factory=list)
+    # per threshold: the curves on the recall grid (nuscenes_curve / autoware_curve), when
+    # asked for; None for a class left out (autoware: neither GT nor predictions)
+    curves: list[dict[str, list[float | None]] | None] = field(default_factory=list)
 
 
 def pair_errors(gt: Side, pred: Side, p: np.ndarray, g: np.ndarray, period: np.ndarray,
@@ -267,9 +360,10 @@ def pair_errors(gt: Side, pred: Side, p: np.ndarray, g: np.ndarray, period: np.n
 
 
 def score(gt: Side, pred: Side, matching: Matching, class_names: Sequence[str],
-          thresholds: Sequence[float], tp_column: int, c: Scoring) -> list[ClassResult]:
+          thresholds: Sequence[float], tp_column: int, c: Scoring, *,
+          curves: bool = False) -> list[ClassResult]:
     """Per class: AP and APH per threshold (``thresholds`` are the matching's first columns)
-    and TP errors, scored as ``c`` says."""
+    and TP errors, scored as ``c`` says; with ``curves`` the curves per threshold too."""
     K = len(class_names)
     n_gt = np.bincount(gt.cls, minlength=K)
     D = len(pred)
@@ -285,11 +379,13 @@ def score(gt: Side, pred: Side, matching: Matching, class_names: Sequence[str],
         lo, hi = int(bounds[k]), int(bounds[k + 1])
         npos, npred = int(n_gt[k]), hi - lo
         if npos == 0 and npred == 0 and c.absent_null:
-            out.append(ClassResult(0, 0, [None] * T, [None] * T, dict.fromkeys(ERRORS)))
+            out.append(ClassResult(0, 0, [None] * T, [None] * T, dict.fromkeys(ERRORS),
+                                   curves=[None] * T if curves else []))
             continue
         period = np.pi if name in c.pi_period else 2 * np.pi
         exempt = c.exempt.get(name, ())
-        aps, aphs, curve_errors = [], [], []
+        aps, aphs, curve_errors, class_curves = [], [], [], []
+        autoware = c.tp_errors is TPErrors.AUTOWARE
         # the reported thresholds, then the TP threshold's column when it is not one of them
         for t in range(max(T, tp_column + 1)):
             tp = matched[lo:hi, t]
@@ -297,6 +393,8 @@ def score(gt: Side, pred: Side, matching: Matching, class_names: Sequence[str],
                 aps.append(0.0)
                 aphs.append(0.0)
                 curve_errors.append({})
+                if curves and t < T:
+                    class_curves.append(no_predictions(None if autoware else 1.0))
                 continue
             if t < T:
                 aps.append(curve_ap(tp, npos, c))
@@ -304,6 +402,10 @@ def score(gt: Side, pred: Side, matching: Matching, class_names: Sequence[str],
                 weights = np.zeros(npred)
                 weights[tp] = heading_accuracy(gt.yaw[g], pred.yaw[p])
                 aphs.append(curve_ap(tp, npos, c, weights))
+                if curves:
+                    build = autoware_curve if autoware else nuscenes_curve
+                    class_curves.append(build(tp, pred.score[ranked[lo:hi]], npos, c,
+                                              pair_errors(gt, pred, p, g, period, c.tp_errors)))
             if c.tp_errors is TPErrors.AUTOWARE:
                 chosen = selected_matches(tp, npos, c.min_recall)
                 if chosen.size:
@@ -326,7 +428,7 @@ def score(gt: Side, pred: Side, matching: Matching, class_names: Sequence[str],
             kept = []
         for error in exempt:
             errors[error] = None
-        out.append(ClassResult(npos, npred, aps[:T], aphs[:T], errors, kept))
+        out.append(ClassResult(npos, npred, aps[:T], aphs[:T], errors, kept, class_curves))
     return out
 
 

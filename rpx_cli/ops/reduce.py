@@ -52,3 +52,18 @@ def prf_arrays(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, *,
     ideal = tp + fp + fn == 0
     return {"precision": np.where(ideal, empty, precision), "recall": np.where(ideal, empty, recall),
             "f1": np.where(ideal, empty, f1)}
+
+
+def worst_order(values: np.ndarray, direction: str, confidence: np.ndarray | None = None) -> np.ndarray:
+    """Indices of the defined ``values`` (NaN left out), the worst first given
+    ``direction`` (``higher`` is better: the lowest first; ``lower``: the highest first);
+    among equal values the highest ``confidence`` first (the mistakes a model is surest of;
+    NaN counts 0), then the given order. The worst rows of the page are ordered the same
+    way (``rpx_cli.report.html_sections.worst_first``)."""
+    values = np.asarray(values, dtype=np.float64)
+    index = np.arange(values.size)
+    sign = -1.0 if direction == "lower" else 1.0
+    tie = np.zeros(values.size) if confidence is None else \
+        -np.nan_to_num(np.asarray(confidence, dtype=np.float64), nan=0.0)
+    order = np.lexsort((index, tie, sign * values))
+    return order[~np.isnan(values[order])]

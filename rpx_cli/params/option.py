@@ -242,6 +242,9 @@ def resolve(task: Task, given: Mapping[str, Any]) -> dict[str, Any]:
     values = {param: option.convert(given[param]) if param in given else option.default
               for param, option in options.items()}
     values.update(select_families(task, chosen))
+    from rpx_cli.params.pictures import settle
+
+    settle(values)
     resolved = jsonable(task.normalise_params(values))
     task.validate_params(resolved)
     return resolved

@@ -14,7 +14,7 @@ import numpy as np
 from rpx_cli.report.gates import parse_path, resolve, suggestions
 
 _SKIP_SECTIONS = {"run_provenance", "metric_info", "params", "rows", "state", "gates", "unpaired",
-                  "errors", "confusion"}
+                  "errors", "confusion", "worst_frames"}
 
 
 def flatten(report: Mapping[str, Any]) -> dict[str, float | None]:
@@ -25,7 +25,7 @@ def flatten(report: Mapping[str, Any]) -> dict[str, float | None]:
     def walk(prefix: str, node: Any) -> None:
         if isinstance(node, Mapping):
             for key, value in node.items():
-                if key in _SKIP_SECTIONS:
+                if key in _SKIP_SECTIONS or str(key).startswith("curves"):  # chart data
                     continue
                 walk(f"{prefix}.{key}" if prefix else str(key), value)
         elif node is None or (isinstance(node, (int, float)) and not isinstance(node, bool)):
@@ -61,22 +61,26 @@ def status(base: float | None, new: float | None, way: str) -> str:
 def paired_bootstrap(base_rows: list[dict[str, Any]], new_rows: list[dict[str, Any]],
                      metrics: list[str], *, resamples: int, seed: int) -> dict[str, dict[str, Any]]:
     """95% interval of the mean per-row delta (new − base) over the stems both reports have,
-    resampling stems with replacement (the same resamples for every metric). Vectorised:
-    blocks of resamples are index matrices, no Python loop over rows."""
+    resampling stems with replacement (the same resamples for every metric), and from the
+    same resamples each model's own mean with its interval (``base_ci95``, ``new_ci95``:
+    the page draws both models on one chart). Vectorised: blocks of resamples are index
+    matrices, no Python loop over rows."""
     base_by_stem = {row["stem"]: row for row in base_rows}
     shared = [(base_by_stem[row["stem"]], row) for row in new_rows if row["stem"] in base_by_stem]
     n = len(shared)
     if n == 0 or resamples <= 0:
         return {}
-    deltas, valid = {}, {}
+    deltas, valid, sides = {}, {}, {}
     for metric in metrics:
         values = np.array([[_num(b.get(metric)), _num(r.get(metric))] for b, r in shared], float)
         ok = np.isfinite(values).all(axis=1)
         if ok.any():
             deltas[metric] = np.where(ok, values[:, 1] - values[:, 0], 0.0)
             valid[metric] = ok.astype(np.float64)
+            sides[metric] = np.where(ok[:, None], values, 0.0)
     rng = np.random.default_rng(seed)
     means = {metric: [] for metric in deltas}
+    side_means = {metric: ([], []) for metric in deltas}
     block = max(1, min(resamples, 2_000_000 // n))
     for start in range(0, resamples, block):
         index = rng.integers(0, n, size=(min(block, resamples - start), n))
@@ -84,15 +88,21 @@ def paired_bootstrap(base_rows: list[dict[str, Any]], new_rows: list[dict[str, A
             counts = valid[metric][index].sum(axis=1)
             with np.errstate(invalid="ignore", divide="ignore"):
                 means[metric].append(delta[index].sum(axis=1) / counts)
+                for side in (0, 1):
+                    side_means[metric][side].append(sides[metric][index, side].sum(axis=1) / counts)
     out = {}
     for metric, delta in deltas.items():
         sample = np.concatenate(means[metric])
-        sample = sample[np.isfinite(sample)]
+        kept = np.isfinite(sample)
         k = int(valid[metric].sum())
-        low, high = (float(v) for v in np.percentile(sample, [2.5, 97.5]))
+        low, high = (float(v) for v in np.percentile(sample[kept], [2.5, 97.5]))
+        own = [[float(v) for v in np.percentile(np.concatenate(side_means[metric][side])[kept], [2.5, 97.5])]
+               for side in (0, 1)]
         out[metric] = {"n_shared": k, "mean_delta": float(delta.sum() / k), "ci95": [low, high],
                        "significant": bool(low > 0 or high < 0), "resamples": resamples,
-                       "seed": seed}
+                       "seed": seed, "base_mean": float(sides[metric][:, 0].sum() / k),
+                       "new_mean": float(sides[metric][:, 1].sum() / k),
+                       "base_ci95": own[0], "new_ci95": own[1]}
     return out
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rpx_cli.params.parsers import parse_band
-from rpx_cli.params.values import Band
+from rpx_cli.params.values import Band, Threshold
 from rpx_cli.tasks.base import Task
 from rpx_cli.tasks.registry import find_task
 
@@ -50,6 +50,19 @@ def bands(report: Mapping[str, Any]) -> list[Band]:
         return task.bands(params)
     except (TypeError, ValueError):  # a hand-edited report: draw no bands rather than fail
         return []
+
+
+def thresholds(report: Mapping[str, Any]) -> tuple[list[Threshold], Threshold | None]:
+    """``(the match thresholds of the report's keys, the operating one or None)``: each
+    renders its key token and its label (none for a report without them)."""
+    task = task_of(report)
+    params = report.get("params")
+    if task is None or not isinstance(params, Mapping):
+        return [], None
+    try:
+        return task.thresholds(params), task.operating_threshold(params)
+    except (TypeError, ValueError, KeyError):  # a hand-edited report: no labels
+        return [], None
 
 
 def unit(report: Mapping[str, Any], name: str) -> str:

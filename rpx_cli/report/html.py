@@ -40,7 +40,7 @@ from rpx_cli.report.html_sections import (
     summary_text,
     worst_rows_section,
 )
-from rpx_cli.report.html_task_views import task_view
+from rpx_cli.report.html_task_views import frames_section, task_view
 from rpx_cli.report.html_workflow_views import WORKFLOW_VIEWS
 from rpx_cli.report.render import lookup
 from rpx_cli.report.svg import esc, short
@@ -107,6 +107,7 @@ def _article(index: int, name: str, report: Mapping[str, Any]) -> str:
              f'<p>{summary_text(report)}</p>', gates_section(report), headline_section(report)]
     view = WORKFLOW_VIEWS.get(str(schema)) or task_view(report)
     parts.append(view(report))
+    parts.append(frames_section(report))
     if schema not in ("rpx.compare", "rpx.readiness"):
         parts.append(worst_rows_section(report))
     parts.append(all_metrics_section(report))

@@ -11,6 +11,7 @@ from typing import Any
 
 from rpx_cli.report import declared, svg
 from rpx_cli.report.html_blocks import (
+    ARROW,
     axis_label,
     cell_html,
     direction,
@@ -20,7 +21,7 @@ from rpx_cli.report.html_blocks import (
     table_html,
 )
 from rpx_cli.report.render import lookup
-from rpx_cli.report.svg import data_list, esc, short
+from rpx_cli.report.svg import data_list, datum, esc, short
 
 
 def _confusion(confusion: Mapping[str, Any], what: str) -> str:
@@ -175,8 +176,45 @@ def _distribution(report: Mapping[str, Any], metric: str | None = None) -> str:
         f"{len(rows) - len(values)} row(s) without a value left out", kind="distribution")
 
 
+def _by_depth(report: Mapping[str, Any]) -> str:
+    """``dataset.by_depth`` (AbsRel and RMSE per bin of GT depth) and ``dataset.pred_vs_gt``
+    (predicted against GT depth, each GT bin's row normalised)."""
+    dataset = report.get("dataset") or {}
+    by_depth = dataset.get("by_depth")
+    if not isinstance(by_depth, Mapping) or not by_depth.get("bins"):
+        if "by_depth" in (lookup(report, "params.skipped_metrics") or []):
+            return section_html("error by depth", "", "not computed: run with <code>--metrics "
+                                "rows,dataset,by_depth</code> to add it", kind="by-depth")
+        return ""
+    labels = [f"[{short(lo)}, {short(hi) if hi is not None else 'inf'}) m" for lo, hi in by_depth["bins"]]
+    notes = [f"n={n:,}" for n in by_depth["n"]]
+    charts = [svg.bar_chart(labels, by_depth[key], title=f"{key} per bin of GT depth", value_label=key,
+                            notes=notes, width=420, attrs={"name": "by-depth", "metric": key})
+              for key in ("absrel", "rmse")]
+    out = [section_html("error by depth", f'<div class="multiples">{"".join(charts)}</div>',
+                        "bins of GT depth a quarter octave wide (×1.19), pooled over every valid pixel; "
+                        "dataset.by_depth", kind="by-depth")]
+    hist = dataset.get("pred_vs_gt")
+    if isinstance(hist, Mapping) and hist.get("counts"):
+        counts, edges = hist["counts"], hist["edges"]
+        rows = [i for i, row in enumerate(counts) if any(row)]
+        # the GT's span and two bins either side; predictions beyond it folded into two columns
+        lo, hi = max(rows[0] - 2, 0), min(rows[-1] + 3, len(counts))
+        span = range(lo, hi)
+        names = [short(edges[k]) for k in span]
+        matrix = [[sum(counts[i][:lo]), *(counts[i][j] for j in span), sum(counts[i][hi:])] for i in rows]
+        columns = [f"< {short(edges[lo])}", *names, f">= {short(edges[hi]) if hi < len(edges) else 'inf'}"]
+        out.append(section_html("predicted against GT depth", svg.heatmap(
+            [short(edges[i]) for i in rows], columns, matrix, title="pixels per GT and predicted depth bin",
+            normalise_rows=True, row_label="GT depth (bin start, m)", column_label="predicted depth (bin start, m)",
+            attrs={"name": "pred-vs-gt"}), "<b>rows are GT depth, columns the prediction</b>, each row "
+            "normalised: a good model is near the diagonal; the first and last columns hold the predictions "
+            "more than two bins beyond the GT's range; dataset.pred_vs_gt", kind="pred-vs-gt"))
+    return "".join(out)
+
+
 def _error_bands(report: Mapping[str, Any]) -> str:
-    out = [_bands(report), _distribution(report, "absrel")]
+    out = [_bands(report), _by_depth(report), _distribution(report, "absrel")]
     if (report.get("rows") or [{}])[0].get("rmse") is not None:
         out.append(_distribution(report, "rmse"))
     return "".join(out)
@@ -230,9 +268,36 @@ def _calibration(report: Mapping[str, Any]) -> str:
         out.append(section_html(f"where it fails: {field} per class", _per_class_bars(
             dataset["per_class"], field, title=f"{field} per class, worst first", way="higher",
             name="f1-per-class"), "n = support", kind="per-class"))
+    out.append(_class_pr_curves(dataset))
     if dataset.get("confusion"):
         out.append(_confusion(dataset["confusion"], str(report.get("task") or "")))
     return "".join(out)
+
+
+MAX_CLASS_CHARTS = 12  # small multiples per picture: the worst classes first
+
+
+def _class_pr_curves(dataset: Mapping[str, Any]) -> str:
+    """One-vs-rest PR curves (``dataset.curves``), the classes with the lowest AP first."""
+    curves = dataset.get("curves")
+    if not isinstance(curves, Mapping) or not isinstance(curves.get("per_class"), Mapping):
+        return ""
+    per_class = dataset.get("per_class") or {}
+    ap = {k: (per_class.get(k) or {}).get("ap") for k in curves["per_class"]}
+    order = [k for k in sorted(curves["per_class"], key=lambda k: (ap.get(k) is None, ap.get(k) or 0.0))
+             if curves["per_class"][k]]
+    charts = [svg.line_chart(
+        [{"name": "precision", "y": curves["per_class"][k]["precision"]},
+         {"name": "score", "y": curves["per_class"][k]["score"], "dash": "4 3"}],
+        x=curves["recall"], x_attr=False, title=f"{k}: precision–recall", x_label=f"recall — {k} (AP {short(ap.get(k))})",
+        y_label="precision / score", width=250, height=190, legend=False, attrs={"name": "class-pr", "class": k})
+        for k in order[:MAX_CLASS_CHARTS]]
+    if not charts:
+        return ""
+    more = f"; {len(order) - MAX_CLASS_CHARTS} more in dataset.curves" if len(order) > MAX_CLASS_CHARTS else ""
+    return section_html("precision–recall per class", f'<div class="multiples">{"".join(charts)}</div>',
+                        "one class against the rest, the lowest AP first; solid: interpolated precision, "
+                        "dashed: the score threshold reaching each recall" + more, kind="class-pr")
 
 
 def _things_and_stuff(report: Mapping[str, Any]) -> str:
@@ -294,14 +359,135 @@ def generic(report: Mapping[str, Any]) -> str:
     if isinstance(confusion, Mapping):
         out.append(_confusion(confusion, str(report.get("task") or "")))
     out.append(_bands(report))
+    if isinstance(per_class, Mapping) and per_class:
+        out.append(_class_band_grid(report, next((f for f in ("iou", "AP", "ap", "f1") if any(
+            isinstance(e, Mapping) and f in e for e in per_class.values())), "")))
     out.append(_distribution(report))
     return "".join(out)
+
+
+def _class_band_grid(report: Mapping[str, Any], field: str) -> str:
+    """``per_class.<name>.<field>`` over the whole range and per band (``band.key(field)``),
+    one row per class (the worst overall first), one column per band."""
+    per_class = (report.get("dataset") or {}).get("per_class")
+    bands = declared.bands(report)
+    if not field or not bands or not isinstance(per_class, Mapping):
+        return ""
+    keys = [field, *(band.key(field) for band in bands)]
+    entries = {k: v for k, v in per_class.items() if isinstance(v, Mapping) and any(key in v for key in keys[1:])}
+    if not entries:
+        return ""
+    names = sorted(entries, key=lambda k: (not is_number(entries[k].get(field)), entries[k].get(field) or 0.0))
+    values = [[entries[k].get(key) if is_number(entries[k].get(key)) else None for key in keys] for k in names]
+    return section_html(f"{field} per class and range", svg.value_grid(
+        names, ["all", *(band.label for band in bands)], values, title=f"{field} per class and range band",
+        value_label=field, row_label="class", column_label="range band (distance from the sensor)",
+        attrs={"name": "class-bands", "field": field}),
+        f"per_class.&lt;name&gt;.{esc(field)} and its per-band keys; the worst class overall first; "
+        "n/a: nothing to score in that band", kind="class-bands")
+
+
+ERROR_CURVES = {"trans_err": "ATE (m)", "scale_err": "ASE", "orient_err": "AOE (rad)", "vel_err": "AVE (m/s)",
+                "attr_err": "AAE"}
+
+
+def _curves_bev(report: Mapping[str, Any]) -> str:
+    """Range-banded 3D detection: the bands, AP per class and band, precision–recall per
+    class with a line per match threshold, the TP errors against recall at the operating
+    threshold (from ``dataset.curves``), and the distribution of the rank metric."""
+    dataset = report.get("dataset") or {}
+    per_class = dataset.get("per_class") or {}
+    out = [_bands(report), _class_band_grid(report, "AP")]
+    curves = dataset.get("curves")
+    thresholds, operating = declared.thresholds(report)
+    if isinstance(curves, Mapping) and thresholds:
+        ap = {k: (per_class.get(k) or {}).get("AP") for k in curves}
+        order = [k for k in sorted(curves, key=lambda k: (ap.get(k) is None, ap.get(k) or 0.0))
+                 if any(curves[k].get(t.token) for t in thresholds)]
+        charts = []
+        for k in order[:MAX_CLASS_CHARTS]:
+            series = [{"name": t.label, "y": curves[k][t.token]["precision"], "x": curves[k][t.token]["recall"],
+                       "dash": "" if i == 0 else ("6 3", "2 2", "8 2 2 2")[(i - 1) % 3]}
+                      for i, t in enumerate(thresholds) if curves[k].get(t.token)]
+            charts.append(svg.line_chart(series, title=f"{k}: precision–recall", x_label=f"recall — {k} "
+                                         f"(AP {short(ap.get(k))})", y_label="precision", width=270, height=210,
+                                         legend=k == order[0], attrs={"name": "pr-threshold", "class": k}))
+        more = f"; {len(order) - MAX_CLASS_CHARTS} more in dataset.curves" if len(order) > MAX_CLASS_CHARTS else ""
+        out.append(section_html("precision–recall per class and match threshold",
+                                f'<div class="multiples">{"".join(charts)}</div>',
+                                "one line per match threshold (legend on the first chart); the lowest AP first; "
+                                "101 recall points of dataset.curves" + more, kind="pr-threshold"))
+        if operating is not None:
+            charts = []
+            for k in order[:MAX_CLASS_CHARTS]:
+                curve = curves[k].get(operating.token)
+                if not curve:
+                    continue
+                peak = max([v for key in ERROR_CURVES for v in curve[key] if v is not None] or [1.0])
+                series = [{"name": label, "y": curve[key], "x": curve["recall"]}
+                          for key, label in ERROR_CURVES.items()]
+                charts.append(svg.line_chart(series, title=f"{k}: TP errors against recall",
+                                             x_label=f"recall — {k}", y_label="error", y_domain=(0.0, max(peak, 1e-9)),
+                                             width=270, height=210, legend=k == order[0],
+                                             attrs={"name": "tp-errors", "class": k}))
+            out.append(section_html(f"TP errors against recall (matches at {operating.label})",
+                                    f'<div class="multiples">{"".join(charts)}</div>',
+                                    "the errors of the matches as recall grows, as dataset.curves holds them "
+                                    "(the per-class ATE … AAE read them past the minimum recall)", kind="tp-errors"))
+    elif "curves" in (lookup(report, "params.skipped_metrics") or []):
+        out.append(section_html("precision–recall per class and match threshold", "", "not computed: run "
+                                "without <code>--metrics</code>, or add <code>curves</code> to it", kind="pr-threshold"))
+    out.append(_distribution(report))
+    return "".join(out)
+
+
+# what the page says of the overlays the tasks draw (rpx_cli.tasks.base.Task.frame_overlays)
+OVERLAY_NOTES = {"errors": "<b>errors</b>: wrong pixels vermillion, ignored ones grey",
+                 "classes": "<b>classes</b>: the prediction in the class colours",
+                 "absrel": "<b>absrel</b>: |p − g| / g of each valid pixel, viridis from 0 (dark) to 0.5 "
+                           "and beyond (light)"}
+
+
+def frames_section(report: Mapping[str, Any]) -> str:
+    """The worst frames (``worst_frames``, ``--keep-worst``/``--html``/``--images-dir``):
+    footprints seen from above, or the frame's image with its overlays and boxes, worst
+    first, each captioned with its stem and value."""
+    worst = report.get("worst_frames")
+    if not isinstance(worst, Mapping) or not worst.get("frames"):
+        return ""
+    metric, conf = worst.get("metric"), worst.get("conf_threshold") or 0.0
+    pictures = []
+    for frame in worst["frames"]:
+        caption = f"{frame['stem']} — {metric} {short(frame.get('value'))}"
+        name = {"name": "frame", "stem": frame["stem"], "value": datum(frame.get("value"))}
+        boxes = (frame.get("gt") or {}).get("box") or (frame.get("pred") or {}).get("box") or []
+        if boxes and len(boxes[0]) == 5:  # footprints [x, y, w, l, yaw]
+            drawn = [svg.bev(frame, title=caption, conf_threshold=conf, attrs=name)]
+        else:
+            layers = list(frame.get("overlays") or {}) or [""]
+            drawn = [svg.frame_picture(frame, title=f"{caption} {layer}".strip(), layers=[layer] if layer else [],
+                                       conf_threshold=conf, attrs={**name, "layer": layer})
+                     for layer in layers]
+        pictures.append(f'<figure data-stem="{esc(frame["stem"])}">{"".join(drawn)}<figcaption class="muted">'
+                        f"<code>{esc(frame['stem'])}</code> {esc(metric)} {esc(short(frame.get('value')))}"
+                        "</figcaption></figure>")
+    frames = worst["frames"]
+    said = [f"the {len(frames)} frames worst by {esc(metric)} ({esc(ARROW.get(str(worst.get('direction')), ''))})"]
+    if any(f.get("gt") or f.get("pred") for f in frames):
+        said.append("GT outlined (blue found, vermillion dashed missed), predictions filled (blue matched, orange "
+                    "false; faint below the confidence threshold)")
+    layers = {layer for f in frames for layer in (f.get("overlays") or {})}
+    said += [OVERLAY_NOTES[layer] for layer in sorted(layers) if layer in OVERLAY_NOTES]
+    if any("image" in f and f["image"] is None for f in frames):
+        said.append("a grey panel: no image for that stem in --images-dir")
+    note = "; ".join(said)
+    return section_html("worst frames", f'<div class="multiples">{"".join(pictures)}</div>', note, kind="frames")
 
 
 # the views a task names as its page_view (rpx_cli.tasks.base.Task.page_view)
 TASK_VIEWS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "pr_curves": _pr_curves, "class_iou": _class_iou, "error_bands": _error_bands, "sequences": _sequences,
-    "calibration": _calibration, "things_and_stuff": _things_and_stuff,
+    "calibration": _calibration, "curves_bev": _curves_bev, "things_and_stuff": _things_and_stuff,
 }
 
 

@@ -64,6 +64,7 @@ def _compare(report: Mapping[str, Any]) -> str:
             "paired bootstrap 95% interval over the shared stems (per-row metrics); a change is significant "
             "(filled ▲ better, ▼ worse) only when its interval excludes 0, else hollow △ ▽", kind="deltas"))
     tone = {("improved", True): "good", ("regressed", True): "bad"}
+    out.append(_both_models(shown))
     rows = [(f"<code>{esc(m['metric'])}</code>", cell_html(m.get("base")), cell_html(m.get("new")), cell_html(m.get("delta")),
              f'<span class="{tone.get((m.get("status"), bool(m.get("significant"))), "")}">{esc(verdict(m))}</span>',
              esc("[" + ", ".join(short(v) for v in m["bootstrap"]["ci95"]) + "]" if m.get("bootstrap") else ""))
@@ -76,6 +77,34 @@ def _compare(report: Mapping[str, Any]) -> str:
     if gates:
         out.append(gates_section({"gates": gates}))
     return "".join(out)
+
+
+MAX_MODEL_CHARTS = 24
+
+
+def _both_models(metrics: list[Mapping[str, Any]]) -> str:
+    """One small chart per changed metric: both models' values, each with its 95% interval
+    when the paired bootstrap gives one (per-row metrics: the mean over the shared stems)."""
+    charts = []
+    for m in metrics[:MAX_MODEL_CHARTS]:
+        boot = m.get("bootstrap") or {}
+        if boot.get("base_ci95"):
+            values = [boot.get("base_mean"), boot.get("new_mean")]
+            intervals = [boot["base_ci95"], boot["new_ci95"]]
+        else:
+            values, intervals = [m.get("base"), m.get("new")], [None, None]
+        if all(v is None for v in values):
+            continue
+        charts.append(svg.model_intervals([{"label": m["metric"], "values": values, "intervals": intervals}],
+                                          title=m["metric"], attrs={"name": "models", "metric": m["metric"]}))
+    if not charts:
+        return ""
+    more = f"; the first {MAX_MODEL_CHARTS} shown" if len(metrics) > MAX_MODEL_CHARTS else ""
+    return section_html("both models", f'<div class="multiples">{"".join(charts)}</div>',
+                        "each changed metric on its own scale: base hollow grey, new filled blue; whiskers: "
+                        "each model's 95% interval over the shared stems (paired bootstrap, per-row metrics: "
+                        "the means of the shared stems); a dataset figure has no interval" + more,
+                        kind="models")
 
 
 def _stability(report: Mapping[str, Any]) -> str:

@@ -17,6 +17,8 @@ def _scalars(prefix: str, value: Any, out: list[tuple[str, Any]], depth: int = 0
         if depth >= 3:
             return
         for key in sorted(value):
+            if str(key).startswith("curves"):  # chart data (curves_<band> too), not figures
+                continue
             _scalars(f"{prefix}.{key}" if prefix else str(key), value[key], out, depth + 1)
     elif value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
         out.append((prefix, value))

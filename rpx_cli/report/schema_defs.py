@@ -124,6 +124,37 @@ def _self_contained(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+_PICTURE = {"type": "object", "required": ["data", "width", "height", "scale"],
+            "properties": {"data": {"type": "string", "pattern": "^data:image/(png|jpeg);base64,"},
+                           "width": {"type": "integer", "minimum": 1},
+                           "height": {"type": "integer", "minimum": 1},
+                           "scale": {"type": "number", "exclusiveMinimum": 0}}}
+_FRAME_BOXES = {"type": "object", "required": ["label", "box", "matched"], "properties": {
+    "label": {"type": "array", "items": {"type": "string"}},
+    "box": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+    "matched": {"type": "array", "items": {"type": "boolean"}},
+    "score": {"type": "array", "items": {"type": "number"}},
+    "crowd": {"type": "array", "items": {"type": "boolean"}}}}
+WORST_FRAMES = {
+    "type": "object",
+    "description": "--keep-worst (and --html, --images-dir): the frames worst by the rank "
+                   "metric, worst first, with what the page draws of them: boxes (detection: "
+                   "[x, y, w, h] px; detection3d: footprints [x, y, w, l, yaw]), overlays and "
+                   "the image, shrunk and embedded as data: URIs.",
+    "required": ["metric", "direction", "frames"],
+    "properties": {
+        "metric": {"type": "string"}, "direction": {"enum": ["higher", "lower", "none"]},
+        "ranked": {"type": "integer", "minimum": 0},
+        "frames": {"type": "array", "items": {
+            "type": "object", "required": ["stem", "value"],
+            "properties": {"stem": {"type": "string"}, "value": {"type": ["number", "null"]},
+                           "pred_path": {"type": ["string", "null"]},
+                           "gt_path": {"type": ["string", "null"]},
+                           "image": {"oneOf": [{"type": "null"}, _PICTURE]},
+                           "overlays": {"type": "object", "additionalProperties": _PICTURE},
+                           "gt": _FRAME_BOXES, "pred": _FRAME_BOXES}}}}}
+
+
 def envelope_properties() -> dict[str, Any]:
     """The keys every pair-reading report (``eval`` and a task's own kind) has."""
     return {
@@ -155,6 +186,7 @@ def envelope_properties() -> dict[str, Any]:
                                 "by name: one entry per stem (null: undefined), or one "
                                 "value for all the part's stems (a folded statistic)."},
                       "inputs": {"type": "object"}, "digests": {"type": "object"}}},
+        "worst_frames": WORST_FRAMES,
         "run_provenance": PROVENANCE_REF,
     }
 
@@ -364,6 +396,9 @@ def readiness() -> dict[str, Any]:
     })
 
 
+_PAIR = {"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "number"}}
+
+
 def compare() -> dict[str, Any]:
     return _self_contained({
         "$schema": DRAFT, "$id": "urn:rpx:schema:compare:v1",
@@ -388,7 +423,14 @@ def compare() -> dict[str, Any]:
                                                    "n/a"]},
                                "significant": {"type": ["boolean", "null"], "description":
                                                "The change's paired-bootstrap 95% interval "
-                                               "excludes 0 (null: no interval)."}}}},
+                                               "excludes 0 (null: no interval)."},
+                               "bootstrap": {"type": "object", "description": "Paired bootstrap "
+                                             "over the shared stems (per-row metrics): the mean "
+                                             "delta's 95% interval (ci95) and each model's mean "
+                                             "over the shared stems with its own (base_ci95, "
+                                             "new_ci95), from the same resamples.",
+                                             "properties": {key: _PAIR for key in
+                                                            ("ci95", "base_ci95", "new_ci95")}}}}},
             "gates": GATES, "run_provenance": PROVENANCE_REF,
         },
     })

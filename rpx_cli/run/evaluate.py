@@ -23,6 +23,7 @@ from rpx_cli.run.invocation import (
     stamp,
 )
 from rpx_cli.run.options import RunOptions, Strata
+from rpx_cli.run.pictures import attach_pictures
 from rpx_cli.run.plan import Plan, plan_folders
 from rpx_cli.run.state import State, evaluate_batch, finalize, provenance_inputs
 from rpx_cli.tasks.registry import get_task
@@ -85,8 +86,11 @@ def conclude(state: State, invocation: Invocation, stopwatch: Stopwatch, *,
     part), ``run_provenance`` stamped once, and the warnings for stderr."""
     task = get_task(state.task)
     report = finalize(state, check_errors=False)
+    pictures: list[str] = []
     if state.shard is not None:
         report["state"] = state.part()
+    else:
+        pictures = attach_pictures(report, task, state.params)
     inputs = {**provenance_inputs(state), **(extra_inputs or {})}
     stamp(report, invocation, inputs, stopwatch,
           digests={"computed": state.tally.computed, "reused": state.tally.reused},
@@ -94,6 +98,7 @@ def conclude(state: State, invocation: Invocation, stopwatch: Stopwatch, *,
     lines = list(warnings or [])
     lines += task.warning_lines(state.warnings)
     lines += list(report.get("warnings") or ())  # the summary's: filters that emptied a class
+    lines += pictures
     return Evaluation(report=report, warnings=lines)
 
 

@@ -15,6 +15,7 @@ from rpx_cli.errors import EvaluationFailed, InputError, ParameterError, unescap
 from rpx_cli.report.provenance import Stopwatch
 from rpx_cli.report.written import written_rows
 from rpx_cli.run.invocation import Invocation, file_input, stamp
+from rpx_cli.run.pictures import attach_pictures
 from rpx_cli.run.state import State, finalize, merge_states, provenance_inputs
 from rpx_cli.tasks.base import Task
 from rpx_cli.tasks.registry import get_task
@@ -23,7 +24,8 @@ Part = tuple[str, dict[str, Any], str]  # (path, report, sha256 of the file)
 
 
 def merge_reports(parts: list[Part], *, invocation: Invocation | None = None,
-                  written: Sequence[bytes] | None = None) -> dict[str, Any]:
+                  written: Sequence[bytes] | None = None,
+                  warnings: list[str] | None = None) -> dict[str, Any]:
     """Merge the ``--shard`` reports of one evaluation. The result equals the single-run
     report apart from ``run_provenance``.
 
@@ -31,7 +33,8 @@ def merge_reports(parts: list[Part], *, invocation: Invocation | None = None,
     compact). Rows the merge leaves as they are (a task that fills no row from all pairs
     at once) are then taken as written in the parts (:mod:`rpx_cli.report.written`): the
     report's ``rows`` is an :class:`orjson.Fragment`, the bytes ``dumps`` would write for
-    the merged rows."""
+    the merged rows. ``warnings``: the lines for stderr are added to it (an image of a
+    worst frame that could not be read)."""
     stopwatch = Stopwatch()
     _check_parts(parts)
     states = [State.from_part(path, part) for path, part, _ in parts]
@@ -42,6 +45,9 @@ def merge_reports(parts: list[Part], *, invocation: Invocation | None = None,
                                "none of the pairs in these parts could be evaluated")
     task = get_task(merged.task)
     report = finalize(merged, check_errors=False, written=_rows_as_written(task, parts, written))
+    lines = attach_pictures(report, task, merged.params)
+    if warnings is not None:
+        warnings += lines
     inputs = provenance_inputs(merged)
     for path, part, sha in sorted(parts, key=lambda p: p[1]["state"]["shard"]["index"]):
         inputs[f"shard_{part['state']['shard']['index']}"] = file_input(path, sha)
@@ -50,7 +56,7 @@ def merge_reports(parts: list[Part], *, invocation: Invocation | None = None,
 
 
 def merge_files(paths: Sequence[str], *, invocation: Invocation | None = None,
-                indented: bool = True) -> dict[str, Any]:
+                indented: bool = True, warnings: list[str] | None = None) -> dict[str, Any]:
     """Read the ``--shard`` parts at ``paths`` and merge them (:func:`merge_reports`);
     each part's sha256 is computed on a helper thread while the next one is parsed
     (hashlib releases the GIL). ``indented``: the report will be written indented, so rows
@@ -68,7 +74,8 @@ def merge_files(paths: Sequence[str], *, invocation: Invocation | None = None,
             digests.append(pool.submit(sha256_hex, raw))
         loaded = [(path, document, digest.result())
                   for path, document, digest in zip(paths, documents, digests, strict=True)]
-    return merge_reports(loaded, invocation=invocation, written=data if indented else None)
+    return merge_reports(loaded, invocation=invocation, written=data if indented else None,
+                         warnings=warnings)
 
 
 def _rows_as_written(task: Task, parts: list[Part],

@@ -88,7 +88,7 @@ class State:
                        for name, role in _roles(task, plan.inputs)
                        if name not in plan.file_digests}
             digests.update(plan.file_digests)  # files a task's listing read
-        keep = plan.include_rows or plan.strata is not None
+        keep = keeps_rows(plan)
         return cls(task=plan.task, params=plan.params, pairing=plan.pairing,
                    inputs=dict(plan.inputs), stems=result.stems, stats=result.stats,
                    rows=result.rows if keep else None, extras=result.extras,
@@ -195,9 +195,15 @@ def evaluate_batch(plan: Plan, pairs: Sequence[Pair] | None = None, *, jobs: int
     task = get_task(plan.task)
     pairs = plan.pairs if pairs is None else list(pairs)
     result = run_pairs(task, pairs, plan.params, jobs=jobs, cache=cache, progress=progress,
-                       keep_rows=plan.include_rows or plan.strata is not None,
+                       keep_rows=keeps_rows(plan),
                        calculators=plugin_calculators(plan.task), executor=executor)
     return State.of_result(plan, result)
+
+
+def keeps_rows(plan: Plan) -> bool:
+    """Rows are kept for the report, or (``--no-rows``) for what is made of them: the
+    strata, and the worst frames (``--keep-worst``), ranked by a row metric."""
+    return plan.include_rows or plan.strata is not None or bool(plan.params.get("keep_worst"))
 
 
 def _roles(task: Any, inputs: Mapping[str, str]) -> Iterable[tuple[str, str]]:
@@ -303,6 +309,7 @@ def finalize(state: State, *, check_errors: bool = True,
         rows = [state.rows[i] for i in rows_order]
     extras = [state.extras[i] for i in order] if state.extras else []
     report = assemble(task, state.params, stats, rows=rows, extras=extras,
+                      stems=[state.stems[i] for i in order], part=state.shard is not None,
                       unpaired={side: sorted(stems, key=unescaped)
                                 for side, stems in state.unpaired.items()},
                       errors=errors, include_rows=state.include_rows,

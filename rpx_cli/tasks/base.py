@@ -35,7 +35,7 @@ from rpx_cli.io.discover import Pairing
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.params.option import Option
 from rpx_cli.params.parsers import parse_band, probability
-from rpx_cli.params.values import Band
+from rpx_cli.params.values import Band, Threshold
 from rpx_cli.tasks.stats import Stat, StatTable
 
 # Option and probability are re-exported: a plugin task declares its options from here
@@ -210,6 +210,16 @@ class Task:
                 return [Band.of(value) for value in params.get(option.param) or ()]
         return []
 
+    def thresholds(self, params: Params) -> list[Threshold]:
+        """The match thresholds whose keys the report holds (``AP_0p5m``, the curves of
+        ``dataset.curves.<class>.<token>``), in order; the page labels them by these."""
+        return []
+
+    def operating_threshold(self, params: Params) -> Threshold | None:
+        """The threshold the rows and the per-class errors are taken at (the page draws the
+        errors against recall there), when it is one of :meth:`thresholds`."""
+        return None
+
     def family_keys(self, family: str, params: Params) -> set[str]:
         """The row and ``aggregate`` keys of metric family ``family`` under ``params``: its
         declared keys, and each of them per band (``absrel`` and ``absrel_0m_2m``)."""
@@ -262,6 +272,18 @@ class Task:
     def read_files(self, files: Mapping[str, str], params: Params) -> FileInput:
         """Read the :attr:`file_inputs` (option name -> path) given instead of folders."""
         raise NotImplementedError(f"{self.name} reads folders only")
+
+    # --- the page's pictures of a worst frame (--keep-worst; rpx_cli/run/pictures.py) ---------
+
+    # frame_overlays draws something: the worst frames' files are read again for it
+    draws_overlays: ClassVar[bool] = False
+
+    def frame_overlays(self, pred: Any, gt: Any, params: Params) -> dict[str, tuple[Any, bool]]:
+        """What the page lays over one of the worst frames (its image, when
+        ``--images-dir`` has one): name -> ``(rgba, smooth)``, an ``uint8`` H x W x 4 array
+        at the frame's resolution (transparent where there is nothing to say) and whether
+        it is shrunk smoothly (an error map) or by nearest neighbour (labels)."""
+        return {}
 
     # --- over all pairs -----------------------------------------------------------------------
 

@@ -18,7 +18,11 @@ from rpx_cli.io.depth_maps import DepthMap, to_depth
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.values import MAX_MAGNITUDE, MIN_DEPTH
 from rpx_cli.ops.depth import (
+    EDGES,
     METRICS,
+    N_BINS,
+    PRED_FLOOR,
+    DepthHistogram,
     DepthSums,
     NonFinitePrediction,
     apply_alignment,
@@ -28,10 +32,12 @@ from rpx_cli.ops.depth import (
     fit_alignment,
     shared_kernel,
 )
+from rpx_cli.ops.pictures import depth_error_overlay
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.ops.resize import RESIZE_METHODS, resize
 from rpx_cli.params import banded
 from rpx_cli.params.parsers import parse_band
+from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import (
     SWAP_HINT,
     MetricInfo,
@@ -93,7 +99,28 @@ class Depth(Task):
         '    --range 0:2 --range 2: --align ls_affine -o depth.json'
     )
     metrics = _INFO
-    families = {"rows": (METRICS, ()), "dataset": ((), ("dataset",))}
+    families = {"rows": (METRICS, ()), "dataset": ((), ("dataset",)),
+                "by_depth": ((), ("dataset.by_depth", "dataset.pred_vs_gt"))}
+    # the error by depth costs about twice the metrics' own passes: computed when asked
+    optional_families = ("by_depth",)
+    report_properties = {"dataset": {"type": "object", "properties": {
+        "by_depth": {"type": "object", "description": "The error per quarter-octave bin of GT "
+                     "depth (the bins holding a valid pixel, from the first to the last): "
+                     "[low, high) metres (high null: open-ended), pixels, AbsRel and RMSE.",
+                     "required": ["bins", "n", "absrel", "rmse"],
+                     "properties": {"bins": {"type": "array", "items": {
+                         "type": "array", "minItems": 2, "maxItems": 2,
+                         "items": {"type": ["number", "null"]}}},
+                         "n": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                         "absrel": {"type": "array", "items": {"type": ["number", "null"]}},
+                         "rmse": {"type": "array", "items": {"type": ["number", "null"]}}}},
+        "pred_vs_gt": {"type": "object", "description": "Pixels per (GT bin, predicted bin): "
+                       "counts[i][j], rows the GT's bins, columns the prediction's, both the "
+                       "quarter-octave bins of edges (the span holding a pixel on either side).",
+                       "required": ["edges", "counts"],
+                       "properties": {"edges": {"type": "array", "items": {"type": ["number", "null"]}},
+                                      "counts": {"type": "array", "items": {"type": "array", "items": {
+                                          "type": "integer", "minimum": 0}}}}}}}}
     options = (
         Option("depth_scale", "--depth-scale", "float", 1000.0, minimum=0.0, open_min=True,
                help="Integer depth (16-bit PNG/PGM/TIFF, integer .npy) is divided by this to "
@@ -109,6 +136,7 @@ class Depth(Task):
                help="Per-frame alignment of relative-depth predictions, fitted on valid pixels."),
         Option("resize_pred", "--resize-pred", "choice", None, choices=RESIZE_METHODS,
                help="Resize predictions to the GT size instead of failing on a shape mismatch."),
+        KEEP_WORST, IMAGES_DIR,
     )
 
     # --- parameters -------------------------------------------------------------------
@@ -117,6 +145,10 @@ class Depth(Task):
         low, high = params["min_depth"], params["max_depth"]
         if low is not None and high is not None and not low < high:
             raise ParameterError(f"min depth {low} must be below max depth {high}")
+        chosen = params.get("metrics") or ()
+        if "by_depth" in chosen and "dataset" not in chosen:
+            raise ParameterError("--metrics: by_depth is pooled into dataset: name dataset too "
+                                 "(--metrics rows,dataset,by_depth)")
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         info = dict(self.metrics)
@@ -188,10 +220,11 @@ class Depth(Task):
                                                                     pred_path)
         kernel = shared_kernel(np.float32 if fast else np.float64)
         gt_values = gt.values.ravel() if (fast or gt.scale is None) else gt.metres(np.float64).ravel()
+        histogram = DepthHistogram.empty() if _by_depth(params) else None
         try:
             sums = kernel.sums(p, gt_values, valid=flat_valid,
                                gt_scale=gt.scale if fast else None,
-                               bands=self.bands(params))
+                               bands=self.bands(params), histogram=histogram)
         except NonFinitePrediction as exc:
             raise InputError(str(exc), path=pred_path) from None
         if not all(abs(value) < _SUM_LIMIT for part in sums for value in part.as_tuple()):
@@ -199,6 +232,9 @@ class Depth(Task):
         row.update(finalize(sums[0]))
         row["n_valid"] = n_valid
         stats = {"sums": sums[0].as_tuple(), "n_capped": row.get("n_capped", 0)}
+        if histogram is not None:
+            stats["by_depth"] = np.concatenate([histogram.abs_rel, histogram.sq_err]).tolist()
+            stats["pred_vs_gt"] = histogram.counts
         for band, band_sums in zip(self.bands(params), sums[1:], strict=True):
             row.update({band.key(k): v for k, v in finalize(band_sums).items()})
             row[band.key("n_valid")] = band_sums.n
@@ -257,13 +293,36 @@ class Depth(Task):
             raise InputError(str(exc), path=pred_path) from None
         return apply_alignment(p, method, scale, shift), scale, shift
 
+    # --- the page's pictures of a worst frame ----------------------------------------------
+
+    draws_overlays = True
+
+    def frame_overlays(self, pred: DepthMap, gt: DepthMap, params: Params) -> dict[str, Any]:
+        """``absrel``: the frame's relative error map (after ``--resize-pred`` and
+        ``--align``, as it was scored), valid pixels only."""
+        shape = gt.values.shape
+        p = pred.metres(np.float64)
+        if p.shape != shape:
+            if params["resize_pred"] is None:
+                raise InputError(f"shapes differ: {shape_text(pred.values)} and {shape_text(gt.values)}")
+            p = resize(p, shape, params["resize_pred"])
+        valid, _ = self._valid(gt, params)
+        p = p.ravel()
+        if params["align"] != "none":
+            p, _, _ = self._align(p, gt, valid.ravel(), params["align"], None)
+        p = np.maximum(p, PRED_FLOOR).reshape(shape)
+        return {"absrel": (depth_error_overlay(p, gt.metres(np.float64), valid), True)}
+
     # --- over all rows ------------------------------------------------------------------
 
     def statistics(self, params: Params) -> tuple[Stat, ...]:
         """Per band (the whole frame first): the :class:`DepthSums` of the frame."""
         width = len(DepthSums.__slots__)
+        by_depth = (Stat("by_depth", 2 * N_BINS),  # per GT bin: Σ |p - g| / g, then Σ (p - g)²
+                    Stat("pred_vs_gt", encode=_encode_counts, decode=_decode_counts,
+                         merge=np.add)) if _by_depth(params) else ()
         return (*(Stat(banded("sums", band), width) for band in [None, *self.bands(params)]),
-                Stat("n_capped"))
+                Stat("n_capped"), *by_depth)
 
     def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
         aggregate: dict[str, Any] = {}
@@ -280,6 +339,53 @@ class Depth(Task):
             dataset[banded("n_valid", band)] = pooled.n
         if params["min_depth"] is not None or params["max_depth"] is not None:
             dataset["n_capped"] = int(stats["n_capped"].sum())
+        if _by_depth(params):
+            dataset.update(by_depth_sections(stats["by_depth"], stats["pred_vs_gt"]))
         aggregate["n_frames"] = len(stats)
         return {"aggregate": aggregate, "dataset": dataset}
+
+
+def _by_depth(params: Params) -> bool:
+    return "by_depth" in (params.get("metrics") or ())
+
+
+def _encode_counts(counts: np.ndarray) -> list[list[int]]:
+    return counts.tolist()
+
+
+def _decode_counts(data: Any) -> np.ndarray:
+    counts = np.asarray(data, dtype=np.int64)
+    if counts.shape != (N_BINS, N_BINS):
+        raise ValueError(f"pred_vs_gt has shape {counts.shape}, expected ({N_BINS}, {N_BINS})")
+    return counts
+
+
+def by_depth_sections(sums: np.ndarray, counts: np.ndarray | None) -> dict[str, Any]:
+    """``by_depth`` (per GT bin holding a pixel, first to last: ``[low, high)`` metres, pixels,
+    AbsRel, RMSE) and ``pred_vs_gt`` (the pixel counts per GT and predicted bin over the span
+    either side reaches) from every frame's per-bin sums (rows in stem order) and the summed
+    counts."""
+    if counts is None:  # no frame
+        counts = np.zeros((N_BINS, N_BINS), np.int64)
+    n = counts.sum(axis=1)
+    abs_rel = sums[:, :N_BINS].sum(axis=0) if len(sums) else np.zeros(N_BINS)
+    sq_err = sums[:, N_BINS:].sum(axis=0) if len(sums) else np.zeros(N_BINS)
+    held = np.flatnonzero(n)
+    first, last = (int(held[0]), int(held[-1]) + 1) if held.size else (0, 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        absrel = np.where(n > 0, abs_rel / np.maximum(n, 1), np.nan)
+        rmse = np.where(n > 0, np.sqrt(sq_err / np.maximum(n, 1)), np.nan)
+
+    def bins(lo: int, hi: int) -> list[list[float | None]]:
+        return [[0.0 if k == 0 else float(EDGES[k]),
+                 None if k == N_BINS - 1 else float(EDGES[k + 1])] for k in range(lo, hi)]
+
+    either = np.flatnonzero(counts.any(axis=0) | counts.any(axis=1))
+    lo, hi = (int(either[0]), int(either[-1]) + 1) if either.size else (0, 0)
+    edges = [0.0 if k == 0 else float(EDGES[k]) for k in range(lo, hi)] + \
+        ([None if hi == N_BINS else float(EDGES[hi])] if hi > lo else [])
+    return {"by_depth": {"bins": bins(first, last), "n": n[first:last].tolist(),
+                         "absrel": [None if v != v else v for v in absrel[first:last].tolist()],
+                         "rmse": [None if v != v else v for v in rmse[first:last].tolist()]},
+            "pred_vs_gt": {"edges": edges, "counts": counts[lo:hi, lo:hi].tolist()}}
 

@@ -37,7 +37,9 @@ from rpx_cli.ops.confusion import (
     has_other,
     sum_confusions,
 )
+from rpx_cli.ops.pictures import error_overlay, label_overlay
 from rpx_cli.ops.reduce import mean_present
+from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
@@ -93,6 +95,7 @@ class Segmentation(Task):
         Option("class_names", "--class-names", "file", None, metavar="FILE",
                help="Class names, one per line or a JSON list; label i is line i. Keys "
                     "dataset.per_class by name and implies --num-classes."),
+        KEEP_WORST, IMAGES_DIR,
     )
 
     def normalise_params(self, params: Params) -> dict[str, Any]:
@@ -155,6 +158,19 @@ class Segmentation(Task):
         miou, pixel_acc = frame_scores(confusion)
         row = {"miou": miou, "pixel_acc": pixel_acc, "n_labelled": confusion.total}
         return Sample(row, {"miou": miou, "pixel_acc": pixel_acc, "confusion": confusion})
+
+    # --- the page's pictures of a worst frame ----------------------------------------------
+
+    draws_overlays = True
+
+    def frame_overlays(self, pred: np.ndarray, gt: np.ndarray, params: Params) -> dict[str, Any]:
+        """``errors`` (wrong pixels vermillion, ignored grey) and ``classes`` (the prediction
+        in the class colours)."""
+        if pred.shape != gt.shape:
+            raise InputError(f"shapes differ: {shape_text(pred)} and {shape_text(gt)}")
+        ignored = np.isin(gt, params["ignore_index"])
+        return {"errors": (error_overlay(pred, gt, ignored), False),
+                "classes": (label_overlay(pred), False)}
 
     # --- over all rows ------------------------------------------------------------------
 

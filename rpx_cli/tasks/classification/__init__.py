@@ -51,7 +51,7 @@ from rpx_cli.tasks.classification.tables import columns_from_tables
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
-FAMILIES = ("rows", "report", "ranking", "calibration")
+FAMILIES = ("rows", "report", "ranking", "calibration", "curves")
 
 
 # --- the task -----------------------------------------------------------------------------------
@@ -87,8 +87,23 @@ class Classification(Task):
                       "predicted": {"type": ["string", "null"], "description": "single-label: "
                                     "the predicted class (null: no prediction)"}}
     stats = (Stat("record", encode=encode_record, decode=decode_record),)
+    report_properties = {"dataset": {"type": "object", "properties": {"curves": {
+        "type": "object", "description": "Per class (one-vs-rest, over the score tables): the "
+        "interpolated precision and the score at each of the 101 recall points, from "
+        "scikit-learn's precision_recall_curve; null for a class without GT support.",
+        "required": ["recall", "per_class"],
+        "properties": {
+            "recall": {"type": "array", "minItems": 101, "maxItems": 101, "items": {"type": "number"}},
+            "per_class": {"type": "object", "additionalProperties": {"oneOf": [
+                {"type": "null"},
+                {"type": "object", "required": ["precision", "score"], "properties": {
+                    "precision": {"type": "array", "minItems": 101, "maxItems": 101,
+                                  "items": {"type": "number"}},
+                    "score": {"type": "array", "minItems": 101, "maxItems": 101,
+                              "items": {"type": ["number", "null"]}}}}]}}}}}}}
     families = {"rows": (("correct", "confidence", "label_errors", "label", "predicted"), ()),
-                "report": ((), ()), "ranking": ((), ()), "calibration": ((), ())}
+                "report": ((), ()), "ranking": ((), ()), "calibration": ((), ()),
+                "curves": ((), ())}
     options = (
         Option("class_names", "--class-names", "file", None, metavar="FILE",
                help="Classes, one per line or a JSON list: the label set and the class order "

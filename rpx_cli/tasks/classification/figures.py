@@ -11,10 +11,13 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.ops.classification import (
+    RECALL_GRID,
     average_precision,
     calibration,
     class_scores,
     confusion_counts,
+    positive_points,
+    pr_curves,
     top1,
     true_rank,
 )
@@ -54,6 +57,18 @@ def _mean(values: np.ndarray) -> float | None:
 
 def _map(ap: np.ndarray) -> float | None:
     return mean_present(ap)
+
+
+def _curves(classes: list[str], scores: np.ndarray, positive: np.ndarray,
+            points: tuple | None) -> dict[str, Any]:
+    """``dataset.curves``: the recall grid and, per class, the interpolated precision and
+    the score at each recall point (null for a class without GT support)."""
+    precision, score = pr_curves(scores, positive, points)
+    per_class: dict[str, Any] = {}
+    for label, p, s in zip(classes, precision.tolist(), score.tolist(), strict=True):
+        per_class[label] = None if p[0] != p[0] else {
+            "precision": p, "score": [None if v in (np.inf, -np.inf) else v for v in s]}
+    return {"recall": RECALL_GRID.tolist(), "per_class": per_class}
 
 
 def single_label_figures(columns: Columns, params: Params, wanted: set[str]):
@@ -96,13 +111,17 @@ def single_label_figures(columns: Columns, params: Params, wanted: set[str]):
     support = np.bincount(truth, minlength=n_classes)
     predicted = matrix.sum(axis=0)
     figures = class_scores(tp, predicted - tp, support - tp)
-    ap = None
+    ap = points = None
     if "ranking" in wanted and ranks is not None:
         assert columns.scores is not None
         for k in params["top_k"]:
             dataset[f"top{k}_accuracy"] = _mean((ranks < k).astype(np.float64))
-        ap = average_precision(columns.scores, columns.gt)
+        points = positive_points(columns.scores, columns.gt)
+        ap = average_precision(columns.scores, columns.gt, points)
         dataset["mAP"] = _map(ap)
+    if "curves" in wanted and columns.form == "scores":
+        assert columns.scores is not None
+        dataset["curves"] = _curves(classes, columns.scores, columns.gt, points)
     if "report" in wanted:
         dataset["accuracy"] = _mean(correct.astype(np.float64))
         supported = support > 0
@@ -162,11 +181,15 @@ def multi_label_figures(columns: Columns, params: Params, wanted: set[str]):
     fp = np.count_nonzero(~truth & predicted, axis=0)
     fn = np.count_nonzero(truth & ~predicted, axis=0)
     figures = class_scores(tp, fp, fn)
-    ap = None
+    ap = points = None
     if "ranking" in wanted and columns.form == "scores":
         assert columns.scores is not None
-        ap = average_precision(columns.scores, truth)
+        points = positive_points(columns.scores, truth)
+        ap = average_precision(columns.scores, truth, points)
         dataset["mAP"] = _map(ap)
+    if "curves" in wanted and columns.form == "scores":
+        assert columns.scores is not None
+        dataset["curves"] = _curves(classes, columns.scores, truth, points)
     if "report" in wanted:
         micro = class_scores(tp.sum(keepdims=True), fp.sum(keepdims=True), fn.sum(keepdims=True))
         dataset.update({"micro_precision": float(micro.precision[0]),

@@ -70,6 +70,7 @@ from rpx_cli.ops.geometry import BOXES, GEOMETRIES, Geometry, require_shapely
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
 from rpx_cli.ops.tide import ERROR_TYPES
 from rpx_cli.params.parsers import sigmas as parse_sigmas
+from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST, MAX_FRAME_BOXES
 from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
@@ -97,6 +98,7 @@ from rpx_cli.tasks.detection.views import (
     lvis_detections,
     operating_point,
     vocabulary,
+    worst_frames,
 )
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
@@ -272,6 +274,7 @@ class Detection(Task):
         Option("skip_empty_gt", "--skip-empty-gt", "flag", False,
                help="Leave frames with an empty GT file out of rows, pooled and confusion "
                     "(Aquarium's default); COCO always counts them."),
+        KEEP_WORST, IMAGES_DIR,
     )
     file_inputs = (
         Option("coco_gt", "--coco-gt", "file", None, urls=True, metavar="FILE",
@@ -581,7 +584,20 @@ class Detection(Task):
         warnings = filter_warnings(table, params)
         if warnings:
             sections["warnings"] = warnings
+        if params.get("keep_worst"):
+            sections["worst_frames"] = self._worst_frames(table, skipped, params, geometry)
         return sections, rows
+
+    @staticmethod
+    def _worst_frames(table: FrameTable, skipped: np.ndarray, params: Params,
+                      geometry: Geometry) -> dict[str, Any]:
+        """``--keep-worst``: the frames worst by their row's F1, with their boxes (axis-aligned
+        boxes; other geometries keep the frames without boxes)."""
+        tp, fp, fn = operating_point(table, params["iou_threshold"], params["conf_threshold"],
+                                     geometry=geometry)
+        f1 = np.where(skipped, np.nan, prf_arrays(tp, fp, fn)["f1"])
+        return worst_frames(table, f1, params["keep_worst"], params["iou_threshold"],
+                            params["conf_threshold"], MAX_FRAME_BOXES if geometry is BOXES else 0)
 
 
 def _check_mask_sizes(coco, gt_file: str, dt_file: str) -> None:

@@ -80,6 +80,53 @@ def greedy(table: FrameTable, iou_threshold: float, conf_threshold: float,
     return pred.frame[order], pred.score[order], matched[:, 0] & ~ignored[:, 0], ~matched[:, 0]
 
 
+def worst_frames(table: FrameTable, f1: np.ndarray, keep: int, iou_threshold: float,
+                 conf_threshold: float, max_boxes: int) -> dict[str, Any]:
+    """The ``keep`` frames worst by their row's F1 (:func:`operating_point`), each with its
+    boxes for the page: ``[x, y, w, h]`` in pixels, labels, crowd flags, scores, and whether
+    each matched at the operating point (the rows' greedy matching, redone on these frames
+    alone: a frame's matches depend on its own boxes only). At most ``max_boxes`` a side
+    (the highest-scored predictions); ``max_boxes`` 0: the frames without boxes (other
+    geometries than axis-aligned boxes)."""
+    from rpx_cli.ops.reduce import worst_order
+
+    chosen = worst_order(f1, "higher")[:keep]
+    section = {"metric": "f1", "direction": "higher", "ranked": int(np.count_nonzero(~np.isnan(f1))),
+               "iou_threshold": iou_threshold, "conf_threshold": conf_threshold}
+    if not max_boxes:
+        return {**section, "frames": [{"index": i, "value": float(f1[i])} for i in chosen.tolist()]}
+    sub = table.subset(chosen)
+    gt, pred = sub.gt, sub.pred
+    kept = np.flatnonzero(pred.score >= conf_threshold)
+    K = max(len(sub.vocabulary), 1)
+    group = pred.frame[kept] * K + pred.label[kept]
+    order = kept[np.lexsort((np.arange(kept.size), -pred.score[kept], group))]  # as _greedy
+    g_group = gt.frame * K + gt.label
+    gorder = np.argsort(g_group, kind="stable")
+    found = greedy_match(pred.frame[order] * K + pred.label[order], g_group[gorder],
+                         BOXES.similarity(pred.box[order], gt.box[gorder]),
+                         min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder],
+                         return_gt=True)
+    pred_hit = np.zeros(len(pred), bool)
+    pred_hit[order] = found.matched[:, 0] & ~found.ignored[:, 0]
+    gt_hit = np.zeros(len(gt), bool)
+    taken = found.gt[:, 0][pred_hit[order]]
+    gt_hit[gorder[taken]] = True
+    frames = []
+    for k, index in enumerate(chosen.tolist()):
+        gi = np.flatnonzero(gt.frame == k)[:max_boxes]
+        pi = np.flatnonzero(pred.frame == k)
+        pi = pi[np.argsort(-pred.score[pi], kind="stable")][:max_boxes]
+        frames.append({"index": index, "value": float(f1[index]),
+                       "gt": {"label": [sub.vocabulary[v] for v in gt.label[gi].tolist()],
+                              "box": gt.box[gi].tolist(), "crowd": gt.crowd[gi].tolist(),
+                              "matched": gt_hit[gi].tolist()},
+                       "pred": {"label": [sub.vocabulary[v] for v in pred.label[pi].tolist()],
+                                "box": pred.box[pi].tolist(), "score": pred.score[pi].tolist(),
+                                "matched": pred_hit[pi].tolist()}})
+    return {**section, "frames": frames}
+
+
 def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
               conf_threshold: float, *, geometry: Geometry = BOXES) -> dict[str, Any]:
     """Aquarium's confusion matrix (rows GT, columns predicted, background last) over the

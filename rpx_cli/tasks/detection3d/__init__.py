@@ -38,7 +38,10 @@ from rpx_cli.io.boxes3d import (
 )
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.regular import read_bytes
+from rpx_cli.ops import detection3d as d3
 from rpx_cli.params.parsers import iou_threshold, parse_band, positive
+from rpx_cli.params.pictures import KEEP_WORST
+from rpx_cli.params.values import Threshold
 from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
@@ -71,6 +74,19 @@ from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
 UNITS = {"ATE": "m", "ASE": "", "AOE": "rad", "AVE": "m/s", "AAE": ""}  # of the TP errors
+_CURVE_POINTS = {"type": "array", "minItems": 101, "maxItems": 101, "items": {"type": ["number", "null"]}}
+_CURVES = {
+    "type": "object",
+    "description": "Per class, per match-threshold token (0p5m, iou0p7): the 101-point curves "
+                   "on the recall grid, as the devkit's DetectionMetricData (nuscenes) or "
+                   "autoware-ml reads them (autoware); null for a class left out.",
+    "additionalProperties": {"type": "object", "additionalProperties": {
+        "oneOf": [{"type": "null"}, {
+            "type": "object",
+            "required": ["recall", "precision", "confidence", *d3.CURVE_ERRORS.values()],
+            "properties": {key: _CURVE_POINTS for key in
+                           ("recall", "precision", "confidence", *d3.CURVE_ERRORS.values())},
+            "additionalProperties": False}]}}}
 
 
 @register_task
@@ -80,6 +96,7 @@ class Detection3D(Task):
     headline = ("dataset.mAP", "dataset.NDS", "dataset.mAPH", "dataset.mATE", "dataset.mASE",
                 "dataset.mAOE", "dataset.mAVE", "dataset.mAAE")
     band_metrics = ("mAP", "NDS", "mAPH", "mATE", "mASE", "mAOE", "mAVE", "mAAE", "f1")
+    page_view = "curves_bev"
     suffixes = (".json",)
     help = ("3D object detection: nuScenes mAP, NDS, TP errors (ATE ASE AOE AVE AAE) and "
             "heading-weighted AP, as the nuScenes devkit or autoware-ml computes them.")
@@ -98,6 +115,10 @@ class Detection3D(Task):
         '    --gt-dir fixtures/detection3d/street/gt --protocol autoware | jq .dataset.mAP'
     )
     stats = (Stat("sample", encode=encode_pair, decode=decode_pair),)
+    report_properties = {"dataset": {
+        "type": "object",
+        "properties": {"curves": _CURVES},
+        "patternProperties": {"^curves_": _CURVES}}}
     metrics = {
         "tp": MetricInfo("higher", "row: predictions (score >= conf threshold) matched at the TP "
                          "threshold"),
@@ -128,6 +149,7 @@ class Detection3D(Task):
         "ap": (("mAP", "NDS", "AP"), ()),
         "tp": (tuple(f"m{e}" for e in ERRORS) + ERRORS, ()),
         "aph": (("mAPH", "APH"), ()),
+        "curves": ((), ()),
     }
     options = (
         Option("protocol", "--protocol", "choice", "nuscenes", choices=tuple(PROTOCOLS),
@@ -197,6 +219,7 @@ class Detection3D(Task):
         Option("min_precision", "--min-precision", "parsed", 0.1,
                parse=probability("min precision"), metavar="P",
                help="Precision below this counts 0 in AP."),
+        KEEP_WORST,
     )
     file_inputs = (
         Option("gt_file", "--gt-file", "file", None, urls=True, metavar="FILE",
@@ -214,6 +237,13 @@ class Detection3D(Task):
 
     def validate_params(self, params: Params) -> None:
         check_params(params)
+
+    def thresholds(self, params: Params) -> list[Threshold]:
+        return list(Conventions.of(params).thresholds)
+
+    def operating_threshold(self, params: Params) -> Threshold | None:
+        c = Conventions.of(params)
+        return c.tp_threshold if c.tp_threshold in c.thresholds else None
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         info = dict(self.metrics)

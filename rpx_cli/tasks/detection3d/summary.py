@@ -13,7 +13,8 @@ import numpy as np
 from rpx_cli.errors import SWAP_HINT
 from rpx_cli.ops import detection3d as d3
 from rpx_cli.ops.boxes3d import center_distance
-from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
+from rpx_cli.ops.reduce import mean_present, prf, prf_arrays, worst_order
+from rpx_cli.params.pictures import MAX_FRAME_BOXES
 from rpx_cli.params.values import Band, banded
 from rpx_cli.tasks.base import Params
 from rpx_cli.tasks.detection3d.params import ERRORS, Conventions
@@ -64,10 +65,13 @@ def summarize_pairs(pairs: list[SamplePair], params: Params, bands: list[Band], 
         if "rows" in wanted:
             _rows(g, p, matching, tp_column, n, params["conf_threshold"], band, rows, aggregate,
                   dataset)
+        if band is None and params.get("keep_worst"):
+            frames = worst_frames(g, p, matching, tp_column, n, params, classes, c)
         dataset[banded("n_gt", band)] = len(g)
         dataset[banded("n_pred", band)] = len(p)
-        results = d3.score(g, p, matching, classes, thresholds, tp_column, c.scoring) \
-            if wanted & {"ap", "tp", "aph"} else None
+        results = d3.score(g, p, matching, classes, thresholds, tp_column, c.scoring,
+                           curves="curves" in wanted) \
+            if wanted & {"ap", "tp", "aph", "curves"} else None
         for k, name in enumerate(classes):
             entry = dataset["per_class"][name]
             entry[banded("n_gt", band)] = int(np.count_nonzero(g.cls == k))
@@ -86,7 +90,11 @@ def summarize_pairs(pairs: list[SamplePair], params: Params, bands: list[Band], 
             if "tp" in wanted:
                 for e in ERRORS:
                     entry[banded(e, band)] = r.errors[e]
-        if results is not None:
+        if results is not None and "curves" in wanted:
+            dataset[banded("curves", band)] = {
+                name: {t.token: curve for t, curve in zip(c.thresholds, r.curves, strict=True)}
+                for name, r in zip(classes, results, strict=True)}
+        if results is not None and wanted & {"ap", "tp", "aph"}:
             figures = d3.summary(results, c.scoring)
             keys = (["mAP", "NDS"] if "ap" in wanted else []) + \
                 (["mAPH"] if "aph" in wanted else []) + \
@@ -100,7 +108,43 @@ def summarize_pairs(pairs: list[SamplePair], params: Params, bands: list[Band], 
     sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}
     if warnings:
         sections["warnings"] = warnings
+    if params.get("keep_worst"):
+        sections["worst_frames"] = frames
     return sections, rows
+
+
+def worst_frames(g: d3.Side, p: d3.Side, matching: d3.Matching, tp_column: int, n: int,
+                 params: Params, classes: list[str], c: Conventions) -> dict[str, Any]:
+    """The ``--keep-worst`` samples worst by their row's F1 (at the TP threshold and the
+    confidence threshold, as the rows), each with its evaluated boxes for the page's
+    bird's-eye view: footprints ``[x, y, w, l, yaw]`` (m, rad), labels, scores, and whether
+    each matched at the TP threshold (the whole range's matching). At most
+    ``MAX_FRAME_BOXES`` boxes a side (the highest-scored predictions)."""
+    keep = p.score >= params["conf_threshold"]
+    hit = matching.matched[:, tp_column] & keep
+    tp = np.bincount(p.sample[hit], minlength=n)
+    fp = np.bincount(p.sample[keep], minlength=n) - tp
+    fn = np.bincount(g.sample, minlength=n) - tp
+    f1 = prf_arrays(tp, fp, fn)["f1"]
+    gt_hit = np.zeros(len(g), bool)
+    gt_hit[matching.gt[hit, tp_column]] = True
+    frames = []
+    for index in worst_order(f1, "higher")[:params["keep_worst"]].tolist():
+        gi = np.flatnonzero(g.sample == index)[:MAX_FRAME_BOXES]
+        pi = np.flatnonzero(p.sample == index)
+        pi = pi[np.argsort(-p.score[pi], kind="stable")][:MAX_FRAME_BOXES]
+        frames.append({"index": index, "value": float(f1[index]),
+                       "gt": _footprints(g, gi, classes) | {"matched": gt_hit[gi].tolist()},
+                       "pred": _footprints(p, pi, classes) | {
+                           "score": p.score[pi].tolist(), "matched": hit[pi].tolist()}})
+    return {"metric": "f1", "direction": "higher", "ranked": n,
+            "match": c.tp_threshold.label, "conf_threshold": params["conf_threshold"],
+            "frames": frames}
+
+
+def _footprints(side: d3.Side, index: np.ndarray, classes: list[str]) -> dict[str, Any]:
+    boxes = np.column_stack([side.center[index, :2], side.size[index, :2], side.yaw[index]])
+    return {"label": [classes[k] for k in side.cls[index].tolist()], "box": boxes.tolist()}
 
 
 def band_warnings(gt: d3.Side, bands: list[Band]) -> list[str]:
