@@ -38,6 +38,8 @@ VALID = {
     "--pi-period-class": ("barrier",),
     "--min-recall": ("0.2",),
     "--min-precision": ("0.2",),
+    "--oks-sigmas": ("0.25,0.25,0.5,0.5,0.35",),
+    "--iou-type": ("keypoints",),
 }
 
 
@@ -45,6 +47,8 @@ VALID = {
 NEEDS = {
     ("segmentation3d", "--range"): "--points-dir",
     ("segmentation3d", "--protocol"): "--num-classes",
+    ("detection", "--oks-sigmas"): "--iou-type",
+    ("detection", "--max-dets"): "--protocol",
 }
 
 

@@ -6,6 +6,7 @@ of every evaluation — a pair read from files (:class:`PairJob`) or given in me
 (:func:`evaluate_loaded`) goes through the same steps into the same statistics.
 """
 
+from rpx_cli.allocator import tune_allocator  # bulk work in this process (input files)
 from rpx_cli.engine.workers import (
     CacheTally,
     Digests,
@@ -21,4 +22,4 @@ from rpx_cli.engine.workers import (
 )
 
 __all__ = ["CacheTally", "Digests", "Executor", "Progress", "Worker", "default_jobs",
-           "guarded_parse", "pair_error", "run_batch", "run_units", "warning_kind"]
+           "guarded_parse", "pair_error", "run_batch", "run_units", "tune_allocator", "warning_kind"]

@@ -54,6 +54,9 @@ class Frame:
     pred: Boxes
     image_id: int | None = None
     overlaps: Overlaps | None = None
+    # LVIS: the image's negative and not exhaustively annotated categories (labels)
+    neg: list[str] | None = None
+    not_exhaustive: list[str] | None = None
 
 
 @dataclass
@@ -116,6 +119,9 @@ class FrameTable(Sequence):
     gt: BoxTable
     pred: BoxTable
     image_ids: np.ndarray | None = None
+    # LVIS: (frame, label) pairs of each image's negative and not-exhaustive categories
+    neg: tuple[np.ndarray, np.ndarray] | None = None
+    not_exhaustive: tuple[np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return self.n
@@ -127,7 +133,14 @@ class FrameTable(Sequence):
             raise IndexError(i)
         i %= self.n
         image_id = None if self.image_ids is None else int(self.image_ids[i])
-        return Frame(self._boxes(self.gt, i), self._boxes(self.pred, i), image_id)
+        return Frame(self._boxes(self.gt, i), self._boxes(self.pred, i), image_id,
+                     neg=self._labels_of(self.neg, i),
+                     not_exhaustive=self._labels_of(self.not_exhaustive, i))
+
+    def _labels_of(self, pairs: tuple[np.ndarray, np.ndarray] | None, i: int) -> list[str] | None:
+        if pairs is None:
+            return None
+        return [self.vocabulary[k] for k in pairs[1][pairs[0] == i].tolist()]
 
     def __iter__(self) -> Iterator[Frame]:
         return (self[i] for i in range(self.n))
@@ -143,9 +156,19 @@ class FrameTable(Sequence):
         index = {label: k for k, label in enumerate(vocabulary)}
         ids = [frame.image_id for frame in frames]
         image_ids = np.array(ids, np.int64) if ids and None not in ids else None
+
+        def pairs(field: str) -> tuple[np.ndarray, np.ndarray] | None:
+            lists = [getattr(frame, field) for frame in frames]
+            if all(labels is None for labels in lists):
+                return None
+            lists = [labels or [] for labels in lists]
+            return (np.repeat(np.arange(len(lists)), [len(labels) for labels in lists]).astype(np.int64),
+                    np.array([index[label] for labels in lists for label in labels], np.int64))
+
         return cls(len(frames), list(vocabulary),
                    BoxTable.from_boxes([frame.gt for frame in frames], index, False),
-                   BoxTable.from_boxes([frame.pred for frame in frames], index, True), image_ids)
+                   BoxTable.from_boxes([frame.pred for frame in frames], index, True), image_ids,
+                   pairs("neg"), pairs("not_exhaustive"))
 
     def subset(self, frames: Sequence[int] | np.ndarray) -> FrameTable:
         """The frames ``frames``, in that order (renumbered 0..len-1)."""
@@ -159,8 +182,17 @@ class FrameTable(Sequence):
             order = kept[np.argsort(renumbered[kept], kind="stable")]
             return table.take(order, renumbered[order])
 
+        def pick_pairs(pairs):
+            if pairs is None:
+                return None
+            renumbered = new[pairs[0]]
+            kept = np.flatnonzero(renumbered >= 0)
+            order = kept[np.argsort(renumbered[kept], kind="stable")]
+            return renumbered[order], pairs[1][order]
+
         return FrameTable(int(frames.size), self.vocabulary, pick(self.gt), pick(self.pred),
-                          None if self.image_ids is None else self.image_ids[frames])
+                          None if self.image_ids is None else self.image_ids[frames],
+                          pick_pairs(self.neg), pick_pairs(self.not_exhaustive))
 
     def take(self, frames: Sequence[int] | np.ndarray) -> FrameTable:
         """:meth:`subset` (the method a statistics table uses to reorder a column)."""
@@ -182,7 +214,15 @@ class FrameTable(Sequence):
             out.label = label[keep]
             return out
 
-        return FrameTable(self.n, vocabulary, relabel(self.gt), relabel(self.pred), self.image_ids)
+        def relabel_pairs(pairs):
+            if pairs is None:
+                return None
+            label = code[pairs[1]]
+            keep = label >= 0
+            return pairs[0][keep], label[keep]
+
+        return FrameTable(self.n, vocabulary, relabel(self.gt), relabel(self.pred), self.image_ids,
+                          relabel_pairs(self.neg), relabel_pairs(self.not_exhaustive))
 
     def n_gt(self) -> list[int]:
         """GT boxes per frame, crowd regions excluded."""

@@ -9,6 +9,7 @@ measurable: the results file dominates.)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 from rpx_cli.errors import InputError, PairError
 from rpx_cli.io.box_table import BoxTable
 from rpx_cli.io.boxes import Boxes, boxes_from_objects, loads_json, object_problems
+from rpx_cli.io.instances import instances
 
 
 @dataclass
@@ -29,9 +31,17 @@ class CocoFiles:
     pred: BoxTable
     categories: list[str]  # category names in category id order
     n_unknown_category: int
-    # records set aside by --on-error skip (docs/usage.md): an image with a bad annotation is left
-    # out, an image with a bad detection keeps none of its detections (its GT all missed),
-    # a record naming no image of the GT file is not evaluated (stem "")
+    # segm: each object's image (h, w) from images[].height/width (-1 where not given)
+    gt_size: np.ndarray | None = None
+    pred_size: np.ndarray | None = None
+    # LVIS: each image's negative and not-exhaustive categories (indices into categories),
+    # as (image, category) pairs; each category's frequency ("r", "c", "f"; None if absent)
+    neg: tuple[np.ndarray, np.ndarray] | None = None
+    not_exhaustive: tuple[np.ndarray, np.ndarray] | None = None
+    frequency: list[str | None] | None = None
+    # records set aside by --on-error skip (docs/usage.md): an image with a bad annotation is
+    # left out, an image with a bad detection keeps none of its detections (its GT all
+    # missed), a record naming no image of the GT file is not evaluated (stem "")
     errors: list[PairError] = field(default_factory=list)
 
 
@@ -42,6 +52,11 @@ class _Gt:
     category_ids: np.ndarray  # sorted
     names: list[str]
     table: BoxTable
+    image_size: np.ndarray  # (images, 2) h, w; -1 where not given
+    size: np.ndarray | None  # (annotations, 2) in table order, segm only
+    neg: tuple[np.ndarray, np.ndarray] | None = None
+    not_exhaustive: tuple[np.ndarray, np.ndarray] | None = None
+    frequency: list[str | None] | None = None
     dropped: frozenset[int] = frozenset()  # images left out (--on-error skip: a bad annotation)
 
 
@@ -54,20 +69,26 @@ class _Results:
     boxes: Boxes
 
 
-def load_coco(gt_path: str, dt_path: str, *, skip: bool = False) -> CocoFiles:
-    """Read a COCO GT file and a results file; stems come from ``file_name``. ``skip``
-    (``--on-error skip``): a bad record is set aside (:attr:`CocoFiles.errors`) instead of
-    being the file's error."""
+def load_coco(gt_path: str, dt_path: str, *, iou_type: str = "bbox", lvis: bool = False,
+              skip: bool = False) -> CocoFiles:
+    """Read a COCO GT file and a results file; stems come from ``file_name``. ``iou_type``
+    says which field of an object is its geometry (``bbox``, ``segmentation``,
+    ``keypoints``; :mod:`rpx_cli.io.instances`); ``lvis`` also reads each image's
+    ``neg_category_ids`` and ``not_exhaustive_category_ids`` and each category's
+    ``frequency``. ``skip`` (``--on-error skip``): a bad record is set aside
+    (:attr:`CocoFiles.errors`) instead of being the file's error."""
     if not skip:
-        return _join(_read_gt(gt_path), _read_results(dt_path), gt_path, dt_path)
+        return _join(_read_gt(gt_path, iou_type, lvis), _read_results(dt_path, iou_type),
+                     gt_path, dt_path)
     errors: list[PairError] = []
-    gt = _read_gt(gt_path, errors)
-    coco = _join(gt, _read_results(dt_path, gt, errors), gt_path, dt_path)
+    gt = _read_gt(gt_path, iou_type, lvis, errors)
+    coco = _join(gt, _read_results(dt_path, iou_type, gt, errors), gt_path, dt_path)
     coco.errors = errors
     return coco
 
 
-def _read_gt(path: str, errors: list[PairError] | None = None) -> _Gt:
+def _read_gt(path: str, iou_type: str = "bbox", lvis: bool = False,
+             errors: list[PairError] | None = None) -> _Gt:
     gt = read_json(path)
     if not isinstance(gt, dict) or not isinstance(gt.get("images"), list) or \
             not isinstance(gt.get("annotations"), list) or not isinstance(gt.get("categories"), list):
@@ -89,12 +110,14 @@ def _read_gt(path: str, errors: list[PairError] | None = None) -> _Gt:
     image_index = {image_id: i for i, image_id in enumerate(image_ids)}
     category_index = {category_id: k for k, category_id in enumerate(category_ids)}
     anns = gt["annotations"]
+    dropped: set[int] = set()
     if errors is not None:
         anns, dropped = _set_aside_annotations(anns, stems, image_index, category_index, path,
-                                               errors)
+                                               errors, iou_type)
         if dropped:
             kept = [i for i, image_id in enumerate(image_ids) if image_id not in dropped]
-            stems, image_ids = [stems[i] for i in kept], [image_ids[i] for i in kept]
+            images, stems = [images[i] for i in kept], [stems[i] for i in kept]
+            image_ids = [image_ids[i] for i in kept]
             image_index = {image_id: i for i, image_id in enumerate(image_ids)}
     try:
         image = np.fromiter(map(image_index.__getitem__, map(itemgetter("image_id"), anns)),
@@ -103,22 +126,99 @@ def _read_gt(path: str, errors: list[PairError] | None = None) -> _Gt:
                                np.int64, count=len(anns))
     except (KeyError, TypeError):
         _explain_annotation(anns, image_index, category_index, path)
-    boxes = boxes_from_objects(anns, path, prediction=False, box_format="xywh", labels=category)
-    return _Gt(stems, np.array(image_ids, np.int64), np.array(category_ids, np.int64), names,
-               _table(boxes, np.asarray(boxes.labels, np.int64), image),
-               frozenset(dropped) if errors is not None else frozenset())
+    image_size = np.array([[_dimension(im.get("height")), _dimension(im.get("width"))]
+                           for im in images], np.int64).reshape(-1, 2)
+    size = None
+    if iou_type == "bbox":
+        boxes = boxes_from_objects(anns, path, prediction=False, box_format="xywh", labels=category)
+    else:
+        boxes = _instances(anns, path, iou_type, prediction=False)
+        size = image_size[image][np.argsort(image, kind="stable")]
+    out = _Gt(stems, np.array(image_ids, np.int64), np.array(category_ids, np.int64), names,
+              _table(boxes, category, image), image_size, size)
+    out.dropped = frozenset(dropped)
+    if lvis:
+        out.frequency = [c.get("frequency") if isinstance(c, dict) else None for c in categories]
+        out.neg = _image_categories(images, "neg_category_ids", category_index, path)
+        out.not_exhaustive = _image_categories(images, "not_exhaustive_category_ids",
+                                               category_index, path)
+    return out
 
 
-def _read_results(path: str, gt: _Gt | None = None,
+def _dimension(value: Any) -> int:
+    return value if type(value) is int and value > 0 else -1
+
+
+def _image_categories(images: list[dict[str, Any]], key: str, category_index: dict[int, int],
+                      path: str) -> tuple[np.ndarray, np.ndarray]:
+    """LVIS' per-image category lists as (image index, category index) pairs."""
+    frames, cats = [], []
+    for i, image in enumerate(images):
+        ids = image.get(key, [])
+        if not isinstance(ids, list) or not all(_member(c, category_index) for c in ids):
+            raise InputError(f"image {image['id']}: '{key}' must be a list of category ids of "
+                             "this file", path=path)
+        frames.extend([i] * len(ids))
+        cats.extend(category_index[c] for c in ids)
+    return np.asarray(frames, np.int64), np.asarray(cats, np.int64)
+
+
+def _instances(objects: list[Any], path: str, iou_type: str, *, prediction: bool,
+               no_literals: bool = False) -> Boxes:
+    """Masks or keypoints of COCO annotations or results (``what`` names them in errors)."""
+    what = "detection" if prediction else "annotation"
+    n = len(objects)
+    given = np.full(n, np.nan)
+    crowd = np.zeros(n, bool)
+    scores = np.zeros(n)
+    if set(map(type, objects)) - {dict}:
+        index = next(i for i, item in enumerate(objects) if not isinstance(item, dict))
+        raise InputError(f"{what} {index}: expected an object", path=path)
+    if prediction:
+        values = list(map(dict.get, objects, repeat("score")))
+        if set(map(type, values)) <= {int, float}:
+            scores = np.array(values, np.float64)
+        if not set(map(type, values)) <= {int, float} or not ((scores >= 0) & (scores <= 1)).all():
+            index = next(i for i, v in enumerate(values) if isinstance(v, bool) or
+                         not isinstance(v, (int, float)) or not 0 <= v <= 1)
+            raise InputError(f"{what} {index}: 'score' must be a number in [0, 1], got "
+                             f"{values[index]!r}", path=path)
+    for index, item in enumerate(objects if not prediction else ()):
+        flag = item.get("iscrowd", 0)
+        if type(flag) not in (int, bool) or flag not in (0, 1):
+            raise InputError(f"{what} {index}: 'iscrowd' must be 0, 1, true or false, got "
+                             f"{flag!r}", path=path)
+        crowd[index] = bool(flag)
+        area = item.get("area")
+        if area is not None:
+            if isinstance(area, bool) or not isinstance(area, (int, float)) or \
+                    not np.isfinite(area) or area < 0:
+                raise InputError(f"{what} {index}: 'area' must be a finite number >= 0, got "
+                                 f"{area!r}", path=path)
+            given[index] = area
+    boxes = instances(objects, path, prediction=prediction, iou_type=iou_type, box_format="xywh",
+                      given_area=given, what=what, no_literals=no_literals)
+    boxes.crowd = crowd
+    boxes.scores = scores if prediction else None
+    return boxes
+
+
+def _read_results(path: str, iou_type: str = "bbox", gt: _Gt | None = None,
                   errors: list[PairError] | None = None) -> _Results:
-    results = read_json(path)
+    from rpx_cli.io.regular import read_bytes
+
+    data = read_bytes(path)
+    results = loads_json(data, path)
+    # no JSON true/false anywhere: a list of numbers holds no bool (numpy would take one as 1)
+    no_literals = data.find(b"true") < 0 and data.find(b"false") < 0
+    del data
     if isinstance(results, dict) and "annotations" in results:
         results = results["annotations"]
     if not isinstance(results, list):
         raise InputError("a COCO results file is a list of {image_id, category_id, bbox, score}",
                          path=path)
     if gt is not None and errors is not None:
-        results = _set_aside_detections(results, gt, path, errors)
+        results = _set_aside_detections(results, gt, path, errors, iou_type)
     if results and set(map(type, results)) != {dict}:
         n = next(n for n, item in enumerate(results) if not isinstance(item, dict))
         raise InputError(f"detection {n}: expected an object", path=path)
@@ -135,10 +235,14 @@ def _read_results(path: str, gt: _Gt | None = None,
     if not set(map(type, category)) <= {int}:  # another type names no GT category
         usable = np.array([type(value) is int for value in category], bool)
         category = [value if type(value) is int else 0 for value in category]
-    boxes = boxes_from_objects(results, path, prediction=True, box_format="xywh",
-                               labels=np.zeros(len(results), np.int64))
-    return _Results(results, np.array(image, np.int64), np.array(category, np.int64), usable,
-                    boxes)
+    if iou_type == "bbox":
+        boxes = boxes_from_objects(results, path, prediction=True, box_format="xywh",
+                                   labels=np.zeros(len(results), np.int64))
+    else:
+        boxes = _instances(results, path, iou_type, prediction=True, no_literals=no_literals)
+    # the parsed objects are not kept: a results file's Python objects are most of the
+    # memory a run needs (5,000 images of keypoints: ~1 GB), and everything is in arrays now
+    return _Results([], np.array(image, np.int64), np.array(category, np.int64), usable, boxes)
 
 
 def _join(gt: _Gt, results: _Results, gt_path: str, dt_path: str) -> CocoFiles:
@@ -152,17 +256,35 @@ def _join(gt: _Gt, results: _Results, gt_path: str, dt_path: str) -> CocoFiles:
     unknown = pred.label < 0  # pycocotools evaluates only the GT's categories
     if unknown.any():
         pred = pred.take(np.flatnonzero(~unknown))
+    pred_size = None if gt.size is None else gt.image_size[pred.frame]
     return CocoFiles(gt.stems, gt.image_ids, gt.table, pred, gt.names,
-                     int(np.count_nonzero(unknown)))
+                     int(np.count_nonzero(unknown)), gt.size, pred_size, gt.neg,
+                     gt.not_exhaustive, gt.frequency)
+
+
+def _record_problems(objects: list[Any], path: str, iou_type: str, *, prediction: bool,
+                     what: str) -> dict[int, InputError]:
+    """Every bad object of a COCO file's list (index -> its error), each checked alone as
+    the bulk reader would: what ``--on-error skip`` sets aside."""
+    if iou_type == "bbox":
+        return object_problems(objects, path, prediction=prediction, box_format="xywh",
+                               where=what, labelled=False)
+    problems = {}
+    for index, item in enumerate(objects):
+        try:
+            _instances([item], path, iou_type, prediction=prediction)
+        except InputError as exc:
+            problems[index] = InputError(str(exc).replace(f"{what} 0", f"{what} {index}", 1),
+                                         path=path)
+    return problems
 
 
 def _set_aside_annotations(anns: list[Any], stems: list[str], image_index: dict[int, int],
-                           category_index: dict[int, int], path: str,
-                           errors: list[PairError]) -> tuple[list[Any], set[int]]:
+                           category_index: dict[int, int], path: str, errors: list[PairError],
+                           iou_type: str) -> tuple[list[Any], set[int]]:
     """``--on-error skip``: every bad annotation listed in ``errors``; the annotations left,
     and the ids of the images a bad one belongs to (left out: their GT is incomplete)."""
-    problems = object_problems(anns, path, prediction=False, box_format="xywh",
-                               where="annotation", labelled=False)
+    problems = _record_problems(anns, path, iou_type, prediction=False, what="annotation")
     for n, ann in enumerate(anns):
         if n in problems or not isinstance(ann, dict):
             continue
@@ -187,22 +309,19 @@ def _set_aside_annotations(anns: list[Any], stems: list[str], image_index: dict[
             if n not in problems and ann["image_id"] not in dropped], dropped
 
 
-def _set_aside_detections(results: list[Any], gt: _Gt, path: str,
-                          errors: list[PairError]) -> list[Any]:
+def _set_aside_detections(results: list[Any], gt: _Gt, path: str, errors: list[PairError],
+                          iou_type: str) -> list[Any]:
     """``--on-error skip``: every bad detection listed in ``errors``; the detections left
     (none of an image that had a bad one: it is scored as predicting nothing)."""
     image_index = {int(image_id): i for i, image_id in enumerate(gt.image_ids.tolist())}
-    problems = object_problems(results, path, prediction=True, box_format="xywh",
-                               where="detection", labelled=False)
+    problems = _record_problems(results, path, iou_type, prediction=True, what="detection")
     # the detections of an image left out (a bad annotation) leave with it, unlisted
     gone = {n for n, item in enumerate(results) if isinstance(item, dict)
             and type(item.get("image_id")) is int and item["image_id"] in gt.dropped}
     for n in gone:
         problems.pop(n, None)
     for n, item in enumerate(results):
-        if n in problems or not isinstance(item, dict):
-            continue
-        if n in gone:
+        if n in problems or n in gone or not isinstance(item, dict):
             continue
         for key in ("image_id", "category_id"):
             if key not in item:

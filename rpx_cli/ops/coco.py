@@ -1,4 +1,11 @@
-"""COCO bbox AP/AR, equal to pycocotools' ``COCOeval`` and vectorised.
+"""COCO AP/AR, equal to pycocotools' ``COCOeval`` (``bbox``, ``segm``, ``keypoints``) and
+the ``lvis`` package's ``LVISEval``, vectorised.
+
+The protocols differ only in the similarity of a (detection, GT) pair — given by the
+caller's geometry (boxes, masks through their intersections, OKS) — and in a few numbers
+and flags (:class:`Protocol`: maxDets, area ranges, the summary's figures; LVIS' ignored
+unmatched detections of a category not exhaustively annotated, keypoint GT without
+visible points ignored): one matcher and one accumulate serve them all.
 
 pycocotools matches detections to GT per (image, category) in Python: for every IoU
 threshold, every detection (best score first), every GT. Here the greedy step
@@ -36,6 +43,49 @@ AREA_RANGES = {"all": (0.0, 1e5**2), "small": (0.0, 32.0**2), "medium": (32.0**2
 STAT_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
 
 
+@dataclass(frozen=True)
+class Protocol:
+    """What a COCO-style evaluation fixes besides the similarity: detections kept per
+    (image, category) (``max_dets``, the last is the cap), the area ranges, and the
+    summary: ``(name, "ap"|"ar", IoU threshold or None, area range, maxDets index)``, as
+    pycocotools' ``summarize`` (and LVIS' ``_summarize``) reads them."""
+
+    name: str
+    max_dets: tuple[int, ...]
+    area_ranges: dict[str, tuple[float, float]]
+    summary: tuple[tuple[str, str, float | None, str, int], ...]
+
+    @property
+    def stat_names(self) -> tuple[str, ...]:
+        return tuple(item[0] for item in self.summary)
+
+
+_AREAS3 = {"all": AREA_RANGES["all"], "medium": AREA_RANGES["medium"], "large": AREA_RANGES["large"]}
+COCO = Protocol("coco", MAX_DETS, AREA_RANGES, (
+    ("AP", "ap", None, "all", 2), ("AP50", "ap", 0.5, "all", 2), ("AP75", "ap", 0.75, "all", 2),
+    ("APs", "ap", None, "small", 2), ("APm", "ap", None, "medium", 2), ("APl", "ap", None, "large", 2),
+    ("AR1", "ar", None, "all", 0), ("AR10", "ar", None, "all", 1), ("AR100", "ar", None, "all", 2),
+    ("ARs", "ar", None, "small", 2), ("ARm", "ar", None, "medium", 2), ("ARl", "ar", None, "large", 2)))
+"""pycocotools ``COCOeval(iouType="bbox"|"segm")``."""
+KEYPOINTS = Protocol("keypoints", (20,), _AREAS3, (
+    ("AP", "ap", None, "all", 0), ("AP50", "ap", 0.5, "all", 0), ("AP75", "ap", 0.75, "all", 0),
+    ("APm", "ap", None, "medium", 0), ("APl", "ap", None, "large", 0),
+    ("AR", "ar", None, "all", 0), ("AR50", "ar", 0.5, "all", 0), ("AR75", "ar", 0.75, "all", 0),
+    ("ARm", "ar", None, "medium", 0), ("ARl", "ar", None, "large", 0)))
+"""pycocotools ``COCOeval(iouType="keypoints")``: maxDets 20, areas all/medium/large."""
+
+
+def lvis_protocol(max_dets: int = 300) -> Protocol:
+    """``LVISEval``: one maxDets (the per-image cap, applied before, by the caller, as
+    ``LVISResults`` does), four area ranges; APr/APc/APf come from :meth:`CocoResult.ap_of`."""
+    return Protocol("lvis", (max_dets,), AREA_RANGES, (
+        ("AP", "ap", None, "all", 0), ("AP50", "ap", 0.5, "all", 0), ("AP75", "ap", 0.75, "all", 0),
+        ("APs", "ap", None, "small", 0), ("APm", "ap", None, "medium", 0),
+        ("APl", "ap", None, "large", 0), (f"AR@{max_dets}", "ar", None, "all", 0),
+        (f"ARs@{max_dets}", "ar", None, "small", 0), (f"ARm@{max_dets}", "ar", None, "medium", 0),
+        (f"ARl@{max_dets}", "ar", None, "large", 0)))
+
+
 @dataclass
 class CocoInput:
     """Boxes of every image, flattened. Images are indexed 0..n_images-1 in COCO image id
@@ -56,6 +106,14 @@ class CocoInput:
     # how IoU and detection areas are computed (rpx_cli.ops.geometry.Geometry; the boxes are
     # then whatever that geometry's objects are); None: [x, y, w, h] boxes
     geometry: Any = None
+    # the detections' areas for the area ranges when they are not the geometry's (masks and
+    # keypoints: the area pycocotools' loadRes gives a result)
+    dt_area: np.ndarray | None = None
+    # GT ignored in every area range though not a crowd region (keypoints: no visible point)
+    gt_ignore: np.ndarray | None = None
+    # LVIS: an unmatched detection here is ignored, not a false positive (its category is
+    # not exhaustively annotated in its image)
+    dt_unmatched_ignored: np.ndarray | None = None
 
 
 @dataclass
@@ -63,31 +121,30 @@ class CocoResult:
     precision: np.ndarray  # (T, R, K, A, M), -1 where undefined
     recall: np.ndarray  # (T, K, A, M)
     scores: np.ndarray  # (T, R, K, A, M): pycocotools' eval["scores"], -1 where undefined
+    protocol: Protocol = COCO
 
     def stats(self) -> dict[str, float | None]:
-        """pycocotools' ``summarize()`` figures; None where it would print -1."""
-        def mean(values: np.ndarray) -> float | None:
-            valid = values[values > -1]
-            return float(np.mean(valid)) if valid.size else None
-
+        """pycocotools' ``summarize()`` figures (``LVISEval.summarize`` for LVIS); None where
+        it would print -1."""
         p, r = self.precision, self.recall
-        t50, t75 = 0, 5
-        return {
-            "AP": mean(p[:, :, :, 0, 2]), "AP50": mean(p[t50, :, :, 0, 2]),
-            "AP75": mean(p[t75, :, :, 0, 2]), "APs": mean(p[:, :, :, 1, 2]),
-            "APm": mean(p[:, :, :, 2, 2]), "APl": mean(p[:, :, :, 3, 2]),
-            "AR1": mean(r[:, :, 0, 0]), "AR10": mean(r[:, :, 0, 1]), "AR100": mean(r[:, :, 0, 2]),
-            "ARs": mean(r[:, :, 1, 2]), "ARm": mean(r[:, :, 2, 2]), "ARl": mean(r[:, :, 3, 2]),
-        }
+        areas = list(self.protocol.area_ranges)
+        out = {}
+        for name, kind, iou, area, m in self.protocol.summary:
+            a = areas.index(area)
+            values = p[..., a, m] if kind == "ap" else r[..., a, m]
+            if iou is not None:
+                values = values[np.flatnonzero(np.isclose(IOU_THRESHOLDS, iou))[0]]
+            out[name] = _mean_defined(values)
+        return out
 
     def per_category_ap(self) -> list[float | None]:
-        """AP per category (all areas, 100 detections); None for a category without GT."""
-        out = []
-        for k in range(self.precision.shape[2]):
-            values = self.precision[:, :, k, 0, 2]
-            valid = values[values > -1]
-            out.append(float(np.mean(valid)) if valid.size else None)
-        return out
+        """AP per category (area all, the last maxDets); None for a category without GT."""
+        return [_mean_defined(self.precision[:, :, k, 0, -1]) for k in range(self.precision.shape[2])]
+
+    def ap_of(self, categories: np.ndarray) -> float | None:
+        """AP over the categories ``categories`` (LVIS' APr/APc/APf); None when none of them
+        has GT (LVIS: -1)."""
+        return _mean_defined(self.precision[:, :, np.asarray(categories, np.int64), 0, -1])
 
     def curves(self) -> dict[str, dict[str, np.ndarray]]:
         """Precision and score at the 101 recall points (area all, maxDets 100), per
@@ -109,9 +166,16 @@ class CocoResult:
         return out
 
 
-def evaluate(data: CocoInput) -> CocoResult:
-    """COCOeval(iouType="bbox") evaluate + accumulate on ``data``."""
-    T, A, M = len(IOU_THRESHOLDS), len(AREA_RANGES), len(MAX_DETS)
+def _mean_defined(values: np.ndarray) -> float | None:
+    valid = values[values > -1]
+    return float(np.mean(valid)) if valid.size else None
+
+
+def evaluate(data: CocoInput, protocol: Protocol = COCO) -> CocoResult:
+    """COCOeval evaluate + accumulate on ``data`` under ``protocol`` (``LVISEval``'s for
+    LVIS, whose per-image cap and category filtering the caller has applied)."""
+    max_dets = protocol.max_dets
+    T, A, M = len(IOU_THRESHOLDS), len(protocol.area_ranges), len(max_dets)
     K = data.n_categories
     # detections: group, then score (descending), ties in input order; rank within group
     dt_group = data.dt_image.astype(np.int64) * K + data.dt_category
@@ -120,24 +184,36 @@ def evaluate(data: CocoInput) -> CocoResult:
     dt_image, dt_category = data.dt_image[order], data.dt_category[order]
     starts = np.searchsorted(dt_group, dt_group, side="left")
     rank = np.arange(dt_group.size) - starts
-    keep = rank < MAX_DETS[-1]
+    keep = rank < max_dets[-1]
+    if data.dt_area is not None:
+        dt_area = data.dt_area[order]
+    elif data.geometry is None:
+        dt_area = dt_box[:, 2] * dt_box[:, 3]
+    else:
+        dt_area = data.geometry.area(dt_box)
+    unmatched_ignored = None if data.dt_unmatched_ignored is None else data.dt_unmatched_ignored[order]
     if not keep.all():
         dt_group, dt_box, dt_score, rank = dt_group[keep], dt_box[keep], dt_score[keep], rank[keep]
-        dt_image, dt_category = dt_image[keep], dt_category[keep]
-    dt_area = dt_box[:, 2] * dt_box[:, 3] if data.geometry is None else data.geometry.area(dt_box)
+        dt_image, dt_category, dt_area = dt_image[keep], dt_category[keep], dt_area[keep]
+        if unmatched_ignored is not None:
+            unmatched_ignored = unmatched_ignored[keep]
     # GT: group, then input order
     gt_group = data.gt_image.astype(np.int64) * K + data.gt_category
     gorder = np.argsort(gt_group, kind="stable")
     gt_group, gt_box = gt_group[gorder], data.gt_box[gorder]
     gt_area, gt_crowd = data.gt_area[gorder], data.gt_crowd[gorder].astype(bool)
+    if data.gt_ignore is not None:  # outside every range: ignored, yet matched only once
+        gt_area = np.where(data.gt_ignore[gorder], -np.inf, gt_area)
 
-    ranges = np.array(list(AREA_RANGES.values()))
+    ranges = np.array(list(protocol.area_ranges.values()))
     similarity = iou_similarity(dt_box, gt_box) if data.geometry is None else \
         data.geometry.similarity(dt_box, gt_box)
     matched, ignored, _ = greedy_match(dt_group, gt_group, similarity,
                                        np.minimum(IOU_THRESHOLDS, 1 - 1e-10), ">=", ties="last",
                                        gt_crowd=gt_crowd, gt_area=gt_area, area_ranges=ranges)
     outside = (dt_area[:, None] < ranges[None, :, 0]) | (dt_area[:, None] > ranges[None, :, 1])
+    if unmatched_ignored is not None:
+        outside |= unmatched_ignored[:, None]
     ignored |= ~matched & np.repeat(outside, T, axis=1)  # (detections, areas * thresholds)
 
     gt_ignored = gt_crowd[None, :] | (gt_area[None, :] < ranges[:, :1]) | (gt_area[None, :] > ranges[:, 1:])
@@ -159,8 +235,8 @@ def evaluate(data: CocoInput) -> CocoResult:
     fps = np.ascontiguousarray(~(matched | ignored)[ranked].T)
     for k in range(K):
         lo, hi = bounds[k], bounds[k + 1]
-        for m, max_det in enumerate(MAX_DETS):
-            if max_det >= MAX_DETS[-1]:  # detections past the last were dropped already
+        for m, max_det in enumerate(max_dets):
+            if max_det >= max_dets[-1]:  # detections past the last were dropped already
                 tp, fp, ss = tps[:, lo:hi], fps[:, lo:hi], score_sorted[lo:hi]
             else:
                 sel = lo + np.flatnonzero(rank_sorted[lo:hi] < max_det)
@@ -170,7 +246,7 @@ def evaluate(data: CocoInput) -> CocoResult:
                 cells = slice(a * T, (a + 1) * T)
                 _accumulate(tp[cells], fp_before[cells], int(regular[a, k]), ss,
                             precision[:, :, k, a, m], recall[:, k, a, m], scores[:, :, k, a, m])
-    return CocoResult(precision, recall, scores)
+    return CocoResult(precision, recall, scores, protocol)
 
 
 def iou_similarity(dt_box: np.ndarray, gt_box: np.ndarray) -> Similarity:

@@ -26,7 +26,9 @@ interpolated with precision ``tp / (tp + fp)``, recall points ``k / 100``; a cla
 detections but no GT scores 0 and counts in the mean; a class left with neither (after a
 fix) leaves the mean; ties in score keep insertion order (images in order, then score
 order), and a fixed AP lists the error detections before the true positives. Values here
-are on rpx's 0–1 scale (tidecv prints them × 100).
+are on rpx's 0–1 scale (tidecv prints them × 100). Masks (``--iou-type segm``) plug in
+their IoU through ``data.geometry`` as tidecv's mask mode does (intersection over the
+detection's mask for a crowd region).
 """
 
 from __future__ import annotations
@@ -85,7 +87,8 @@ def tide(data: CocoInput, *, pos: float = 0.5, bkg: float = 0.1, max_dets: int =
     d_sort = np.lexsort((np.arange(D), d_group))
     g_sort = np.argsort(g_group, kind="stable")
     matches = greedy_match(d_group[d_sort], g_group[g_sort],
-                           iou_similarity(d_box[d_sort], g_box[g_sort]), pos, ">=",
+                           iou_similarity(d_box[d_sort], g_box[g_sort]) if data.geometry is None
+                           else data.geometry.similarity(d_box[d_sort], g_box[g_sort]), pos, ">=",
                            ties="first", return_gt=True)
     taken = np.full(D, -1, np.int64)
     taken[d_sort] = np.where(matches.matched[:, 0], g_sort[np.maximum(matches.gt[:, 0], 0)], -1)
@@ -100,7 +103,10 @@ def tide(data: CocoInput, *, pos: float = 0.5, bkg: float = 0.1, max_dets: int =
     per_det = (g_start[d_image + 1] - g_start[d_image]) if D else np.zeros(0, np.int64)
     pd = np.repeat(np.arange(D), per_det)
     pg = g_start[d_image][pd] + (np.arange(pd.size) - np.repeat(np.cumsum(per_det) - per_det, per_det))
-    iou = iou_xywh_rows(d_box[pd], g_box[pg][:, None, :], np.zeros((pd.size, 1), bool))[:, 0]
+    if data.geometry is None:
+        iou = iou_xywh_rows(d_box[pd], g_box[pg][:, None, :], np.zeros((pd.size, 1), bool))[:, 0]
+    else:
+        iou = data.geometry.pairs(d_box[pd], g_box[pg])
     same = d_cls[pd] == g_cls[pg]
     m_cls, a_cls = _segment_max(np.where(same, iou, 0.0), pd, pg, D)
     m_non, a_non = _segment_max(np.where(same, 0.0, iou), pd, pg, D)
@@ -207,7 +213,10 @@ def _on_crowd(data: CocoInput, d_image: np.ndarray, d_cls: np.ndarray, d_box: np
     per_det = start[d_image + 1] - start[d_image]
     pd = np.repeat(np.arange(d_image.size), per_det)
     pc = crowd[start[d_image][pd] + (np.arange(pd.size) - np.repeat(np.cumsum(per_det) - per_det, per_det))]
-    ioa = iou_xywh_rows(d_box[pd], data.gt_box[pc][:, None, :], np.ones((pd.size, 1), bool))[:, 0]
+    if data.geometry is None:
+        ioa = iou_xywh_rows(d_box[pd], data.gt_box[pc][:, None, :], np.ones((pd.size, 1), bool))[:, 0]
+    else:
+        ioa = data.geometry.pairs(d_box[pd], data.gt_box[pc], crowd=True)
     hit = (ioa > pos) & (data.gt_category[pc] == d_cls[pd])
     out[pd[hit]] = True
     return out

@@ -103,3 +103,40 @@ def name_and_number(what: str, parse_number: Callable[[Any], float]) -> Callable
             raise ValueError(f"expected NAME={what}, got {value!r}")
         return name, parse_number(amount)
     return parse
+
+
+def sigmas(value: Any) -> list[float]:
+    """Keypoint sigmas (``--oks-sigmas``): a comma list ``0.26,0.25,...``, a file holding
+    such a list or a JSON list, or a Python sequence; each a finite number > 0."""
+    items: Any = value
+    if isinstance(value, str):
+        text = value.strip()
+        if text and not _numeric_list(text):
+            import os
+
+            if not os.path.isfile(text):
+                raise ValueError(f"expected a comma list of numbers > 0 or a file, got {_shown(value)}")
+            with open(text, encoding="utf-8") as handle:
+                text = handle.read().strip()
+            if text.startswith("["):
+                text = text.strip("[] \n")
+        items = [part for part in text.replace("\n", ",").split(",") if part.strip()]
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise ValueError(f"expected a list of numbers > 0, got {_shown(value)}")
+    out = []
+    for item in items:
+        result = number(item)
+        if not math.isfinite(result) or result <= 0:
+            raise ValueError(f"sigmas must be finite numbers > 0, got {_shown(item)}")
+        out.append(result)
+    if not out:
+        raise ValueError("expected at least one sigma")
+    return out
+
+
+def _numeric_list(text: str) -> bool:
+    try:
+        [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        return False
+    return True

@@ -24,6 +24,15 @@
 - **``dataset.errors``** (``--metrics errors``, not run by default): TIDE's breakdown of
   AP50 by error type, equal to tidecv (``rpx_cli.ops.tide``).
 
+``--iou-type segm|keypoints`` (pycocotools' ``iouType``) changes only the similarity, in
+every view: mask IoU (crowd GT: intersection over the detection's mask) or OKS
+(:mod:`rpx_cli.tasks.detection.instances`); keypoints use pycocotools' maxDets 20 and areas
+all/medium/large. ``--protocol lvis`` evaluates COCO-format LVIS files as ``LVISEval``
+(federated: per image only the categories of its GT and its ``neg_category_ids``; unmatched
+detections of its ``not_exhaustive_category_ids`` ignored; 300 detections per image; APr,
+APc, APf by category frequency); the operating-point views see the same capped and filtered
+detections.
+
 ``--geometry rotated|polygon|cuboid`` changes only how an IoU is computed, in every view
 (the COCO area ranges use the geometry's area): rotated boxes ``[xc, yc, w, h, angle]`` as
 detectron2, multi-polygons repaired as Aquarium does (shapely, the ``rpx-eval[geometry]``
@@ -43,6 +52,7 @@ and confusion (not COCO), as Aquarium does by default.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -53,11 +63,13 @@ from rpx_cli.io.box_table import Frame, FrameTable
 from rpx_cli.io.boxes import Boxes, apply_class_map, load_class_map, parse_boxes
 from rpx_cli.io.coco_files import load_coco
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.instances import IOU_TYPES, parse_instances
 from rpx_cli.io.shapes import ANGLE_UNITS, parse_shapes
-from rpx_cli.ops.coco import STAT_NAMES
+from rpx_cli.ops.coco import COCO, KEYPOINTS, STAT_NAMES, lvis_protocol
 from rpx_cli.ops.geometry import BOXES, GEOMETRIES, Geometry, require_shapely
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
 from rpx_cli.ops.tide import ERROR_TYPES
+from rpx_cli.params.parsers import sigmas as parse_sigmas
 from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST, MAX_FRAME_BOXES
 from rpx_cli.tasks.base import (
     FileInput,
@@ -69,6 +81,7 @@ from rpx_cli.tasks.base import (
     Warn,
     probability,
 )
+from rpx_cli.tasks.detection import instances
 from rpx_cli.tasks.detection.shapes import (
     decode_shapes_frame,
     encode_shapes_frame,
@@ -80,6 +93,9 @@ from rpx_cli.tasks.detection.views import (
     coco,
     confusion,
     errors,
+    federated,
+    greedy,
+    lvis_detections,
     operating_point,
     vocabulary,
     worst_frames,
@@ -90,12 +106,26 @@ from rpx_cli.tasks.stats import Stat, StatTable
 ROW_KEYS = ("precision", "recall", "f1", "tp", "fp", "fn")
 
 
-def encode_frame(frame: Frame) -> dict[str, Any]:
-    return {"gt": frame.gt.as_json(), "pred": frame.pred.as_json(), "image_id": frame.image_id}
+PROTOCOLS = ("coco", "lvis")
+LVIS_STAT_NAMES = ("APr", "APc", "APf", "AR@300", "ARs@300", "ARm@300", "ARl@300")
+KEYPOINT_STAT_NAMES = ("AR", "AR50", "AR75")
+_CODECS = {"segm": (instances.rle_to_json, instances.rle_from_json),
+           "keypoints": (instances.keypoints_to_json, instances.keypoints_from_json)}
 
 
-def decode_frame(data: dict[str, Any]) -> Frame:
-    return Frame(Boxes.from_json(data["gt"]), Boxes.from_json(data["pred"]), data.get("image_id"))
+def encode_frame(frame: Frame, iou_type: str = "bbox") -> dict[str, Any]:
+    encode = _CODECS[iou_type][0] if iou_type in _CODECS else None
+    out = {"gt": frame.gt.as_json(encode), "pred": frame.pred.as_json(encode),
+           "image_id": frame.image_id}
+    if frame.neg is not None:
+        out["neg"], out["not_exhaustive"] = frame.neg, frame.not_exhaustive
+    return out
+
+
+def decode_frame(data: dict[str, Any], iou_type: str = "bbox") -> Frame:
+    decode = _CODECS[iou_type][1] if iou_type in _CODECS else None
+    return Frame(Boxes.from_json(data["gt"], decode), Boxes.from_json(data["pred"], decode),
+                 data.get("image_id"), neg=data.get("neg"), not_exhaustive=data.get("not_exhaustive"))
 
 
 _NUMBERS = {"type": "array", "items": {"type": ["number", "null"]}}
@@ -141,7 +171,12 @@ class Detection(Task):
         '--geometry rotated: "bbox": [xc, yc, w, h, angle] (detectron2; --angle-unit deg|rad).\n'
         '--geometry polygon: "polygons": [ring, ...] or [{"exterior": ring, "holes": [ring]}, ...],\n'
         '  a ring [[x, y], ...]; needs shapely (pip install \'rpx-eval[geometry]\').\n'
-        '--geometry cuboid: "center": [x, y, z], "size": [l, w, h], "yaw" (rad) or "rotation" [w,x,y,z].'
+        '--geometry cuboid: "center": [x, y, z], "size": [l, w, h], "yaw" (rad) or "rotation" [w,x,y,z].\n'
+        '--iou-type segm: {"size": [h, w], "objects": [{"segmentation": polygons or RLE, "label",\n'
+        '  "score"}, ...]} or COCO files (needs pycocotools: pip install \'rpx-eval[coco]\').\n'
+        '--iou-type keypoints: objects with "keypoints": [x1, y1, v1, ...] (GT: "bbox", "area",\n'
+        '  "num_keypoints" optional) or COCO files; --oks-sigmas for skeletons other than COCO\'s.\n'
+        '--protocol lvis: LVIS files (--coco-gt/--coco-dt; categories need "frequency").'
     )
     example = (
         'rpx eval detection --pred-dir fixtures/detection/shelf/pred \\\n'
@@ -149,7 +184,14 @@ class Detection(Task):
         'rpx eval detection --coco-gt fixtures/detection/coco/instances.json \\\n'
         '    --coco-dt fixtures/detection/coco/results.json | jq .dataset.coco.AP50\n'
         'rpx eval detection --geometry rotated --pred-dir fixtures/detection/aerial/pred \\\n'
-        '    --gt-dir fixtures/detection/aerial/gt | jq .dataset.coco.AP'
+        '    --gt-dir fixtures/detection/aerial/gt | jq .dataset.coco.AP\n'
+        'rpx eval detection --iou-type segm --coco-gt fixtures/detection/masks/instances.json \\\n'
+        '    --coco-dt fixtures/detection/masks/results.json | jq .dataset.coco.AP\n'
+        'rpx eval detection --iou-type keypoints --oks-sigmas 0.25,0.25,0.5,0.5,0.35 \\\n'
+        '    --box-format xywh --pred-dir fixtures/detection/hands/pred \\\n'
+        '    --gt-dir fixtures/detection/hands/gt | jq .dataset.coco.AP\n'
+        'rpx eval detection --protocol lvis --coco-gt fixtures/detection/lvis/lvis_val.json \\\n'
+        '    --coco-dt fixtures/detection/lvis/results.json | jq .dataset.coco.APr'
     )
     # every frame's boxes: the views match across all frames at once (a Frame per pair, or
     # the flat FrameTable of COCO-file input)
@@ -207,6 +249,19 @@ class Detection(Task):
                     "footprint IoU)."),
         Option("angle_unit", "--angle-unit", "choice", "deg", choices=ANGLE_UNITS,
                help="Unit of the rotated boxes' angle (--geometry rotated)."),
+        Option("iou_type", "--iou-type", "choice", "bbox", choices=IOU_TYPES,
+               help="pycocotools' iouType: boxes, instance masks (polygons or RLE; mask IoU; needs "
+                    "rpx-eval[coco]) or keypoints (OKS, maxDets 20), in every view."),
+        Option("oks_sigmas", "--oks-sigmas", "parsed", None, parse=parse_sigmas,
+               metavar="FILE|LIST",
+               help="Per-keypoint OKS sigmas (--iou-type keypoints) as a comma list or a file; "
+                    "default COCO's 17 person keypoints."),
+        Option("protocol", "--protocol", "choice", "coco", choices=PROTOCOLS,
+               help="COCO AP as pycocotools, or LVIS' federated evaluation (LVISEval 0.5.3; "
+                    "--coco-gt/--coco-dt LVIS files)."),
+        Option("max_dets", "--max-dets", "int", None, minimum=1, metavar="N",
+               help="--protocol lvis: detections kept per image, highest scores first "
+                    "(default 300)."),
         Option("iou_threshold", "--iou-threshold", "parsed", 0.5, parse=probability("IoU threshold"),
                metavar="T", help="IoU a match needs (>=), for rows, pooled and confusion."),
         Option("conf_threshold", "--conf-threshold", "parsed", 0.0,
@@ -238,6 +293,18 @@ class Detection(Task):
             mapping = load_class_map(mapping)
         out = {**params, "class_map": mapping, "iou_threshold": float(params["iou_threshold"]),
                "conf_threshold": float(params["conf_threshold"])}
+        out.setdefault("iou_type", "bbox")
+        out.setdefault("protocol", "coco")
+        sigmas = out.pop("oks_sigmas", None)
+        if out["iou_type"] == "keypoints":
+            from rpx_cli.ops.oks import COCO_SIGMAS
+
+            out["oks_sigmas"] = [float(x) for x in (COCO_SIGMAS.tolist() if sigmas is None else sigmas)]
+        max_dets = out.pop("max_dets", None)
+        if out["protocol"] == "lvis":
+            out["max_dets"] = 300 if max_dets is None else int(max_dets)
+        elif max_dets is not None:
+            out["max_dets"] = max_dets  # refused by validate_params
         geometry = out.pop("geometry", "box")
         angle_unit = out.pop("angle_unit", "deg")
         if geometry != "box":
@@ -263,11 +330,38 @@ class Detection(Task):
                                  f"--geometry {geometry} supports rows, pooled, confusion and coco")
         if geometry == "polygon":
             require_shapely()
+        iou_type, protocol = params.get("iou_type", "bbox"), params.get("protocol", "coco")
+        if iou_type not in IOU_TYPES:
+            raise ParameterError(f"iou type must be one of {', '.join(IOU_TYPES)}, got {iou_type!r}")
+        if protocol not in PROTOCOLS:
+            raise ParameterError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+        if iou_type != "bbox" and geometry != "box":
+            raise ParameterError(f"--iou-type {iou_type} and --geometry {geometry} do not go "
+                                 "together: masks and keypoints are their own geometry")
+        if protocol == "lvis" and iou_type == "keypoints":
+            raise ParameterError("--protocol lvis evaluates boxes or masks (--iou-type bbox|segm)")
+        if protocol != "lvis" and params.get("max_dets") is not None:
+            raise ParameterError("--max-dets is LVIS' per-image cap: it needs --protocol lvis "
+                                 "(COCO's maxDets are fixed: 1/10/100, keypoints 20)")
+        if iou_type == "keypoints" and "errors" in (params.get("metrics") or ()):
+            raise ParameterError("--metrics errors (TIDE) is for boxes and masks; --iou-type "
+                                 "keypoints supports rows, pooled, confusion and coco")
+        if protocol == "lvis" and "errors" in (params.get("metrics") or ()):
+            raise ParameterError("--metrics errors (TIDE) is COCO's; --protocol lvis supports rows, "
+                                 "pooled, confusion and coco")
+        if iou_type == "segm":
+            from rpx_cli.ops.masks import require_pycocotools
+
+            require_pycocotools()
 
     def statistics(self, params: Params) -> tuple[Stat, ...]:
         """Boxes: :attr:`stats`. Other geometries: the frames with their shapes and
         overlaps, and for polygons the objects repaired."""
         geometry = params.get("geometry", "box")
+        iou_type = params.get("iou_type", "bbox")
+        if iou_type != "bbox":
+            return (Stat("frame", encode=partial(encode_frame, iou_type=iou_type),
+                         decode=partial(decode_frame, iou_type=iou_type)),)
         if geometry == "box":
             return self.stats
         frame = Stat("frame", encode=partial(encode_shapes_frame, geometry=geometry),
@@ -276,6 +370,28 @@ class Detection(Task):
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         info = dict(self.metrics)
+        iou_type = params.get("iou_type", "bbox")
+        if iou_type == "keypoints":
+            for name in ("AR1", "AR10", "AR100", "ARs", "APs"):
+                info.pop(name)
+            info.update({name: MetricInfo("higher", "pycocotools COCOeval keypoints: average recall "
+                                          "over OKS .50:.05:.95 (AR), at .50 (AR50) or .75 (AR75), "
+                                          "maxDets 20") for name in KEYPOINT_STAT_NAMES})
+        elif iou_type == "segm":
+            info.update({name: MetricInfo("higher", "pycocotools COCOeval segm (mask IoU): 10 IoU "
+                                          "thresholds .50:.05:.95, 101 recall points, maxDets "
+                                          "1/10/100, areas from the GT 'area' field or the mask")
+                         for name in STAT_NAMES})
+        if params.get("protocol", "coco") == "lvis":
+            n = params.get("max_dets", 300)
+            for name in ("AR1", "AR10", "AR100", "ARs", "ARm", "ARl"):
+                info.pop(name)
+            info.update({name: MetricInfo("higher", "LVISEval: AP over the rare (APr), common (APc) "
+                                          "or frequent (APf) categories, by the GT file's "
+                                          "'frequency'") for name in LVIS_STAT_NAMES[:3]})
+            info.update({name.replace("300", str(n)): MetricInfo(
+                "higher", f"LVISEval: average recall at {n} detections per image (all, small, "
+                "medium, large areas)") for name in LVIS_STAT_NAMES[3:]})
         if params.get("geometry", "box") == "polygon":
             info["n_repaired"] = MetricInfo(
                 "none", "objects (GT and predictions) whose polygons needed a repair: an invalid "
@@ -288,7 +404,20 @@ class Detection(Task):
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Boxes:
         geometry = params.get("geometry", "box")
-        if geometry == "box":
+        iou_type = params.get("iou_type", "bbox")
+        if params.get("protocol", "coco") == "lvis" and role == "gt":
+            raise InputError("--protocol lvis reads LVIS files (--coco-gt/--coco-dt): categories' "
+                             "frequency and images' neg_category_ids are not in per-stem files",
+                             path=path)
+        if iou_type != "bbox":
+            boxes, sizes = parse_instances(buffer.read(path).tobytes(), path, prediction=role == "pred",
+                                           iou_type=iou_type, box_format=params.get("box_format", "xyxy"))
+            if iou_type == "segm":
+                boxes.box, area = instances.prepare_masks(boxes.box, sizes, path)
+                boxes.area = np.where(np.isnan(boxes.area), area, boxes.area)
+            else:
+                instances.keypoint_count_error(boxes.box, params["oks_sigmas"], path)
+        elif geometry == "box":
             boxes = parse_boxes(buffer.read(path).tobytes(), path, prediction=role == "pred",
                                 box_format=params["box_format"])
         else:
@@ -307,7 +436,7 @@ class Detection(Task):
 
     def empty_prediction(self, gt: Boxes, params: Params) -> Boxes:
         empty = Boxes.empty(with_scores=True)
-        if params.get("geometry", "box") != "box":
+        if params.get("geometry", "box") != "box" or params.get("iou_type", "bbox") != "bbox":
             empty.box = gt.box[:0]
         return empty
 
@@ -316,6 +445,11 @@ class Detection(Task):
         n_pred = int(np.count_nonzero(pred.scores >= params["conf_threshold"])) if len(pred) else 0
         row = {"n_gt": int(np.count_nonzero(~gt.crowd)), "n_pred": n_pred}
         geometry = params.get("geometry", "box")
+        if params.get("iou_type", "bbox") == "segm":
+            try:
+                instances.frame_size([*gt.box, *pred.box])
+            except InputError as exc:
+                raise InputError(f"{exc.args[0]} ({pred_path} against {gt_path})", path=gt_path) from None
         if geometry == "box":
             return Sample(row, {"frame": Frame(gt, pred)})
         frame, repaired = evaluate_shapes(pred, gt, geometry, params, pred_path=pred_path,
@@ -333,11 +467,33 @@ class Detection(Task):
         if params.get("geometry", "box") != "box":
             raise ParameterError("--coco-gt/--coco-dt hold axis-aligned boxes: --geometry "
                                  f"{params['geometry']} reads per-stem files (--pred-dir/--gt-dir)")
-        coco = load_coco(gt_file, dt_file, skip=params.get("on_error") == "skip")
+        iou_type, lvis = params.get("iou_type", "bbox"), params.get("protocol", "coco") == "lvis"
+        coco = load_coco(gt_file, dt_file, iou_type=iou_type, lvis=lvis,
+                         skip=params.get("on_error") == "skip")
         if not coco.stems and not coco.errors:
             raise InputError("the COCO GT file has no images", path=gt_file)
-        table = FrameTable(len(coco.stems), coco.categories, coco.gt, coco.pred, coco.image_ids)
+        extra: dict[str, Any] = {}
+        if iou_type == "segm":
+            for side, sizes, path, what in ((coco.gt, coco.gt_size, gt_file, "annotation"),
+                                            (coco.pred, coco.pred_size, dt_file, "detection")):
+                side.box, area = instances.prepare_masks(side.box, sizes, path, what)
+                side.area = np.where(np.isnan(side.area), area, side.area)
+            _check_mask_sizes(coco, gt_file, dt_file)
+        elif iou_type == "keypoints":
+            instances.keypoint_count_error(coco.gt.box, params["oks_sigmas"], gt_file)
+            instances.keypoint_count_error(coco.pred.box, params["oks_sigmas"], dt_file)
+        if lvis:
+            missing = [name for name, f in zip(coco.categories, coco.frequency, strict=True)
+                       if f not in ("r", "c", "f")]
+            if missing:
+                raise InputError(f"category {missing[0]!r} has no LVIS 'frequency' (r, c or f): "
+                                 "--protocol lvis needs every category's", path=gt_file)
+            extra["category_frequency"] = list(coco.frequency)
+        table = FrameTable(len(coco.stems), coco.categories, coco.gt, coco.pred, coco.image_ids,
+                           coco.neg, coco.not_exhaustive)
         n_gt = len(table.gt)
+        if lvis:
+            table = lvis_detections(table, params["max_dets"])
         table = table.map_labels(params.get("class_map"))
         rows = [{"n_gt": a, "n_pred": b} for a, b in
                 zip(table.n_gt(), table.n_pred(params["conf_threshold"]), strict=True)]
@@ -348,9 +504,9 @@ class Detection(Task):
         if coco.n_unknown_category:
             warnings.append(f"{coco.n_unknown_category} detection(s) name a category that is "
                             f"not in {gt_file}; they are not evaluated (as pycocotools)")
-        return FileInput(coco.stems, stats=StatTable(self.stats, {"frame": table}, table.n),
-                         rows=rows, params={"categories": table.vocabulary}, warnings=warnings,
-                         errors=coco.errors)
+        return FileInput(coco.stems, stats=StatTable(self.statistics(params), {"frame": table}, table.n),
+                         rows=rows, params={"categories": table.vocabulary, **extra},
+                         warnings=warnings, errors=coco.errors)
 
     # --- over all frames ----------------------------------------------------------------
 
@@ -363,10 +519,22 @@ class Detection(Task):
         table = frames if isinstance(frames, FrameTable) else FrameTable.from_frames(
             frames, params.get("categories") or vocabulary(frames))
         geometry: Geometry = BOXES
-        if params.get("geometry", "box") != "box":
+        iou_type, lvis = params.get("iou_type", "bbox"), params.get("protocol", "coco") == "lvis"
+        gt_ignore = None
+        if lvis:  # per-stem frames (from shards) are capped alike; federated for every view
+            table = federated(lvis_detections(table, params["max_dets"]))
+        if iou_type == "segm":
+            geometry = instances.mask_geometry(table)
+        elif iou_type == "keypoints":
+            geometry = instances.keypoint_geometry(table, params["oks_sigmas"],
+                                                   floor=min(params["iou_threshold"], 0.5))
+            gt_ignore = table.gt.box[:, -1] == 0 if len(table.gt) else np.zeros(0, bool)
+        elif params.get("geometry", "box") != "box":
             # the views see objects as ids and look their intersections up
             geometry = overlap_table(params["geometry"], frames, table)
-            table.gt.box, table.pred.box = np.arange(len(table.gt)), np.arange(len(table.pred))
+        if geometry is not BOXES:  # (new tables: the statistics keep their shapes)
+            table = replace(table, gt=replace(table.gt, box=np.arange(len(table.gt))),
+                            pred=replace(table.pred, box=np.arange(len(table.pred))))
         n = table.n
         empty = table.gt.counts(n) == 0
         skipped = empty & bool(params["skip_empty_gt"])
@@ -377,7 +545,11 @@ class Detection(Task):
         if params.get("geometry") == "polygon":
             aggregate["n_repaired"] = int(np.nansum(stats["n_repaired"]))
         if {"rows", "pooled"} & set(wanted):
+            # every detection kept (conf 0): the operating point and the sweep share a matching
+            shared = greedy(table, params["iou_threshold"], -np.inf, geometry) \
+                if params["conf_threshold"] <= 0 and "pooled" in wanted else None
             tp, fp, fn = operating_point(table, params["iou_threshold"], params["conf_threshold"],
+                                         matches=shared,
                                          geometry=geometry)
             figures = prf_arrays(tp, fp, fn)
             columns = [figures[key].tolist() for key in ("precision", "recall", "f1")]
@@ -393,14 +565,23 @@ class Detection(Task):
             dataset["pooled"] = {**prf(*totals), **dict(zip(("tp", "fp", "fn"), totals, strict=True))}
             if "pooled" in wanted:
                 dataset["pooled"]["by_confidence"] = by_confidence(table, used, params["iou_threshold"],
+                                                                   matches=shared,
                                                                    geometry=geometry)
         if "confusion" in wanted:
             dataset["confusion"] = confusion(table, ~skipped, params["iou_threshold"],
                                              params["conf_threshold"], geometry=geometry)
         if "coco" in wanted:
-            dataset["coco"] = coco(table, geometry=geometry)
+            protocol = lvis_protocol(params["max_dets"]) if lvis else \
+                KEYPOINTS if iou_type == "keypoints" else COCO
+            frequency = params.get("category_frequency") if lvis else None
+            if lvis and frequency is None:
+                raise InputError("--protocol lvis needs each category's frequency: evaluate LVIS "
+                                 "files (--coco-gt/--coco-dt)")
+            dataset["coco"] = coco(table, geometry=geometry, protocol=protocol,
+                                   instances=iou_type != "bbox", gt_ignore=gt_ignore,
+                                   frequency=frequency)
         if "errors" in wanted:
-            dataset["errors"] = errors(table)
+            dataset["errors"] = errors(table, geometry=geometry)
         sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}
         warnings = filter_warnings(table, params)
         if warnings:
@@ -419,3 +600,24 @@ class Detection(Task):
         f1 = np.where(skipped, np.nan, prf_arrays(tp, fp, fn)["f1"])
         return worst_frames(table, f1, params["keep_worst"], params["iou_threshold"],
                             params["conf_threshold"], MAX_FRAME_BOXES if geometry is BOXES else 0)
+
+
+def _check_mask_sizes(coco, gt_file: str, dt_file: str) -> None:
+    """One image size per image: a prediction's RLE of another size than the image's GT
+    masks is an input error naming both (sizes given by images[] were checked on reading)."""
+    n = len(coco.stems)
+    first = np.full((n, 2), -1, np.int64)
+    for side in (coco.pred, coco.gt):  # the GT's size wins where both have masks
+        if len(side):
+            sizes = np.array([rle["size"] for rle in side.box], np.int64).reshape(-1, 2)
+            first[side.frame[::-1]] = sizes[::-1]  # the first mask of each image
+    for side, path, what in ((coco.gt, gt_file, "annotation"), (coco.pred, dt_file, "detection")):
+        if not len(side):
+            continue
+        sizes = np.array([rle["size"] for rle in side.box], np.int64).reshape(-1, 2)
+        wrong = np.flatnonzero((sizes != first[side.frame]).any(axis=1))
+        if wrong.size:
+            k = int(wrong[0])
+            raise InputError(f"image {int(coco.image_ids[side.frame[k]])}: a {what} mask of size "
+                             f"{sizes[k].tolist()} where the image's masks are "
+                             f"{first[side.frame[k]].tolist()} ({dt_file} against {gt_file})", path=path)

@@ -7,12 +7,13 @@ and an IoU (:class:`~rpx_cli.ops.geometry.Geometry`)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.io.box_table import BoxTable, Frame, FrameTable
-from rpx_cli.ops.coco import RECALL_THRESHOLDS, CocoInput
+from rpx_cli.ops.coco import COCO, RECALL_THRESHOLDS, CocoInput, Protocol
 from rpx_cli.ops.coco import evaluate as coco_evaluate
 from rpx_cli.ops.geometry import BOXES, Geometry
 from rpx_cli.ops.matching import greedy_match, optimal_match
@@ -29,10 +30,10 @@ def vocabulary(stats: list[Frame]) -> list[str]:
 
 
 def operating_point(table: FrameTable, iou_threshold: float, conf_threshold: float, *,
-                    geometry: Geometry = BOXES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    geometry: Geometry = BOXES, matches=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(TP, FP, FN) of every frame: class-aware greedy matching by descending score,
     vectorised over frames (pycocotools' matcher at one IoU threshold)."""
-    d_frame, _, hit, miss = _greedy(table, iou_threshold, conf_threshold, geometry)
+    d_frame, _, hit, miss = matches or greedy(table, iou_threshold, conf_threshold, geometry)
     n = table.n
     tp = np.bincount(d_frame[hit], minlength=n)
     fp = np.bincount(d_frame[miss], minlength=n)
@@ -44,12 +45,12 @@ CONFIDENCE_GRID = np.linspace(0.0, 1.0, 101)
 
 
 def by_confidence(table: FrameTable, frames: np.ndarray, iou_threshold: float, *,
-                  geometry: Geometry = BOXES) -> dict[str, Any]:
+                  geometry: Geometry = BOXES, matches=None) -> dict[str, Any]:
     """Pooled P/R/F1 over the frames where ``frames`` is True at every threshold of
     :data:`CONFIDENCE_GRID` (a detection counts when score >= threshold). One matching of
     every detection serves all thresholds: walked by descending score, a detection's match
     never depends on those below it."""
-    d_frame, d_score, hit, miss = _greedy(table, iou_threshold, -np.inf, geometry)
+    d_frame, d_score, hit, miss = matches or greedy(table, iou_threshold, -np.inf, geometry)
     keep = frames[d_frame]
     hit_scores = np.sort(d_score[hit & keep])
     miss_scores = np.sort(d_score[miss & keep])
@@ -61,10 +62,11 @@ def by_confidence(table: FrameTable, frames: np.ndarray, iou_threshold: float, *
             **{key: figures[key].tolist() for key in ("precision", "recall", "f1")}}
 
 
-def _greedy(table: FrameTable, iou_threshold: float, conf_threshold: float,
-            geometry: Geometry = BOXES):
+def greedy(table: FrameTable, iou_threshold: float, conf_threshold: float,
+           geometry: Geometry = BOXES):
     """Every detection with score >= ``conf_threshold``: (frame, score, true positive,
-    false positive); a detection on a crowd region is neither."""
+    false positive); a detection on a crowd region is neither. (With a threshold at or
+    below every score, :func:`operating_point` and :func:`by_confidence` can share one.)"""
     gt, pred = table.gt, table.pred.where(table.pred.score >= conf_threshold)
     K = max(len(table.vocabulary), 1)
     d_group = pred.frame * K + pred.label
@@ -140,9 +142,11 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
     gt_matched = np.zeros(len(gt), bool)
     pairs_d, pairs_g = [], []
     both = np.flatnonzero((np.diff(d_bounds) > 0) & (np.diff(g_bounds) > 0))
+    matrices = _frame_matrices(geometry, pred, gt, d_bounds, g_bounds, both)
     for i in both.tolist():
-        d0, d1, g0, g1 = d_bounds[i], d_bounds[i + 1], g_bounds[i], g_bounds[i + 1]
-        rows, cols = optimal_match(geometry.matrix(pred.box[d0:d1], gt.box[g0:g1]), iou_threshold, ">=")
+        d0, g0 = d_bounds[i], g_bounds[i]
+        matrix = next(matrices)
+        rows, cols = optimal_match(matrix, iou_threshold, ">=")
         pairs_d.append(rows + d0)
         pairs_g.append(cols + g0)
     if pairs_d:
@@ -173,6 +177,38 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
     }
 
 
+def _frame_matrices(geometry: Geometry, pred: BoxTable, gt: BoxTable, d_bounds: np.ndarray,
+                    g_bounds: np.ndarray, frames: np.ndarray, chunk: int = 1 << 14):
+    """Each frame's (D, G) similarity matrix, in order. Boxes: per frame, by their formula.
+    Other geometries: the pairs of many frames in one call of ``geometry.pairs`` (about
+    ``chunk`` pairs at a time; OKS costs as many array operations for 700 pairs as for
+    200,000), then cut into the frames' matrices."""
+    if geometry is BOXES:
+        for i in frames.tolist():
+            yield geometry.matrix(pred.box[d_bounds[i]:d_bounds[i + 1]], gt.box[g_bounds[i]:g_bounds[i + 1]])
+        return
+    nd, ng = np.diff(d_bounds)[frames], np.diff(g_bounds)[frames]
+    sizes = nd * ng
+    start = 0
+    while start < frames.size:
+        stop = start + max(1, int(np.searchsorted(np.cumsum(sizes[start:]), chunk, side="right")))
+        stop = min(stop, frames.size)
+        block = frames[start:stop]
+        counts = sizes[start:stop]
+        first = np.repeat(np.cumsum(counts) - counts, counts)
+        local = np.arange(int(counts.sum())) - first
+        width = np.repeat(ng[start:stop], counts)
+        dt = np.repeat(d_bounds[block], counts) + local // width
+        gt_ids = np.repeat(g_bounds[block], counts) + local % width
+        values = geometry.pairs(pred.box[dt], gt.box[gt_ids])
+        offset = 0
+        for k in range(block.size):
+            size = int(counts[k])
+            yield values[offset:offset + size].reshape(int(nd[start + k]), int(ng[start + k]))
+            offset += size
+        start = stop
+
+
 def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
               iou_threshold: float, geometry: Geometry = BOXES) -> np.ndarray:
     """Which of the detections ``dets`` lie on a crowd region of their frame and class
@@ -194,24 +230,89 @@ def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
     return out
 
 
-def coco(table: FrameTable, *, geometry: Geometry = BOXES) -> dict[str, Any]:
-    """COCO AP/AR over every detection; None (with a reason) where pycocotools gives -1."""
+def coco(table: FrameTable, *, geometry: Geometry = BOXES, protocol: Protocol = COCO,
+         instances: bool = False, gt_ignore: np.ndarray | None = None,
+         frequency: list[str] | None = None) -> dict[str, Any]:
+    """COCO AP/AR over every detection; None (with a reason) where pycocotools gives -1.
+    ``instances``: masks or keypoints, whose detections' areas for the ranges are the
+    table's (pycocotools' ``loadRes``), not the geometry's; ``gt_ignore``: GT ignored though
+    not crowd (keypoints without a visible point). ``protocol`` LVIS: ``frequency`` per
+    category, the detections already capped per image (:func:`lvis_detections`)."""
+    data = CocoInput(0, len(table.vocabulary), table.gt.frame, table.gt.label, table.gt.box,
+                     table.gt.area, table.gt.crowd, table.pred.frame, table.pred.label,
+                     table.pred.box, table.pred.score, None if geometry is BOXES else geometry,
+                     dt_area=table.pred.area if instances else None, gt_ignore=gt_ignore)
+    if protocol.name == "lvis":
+        data = _lvis_input(table, data)
     image = table.coco_image()
-    gt, pred = table.gt, table.pred
-    result = coco_evaluate(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label,
-                                     gt.box, gt.area, gt.crowd, image[pred.frame], pred.label,
-                                     pred.box, pred.score, None if geometry is BOXES else geometry))
+    data.n_images = table.n
+    data.gt_image, data.dt_image = image[data.gt_image], image[data.dt_image]
+    result = coco_evaluate(data, protocol)
     figures = result.stats()
-    reasons = {name: "no GT box in this area range" for name, value in figures.items()
+    if frequency is not None:
+        for group in ("r", "c", "f"):
+            figures[f"AP{group}"] = result.ap_of(np.flatnonzero(np.array(frequency) == group))
+    noun = "object" if instances else "box"
+    reasons = {name: f"no GT {noun} in this area range" if name not in ("APr", "APc", "APf")
+               else f"no GT {noun} of a category of this frequency" for name, value in figures.items()
                if value is None}
     per_class = {}
     for label, ap in zip(table.vocabulary, result.per_category_ap(), strict=True):
         per_class[label] = {"AP": ap} if ap is not None else {
-            "AP": None, "reason": "no GT box of this class (pycocotools: -1)"}
+            "AP": None, "reason": f"no GT {noun} of this class (pycocotools: -1)"}
     out: dict[str, Any] = {**figures, "per_class": per_class, "curves": _curves(result, table.vocabulary)}
     if reasons:
         out["null_reasons"] = reasons
     return out
+
+
+def _lvis_input(table: FrameTable, data: CocoInput) -> CocoInput:
+    """``LVISEval._prepare`` on the table: objects whose area is not in (0, inf) are left out
+    (its ``get_ann_ids`` filter, GT and detections alike); per image, detections of a
+    category neither in the image's GT nor in its ``neg_category_ids`` are left out; an
+    unmatched detection of a ``not_exhaustive_category_ids`` category is ignored."""
+    K = max(len(table.vocabulary), 1)
+    g_keep = (data.gt_area > 0) & (data.gt_area < np.inf)
+    d_area = data.dt_area if data.dt_area is not None else (
+        data.dt_box[:, 2] * data.dt_box[:, 3] if data.geometry is None else data.geometry.area(data.dt_box))
+    positive = np.unique(data.gt_image[g_keep] * K + data.gt_category[g_keep])
+    neg = _pair_keys(table.neg, K)
+    code = data.dt_image * K + data.dt_category
+    d_keep = (d_area > 0) & (d_area < np.inf) & (np.isin(code, positive) | np.isin(code, neg))
+    g, d = np.flatnonzero(g_keep), np.flatnonzero(d_keep)
+    return CocoInput(0, data.n_categories, data.gt_image[g], data.gt_category[g], data.gt_box[g],
+                     data.gt_area[g], np.zeros(g.size, bool), data.dt_image[d], data.dt_category[d],
+                     data.dt_box[d], data.dt_score[d], data.geometry,
+                     dt_area=None if data.dt_area is None else data.dt_area[d],
+                     dt_unmatched_ignored=np.isin(code[d], _pair_keys(table.not_exhaustive, K)))
+
+
+def _pair_keys(pairs: tuple[np.ndarray, np.ndarray] | None, K: int) -> np.ndarray:
+    return np.zeros(0, np.int64) if pairs is None else pairs[0] * K + pairs[1]
+
+
+def lvis_detections(table: FrameTable, max_dets: int) -> FrameTable:
+    """``LVISResults``' cap: per image, the ``max_dets`` highest-scoring detections of any
+    category (ties in input order; Python's stable sort); crowd flags dropped (``LVISEval``
+    compares every GT as a regular one)."""
+    pred = table.pred
+    order = np.lexsort((np.arange(len(pred)), -pred.score, pred.frame))
+    rank = np.arange(order.size) - np.searchsorted(pred.frame[order], pred.frame[order], side="left")
+    keep = np.sort(order[rank < max_dets])
+    gt = replace(table.gt, crowd=np.zeros(len(table.gt), bool))
+    return FrameTable(table.n, table.vocabulary, gt, pred.take(keep), table.image_ids,
+                      table.neg, table.not_exhaustive)
+
+
+def federated(table: FrameTable) -> FrameTable:
+    """LVIS for the operating-point views: detections of a category that is neither in its
+    image's GT nor among its negative categories are left out (nothing is known of them)."""
+    K = max(len(table.vocabulary), 1)
+    positive = np.unique(table.gt.frame * K + table.gt.label)
+    code = table.pred.frame * K + table.pred.label
+    keep = np.isin(code, positive) | np.isin(code, _pair_keys(table.neg, K))
+    return FrameTable(table.n, table.vocabulary, table.gt, table.pred.where(keep), table.image_ids,
+                      table.neg, table.not_exhaustive)
 
 
 def _curves(result, vocabulary: list[str]) -> dict[str, Any]:
@@ -232,12 +333,13 @@ def _curves(result, vocabulary: list[str]) -> dict[str, Any]:
     return out
 
 
-def errors(table: FrameTable) -> dict[str, Any]:
+def errors(table: FrameTable, *, geometry: Geometry = BOXES) -> dict[str, Any]:
     """``dataset.errors``: TIDE's breakdown (tidecv, IoU 0.5, background 0.1) on the COCO
-    view's images and boxes (every detection, no confidence threshold)."""
+    view's images and objects (every detection, no confidence threshold)."""
     image = table.coco_image()
     gt, pred = table.gt, table.pred
     result = tide(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label, gt.box,
-                            gt.area, gt.crowd, image[pred.frame], pred.label, pred.box, pred.score))
+                            gt.area, gt.crowd, image[pred.frame], pred.label, pred.box, pred.score,
+                            None if geometry is BOXES else geometry))
     return {**result.dap, "ap50": result.ap, "counts": result.counts,
             "iou_threshold": 0.5, "background_threshold": 0.1}

@@ -1,0 +1,325 @@
+"""Instance masks and keypoints for ``rpx eval detection --iou-type segm|keypoints``.
+
+Per-stem JSON: ``{"size": [h, w], "objects": [...]}`` or a list of objects (then RLEs
+carry their own size and polygons cannot be read). An object has ``"label"``, ``"score"``
+(predictions) and, on GT, optional ``"iscrowd"`` and ``"area"``, plus:
+
+- ``segm``: ``"segmentation"``, as COCO writes it: polygons ``[[x1, y1, x2, y2, ...],
+  ...]`` (several parts are one object), an uncompressed RLE ``{"size": [h, w], "counts":
+  [ints]}`` or a compressed one (``counts`` a string); optional ``"bbox"`` on predictions
+  (then the area used for COCO's area ranges is the box's, as pycocotools' ``loadRes``);
+- ``keypoints``: ``"keypoints": [x1, y1, v1, ...]`` (COCO's flat triplets), GT optionally
+  ``"num_keypoints"`` (default: the points with ``v > 0``), ``"bbox"`` (default: the extent
+  of the visible points) and ``"area"`` (default: the box's ``w · h``); predictions
+  optionally ``"bbox"`` (then their area is its ``w · h``; else the extent of all their
+  points, as ``loadRes``).
+
+Kept in :class:`~rpx_cli.io.boxes.Boxes`: ``box`` holds the raw segmentations (an object
+array, made into RLEs by the task with :mod:`rpx_cli.ops.masks`) or the keypoint rows
+``[x1, y1, v1, ..., bx, by, bw, bh, num_keypoints]`` (float64). Every problem is an
+:class:`~rpx_cli.errors.InputError` naming the file and the object.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import chain, repeat
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from rpx_cli.errors import InputError
+from rpx_cli.io.boxes import Boxes, loads_json, object_attributes
+from rpx_cli.io.values import MAX_MAGNITUDE
+
+IOU_TYPES = ("bbox", "segm", "keypoints")
+
+
+def parse_instances(data: bytes, path: str, *, prediction: bool, iou_type: str,
+                    box_format: str = "xyxy") -> tuple[Boxes, np.ndarray]:
+    """One per-stem file: ``(objects, sizes)``; ``sizes`` (N, 2) int64 is each object's image
+    ``(h, w)`` (``-1`` where the file gives none)."""
+    document = loads_json(data, path)
+    size = None
+    if isinstance(document, dict) and "objects" in document:
+        size = _size(document.get("size"), path, "'size'") if "size" in document else None
+        objects = document["objects"]
+    elif isinstance(document, dict) and "size" in document:
+        raise InputError('expected {"size": [h, w], "objects": [...]}', path=path)
+    else:
+        objects = document
+    if not isinstance(objects, list):
+        raise InputError('expected {"size": [h, w], "objects": [...]} or a list of objects',
+                         path=path)
+    if objects and set(map(type, objects)) != {dict}:
+        index = next(i for i, item in enumerate(objects) if not isinstance(item, dict))
+        raise InputError(f"object {index}: expected an object", path=path)
+    labels, scores, crowd, given = [], [], [], []
+    for index, item in enumerate(objects):
+        label, score, flag, area = object_attributes(item, f"object {index}", path, prediction)
+        labels.append(label)
+        scores.append(score)
+        crowd.append(flag)
+        given.append(np.nan if area is None else area)
+    n = len(objects)
+    sizes = np.full((n, 2), -1, np.int64)
+    if size is not None:
+        sizes[:] = size
+    boxes = instances(objects, path, prediction=prediction, iou_type=iou_type,
+                      box_format=box_format, given_area=np.asarray(given, np.float64).reshape(n))
+    boxes.labels = labels
+    boxes.scores = np.asarray(scores, np.float64) if prediction else None
+    boxes.crowd = np.asarray(crowd, bool).reshape(n)
+    return boxes, sizes
+
+
+def instances(objects: list[dict[str, Any]], path: str, *, prediction: bool, iou_type: str,
+              box_format: str, given_area: np.ndarray, what: str = "object",
+              no_literals: bool = False) -> Boxes:
+    """The geometry of ``objects`` (their labels, scores and crowd flags are the caller's):
+    raw segmentations or keypoint rows in ``box``, ``area`` as described above (NaN for a
+    mask without a given area or a box: the mask's, once it is an RLE). ``no_literals``:
+    the JSON held no ``true``/``false`` at all (numbers are then converted in one call)."""
+    n = len(objects)
+    if iou_type == "segm":
+        fast = _fast_rles(objects, prediction, given_area, box_format)
+        if fast is not None:
+            return fast
+        box = np.empty(n, object)
+        area = given_area.copy() if not prediction else np.full(n, np.nan)
+        for index, item in enumerate(objects):
+            where = f"{what} {index}"
+            if "segmentation" not in item:
+                raise InputError(f"{where}: missing 'segmentation' (--iou-type segm)", path=path)
+            box[index] = _segmentation(item["segmentation"], where, path)
+            if prediction and item.get("bbox") is not None:
+                x, y, w, h = _bbox(item["bbox"], where, path, box_format)
+                area[index] = w * h
+        return Boxes(box, [], None, np.zeros(n, bool), area)
+    if iou_type != "keypoints":
+        raise ValueError(f"iou_type must be segm or keypoints, got {iou_type!r}")
+    fast = _fast_keypoints(objects, prediction, box_format, given_area, no_literals)
+    if fast is not None:
+        return fast
+    rows = []
+    width = None
+    area = np.empty(n)
+    for index, item in enumerate(objects):
+        where = f"{what} {index}"
+        points = item.get("keypoints")
+        values = _numbers(points)
+        if values is None or values.size == 0 or values.size % 3:
+            raise InputError(f"{where}: 'keypoints' must be a list of [x, y, v] triplets of "
+                             f"finite numbers, got {_short(points)}", path=path)
+        if width is not None and values.size != width:
+            raise InputError(f"{where}: {values.size // 3} keypoints where object 0 has "
+                             f"{width // 3}", path=path)
+        width = values.size
+        x, y, v = values[0::3], values[1::3], values[2::3]
+        bbox = item.get("bbox")
+        if bbox is not None:
+            bbox = _bbox(bbox, where, path, box_format)
+        if prediction:
+            if bbox is None:
+                x0, x1, y0, y1 = x.min(), x.max(), y.min(), y.max()
+                bbox = (x0, y0, x1 - x0, y1 - y0)
+            area[index] = bbox[2] * bbox[3]
+            count = float(np.count_nonzero(v > 0))
+        else:
+            if bbox is None:
+                seen = v > 0
+                if seen.any():
+                    x0, x1, y0, y1 = x[seen].min(), x[seen].max(), y[seen].min(), y[seen].max()
+                    bbox = (x0, y0, x1 - x0, y1 - y0)
+                else:
+                    bbox = (0.0, 0.0, 0.0, 0.0)
+            count = item.get("num_keypoints")
+            if count is None:
+                count = float(np.count_nonzero(v > 0))
+            elif isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise InputError(f"{where}: 'num_keypoints' must be an integer >= 0, got "
+                                 f"{count!r}", path=path)
+            area[index] = given_area[index] if not math.isnan(given_area[index]) else bbox[2] * bbox[3]
+        rows.append(np.concatenate([values, np.asarray(bbox, np.float64), [float(count)]]))
+    box = np.stack(rows) if rows else np.zeros((0, 0))
+    return Boxes(box, [], None, np.zeros(n, bool), area)
+
+
+def _fast_keypoints(objects: list[dict[str, Any]], prediction: bool, box_format: str,
+                    given_area: np.ndarray, no_literals: bool = False) -> Boxes | None:
+    """Keypoint objects read as arrays (C-level ``map`` and one ``fromiter``); None when
+    anything needs the per-object checks (which word the error)."""
+    n = len(objects)
+    if not n:
+        return None
+    try:
+        points = list(map(itemgetter("keypoints"), objects))
+    except KeyError:
+        return None
+    if set(map(type, points)) != {list}:
+        return None
+    widths = set(map(len, points))
+    if len(widths) != 1:
+        return None
+    width = widths.pop()
+    if not width or width % 3:
+        return None
+    if no_literals:  # no bool anywhere: numpy's conversion, with text or null refused by dtype
+        values = np.array(points)
+        if values.dtype.kind not in "if" or values.shape != (n, width):
+            return None
+        values = values.astype(np.float64, copy=False)
+    else:
+        if not set(map(type, chain.from_iterable(points))) <= {int, float}:
+            return None
+        values = np.fromiter(chain.from_iterable(points), np.float64, count=n * width).reshape(n, width)
+    if not (np.abs(values) <= MAX_MAGNITUDE).all():
+        return None
+    x, y, v = values[:, 0::3], values[:, 1::3], values[:, 2::3]
+    boxes = list(map(dict.get, objects, repeat("bbox")))
+    given_box = None
+    if set(map(type, boxes)) != {type(None)}:
+        if set(map(type, boxes)) != {list} or set(map(len, boxes)) != {4} or \
+                not set(map(type, chain.from_iterable(boxes))) <= {int, float}:
+            return None
+        given_box = np.array(boxes, np.float64)
+        if not (np.abs(given_box) <= MAX_MAGNITUDE).all():
+            return None
+        if box_format == "xyxy":
+            given_box[:, 2:] -= given_box[:, :2]
+        if (given_box[:, 2:] < 0).any():
+            return None
+    if prediction:
+        seen = np.ones(v.shape, bool)  # every point, as loadRes
+        count = np.count_nonzero(v > 0, axis=1).astype(np.float64)
+    else:
+        seen = v > 0
+        counts = list(map(dict.get, objects, repeat("num_keypoints")))
+        if set(map(type, counts)) == {type(None)}:
+            count = np.count_nonzero(seen, axis=1).astype(np.float64)
+        elif set(map(type, counts)) == {int}:
+            count = np.array(counts, np.float64)
+            if (count < 0).any():
+                return None
+        else:
+            return None
+    if given_box is None:
+        any_seen = seen.any(axis=1)
+        x0 = np.where(any_seen, np.min(np.where(seen, x, np.inf), axis=1), 0.0)
+        x1 = np.where(any_seen, np.max(np.where(seen, x, -np.inf), axis=1), 0.0)
+        y0 = np.where(any_seen, np.min(np.where(seen, y, np.inf), axis=1), 0.0)
+        y1 = np.where(any_seen, np.max(np.where(seen, y, -np.inf), axis=1), 0.0)
+        given_box = np.stack([x0, y0, x1 - x0, y1 - y0], axis=1)
+    box_area = given_box[:, 2] * given_box[:, 3]
+    area = box_area if prediction else np.where(np.isnan(given_area), box_area, given_area)
+    rows = np.concatenate([values, given_box, count[:, None]], axis=1)
+    return Boxes(rows, [], None, np.zeros(n, bool), area)
+
+
+def _fast_rles(objects: list[dict[str, Any]], prediction: bool, given_area: np.ndarray,
+               box_format: str) -> Boxes | None:
+    """Objects whose segmentations are all compressed RLEs (a results file), pulled out with
+    C-level ``map``; None when anything needs the per-object checks (which word the error)."""
+    n = len(objects)
+    try:
+        segmentations = list(map(itemgetter("segmentation"), objects))
+        if set(map(type, segmentations)) != {dict}:
+            return None
+        counts = list(map(itemgetter("counts"), segmentations))
+        sizes = list(map(itemgetter("size"), segmentations))
+    except KeyError:
+        return None
+    if set(map(type, counts)) != {str} or set(map(type, sizes)) != {list} or set(map(len, sizes)) != {2}:
+        return None
+    shape = np.array(sizes)
+    if shape.dtype != np.int64 or not ((shape > 0) & (shape <= 1_000_000)).all():
+        return None
+    try:
+        encoded = [text.encode("ascii") for text in counts]
+    except UnicodeEncodeError:
+        return None
+    box = np.empty(n, object)
+    box[:] = [{"size": size, "counts": text} for size, text in zip(sizes, encoded, strict=True)]
+    area = given_area.copy() if not prediction else np.full(n, np.nan)
+    if prediction:  # a result with a bbox: its area for the ranges is the box's (loadRes)
+        boxes = list(map(dict.get, objects, repeat("bbox")))
+        kinds = set(map(type, boxes))
+        if kinds != {type(None)}:
+            if kinds != {list} or set(map(len, boxes)) != {4} or \
+                    not set(map(type, chain.from_iterable(boxes))) <= {int, float}:
+                return None
+            xywh = np.array(boxes, np.float64)
+            if not (np.abs(xywh) <= MAX_MAGNITUDE).all() or (xywh[:, 2:] < 0).any():
+                return None
+            if box_format == "xyxy":
+                xywh[:, 2:] -= xywh[:, :2]
+            if (xywh[:, 2:] < 0).any():
+                return None
+            area = xywh[:, 2] * xywh[:, 3]
+    return Boxes(box, [], None, np.zeros(n, bool), area)
+
+
+def _segmentation(value: Any, where: str, path: str) -> Any:
+    """A segmentation checked for its form (the runs are checked once decoded)."""
+    if isinstance(value, list):
+        if not value:
+            raise InputError(f"{where}: 'segmentation' is an empty list of polygons", path=path)
+        for part, polygon in enumerate(value):
+            numbers = _numbers(polygon)
+            if numbers is None or numbers.size < 6 or numbers.size % 2:
+                raise InputError(f"{where}: polygon {part} must be [x1, y1, x2, y2, ...] with at "
+                                 f"least 3 points of finite numbers, got {_short(polygon)}", path=path)
+        return value
+    if isinstance(value, dict) and "counts" in value and "size" in value:
+        size = _size(value["size"], path, f"{where}: RLE 'size'")
+        counts = value["counts"]
+        if isinstance(counts, str):
+            if not counts.isascii():
+                raise InputError(f"{where}: malformed RLE: a character outside COCO's RLE "
+                                 "alphabet", path=path)
+            return {"size": size, "counts": counts.encode("ascii")}
+        runs = _numbers(counts)
+        if runs is None or (runs.size and ((runs < 0).any() or (runs != np.floor(runs)).any())):
+            raise InputError(f"{where}: malformed RLE: 'counts' must be a string or a list of "
+                             "integers >= 0", path=path)
+        if int(runs.sum()) != size[0] * size[1]:
+            raise InputError(f"{where}: malformed RLE: counts sum to {int(runs.sum())}, not h·w = "
+                             f"{size[0]}·{size[1]} = {size[0] * size[1]}", path=path)
+        return {"size": size, "counts": [int(c) for c in runs.tolist()]}
+    raise InputError(f"{where}: 'segmentation' must be polygons [[x1, y1, ...], ...] or an RLE "
+                     f"{{\"size\": [h, w], \"counts\": ...}}, got {_short(value)}", path=path)
+
+
+def _size(value: Any, path: str, where: str) -> list[int]:
+    if not (isinstance(value, list) and len(value) == 2 and all(
+            type(v) is int and 0 < v <= 1_000_000 for v in value)):
+        raise InputError(f"{where} must be [h, w], two integers > 0, got {_short(value)}", path=path)
+    return [int(value[0]), int(value[1])]
+
+
+def _bbox(value: Any, where: str, path: str, box_format: str) -> tuple[float, float, float, float]:
+    numbers = _numbers(value)
+    if numbers is None or numbers.size != 4:
+        raise InputError(f"{where}: 'bbox' must be four finite numbers, got {_short(value)}", path=path)
+    x, y, a, b = numbers.tolist()
+    w, h = (a - x, b - y) if box_format == "xyxy" else (a, b)
+    if w < 0 or h < 0:
+        raise InputError(f"{where}: negative width or height in 'bbox' {value!r}", path=path)
+    return x, y, w, h
+
+
+def _numbers(value: Any) -> np.ndarray | None:
+    """A flat list of JSON numbers (never bools or strings) within the magnitude bound."""
+    if not isinstance(value, list) or not all(
+            type(v) in (int, float) for v in value):
+        return None
+    out = np.asarray(value, np.float64)
+    if out.size and not (np.abs(out) <= MAX_MAGNITUDE).all():
+        return None
+    return out
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

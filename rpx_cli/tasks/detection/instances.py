@@ -1,0 +1,132 @@
+"""``rpx eval detection --iou-type segm|keypoints``: masks and keypoints beside boxes.
+
+Only the similarity of a (detection, GT) pair changes — every view (rows, pooled, the
+confusion matrix, COCO AP, TIDE for masks) takes a :class:`~rpx_cli.ops.geometry.Geometry`:
+
+- masks: each object's segmentation becomes a compressed RLE when it is read
+  (:func:`prepare_masks`: polygons rasterised and RLEs checked — runs summing to ``h · w``,
+  one image size per frame), kept as ``{"size", "counts", "area"}`` (``area`` the mask's
+  pixels); the summary computes every frame's intersections at once
+  (:func:`mask_geometry`) into an :class:`~rpx_cli.ops.geometry.OverlapTable`;
+- keypoints: rows ``[x1, y1, v1, ..., bx, by, bw, bh, num_keypoints]`` and
+  :class:`~rpx_cli.ops.oks.OksGeometry` (OKS computed for the pairs a view asks for).
+"""
+
+from __future__ import annotations
+
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+
+from rpx_cli.errors import InputError
+from rpx_cli.io.box_table import FrameTable
+from rpx_cli.ops.geometry import OverlapTable
+from rpx_cli.ops.oks import OksGeometry
+
+
+def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
+                  what: str = "object", index: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Raw segmentations (:mod:`rpx_cli.io.instances`) as RLE dicts ``{"size", "counts"
+    (bytes), "area"}`` and their mask areas. ``sizes`` (N, 2): the image's ``(h, w)`` of
+    each (-1: unknown; RLEs carry theirs, a polygon then cannot be read); ``index`` numbers
+    the objects in messages (default 0..N-1)."""
+    from rpx_cli.ops import masks
+    from rpx_cli.ops.rle import decode_counts
+
+    n = len(segmentations)
+    index = np.arange(n) if index is None else index
+    shapes = np.array(sizes, np.int64).reshape(n, 2)
+    is_rle = np.fromiter(map(isinstance, segmentations, repeat(dict)), bool, count=n)
+    own = np.full((n, 2), -1, np.int64)
+    if is_rle.any():
+        own[is_rle] = [segmentation["size"] for segmentation in segmentations[is_rle]]
+    clash = np.flatnonzero(is_rle & (shapes[:, 0] >= 0) & (own != shapes).any(axis=1))
+    if clash.size:
+        i = int(clash[0])
+        raise InputError(f"{what} {index[i]}: RLE size {own[i].tolist()} is not the image's "
+                         f"{shapes[i].tolist()}", path=path)
+    shapes = np.where(is_rle[:, None], own, shapes)
+    unsized = np.flatnonzero(shapes[:, 0] < 0)
+    if unsized.size:
+        raise InputError(f"{what} {index[unsized[0]]}: a polygon needs the image size "
+                         "(a per-stem file: {\"size\": [h, w], \"objects\": [...]}; a COCO "
+                         "file: images[].height and width)", path=path)
+    rles = masks.compressed(list(segmentations), [tuple(s) for s in shapes.tolist()])
+    area, total, readable = masks.totals(rles)
+    expected = shapes[:, 0] * shapes[:, 1]
+    wrong = np.flatnonzero((total != expected) | ~readable)
+    if wrong.size:
+        # the readable reference decoder words the problem
+        i = int(wrong[0])
+        decoded = decode_counts([rles[i]["counts"]])
+        problem = decoded.problem[0] or (f"counts sum to {int(decoded.total[0])}, not h·w = "
+                                         f"{shapes[i, 0]}·{shapes[i, 1]} = {int(expected[i])}")
+        raise InputError(f"{what} {index[i]}: malformed RLE: {problem}", path=path)
+    out = np.empty(n, object)
+    for rle, a in zip(rles, area.tolist(), strict=True):
+        rle["area"] = a
+    out[:] = rles
+    return out, area.astype(np.float64)
+
+
+def frame_size(rles: np.ndarray) -> list[int] | None:
+    """The one image size of a frame's masks (None without masks); an
+    :class:`InputError` (without a path: the caller names the files) when they differ."""
+    sizes = {tuple(rle["size"]) for rle in rles}
+    if len(sizes) > 1:
+        raise InputError(f"masks of sizes {', '.join(map(str, sorted(sizes)))} in one image")
+    return list(next(iter(sizes))) if sizes else None
+
+
+def rle_to_json(rles: np.ndarray) -> list[dict[str, Any]]:
+    return [{"size": rle["size"], "counts": rle["counts"].decode("ascii"), "area": rle["area"]}
+            for rle in rles]
+
+
+def rle_from_json(values: list[dict[str, Any]]) -> np.ndarray:
+    out = np.empty(len(values), object)
+    out[:] = [{"size": v["size"], "counts": v["counts"].encode("ascii"), "area": v["area"]}
+              for v in values]
+    return out
+
+
+def keypoints_to_json(rows: np.ndarray) -> list[list[float]]:
+    return rows.tolist()
+
+
+def keypoints_from_json(values: list[list[float]]) -> np.ndarray:
+    return np.asarray(values, np.float64).reshape(len(values), -1) if values else np.zeros((0, 0))
+
+
+def mask_areas(rles: np.ndarray) -> np.ndarray:
+    return np.fromiter((rle["area"] for rle in rles), np.float64, count=len(rles))
+
+
+def mask_geometry(table: FrameTable) -> OverlapTable:
+    """Every frame's mask intersections (pycocotools' run merge, one call per frame)."""
+    from rpx_cli.ops import masks
+
+    pred_area, gt_area = mask_areas(table.pred.box), mask_areas(table.gt.box)
+    d, g, inter = masks.table_intersections(table.pred.box, table.gt.box, table.pred.frame,
+                                            table.gt.frame, pred_area, table.n)
+    return OverlapTable(pred_area, gt_area, d, g, inter)
+
+
+def keypoint_geometry(table: FrameTable, sigmas: np.ndarray, floor: float | None = None) -> OksGeometry:
+    """OKS of the table's keypoint rows with ``sigmas``; every object's point count is
+    checked against them. ``floor``: the lowest threshold a greedy view tests."""
+    sigmas = np.asarray(sigmas, np.float64)
+    for side in (table.pred, table.gt):
+        if len(side) and side.box.shape[1] != 3 * sigmas.size + 5:
+            raise InputError(f"objects have {(side.box.shape[1] - 5) // 3} keypoints but "
+                             f"--oks-sigmas gives {sigmas.size} sigmas")
+    return OksGeometry(table.pred.box, table.gt.box, table.pred.area, table.gt.area, sigmas, floor)
+
+
+def keypoint_count_error(boxes_box: np.ndarray, sigmas: list[float], path: str) -> None:
+    """An :class:`InputError` naming ``path`` when its objects' keypoint count is not the
+    number of sigmas."""
+    if len(boxes_box) and boxes_box.shape[1] != 3 * len(sigmas) + 5:
+        raise InputError(f"object 0: {(boxes_box.shape[1] - 5) // 3} keypoints, but the sigmas "
+                         f"(--oks-sigmas, COCO's 17 by default) are {len(sigmas)}", path=path)
