@@ -331,3 +331,25 @@ def test_classification_csv_a_bad_prediction_row_scores_as_a_missing_prediction(
     assert run.json["n_pairs"] == len(gt_lines) - 2
     assert sorted((e["stem"], e["side"]) for e in run.json["errors"]) == sorted(
         [(gt_lines[1].split(",")[0], "gt"), (pred_lines[5].split(",")[0], "pred")])
+
+
+def test_coco_segm_a_bad_mask_empties_its_image(rpx, tmp_path: Path) -> None:
+    """The same rule for --iou-type segm: each record checked alone by the mask reader."""
+    masks = Path(__file__).resolve().parent.parent / "fixtures" / "detection" / "masks"
+    results = json.loads((masks / "results.json").read_text())
+    victim = results[0]["image_id"]
+    broken = [dict(r) for r in results]
+    broken[0]["segmentation"] = {"size": [32, 40], "counts": 5}
+    write_json(tmp_path / "broken.json", broken)
+    write_json(tmp_path / "without.json", [r for r in results if r["image_id"] != victim])
+    args = ["--iou-type", "segm", "--coco-gt", str(masks / "instances.json")]
+    skipped = rpx(["eval", "detection", *args, "--coco-dt", str(tmp_path / "broken.json"),
+                   "--on-error", "skip"])
+    assert skipped.exit_code == 0, skipped.stderr
+    without = rpx(["eval", "detection", *args, "--coco-dt", str(tmp_path / "without.json")])
+    assert skipped.json["dataset"] == without.json["dataset"]
+    assert [(e["side"], e["effect"]) for e in skipped.json["errors"]] == \
+        [("pred", "empty_prediction")]
+    assert skipped.json["errors"][0]["message"].split(": ", 1)[1].startswith("detection 0")
+    failed = rpx(["eval", "detection", *args, "--coco-dt", str(tmp_path / "broken.json")])
+    assert failed.exit_code == 1 and failed.stdout == ""
