@@ -21,9 +21,19 @@ def _stop_at_start(signum: int, frame: object) -> None:
     os._exit(128 + signum)
 
 
+# One thread per process for the math libraries, unless the user set otherwise: rpx runs
+# pairs in worker processes (--jobs), and OpenBLAS's threads on rpx's small dot products
+# (nvs: a 512x512x3 image's) only spin — measured 2.0x the CPU for the same wall time, so a
+# second worker process had no CPU left (benchmarks/RESULTS.md, issue 33). One thread also
+# makes a sum's order the same on every machine.
+SINGLE_THREADED = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def main() -> None:
     for signum in _STOP:
         signal.signal(signum, _stop_at_start)
+    for name in SINGLE_THREADED:  # before numpy is imported (the command line imports it)
+        os.environ.setdefault(name, "1")
     from rpx_cli.cli.main import main as run
 
     run()

@@ -101,6 +101,25 @@ def test_chosen_processes_give_the_same_result(tmp_path: Path, monkeypatch,
     assert got.execution["probed"] == (40 if probe_seconds == 10.0 else got.execution["probed"])
 
 
+def test_heavy_pairs_start_their_workers_at_once(tmp_path: Path, monkeypatch) -> None:
+    """A task whose pairs are heavy (sequences, large images) skips the timed first pairs:
+    as many workers as CPUs stand idle, the same result as one process."""
+    from rpx_cli.engine import workers
+
+    class Heavy(Toy):
+        heavy_pairs = True
+
+    pairs = make_pairs(tmp_path, {f"s{i}": (str(i), "1") for i in range(5)})
+    want = run_pairs(Toy(), pairs, {}, jobs=1)
+    monkeypatch.setattr(workers, "_idle_now", lambda window=0.02: 2.0)
+    monkeypatch.setattr(workers, "default_jobs", lambda: 2)
+    got = run_pairs(Heavy(), pairs, {}, jobs=None)
+    assert got.rows == want.rows and got.stats["diff"].tolist() == want.stats["diff"].tolist()
+    assert got.execution == {"jobs": 2, "chosen_by": "auto", "heavy_pairs": True, "free_cpus": 2.0}
+    monkeypatch.setattr(workers, "_idle_now", lambda window=0.02: 0.6)  # a busy machine
+    assert run_pairs(Heavy(), pairs, {}, jobs=None).execution["jobs"] == 1
+
+
 def test_the_cost_model_chooses_processes_only_when_they_pay(monkeypatch) -> None:
     from rpx_cli.engine import workers
 
@@ -125,6 +144,17 @@ def test_the_cost_model_chooses_processes_only_when_they_pay(monkeypatch) -> Non
     made = probe(4.0, 0.0, 0.0)
     assert made.choose(1000, 4) == 4
     assert made.figures()["unit_ms"] == 4.0 and made.figures()["load_average"] == 0.0
+    # where /proc/stat tells: this process's CPU and the CPUs idle while the probe ran
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    assert workers._idle_cpus((100, 1000), (150, 1100)) == 1.0
+    assert workers._idle_cpus((100, 1000), (100, 1002)) is None  # too short to tell
+    busy = probe(5.0, 0.01, 0.05)
+    busy._idle_start, busy._idle_end = (100, 1000), (105, 1100)  # the other CPU was busy
+    assert busy.choose(1000, 2) == 1 and busy.figures()["free_cpus"] == 1.1
+    quiet = probe(5.0, 0.01, 0.05)
+    quiet._idle_start, quiet._idle_end = (100, 1000), (150, 1100)
+    monkeypatch.setattr(workers, "_load_average", lambda: 1.9)  # the load of earlier runs
+    assert quiet.choose(1000, 2) == 2
 
 
 def test_source_date_epoch_leaves_the_load_dependent_choice_out(rpx, monkeypatch) -> None:

@@ -236,7 +236,7 @@ def run_pairs(task: Task, pairs: Sequence[Pair], params: Params, *, jobs: int | 
     job = PairJob(task, params, keep_rows, tuple(calculators))
     chosen: dict[str, Any] = {}
     outcomes = run_units(job, pairs, jobs=jobs, digest=digest, cache=cache, progress=progress,
-                         executor=executor, chosen=chosen)
+                         executor=executor, chosen=chosen, heavy=task.heavy_pairs)
     with contextlib.closing(outcomes):
         for pair, outcome in zip(pairs, outcomes, strict=True):
             gathering.add(pair.stem, outcome)

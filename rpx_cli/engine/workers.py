@@ -208,10 +208,13 @@ def run_units(job: Callable[[Worker, Any], T], units: Sequence[Any], *, jobs: in
               progress: Progress | None = None,
               weight: Callable[[Any], int] | None = None,
               executor: Executor | None = None,
-              chosen: dict[str, Any] | None = None) -> Iterator[T]:
+              chosen: dict[str, Any] | None = None, heavy: bool = False) -> Iterator[T]:
     """``job(worker, unit)`` for every unit, in ``jobs`` processes, results in order.
-    ``jobs=None`` chooses the number from the work (:func:`_auto`; ``chosen`` receives the
-    choice and what it was based on). ``progress(weight(unit))`` is called as each finishes
+    ``jobs=None`` chooses the number from the work (:class:`_Probe`; ``chosen`` receives the
+    choice and what it was based on); ``heavy``: each unit is known to take tens of
+    milliseconds or more (a task's ``heavy_pairs``), so with ``jobs=None`` the workers start
+    at once on the CPUs that are idle, instead of after timing the first units (which would
+    cost a whole unit's time in one process). ``progress(weight(unit))`` is called as each finishes
     (weight 1 by default). A worker that dies is :class:`WorkerCrashed`; on any error or
     interrupt the workers stop at once. ``executor``: run the units elsewhere instead (a
     Dask cluster's workers), each batch by a :class:`Worker` there, results in the same order.
@@ -225,6 +228,12 @@ def run_units(job: Callable[[Worker, Any], T], units: Sequence[Any], *, jobs: in
         return
     worker = None
     start = 0
+    if jobs is None and heavy and len(units) > 1:
+        free = _idle_now()
+        jobs = max(1, min(len(units), default_jobs(), int(free + 0.5)))
+        if chosen is not None:
+            chosen.update({"jobs": jobs, "chosen_by": "auto", "heavy_pairs": True,
+                           "free_cpus": round(free, 2)})
     if jobs is None:
         worker = Worker(digest=digest, cache=cache)
         probe = _Probe()
@@ -282,6 +291,7 @@ class _Probe:
         from time import perf_counter
 
         begin = perf_counter()
+        self._idle_start = _cpu_times()
         while self.done < len(units) and perf_counter() - begin < PROBE_SECONDS:
             unit = units[self.done]
             t0 = perf_counter()
@@ -300,6 +310,7 @@ class _Probe:
             t3 = perf_counter()
             yield result
             self.consumer += perf_counter() - t3
+        self._idle_end = _cpu_times()
 
     def per_unit(self) -> tuple[float, float, float, float]:
         n, m = max(self.done, 1), max(self.sampled, 1)
@@ -309,10 +320,12 @@ class _Probe:
         """The processes that finish the ``remaining`` units soonest by the cost model: one
         process spends ``work + consumer`` per unit; ``J`` workers spend ``(work + send) / J``
         while this process receives and consumes each result, all on the CPUs other
-        programs leave free (``cpus`` less the 1-minute load average: on a busy machine a
-        second worker only shares the first one's CPU)."""
+        programs leave free: this process's own CPU and the CPUs that were idle while the
+        units above ran (``/proc/stat``; elsewhere ``cpus`` less the 1-minute load average).
+        On a busy machine a second worker only shares the first one's CPU."""
         self.load = _load_average()
-        self.free = max(1.0, cpus - self.load)
+        idle = _idle_cpus(getattr(self, "_idle_start", None), getattr(self, "_idle_end", None))
+        self.free = min(float(cpus), 1.0 + idle) if idle is not None else max(1.0, cpus - self.load)
         if remaining <= 1 or cpus <= 1 or self.free < 1.5:
             return 1
         work, consumer, send, receive = self.per_unit()
@@ -332,7 +345,45 @@ class _Probe:
         return {"probed": self.done, "unit_ms": round(work * 1e3, 4),
                 "consumer_ms": round(consumer * 1e3, 4),
                 "transfer_ms": round((send + receive) * 1e3, 4),
-                "load_average": round(getattr(self, "load", 0.0), 2)}
+                "load_average": round(getattr(self, "load", 0.0), 2),
+                "free_cpus": round(getattr(self, "free", 0.0), 2)}
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """``(idle, total)`` jiffies of every CPU together (Linux ``/proc/stat``), or None."""
+    try:
+        with open("/proc/stat", "rb") as handle:
+            fields = handle.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != b"cpu" or len(fields) < 5:
+        return None
+    values = [int(v) for v in fields[1:9]]
+    return values[3] + values[4], sum(values)  # idle + iowait, everything (no guest: in user)
+
+
+def _idle_cpus(start: tuple[int, int] | None, end: tuple[int, int] | None) -> float | None:
+    """How many CPUs stood idle between two :func:`_cpu_times` readings (None: unknown, or
+    too short a window to tell)."""
+    if start is None or end is None:
+        return None
+    idle, total = end[0] - start[0], end[1] - start[1]
+    if total < 4:  # a window of a few clock ticks says nothing
+        return None
+    return max(0, idle) / total * (os.cpu_count() or 1)
+
+
+def _idle_now(window: float = 0.02) -> float:
+    """CPUs idle over the next ``window`` seconds (``/proc/stat``; this process sleeps
+    meanwhile), else the CPUs less the 1-minute load average."""
+    import time
+
+    start = _cpu_times()
+    time.sleep(window)
+    idle = _idle_cpus(start, _cpu_times())
+    if idle is None:
+        return max(1.0, default_jobs() - _load_average())
+    return min(float(default_jobs()), idle)
 
 
 def _load_average() -> float:

@@ -105,6 +105,8 @@ def provenance() -> dict[str, Any]:
                                         "consumer_ms": {"type": "number", "minimum": 0},
                                         "transfer_ms": {"type": "number", "minimum": 0},
                                         "load_average": {"type": "number", "minimum": 0},
+                                        "free_cpus": {"type": "number", "minimum": 0},
+                                        "heavy_pairs": {"type": "boolean"},
                                         "scheduler": {"type": "string"},
                                         "workers": {"type": "integer", "minimum": 0},
                                         "batches": {"type": "integer", "minimum": 0}}},

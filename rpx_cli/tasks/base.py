@@ -193,6 +193,9 @@ class Task:
     optional_families: ClassVar[tuple[str, ...]] = ()
     # the statistics kept per pair (see rpx_cli.tasks.stats); statistics() may vary them
     stats: ClassVar[tuple[Stat, ...]] = ()
+    # a pair typically takes tens of milliseconds or more (a sequence, a large image): the
+    # default --jobs then starts its workers at once instead of timing the first pairs
+    heavy_pairs: ClassVar[bool] = False
     # summarize an empty --shard part too (a kind whose schema requires its keys)
     summarize_empty: ClassVar[bool] = False
 

@@ -35,6 +35,7 @@ class NovelViewSynthesis(Task):
     name = "nvs"
     primary_metric = "psnr"
     suffixes = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".npy")
+    heavy_pairs = True  # a sequence / an image pair: tens of ms to seconds each
     help = "Novel-view synthesis: PSNR, SSIM (scikit-image's Gaussian form) and RPX's global SSIM."
     formats = (
         'Rendered (pred) and captured (GT) image per stem, one shape per pair: 8- or 16-bit PNG,\n'

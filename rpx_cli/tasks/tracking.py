@@ -63,6 +63,7 @@ class Tracking(Task):
     headline = ("dataset.hota", "dataset.mota", "dataset.idf1", "dataset.motp", "dataset.idsw")
     page_view = "sequences"
     suffixes = (".txt", ".json")
+    heavy_pairs = True  # a sequence / an image pair: tens of ms to seconds each
     help = "Multi-object tracking: CLEAR-MOT, IDF1 and HOTA equal to TrackEval."
     formats = (
         'One file per sequence (the stem names it), either side in either form:\n'

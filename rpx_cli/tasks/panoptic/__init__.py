@@ -85,6 +85,7 @@ class Panoptic(Task):
     # the id PNGs; .json: an image with its segments, {ids or rgb, segments_info}, as
     # rpx_cli.Evaluator takes one in memory
     suffixes = (".png", ".json")
+    heavy_pairs = True  # a sequence / an image pair: tens of ms to seconds each
     input_help = ("Folder of the prediction PNGs that --pred-json names.",
                   "Folder of the GT PNGs that --gt-json names.")
     files_list_pairs = True
