@@ -228,20 +228,41 @@ def add_confusions(a: FrameConfusion, b: FrameConfusion) -> FrameConfusion:
 
 
 def sum_confusions(frames: Iterable[FrameConfusion]) -> FrameConfusion:
-    """The sum of every frame's counts (:data:`EMPTY` for none)."""
-    total = EMPTY
-    for frame in frames:
-        total = add_confusions(total, frame)
-    return total
+    """The sum of every frame's counts (:data:`EMPTY` for none): one matrix over the union of
+    the frames' labels, allocated once (adding pairwise would allocate every growing union)."""
+    parts = [frame for frame in frames if frame.counts.size]
+    if not parts:
+        return EMPTY
+    first = parts[0]
+    if all(np.array_equal(first.gt_labels, part.gt_labels)
+           and np.array_equal(first.pred_labels, part.pred_labels) for part in parts[1:]):
+        return FrameConfusion(first.gt_labels, first.pred_labels,
+                              np.sum([part.counts for part in parts], axis=0, dtype=np.int64))
+    gt_labels, pred_labels = label_union(parts)
+    counts = np.zeros((gt_labels.size, pred_labels.size), dtype=np.int64)
+    for part in parts:
+        rows = np.searchsorted(gt_labels, part.gt_labels)
+        cols = np.searchsorted(pred_labels, part.pred_labels)
+        counts[np.ix_(rows, cols)] += part.counts
+    return FrameConfusion(gt_labels, pred_labels, counts)
 
 
-def class_axis(confusion: FrameConfusion, num_classes: int | None) -> np.ndarray:
-    """The classes of a dataset matrix: ``0 .. num_classes - 1``, else the non-negative
-    labels that occur in the GT or the predictions (at most :data:`MAX_CLASSES`: an
-    :class:`~rpx_cli.errors.InputError` past it)."""
+def label_union(frames: Sequence[FrameConfusion]) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted GT labels and the sorted predicted labels of all ``frames``."""
+    if not frames:
+        return EMPTY.gt_labels, EMPTY.pred_labels
+    return (np.unique(np.concatenate([frame.gt_labels for frame in frames])),
+            np.unique(np.concatenate([frame.pred_labels for frame in frames])))
+
+
+def class_axis(frames: Sequence[FrameConfusion], num_classes: int | None) -> np.ndarray:
+    """The classes of a dataset matrix over ``frames``: ``0 .. num_classes - 1``, else the
+    non-negative labels that occur in their GT or predictions (at most :data:`MAX_CLASSES`:
+    an :class:`~rpx_cli.errors.InputError` past it, raised before any matrix of the union is
+    allocated)."""
     if num_classes is not None:
         return np.arange(num_classes, dtype=np.int64)
-    labels = np.union1d(confusion.gt_labels, confusion.pred_labels)
+    labels = np.union1d(*label_union(frames))
     labels = labels[labels >= 0]
     if labels.size > MAX_CLASSES:
         raise InputError(f"the GT and predicted labels of all frames make {labels.size:,} "

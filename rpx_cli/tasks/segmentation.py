@@ -215,8 +215,8 @@ def pooled_dataset(frames: list[FrameConfusion], params: Params) -> dict[str, An
     """Sum the frames' counts into one matrix and derive the dataset metrics (means over the
     classes with GT support)."""
     num_classes, names = params["num_classes"], params["class_names"]
+    classes = class_axis(frames, num_classes)
     pooled = sum_confusions(frames)
-    classes = class_axis(pooled, num_classes)
     other = has_other(pooled, classes)
     matrix = dense_matrix(pooled, classes, other=other)
     labels = [names[int(c)] if names else str(int(c)) for c in classes]

@@ -52,25 +52,22 @@ and confusion (not COCO), as Aquarium does by default.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import SWAP_HINT, InputError, ParameterError
-from rpx_cli.io.box_table import Frame, FrameTable
-from rpx_cli.io.boxes import Boxes, apply_class_map, load_class_map, parse_boxes
-from rpx_cli.io.coco_files import load_coco
+from rpx_cli.errors import InputError
+from rpx_cli.io.box_table import Frame
+from rpx_cli.io.boxes import Boxes, apply_class_map, parse_boxes
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.instances import IOU_TYPES, parse_instances
 from rpx_cli.io.shapes import ANGLE_UNITS, parse_shapes
-from rpx_cli.ops.coco import COCO, KEYPOINTS, STAT_NAMES, lvis_protocol
-from rpx_cli.ops.geometry import BOXES, GEOMETRIES, Geometry, require_shapely
-from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
+from rpx_cli.ops.coco import STAT_NAMES
+from rpx_cli.ops.geometry import GEOMETRIES
 from rpx_cli.ops.tide import ERROR_TYPES
 from rpx_cli.params.parsers import sigmas as parse_sigmas
-from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST, MAX_FRAME_BOXES
+from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
@@ -82,31 +79,17 @@ from rpx_cli.tasks.base import (
     probability,
 )
 from rpx_cli.tasks.detection import instances
+from rpx_cli.tasks.detection.files import read_coco_files
+from rpx_cli.tasks.detection.params import PROTOCOLS, check, normalise
 from rpx_cli.tasks.detection.shapes import (
     decode_shapes_frame,
     encode_shapes_frame,
     evaluate_shapes,
-    overlap_table,
 )
-from rpx_cli.tasks.detection.views import (
-    by_confidence,
-    coco,
-    confusion,
-    errors,
-    federated,
-    greedy,
-    lvis_detections,
-    operating_point,
-    vocabulary,
-    worst_frames,
-)
+from rpx_cli.tasks.detection.summary import ROW_KEYS, summarize_frames
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
-ROW_KEYS = ("precision", "recall", "f1", "tp", "fp", "fn")
-
-
-PROTOCOLS = ("coco", "lvis")
 LVIS_STAT_NAMES = ("APr", "APc", "APf", "AR@300", "ARs@300", "ARm@300", "ARl@300")
 KEYPOINT_STAT_NAMES = ("AR", "AR50", "AR75")
 _CODECS = {"segm": (instances.rle_to_json, instances.rle_from_json),
@@ -135,21 +118,6 @@ _CURVE = {"type": "object", "required": ["precision"],
 
 
 CLASS_MAP_EMPTIED = "class-map-emptied"  # a GT file whose every box --class-map dropped
-
-
-def filter_warnings(table: FrameTable, params: Params) -> list[str]:
-    """``--conf-threshold`` above every score leaves the operating-point views nothing to
-    score (a GT file emptied by ``--class-map`` is a per-file warning, CLASS_MAP_EMPTIED)."""
-    warnings = []
-    n_pred = len(table.pred)
-    if n_pred and not len(table.gt):
-        warnings.append(f"no GT box in any of the {table.n} image(s) while the predictions hold "
-                        f"{n_pred}: {SWAP_HINT}")
-    if n_pred and not np.any(table.pred.score >= params["conf_threshold"]):
-        warnings.append(f"--conf-threshold {params['conf_threshold']:g} removed every detection "
-                        f"({n_pred} before, 0 after): rows, pooled and confusion see none "
-                        "(COCO AP uses every score)")
-    return warnings
 
 
 @register_task
@@ -288,71 +256,10 @@ class Detection(Task):
     def normalise_params(self, params: Params) -> dict[str, Any]:
         """``geometry`` is recorded unless it is ``box`` (so box reports stay as they were),
         ``angle_unit`` only for rotated boxes, ``box_format`` only for boxes."""
-        mapping = params.get("class_map")
-        if isinstance(mapping, str):
-            mapping = load_class_map(mapping)
-        out = {**params, "class_map": mapping, "iou_threshold": float(params["iou_threshold"]),
-               "conf_threshold": float(params["conf_threshold"])}
-        out.setdefault("iou_type", "bbox")
-        out.setdefault("protocol", "coco")
-        sigmas = out.pop("oks_sigmas", None)
-        if out["iou_type"] == "keypoints":
-            from rpx_cli.ops.oks import COCO_SIGMAS
-
-            out["oks_sigmas"] = [float(x) for x in (COCO_SIGMAS.tolist() if sigmas is None else sigmas)]
-        max_dets = out.pop("max_dets", None)
-        if out["protocol"] == "lvis":
-            out["max_dets"] = 300 if max_dets is None else int(max_dets)
-        elif max_dets is not None:
-            out["max_dets"] = max_dets  # refused by validate_params
-        geometry = out.pop("geometry", "box")
-        angle_unit = out.pop("angle_unit", "deg")
-        if geometry != "box":
-            out.pop("box_format", None)
-            out["geometry"] = geometry
-            if geometry == "rotated":
-                out["angle_unit"] = angle_unit
-        return out
+        return normalise(params)
 
     def validate_params(self, params: Params) -> None:
-        for key in ("iou_threshold", "conf_threshold"):
-            if not 0.0 <= params[key] <= 1.0:
-                raise ParameterError(f"{key.replace('_', ' ')} must be in [0, 1], got {params[key]}")
-        if params.get("box_format", "xyxy") not in ("xyxy", "xywh"):
-            raise ParameterError("box format must be xyxy or xywh")
-        geometry = params.get("geometry", "box")
-        if geometry not in GEOMETRIES:
-            raise ParameterError(f"geometry must be one of {', '.join(GEOMETRIES)}, got {geometry!r}")
-        if params.get("angle_unit", "deg") not in ANGLE_UNITS:
-            raise ParameterError("angle unit must be deg or rad")
-        if geometry != "box" and "errors" in (params.get("metrics") or ()):
-            raise ParameterError("--metrics errors (TIDE) is for axis-aligned boxes; "
-                                 f"--geometry {geometry} supports rows, pooled, confusion and coco")
-        if geometry == "polygon":
-            require_shapely()
-        iou_type, protocol = params.get("iou_type", "bbox"), params.get("protocol", "coco")
-        if iou_type not in IOU_TYPES:
-            raise ParameterError(f"iou type must be one of {', '.join(IOU_TYPES)}, got {iou_type!r}")
-        if protocol not in PROTOCOLS:
-            raise ParameterError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-        if iou_type != "bbox" and geometry != "box":
-            raise ParameterError(f"--iou-type {iou_type} and --geometry {geometry} do not go "
-                                 "together: masks and keypoints are their own geometry")
-        if protocol == "lvis" and iou_type == "keypoints":
-            raise ParameterError("--protocol lvis evaluates boxes or masks (--iou-type bbox|segm)")
-        if protocol != "lvis" and params.get("max_dets") is not None:
-            raise ParameterError("--max-dets is LVIS' per-image cap: it needs --protocol lvis "
-                                 "(COCO's maxDets are fixed: 1/10/100, keypoints 20)")
-        if iou_type == "keypoints" and "errors" in (params.get("metrics") or ()):
-            raise ParameterError("--metrics errors (TIDE) is for boxes and masks; --iou-type "
-                                 "keypoints supports rows, pooled, confusion and coco")
-        if protocol == "lvis" and "errors" in (params.get("metrics") or ()):
-            raise ParameterError("--metrics errors (TIDE) is COCO's; --protocol lvis supports rows, "
-                                 "pooled, confusion and coco")
-        if iou_type == "segm":
-            from rpx_cli.ops.masks import require_pycocotools
-
-            require_pycocotools()
+        check(params)
 
     def statistics(self, params: Params) -> tuple[Stat, ...]:
         """Boxes: :attr:`stats`. Other geometries: the frames with their shapes and
@@ -463,50 +370,7 @@ class Detection(Task):
         """``--coco-gt``/``--coco-dt``: read straight into a flat table (no per-image
         objects). Images keep their COCO ids (the COCO view orders them by id); stems are
         ``file_name`` without its suffix."""
-        gt_file, dt_file = files["coco_gt"], files["coco_dt"]
-        if params.get("geometry", "box") != "box":
-            raise ParameterError("--coco-gt/--coco-dt hold axis-aligned boxes: --geometry "
-                                 f"{params['geometry']} reads per-stem files (--pred-dir/--gt-dir)")
-        iou_type, lvis = params.get("iou_type", "bbox"), params.get("protocol", "coco") == "lvis"
-        coco = load_coco(gt_file, dt_file, iou_type=iou_type, lvis=lvis,
-                         skip=params.get("on_error") == "skip")
-        if not coco.stems and not coco.errors:
-            raise InputError("the COCO GT file has no images", path=gt_file)
-        extra: dict[str, Any] = {}
-        if iou_type == "segm":
-            for side, sizes, path, what in ((coco.gt, coco.gt_size, gt_file, "annotation"),
-                                            (coco.pred, coco.pred_size, dt_file, "detection")):
-                side.box, area = instances.prepare_masks(side.box, sizes, path, what)
-                side.area = np.where(np.isnan(side.area), area, side.area)
-            _check_mask_sizes(coco, gt_file, dt_file)
-        elif iou_type == "keypoints":
-            instances.keypoint_count_error(coco.gt.box, params["oks_sigmas"], gt_file)
-            instances.keypoint_count_error(coco.pred.box, params["oks_sigmas"], dt_file)
-        if lvis:
-            missing = [name for name, f in zip(coco.categories, coco.frequency, strict=True)
-                       if f not in ("r", "c", "f")]
-            if missing:
-                raise InputError(f"category {missing[0]!r} has no LVIS 'frequency' (r, c or f): "
-                                 "--protocol lvis needs every category's", path=gt_file)
-            extra["category_frequency"] = list(coco.frequency)
-        table = FrameTable(len(coco.stems), coco.categories, coco.gt, coco.pred, coco.image_ids,
-                           coco.neg, coco.not_exhaustive)
-        n_gt = len(table.gt)
-        if lvis:
-            table = lvis_detections(table, params["max_dets"])
-        table = table.map_labels(params.get("class_map"))
-        rows = [{"n_gt": a, "n_pred": b} for a, b in
-                zip(table.n_gt(), table.n_pred(params["conf_threshold"]), strict=True)]
-        warnings = []
-        if n_gt and not len(table.gt):
-            warnings.append(f"--class-map removed every GT box of {gt_file} ({n_gt} before, 0 "
-                            "after): no image has an object left to find")
-        if coco.n_unknown_category:
-            warnings.append(f"{coco.n_unknown_category} detection(s) name a category that is "
-                            f"not in {gt_file}; they are not evaluated (as pycocotools)")
-        return FileInput(coco.stems, stats=StatTable(self.statistics(params), {"frame": table}, table.n),
-                         rows=rows, params={"categories": table.vocabulary, **extra},
-                         warnings=warnings, errors=coco.errors)
+        return read_coco_files(files, params, self.statistics(params))
 
     # --- over all frames ----------------------------------------------------------------
 
@@ -514,110 +378,4 @@ class Detection(Task):
         return self.summarize_rows(stats, params)[0]
 
     def summarize_rows(self, stats: StatTable, params: Params):
-        wanted = params.get("metrics") or [f for f in self.families if f not in self.optional_families]
-        frames = stats["frame"]
-        table = frames if isinstance(frames, FrameTable) else FrameTable.from_frames(
-            frames, params.get("categories") or vocabulary(frames))
-        geometry: Geometry = BOXES
-        iou_type, lvis = params.get("iou_type", "bbox"), params.get("protocol", "coco") == "lvis"
-        gt_ignore = None
-        if lvis:  # per-stem frames (from shards) are capped alike; federated for every view
-            table = federated(lvis_detections(table, params["max_dets"]))
-        if iou_type == "segm":
-            geometry = instances.mask_geometry(table)
-        elif iou_type == "keypoints":
-            geometry = instances.keypoint_geometry(table, params["oks_sigmas"],
-                                                   floor=min(params["iou_threshold"], 0.5))
-            gt_ignore = table.gt.box[:, -1] == 0 if len(table.gt) else np.zeros(0, bool)
-        elif params.get("geometry", "box") != "box":
-            # the views see objects as ids and look their intersections up
-            geometry = overlap_table(params["geometry"], frames, table)
-        if geometry is not BOXES:  # (new tables: the statistics keep their shapes)
-            table = replace(table, gt=replace(table.gt, box=np.arange(len(table.gt))),
-                            pred=replace(table.pred, box=np.arange(len(table.pred))))
-        n = table.n
-        empty = table.gt.counts(n) == 0
-        skipped = empty & bool(params["skip_empty_gt"])
-        dataset: dict[str, Any] = {}
-        rows: list[dict[str, Any]] = [{} for _ in range(n)]
-        aggregate: dict[str, Any] = {"n_frames": n, "n_empty_gt": int(np.count_nonzero(empty)),
-                                     "n_skipped": int(np.count_nonzero(skipped))}
-        if params.get("geometry") == "polygon":
-            aggregate["n_repaired"] = int(np.nansum(stats["n_repaired"]))
-        if {"rows", "pooled"} & set(wanted):
-            # every detection kept (conf 0): the operating point and the sweep share a matching
-            shared = greedy(table, params["iou_threshold"], -np.inf, geometry) \
-                if params["conf_threshold"] <= 0 and "pooled" in wanted else None
-            tp, fp, fn = operating_point(table, params["iou_threshold"], params["conf_threshold"],
-                                         matches=shared,
-                                         geometry=geometry)
-            figures = prf_arrays(tp, fp, fn)
-            columns = [figures[key].tolist() for key in ("precision", "recall", "f1")]
-            columns += [tp.tolist(), fp.tolist(), fn.tolist()]
-            for i, values in enumerate(zip(*columns, strict=True)):
-                rows[i] = dict(zip(ROW_KEYS, (None,) * len(ROW_KEYS) if skipped[i] else values,
-                                   strict=True))
-            used = ~skipped
-            for key in ("precision", "recall", "f1"):
-                values = figures[key][used]
-                aggregate[key] = mean_present(values)
-            totals = [int(x[used].sum()) for x in (tp, fp, fn)]
-            dataset["pooled"] = {**prf(*totals), **dict(zip(("tp", "fp", "fn"), totals, strict=True))}
-            if "pooled" in wanted:
-                dataset["pooled"]["by_confidence"] = by_confidence(table, used, params["iou_threshold"],
-                                                                   matches=shared,
-                                                                   geometry=geometry)
-        if "confusion" in wanted:
-            dataset["confusion"] = confusion(table, ~skipped, params["iou_threshold"],
-                                             params["conf_threshold"], geometry=geometry)
-        if "coco" in wanted:
-            protocol = lvis_protocol(params["max_dets"]) if lvis else \
-                KEYPOINTS if iou_type == "keypoints" else COCO
-            frequency = params.get("category_frequency") if lvis else None
-            if lvis and frequency is None:
-                raise InputError("--protocol lvis needs each category's frequency: evaluate LVIS "
-                                 "files (--coco-gt/--coco-dt)")
-            dataset["coco"] = coco(table, geometry=geometry, protocol=protocol,
-                                   instances=iou_type != "bbox", gt_ignore=gt_ignore,
-                                   frequency=frequency)
-        if "errors" in wanted:
-            dataset["errors"] = errors(table, geometry=geometry)
-        sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}
-        warnings = filter_warnings(table, params)
-        if warnings:
-            sections["warnings"] = warnings
-        if params.get("keep_worst"):
-            sections["worst_frames"] = self._worst_frames(table, skipped, params, geometry)
-        return sections, rows
-
-    @staticmethod
-    def _worst_frames(table: FrameTable, skipped: np.ndarray, params: Params,
-                      geometry: Geometry) -> dict[str, Any]:
-        """``--keep-worst``: the frames worst by their row's F1, with their boxes (axis-aligned
-        boxes; other geometries keep the frames without boxes)."""
-        tp, fp, fn = operating_point(table, params["iou_threshold"], params["conf_threshold"],
-                                     geometry=geometry)
-        f1 = np.where(skipped, np.nan, prf_arrays(tp, fp, fn)["f1"])
-        return worst_frames(table, f1, params["keep_worst"], params["iou_threshold"],
-                            params["conf_threshold"], MAX_FRAME_BOXES if geometry is BOXES else 0)
-
-
-def _check_mask_sizes(coco, gt_file: str, dt_file: str) -> None:
-    """One image size per image: a prediction's RLE of another size than the image's GT
-    masks is an input error naming both (sizes given by images[] were checked on reading)."""
-    n = len(coco.stems)
-    first = np.full((n, 2), -1, np.int64)
-    for side in (coco.pred, coco.gt):  # the GT's size wins where both have masks
-        if len(side):
-            sizes = np.array([rle["size"] for rle in side.box], np.int64).reshape(-1, 2)
-            first[side.frame[::-1]] = sizes[::-1]  # the first mask of each image
-    for side, path, what in ((coco.gt, gt_file, "annotation"), (coco.pred, dt_file, "detection")):
-        if not len(side):
-            continue
-        sizes = np.array([rle["size"] for rle in side.box], np.int64).reshape(-1, 2)
-        wrong = np.flatnonzero((sizes != first[side.frame]).any(axis=1))
-        if wrong.size:
-            k = int(wrong[0])
-            raise InputError(f"image {int(coco.image_ids[side.frame[k]])}: a {what} mask of size "
-                             f"{sizes[k].tolist()} where the image's masks are "
-                             f"{first[side.frame[k]].tolist()} ({dt_file} against {gt_file})", path=path)
+        return summarize_frames(stats, params, self.families, self.optional_families)

@@ -347,7 +347,7 @@ class Segmentation3D(Task):
             aggregate[banded("acc", band)] = mean_present(stats[banded("acc", band)])
             aggregate[banded("n_empty", band)] = int(np.count_nonzero(np.isnan(miou)))
         overall = trim(stats["confusion"] or EMPTY)
-        classes = class_axis(overall, params["num_classes"])
+        classes = class_axis([overall], params["num_classes"])
         other = has_other(overall, classes)
         names = params["class_names"]
         labels = [names[int(c)] if names else str(int(c)) for c in classes]
