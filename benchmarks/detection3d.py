@@ -214,7 +214,7 @@ def main() -> None:
     base = rpx_command() + ["eval", "detection3d", "--pred-dir", str(root / "pred"), "--gt-dir",
                             str(root / "gt"), "--class-names", names, "--quiet"]
     out = root / "report.json"
-    for label, extra in (("rpx eval detection3d, end to end (default jobs = CPUs)", []),
+    for label, extra in (("rpx eval detection3d, end to end (default --jobs)", []),
                          ("rpx eval detection3d, end to end, --jobs 1", ["--jobs", "1"])):
         results = [run([*base, *extra, "-o", str(out)]) for _ in range(args.repeat)]
         wall = statistics.median(r[0] for r in results)

@@ -7,7 +7,8 @@ then, in one session:
    ``structural_similarity(..., channel_axis=-1, gaussian_weights=True, sigma=1.5,
    use_sample_covariance=False, data_range=255)`` (target: rpx at least as fast);
 2. end to end, fresh processes, round-robin: a script that decodes the PNGs and calls
-   scikit-image's PSNR and SSIM, vs ``rpx eval nvs --jobs 1`` (which also computes
+   scikit-image's PSNR and SSIM, vs ``rpx eval nvs`` with ``--jobs 1`` and the default
+   ``--jobs`` (which also computes
    ``ssim_global`` and digests every file) as a first run (empty digest cache) and a
    re-run (warm cache, unchanged GT, new predictions); the read floor (decode only) and
    the provenance floor (read once, sha256, decode).
@@ -106,8 +107,7 @@ def main() -> None:
         data_range=255), pairs, args.repeat)
     py = sys.executable
     gt, pred = root / "gt", root / "pred"
-    rpx = rpx_command() + ["eval", "nvs", "--pred-dir", str(pred), "--gt-dir", str(gt), "--quiet",
-                           "--jobs", "1"]
+    rpx = rpx_command() + ["eval", "nvs", "--pred-dir", str(pred), "--gt-dir", str(gt), "--quiet"]
     runs = DigestRuns("nvs", predictions=[pred], ground_truth=[gt])
     checks = runs.warm(rpx, expect_reused=args.pairs)
     load_before = load()
@@ -115,8 +115,10 @@ def main() -> None:
         "decode": lambda: [py, "-c", DECODE, str(gt), str(pred)],
         "provenance": lambda: floor_command(hashed=[gt, pred]),
         "script": lambda: [py, "-c", SKIMAGE_SCRIPT, str(gt), str(pred)],
-        "first": lambda: rpx + ["-o", "/dev/null", *runs.first()],
-        "rerun": lambda: rpx + ["-o", "/dev/null", *runs.rerun()],
+        "first": lambda: rpx + ["--jobs", "1", "-o", "/dev/null", *runs.first()],
+        "rerun": lambda: rpx + ["--jobs", "1", "-o", "/dev/null", *runs.rerun()],
+        "default first": lambda: rpx + ["-o", "/dev/null", *runs.first()],
+        "default rerun": lambda: rpx + ["-o", "/dev/null", *runs.rerun()],
     }, repeat=args.repeat)
     runs.cleanup()
     t = {name: timing.median for name, timing in timings.items()}
@@ -136,6 +138,9 @@ def main() -> None:
           f"{script / t['first']:.2f}x faster |")
     print(f"| `rpx eval nvs --jobs 1`, re-run | {t['rerun'] / n * 1e3:.1f} | "
           f"{script / t['rerun']:.2f}x faster |")
+    for key, mode in (("default first", "first run"), ("default rerun", "re-run")):
+        print(f"| `rpx eval nvs` (default --jobs), {mode} | {t[key] / n * 1e3:.1f} | "
+              f"{script / t[key]:.2f}x faster (target >= 2) |")
 
 
 if __name__ == "__main__":

@@ -148,10 +148,12 @@ def main() -> None:
         "TrackEval (trackeval package)": lambda: [py, "-c", TRACKEVAL, str(root), *seqs],
         "motrics": lambda: [py, "-c", MOTRICS, str(root), *seqs],
     }
-    for jobs in ("1", "2"):
+    for jobs in ("default", "1", "2"):
+        flag = [] if jobs == "default" else ["--jobs", jobs]
+        label = "rpx (default --jobs)" if jobs == "default" else f"rpx --jobs {jobs}"
         for mode, extra in (("first run", runs.first), ("re-run", runs.rerun)):
-            commands[f"rpx --jobs {jobs}, {mode}"] = (
-                lambda jobs=jobs, extra=extra: rpx + ["--jobs", jobs, *extra()])
+            commands[f"{label}, {mode}"] = (
+                lambda flag=flag, extra=extra: rpx + [*flag, *extra()])
     timings = measure(commands, repeat=args.repeat, capture=True)
     runs.cleanup()
     reference = rpx_values(timings["rpx --jobs 1, first run"].stdout)

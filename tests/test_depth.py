@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from rpx_cli.errors import InputError
-from rpx_cli.ops.depth import METRICS, align, combine, finalize, frame_sums
+from rpx_cli.ops.depth import METRICS, combine, finalize, frame_sums
+from rpx_cli.ops.depth_alignment import align
 from rpx_cli.params import Band, Threshold, banded
 
 # --- an independent reference: the textbook formulas, float64, valid pixels only --------

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from helpers import assert_jobs_and_shards_agree, dirs, write_npy
 
-from rpx_cli.ops.depth import EDGES, N_BINS, DepthHistogram, DepthKernel, depth_bins, reference_histogram
+from rpx_cli.ops.depth import DepthKernel, reference_histogram
+from rpx_cli.ops.depth_bins import EDGES, N_BINS, DepthHistogram, depth_bins
 
 
 def numpy_by_depth(frames: list[tuple[np.ndarray, np.ndarray]]) -> dict:

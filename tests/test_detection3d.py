@@ -640,7 +640,7 @@ def test_the_python_api_gives_the_params_of_the_cli(rpx, options: dict, flags: l
 
 
 def test_conventions_are_read_once_from_the_resolved_params() -> None:
-    from rpx_cli.ops.detection3d import TPErrors
+    from rpx_cli.ops.detection3d_curves import TPErrors
     from rpx_cli.params import Threshold
     from rpx_cli.params.option import resolve
     from rpx_cli.tasks.detection3d import Detection3D

@@ -21,7 +21,7 @@ import pytest
 from helpers import assert_jobs_and_shards_agree, dirs
 from test_detection3d_devkit import CLASS_NAMES, CVPR_2019, DETECTION_NAMES, eval_boxes, scene, write
 
-from rpx_cli.ops.detection3d import calc_ap
+from rpx_cli.ops.detection3d_curves import calc_ap
 
 try:
     from nuscenes.eval.common.utils import center_distance

@@ -433,3 +433,50 @@ def test_iou_threshold_equals_trackeval_threshold(threshold: float) -> None:
     got = mot.finalize(mot.sequence_stats(side(gt), side(pred), threshold))
     assert_matches(got, expected)
     assert got["tp"] != metrics(gt, pred)["tp"]  # the threshold matters on this sequence
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(-10**15, 10**15),
+                          *[st.one_of(st.floats(-1e6, 1e6), st.integers(-10**6, 10**6))] * 2,
+                          *[st.one_of(st.floats(0, 1e6), st.integers(0, 10**6))] * 2,
+                          st.sampled_from(["1", "0", "0.25", "1e0", "-1", "2E-1"]),
+                          st.sampled_from(["1", "7", "-1"])), min_size=1, max_size=20),
+       st.sampled_from(["\n", "\r\n"]), st.booleans())
+def test_mot_text_read_as_json_equals_the_number_scanner(rows, newline: str, last: bool) -> None:
+    """Comma-separated MOT text is read by orjson as one array; the same text with spaces
+    after the commas takes ``np.fromstring``: every value equal, bit for bit."""
+    from rpx_cli.io.tracks import parse_mot_text
+
+    def spell(value) -> str:
+        return repr(value) if isinstance(value, float) else str(value)
+
+    lines = [",".join(spell(v) for v in (frame, *row)) for frame, row in enumerate(rows, 1)]
+    text = newline.join(lines) + (newline if last else "")
+    fast = parse_mot_text(text.encode(), "s.txt")
+    slow = parse_mot_text(text.replace(",", ", ").encode(), "s.txt")
+    for name in ("frame", "ids", "box", "flag", "cls"):
+        a, b = getattr(fast, name), getattr(slow, name)
+        assert a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8)), name
+    assert fast.scored == slow.scored
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (GOOD + "2,1,0,true,10,10,1,1,1\n", "line 2: 'true' is not a number"),
+    (GOOD + "2,1,0,1e999,10,10,1,1,1\n", "line 2: a value is not a finite number"),
+    (GOOD + "2,1,0,+1,10,10,1,1,1\n", None),  # not JSON, a number to the scanner
+    (GOOD + "2,1,0,.5,10,10,1,1,1\n", None),
+    (GOOD + "2,1,0,0,10,10,1,1\n", "line 2: 8 columns, expected 9"),
+    (GOOD + "2,1,0,0,10,10,1,1,1,\n", None),
+])
+def test_mot_text_that_is_not_json_takes_the_scanner(text: str, message: str | None) -> None:
+    """Text the JSON reading refuses (or reads to another count) is read, or refused, as
+    before, by the line-aware scanner."""
+    from rpx_cli.errors import InputError
+    from rpx_cli.io.tracks import parse_mot_text
+
+    if message is None:
+        tracks = parse_mot_text(text.encode(), "s.txt")
+        assert len(tracks) == 2 and tracks.frame.tolist() == [1, 2]
+    else:
+        with pytest.raises(InputError, match=message.replace("+", r"\+")):
+            parse_mot_text(text.encode(), "s.txt")

@@ -156,8 +156,17 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SI
 
 def _raise_interrupted(signum: int, frame: object) -> None:
     RECEIVED.append(signum)
+    if STANDALONE:
+        # the rpx process is stopping: a process pool's manager thread that finds its
+        # workers killed by the same signal would print "Exception in thread ..." after
+        # rpx's line; such an error is a consequence of the stop, not news
+        threading.excepthook = _quiet_thread_error
     if len(RECEIVED) == 1:  # a second signal while stopping (Slurm, CI retries) is noted only
         raise Interrupted(signum)
+
+
+def _quiet_thread_error(args: threading.ExceptHookArgs) -> None:
+    """``threading.excepthook`` once a stop signal came: says nothing."""
 
 
 @contextlib.contextmanager

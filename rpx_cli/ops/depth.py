@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rpx_cli.errors import InputError
+from rpx_cli.ops.depth_bins import BIN_OFFSET, EDGES, N_BINS, DepthHistogram, depth_bins
 
 METRICS = ("absrel", "sqrel", "rmse", "rmse_log", "log10", "silog", "delta1", "delta2", "delta3")
 PRED_FLOOR = 1e-6
@@ -163,54 +163,6 @@ def _total(values: np.ndarray) -> float:
     if whole:
         total += float(values[:whole].reshape(-1, 1024).sum(axis=1).sum(dtype=np.float64))
     return total
-
-
-# --- error by depth ---------------------------------------------------------------------------
-
-N_BINS = 80  # quarter octaves from 2^-10 m to 2^10 m
-BIN_OFFSET = 40  # the bin of [1, 2^(1/4)) m
-EDGES = 2.0 ** (np.arange(-BIN_OFFSET, N_BINS - BIN_OFFSET + 1) / 4.0)
-# per float type: the int type of its bits, its mantissa bits, its exponent bias
-_LAYOUT = {np.dtype(np.float32): (np.int32, 23, 127),
-           np.dtype(np.float64): (np.int64, 52, 1023)}
-
-
-def _quarter_bits(dtype: np.dtype) -> tuple[int, ...]:
-    """The mantissa bits of 2^(q/4), q = 1, 2, 3, rounded to ``dtype``."""
-    view, bits, _ = _LAYOUT[dtype]
-    mask = (1 << bits) - 1
-    return tuple(int(np.array(2.0 ** (q / 4), dtype=dtype).view(view)) & mask for q in (1, 2, 3))
-
-
-@dataclass
-class DepthHistogram:
-    """The error by depth of a set of pixels: ``counts[i, j]`` pixels with the GT in bin i
-    and the prediction in bin j (int64, :data:`N_BINS` square), and per GT bin the sums of
-    ``|p − g| / g`` (``abs_rel``) and ``(p − g)²`` (``sq_err``)."""
-
-    counts: np.ndarray
-    abs_rel: np.ndarray
-    sq_err: np.ndarray
-
-    @classmethod
-    def empty(cls) -> DepthHistogram:
-        return cls(np.zeros((N_BINS, N_BINS), np.int64), np.zeros(N_BINS), np.zeros(N_BINS))
-
-
-def depth_bins(values: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> np.ndarray:
-    """The bin of each positive ``values`` (float32 or float64) into ``out`` (an intp array;
-    ``scratch`` likewise): ``4 × exponent + #{q: mantissa >= 2^(q/4)}``, shifted so that
-    [1, 2^(1/4)) m is :data:`BIN_OFFSET`, clipped to the outer bins. Equal to
-    ``searchsorted(EDGES in that precision, values, "right") − 1`` clipped, without a search."""
-    view, bits, bias = _LAYOUT[values.dtype]
-    raw = values.view(view)
-    np.right_shift(raw, bits, out=out)  # the biased exponent (the sign bit is 0)
-    np.left_shift(out, 2, out=out)
-    np.bitwise_and(raw, (1 << bits) - 1, out=scratch)
-    for threshold in _quarter_bits(values.dtype):
-        np.add(out, scratch >= threshold, out=out)
-    np.subtract(out, 4 * bias - BIN_OFFSET, out=out)
-    return np.clip(out, 0, N_BINS - 1, out=out)
 
 
 def reference_histogram(pred: np.ndarray, gt: np.ndarray, dtype: type = np.float64) -> DepthHistogram:
@@ -459,59 +411,3 @@ def reference_metrics(pred: np.ndarray, gt: np.ndarray) -> dict[str, float | Non
         "silog": float(np.sqrt(max(np.mean(d**2) - np.mean(d) ** 2, 0.0))),
         **{f"delta{k}": float(np.mean(ratio < t)) for k, t in enumerate(DELTA_THRESHOLDS, 1)},
     }
-
-
-# --- alignment (relative-depth models) ----------------------------------------------------
-
-
-def align(pred: np.ndarray, gt: np.ndarray, method: str) -> tuple[np.ndarray, float | None,
-                                                                  float | None]:
-    """Fit the prediction to GT (the valid pixels given) and apply the fit: returns
-    ``(aligned, scale, shift)``.
-
-    - ``median``: ``p · median(g) / median(p)`` (shift None);
-    - ``ls_affine``: least squares of ``s·p + t`` onto g;
-    - ``ls_disparity``: least squares of ``s/p + t`` onto ``1/g``, mapped back to depth
-      ``1 / max(s/p + t, 1e-6)`` (a non-positive fitted disparity would be a depth at or
-      beyond infinity). ``1/p`` uses ``max(p, 1e-6)``.
-
-    A degenerate fit (a constant prediction) keeps scale 0 and the mean as shift.
-    """
-    if method == "none" or pred.size == 0:
-        return pred, None, None
-    scale, shift = fit_alignment(pred, gt, method)
-    return apply_alignment(pred, method, scale, shift), scale, shift
-
-
-def fit_alignment(pred: np.ndarray, gt: np.ndarray, method: str) -> tuple[float, float | None]:
-    if method == "median":
-        median_pred = float(np.median(pred))
-        if not median_pred > 0:
-            raise InputError(f"median alignment needs a positive median prediction, got {median_pred:g}")
-        return float(np.median(gt)) / median_pred, None
-    if method == "ls_affine":
-        return _least_squares(pred, gt)
-    if method == "ls_disparity":
-        return _least_squares(1.0 / np.maximum(pred, PRED_FLOOR), 1.0 / gt)
-    raise ValueError(f"unknown alignment {method!r}")
-
-
-def apply_alignment(pred: np.ndarray, method: str, scale: float, shift: float | None) -> np.ndarray:
-    if method == "median":
-        return pred * scale
-    if method == "ls_affine":
-        return pred * scale + shift
-    if method == "ls_disparity":
-        return 1.0 / np.maximum(scale / np.maximum(pred, PRED_FLOOR) + shift, PRED_FLOOR)
-    raise ValueError(f"unknown alignment {method!r}")
-
-
-def _least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Minimise Σ (s·x + t − y)², centred for accuracy."""
-    x_mean, y_mean = float(x.mean()), float(y.mean())
-    xc = x - x_mean
-    var = float(np.dot(xc, xc))
-    if var == 0.0:
-        return 0.0, y_mean
-    scale = float(np.dot(xc, y - y_mean)) / var
-    return scale, y_mean - scale * x_mean

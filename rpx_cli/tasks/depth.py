@@ -18,20 +18,17 @@ from rpx_cli.io.depth_maps import DepthMap, to_depth
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.values import MAX_MAGNITUDE, MIN_DEPTH
 from rpx_cli.ops.depth import (
-    EDGES,
     METRICS,
-    N_BINS,
     PRED_FLOOR,
-    DepthHistogram,
     DepthSums,
     NonFinitePrediction,
-    apply_alignment,
     combine_columns,
     finalize,
     finalize_columns,
-    fit_alignment,
     shared_kernel,
 )
+from rpx_cli.ops.depth_alignment import apply_alignment, fit_alignment
+from rpx_cli.ops.depth_bins import EDGES, N_BINS, DepthHistogram
 from rpx_cli.ops.pictures import depth_error_overlay
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.ops.resize import RESIZE_METHODS, resize

@@ -39,7 +39,7 @@ from rpx_cli.io.boxes3d import (
 )
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.regular import read_bytes
-from rpx_cli.ops import detection3d as d3
+from rpx_cli.ops.detection3d_curves import CURVE_ERRORS
 from rpx_cli.params.parsers import iou_threshold, parse_band, positive
 from rpx_cli.params.pictures import KEEP_WORST
 from rpx_cli.params.values import Threshold
@@ -84,9 +84,9 @@ _CURVES = {
     "additionalProperties": {"type": "object", "additionalProperties": {
         "oneOf": [{"type": "null"}, {
             "type": "object",
-            "required": ["recall", "precision", "confidence", *d3.CURVE_ERRORS.values()],
+            "required": ["recall", "precision", "confidence", *CURVE_ERRORS.values()],
             "properties": {key: _CURVE_POINTS for key in
-                           ("recall", "precision", "confidence", *d3.CURVE_ERRORS.values())},
+                           ("recall", "precision", "confidence", *CURVE_ERRORS.values())},
             "additionalProperties": False}]}}}
 
 
