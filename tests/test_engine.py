@@ -120,6 +120,32 @@ def test_heavy_pairs_start_their_workers_at_once(tmp_path: Path, monkeypatch) ->
     assert run_pairs(Heavy(), pairs, {}, jobs=None).execution["jobs"] == 1
 
 
+def test_free_cpus_are_read_since_start_up_without_sleeping(monkeypatch) -> None:
+    """The heavy path's free CPUs: idle jiffies since the engine was imported (40 ms to
+    1 s ago) plus rpx's own CPU, with no sleep; a reading too old or too recent is
+    replaced by one over a short sleep (then idle CPUs only: rpx sleeps meanwhile)."""
+    import time
+
+    from rpx_cli.engine import workers
+
+    monkeypatch.setattr(workers, "default_jobs", lambda: 4)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
+    readings = iter([(130, 200)])  # since (100, 100): 30 of 100 jiffies idle = 1.2 CPUs
+    monkeypatch.setattr(workers, "_cpu_times", lambda: next(readings))
+    monkeypatch.setattr(workers, "_IMPORTED", (time.monotonic() - 0.1, (100, 100)))
+    monkeypatch.setattr(time, "sleep", lambda s: pytest.fail("slept"))
+    assert workers._idle_now() == pytest.approx(2.2)
+    monkeypatch.undo()
+    monkeypatch.setattr(workers, "default_jobs", lambda: 4)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
+    slept = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    readings = iter([(0, 0), (50, 100)])  # over the sleep: half of 4 CPUs idle
+    monkeypatch.setattr(workers, "_cpu_times", lambda: next(readings))
+    monkeypatch.setattr(workers, "_IMPORTED", (time.monotonic() - 5.0, (100, 100)))
+    assert workers._idle_now() == pytest.approx(2.0) and slept == [0.02]
+
+
 def test_the_cost_model_chooses_processes_only_when_they_pay(monkeypatch) -> None:
     from rpx_cli.engine import workers
 

@@ -480,3 +480,28 @@ def test_mot_text_that_is_not_json_takes_the_scanner(text: str, message: str | N
     else:
         with pytest.raises(InputError, match=message.replace("+", r"\+")):
             parse_mot_text(text.encode(), "s.txt")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 40), st.integers(0, 40), st.floats(0, 1))
+def test_keep_pairs_equals_pairing_the_kept_boxes(seed: int, n_gt: int, n_pred: int,
+                                                  share: float) -> None:
+    """The pairs of a filtered sequence taken from the unfiltered pairs equal pair_up of
+    the boxes kept: every array, in the same order."""
+    rng = np.random.default_rng(seed)
+
+    def sorted_side(n: int) -> mot.Side:
+        frame = np.sort(rng.integers(1, 6, n))
+        xy = rng.uniform(0, 20, (n, 2))
+        return mot.Side(frame, rng.integers(0, 5, n), np.hstack([xy, xy + rng.uniform(0, 9, (n, 2))]))
+
+    gt, pred = sorted_side(n_gt), sorted_side(n_pred)
+    keep_g, keep_p = rng.random(n_gt) < share, rng.random(n_pred) < share
+    kept = mot.keep_pairs(mot.pair_up(gt, pred), keep_g, keep_p)
+    direct = mot.pair_up(mot.Side(gt.frame[keep_g], gt.ids[keep_g], gt.box[keep_g]),
+                         mot.Side(pred.frame[keep_p], pred.ids[keep_p], pred.box[keep_p]))
+    assert [m[:4] for m in kept.frame_matrices()] == [m[:4] for m in direct.frame_matrices()]
+    for name in ("g", "p", "sim"):
+        assert np.array_equal(getattr(kept, name), getattr(direct, name)), name
+    for a, b in zip(kept.frame_matrices(), direct.frame_matrices(), strict=True):
+        assert np.array_equal(a[5], b[5])

@@ -109,9 +109,24 @@ def pair_up(gt: Side, pred: Side) -> Pairs:
     return Pairs(frames, g_bounds, p_bounds, bounds, g, p, iou_pairs_xyxy(gt.box[g], pred.box[p]))
 
 
-def sequence_stats(gt: Side, pred: Side, threshold: float = 0.5) -> np.ndarray:
-    """The :data:`STAT_NAMES` vector of one sequence."""
-    gt, pred = sort_by_frame(gt), sort_by_frame(pred)
+def keep_pairs(pairs: Pairs, keep_g: np.ndarray, keep_p: np.ndarray) -> Pairs:
+    """The pairs of the boxes kept (boolean masks over the frame-sorted sides ``pairs``
+    was made of): exactly :func:`pair_up` of the kept boxes, in the same order, without
+    computing an IoU again."""
+    g_at = np.concatenate([[0], np.cumsum(keep_g)])  # a kept box's new index
+    p_at = np.concatenate([[0], np.cumsum(keep_p)])
+    kept = keep_g[pairs.g] & keep_p[pairs.p]
+    s_at = np.concatenate([[0], np.cumsum(kept)])
+    return Pairs(pairs.frames, g_at[pairs.g_bounds], p_at[pairs.p_bounds], s_at[pairs.bounds],
+                 g_at[pairs.g[kept]], p_at[pairs.p[kept]], pairs.sim[kept])
+
+
+def sequence_stats(gt: Side, pred: Side, threshold: float = 0.5, *,
+                   pairs: Pairs | None = None) -> np.ndarray:
+    """The :data:`STAT_NAMES` vector of one sequence. ``pairs``: the sides' pairs when the
+    caller has them (:func:`keep_pairs`; both sides then frame-sorted already)."""
+    if pairs is None:
+        gt, pred = sort_by_frame(gt), sort_by_frame(pred)
     gt_ids, gid = np.unique(gt.ids, return_inverse=True)
     pred_ids, pid = np.unique(pred.ids, return_inverse=True)
     n_g, n_p = len(gt_ids), len(pred_ids)
@@ -119,7 +134,8 @@ def sequence_stats(gt: Side, pred: Side, threshold: float = 0.5) -> np.ndarray:
     out[:4] = len(gt.frame), len(pred.frame), n_g, n_p
     gt_count = np.bincount(gid, minlength=n_g).astype(np.float64)
     pred_count = np.bincount(pid, minlength=n_p).astype(np.float64)
-    pairs = pair_up(gt, pred)
+    if pairs is None:
+        pairs = pair_up(gt, pred)
     if len(pairs.sim) == 0:  # no frame has boxes on both sides: nothing can match
         _fill_unmatched(out, gt_count)
         return out

@@ -145,9 +145,9 @@ class Tracking(Task):
 
     def evaluate(self, pred: Tracks, gt: Tracks, params: Params, *, pred_path: str | None,
                  gt_path: str) -> Sample:
-        gt, pred = _preprocess(gt, pred, params["benchmark"])
+        gt, pred, pairs = _preprocess(gt, pred, params["benchmark"])
         _check_size(gt, pred, pred_path, gt_path)
-        stats = mot.sequence_stats(_side(gt), _side(pred), params["iou_threshold"])
+        stats = mot.sequence_stats(_side(gt), _side(pred), params["iou_threshold"], pairs=pairs)
         return Sample(mot.finalize(stats), {"mot": stats.tolist()})
 
     def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
@@ -236,10 +236,12 @@ def _check_size(gt: Tracks, pred: Tracks, pred_path: str | None, gt_path: str) -
                          path=pred_path or gt_path)
 
 
-def _preprocess(gt: Tracks, pred: Tracks, benchmark: str) -> tuple[Tracks, Tracks]:
-    """The boxes that are evaluated: see the module docstring."""
+def _preprocess(gt: Tracks, pred: Tracks,
+                benchmark: str) -> tuple[Tracks, Tracks, mot.Pairs | None]:
+    """The boxes that are evaluated (see the module docstring), and under a benchmark
+    their pairs (frame-sorted; the distractor matching computed every IoU already)."""
     if benchmark == "none":
-        return gt.where(gt.flag != 0), pred
+        return gt.where(gt.flag != 0), pred, None
     gt = gt.where(np.argsort(gt.frame, kind="stable"))
     pred = pred.where(np.argsort(pred.frame, kind="stable"))
     if len(gt) and len(pred):
@@ -253,5 +255,6 @@ def _preprocess(gt: Tracks, pred: Tracks, benchmark: str) -> tuple[Tracks, Track
             matched = scores[rows, cols] > mot.EPS
             hit = distractor[g0 + rows[matched]]
             remove[p0 + cols[matched][hit]] = True
-        pred = pred.where(~remove)
-    return gt.where((gt.flag != 0) & (gt.cls == PEDESTRIAN)), pred
+        keep_g = (gt.flag != 0) & (gt.cls == PEDESTRIAN)
+        return gt.where(keep_g), pred.where(~remove), mot.keep_pairs(pairs, keep_g, ~remove)
+    return gt.where((gt.flag != 0) & (gt.cls == PEDESTRIAN)), pred, None
