@@ -122,8 +122,9 @@ def test_heavy_pairs_start_their_workers_at_once(tmp_path: Path, monkeypatch) ->
 
 def test_free_cpus_are_read_since_start_up_without_sleeping(monkeypatch) -> None:
     """The heavy path's free CPUs: idle jiffies since the engine was imported (40 ms to
-    1 s ago) plus rpx's own CPU, with no sleep; a reading too old or too recent is
-    replaced by one over a short sleep (then idle CPUs only: rpx sleeps meanwhile)."""
+    1 s ago) plus the CPUs rpx's own threads used (at least one), with no sleep; a reading
+    too old or too recent is replaced by one over a short sleep (then idle CPUs only: rpx
+    sleeps meanwhile)."""
     import time
 
     from rpx_cli.engine import workers
@@ -132,9 +133,14 @@ def test_free_cpus_are_read_since_start_up_without_sleeping(monkeypatch) -> None
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
     readings = iter([(130, 200)])  # since (100, 100): 30 of 100 jiffies idle = 1.2 CPUs
     monkeypatch.setattr(workers, "_cpu_times", lambda: next(readings))
-    monkeypatch.setattr(workers, "_IMPORTED", (time.monotonic() - 0.1, (100, 100)))
+    now = time.process_time()
+    monkeypatch.setattr(workers, "_IMPORTED", (time.monotonic() - 0.1, (100, 100), now))
     monkeypatch.setattr(time, "sleep", lambda s: pytest.fail("slept"))
-    assert workers._idle_now() == pytest.approx(2.2)
+    monkeypatch.setattr(time, "process_time", lambda: now + 0.05)  # rpx: half a CPU
+    assert workers._idle_now() == pytest.approx(2.2, rel=0.1)  # at least its own one
+    readings = iter([(130, 200)])
+    monkeypatch.setattr(time, "process_time", lambda: now + 0.18)  # main + digest threads
+    assert workers._idle_now() == pytest.approx(3.0, rel=0.1)
     monkeypatch.undo()
     monkeypatch.setattr(workers, "default_jobs", lambda: 4)
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
@@ -142,7 +148,7 @@ def test_free_cpus_are_read_since_start_up_without_sleeping(monkeypatch) -> None
     monkeypatch.setattr(time, "sleep", slept.append)
     readings = iter([(0, 0), (50, 100)])  # over the sleep: half of 4 CPUs idle
     monkeypatch.setattr(workers, "_cpu_times", lambda: next(readings))
-    monkeypatch.setattr(workers, "_IMPORTED", (time.monotonic() - 5.0, (100, 100)))
+    monkeypatch.setattr(workers, "_IMPORTED", (time.monotonic() - 5.0, (100, 100), 0.0))
     assert workers._idle_now() == pytest.approx(2.0) and slept == [0.02]
 
 

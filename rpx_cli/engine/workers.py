@@ -374,18 +374,19 @@ def _idle_cpus(start: tuple[int, int] | None, end: tuple[int, int] | None) -> fl
 
 
 def _idle_now(window: float = 0.02) -> float:
-    """CPUs free for workers now: from ``/proc/stat`` since this module was imported (rpx's
-    own process busy meanwhile, so one CPU more than stood idle) when that was 40 ms to
-    1 s ago — as in the ``rpx`` command, which imports it while it starts — else over the
-    next ``window`` seconds while this process sleeps; where ``/proc/stat`` is missing,
-    the CPUs less the 1-minute load average."""
+    """CPUs free for workers now: when this module was imported 40 ms to 1 s ago (as in
+    the ``rpx`` command, which imports it while it starts), the CPUs that stood idle since
+    (``/proc/stat``) plus those rpx's own threads kept busy (its start-up, digests: at
+    least one); else the CPUs idle over the next ``window`` seconds while this process
+    sleeps; where ``/proc/stat`` is missing, the CPUs less the 1-minute load average."""
     import time
 
     since = time.monotonic() - _IMPORTED[0]
     if 0.04 <= since <= 1.0:
         idle = _idle_cpus(_IMPORTED[1], _cpu_times())
         if idle is not None:
-            return min(float(default_jobs()), 1.0 + idle)
+            own = (time.process_time() - _IMPORTED[2]) / since
+            return min(float(default_jobs()), idle + max(1.0, own))
     start = _cpu_times()
     time.sleep(window)
     idle = _idle_cpus(start, _cpu_times())
@@ -394,10 +395,10 @@ def _idle_now(window: float = 0.02) -> float:
     return min(float(default_jobs()), idle)
 
 
-def _imported() -> tuple[float, tuple[int, int] | None]:
+def _imported() -> tuple[float, tuple[int, int] | None, float]:
     import time
 
-    return time.monotonic(), _cpu_times()
+    return time.monotonic(), _cpu_times(), time.process_time()
 
 
 _IMPORTED = _imported()
