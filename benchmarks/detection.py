@@ -8,7 +8,14 @@ noted; ``--metrics coco`` is the like-for-like comparison. Every rpx command run
 first run (empty digest cache) and a re-run (warm cache, unchanged GT, new predictions);
 the floors read and parse the JSON files, and also sha256 them (provenance floor).
 
+``--scale objects365`` generates an Objects365-validation-sized set instead (80,000 images,
+365 classes, ~15 GT boxes and 15 detections per image: 1.2M of each; COCO files only, no
+per-stem files) and times rpx ``--metrics coco`` against hotcoco and pycocotools, with
+each tool's peak memory; pycocotools runs once, stopped after ``--pycocotools-timeout``
+seconds.
+
 Usage: python benchmarks/detection.py [--images 5000] [--repeat 3]
+       python benchmarks/detection.py --scale objects365 [--repeat 3] [--pycocotools-timeout 1800]
 """
 
 from __future__ import annotations
@@ -102,22 +109,106 @@ def generate(root: Path, n_images: int) -> Path:
     return root
 
 
-def run(argv, repeat: int) -> tuple[float, float, str]:
+def generate_objects365(root: Path, n_images: int = 80_000, n_classes: int = 365,
+                        per_image: int = 15) -> Path:
+    """COCO files only: 10-20 GT boxes an image over ``n_classes`` classes; per image
+    ``per_image`` detections — a jittered copy of 60 % of the GT boxes, random boxes for
+    the rest, the highest-scored ``per_image`` kept. Columns drawn per image with numpy."""
+    if (root / "DONE").exists():
+        return root
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    images, anns, dets = [], [], []
+    for image_id in range(1, n_images + 1):
+        images.append({"id": image_id, "file_name": f"img{image_id:06d}.jpg", "width": 640,
+                       "height": 480})
+        n = int(rng.integers(10, 21))
+        cls = rng.integers(0, n_classes, n)
+        xy, wh = rng.uniform(0, 560, (n, 2)), rng.uniform(8, 200, (n, 2))
+        box = np.round(np.hstack([xy, wh]), 2)
+        for k, b in zip(cls.tolist(), box.tolist(), strict=True):
+            anns.append({"id": len(anns) + 1, "image_id": image_id, "category_id": k + 1,
+                         "bbox": b, "area": round(b[2] * b[3], 2), "iscrowd": 0})
+        copy = rng.random(n) < 0.6
+        jitter = box[copy] + rng.normal(0, 0.08, (int(copy.sum()), 4)) * np.hstack([wh, wh])[copy]
+        jitter[:, 2:] = np.maximum(2, jitter[:, 2:])
+        extra = max(0, per_image - len(jitter))
+        rand = np.hstack([rng.uniform(0, 560, (extra, 2)), rng.uniform(8, 200, (extra, 2))])
+        det_box = np.round(np.vstack([jitter, rand]), 2)
+        det_cls = np.concatenate([cls[copy], rng.integers(0, n_classes, extra)])
+        det_score = np.round(np.concatenate([rng.uniform(0.05, 1, len(jitter)),
+                                             rng.uniform(0.01, 0.6, extra)]), 3)
+        top = np.argsort(-det_score, kind="stable")[:per_image]
+        det_box, det_cls, det_score = det_box[top], det_cls[top], det_score[top]
+        for k, b, sc in zip(det_cls.tolist(), det_box.tolist(), det_score.tolist(), strict=True):
+            dets.append({"image_id": image_id, "category_id": k + 1, "bbox": b, "score": sc})
+    (root / "instances.json").write_text(json.dumps({"images": images, "annotations": anns,
+        "categories": [{"id": k + 1, "name": f"class{k}"} for k in range(n_classes)]}))
+    (root / "results.json").write_text(json.dumps(dets))
+    (root / "DONE").write_text(f"{len(anns)} gt, {len(dets)} detections\n")
+    return root
+
+
+def objects365(args: argparse.Namespace) -> None:
+    root = generate_objects365(DATA / "detection-objects365")
+    gt, dt = str(root / "instances.json"), str(root / "results.json")
+    py = sys.executable
+    rpx = rpx_command() + ["eval", "detection", "--quiet", "--coco-gt", gt, "--coco-dt", dt,
+                           "--metrics", "coco", "-o", "/dev/null"]
+    load_before = load()
+    results = {
+        "floor: read + parse both COCO files (json)": run(floor_command(plain=[gt, dt]), args.repeat),
+        "hotcoco": run([py, "-c", HOTCOCO, gt, dt], args.repeat),
+        "rpx --metrics coco, default --jobs, every digest computed": run(
+            rpx + ["--no-digest-cache"], args.repeat),
+    }
+    # capped at 16 GB of address space: the machine has 24 and runs other work
+    results["pycocotools (one run)"] = run(["prlimit", f"--as={16 << 30}", py, "-c", PYCOCOTOOLS,
+                                            gt, dt], 1, timeout=args.pycocotools_timeout)
+    hot = results["hotcoco"]
+    print(f"machine: {machine()}")
+    print(f"load: {load_before} before, {load()} after")
+    print(f"Objects365 scale: 80,000 images, 365 classes; {(root / 'DONE').read_text().strip()}; "
+          f"median of {args.repeat}")
+    print("| tool | wall s | peak RSS MB | time / hotcoco | memory / hotcoco |")
+    print("|---|---:|---:|---:|---:|")
+    for name, result in results.items():
+        if result is None:
+            print(f"| {name} | did not finish (above) | | | |")
+            continue
+        seconds, peak, _ = result
+        print(f"| {name} | {seconds:.2f} | {peak:.0f} | {seconds / hot[0]:.2f}x | "
+              f"{peak / hot[1]:.2f}x |")
+
+
+def run(argv, repeat: int, timeout: float | None = None) -> tuple[float, float, str] | None:
     """(median wall s, peak RSS MB, stdout) of a fresh process; ``argv`` is a list or a
-    callable returning one (called before each run, outside the timing)."""
-    code = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], check=True, "
-            "capture_output=True, text=True); print(resource.getrusage("
-            "resource.RUSAGE_CHILDREN).ru_maxrss); print(r.stdout[-200:])")
+    callable returning one (called before each run, outside the timing). ``timeout``: the
+    process is stopped after that many seconds and None is returned (its peak memory is
+    printed)."""
+    code = ("import resource, subprocess, sys\n"
+            "try:\n"
+            "    r = subprocess.run(sys.argv[2:], check=True, capture_output=True, text=True, "
+            "timeout=float(sys.argv[1]) or None); out = r.stdout[-200:]\n"
+            "except subprocess.TimeoutExpired:\n"
+            "    out = 'TIMEOUT'\n"
+            "except subprocess.CalledProcessError as exc:\n"
+            "    out = 'FAILED ' + exc.stderr.strip().splitlines()[-1][:200]\n"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); print(out)")
     times, peaks, out = [], [], ""
     for _ in range(repeat):
         command = argv() if callable(argv) else argv
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", code, *command], check=True,
-                              capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-c", code, str(timeout or 0), *command],
+                              check=True, capture_output=True, text=True)
         times.append(time.perf_counter() - start)
         lines = done.stdout.splitlines()
         peaks.append(int(lines[0]) / 1024)
         out = "\n".join(lines[1:]).strip()
+        if out == "TIMEOUT" or out.startswith("FAILED"):
+            print(f"{'stopped after ' + str(timeout) + ' s' if out == 'TIMEOUT' else out} at a "
+                  f"peak RSS of {peaks[-1]:.0f} MB, after {times[-1]:.0f} s: {command[:5]}")
+            return None
     return statistics.median(times), max(peaks), out
 
 
@@ -126,7 +217,12 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-pycocotools", action="store_true")
+    parser.add_argument("--scale", choices=("coco", "objects365"), default="coco")
+    parser.add_argument("--pycocotools-timeout", type=float, default=1800.0)
     args = parser.parse_args()
+    if args.scale == "objects365":
+        objects365(args)
+        return
     root = generate(DATA / f"detection-{args.images}", args.images)
     gt, dt = str(root / "instances.json"), str(root / "results.json")
     py = sys.executable

@@ -164,6 +164,9 @@ def main() -> None:
     print(f"{args.sequences} sequences x {args.frames} frames; {(root / 'DONE').read_text().strip()}; "
           f"fresh process per run, round-robin, median of {args.repeat}; digests {checks}")
     print(spread_line(timings))
+    for mode in ("first run", "re-run"):
+        report = json.loads(timings[f"rpx (default --jobs), {mode}"].stdout)
+        print(f"default --jobs, {mode} (last run): {report['run_provenance']['executor']}")
     print("| tool | wall s | TrackEval / tool | tool / motrics | max abs diff of MOTA, IDF1, HOTA vs rpx |")
     print("|---|---:|---:|---:|---:|")
     for name, timing in timings.items():

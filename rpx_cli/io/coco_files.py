@@ -8,8 +8,9 @@ measurable: the results file dominates.)
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import pairwise, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -208,9 +209,14 @@ def _read_results(path: str, iou_type: str = "bbox", gt: _Gt | None = None,
     from rpx_cli.io.regular import read_bytes
 
     data = read_bytes(path)
+    # no JSON true/false anywhere: a list of numbers holds no bool (numpy would take one as 1);
+    # masks and keypoints read their number lists with numpy (boxes check types themselves)
+    no_literals = iou_type != "bbox" and data.find(b"true") < 0 and data.find(b"false") < 0
+    if errors is None:
+        chunked = _read_in_chunks(data, path, iou_type, no_literals)
+        if chunked is not None:
+            return chunked
     results = loads_json(data, path)
-    # no JSON true/false anywhere: a list of numbers holds no bool (numpy would take one as 1)
-    no_literals = data.find(b"true") < 0 and data.find(b"false") < 0
     del data
     if isinstance(results, dict) and "annotations" in results:
         results = results["annotations"]
@@ -219,6 +225,63 @@ def _read_results(path: str, iou_type: str = "bbox", gt: _Gt | None = None,
                          path=path)
     if gt is not None and errors is not None:
         results = _set_aside_detections(results, gt, path, errors, iou_type)
+    return _results_of(results, path, iou_type, no_literals)
+
+
+# a results file is parsed in pieces of about this size: the Python objects of one piece at a
+# time, not the whole file's (keypoints: 25 million floats, ~1 GB, for 5,000 images)
+CHUNK_BYTES = 16 << 20
+_BETWEEN_OBJECTS = re.compile(rb"\}\s*,\s*\{")
+
+
+def _read_in_chunks(data: bytes, path: str, iou_type: str,
+                    no_literals: bool) -> _Results | None:
+    """A results list larger than :data:`CHUNK_BYTES`, parsed as consecutive sub-lists cut
+    between two objects (``}, {``), each turned into arrays before the next is parsed; None
+    when the file is small, not a list, or any piece does not parse or holds a bad record
+    (the whole file is then read at once, and its error names the record's index in the
+    file). A cut inside a string or a nested value leaves a piece that is not valid JSON,
+    so pieces that all parse are the file's top-level objects, in order."""
+    if len(data) <= CHUNK_BYTES:
+        return None
+    start = len(data) - len(data.lstrip())
+    end = len(data.rstrip())
+    if data[start:start + 1] != b"[" or data[end - 1:end] != b"]":
+        return None
+    cuts, at = [start + 1], start + 1
+    while (found := _BETWEEN_OBJECTS.search(data, at + CHUNK_BYTES)) is not None:
+        cuts.append(found.start() + 1)  # the piece ends after "}", the next starts at ","
+        at = found.start() + 1
+    if len(cuts) == 1:
+        return None
+    cuts.append(end - 1)
+    parts = []
+    for a, b in pairwise(cuts):
+        piece = data[a:b] if a == start + 1 else data[a:b].lstrip()[1:]  # less the comma
+        try:
+            results = loads_json(b"[" + piece + b"]", path)
+            if not isinstance(results, list):
+                return None
+            parts.append(_results_of(results, path, iou_type, no_literals))
+        except InputError:
+            return None
+        del results
+    return _Results([], np.concatenate([p.image for p in parts]),
+                    np.concatenate([p.category for p in parts]),
+                    np.concatenate([p.usable for p in parts]), _concatenate([p.boxes for p in parts]))
+
+
+def _concatenate(parts: list[Boxes]) -> Boxes:
+    labels = parts[0].labels
+    return Boxes(np.concatenate([p.box for p in parts]),
+                 np.concatenate([p.labels for p in parts]) if isinstance(labels, np.ndarray)
+                 else [label for p in parts for label in p.labels],
+                 None if parts[0].scores is None else np.concatenate([p.scores for p in parts]),
+                 np.concatenate([p.crowd for p in parts]), np.concatenate([p.area for p in parts]))
+
+
+def _results_of(results: list[Any], path: str, iou_type: str, no_literals: bool) -> _Results:
+    """A parsed results list as arrays (an :class:`InputError` naming the first bad record)."""
     if results and set(map(type, results)) != {dict}:
         n = next(n for n, item in enumerate(results) if not isinstance(item, dict))
         raise InputError(f"detection {n}: expected an object", path=path)

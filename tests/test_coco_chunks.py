@@ -1,0 +1,106 @@
+"""A large COCO results file is parsed in pieces cut between two top-level objects
+(``rpx_cli.io.coco_files.CHUNK_BYTES``): every array equal to parsing the file at once, for
+boxes, masks and keypoints, however the JSON is spaced; a cut that would fall inside a
+string, or a bad record in any piece, falls back to the whole file (whose error names the
+record's index in the file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from coco_family_data import box_set_lvis, keypoint_set, segm_set
+
+from rpx_cli.errors import InputError
+from rpx_cli.io import coco_files
+
+FIXTURES = Path(__file__).parent / "fixtures" / "coco_family"
+
+
+def read(path: Path, iou_type: str, chunk: int, monkeypatch) -> coco_files._Results:
+    monkeypatch.setattr(coco_files, "CHUNK_BYTES", chunk)
+    return coco_files._read_results(str(path), iou_type)
+
+
+def assert_same(a: coco_files._Results, b: coco_files._Results) -> None:
+    for name in ("image", "category", "usable"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    for name in ("scores", "crowd", "area"):
+        x, y = getattr(a.boxes, name), getattr(b.boxes, name)
+        assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True), name
+    assert np.asarray(a.boxes.labels).tolist() == np.asarray(b.boxes.labels).tolist()
+    if a.boxes.box.dtype == object:
+        assert a.boxes.box.tolist() == b.boxes.box.tolist()
+    else:
+        assert np.array_equal(a.boxes.box, b.boxes.box, equal_nan=True)
+
+
+def results_file(tmp_path: Path, results: list, indent: int | None) -> Path:
+    path = tmp_path / f"results-{indent}.json"
+    path.write_text(json.dumps(results, indent=indent))
+    return path
+
+
+@pytest.mark.parametrize("indent", [None, 0, 2])
+@pytest.mark.parametrize(("iou_type", "make"), [
+    ("bbox", lambda: box_set_lvis(3)[1]),
+    ("segm", lambda: segm_set(4)[1]),
+    ("keypoints", lambda: keypoint_set(5)[1]),
+])
+def test_pieces_equal_the_whole_file(tmp_path: Path, monkeypatch, iou_type: str, make,
+                                     indent: int | None) -> None:
+    path = results_file(tmp_path, make(), indent)
+    whole = read(path, iou_type, 1 << 40, monkeypatch)
+    pieces = [read(path, iou_type, chunk, monkeypatch) for chunk in (1, 300, 5000)]
+    assert len(whole.image) > 20
+    for got in pieces:
+        assert_same(got, whole)
+
+
+@pytest.mark.parametrize(("name", "iou_type"), [
+    ("instances_val2014_fakesegm100_results.json", "segm"), ("keypoints_dt.json", "keypoints")])
+def test_pieces_of_the_reference_fixtures(monkeypatch, name: str, iou_type: str) -> None:
+    path = FIXTURES / name
+    assert_same(read(path, iou_type, 4096, monkeypatch), read(path, iou_type, 1 << 40, monkeypatch))
+
+
+def test_cut_is_counted(tmp_path: Path, monkeypatch) -> None:
+    """The pieces are really read apart (a test that cannot fail is a defect): with small
+    pieces, the parser is called once per piece."""
+    path = results_file(tmp_path, box_set_lvis(3)[1], None)
+    calls = []
+    real = coco_files.loads_json
+    monkeypatch.setattr(coco_files, "loads_json", lambda data, p: calls.append(len(data)) or real(data, p))
+    read(path, "bbox", 2000, monkeypatch)
+    assert len(calls) > 5 and max(calls) < 2000 + 1000
+
+
+def test_a_cut_inside_a_string_falls_back(tmp_path: Path, monkeypatch) -> None:
+    results = box_set_lvis(3)[1]
+    for item in results:
+        item["note"] = "a}, {b"  # what the cut looks for, inside a string
+    path = results_file(tmp_path, results, None)
+    assert_same(read(path, "bbox", 200, monkeypatch), read(path, "bbox", 1 << 40, monkeypatch))
+
+
+def test_a_bad_record_in_a_later_piece_is_named_by_its_index_in_the_file(tmp_path: Path,
+                                                                         monkeypatch) -> None:
+    results = box_set_lvis(3)[1]
+    results[-3]["score"] = "high"
+    path = results_file(tmp_path, results, None)
+    with pytest.raises(InputError) as whole:
+        read(path, "bbox", 1 << 40, monkeypatch)
+    with pytest.raises(InputError) as pieces:
+        read(path, "bbox", 300, monkeypatch)
+    assert str(pieces.value) == str(whole.value)
+    assert f"object {len(results) - 3}: 'score' must be a number" in str(pieces.value)
+
+
+def test_a_results_object_with_annotations_is_read_whole(tmp_path: Path, monkeypatch) -> None:
+    results = box_set_lvis(3)[1]
+    path = tmp_path / "wrapped.json"
+    path.write_text(json.dumps({"annotations": results}))
+    flat = results_file(tmp_path, results, None)
+    assert_same(read(path, "bbox", 300, monkeypatch), read(flat, "bbox", 1 << 40, monkeypatch))
