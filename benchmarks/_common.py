@@ -194,7 +194,8 @@ FLOOR = textwrap.dedent(
         else:
             target.append(arg)
     for folder, digest in [(f, True) for f in hashed] + [(f, False) for f in plain]:
-        for path in sorted(Path(folder).rglob("*")):
+        given = Path(folder)
+        for path in [given] if given.is_file() else sorted(given.rglob("*")):
             decode = DECODE.get(path.suffix.lower())
             if decode is None:
                 continue
