@@ -231,20 +231,21 @@ def evaluate(data: CocoInput, protocol: Protocol = COCO) -> CocoResult:
     rank_sorted = rank[ranked]
     score_sorted = dt_score[ranked]
     # (areas * thresholds, detections), contiguous along the detections to run sums fast
+    # a detection is a true positive, a false positive or ignored: the false positives before
+    # a true positive are its position less the true positives and the ignored before it
     tps = np.ascontiguousarray((matched & ~ignored)[ranked].T)
-    fps = np.ascontiguousarray(~(matched | ignored)[ranked].T)
+    igs = np.ascontiguousarray(ignored[ranked].T)
     for k in range(K):
         lo, hi = bounds[k], bounds[k + 1]
         for m, max_det in enumerate(max_dets):
             if max_det >= max_dets[-1]:  # detections past the last were dropped already
-                tp, fp, ss = tps[:, lo:hi], fps[:, lo:hi], score_sorted[lo:hi]
+                tp, ig, ss = tps[:, lo:hi], igs[:, lo:hi], score_sorted[lo:hi]
             else:
                 sel = lo + np.flatnonzero(rank_sorted[lo:hi] < max_det)
-                tp, fp, ss = tps[:, sel], fps[:, sel], score_sorted[sel]
-            fp_before = np.cumsum(fp, axis=1, dtype=np.int32)
+                tp, ig, ss = tps[:, sel], igs[:, sel], score_sorted[sel]
             for a in np.flatnonzero(regular[:, k]).tolist():
                 cells = slice(a * T, (a + 1) * T)
-                _accumulate(tp[cells], fp_before[cells], int(regular[a, k]), ss,
+                _accumulate(tp[cells], ig[cells], int(regular[a, k]), ss,
                             precision[:, :, k, a, m], recall[:, k, a, m], scores[:, :, k, a, m])
     return CocoResult(precision, recall, scores, protocol)
 
@@ -273,12 +274,12 @@ def iou_xywh_rows(dt: np.ndarray, gt: np.ndarray, crowd: np.ndarray) -> np.ndarr
         return np.where(inter > 0, inter / union, 0.0)
 
 
-def _accumulate(tps, fp_before, regular, det_scores, precision_out, recall_out, scores_out) -> None:
+def _accumulate(tps, igs, regular, det_scores, precision_out, recall_out, scores_out) -> None:
     """One (category, area, maxDets) cell, pycocotools' accumulate read at the true
     positives only: recall only rises there, and precision's running maximum from the
     right is always attained at one of them (a false positive lowers precision, an ignored
     detection repeats it), so the values — the same divisions — are bit for bit the same.
-    ``tps``: (thresholds, detections); ``fp_before``: false positives up to each detection;
+    ``tps``: (thresholds, detections); ``igs``: the ignored detections, likewise;
     ``det_scores``: the detections' scores (descending).
 
     Scores (pycocotools' ``eval["scores"]``): the score of the detection where each recall
@@ -288,8 +289,10 @@ def _accumulate(tps, fp_before, regular, det_scores, precision_out, recall_out, 
     for t in range(tps.shape[0]):
         at = np.flatnonzero(tps[t])
         recall_out[t] = at.size / regular
-        tp = np.arange(1, at.size + 1, dtype=np.float64)
-        fp = fp_before[t, at].astype(np.float64)
+        before = np.arange(at.size)  # true positives before each
+        # false positives before each true positive: the rest of what precedes it
+        fp = (at - before - np.searchsorted(np.flatnonzero(igs[t]), at)).astype(np.float64)
+        tp = before + 1.0
         pr = tp / (fp + tp + np.spacing(1))
         rc = tp / regular
         envelope = np.maximum.accumulate(pr[::-1])[::-1]
