@@ -173,3 +173,53 @@ def test_detection_class_map_that_empties_gt_files_warns(rpx, tmp_path) -> None:
     run = rpx(f"eval detection --pred-dir {pred} --gt-dir {gt} --class-map {tmp_path / 'map.json'}")
     assert run.exit_code == 0
     assert f"warning: --class-map removed every GT box of 1 file(s) (e.g. {gt / 'a.json'})" in run.stderr
+
+
+# --- range bands and label filters of the dense tasks -----------------------------------------
+
+
+def test_a_depth_band_without_a_valid_pixel_warns(rpx, tmp_path) -> None:
+    """GT between 1 and 5 m: the band [50, 80) m holds none of the 12 valid pixels."""
+    import numpy as np
+
+    for side in ("pred", "gt"):
+        (tmp_path / side).mkdir()
+        np.save(tmp_path / side / "a.npy", np.linspace(1, 5, 12, dtype=np.float32).reshape(3, 4))
+    cmd = f"eval depth --pred-dir {tmp_path / 'pred'} --gt-dir {tmp_path / 'gt'}"
+    run = rpx(cmd + " --range 0:10 --range 50:80")
+    assert run.exit_code == 0, run.stderr
+    line = ("--range [50, 80) m holds no valid GT pixel in any frame (of the 12 the other "
+            "filters keep): its metrics are null")
+    assert run.json["warnings"] == [line] and f"warning: {line}" in run.stderr
+    assert run.json["dataset"]["absrel_50m_80m"] is None
+    assert "warnings" not in rpx(cmd + " --range 0:10").json
+
+
+def test_a_segmentation3d_band_without_a_scored_point_warns(rpx, tmp_path) -> None:
+    """Points within 5 m: the band [50, inf) m holds none."""
+    import numpy as np
+    from test_segmentation3d import write_scans
+
+    points = np.column_stack([np.linspace(1, 5, 6), np.zeros(6), np.zeros(6)])
+    root = write_scans(tmp_path, {"a": ([1, 1, 2, 2, 3, 3], [1, 2, 2, 2, 3, 1], points)})
+    args = ["eval", "segmentation3d", "--pred-dir", root / "pred", "--gt-dir", root / "gt",
+            "--points-dir", root / "points"]
+    run = rpx([*args, "--range", "0:20", "--range", "50:"])
+    assert run.exit_code == 0, run.stderr
+    assert run.json["warnings"] == [
+        "--range [50, inf) m holds no scored GT point in any scan (of the 6 the other filters "
+        "keep): its figures are null"]
+    assert "warnings" not in rpx([*args, "--range", "0:20"]).json
+
+
+def test_a_label_map_that_leaves_no_scored_point_warns(rpx, tmp_path) -> None:
+    from test_segmentation3d import write_scans
+
+    root = write_scans(tmp_path, {"a": ([1, 1, 2], [1, 2, 2], None)})
+    (tmp_path / "map.json").write_text(json.dumps({"1": 0, "2": 0}))
+    run = rpx(["eval", "segmentation3d", "--pred-dir", root / "pred", "--gt-dir", root / "gt",
+               "--label-map", tmp_path / "map.json", "--ignore-index", "0"])
+    assert run.exit_code == 0, run.stderr
+    assert run.json["warnings"] == [
+        "no GT point of the 3 is of a scored class (--ignore-index, --label-map, "
+        "--num-classes): every figure is null"]

@@ -333,6 +333,7 @@ class Depth(Task):
     def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
         aggregate: dict[str, Any] = {}
         dataset: dict[str, Any] = {}
+        warnings = []
         for band in [None, *self.bands(params)]:
             block = stats[banded("sums", band)]
             per_row = finalize_columns(block)  # the very numbers in the rows
@@ -343,12 +344,17 @@ class Depth(Task):
             pooled = combine_columns(block)
             dataset.update({banded(k, band): v for k, v in finalize(pooled).items()})
             dataset[banded("n_valid", band)] = pooled.n
+            if band is not None and pooled.n == 0 and dataset["n_valid"]:
+                warnings.append(f"--range {band.label} holds no valid GT pixel in any frame (of "
+                                f"the {dataset['n_valid']:,} the other filters keep): its "
+                                "metrics are null")
         if params["min_depth"] is not None or params["max_depth"] is not None:
             dataset["n_capped"] = int(stats["n_capped"].sum())
         if _by_depth(params):
             dataset.update(by_depth_sections(stats["by_depth"], stats["pred_vs_gt"]))
         aggregate["n_frames"] = len(stats)
-        return {"aggregate": aggregate, "dataset": dataset}
+        return {"aggregate": aggregate, "dataset": dataset,
+                **({"warnings": warnings} if warnings else {})}
 
 
 def _by_depth(params: Params) -> bool:

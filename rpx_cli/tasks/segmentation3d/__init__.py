@@ -354,9 +354,21 @@ class Segmentation3D(Task):
         scored = not_in(classes, params["ignore_index"])
         dataset: dict[str, Any] = {"n_points": int(stats["n_points"].sum())}
         per_class: dict[str, dict[str, Any]] = {label: {} for label in labels}
+        warnings, scored_points = [], 0
         for band in bands:
             matrix = dense_matrix(trim(stats[banded("confusion", band)] or EMPTY), classes,
                                   other=other)
+            here = int(matrix[scored].sum())  # GT points of a scored class
+            if band is None:
+                scored_points = here
+                if not here and dataset["n_points"]:
+                    warnings.append(f"no GT point of the {dataset['n_points']:,} is of a scored "
+                                    "class (--ignore-index, --label-map, --num-classes): "
+                                    "every figure is null")
+            elif not here and scored_points:
+                warnings.append(f"--range {band.label} holds no scored GT point in any scan (of "
+                                f"the {scored_points:,} the other filters keep): its figures "
+                                "are null")
             dataset.update(bucket_metrics(matrix, scored, params["protocol"], band))
             dataset[banded("confusion", band)] = {"labels": labels,
                                                   "columns": labels + ([OTHER] if other else []),
@@ -365,7 +377,8 @@ class Segmentation3D(Task):
                 per_class[labels[c]].update({banded(key, band): value
                                              for key, value in values.items()})
         dataset["per_class"] = per_class
-        return {"aggregate": aggregate, "dataset": dataset}
+        return {"aggregate": aggregate, "dataset": dataset,
+                **({"warnings": warnings} if warnings else {})}
 
 
 def _check_gt(gt_values: np.ndarray, matrix: np.ndarray, params: Params, gt_path: str) -> None:
