@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,7 +74,10 @@ def read_tracks(path: str, buffer: FileBuffer, *, box_format: str = "xyxy") -> T
 
 def parse_mot_text(data: bytes, path: str) -> Tracks:
     lines = data.splitlines()
-    content = [i for i, line in enumerate(lines) if line.strip()]
+    if b"" not in lines and not data.translate(None, _JSON_NUMBER_TEXT):
+        content: Sequence[int] = range(len(lines))  # numbers and commas only: no blank line
+    else:
+        content = [i for i, line in enumerate(lines) if line.strip()]
     if not content:
         return Tracks.empty()
     width = len(_fields(lines[content[0]]))
