@@ -104,3 +104,83 @@ def test_a_results_object_with_annotations_is_read_whole(tmp_path: Path, monkeyp
     path.write_text(json.dumps({"annotations": results}))
     flat = results_file(tmp_path, results, None)
     assert_same(read(path, "bbox", 300, monkeypatch), read(flat, "bbox", 1 << 40, monkeypatch))
+
+
+# --- the pieces in worker processes (what `rpx eval detection --coco-dt` does) --------------
+
+
+def _children() -> list[int]:
+    import os
+
+    from test_hostile import _children as children
+
+    return children(os.getpid())
+
+
+def test_pieces_in_worker_processes_equal_the_whole_file(tmp_path: Path, monkeypatch) -> None:
+    from functools import partial
+
+    from rpx_cli.engine.workers import map_in_processes
+    from rpx_cli.io.pieces import lent
+
+    path = results_file(tmp_path, keypoint_set(5)[1], None)
+    whole = read(path, "keypoints", 1 << 40, monkeypatch)
+    chosen: dict = {}
+    with lent(partial(map_in_processes, jobs=2, chosen=chosen)):
+        got = read(path, "keypoints", 3000, monkeypatch)
+    assert chosen["jobs"] == 2 and chosen["pieces"] > 3
+    assert_same(got, whole)
+    assert _children() == []
+
+
+def test_a_bad_record_in_a_worker_piece_falls_back_to_the_file_error(tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    from functools import partial
+
+    from rpx_cli.engine.workers import map_in_processes
+    from rpx_cli.io.pieces import lent
+
+    results = box_set_lvis(3)[1]
+    results[-3]["bbox"] = [0, 0, -1, 5]
+    path = results_file(tmp_path, results, None)
+    with pytest.raises(InputError) as whole:
+        read(path, "bbox", 1 << 40, monkeypatch)
+    with lent(partial(map_in_processes, jobs=2)), pytest.raises(InputError) as pieces:
+        read(path, "bbox", 300, monkeypatch)
+    assert str(pieces.value) == str(whole.value) and f"object {len(results) - 3}" in str(whole.value)
+
+
+def test_a_gt_error_stops_the_pieces_and_comes_first(tmp_path: Path, monkeypatch) -> None:
+    """The results file's pieces start before the GT file is read; a GT error is still the
+    error (as when the files are read one after the other), and no worker is left."""
+    from functools import partial
+
+    from rpx_cli.engine.workers import map_in_processes
+    from rpx_cli.io.pieces import lent
+
+    gt, results = box_set_lvis(3)
+    gt["annotations"][0]["category_id"] = 999
+    (tmp_path / "gt.json").write_text(json.dumps(gt))
+    dt = results_file(tmp_path, results, None)
+    monkeypatch.setattr(coco_files, "CHUNK_BYTES", 300)
+    with lent(partial(map_in_processes, jobs=2)), pytest.raises(InputError, match="category_id 999"):
+        coco_files.load_coco(str(tmp_path / "gt.json"), str(dt))
+    assert _children() == []
+    # a results file that cannot be read is its error, after the GT file's
+    with pytest.raises(InputError, match="category_id 999"):
+        coco_files.load_coco(str(tmp_path / "gt.json"), str(tmp_path / "missing.json"))
+
+
+def test_the_cli_reads_pieces_in_processes_and_records_it(rpx, tmp_path: Path, monkeypatch) -> None:
+    gt, results = box_set_lvis(4)
+    (tmp_path / "gt.json").write_text(json.dumps(gt))
+    dt = results_file(tmp_path, results, None)
+    cmd = f"eval detection --coco-gt {tmp_path / 'gt.json'} --coco-dt {dt} --metrics coco"
+    one = rpx(cmd + " --jobs 1")
+    monkeypatch.setattr(coco_files, "CHUNK_BYTES", 2000)
+    two = rpx(cmd + " --jobs 2")
+    assert one.exit_code == two.exit_code == 0, two.stderr
+    assert two.json["dataset"] == one.json["dataset"] and two.json["rows"] == one.json["rows"]
+    executor = two.json["run_provenance"]["executor"]
+    assert executor["jobs"] == 2 and executor["pieces"] > 5
+    assert "executor" not in one.json["run_provenance"]  # one piece: read here, as before

@@ -467,8 +467,38 @@ def _run_in_process(unit: Any) -> Any:
     return job(worker, unit)
 
 
+def map_in_processes(fn: Callable[[Any], T], items: Sequence[Any], *, jobs: int | None,
+                     chosen: dict[str, Any] | None = None) -> Iterator[T]:
+    """``fn(item)`` for every item, started now in worker processes forked from this one
+    (``fn`` and what it refers to are inherited, not pickled; the items and results are),
+    results in order as the returned iterator is read; closing it early stops the workers.
+    ``jobs=None``: one process per free CPU (:func:`_idle_now`). One job, one item, or no
+    ``fork`` (not Linux): ``fn`` runs here, lazily, as the iterator is read. ``chosen``
+    receives the number of processes and the pieces. The run lends this to the readers
+    for the pieces of one large file (``rpx_cli.io.pieces``)."""
+    auto = jobs is None
+    if jobs is None:
+        free = _idle_now()
+        jobs = max(1, min(default_jobs(), int(free + 0.5)))
+        if chosen is not None:
+            chosen.update({"chosen_by": "auto", "free_cpus": round(free, 2)})
+    jobs = min(jobs, len(items))
+    if jobs <= 1 or not sys.platform.startswith("linux"):
+        jobs = 1
+    if chosen is not None:
+        chosen.update({"jobs": jobs, "pieces": len(items)} if auto or jobs > 1 else {"jobs": jobs})
+    if jobs <= 1:
+        return map(fn, items)
+    results = _parallel_map(items, jobs=jobs, chunksize=1,
+                            initargs=(lambda worker, item: fn(item), False, None), started=True)
+    next(results)  # the items are submitted: the workers run while this process goes on
+    return results
+
+
 def _parallel_map(units: Sequence[Any], *, jobs: int, chunksize: int,
-                  initargs: tuple[Any, ...]) -> Iterator[Any]:
+                  initargs: tuple[Any, ...], started: bool = False) -> Iterator[Any]:
+    """The results of the job for ``units`` from ``jobs`` forked workers, in order.
+    ``started``: first yield ``None`` as soon as every unit is submitted."""
     global _parent_pid
     shutdown_digest_thread()  # fork only a single-threaded process
     _parent_pid = os.getpid()
@@ -489,6 +519,8 @@ def _parallel_map(units: Sequence[Any], *, jobs: int, chunksize: int,
             results = executor.map(_run_in_process, units, chunksize=chunksize)
         finally:
             _restore_signal_mask(blocked)
+        if started:
+            yield None
         yield from results
         finished = True
     except BrokenProcessPool:
@@ -508,14 +540,16 @@ def _parallel_map(units: Sequence[Any], *, jobs: int, chunksize: int,
 def _terminate(executor: ProcessPoolExecutor) -> None:
     """Stop the workers now (interrupt, error or crash): no result is waited for; the
     pool's manager thread is waited for briefly (see :func:`_quiet_manager`)."""
-    executor.shutdown(wait=False, cancel_futures=True)
+    # the processes, before shutdown() forgets them (it sets ``_processes`` to None)
+    processes = list((getattr(executor, "_processes", None) or {}).values())
     terminate = getattr(executor, "terminate_workers", None)  # Python >= 3.14
     if terminate is not None:
         terminate()
-    else:
-        for process in list((getattr(executor, "_processes", None) or {}).values()):
+    executor.shutdown(wait=False, cancel_futures=True)
+    if terminate is None:
+        for process in processes:
             process.terminate()
-        for process in list((getattr(executor, "_processes", None) or {}).values()):
+        for process in processes:
             process.join(timeout=5)
     manager = getattr(executor, "_executor_manager_thread", None)
     if manager is not None:

@@ -9,6 +9,7 @@ measurable: the results file dominates.)
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise, repeat
 from operator import itemgetter
@@ -20,6 +21,7 @@ from rpx_cli.errors import InputError, PairError
 from rpx_cli.io.box_table import BoxTable
 from rpx_cli.io.boxes import Boxes, boxes_from_objects, loads_json, object_problems
 from rpx_cli.io.instances import instances
+from rpx_cli.io.pieces import run_pieces
 
 
 @dataclass
@@ -79,8 +81,15 @@ def load_coco(gt_path: str, dt_path: str, *, iou_type: str = "bbox", lvis: bool 
     ``frequency``. ``skip`` (``--on-error skip``): a bad record is set aside
     (:attr:`CocoFiles.errors`) instead of being the file's error."""
     if not skip:
-        return _join(_read_gt(gt_path, iou_type, lvis), _read_results(dt_path, iou_type),
-                     gt_path, dt_path)
+        # the results file's pieces start first (in worker processes when the run lends
+        # them, rpx_cli.io.pieces) and are parsed while this process reads the GT file; its
+        # errors still come after the GT file's
+        pending = _PendingResults(dt_path, iou_type, pieces=True)
+        try:
+            gt = _read_gt(gt_path, iou_type, lvis)
+            return _join(gt, pending.collect(), gt_path, dt_path)
+        finally:
+            pending.close()
     errors: list[PairError] = []
     gt = _read_gt(gt_path, iou_type, lvis, errors)
     coco = _join(gt, _read_results(dt_path, iou_type, gt, errors), gt_path, dt_path)
@@ -206,26 +215,11 @@ def _instances(objects: list[Any], path: str, iou_type: str, *, prediction: bool
 
 def _read_results(path: str, iou_type: str = "bbox", gt: _Gt | None = None,
                   errors: list[PairError] | None = None) -> _Results:
-    from rpx_cli.io.regular import read_bytes
-
-    data = read_bytes(path)
-    # no JSON true/false anywhere: a list of numbers holds no bool (numpy would take one as 1);
-    # masks and keypoints read their number lists with numpy (boxes check types themselves)
-    no_literals = iou_type != "bbox" and data.find(b"true") < 0 and data.find(b"false") < 0
-    if errors is None:
-        chunked = _read_in_chunks(data, path, iou_type, no_literals)
-        if chunked is not None:
-            return chunked
-    results = loads_json(data, path)
-    del data
-    if isinstance(results, dict) and "annotations" in results:
-        results = results["annotations"]
-    if not isinstance(results, list):
-        raise InputError("a COCO results file is a list of {image_id, category_id, bbox, score}",
-                         path=path)
-    if gt is not None and errors is not None:
-        results = _set_aside_detections(results, gt, path, errors, iou_type)
-    return _results_of(results, path, iou_type, no_literals)
+    pending = _PendingResults(path, iou_type, pieces=errors is None)
+    try:
+        return pending.collect(gt, errors)
+    finally:
+        pending.close()
 
 
 # a results file is parsed in pieces of about this size: the Python objects of one piece at a
@@ -234,14 +228,72 @@ CHUNK_BYTES = 16 << 20
 _BETWEEN_OBJECTS = re.compile(rb"\}\s*,\s*\{")
 
 
-def _read_in_chunks(data: bytes, path: str, iou_type: str,
-                    no_literals: bool) -> _Results | None:
-    """A results list larger than :data:`CHUNK_BYTES`, parsed as consecutive sub-lists cut
-    between two objects (``}, {``), each turned into arrays before the next is parsed; None
-    when the file is small, not a list, or any piece does not parse or holds a bad record
-    (the whole file is then read at once, and its error names the record's index in the
-    file). A cut inside a string or a nested value leaves a piece that is not valid JSON,
-    so pieces that all parse are the file's top-level objects, in order."""
+class _PendingResults:
+    """A results file being read. A list larger than :data:`CHUNK_BYTES` is parsed as
+    consecutive sub-lists cut between two objects (``}, {``), each turned into arrays on
+    its own (:func:`rpx_cli.io.pieces.run_pieces`: side by side in worker processes when
+    the run lends them, else here, one after the other); :meth:`collect` joins them. When
+    the file is small, not a list, or any piece does not parse or holds a bad record, the
+    whole file is read at once instead (its error names the record's index in the file). A
+    cut inside a string or a nested value leaves a piece that is not valid JSON, so pieces
+    that all parse are the file's top-level objects, in order. A file that cannot be read
+    is the error of :meth:`collect`, after whatever the caller read meanwhile."""
+
+    def __init__(self, path: str, iou_type: str, *, pieces: bool) -> None:
+        from rpx_cli.io.regular import read_bytes
+
+        self.path, self.iou_type = path, iou_type
+        self.failure: BaseException | None = None
+        self.running: Iterator[_Results | None] | None = None
+        try:
+            self.data = read_bytes(path)
+        except Exception as exc:  # raised by collect(), after the GT file's errors
+            self.failure, self.data = exc, b""
+            return
+        # no JSON true/false anywhere: a list of numbers holds no bool (numpy would take one
+        # as 1); masks and keypoints read their number lists with numpy (boxes check types)
+        self.no_literals = iou_type != "bbox" and self.data.find(b"true") < 0 and \
+            self.data.find(b"false") < 0
+        bounds = _piece_bounds(self.data) if pieces else None
+        if bounds:
+            data, no_literals = self.data, self.no_literals
+            self.running = run_pieces(
+                lambda ab: _piece(data, ab, path, iou_type, no_literals), bounds)
+
+    def collect(self, gt: _Gt | None = None,
+                errors: list[PairError] | None = None) -> _Results:
+        if self.failure is not None:
+            raise self.failure
+        if self.running is not None:
+            parts = list(self.running)
+            self.running = None
+            if all(part is not None for part in parts):
+                return _Results([], np.concatenate([p.image for p in parts]),
+                                np.concatenate([p.category for p in parts]),
+                                np.concatenate([p.usable for p in parts]),
+                                _concatenate([p.boxes for p in parts]))
+        results = loads_json(self.data, self.path)
+        self.data = b""
+        if isinstance(results, dict) and "annotations" in results:
+            results = results["annotations"]
+        if not isinstance(results, list):
+            raise InputError("a COCO results file is a list of {image_id, category_id, bbox, "
+                             "score}", path=self.path)
+        if gt is not None and errors is not None:
+            results = _set_aside_detections(results, gt, self.path, errors, self.iou_type)
+        return _results_of(results, self.path, self.iou_type, self.no_literals)
+
+    def close(self) -> None:
+        """Stop pieces still running (the caller failed before collecting them)."""
+        running, self.running = self.running, None
+        close = getattr(running, "close", None)
+        if close is not None:
+            close()
+
+
+def _piece_bounds(data: bytes) -> list[tuple[int, int]] | None:
+    """``(start, end)`` of each piece's objects in ``data`` (the separating comma left out),
+    or None when the file is one piece or not a list."""
     if len(data) <= CHUNK_BYTES:
         return None
     start = len(data) - len(data.lstrip())
@@ -250,25 +302,29 @@ def _read_in_chunks(data: bytes, path: str, iou_type: str,
         return None
     cuts, at = [start + 1], start + 1
     while (found := _BETWEEN_OBJECTS.search(data, at + CHUNK_BYTES)) is not None:
-        cuts.append(found.start() + 1)  # the piece ends after "}", the next starts at ","
+        cuts.append(found.start() + 1)  # a piece ends after "}", the next starts at ","
         at = found.start() + 1
     if len(cuts) == 1:
         return None
     cuts.append(end - 1)
-    parts = []
-    for a, b in pairwise(cuts):
-        piece = data[a:b] if a == start + 1 else data[a:b].lstrip()[1:]  # less the comma
-        try:
-            results = loads_json(b"[" + piece + b"]", path)
-            if not isinstance(results, list):
-                return None
-            parts.append(_results_of(results, path, iou_type, no_literals))
-        except InputError:
+    bounds = [(cuts[0], cuts[1])]
+    for a, b in pairwise(cuts[1:]):
+        bounds.append((data.index(b",", a) + 1, b))
+    return bounds
+
+
+def _piece(data: bytes, bounds: tuple[int, int], path: str, iou_type: str,
+           no_literals: bool) -> _Results | None:
+    """One piece's objects as arrays; None when it does not parse as a list or holds a bad
+    record (the caller then reads the whole file)."""
+    a, b = bounds
+    try:
+        results = loads_json(b"[" + data[a:b] + b"]", path)
+        if not isinstance(results, list):
             return None
-        del results
-    return _Results([], np.concatenate([p.image for p in parts]),
-                    np.concatenate([p.category for p in parts]),
-                    np.concatenate([p.usable for p in parts]), _concatenate([p.boxes for p in parts]))
+        return _results_of(results, path, iou_type, no_literals)
+    except InputError:
+        return None
 
 
 def _concatenate(parts: list[Boxes]) -> Boxes:

@@ -10,13 +10,16 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from rpx_cli.engine import CacheTally, tune_allocator
 from rpx_cli.engine.pairs import RunResult, collect, score_loaded
+from rpx_cli.engine.workers import map_in_processes
 from rpx_cli.errors import EvaluationFailed, InputError, ParameterError
 from rpx_cli.io.discover import pair_line, shard_layout, shard_of
 from rpx_cli.io.filebuffer import cached_sha256_file
+from rpx_cli.io.pieces import lent
 from rpx_cli.params import resolve
 from rpx_cli.report.provenance import Stopwatch
 from rpx_cli.run.evaluate import conclude, save_digest_cache
@@ -49,7 +52,11 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
     # megabytes for 500,000 masks or keypoint rows) are reused instead of faulted in anew
     tune_allocator()
     stopwatch = Stopwatch()
-    loaded = task.read_files(files, params)
+    # a large input file is read in pieces (rpx_cli.io.pieces): side by side in worker
+    # processes, --jobs of them (default: the free CPUs)
+    execution: dict[str, Any] = {}
+    with lent(partial(map_in_processes, jobs=options.jobs, chosen=execution)):
+        loaded = task.read_files(files, params)
     params = {**params, **(loaded.params or {})}
     stems = loaded.stems
     repeated = sorted(stem for stem, n in Counter(stems).items() if n > 1)
@@ -115,4 +122,5 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
                                                       == options.shard[0])]]
     invocation = invocation or Invocation(command=f"rpx_cli.run_file_evaluation({task_name!r})")
     return conclude(state, invocation, stopwatch,
-                    warnings=list(loaded.warnings or []) + save_digest_cache(cache, tally))
+                    warnings=list(loaded.warnings or []) + save_digest_cache(cache, tally),
+                    executor={"name": "local", **execution} if execution else None)
