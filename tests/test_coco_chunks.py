@@ -128,7 +128,7 @@ def test_pieces_in_worker_processes_equal_the_whole_file(tmp_path: Path, monkeyp
     chosen: dict = {}
     with lent(partial(map_in_processes, jobs=2, chosen=chosen)):
         got = read(path, "keypoints", 3000, monkeypatch)
-    assert chosen["jobs"] == 2 and chosen["pieces"] > 3
+    assert chosen["pieces"] > 3
     assert_same(got, whole)
     assert _children() == []
 
@@ -183,4 +183,4 @@ def test_the_cli_reads_pieces_in_processes_and_records_it(rpx, tmp_path: Path, m
     assert two.json["dataset"] == one.json["dataset"] and two.json["rows"] == one.json["rows"]
     executor = two.json["run_provenance"]["executor"]
     assert executor["jobs"] == 2 and executor["pieces"] > 5
-    assert "executor" not in one.json["run_provenance"]  # one piece: read here, as before
+    assert one.json["run_provenance"]["executor"] == {"name": "local", "jobs": 1}

@@ -467,26 +467,33 @@ def _run_in_process(unit: Any) -> Any:
     return job(worker, unit)
 
 
-def map_in_processes(fn: Callable[[Any], T], items: Sequence[Any], *, jobs: int | None,
-                     chosen: dict[str, Any] | None = None) -> Iterator[T]:
-    """``fn(item)`` for every item, started now in worker processes forked from this one
-    (``fn`` and what it refers to are inherited, not pickled; the items and results are),
-    results in order as the returned iterator is read; closing it early stops the workers.
-    ``jobs=None``: one process per free CPU (:func:`_idle_now`). One job, one item, or no
-    ``fork`` (not Linux): ``fn`` runs here, lazily, as the iterator is read. ``chosen``
-    receives the number of processes and the pieces. The run lends this to the readers
-    for the pieces of one large file (``rpx_cli.io.pieces``)."""
-    auto = jobs is None
+def processes_for(jobs: int | None, chosen: dict[str, Any] | None = None) -> int:
+    """How many worker processes ``--jobs`` gives for work that is known to pay for them
+    (large pieces): ``jobs``, else one per free CPU (:func:`_idle_now`); 1 where processes
+    cannot be forked (not Linux). ``chosen`` receives the figures."""
     if jobs is None:
         free = _idle_now()
         jobs = max(1, min(default_jobs(), int(free + 0.5)))
         if chosen is not None:
             chosen.update({"chosen_by": "auto", "free_cpus": round(free, 2)})
-    jobs = min(jobs, len(items))
-    if jobs <= 1 or not sys.platform.startswith("linux"):
+    if not sys.platform.startswith("linux"):
         jobs = 1
     if chosen is not None:
-        chosen.update({"jobs": jobs, "pieces": len(items)} if auto or jobs > 1 else {"jobs": jobs})
+        chosen["jobs"] = jobs
+    return jobs
+
+
+def map_in_processes(fn: Callable[[Any], T], items: Sequence[Any], *, jobs: int,
+                     chosen: dict[str, Any] | None = None) -> Iterator[T]:
+    """``fn(item)`` for every item, started now in up to ``jobs`` worker processes forked
+    from this one (``fn`` and what it refers to are inherited, not pickled; the items and
+    results are), results in order as the returned iterator is read; closing it early
+    stops the workers. One job or one item: ``fn`` runs here, lazily. ``chosen`` receives
+    the number of pieces. The run lends this to the readers for the pieces of one large
+    file (``rpx_cli.io.pieces``)."""
+    if chosen is not None:
+        chosen["pieces"] = len(items)
+    jobs = min(jobs, len(items))
     if jobs <= 1:
         return map(fn, items)
     results = _parallel_map(items, jobs=jobs, chunksize=1,

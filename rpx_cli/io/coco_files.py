@@ -21,7 +21,7 @@ from rpx_cli.errors import InputError, PairError
 from rpx_cli.io.box_table import BoxTable
 from rpx_cli.io.boxes import Boxes, boxes_from_objects, loads_json, object_problems
 from rpx_cli.io.instances import instances
-from rpx_cli.io.pieces import run_pieces
+from rpx_cli.io.pieces import elsewhere, run_pieces
 
 
 @dataclass
@@ -231,39 +231,58 @@ _BETWEEN_OBJECTS = re.compile(rb"\}\s*,\s*\{")
 class _PendingResults:
     """A results file being read. A list larger than :data:`CHUNK_BYTES` is parsed as
     consecutive sub-lists cut between two objects (``}, {``), each turned into arrays on
-    its own (:func:`rpx_cli.io.pieces.run_pieces`: side by side in worker processes when
-    the run lends them, else here, one after the other); :meth:`collect` joins them. When
-    the file is small, not a list, or any piece does not parse or holds a bad record, the
-    whole file is read at once instead (its error names the record's index in the file). A
-    cut inside a string or a nested value leaves a piece that is not valid JSON, so pieces
-    that all parse are the file's top-level objects, in order. A file that cannot be read
-    is the error of :meth:`collect`, after whatever the caller read meanwhile."""
+    its own; :meth:`collect` joins them. When the run lends worker processes
+    (:mod:`rpx_cli.io.pieces`), the pieces start at once and are parsed there while the
+    caller reads the GT file — each worker reads its piece of a local file again from the
+    page cache, so that this process holds no copy of the file meanwhile; otherwise the
+    file is read in :meth:`collect`, after the GT file, and its pieces parsed here one after
+    the other. When the file is small, not a list, or any piece does not parse or holds a
+    bad record, the whole file is read at once instead (its error names the record's index
+    in the file). A cut inside a string or a nested value leaves a piece that is not valid
+    JSON, so pieces that all parse are the file's top-level objects, in order. A file that
+    cannot be read is the error of :meth:`collect`, after whatever the caller read."""
 
     def __init__(self, path: str, iou_type: str, *, pieces: bool) -> None:
+        self.path, self.iou_type, self.pieces = path, iou_type, pieces
+        self.failure: BaseException | None = None
+        self.data: bytes | None = None
+        self.no_literals = False
+        self.running: Iterator[_Results | None] | None = None
+        if pieces and elsewhere():
+            try:
+                self._read()
+            except Exception as exc:  # raised by collect(), after the GT file's errors
+                self.failure = exc
+                return
+            self._start()
+
+    def _read(self) -> None:
         from rpx_cli.io.regular import read_bytes
 
-        self.path, self.iou_type = path, iou_type
-        self.failure: BaseException | None = None
-        self.running: Iterator[_Results | None] | None = None
-        try:
-            self.data = read_bytes(path)
-        except Exception as exc:  # raised by collect(), after the GT file's errors
-            self.failure, self.data = exc, b""
-            return
+        self.data = read_bytes(self.path)
         # no JSON true/false anywhere: a list of numbers holds no bool (numpy would take one
         # as 1); masks and keypoints read their number lists with numpy (boxes check types)
-        self.no_literals = iou_type != "bbox" and self.data.find(b"true") < 0 and \
+        self.no_literals = self.iou_type != "bbox" and self.data.find(b"true") < 0 and \
             self.data.find(b"false") < 0
-        bounds = _piece_bounds(self.data) if pieces else None
-        if bounds:
-            data, no_literals = self.data, self.no_literals
-            self.running = run_pieces(
-                lambda ab: _piece(data, ab, path, iou_type, no_literals), bounds)
+
+    def _start(self) -> None:
+        bounds = _piece_bounds(self.data) if self.pieces and self.data is not None else None
+        if not bounds:
+            return
+        path, iou_type, no_literals = self.path, self.iou_type, self.no_literals
+        data = self.data if "://" in path or not elsewhere() else None
+        self.running = run_pieces(
+            lambda ab: _piece(path, data, ab, iou_type, no_literals), bounds)
+        if data is None:
+            self.data = None  # the workers read their pieces; the fallback reads it again
 
     def collect(self, gt: _Gt | None = None,
                 errors: list[PairError] | None = None) -> _Results:
         if self.failure is not None:
             raise self.failure
+        if self.data is None and self.running is None:  # not read yet: read it now
+            self._read()
+            self._start()
         if self.running is not None:
             parts = list(self.running)
             self.running = None
@@ -272,8 +291,10 @@ class _PendingResults:
                                 np.concatenate([p.category for p in parts]),
                                 np.concatenate([p.usable for p in parts]),
                                 _concatenate([p.boxes for p in parts]))
+        if self.data is None:
+            self._read()
         results = loads_json(self.data, self.path)
-        self.data = b""
+        self.data = None
         if isinstance(results, dict) and "annotations" in results:
             results = results["annotations"]
         if not isinstance(results, list):
@@ -313,17 +334,24 @@ def _piece_bounds(data: bytes) -> list[tuple[int, int]] | None:
     return bounds
 
 
-def _piece(data: bytes, bounds: tuple[int, int], path: str, iou_type: str,
+def _piece(path: str, data: bytes | None, bounds: tuple[int, int], iou_type: str,
            no_literals: bool) -> _Results | None:
-    """One piece's objects as arrays; None when it does not parse as a list or holds a bad
-    record (the caller then reads the whole file)."""
+    """One piece's objects as arrays (its bytes from ``data``, else read again from the
+    local file ``path``); None when it does not parse as a list or holds a bad record, or
+    the file no longer holds it (the caller then reads the whole file)."""
     a, b = bounds
     try:
-        results = loads_json(b"[" + data[a:b] + b"]", path)
+        if data is None:
+            with open(path, "rb") as handle:
+                handle.seek(a)
+                piece = handle.read(b - a)
+        else:
+            piece = data[a:b]
+        results = loads_json(b"[" + piece + b"]", path)
         if not isinstance(results, list):
             return None
         return _results_of(results, path, iou_type, no_literals)
-    except InputError:
+    except (InputError, OSError):
         return None
 
 

@@ -25,9 +25,15 @@ def run_pieces(fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
     return map(fn, items) if runner is None else runner(fn, items)
 
 
+def elsewhere() -> bool:
+    """Whether the pieces run elsewhere (a runner is lent), and start as they are handed."""
+    return _RUNNER.get() is not None
+
+
 @contextlib.contextmanager
 def lent(runner: Runner | None) -> Iterator[None]:
-    """Run the pieces read within the block by ``runner`` (None: in this process)."""
+    """Run the pieces read within the block by ``runner`` (None: in this process, lazily).
+    A runner is lent only when it runs them elsewhere, at once."""
     token = _RUNNER.set(runner)
     try:
         yield

@@ -15,7 +15,7 @@ from typing import Any
 
 from rpx_cli.engine import CacheTally, tune_allocator
 from rpx_cli.engine.pairs import RunResult, collect, score_loaded
-from rpx_cli.engine.workers import map_in_processes
+from rpx_cli.engine.workers import map_in_processes, processes_for
 from rpx_cli.errors import EvaluationFailed, InputError, ParameterError
 from rpx_cli.io.discover import pair_line, shard_layout, shard_of
 from rpx_cli.io.filebuffer import cached_sha256_file
@@ -53,9 +53,10 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
     tune_allocator()
     stopwatch = Stopwatch()
     # a large input file is read in pieces (rpx_cli.io.pieces): side by side in worker
-    # processes, --jobs of them (default: the free CPUs)
+    # processes, --jobs of them (default: the free CPUs), while this process reads the rest
     execution: dict[str, Any] = {}
-    with lent(partial(map_in_processes, jobs=options.jobs, chosen=execution)):
+    jobs = processes_for(options.jobs, execution)
+    with lent(partial(map_in_processes, jobs=jobs, chosen=execution) if jobs > 1 else None):
         loaded = task.read_files(files, params)
     params = {**params, **(loaded.params or {})}
     stems = loaded.stems
@@ -123,4 +124,4 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
     invocation = invocation or Invocation(command=f"rpx_cli.run_file_evaluation({task_name!r})")
     return conclude(state, invocation, stopwatch,
                     warnings=list(loaded.warnings or []) + save_digest_cache(cache, tally),
-                    executor={"name": "local", **execution} if execution else None)
+                    executor={"name": "local", **execution})
