@@ -287,6 +287,7 @@ class _PendingResults:
             parts = list(self.running)
             self.running = None
             if all(part is not None for part in parts):
+                self.data = None  # the caller goes on with the arrays only
                 return _Results([], np.concatenate([p.image for p in parts]),
                                 np.concatenate([p.category for p in parts]),
                                 np.concatenate([p.usable for p in parts]),
