@@ -14,7 +14,8 @@ Generates (once) three COCO-format sets:
 Times each tool in a fresh process on the same files (load + evaluate + summarise), median
 of ``--repeat`` (pycocotools and lvis: one run), with peak RSS. rpx runs ``--metrics coco``
 (like for like) as a first run (empty digest cache) and a re-run (warm cache, new
-predictions), and every view once. ``--mask-kernels`` also times the mask step alone:
+predictions), with ``--jobs 1`` and with the default ``--jobs`` (the results file's pieces
+parsed in worker processes), and every view once. ``--mask-kernels`` also times the mask step alone:
 pycocotools' per-frame ``iou`` against rpx's own numpy RLE decoder (the decision recorded
 in RESULTS.md).
 
@@ -338,6 +339,11 @@ def main() -> None:
             results[f"rpx --metrics coco, {mode}"] = run(
                 lambda extra=extra, command=command: [*command, "--metrics", "coco", "-o", "/dev/null",
                                                       *extra()], args.repeat)
+        for mode, extra in (("first run", runs.first), ("re-run", runs.rerun)):
+            results[f"rpx --metrics coco, default --jobs (pieces in workers), {mode}"] = run(
+                lambda extra=extra, command=command: [
+                    *(a for a in command if a not in ("--jobs", "1")), "--metrics", "coco",
+                    "-o", "/dev/null", *extra()], args.repeat)
         results["rpx, every view (rows, pooled, confusion, coco), first run"] = run(
             lambda command=command, runs=runs: [*command, "-o", "/dev/null", *runs.first()], 1)
         runs.cleanup()
