@@ -38,8 +38,10 @@ def assert_same(a: coco_files._Results, b: coco_files._Results) -> None:
 
 
 def results_file(tmp_path: Path, results: list, indent: int | None) -> Path:
+    """The list as JSON; indented files also carry blank space before and after it."""
     path = tmp_path / f"results-{indent}.json"
-    path.write_text(json.dumps(results, indent=indent))
+    pad = "" if indent is None else "\n \t\n"
+    path.write_text(pad + json.dumps(results, indent=indent) + pad)
     return path
 
 

@@ -318,8 +318,9 @@ def _piece_bounds(data: bytes) -> list[tuple[int, int]] | None:
     or None when the file is one piece or not a list."""
     if len(data) <= CHUNK_BYTES:
         return None
-    start = len(data) - len(data.lstrip())
-    end = len(data.rstrip())
+    head, tail = data[:4096], data[-4096:]  # (stripping the whole file would copy it)
+    start = len(head) - len(head.lstrip())
+    end = len(data) - len(tail) + len(tail.rstrip())
     if data[start:start + 1] != b"[" or data[end - 1:end] != b"]":
         return None
     cuts, at = [start + 1], start + 1
