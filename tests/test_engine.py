@@ -92,8 +92,10 @@ def test_chosen_processes_give_the_same_result(tmp_path: Path, monkeypatch,
     values["s007"], values["s031"] = ("oops", "7"), ("-31", "31")
     pairs = make_pairs(tmp_path, values)
     want = run_pairs(Toy(), pairs, {}, jobs=1)
-    monkeypatch.setattr(workers, "PROBE_SECONDS", probe_seconds)
-    monkeypatch.setattr(workers._Probe, "choose", lambda self, remaining, cpus: 2)
+    from rpx_cli.engine import jobs
+
+    monkeypatch.setattr(jobs, "PROBE_SECONDS", probe_seconds)
+    monkeypatch.setattr(workers.Probe, "choose", lambda self, remaining, cpus: 2)
     got = run_pairs(Toy(), pairs, {}, jobs=None)
     assert got.rows == want.rows and got.errors == want.errors and got.warnings == want.warnings
     assert got.digests == want.digests and got.stats["diff"].tolist() == want.stats["diff"].tolist()
@@ -111,12 +113,12 @@ def test_heavy_pairs_start_their_workers_at_once(tmp_path: Path, monkeypatch) ->
 
     pairs = make_pairs(tmp_path, {f"s{i}": (str(i), "1") for i in range(5)})
     want = run_pairs(Toy(), pairs, {}, jobs=1)
-    monkeypatch.setattr(workers, "_idle_now", lambda window=0.02: 2.0)
+    monkeypatch.setattr(workers, "idle_now", lambda window=0.02: 2.0)
     monkeypatch.setattr(workers, "default_jobs", lambda: 2)
     got = run_pairs(Heavy(), pairs, {}, jobs=None)
     assert got.rows == want.rows and got.stats["diff"].tolist() == want.stats["diff"].tolist()
     assert got.execution == {"jobs": 2, "chosen_by": "auto", "heavy_pairs": True, "free_cpus": 2.0}
-    monkeypatch.setattr(workers, "_idle_now", lambda window=0.02: 0.6)  # a busy machine
+    monkeypatch.setattr(workers, "idle_now", lambda window=0.02: 0.6)  # a busy machine
     assert run_pairs(Heavy(), pairs, {}, jobs=None).execution["jobs"] == 1
 
 
@@ -127,7 +129,7 @@ def test_free_cpus_are_read_since_start_up_without_sleeping(monkeypatch) -> None
     sleeps meanwhile)."""
     import time
 
-    from rpx_cli.engine import workers
+    from rpx_cli.engine import jobs as workers
 
     monkeypatch.setattr(workers, "default_jobs", lambda: 4)
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
@@ -137,10 +139,10 @@ def test_free_cpus_are_read_since_start_up_without_sleeping(monkeypatch) -> None
     monkeypatch.setattr(workers, "_IMPORTED", (time.monotonic() - 0.1, (100, 100), now))
     monkeypatch.setattr(time, "sleep", lambda s: pytest.fail("slept"))
     monkeypatch.setattr(time, "process_time", lambda: now + 0.05)  # rpx: half a CPU
-    assert workers._idle_now() == pytest.approx(2.2, rel=0.1)  # at least its own one
+    assert workers.idle_now() == pytest.approx(2.2, rel=0.1)  # at least its own one
     readings = iter([(130, 200)])
     monkeypatch.setattr(time, "process_time", lambda: now + 0.18)  # main + digest threads
-    assert workers._idle_now() == pytest.approx(3.0, rel=0.1)
+    assert workers.idle_now() == pytest.approx(3.0, rel=0.1)
     monkeypatch.undo()
     monkeypatch.setattr(workers, "default_jobs", lambda: 4)
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
@@ -149,14 +151,14 @@ def test_free_cpus_are_read_since_start_up_without_sleeping(monkeypatch) -> None
     readings = iter([(0, 0), (50, 100)])  # over the sleep: half of 4 CPUs idle
     monkeypatch.setattr(workers, "_cpu_times", lambda: next(readings))
     monkeypatch.setattr(workers, "_IMPORTED", (time.monotonic() - 5.0, (100, 100), 0.0))
-    assert workers._idle_now() == pytest.approx(2.0) and slept == [0.02]
+    assert workers.idle_now() == pytest.approx(2.0) and slept == [0.02]
 
 
 def test_the_cost_model_chooses_processes_only_when_they_pay(monkeypatch) -> None:
-    from rpx_cli.engine import workers
+    from rpx_cli.engine import jobs as workers
 
-    def probe(work_ms: float, consumer_ms: float, transfer_ms: float) -> workers._Probe:
-        made = workers._Probe()
+    def probe(work_ms: float, consumer_ms: float, transfer_ms: float) -> workers.Probe:
+        made = workers.Probe()
         made.done = made.sampled = 10
         made.work, made.consumer = 10 * work_ms / 1e3, 10 * consumer_ms / 1e3
         made.send = made.receive = 10 * transfer_ms / 2e3

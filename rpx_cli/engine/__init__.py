@@ -7,13 +7,13 @@ of every evaluation — a pair read from files (:class:`PairJob`) or given in me
 """
 
 from rpx_cli.allocator import tune_allocator  # bulk work in this process (input files)
+from rpx_cli.engine.jobs import default_jobs
 from rpx_cli.engine.workers import (
     CacheTally,
     Digests,
     Executor,
     Progress,
     Worker,
-    default_jobs,
     guarded_parse,
     pair_error,
     run_batch,

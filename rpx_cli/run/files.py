@@ -15,8 +15,9 @@ from functools import partial
 from typing import Any, TypeVar
 
 from rpx_cli.engine import CacheTally, tune_allocator
+from rpx_cli.engine.jobs import processes_for
 from rpx_cli.engine.pairs import RunResult, collect, score_loaded
-from rpx_cli.engine.workers import map_in_processes, processes_for
+from rpx_cli.engine.workers import map_in_processes
 from rpx_cli.errors import EvaluationFailed, InputError, ParameterError
 from rpx_cli.io.discover import pair_line, shard_layout, shard_of
 from rpx_cli.io.filebuffer import cached_sha256_file
