@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rpx_cli.report import declared, svg
+from rpx_cli.report import declared, svg, svg_frames
 from rpx_cli.report.html_blocks import (
     ARROW,
     axis_label,
@@ -462,10 +462,10 @@ def frames_section(report: Mapping[str, Any]) -> str:
         name = {"name": "frame", "stem": frame["stem"], "value": datum(frame.get("value"))}
         boxes = (frame.get("gt") or {}).get("box") or (frame.get("pred") or {}).get("box") or []
         if boxes and len(boxes[0]) == 5:  # footprints [x, y, w, l, yaw]
-            drawn = [svg.bev(frame, title=caption, conf_threshold=conf, attrs=name)]
+            drawn = [svg_frames.bev(frame, title=caption, conf_threshold=conf, attrs=name)]
         else:
             layers = list(frame.get("overlays") or {}) or [""]
-            drawn = [svg.frame_picture(frame, title=f"{caption} {layer}".strip(), layers=[layer] if layer else [],
+            drawn = [svg_frames.frame_picture(frame, title=f"{caption} {layer}".strip(), layers=[layer] if layer else [],
                                        conf_threshold=conf, attrs={**name, "layer": layer})
                      for layer in layers]
         pictures.append(f'<figure data-stem="{esc(frame["stem"])}">{"".join(drawn)}<figcaption class="muted">'
