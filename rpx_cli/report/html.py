@@ -29,6 +29,7 @@ from rpx_cli.report.html_blocks import (
     section_html,
     table_html,
 )
+from rpx_cli.report.html_frames import frames_section
 from rpx_cli.report.html_sections import (
     READINESS,
     WORST_N,
@@ -40,7 +41,7 @@ from rpx_cli.report.html_sections import (
     summary_text,
     worst_rows_section,
 )
-from rpx_cli.report.html_task_views import frames_section, task_view
+from rpx_cli.report.html_task_views import task_view
 from rpx_cli.report.html_workflow_views import WORKFLOW_VIEWS
 from rpx_cli.report.render import lookup
 from rpx_cli.report.svg import esc, escaped_document, short
