@@ -18,7 +18,9 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -33,6 +35,8 @@ from rpx_cli.io.remote import read as read_object
 INLINE_DIGEST_BYTES = 256 * 1024
 PAGE_BYTES = 4096
 
+T = TypeVar("T")
+
 _executor: ThreadPoolExecutor | None = None
 _executor_pid: int | None = None
 _executor_lock = threading.Lock()
@@ -46,6 +50,12 @@ def _digest_executor() -> ThreadPoolExecutor:
             _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rpx-digest")
             _executor_pid = os.getpid()
         return _executor
+
+
+def in_digest_thread(fn: Callable[..., T], *args: Any) -> Future[T]:
+    """``fn(*args)`` on this process's digest thread: hashing off the caller's thread
+    (hashlib releases the GIL over large buffers)."""
+    return _digest_executor().submit(fn, *args)
 
 
 def _sha256(view: memoryview) -> bytes:

@@ -8,11 +8,10 @@ report is concluded exactly as for folders."""
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from rpx_cli.engine import CacheTally, tune_allocator
 from rpx_cli.engine.jobs import processes_for
@@ -20,7 +19,7 @@ from rpx_cli.engine.pairs import RunResult, collect, score_loaded
 from rpx_cli.engine.workers import map_in_processes
 from rpx_cli.errors import EvaluationFailed, InputError, ParameterError
 from rpx_cli.io.discover import pair_line, shard_layout, shard_of
-from rpx_cli.io.filebuffer import cached_sha256_file
+from rpx_cli.io.filebuffer import cached_sha256_file, in_digest_thread
 from rpx_cli.io.pieces import lent
 from rpx_cli.params import resolve
 from rpx_cli.report.provenance import Stopwatch
@@ -31,8 +30,6 @@ from rpx_cli.run.plan import Plan
 from rpx_cli.run.state import State
 from rpx_cli.tasks.calculators import plugin_calculators
 from rpx_cli.tasks.registry import get_task
-
-T = TypeVar("T")
 
 
 def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mapping[str, Any],
@@ -66,7 +63,7 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
     # the files' sha256 (run_provenance) in a thread while the samples are scored: hashlib
     # lets go of the GIL over large buffers (273 MB at Objects365 scale: ~0.3 s)
     cache = open_digest_cache(options.digest_cache)
-    digesting = _in_thread(_digests, files, cache)
+    digesting = in_digest_thread(_digests, files, cache)
     stems = loaded.stems
     repeated = sorted(stem for stem, n in Counter(stems).items() if n > 1)
     expected = list(declared)
@@ -111,7 +108,7 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
                            errors=list(record_errors))
     if not len(result.stems) and options.shard is None:
         raise InputError("no sample could be evaluated", path=gt_path)
-    digests, tally = digesting()
+    digests, tally = digesting.result()
     result.tally = tally
     state = State.of_result(plan, result, digests=digests)
     if options.shard is not None:  # what lets `rpx merge` verify the part (see run/merge.py)
@@ -138,26 +135,3 @@ def _digests(files: Mapping[str, str], cache: Any) -> tuple[dict[str, str], Cach
         if key is not None:
             tally.new.append((key, bytes.fromhex(digests[name])))
     return digests, tally
-
-
-def _in_thread(fn: Callable[..., T], *args: Any) -> Callable[[], T]:
-    """Start ``fn(*args)`` in a daemon thread; the returned function waits for its value
-    (or raises its exception)."""
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = fn(*args)
-        except BaseException as exc:  # handed to the caller
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, name="rpx-digests", daemon=True)
-    thread.start()
-
-    def result() -> T:
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
-
-    return result
