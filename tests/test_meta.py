@@ -47,9 +47,9 @@ SHAPELY = {"ops/polygons.py", "ops/geometry.py"}
 OPTIONAL = {"fsspec": "io/remote.py", "s3fs": "io/remote.py", "gcsfs": "io/remote.py",
             "adlfs": "io/remote.py", "distributed": "run/dask_executor.py",
             "dask": "run/dask_executor.py"}
-# the one exception: the box reader *parses* large JSON with orjson (a 28 MB COCO results
+# the one exception: io/json.py *parses* large JSON with orjson (a 28 MB COCO results
 # file: 0.21 s against the stdlib's 0.58 s); serialising stays in report/
-READERS = {"orjson": {"io/boxes.py"}}
+READERS = {"orjson": {"io/json.py"}}
 
 
 def layer_of(path: Path) -> str:

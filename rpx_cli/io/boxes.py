@@ -10,7 +10,6 @@ predictions, whose area is their box's, as pycocotools' ``loadRes``).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import SWAP_HINT, InputError
-from rpx_cli.io.strict_json import strict_json
+from rpx_cli.io.json import loads_json, strict_json
 from rpx_cli.io.values import MAX_MAGNITUDE
 
 
@@ -67,41 +66,6 @@ class Boxes:
         return cls(box, list(data["labels"]),
                    None if scores is None else np.asarray(scores, np.float64),
                    np.asarray(data["crowd"], bool), np.asarray(data["area"], np.float64))
-
-
-def loads_json(data: bytes | memoryview, path: str, what: str = "") -> Any:
-    """Parse JSON (orjson: a third of the stdlib's time); the cyclic garbage collector is
-    paused meanwhile, as the containers built are all alive (a 28 MB results file: 0.65 s
-    with it running, 0.21 s without). Every JSON input of rpx is parsed here: bad JSON,
-    and JSON nested deeper than the parsers follow, is ``path``'s input error
-    (``what``, e.g. ``"class map: "``, prefixes the message). A document given in memory
-    (:class:`~rpx_cli.io.memory.InMemory`) is taken as parsed."""
-    import gc
-
-    from rpx_cli.io.memory import InMemory
-
-    if isinstance(data, InMemory):
-        return data.value
-    if isinstance(data, np.ndarray):  # a file's bytes as a FileBuffer holds them
-        data = memoryview(data)
-
-    import orjson
-
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass  # the standard library also reads NaN and Infinity, and says where it stopped
-    try:
-        return json.loads(bytes(data))
-    except RecursionError:
-        raise InputError(f"{what}not valid JSON (nested too deeply)", path=path) from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{what}not valid JSON ({exc})", path=path) from None
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def label_text(value: Any, where: str, path: str) -> str:

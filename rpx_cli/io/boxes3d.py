@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import SWAP_HINT, InputError
-from rpx_cli.io.boxes import loads_json
+from rpx_cli.io.json import loads_json
 from rpx_cli.io.values import MAX_MAGNITUDE, MIN_EXTENT, beyond
 
 BOX_ORIGINS = ("center", "bottom")

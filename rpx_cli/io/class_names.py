@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rpx_cli.errors import InputError
+from rpx_cli.io.json import strict_json
 from rpx_cli.io.regular import read_bytes
-from rpx_cli.io.strict_json import strict_json
 
 
 def read_class_names(path: str, *, reserved: Iterable[str] = ()) -> list[str]:

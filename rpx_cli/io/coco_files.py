@@ -19,8 +19,9 @@ import numpy as np
 
 from rpx_cli.errors import InputError, PairError
 from rpx_cli.io.box_table import BoxTable
-from rpx_cli.io.boxes import Boxes, boxes_from_objects, loads_json, object_problems
+from rpx_cli.io.boxes import Boxes, boxes_from_objects, object_problems
 from rpx_cli.io.instances import instances
+from rpx_cli.io.json import loads_json
 from rpx_cli.io.pieces import elsewhere, run_pieces
 
 

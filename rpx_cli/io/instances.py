@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.boxes import Boxes, loads_json, object_attributes
+from rpx_cli.io.boxes import Boxes, object_attributes
+from rpx_cli.io.json import loads_json
 from rpx_cli.io.values import MAX_MAGNITUDE
 
 IOU_TYPES = ("bbox", "segm", "keypoints")

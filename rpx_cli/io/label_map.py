@@ -11,8 +11,8 @@ from rpx_cli.errors import InputError
 
 def load_label_map(path: str) -> dict[str, int]:
     """A JSON object ``{"raw label": class label}`` (SemanticKITTI's ``learning_map``)."""
+    from rpx_cli.io.json import strict_json
     from rpx_cli.io.regular import read_bytes
-    from rpx_cli.io.strict_json import strict_json
 
     # a regular file only (a FIFO never blocks the run), parsed strictly (a label twice,
     # nesting too deep, a number too long: one input error)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError, RecordError
-from rpx_cli.io.boxes import loads_json
+from rpx_cli.io.json import loads_json
 
 _INTEGER = re.compile(r"-?[0-9]+\Z")
 

@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.json import loads_json
 from rpx_cli.io.regular import read_bytes
 
 PHASES = ("clutter", "interaction", "clean")

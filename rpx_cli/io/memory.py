@@ -5,7 +5,7 @@ FileBuffer`, and a path whose suffix says which file format the value stands for
 (:func:`memory_path`): ``.npy`` for an array, ``.json`` for the per-stem JSON structure,
 ``.txt`` for text. Text goes through the readers' byte parsers as the file's bytes would; an
 array or a JSON structure is handed over as :class:`InMemory`, which the two places where
-file contents are parsed (``io.npy.parse_npy`` and ``io.boxes.loads_json``) take as the
+file contents are parsed (``io.npy.parse_npy`` and ``io.json.loads_json``) take as the
 value they would have parsed — so every check a reader makes on a file's content runs on
 the value, and nothing is encoded into bytes to be parsed again (nor copied: a reader builds
 its arrays from the structure as it does from a parsed file). A structure holding numpy

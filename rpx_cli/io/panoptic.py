@@ -20,8 +20,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.images import png_header
+from rpx_cli.io.json import loads_json
 
 _COLOR_TYPES = {0: "grayscale", 2: "RGB", 3: "palette", 4: "grayscale+alpha", 6: "RGBA"}
 

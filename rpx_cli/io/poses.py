@@ -24,8 +24,8 @@ from typing import NamedTuple
 import numpy as np
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.json import loads_json
 from rpx_cli.io.npy import parse_npy, parse_npz
 from rpx_cli.io.values import MAX_MAGNITUDE, beyond, json_numbers
 

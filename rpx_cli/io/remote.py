@@ -70,7 +70,7 @@ def parse_options(text: str | None) -> dict[str, Any]:
     ``key``, ``secret``, ``endpoint_url``, ``client_kwargs``, ...)."""
     if text is None or not text.strip():
         return {}
-    from rpx_cli.io.strict_json import strict_json
+    from rpx_cli.io.json import strict_json
 
     try:  # a key twice, nesting too deep, a 5,000-digit number: a usage error, never a crash
         value = strict_json(text, "--storage-options")

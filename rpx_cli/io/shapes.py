@@ -35,9 +35,10 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.boxes import Boxes, loads_json, object_attributes
+from rpx_cli.io.boxes import Boxes, object_attributes
 from rpx_cli.io.boxes import _columns as box_columns
 from rpx_cli.io.boxes3d import quaternion_yaw
+from rpx_cli.io.json import loads_json
 from rpx_cli.io.values import MAX_MAGNITUDE, MIN_EXTENT, beyond
 
 SHAPE_GEOMETRIES = ("rotated", "cuboid", "polygon")

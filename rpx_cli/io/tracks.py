@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.json import loads_json
 from rpx_cli.io.values import MAX_MAGNITUDE
 
 _SEPARATORS = re.compile(rb"[,\s]+")

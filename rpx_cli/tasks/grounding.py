@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import SWAP_HINT, InputError
-from rpx_cli.io.boxes import boxes_from_objects, loads_json
+from rpx_cli.io.boxes import boxes_from_objects
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.json import loads_json
 from rpx_cli.ops.boxes import iou_xywh
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, probability

@@ -29,8 +29,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.json import loads_json
 from rpx_cli.io.values import MAX_MAGNITUDE, beyond, json_numbers
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn

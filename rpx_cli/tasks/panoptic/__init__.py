@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError, ParameterError
-from rpx_cli.io.boxes import loads_json
 from rpx_cli.io.filebuffer import FileBuffer
+from rpx_cli.io.json import loads_json
 from rpx_cli.io.panoptic import (
     PanopticImage,
     Segments,
