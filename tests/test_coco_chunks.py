@@ -31,10 +31,10 @@ def assert_same(a: coco_files._Results, b: coco_files._Results) -> None:
         x, y = getattr(a.boxes, name), getattr(b.boxes, name)
         assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True), name
     assert np.asarray(a.boxes.labels).tolist() == np.asarray(b.boxes.labels).tolist()
-    if a.boxes.box.dtype == object:
-        assert a.boxes.box.tolist() == b.boxes.box.tolist()
+    if a.boxes.shape.dtype == object:
+        assert a.boxes.shape.tolist() == b.boxes.shape.tolist()
     else:
-        assert np.array_equal(a.boxes.box, b.boxes.box, equal_nan=True)
+        assert np.array_equal(a.boxes.shape, b.boxes.shape, equal_nan=True)
 
 
 def results_file(tmp_path: Path, results: list, indent: int | None) -> Path:

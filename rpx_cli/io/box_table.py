@@ -65,7 +65,7 @@ class BoxTable:
 
     frame: np.ndarray  # (N,) int64
     label: np.ndarray  # (N,) int64, index into the vocabulary
-    box: np.ndarray  # (N, 4) float64 x, y, w, h (other geometries: see Boxes.box)
+    shape: np.ndarray  # (N, 4) float64 x, y, w, h (other kinds: see Boxes.shape)
     crowd: np.ndarray  # (N,) bool
     area: np.ndarray  # (N,) float64: the given area, else w * h
     score: np.ndarray | None  # (N,) float64 for predictions
@@ -75,7 +75,7 @@ class BoxTable:
 
     def take(self, index: np.ndarray, frame: np.ndarray | None = None) -> BoxTable:
         return BoxTable(self.frame[index] if frame is None else frame, self.label[index],
-                        self.box[index], self.crowd[index], self.area[index],
+                        self.shape[index], self.crowd[index], self.area[index],
                         None if self.score is None else self.score[index])
 
     def where(self, keep: np.ndarray) -> BoxTable:
@@ -104,7 +104,7 @@ class BoxTable:
             return joined if dtype is None else joined.astype(dtype, copy=False)
 
         # the shapes keep their geometry's dtype (float64 boxes; WKB bytes for polygons)
-        return cls(np.repeat(np.arange(len(parts)), counts), label, cat("box", None, (0, 4)),
+        return cls(np.repeat(np.arange(len(parts)), counts), label, cat("shape", None, (0, 4)),
                    cat("crowd", bool, (0,)), cat("area", np.float64, (0,)),
                    cat("scores", np.float64, (0,)) if with_scores else None)
 
@@ -148,7 +148,7 @@ class FrameTable(Sequence):
     def _boxes(self, table: BoxTable, i: int) -> Boxes:
         lo, hi = np.searchsorted(table.frame, [i, i + 1])
         names = [self.vocabulary[k] for k in table.label[lo:hi].tolist()]
-        return Boxes(table.box[lo:hi], names, None if table.score is None else table.score[lo:hi],
+        return Boxes(table.shape[lo:hi], names, None if table.score is None else table.score[lo:hi],
                      table.crowd[lo:hi], table.area[lo:hi])
 
     @classmethod

@@ -26,12 +26,15 @@ from rpx_cli.io.values import MAX_MAGNITUDE
 
 @dataclass
 class Boxes:
-    """Boxes of one image, ``[x, y, w, h]`` float64, labels as strings. Other geometries
-    (``rpx_cli.io.shapes``) keep their own shapes in ``box``: rotated boxes and cuboid
-    footprints (N, 5) float64, polygons a :class:`~rpx_cli.io.shapes.PolygonSet` as read
-    and WKB bytes once evaluated."""
+    """The objects of one image: their shapes, labels (strings), scores (predictions),
+    crowd flags and areas. ``shape`` holds what the run's similarity kind compares
+    (:mod:`rpx_cli.tasks.detection.kinds`): ``[x, y, w, h]`` boxes (N, 4) float64, rotated
+    boxes and cuboid footprints (N, 5) float64, polygons a
+    :class:`~rpx_cli.io.polygon_set.PolygonSet` as read and WKB bytes once evaluated, masks
+    an object array of RLEs, keypoints (N, 3K + 5) float64 rows. (A ``--shard`` part writes
+    it under the key ``"box"``, as parts always have.)"""
 
-    box: np.ndarray  # (N, 4) xywh
+    shape: np.ndarray  # (N, 4) xywh boxes, or another kind's shapes
     labels: list[str]
     scores: np.ndarray | None  # (N,) for predictions
     crowd: np.ndarray  # (N,) bool
@@ -47,12 +50,12 @@ class Boxes:
 
     def select(self, keep: np.ndarray) -> Boxes:
         labels = [label for label, k in zip(self.labels, keep, strict=True) if k]
-        return Boxes(self.box[keep], labels, None if self.scores is None else self.scores[keep],
+        return Boxes(self.shape[keep], labels, None if self.scores is None else self.scores[keep],
                      self.crowd[keep], self.area[keep])
 
     def as_json(self, encode: Callable[[Any], Any] | None = None) -> dict[str, Any]:
         """JSON; ``encode`` writes the shapes of a geometry other than boxes."""
-        out = {"box": self.box.tolist() if encode is None else encode(self.box),
+        out = {"box": self.shape.tolist() if encode is None else encode(self.shape),
                "labels": self.labels, "crowd": self.crowd.tolist(), "area": self.area.tolist()}
         if self.scores is not None:
             out["scores"] = self.scores.tolist()

@@ -360,7 +360,7 @@ def _piece(path: str, data: bytes | None, bounds: tuple[int, int], iou_type: str
 
 def _concatenate(parts: list[Boxes]) -> Boxes:
     labels = parts[0].labels
-    return Boxes(np.concatenate([p.box for p in parts]),
+    return Boxes(np.concatenate([p.shape for p in parts]),
                  np.concatenate([p.labels for p in parts]) if isinstance(labels, np.ndarray)
                  else [label for p in parts for label in p.labels],
                  None if parts[0].scores is None else np.concatenate([p.scores for p in parts]),
@@ -508,7 +508,7 @@ def _position(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
 def _table(boxes: Boxes, label: np.ndarray, image: np.ndarray) -> BoxTable:
     """Sorted by image, input order within an image."""
     order = np.argsort(image, kind="stable")
-    return BoxTable(image[order], label[order], boxes.box[order], boxes.crowd[order],
+    return BoxTable(image[order], label[order], boxes.shape[order], boxes.crowd[order],
                     boxes.area[order], None if boxes.scores is None else boxes.scores[order])
 
 

@@ -320,10 +320,10 @@ class Detection(Task):
             boxes, sizes = parse_instances(buffer.read(path).tobytes(), path, prediction=role == "pred",
                                            iou_type=iou_type, box_format=params.get("box_format", "xyxy"))
             if iou_type == "segm":
-                boxes.box, area = instances.prepare_masks(boxes.box, sizes, path)
+                boxes.shape, area = instances.prepare_masks(boxes.shape, sizes, path)
                 boxes.area = np.where(np.isnan(boxes.area), area, boxes.area)
             else:
-                instances.keypoint_count_error(boxes.box, params["oks_sigmas"], path)
+                instances.keypoint_count_error(boxes.shape, params["oks_sigmas"], path)
         elif geometry == "box":
             boxes = parse_boxes(buffer.read(path).tobytes(), path, prediction=role == "pred",
                                 box_format=params["box_format"])
@@ -344,7 +344,7 @@ class Detection(Task):
     def empty_prediction(self, gt: Boxes, params: Params) -> Boxes:
         empty = Boxes.empty(with_scores=True)
         if params.get("geometry", "box") != "box" or params.get("iou_type", "bbox") != "bbox":
-            empty.box = gt.box[:0]
+            empty.shape = gt.shape[:0]
         return empty
 
     def evaluate(self, pred: Boxes, gt: Boxes, params: Params, *, pred_path: str | None,
@@ -354,7 +354,7 @@ class Detection(Task):
         geometry = params.get("geometry", "box")
         if params.get("iou_type", "bbox") == "segm":
             try:
-                instances.frame_size([*gt.box, *pred.box])
+                instances.frame_size([*gt.shape, *pred.shape])
             except InputError as exc:
                 raise InputError(f"{exc.args[0]} ({pred_path} against {gt_path})", path=gt_path) from None
         if geometry == "box":

@@ -36,12 +36,12 @@ def read_coco_files(files: Mapping[str, str], params: Params,
     if iou_type == "segm":
         for side, sizes, path, what in ((coco.gt, coco.gt_size, gt_file, "annotation"),
                                         (coco.pred, coco.pred_size, dt_file, "detection")):
-            side.box, area = instances.prepare_masks(side.box, sizes, path, what)
+            side.shape, area = instances.prepare_masks(side.shape, sizes, path, what)
             side.area = np.where(np.isnan(side.area), area, side.area)
         _check_mask_sizes(coco, gt_file, dt_file)
     elif iou_type == "keypoints":
-        instances.keypoint_count_error(coco.gt.box, params["oks_sigmas"], gt_file)
-        instances.keypoint_count_error(coco.pred.box, params["oks_sigmas"], dt_file)
+        instances.keypoint_count_error(coco.gt.shape, params["oks_sigmas"], gt_file)
+        instances.keypoint_count_error(coco.pred.shape, params["oks_sigmas"], dt_file)
     if lvis:
         missing = [name for name, f in zip(coco.categories, coco.frequency, strict=True)
                    if f not in ("r", "c", "f")]
@@ -77,12 +77,12 @@ def _check_mask_sizes(coco, gt_file: str, dt_file: str) -> None:
     first = np.full((n, 2), -1, np.int64)
     for side in (coco.pred, coco.gt):  # the GT's size wins where both have masks
         if len(side):
-            sizes = np.array([rle["size"] for rle in side.box], np.int64).reshape(-1, 2)
+            sizes = np.array([rle["size"] for rle in side.shape], np.int64).reshape(-1, 2)
             first[side.frame[::-1]] = sizes[::-1]  # the first mask of each image
     for side, path, what in ((coco.gt, gt_file, "annotation"), (coco.pred, dt_file, "detection")):
         if not len(side):
             continue
-        sizes = np.array([rle["size"] for rle in side.box], np.int64).reshape(-1, 2)
+        sizes = np.array([rle["size"] for rle in side.shape], np.int64).reshape(-1, 2)
         wrong = np.flatnonzero((sizes != first[side.frame]).any(axis=1))
         if wrong.size:
             k = int(wrong[0])

@@ -107,8 +107,8 @@ def mask_geometry(table: FrameTable) -> OverlapTable:
     """Every frame's mask intersections (pycocotools' run merge, one call per frame)."""
     from rpx_cli.ops import masks
 
-    pred_area, gt_area = mask_areas(table.pred.box), mask_areas(table.gt.box)
-    d, g, inter = masks.table_intersections(table.pred.box, table.gt.box, table.pred.frame,
+    pred_area, gt_area = mask_areas(table.pred.shape), mask_areas(table.gt.shape)
+    d, g, inter = masks.table_intersections(table.pred.shape, table.gt.shape, table.pred.frame,
                                             table.gt.frame, pred_area, table.n)
     return OverlapTable(pred_area, gt_area, d, g, inter)
 
@@ -118,10 +118,10 @@ def keypoint_geometry(table: FrameTable, sigmas: np.ndarray, floor: float | None
     checked against them. ``floor``: the lowest threshold a greedy view tests."""
     sigmas = np.asarray(sigmas, np.float64)
     for side in (table.pred, table.gt):
-        if len(side) and side.box.shape[1] != 3 * sigmas.size + 5:
-            raise InputError(f"objects have {(side.box.shape[1] - 5) // 3} keypoints but "
+        if len(side) and side.shape.shape[1] != 3 * sigmas.size + 5:
+            raise InputError(f"objects have {(side.shape.shape[1] - 5) // 3} keypoints but "
                              f"--oks-sigmas gives {sigmas.size} sigmas")
-    return OksGeometry(table.pred.box, table.gt.box, table.pred.area, table.gt.area, sigmas, floor)
+    return OksGeometry(table.pred.shape, table.gt.shape, table.pred.area, table.gt.area, sigmas, floor)
 
 
 def keypoint_count_error(boxes_box: np.ndarray, sigmas: list[float], path: str) -> None:

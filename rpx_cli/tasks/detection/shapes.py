@@ -93,16 +93,16 @@ def evaluate_shapes(pred: Boxes, gt: Boxes, geometry: str, params: Params | None
     pred_shapes, pred_area, pred_repaired = _prepared(shapes, pred, pred_path)
     gt_shapes, gt_area, gt_repaired = _prepared(shapes, gt, gt_path)
     if not shapes.PER_FRAME:
-        return Frame(replace(gt, box=gt_shapes), replace(pred, box=pred_shapes)), 0
+        return Frame(replace(gt, shape=gt_shapes), replace(pred, shape=pred_shapes)), 0
     try:
         d, g, inter = _polygon_intersections(pred, gt, pred_shapes, gt_shapes, pred_area, gt_area,
                                              params)
     except InputError as exc:
         raise InputError(f"{exc} ({pred_path} against {gt_path})", path=gt_path) from None
     repaired = 0 if pred_repaired is None else int(pred_repaired.sum() + gt_repaired.sum())
-    frame = Frame(replace(gt, box=shapes.portable(gt_shapes),
+    frame = Frame(replace(gt, shape=shapes.portable(gt_shapes),
                           area=np.where(np.isnan(gt.area), gt_area, gt.area)),
-                  replace(pred, box=shapes.portable(pred_shapes), area=pred_area),
+                  replace(pred, shape=shapes.portable(pred_shapes), area=pred_area),
                   overlaps=Overlaps(d, g, inter, pred_area, gt_area))
     return frame, repaired
 
@@ -111,7 +111,7 @@ def _prepared(shapes: Any, boxes: Boxes, path: str | None) -> tuple[Any, np.ndar
     """``shapes.prepare`` of one file's objects; a repair too costly to run (an object
     whose rings cross themselves thousands of times) is that file's input error."""
     try:
-        return shapes.prepare(boxes.box)
+        return shapes.prepare(boxes.shape)
     except ValueError as exc:
         if getattr(exc, "obj", None) is None:
             raise
@@ -195,6 +195,6 @@ def overlap_table(geometry: str, frames: list[Frame], table: FrameTable) -> Over
     if geometry == "polygon":
         return OverlapTable.from_frames(frames)
     shapes = kernel(geometry)
-    pred, gt = shapes.prepare(table.pred.box)[0], shapes.prepare(table.gt.box)[0]
+    pred, gt = shapes.prepare(table.pred.shape)[0], shapes.prepare(table.gt.shape)[0]
     d, g, inter = shapes.table_overlaps(pred, gt, table.pred.frame, table.gt.frame, table.n)
     return OverlapTable(shapes.area(pred), shapes.area(gt), d, g, inter)

@@ -68,13 +68,13 @@ def summarize_frames(stats: StatTable, params: Params, families: Mapping[str, An
     elif iou_type == "keypoints":
         geometry = instances.keypoint_geometry(table, params["oks_sigmas"],
                                                floor=min(params["iou_threshold"], 0.5))
-        gt_ignore = table.gt.box[:, -1] == 0 if len(table.gt) else np.zeros(0, bool)
+        gt_ignore = table.gt.shape[:, -1] == 0 if len(table.gt) else np.zeros(0, bool)
     elif params.get("geometry", "box") != "box":
         # the views see objects as ids and look their intersections up
         geometry = overlap_table(params["geometry"], frames, table)
     if geometry is not BOXES:  # (new tables: the statistics keep their shapes)
-        table = replace(table, gt=replace(table.gt, box=np.arange(len(table.gt))),
-                        pred=replace(table.pred, box=np.arange(len(table.pred))))
+        table = replace(table, gt=replace(table.gt, shape=np.arange(len(table.gt))),
+                        pred=replace(table.pred, shape=np.arange(len(table.pred))))
     n = table.n
     empty = table.gt.counts(n) == 0
     skipped = empty & bool(params["skip_empty_gt"])

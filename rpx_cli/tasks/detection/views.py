@@ -75,7 +75,7 @@ def greedy(table: FrameTable, iou_threshold: float, conf_threshold: float,
     g_group = gt.frame * K + gt.label
     gorder = np.argsort(g_group, kind="stable")
     matched, ignored, _ = greedy_match(
-        d_group, g_group[gorder], geometry.similarity(pred.box[order], gt.box[gorder]),
+        d_group, g_group[gorder], geometry.similarity(pred.shape[order], gt.shape[gorder]),
         min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder])
     return pred.frame[order], pred.score[order], matched[:, 0] & ~ignored[:, 0], ~matched[:, 0]
 
@@ -104,7 +104,7 @@ def worst_frames(table: FrameTable, f1: np.ndarray, keep: int, iou_threshold: fl
     g_group = gt.frame * K + gt.label
     gorder = np.argsort(g_group, kind="stable")
     found = greedy_match(pred.frame[order] * K + pred.label[order], g_group[gorder],
-                         BOXES.similarity(pred.box[order], gt.box[gorder]),
+                         BOXES.similarity(pred.shape[order], gt.shape[gorder]),
                          min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder],
                          return_gt=True)
     pred_hit = np.zeros(len(pred), bool)
@@ -119,10 +119,10 @@ def worst_frames(table: FrameTable, f1: np.ndarray, keep: int, iou_threshold: fl
         pi = pi[np.argsort(-pred.score[pi], kind="stable")][:max_boxes]
         frames.append({"index": index, "value": float(f1[index]),
                        "gt": {"label": [sub.vocabulary[v] for v in gt.label[gi].tolist()],
-                              "box": gt.box[gi].tolist(), "crowd": gt.crowd[gi].tolist(),
+                              "box": gt.shape[gi].tolist(), "crowd": gt.crowd[gi].tolist(),
                               "matched": gt_hit[gi].tolist()},
                        "pred": {"label": [sub.vocabulary[v] for v in pred.label[pi].tolist()],
-                                "box": pred.box[pi].tolist(), "score": pred.score[pi].tolist(),
+                                "box": pred.shape[pi].tolist(), "score": pred.score[pi].tolist(),
                                 "matched": pred_hit[pi].tolist()}})
     return {**section, "frames": frames}
 
@@ -185,7 +185,7 @@ def _frame_matrices(geometry: Geometry, pred: BoxTable, gt: BoxTable, d_bounds: 
     200,000), then cut into the frames' matrices."""
     if geometry is BOXES:
         for i in frames.tolist():
-            yield geometry.matrix(pred.box[d_bounds[i]:d_bounds[i + 1]], gt.box[g_bounds[i]:g_bounds[i + 1]])
+            yield geometry.matrix(pred.shape[d_bounds[i]:d_bounds[i + 1]], gt.shape[g_bounds[i]:g_bounds[i + 1]])
         return
     nd, ng = np.diff(d_bounds)[frames], np.diff(g_bounds)[frames]
     sizes = nd * ng
@@ -200,7 +200,7 @@ def _frame_matrices(geometry: Geometry, pred: BoxTable, gt: BoxTable, d_bounds: 
         width = np.repeat(ng[start:stop], counts)
         dt = np.repeat(d_bounds[block], counts) + local // width
         gt_ids = np.repeat(g_bounds[block], counts) + local % width
-        values = geometry.pairs(pred.box[dt], gt.box[gt_ids])
+        values = geometry.pairs(pred.shape[dt], gt.shape[gt_ids])
         offset = 0
         for k in range(block.size):
             size = int(counts[k])
@@ -224,7 +224,7 @@ def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
     which = np.repeat(np.arange(dets.size), counts)
     first = np.repeat(bounds[frame] - (np.cumsum(counts) - counts), counts)
     regions = first + np.arange(which.size)
-    ioa = geometry.pairs(pred.box[dets[which]], crowd.box[regions], crowd=True)
+    ioa = geometry.pairs(pred.shape[dets[which]], crowd.shape[regions], crowd=True)
     same_class = pred.label[dets[which]] == crowd.label[regions]
     out[which[(ioa >= iou_threshold) & same_class]] = True
     return out
@@ -238,9 +238,9 @@ def coco(table: FrameTable, *, geometry: Geometry = BOXES, protocol: Protocol = 
     table's (pycocotools' ``loadRes``), not the geometry's; ``gt_ignore``: GT ignored though
     not crowd (keypoints without a visible point). ``protocol`` LVIS: ``frequency`` per
     category, the detections already capped per image (:func:`lvis_detections`)."""
-    data = CocoInput(0, len(table.vocabulary), table.gt.frame, table.gt.label, table.gt.box,
+    data = CocoInput(0, len(table.vocabulary), table.gt.frame, table.gt.label, table.gt.shape,
                      table.gt.area, table.gt.crowd, table.pred.frame, table.pred.label,
-                     table.pred.box, table.pred.score, None if geometry is BOXES else geometry,
+                     table.pred.shape, table.pred.score, None if geometry is BOXES else geometry,
                      dt_area=table.pred.area if instances else None, gt_ignore=gt_ignore)
     if protocol.name == "lvis":
         data = _lvis_input(table, data)
@@ -338,8 +338,8 @@ def errors(table: FrameTable, *, geometry: Geometry = BOXES) -> dict[str, Any]:
     view's images and objects (every detection, no confidence threshold)."""
     image = table.coco_image()
     gt, pred = table.gt, table.pred
-    result = tide(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label, gt.box,
-                            gt.area, gt.crowd, image[pred.frame], pred.label, pred.box, pred.score,
+    result = tide(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label, gt.shape,
+                            gt.area, gt.crowd, image[pred.frame], pred.label, pred.shape, pred.score,
                             None if geometry is BOXES else geometry))
     return {**result.dap, "ap50": result.ap, "counts": result.counts,
             "iou_threshold": 0.5, "background_threshold": 0.1}
