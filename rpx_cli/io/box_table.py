@@ -9,7 +9,7 @@ within a frame, boxes keep their input order, which decides score ties.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -223,6 +223,12 @@ class FrameTable(Sequence):
 
         return FrameTable(self.n, vocabulary, relabel(self.gt), relabel(self.pred), self.image_ids,
                           relabel_pairs(self.neg), relabel_pairs(self.not_exhaustive))
+
+    def as_ids(self) -> FrameTable:
+        """The same table with each object's shape replaced by its id (``0..N-1`` per side,
+        in table order): what the views see when the similarity looks intersections up."""
+        return replace(self, gt=replace(self.gt, shape=np.arange(len(self.gt))),
+                       pred=replace(self.pred, shape=np.arange(len(self.pred))))
 
     def n_gt(self) -> list[int]:
         """GT boxes per frame, crowd regions excluded."""

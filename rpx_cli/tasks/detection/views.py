@@ -7,13 +7,13 @@ and an IoU (:class:`~rpx_cli.ops.geometry.Geometry`)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.io.box_table import BoxTable, Frame, FrameTable
-from rpx_cli.ops.coco import COCO, RECALL_THRESHOLDS, CocoInput, Protocol
+from rpx_cli.ops.coco import BOX_PARAMS, RECALL_THRESHOLDS, CocoInput, CocoParams
 from rpx_cli.ops.coco import evaluate as coco_evaluate
 from rpx_cli.ops.geometry import BOXES, Geometry
 from rpx_cli.ops.matching import greedy_match, optimal_match
@@ -185,7 +185,8 @@ def _frame_matrices(geometry: Geometry, pred: BoxTable, gt: BoxTable, d_bounds: 
     200,000), then cut into the frames' matrices."""
     if geometry is BOXES:
         for i in frames.tolist():
-            yield geometry.matrix(pred.shape[d_bounds[i]:d_bounds[i + 1]], gt.shape[g_bounds[i]:g_bounds[i + 1]])
+            yield geometry.matrix(pred.shape[d_bounds[i]:d_bounds[i + 1]],
+                                  gt.shape[g_bounds[i]:g_bounds[i + 1]])
         return
     nd, ng = np.diff(d_bounds)[frames], np.diff(g_bounds)[frames]
     sizes = nd * ng
@@ -230,29 +231,30 @@ def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
     return out
 
 
-def coco(table: FrameTable, *, geometry: Geometry = BOXES, protocol: Protocol = COCO,
-         instances: bool = False, gt_ignore: np.ndarray | None = None,
-         frequency: list[str] | None = None) -> dict[str, Any]:
+def coco(table: FrameTable, *, geometry: Geometry = BOXES, params: CocoParams = BOX_PARAMS,
+         area_given: bool = False, noun: str = "box", gt_ignore: np.ndarray | None = None,
+         frequency: list[str] | None = None,
+         restrict: Callable[[FrameTable, CocoInput], CocoInput] | None = None) -> dict[str, Any]:
     """COCO AP/AR over every detection; None (with a reason) where pycocotools gives -1.
-    ``instances``: masks or keypoints, whose detections' areas for the ranges are the
-    table's (pycocotools' ``loadRes``), not the geometry's; ``gt_ignore``: GT ignored though
-    not crowd (keypoints without a visible point). ``protocol`` LVIS: ``frequency`` per
-    category, the detections already capped per image (:func:`lvis_detections`)."""
+    ``area_given``: the detections' areas for the ranges are the table's (pycocotools'
+    ``loadRes`` for masks and keypoints), not the geometry's; ``noun``: what the reasons
+    call the objects; ``gt_ignore``: GT ignored though not crowd (keypoints without a
+    visible point); ``restrict``: the protocol's say on which objects take part (LVIS'
+    federated images); ``frequency``: LVIS' per category (APr, APc, APf)."""
     data = CocoInput(0, len(table.vocabulary), table.gt.frame, table.gt.label, table.gt.shape,
                      table.gt.area, table.gt.crowd, table.pred.frame, table.pred.label,
                      table.pred.shape, table.pred.score, None if geometry is BOXES else geometry,
-                     dt_area=table.pred.area if instances else None, gt_ignore=gt_ignore)
-    if protocol.name == "lvis":
-        data = _lvis_input(table, data)
+                     dt_area=table.pred.area if area_given else None, gt_ignore=gt_ignore)
+    if restrict is not None:
+        data = restrict(table, data)
     image = table.coco_image()
     data.n_images = table.n
     data.gt_image, data.dt_image = image[data.gt_image], image[data.dt_image]
-    result = coco_evaluate(data, protocol)
+    result = coco_evaluate(data, params)
     figures = result.stats()
     if frequency is not None:
         for group in ("r", "c", "f"):
             figures[f"AP{group}"] = result.ap_of(np.flatnonzero(np.array(frequency) == group))
-    noun = "object" if instances else "box"
     reasons = {name: f"no GT {noun} in this area range" if name not in ("APr", "APc", "APf")
                else f"no GT {noun} of a category of this frequency" for name, value in figures.items()
                if value is None}
@@ -264,55 +266,6 @@ def coco(table: FrameTable, *, geometry: Geometry = BOXES, protocol: Protocol = 
     if reasons:
         out["null_reasons"] = reasons
     return out
-
-
-def _lvis_input(table: FrameTable, data: CocoInput) -> CocoInput:
-    """``LVISEval._prepare`` on the table: objects whose area is not in (0, inf) are left out
-    (its ``get_ann_ids`` filter, GT and detections alike); per image, detections of a
-    category neither in the image's GT nor in its ``neg_category_ids`` are left out; an
-    unmatched detection of a ``not_exhaustive_category_ids`` category is ignored."""
-    K = max(len(table.vocabulary), 1)
-    g_keep = (data.gt_area > 0) & (data.gt_area < np.inf)
-    d_area = data.dt_area if data.dt_area is not None else (
-        data.dt_box[:, 2] * data.dt_box[:, 3] if data.geometry is None else data.geometry.area(data.dt_box))
-    positive = np.unique(data.gt_image[g_keep] * K + data.gt_category[g_keep])
-    neg = _pair_keys(table.neg, K)
-    code = data.dt_image * K + data.dt_category
-    d_keep = (d_area > 0) & (d_area < np.inf) & (np.isin(code, positive) | np.isin(code, neg))
-    g, d = np.flatnonzero(g_keep), np.flatnonzero(d_keep)
-    return CocoInput(0, data.n_categories, data.gt_image[g], data.gt_category[g], data.gt_box[g],
-                     data.gt_area[g], np.zeros(g.size, bool), data.dt_image[d], data.dt_category[d],
-                     data.dt_box[d], data.dt_score[d], data.geometry,
-                     dt_area=None if data.dt_area is None else data.dt_area[d],
-                     dt_unmatched_ignored=np.isin(code[d], _pair_keys(table.not_exhaustive, K)))
-
-
-def _pair_keys(pairs: tuple[np.ndarray, np.ndarray] | None, K: int) -> np.ndarray:
-    return np.zeros(0, np.int64) if pairs is None else pairs[0] * K + pairs[1]
-
-
-def lvis_detections(table: FrameTable, max_dets: int) -> FrameTable:
-    """``LVISResults``' cap: per image, the ``max_dets`` highest-scoring detections of any
-    category (ties in input order; Python's stable sort); crowd flags dropped (``LVISEval``
-    compares every GT as a regular one)."""
-    pred = table.pred
-    order = np.lexsort((np.arange(len(pred)), -pred.score, pred.frame))
-    rank = np.arange(order.size) - np.searchsorted(pred.frame[order], pred.frame[order], side="left")
-    keep = np.sort(order[rank < max_dets])
-    gt = replace(table.gt, crowd=np.zeros(len(table.gt), bool))
-    return FrameTable(table.n, table.vocabulary, gt, pred.take(keep), table.image_ids,
-                      table.neg, table.not_exhaustive)
-
-
-def federated(table: FrameTable) -> FrameTable:
-    """LVIS for the operating-point views: detections of a category that is neither in its
-    image's GT nor among its negative categories are left out (nothing is known of them)."""
-    K = max(len(table.vocabulary), 1)
-    positive = np.unique(table.gt.frame * K + table.gt.label)
-    code = table.pred.frame * K + table.pred.label
-    keep = np.isin(code, positive) | np.isin(code, _pair_keys(table.neg, K))
-    return FrameTable(table.n, table.vocabulary, table.gt, table.pred.where(keep), table.image_ids,
-                      table.neg, table.not_exhaustive)
 
 
 def _curves(result, vocabulary: list[str]) -> dict[str, Any]:

@@ -1,0 +1,37 @@
+"""Axis-aligned boxes (``--iou-type bbox``, ``--geometry box``: the default).
+
+An object is ``[x, y, w, h]`` in pixels (per-stem files: ``"bbox"`` as ``--box-format``
+says, ``xyxy`` or ``xywh``; COCO files: ``bbox``, ``xywh``). Two are compared by IoU
+exactly as pycocotools computes it: ``inter / (area_dt + area_gt − inter)``, over the
+detection's own area for a crowd region, 0 when they do not intersect — a formula of two
+boxes, evaluated wherever a view asks (:data:`rpx_cli.ops.geometry.BOXES`). An object's area
+is ``w · h`` (a GT's ``area`` field, when given, for the COCO area ranges). TIDE runs on it,
+and the page draws the worst frames' boxes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rpx_cli.io.boxes import Boxes, parse_boxes
+from rpx_cli.io.coco_objects import BOX_FIELD
+from rpx_cli.ops.geometry import BOXES
+from rpx_cli.tasks.base import Params
+from rpx_cli.tasks.detection.parts import SimilarityKind, register_kind
+
+
+@register_kind
+class Box(SimilarityKind):
+    name, rank, iou_type, geometry = "box", 0, "bbox", "box"
+    tide = True
+    draws_frames = True
+    coco_field = BOX_FIELD
+
+    def read_rpx(self, data: Any, path: str, *, prediction: bool, params: Params) -> Boxes:
+        return parse_boxes(data, path, prediction=prediction, box_format=params["box_format"])
+
+    def empty(self, gt: Boxes) -> Boxes:
+        return Boxes.empty(with_scores=True)
+
+    def similarity(self, table, frames, params):
+        return BOXES, table
