@@ -54,6 +54,8 @@ class Frame:
     pred: Boxes
     image_id: int | None = None
     overlaps: Overlaps | None = None
+    # the image's place in its GT file (COCO files; TIDE's tie order); None: stem order
+    file_order: int | None = None
     # LVIS: the image's negative and not exhaustively annotated categories (labels)
     neg: list[str] | None = None
     not_exhaustive: list[str] | None = None
@@ -122,6 +124,8 @@ class FrameTable(Sequence):
     # LVIS: (frame, label) pairs of each image's negative and not-exhaustive categories
     neg: tuple[np.ndarray, np.ndarray] | None = None
     not_exhaustive: tuple[np.ndarray, np.ndarray] | None = None
+    # each frame's place in its GT file's images list (COCO files); None: frame order
+    file_order: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.n
@@ -135,7 +139,8 @@ class FrameTable(Sequence):
         image_id = None if self.image_ids is None else int(self.image_ids[i])
         return Frame(self._boxes(self.gt, i), self._boxes(self.pred, i), image_id,
                      neg=self._labels_of(self.neg, i),
-                     not_exhaustive=self._labels_of(self.not_exhaustive, i))
+                     not_exhaustive=self._labels_of(self.not_exhaustive, i),
+                     file_order=None if self.file_order is None else int(self.file_order[i]))
 
     def _labels_of(self, pairs: tuple[np.ndarray, np.ndarray] | None, i: int) -> list[str] | None:
         if pairs is None:
@@ -156,6 +161,8 @@ class FrameTable(Sequence):
         index = {label: k for k, label in enumerate(vocabulary)}
         ids = [frame.image_id for frame in frames]
         image_ids = np.array(ids, np.int64) if ids and None not in ids else None
+        places = [frame.file_order for frame in frames]
+        file_order = np.array(places, np.int64) if places and None not in places else None
 
         def pairs(field: str) -> tuple[np.ndarray, np.ndarray] | None:
             lists = [getattr(frame, field) for frame in frames]
@@ -168,7 +175,7 @@ class FrameTable(Sequence):
         return cls(len(frames), list(vocabulary),
                    BoxTable.from_boxes([frame.gt for frame in frames], index, False),
                    BoxTable.from_boxes([frame.pred for frame in frames], index, True), image_ids,
-                   pairs("neg"), pairs("not_exhaustive"))
+                   pairs("neg"), pairs("not_exhaustive"), file_order)
 
     def subset(self, frames: Sequence[int] | np.ndarray) -> FrameTable:
         """The frames ``frames``, in that order (renumbered 0..len-1)."""
@@ -192,7 +199,8 @@ class FrameTable(Sequence):
 
         return FrameTable(int(frames.size), self.vocabulary, pick(self.gt), pick(self.pred),
                           None if self.image_ids is None else self.image_ids[frames],
-                          pick_pairs(self.neg), pick_pairs(self.not_exhaustive))
+                          pick_pairs(self.neg), pick_pairs(self.not_exhaustive),
+                          None if self.file_order is None else self.file_order[frames])
 
     def take(self, frames: Sequence[int] | np.ndarray) -> FrameTable:
         """:meth:`subset` (the method a statistics table uses to reorder a column)."""
@@ -222,7 +230,8 @@ class FrameTable(Sequence):
             return pairs[0][keep], label[keep]
 
         return FrameTable(self.n, vocabulary, relabel(self.gt), relabel(self.pred), self.image_ids,
-                          relabel_pairs(self.neg), relabel_pairs(self.not_exhaustive))
+                          relabel_pairs(self.neg), relabel_pairs(self.not_exhaustive),
+                          self.file_order)
 
     def as_ids(self) -> FrameTable:
         """The same table with each object's shape replaced by its id (``0..N-1`` per side,
@@ -239,6 +248,15 @@ class FrameTable(Sequence):
         """Detections per frame with score >= ``conf_threshold``."""
         kept = self.pred.frame[self.pred.score >= conf_threshold]
         return np.bincount(kept, minlength=self.n).tolist()
+
+    def file_image(self) -> np.ndarray:
+        """Each frame's position in its GT file's image order (frame order without one):
+        the order tidecv walks images in."""
+        if self.file_order is None:
+            return np.arange(self.n)
+        rank = np.empty(self.n, np.int64)
+        rank[np.argsort(self.file_order, kind="stable")] = np.arange(self.n)
+        return rank
 
     def coco_image(self) -> np.ndarray:
         """Each frame's position in COCO image id order (frame order without ids)."""

@@ -46,6 +46,9 @@ class CocoFiles:
     # left out, an image with a bad detection keeps none of its detections (its GT all
     # missed), a record naming no image of the GT file is not evaluated (stem "")
     errors: list[PairError] = field(default_factory=list)
+    # each image's place in the GT file's images list (tidecv walks images in that order,
+    # which decides its score ties across images)
+    file_order: np.ndarray | None = None
 
 
 @dataclass
@@ -61,6 +64,7 @@ class _Gt:
     not_exhaustive: tuple[np.ndarray, np.ndarray] | None = None
     frequency: list[str | None] | None = None
     dropped: frozenset[int] = frozenset()  # images left out (--on-error skip: a bad annotation)
+    file_order: np.ndarray | None = None  # each image's place in the file's images list
 
 
 def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIELD, lvis: bool = False,
@@ -96,7 +100,9 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
         raise InputError("a COCO GT file needs 'images', 'annotations' and 'categories' lists",
                          path=path)
     try:
-        images = sorted(gt["images"], key=itemgetter("id"))
+        # images in id order; file_order: where each stood in the file (TIDE's tie order)
+        file_order = sorted(range(len(gt["images"])), key=lambda i: gt["images"][i]["id"])
+        images = [gt["images"][i] for i in file_order]
         categories = sorted(gt["categories"], key=itemgetter("id"))
         names = [str(c.get("name", c["id"])) for c in categories]
     except (KeyError, TypeError, AttributeError):
@@ -118,7 +124,7 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
         if dropped:
             kept = [i for i, image_id in enumerate(image_ids) if image_id not in dropped]
             images, stems = [images[i] for i in kept], [stems[i] for i in kept]
-            image_ids = [image_ids[i] for i in kept]
+            image_ids, file_order = [image_ids[i] for i in kept], [file_order[i] for i in kept]
             image_index = {image_id: i for i, image_id in enumerate(image_ids)}
     try:
         image = np.fromiter(map(image_index.__getitem__, map(itemgetter("image_id"), anns)),
@@ -136,6 +142,7 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
     out = _Gt(stems, np.array(image_ids, np.int64), np.array(category_ids, np.int64), names,
               _table(boxes, category, image), image_size, size)
     out.dropped = frozenset(dropped)
+    out.file_order = np.array(file_order, np.int64)
     if lvis:
         out.frequency = [c.get("frequency") if isinstance(c, dict) else None for c in categories]
         out.neg = _image_categories(images, "neg_category_ids", category_index, path)
@@ -176,7 +183,7 @@ def _join(gt: _Gt, results: Results, gt_path: str, dt_path: str) -> CocoFiles:
     pred_size = None if gt.size is None else gt.image_size[pred.frame]
     return CocoFiles(gt.stems, gt.image_ids, gt.table, pred, gt.names,
                      int(np.count_nonzero(unknown)), gt.size, pred_size, gt.neg,
-                     gt.not_exhaustive, gt.frequency)
+                     gt.not_exhaustive, gt.frequency, file_order=gt.file_order)
 
 
 def _position(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:

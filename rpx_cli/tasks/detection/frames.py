@@ -1,8 +1,8 @@
 """A detection frame (one image's GT and predictions, :class:`~rpx_cli.io.box_table.Frame`)
 as a ``--shard`` part writes it, exactly: each kind's shapes through its codec (float64
 lists for boxes and rectangles, WKB bytes as hex for polygons, RLE strings for masks,
-keypoint rows), with LVIS' category lists and polygons' intersections when the frame has
-them."""
+keypoint rows), with LVIS' category lists, polygons' intersections and the image's place in
+its COCO file when the frame has them."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ def encode_frame(frame: Frame, codec: Codec = None) -> dict[str, Any]:
         out["neg"], out["not_exhaustive"] = frame.neg, frame.not_exhaustive
     if frame.overlaps is not None:
         out["overlaps"] = frame.overlaps.as_json()
+    if frame.file_order is not None:
+        out["file_order"] = frame.file_order
     return out
 
 
@@ -37,7 +39,8 @@ def decode_frame(data: dict[str, Any], codec: Codec = None) -> Frame:
     overlaps = data.get("overlaps")
     return Frame(Boxes.from_json(data["gt"], decode), Boxes.from_json(data["pred"], decode),
                  data.get("image_id"), None if overlaps is None else Overlaps.from_json(overlaps),
-                 neg=data.get("neg"), not_exhaustive=data.get("not_exhaustive"))
+                 neg=data.get("neg"), not_exhaustive=data.get("not_exhaustive"),
+                 file_order=data.get("file_order"))
 
 
 def frame_stat(codec: Codec = None) -> Stat:

@@ -288,8 +288,9 @@ def _curves(result, vocabulary: list[str]) -> dict[str, Any]:
 
 def errors(table: FrameTable, *, geometry: Geometry = BOXES) -> dict[str, Any]:
     """``dataset.errors``: TIDE's breakdown (tidecv, IoU 0.5, background 0.1) on the COCO
-    view's images and objects (every detection, no confidence threshold)."""
-    image = table.coco_image()
+    view's objects (every detection, no confidence threshold), the images in tidecv's order:
+    the GT file's (per-stem input: stem order), which decides score ties across images."""
+    image = table.file_image()
     gt, pred = table.gt, table.pred
     result = tide(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label, gt.shape,
                             gt.area, gt.crowd, image[pred.frame], pred.label, pred.shape, pred.score,

@@ -57,7 +57,7 @@ class CocoJson(DetectionFormat):
         kind.check_files(coco, gt_file, dt_file, params)
         extra: dict[str, Any] = protocol.file_params(coco, gt_file)
         table = FrameTable(len(coco.stems), coco.categories, coco.gt, coco.pred, coco.image_ids,
-                           coco.neg, coco.not_exhaustive)
+                           coco.neg, coco.not_exhaustive, coco.file_order)
         n_gt = len(table.gt)
         table = protocol.cap(table, params).map_labels(params.get("class_map"))
         rows = [{"n_gt": a, "n_pred": b} for a, b in

@@ -119,8 +119,7 @@ def lvis_detections(table: FrameTable, max_dets: int) -> FrameTable:
     rank = np.arange(order.size) - np.searchsorted(pred.frame[order], pred.frame[order], side="left")
     keep = np.sort(order[rank < max_dets])
     gt = replace(table.gt, crowd=np.zeros(len(table.gt), bool))
-    return FrameTable(table.n, table.vocabulary, gt, pred.take(keep), table.image_ids,
-                      table.neg, table.not_exhaustive)
+    return replace(table, gt=gt, pred=pred.take(keep))
 
 
 def federated(table: FrameTable) -> FrameTable:
@@ -130,5 +129,4 @@ def federated(table: FrameTable) -> FrameTable:
     positive = np.unique(table.gt.frame * K + table.gt.label)
     code = table.pred.frame * K + table.pred.label
     keep = np.isin(code, positive) | np.isin(code, _pair_keys(table.neg, K))
-    return FrameTable(table.n, table.vocabulary, table.gt, table.pred.where(keep), table.image_ids,
-                      table.neg, table.not_exhaustive)
+    return replace(table, pred=table.pred.where(keep))
