@@ -51,6 +51,7 @@ from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.shapes import ANGLE_UNITS
 from rpx_cli.ops.coco import STAT_NAMES
 from rpx_cli.ops.tide import ERROR_TYPES
+from rpx_cli.params.parsers import parse_image_size, parse_kpt_shape
 from rpx_cli.params.parsers import sigmas as parse_sigmas
 from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import (
@@ -63,7 +64,6 @@ from rpx_cli.tasks.base import (
     Warn,
     probability,
 )
-from rpx_cli.tasks.detection.formats.yolo import parse_image_size, parse_kpt_shape
 from rpx_cli.tasks.detection.params import check, normalise
 from rpx_cli.tasks.detection.parts import (
     DEFAULT_GEOMETRY,

@@ -91,7 +91,9 @@ class SimilarityKind:
         :attr:`forms`) as this kind's :class:`Boxes` — the same shapes its rpx JSON reader
         makes of the same objects. Default: written as rpx's per-stem objects
         (:meth:`rpx_objects`) and read by :meth:`read_rpx`."""
-        document = self.rpx_objects(objects, path)
+        from rpx_cli.io.memory import InMemory
+
+        document = InMemory(self.rpx_objects(objects, path))
         boxes = self.read_rpx(document, path, prediction=prediction, params=self.build_params(params))
         if not prediction and objects.ignore is not None and objects.ignore.any():
             boxes.ignore = objects.ignore.copy()

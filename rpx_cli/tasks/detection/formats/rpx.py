@@ -8,7 +8,8 @@ or columns ``{"boxes": [...], "labels": [...], "scores": [...]}`` (masks and key
 ``"size"``, ``"yaw"``, polygons ``"polygons"``, masks ``"segmentation"``, keypoints
 ``"keypoints"``), read by the kind (``read_rpx``). GT has no ``score``; labels are strings or
 integers; a GT object with ``"ignore"`` (or ``"difficult"``) 1 is ignored GT. It expresses
-every kind; it cannot carry what a set-wide file does (LVIS' category frequencies and per-image category lists), so ``--protocol lvis`` refuses it.
+every kind; it cannot carry what a set-wide file does (LVIS' category frequencies and
+per-image category lists), so ``--protocol lvis`` refuses it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from rpx_cli.io.boxes import Boxes, ignore_flags
 from rpx_cli.io.json import loads_json
+from rpx_cli.io.memory import InMemory
 from rpx_cli.tasks.base import Params
 from rpx_cli.tasks.detection.parts import DetectionFormat, SimilarityKind, register_format
 
@@ -41,7 +43,7 @@ class RpxJson(DetectionFormat):
     def read(self, data: Any, path: str, *, prediction: bool, kind: SimilarityKind,
              params: Params, skipped: Any = None) -> Boxes:
         document = loads_json(data, path)
-        boxes = kind.read_rpx(document, path, prediction=prediction, params=params)
+        boxes = kind.read_rpx(InMemory(document), path, prediction=prediction, params=params)
         if not prediction:
             boxes.ignore = ignore_flags(document, path)
         return boxes
