@@ -198,7 +198,7 @@ def _normalised(values: np.ndarray, path: str, n: int | None, *, numbers: list[s
             value = values.reshape(len(values), -1)[row][bad.reshape(len(values), -1)[row]][0]
         else:
             value = values[bad][0]
-        raise InputError(f"normalised coordinate {value!r} outside [0, 1] (pixels? YOLO "
+        raise InputError(f"normalised coordinate {float(value)!r} outside [0, 1] (pixels? YOLO "
                          "coordinates are divided by the image size)", path=f"{path}:{n}")
 
 

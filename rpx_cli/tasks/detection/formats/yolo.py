@@ -49,13 +49,14 @@ class Yolo(LabelFormat):
     needs_sizes = True
 
     def sniff(self, head: bytes, name: str) -> bool:
-        """``.txt`` whose first line is an integer class id then numbers in [0, 1]."""
+        """``.txt`` whose first line is an integer class id then numbers, the first four in
+        [0, 1] (a pose line's visibilities reach 2)."""
         fields = first_line(head)
         if not name.lower().endswith(".txt") or len(fields) < 5 or not fields[0].isdigit():
             return False
         if not all(is_number(f) for f in fields[1:]):
             return False
-        values = np.array(fields[1:], np.float64)
+        values = np.array(fields[1:5], np.float64)
         return bool(((values >= -TOLERANCE) & (values <= 1 + TOLERANCE)).all())
 
     def objects(self, data: Any, path: str, *, prediction: bool, form: str,
