@@ -84,8 +84,6 @@ def test_mixed_pairs_equal_coco(rpx, tmp_path, gt_format):
               "yolo": fd.write_yolo}[gt_format]
     gt = writer(images, tmp_path / "gt", "gt")
     yaml = fd.write_data_yaml(tmp_path / "data.yaml")
-    report = run(rpx, "--pred-dir", pred, "--gt-dir", gt, "--data-yaml", yaml,
-                 "--image-size", "512,256") if False else None
     # sizes differ per image: give them through headers
     images_dir = tmp_path / "images"
     images_dir.mkdir()
@@ -127,14 +125,17 @@ def test_difficult_is_ignored_gt(rpx, tmp_path):
 @pytest.mark.parametrize("fmt", ["yolo", "dota"])
 def test_rotated_equals_rpx(rpx, tmp_path, fmt):
     images = fd.dataset(5, rotated=True)
-    expected = run(rpx, "--geometry", "rotated", "--pred-dir", fd.write_rpx(images, tmp_path / "rp", "pred", "rotated"),
+    expected = run(rpx, "--geometry", "rotated",
+                   "--pred-dir", fd.write_rpx(images, tmp_path / "rp", "pred", "rotated"),
                    "--gt-dir", fd.write_rpx(images, tmp_path / "rg", "gt", "rotated"))
     if fmt == "yolo":
         pred = fd.write_yolo(images, tmp_path / "pred", "pred", "quad")
         gt = fd.write_yolo(images, tmp_path / "gt", "gt", "quad")
-        extra = ["--data-yaml", fd.write_data_yaml(tmp_path / "data.yaml"), "--images-dir", _headers(images, tmp_path)]
+        extra = ["--data-yaml", fd.write_data_yaml(tmp_path / "data.yaml"),
+                 "--images-dir", _headers(images, tmp_path)]
     else:
-        pred, gt = fd.write_dota(images, tmp_path / "pred", "pred"), fd.write_dota(images, tmp_path / "gt", "gt")
+        pred = fd.write_dota(images, tmp_path / "pred", "pred")
+        gt = fd.write_dota(images, tmp_path / "gt", "gt")
         extra = []
     report = run(rpx, "--geometry", "rotated", "--pred-dir", pred, "--gt-dir", gt, *extra)
     assert_close(_comparable(report), _comparable(expected))
@@ -151,7 +152,8 @@ def _headers(images, tmp_path):
 def test_dota_polygons_equal_rpx(rpx, tmp_path):
     pytest.importorskip("shapely")
     images = fd.dataset(6, rotated=True, difficult=True)
-    expected = run(rpx, "--geometry", "polygon", "--pred-dir", fd.write_rpx(images, tmp_path / "rp", "pred", "polygon"),
+    expected = run(rpx, "--geometry", "polygon",
+                   "--pred-dir", fd.write_rpx(images, tmp_path / "rp", "pred", "polygon"),
                    "--gt-dir", fd.write_rpx(images, tmp_path / "rg", "gt", "polygon"))
     report = run(rpx, "--geometry", "polygon", "--pred-dir", fd.write_dota(images, tmp_path / "p", "pred"),
                  "--gt-dir", fd.write_dota(images, tmp_path / "g", "gt"))
