@@ -201,3 +201,31 @@ def test_shards_and_jobs(rpx, tmp_path):
     merged = rpx(["merge", *parts, "--out", str(tmp_path / "merged.json")])
     assert merged.exit_code == 0, merged.stderr
     assert_close(_comparable(json.loads((tmp_path / "merged.json").read_text())), _comparable(whole))
+
+
+@pytest.mark.parametrize("form", ["box", "polygon", "keypoints"])
+def test_convert_round_trips_through_pycocotools(rpx, tmp_path, form):
+    """``rpx convert --to coco`` of YOLO predictions and VOC / YOLO GT: pycocotools loads the
+    files, and rpx reads them back to the folders' report."""
+    pycocotools = pytest.importorskip("pycocotools.coco")
+    images = fd.dataset(12, difficult=form == "box", keypoints=form == "keypoints")
+    yolo_form = {"box": "box", "polygon": "polygon", "keypoints": "keypoints"}[form]
+    pred = fd.write_yolo(images, tmp_path / "p", "pred", yolo_form)
+    gt = fd.write_voc(images, tmp_path / "g", "gt") if form == "box" else \
+        fd.write_yolo(images, tmp_path / "g", "gt", yolo_form)
+    kind = {"box": [], "polygon": ["--iou-type", "segm"],
+            "keypoints": ["--iou-type", "keypoints", "--oks-sigmas", ",".join(["0.5"] * fd.K)]}[form]
+    common = [*kind, "--data-yaml", fd.write_data_yaml(tmp_path / "d.yaml", kpt=form == "keypoints"),
+              "--images-dir", _headers(images, tmp_path)]
+    result = rpx(["convert", "--to", "coco", "--gt-dir", str(gt), "--pred-dir", str(pred),
+                  *map(str, common), "-o", str(tmp_path / "coco")])
+    assert result.exit_code == 0, result.stderr
+    instances, results = tmp_path / "coco" / "instances.json", tmp_path / "coco" / "results.json"
+    coco = pycocotools.COCO(str(instances))
+    assert len(coco.getImgIds()) == len(images)
+    assert {c["name"] for c in coco.loadCats(coco.getCatIds())} <= set(fd.NAMES)
+    if json.loads(results.read_text()):
+        coco.loadRes(str(results))
+    folders = run(rpx, "--pred-dir", pred, "--gt-dir", gt, *common)
+    files = run(rpx, "--coco-gt", instances, "--coco-dt", results, *kind)
+    assert_close(_comparable(files), _comparable(folders))

@@ -295,6 +295,8 @@ def _register() -> None:
     cli.add_command(stability)
     from rpx_cli.cli.report import report
     cli.add_command(report)
+    from rpx_cli.cli.convert import convert
+    cli.add_command(convert)
 
 
 _register()
