@@ -23,7 +23,18 @@ def _read_options(func: Any) -> Any:
     return func
 
 
-@click.command()
+_BUILT: list[click.Command] = []
+
+
+def build_convert() -> click.Command:
+    """The ``rpx convert`` command (its reading options are detection's declarations),
+    built once."""
+    if not _BUILT:
+        _BUILT.append(_read_options(convert_command))
+    return _BUILT[0]
+
+
+@click.command("convert")
 @click.option("--to", "target", type=click.Choice(["coco"]), default="coco", show_default=True,
               help="The format written.")
 @click.option("--gt-dir", type=click.Path(exists=True, file_okay=False), required=True,
@@ -32,8 +43,7 @@ def _read_options(func: Any) -> Any:
               help="Folder of prediction files.")
 @click.option("-o", "--out", "out_dir", required=True, metavar="DIR",
               help="Folder to write instances.json (and results.json) into.")
-@_read_options
-def convert(target: str, gt_dir: str, pred_dir: str | None, out_dir: str, **params: Any) -> None:
+def convert_command(target: str, gt_dir: str, pred_dir: str | None, out_dir: str, **params: Any) -> None:
     """Write detections of any format rpx reads (YOLO, VOC, KITTI, DOTA, LabelMe, rpx JSON) as
     COCO files: OUT/instances.json (images with sizes, categories, annotations) and
     OUT/results.json. rpx and pycocotools read them back to the same numbers.
