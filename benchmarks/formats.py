@@ -15,10 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rpx_cli.io.memory import MemoryBuffer  # noqa: E402
-from rpx_cli.params import resolve  # noqa: E402
-from rpx_cli.tasks.registry import get_task  # noqa: E402
-from tests import format_data as fd  # noqa: E402
+from rpx_cli.io.memory import MemoryBuffer
+from rpx_cli.params import resolve
+from rpx_cli.tasks.registry import get_task
+from tests import format_data as fd
 
 
 def best(fn, repeat: int = 3) -> float:
