@@ -71,6 +71,8 @@ class BoxTable:
     crowd: np.ndarray  # (N,) bool
     area: np.ndarray  # (N,) float64: the given area, else w * h
     score: np.ndarray | None  # (N,) float64 for predictions
+    # (N,) bool: GT ignored though not crowd (Boxes.ignore); None: none is
+    ignore: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.frame.size)
@@ -78,7 +80,16 @@ class BoxTable:
     def take(self, index: np.ndarray, frame: np.ndarray | None = None) -> BoxTable:
         return BoxTable(self.frame[index] if frame is None else frame, self.label[index],
                         self.shape[index], self.crowd[index], self.area[index],
-                        None if self.score is None else self.score[index])
+                        None if self.score is None else self.score[index],
+                        None if self.ignore is None else self.ignore[index])
+
+    def ignored(self) -> np.ndarray:
+        """(N,) bool: the ignored GT (all False without an ``ignore`` column)."""
+        return np.zeros(len(self), bool) if self.ignore is None else self.ignore
+
+    def counted(self) -> np.ndarray:
+        """(N,) bool: the GT recall counts: neither a crowd region nor ignored."""
+        return ~self.crowd if self.ignore is None else ~self.crowd & ~self.ignore
 
     def where(self, keep: np.ndarray) -> BoxTable:
         return self if keep.all() else self.take(np.flatnonzero(keep))
@@ -105,10 +116,13 @@ class BoxTable:
             joined = np.concatenate(arrays)
             return joined if dtype is None else joined.astype(dtype, copy=False)
 
+        ignore = None
+        if any(part.ignore is not None and part.ignore.any() for part in nonempty):
+            ignore = np.concatenate([part.ignored() for part in nonempty])
         # the shapes keep their geometry's dtype (float64 boxes; WKB bytes for polygons)
         return cls(np.repeat(np.arange(len(parts)), counts), label, cat("shape", None, (0, 4)),
                    cat("crowd", bool, (0,)), cat("area", np.float64, (0,)),
-                   cat("scores", np.float64, (0,)) if with_scores else None)
+                   cat("scores", np.float64, (0,)) if with_scores else None, ignore)
 
 
 @dataclass
@@ -154,7 +168,8 @@ class FrameTable(Sequence):
         lo, hi = np.searchsorted(table.frame, [i, i + 1])
         names = [self.vocabulary[k] for k in table.label[lo:hi].tolist()]
         return Boxes(table.shape[lo:hi], names, None if table.score is None else table.score[lo:hi],
-                     table.crowd[lo:hi], table.area[lo:hi])
+                     table.crowd[lo:hi], table.area[lo:hi],
+                     None if table.ignore is None else table.ignore[lo:hi])
 
     @classmethod
     def from_frames(cls, frames: Sequence[Frame], vocabulary: list[str]) -> FrameTable:
@@ -240,8 +255,8 @@ class FrameTable(Sequence):
                        pred=replace(self.pred, shape=np.arange(len(self.pred))))
 
     def n_gt(self) -> list[int]:
-        """GT boxes per frame, crowd regions excluded."""
-        regular = self.gt.frame[~self.gt.crowd]
+        """GT boxes per frame, crowd regions and ignored GT excluded."""
+        regular = self.gt.frame[self.gt.counted()]
         return np.bincount(regular, minlength=self.n).tolist()
 
     def n_pred(self, conf_threshold: float) -> list[int]:

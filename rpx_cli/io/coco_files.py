@@ -17,7 +17,7 @@ import numpy as np
 
 from rpx_cli.errors import InputError, PairError
 from rpx_cli.io.box_table import BoxTable
-from rpx_cli.io.boxes import Boxes
+from rpx_cli.io.boxes import Boxes, ignore_flags
 from rpx_cli.io.coco_objects import BOX_FIELD, ObjectField, read_objects
 from rpx_cli.io.coco_records import member, set_aside_annotations
 from rpx_cli.io.coco_results import PendingResults, Results, read_results
@@ -137,6 +137,7 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
                            for im in images], np.int64).reshape(-1, 2)
     size = None
     boxes = read_objects(anns, path, shape_field, prediction=False, labels=category)
+    boxes.ignore = ignore_flags(anns, path, what="annotation")
     if shape_field.sized:
         size = image_size[image][np.argsort(image, kind="stable")]
     out = _Gt(stems, np.array(image_ids, np.int64), np.array(category_ids, np.int64), names,
@@ -198,7 +199,8 @@ def _table(boxes: Boxes, label: np.ndarray, image: np.ndarray) -> BoxTable:
     """Sorted by image, input order within an image."""
     order = np.argsort(image, kind="stable")
     return BoxTable(image[order], label[order], boxes.shape[order], boxes.crowd[order],
-                    boxes.area[order], None if boxes.scores is None else boxes.scores[order])
+                    boxes.area[order], None if boxes.scores is None else boxes.scores[order],
+                    None if boxes.ignore is None else boxes.ignore[order])
 
 
 def _explain_annotation(anns, image_index, category_index, path) -> None:

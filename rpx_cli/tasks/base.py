@@ -213,6 +213,19 @@ class Task:
     def validate_params(self, params: Params) -> None:
         """Raise :class:`rpx_cli.errors.ParameterError` for a value the task cannot use."""
 
+    def settle_inputs(self, params: Params, inputs: Mapping[str, str | None]) -> dict[str, Any]:
+        """``params`` with what the inputs decide, before they are paired: ``inputs`` is
+        ``{"pred": folder, "gt": folder}`` (None for in-memory samples, the ``Evaluator``).
+        Detection decides ``--pred-format``/``--gt-format auto`` here by sniffing each
+        folder's files. Default: ``params`` as they are."""
+        return dict(params)
+
+    def suffixes_for(self, params: Params, role: str) -> tuple[str, ...]:
+        """The suffixes of the files read on side ``role`` (``"pred"`` or ``"gt"``) under
+        ``params`` (settled by :meth:`settle_inputs`): each side is paired by its own
+        (detection: the side's format's). Default: :attr:`suffixes`."""
+        return tuple(self.suffixes)
+
     def bands(self, params: Params) -> list[Band]:
         """The range bands of ``params`` (the values of the option parsed as bands,
         ``--range``), in the order given; every banded key is ``band.key(name)``."""

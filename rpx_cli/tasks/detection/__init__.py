@@ -51,6 +51,7 @@ from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.shapes import ANGLE_UNITS
 from rpx_cli.ops.coco import STAT_NAMES
 from rpx_cli.ops.tide import ERROR_TYPES
+from rpx_cli.params.parsers import parse_image_size, parse_kpt_shape
 from rpx_cli.params.parsers import sigmas as parse_sigmas
 from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import (
@@ -68,6 +69,7 @@ from rpx_cli.tasks.detection.parts import (
     DEFAULT_GEOMETRY,
     DEFAULT_IOU_TYPE,
     DEFAULT_PROTOCOL,
+    FORMATS,
     GEOMETRIES,
     IOU_TYPES,
     PROTOCOLS,
@@ -76,6 +78,7 @@ from rpx_cli.tasks.detection.parts import (
     kind_of,
     protocol_of,
 )
+from rpx_cli.tasks.detection.sniff import AUTO, settle_formats
 from rpx_cli.tasks.detection.summary import ROW_KEYS, summarize_frames
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
@@ -87,6 +90,12 @@ _CURVE = {"type": "object", "required": ["precision"],
 
 
 CLASS_MAP_EMPTIED = "class-map-emptied"  # a GT file whose every box --class-map dropped
+SKIPPED = "skipped:"  # a file held objects the run cannot express (what follows the colon)
+
+
+def _content(value: Any) -> Any:
+    """A file's bytes, or the in-memory document ``Evaluator.update`` passed."""
+    return value.tobytes() if hasattr(value, "tobytes") else value
 
 
 @register_task
@@ -209,6 +218,24 @@ class Detection(Task):
                help="Leave frames with an empty GT file out of rows, pooled and confusion "
                     "(Aquarium's default); COCO always counts them."),
         KEEP_WORST, IMAGES_DIR,
+        Option("pred_format", "--pred-format", "choice", AUTO, choices=(AUTO, *FORMATS),
+               help="The predictions' file format (docs/formats.md): auto decides from the "
+                    "files' suffixes and first bytes and records the decision in params."),
+        Option("gt_format", "--gt-format", "choice", AUTO, choices=(AUTO, *FORMATS),
+               help="The ground truth's file format, as --pred-format (each side its own)."),
+        Option("image_size", "--image-size", "parsed", None, parse=parse_image_size,
+               metavar="W,H",
+               help="Every image's size in pixels, for normalised formats (YOLO) and masks of "
+                    "formats that give no size (else --images-dir: image headers by stem)."),
+        Option("data_yaml", "--data-yaml", "file", None, metavar="FILE",
+               help="Ultralytics data.yaml: the class names ('names') and kpt_shape of YOLO "
+                    "files."),
+        Option("class_names", "--class-names", "file", None, metavar="FILE",
+               help="Class names of YOLO class ids (one per line or a JSON list), instead of "
+                    "--data-yaml's."),
+        Option("kpt_shape", "--kpt-shape", "parsed", None, parse=parse_kpt_shape,
+               metavar="K,2|K,3", help="YOLO pose keypoints per object and values per point "
+                                       "(else data.yaml's kpt_shape)."),
     )
     # the files of the formats that hold every image (COCO's instances and results)
     file_inputs = (
@@ -241,18 +268,33 @@ class Detection(Task):
 
     # --- per pair ---------------------------------------------------------------------
 
+    def settle_inputs(self, params: Params, inputs: Mapping[str, str | None]) -> dict[str, Any]:
+        """``--pred-format``/``--gt-format auto`` decided from each folder's files."""
+        return settle_formats(params, dict(inputs))
+
+    def suffixes_for(self, params: Params, role: str) -> tuple[str, ...]:
+        """Each side's files are its format's (``.txt`` for YOLO, ``.xml`` for VOC)."""
+        return folder_format(params, role).suffixes
+
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Boxes:
         fmt = folder_format(params, role)
         protocol_of(params).check_format(fmt, path)
-        boxes = fmt.read(buffer.read(path).tobytes(), path, prediction=role == "pred",
-                         kind=kind_of(params), params=params)
+
+        def skipped(what: str, count: int) -> None:
+            warn(f"{SKIPPED}{what}", path)
+
+        boxes = fmt.read(_content(buffer.read(path)), path, prediction=role == "pred",
+                         kind=kind_of(params), params=params, skipped=skipped)
         mapped = apply_class_map(boxes, params.get("class_map"))
         if role == "gt" and len(boxes) and not len(mapped):
             warn(CLASS_MAP_EMPTIED, path)
         return mapped
 
     def warning_text(self, kind: str, paths: list[str]) -> str:
+        if kind.startswith(SKIPPED):
+            return (f"{len(paths)} file(s) hold a {kind[len(SKIPPED):]} that rpx cannot "
+                    f"express (e.g. {paths[0]}): skipped")
         if kind == CLASS_MAP_EMPTIED:
             return (f"--class-map removed every GT box of {len(paths)} file(s) (e.g. {paths[0]}): "
                     "they are scored as images without any object")
@@ -264,7 +306,7 @@ class Detection(Task):
     def evaluate(self, pred: Boxes, gt: Boxes, params: Params, *, pred_path: str | None,
                  gt_path: str) -> Sample:
         n_pred = int(np.count_nonzero(pred.scores >= params["conf_threshold"])) if len(pred) else 0
-        row = {"n_gt": int(np.count_nonzero(~gt.crowd)), "n_pred": n_pred}
+        row = {"n_gt": int(np.count_nonzero(~gt.crowd & ~gt.ignored())), "n_pred": n_pred}
         values, extra = kind_of(params).pair(pred, gt, params, pred_path=pred_path,
                                              gt_path=gt_path)
         return Sample({**row, **extra}, values)

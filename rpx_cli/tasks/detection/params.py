@@ -7,18 +7,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from rpx_cli.errors import ParameterError
 from rpx_cli.io.boxes import load_class_map
 from rpx_cli.tasks.base import Params
 from rpx_cli.tasks.detection.parts import (
     DEFAULT_GEOMETRY,
     DEFAULT_IOU_TYPE,
     DEFAULT_PROTOCOL,
+    FORMATS,
+    form_for,
     kind_of,
     protocol_of,
 )
 
 # options only some parts read: each part records them (or not) in normalise
 _PART_OPTIONS = ("geometry", "angle_unit", "oks_sigmas")
+_FORMAT_OPTIONS = ("image_size", "data_yaml", "class_names", "kpt_shape")
 
 
 def normalise(params: Params) -> dict[str, Any]:
@@ -39,6 +43,13 @@ def normalise(params: Params) -> dict[str, Any]:
     max_dets = out.pop("max_dets", None)
     kind_of({**out, "geometry": given["geometry"]}).normalise(out, given)
     protocol_of(out).normalise(out, max_dets)
+    # the formats' options: recorded when given (the formats themselves always)
+    out.setdefault("pred_format", "auto")
+    out.setdefault("gt_format", "auto")
+    for name in _FORMAT_OPTIONS:
+        value = out.pop(name, None)
+        if value is not None:
+            out[name] = list(value) if isinstance(value, tuple) else value
     return out
 
 
@@ -48,3 +59,13 @@ def check(params: Params) -> None:
     kind = kind_of(params)
     kind.check(params)
     protocol_of(params).check(params, kind)
+    for role in ("pred", "gt"):
+        name = params.get(f"{role}_format", "auto")
+        fmt = FORMATS.get(name)
+        if fmt is None:
+            continue
+        if not fmt.suffixes:
+            raise ParameterError(f"--{role}-format {name}: {fmt.title} files hold the whole set "
+                                 "(--coco-gt/--coco-dt), not a folder of one file per image")
+        if not fmt.expresses(kind):
+            form_for(kind, fmt)  # the ParameterError naming what is missing

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from rpx_cli.io.box_table import Frame, FrameTable
     from rpx_cli.io.coco_files import CocoFiles
     from rpx_cli.io.coco_objects import ObjectField
+    from rpx_cli.io.objects import Objects
     from rpx_cli.ops.coco import CocoParams
     from rpx_cli.ops.geometry import Geometry
 
@@ -60,6 +61,9 @@ class SimilarityKind:
     # loadRes for masks and keypoints), not its shape's
     area_given: ClassVar[bool] = False
     coco_field: ClassVar[ObjectField | None] = None  # the COCO field holding it
+    # the forms of a labelling format's objects it is built from (rpx_cli.io.objects: box,
+    # quad, polygon, keypoints), the one it prefers first; () : no such format expresses it
+    forms: ClassVar[tuple[str, ...]] = ()
 
     # --- parameters ------------------------------------------------------------------------
 
@@ -81,6 +85,27 @@ class SimilarityKind:
     def read_rpx(self, data: Any, path: str, *, prediction: bool, params: Params) -> Boxes:
         """One per-stem file of rpx's JSON (docs/detection.md) as :class:`Boxes`."""
         raise NotImplementedError
+
+    def build(self, objects: Objects, path: str, *, prediction: bool, params: Params) -> Boxes:
+        """A labelling format's objects (:class:`~rpx_cli.io.objects.Objects`, in one of
+        :attr:`forms`) as this kind's :class:`Boxes` — the same shapes its rpx JSON reader
+        makes of the same objects. Default: written as rpx's per-stem objects
+        (:meth:`rpx_objects`) and read by :meth:`read_rpx`."""
+        from rpx_cli.io.memory import InMemory
+
+        document = InMemory(self.rpx_objects(objects, path))
+        boxes = self.read_rpx(document, path, prediction=prediction, params=self.build_params(params))
+        if not prediction and objects.ignore is not None and objects.ignore.any():
+            boxes.ignore = objects.ignore.copy()
+        return boxes
+
+    def rpx_objects(self, objects: Objects, path: str) -> Any:
+        """``objects`` as the per-stem JSON :meth:`read_rpx` reads (in memory)."""
+        raise NotImplementedError
+
+    def build_params(self, params: Params) -> Params:
+        """The parameters :meth:`read_rpx` reads the documents of :meth:`rpx_objects` with."""
+        return params
 
     def empty(self, gt: Boxes) -> Boxes:
         """A prediction with no object, against ``gt`` (``--missing empty``, a broken file)."""
@@ -186,33 +211,77 @@ class DetectionProtocol:
 
 class DetectionFormat:
     """How detections are written on disk — one per ``--pred-format``/``--gt-format`` (rpx,
-    coco, and §13's to come): how its files are recognised (:meth:`sniff`), how a GT and a
-    prediction record become objects (:meth:`read` for one image's file, :meth:`read_files`
-    for files that hold every image), which kinds it can express (:meth:`expresses`) and what
-    it provides a protocol (:attr:`provides`)."""
+    coco, yolo, voc, kitti, dota, labelme, cvat, openimages): how its files are recognised
+    (:meth:`sniff`), how a GT and a prediction record become objects (:meth:`read` for one
+    image's file, :meth:`read_set` / :meth:`read_files` for files that hold every image),
+    which kinds it can express (:attr:`forms`, :meth:`expresses`) and what it provides a
+    protocol (:attr:`provides`). A format whose objects are normalised needs image sizes
+    (:attr:`needs_sizes`)."""
 
     name: ClassVar[str]
     rank: ClassVar[int]
+    title: ClassVar[str] = ""  # as messages name its files ("YOLO")
     suffixes: ClassVar[tuple[str, ...]] = ()  # one file per image: the files read
-    file_options: ClassVar[tuple[str, ...]] = ()  # files of the whole set: their options
+    # files that hold every image: per role, the suffixes of the one file (CVAT's XML, Open
+    # Images' CSV) or of a folder's per-class files (VOC results, DOTA Task1)
+    set_suffixes: ClassVar[tuple[str, ...]] = ()
+    file_options: ClassVar[tuple[str, ...]] = ()  # COCO's files of the whole set: their options
     provides: ClassVar[frozenset[str]] = frozenset()
+    forms: ClassVar[tuple[str, ...]] = ()  # the io.objects forms its files hold
+    needs_sizes: ClassVar[bool] = False
 
     def sniff(self, head: bytes, name: str) -> bool:
         """Whether a file whose first bytes are ``head`` is in this format."""
         raise NotImplementedError
 
+    def sniff_set(self, names: list[str], head: bytes) -> bool:
+        """Whether a folder of files ``names`` (the first one's first bytes ``head``) holds
+        this format's per-class results files (default: no)."""
+        return False
+
     def expresses(self, kind: SimilarityKind) -> bool:
-        return True
+        return any(form in self.forms for form in kind.forms)
 
     def read(self, data: Any, path: str, *, prediction: bool, kind: SimilarityKind,
              params: Params) -> Boxes:
         """One image's file as :class:`Boxes` of ``kind``."""
         raise NotImplementedError
 
+    def read_set(self, path: str, *, prediction: bool, kind: SimilarityKind,
+                 params: Params) -> tuple[dict[str, Boxes], list[str], dict[str, int]]:
+        """Files that hold every image (one file, or a folder of per-class files):
+        ``({stem: objects}, the files read, {what was skipped: count})``."""
+        raise NotImplementedError(f"{self.name} is read one file per image")
+
     def read_files(self, files: Mapping[str, str], params: Params, kind: SimilarityKind,
                    protocol: DetectionProtocol, declared: tuple[Stat, ...]) -> FileInput:
         """Files holding every image (``files``: option name -> path)."""
         raise NotImplementedError
+
+
+def form_for(kind: SimilarityKind, fmt: DetectionFormat) -> str:
+    """The form ``fmt`` hands ``kind`` its objects in: the first of the kind's
+    :attr:`~SimilarityKind.forms` the format writes (a :class:`ParameterError` naming both
+    when there is none)."""
+    for form in kind.forms:
+        if form in fmt.forms:
+            return form
+    raise ParameterError(f"{fmt.title} files cannot hold what {kind.flag} evaluates "
+                         f"({' or '.join(kind.forms) or 'cuboids'}; they hold "
+                         f"{', '.join(fmt.forms)})")
+
+
+def object_attributes(objects: Objects, index: int) -> dict[str, Any]:
+    """Object ``index``'s label, score, crowd flag and given area as rpx's per-stem JSON
+    writes them."""
+    out: dict[str, Any] = {"label": objects.labels[index]}
+    if objects.scores is not None:
+        out["score"] = float(objects.scores[index])
+    if objects.crowd is not None and objects.crowd[index]:
+        out["iscrowd"] = 1
+    if objects.area is not None and not np.isnan(objects.area[index]):
+        out["area"] = float(objects.area[index])
+    return out
 
 
 # --- the registries -----------------------------------------------------------------------------

@@ -57,6 +57,8 @@ def summarize_frames(stats: StatTable, params: Params, families: Mapping[str, An
     kind, protocol = kind_of(params), protocol_of(params)
     table = protocol.frames(table, params)
     gt_ignore = kind.gt_ignore(table)
+    if table.gt.ignore is not None:  # ignored GT the files say (difficult, DontCare)
+        gt_ignore = table.gt.ignore if gt_ignore is None else gt_ignore | table.gt.ignore
     geometry, table = kind.similarity(table, frames, params)
     n = table.n
     empty = table.gt.counts(n) == 0

@@ -37,7 +37,7 @@ def operating_point(table: FrameTable, iou_threshold: float, conf_threshold: flo
     n = table.n
     tp = np.bincount(d_frame[hit], minlength=n)
     fp = np.bincount(d_frame[miss], minlength=n)
-    n_gt = np.bincount(table.gt.frame[~table.gt.crowd], minlength=n)
+    n_gt = np.bincount(table.gt.frame[table.gt.counted()], minlength=n)
     return tp, fp, n_gt - tp
 
 
@@ -56,7 +56,7 @@ def by_confidence(table: FrameTable, frames: np.ndarray, iou_threshold: float, *
     miss_scores = np.sort(d_score[miss & keep])
     tp = hit_scores.size - np.searchsorted(hit_scores, CONFIDENCE_GRID, side="left")
     fp = miss_scores.size - np.searchsorted(miss_scores, CONFIDENCE_GRID, side="left")
-    n_gt = int(np.count_nonzero(~table.gt.crowd & frames[table.gt.frame]))
+    n_gt = int(np.count_nonzero(table.gt.counted() & frames[table.gt.frame]))
     figures = prf_arrays(tp, fp, n_gt - tp)
     return {"conf_threshold": CONFIDENCE_GRID.tolist(), "tp": tp.tolist(), "fp": fp.tolist(),
             **{key: figures[key].tolist() for key in ("precision", "recall", "f1")}}
@@ -65,7 +65,8 @@ def by_confidence(table: FrameTable, frames: np.ndarray, iou_threshold: float, *
 def greedy(table: FrameTable, iou_threshold: float, conf_threshold: float,
            geometry: Geometry = BOXES):
     """Every detection with score >= ``conf_threshold``: (frame, score, true positive,
-    false positive); a detection on a crowd region is neither. (With a threshold at or
+    false positive); a detection on a crowd region, or matched to an ignored GT (taken only
+    when no regular GT passes, as COCOeval's gtIgnore), is neither. (With a threshold at or
     below every score, :func:`operating_point` and :func:`by_confidence` can share one.)"""
     gt, pred = table.gt, table.pred.where(table.pred.score >= conf_threshold)
     K = max(len(table.vocabulary), 1)
@@ -74,9 +75,13 @@ def greedy(table: FrameTable, iou_threshold: float, conf_threshold: float,
     d_group = d_group[order]
     g_group = gt.frame * K + gt.label
     gorder = np.argsort(g_group, kind="stable")
+    # an ignored GT is one whose "area" lies outside the one range: matched once, ignored
+    area, ranges = (None, None) if gt.ignore is None else (
+        np.where(gt.ignore[gorder], -np.inf, 0.0), np.array([[-1.0, np.inf]]))
     matched, ignored, _ = greedy_match(
         d_group, g_group[gorder], geometry.similarity(pred.shape[order], gt.shape[gorder]),
-        min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder])
+        min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder],
+        gt_area=area, area_ranges=ranges)
     return pred.frame[order], pred.score[order], matched[:, 0] & ~ignored[:, 0], ~matched[:, 0]
 
 
@@ -136,7 +141,8 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
     K = len(vocabulary)
     pred = table.pred.where((table.pred.score >= conf_threshold) & frames[table.pred.frame])
     gt_all = table.gt.where(frames[table.gt.frame])
-    gt, crowd = gt_all.where(~gt_all.crowd), gt_all.where(gt_all.crowd)
+    gt, crowd = gt_all.where(gt_all.counted()), gt_all.where(gt_all.crowd)
+    ignored = gt_all.where(gt_all.ignored() & ~gt_all.crowd)
     d_bounds, g_bounds = pred.bounds(n), gt.bounds(n)
     det_matched = np.zeros(len(pred), bool)
     gt_matched = np.zeros(len(gt), bool)
@@ -157,6 +163,9 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
         matched_d = matched_g = np.zeros(0, np.int64)
     lonely = np.flatnonzero(~det_matched)
     lonely = lonely[~_on_crowd(pred, lonely, crowd, n, iou_threshold, geometry)]
+    # ignored GT (difficult) take no part in the assignment; an unmatched detection of its
+    # class on one (the ordinary IoU >= the threshold) is ignored, not background
+    lonely = lonely[~_on_crowd(pred, lonely, ignored, n, iou_threshold, geometry, crowd_iou=False)]
     side = K + 1
     cells = np.concatenate([gt.label[matched_g] * side + pred.label[matched_d],
                             gt.label[~gt_matched] * side + K, K * side + pred.label[lonely]])
@@ -211,11 +220,13 @@ def _frame_matrices(geometry: Geometry, pred: BoxTable, gt: BoxTable, d_bounds: 
 
 
 def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
-              iou_threshold: float, geometry: Geometry = BOXES) -> np.ndarray:
+              iou_threshold: float, geometry: Geometry = BOXES, *,
+              crowd_iou: bool = True) -> np.ndarray:
     """Which of the detections ``dets`` lie on a crowd region of their frame and class
     (intersection over the detection's area >= the threshold): ignored, not background. As
     in COCO, a crowd region excuses detections of its own class only; a detection of another
-    class on it is a false positive in every view."""
+    class on it is a false positive in every view. ``crowd_iou`` False: the ordinary IoU
+    (ignored GT regions)."""
     out = np.zeros(dets.size, bool)
     if not len(crowd) or not dets.size:
         return out
@@ -225,7 +236,7 @@ def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
     which = np.repeat(np.arange(dets.size), counts)
     first = np.repeat(bounds[frame] - (np.cumsum(counts) - counts), counts)
     regions = first + np.arange(which.size)
-    ioa = geometry.pairs(pred.shape[dets[which]], crowd.shape[regions], crowd=True)
+    ioa = geometry.pairs(pred.shape[dets[which]], crowd.shape[regions], crowd=crowd_iou)
     same_class = pred.label[dets[which]] == crowd.label[regions]
     out[which[(ioa >= iou_threshold) & same_class]] = True
     return out
@@ -292,8 +303,10 @@ def errors(table: FrameTable, *, geometry: Geometry = BOXES) -> dict[str, Any]:
     the GT file's (per-stem input: stem order), which decides score ties across images."""
     image = table.file_image()
     gt, pred = table.gt, table.pred
+    # tidecv knows ignore regions only: an ignored GT (difficult) is one for it
     result = tide(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label, gt.shape,
-                            gt.area, gt.crowd, image[pred.frame], pred.label, pred.shape, pred.score,
+                            gt.area, gt.crowd | gt.ignored(), image[pred.frame], pred.label,
+                            pred.shape, pred.score,
                             None if geometry is BOXES else geometry))
     return {**result.dap, "ap50": result.ap, "counts": result.counts,
             "iou_threshold": 0.5, "background_threshold": 0.1}

@@ -32,7 +32,7 @@ from rpx_cli.tasks.stats import Stat, StatTable
 
 @register_format
 class CocoJson(DetectionFormat):
-    name, rank = "coco", 1
+    name, rank, title = "coco", 1, "COCO"
     file_options = ("coco_gt", "coco_dt")
     provides = frozenset({"lvis_categories"})
 
@@ -55,7 +55,8 @@ class CocoJson(DetectionFormat):
         if not coco.stems and not coco.errors:
             raise InputError("the COCO GT file has no images", path=gt_file)
         kind.check_files(coco, gt_file, dt_file, params)
-        extra: dict[str, Any] = protocol.file_params(coco, gt_file)
+        extra: dict[str, Any] = {**protocol.file_params(coco, gt_file), "pred_format": self.name,
+                                 "gt_format": self.name}
         table = FrameTable(len(coco.stems), coco.categories, coco.gt, coco.pred, coco.image_ids,
                            coco.neg, coco.not_exhaustive, coco.file_order)
         n_gt = len(table.gt)

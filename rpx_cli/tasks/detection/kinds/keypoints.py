@@ -21,10 +21,11 @@ import numpy as np
 from rpx_cli.io import instances as read_instances
 from rpx_cli.io.boxes import Boxes
 from rpx_cli.io.coco_objects import KEYPOINT_FIELD
+from rpx_cli.io.objects import KEYPOINTS, Objects
 from rpx_cli.tasks.base import MetricInfo, Params
 from rpx_cli.tasks.detection import instances
 from rpx_cli.tasks.detection.frames import frame_stat, rows_codec
-from rpx_cli.tasks.detection.parts import SimilarityKind, register_kind
+from rpx_cli.tasks.detection.parts import SimilarityKind, object_attributes, register_kind
 from rpx_cli.tasks.stats import Stat
 
 KEYPOINT_STAT_NAMES = ("AR", "AR50", "AR75")
@@ -39,6 +40,20 @@ class Keypoints(SimilarityKind):
                "rows, pooled, confusion and coco")
     area_given = True
     coco_field = KEYPOINT_FIELD
+    forms = (KEYPOINTS,)
+
+    def rpx_objects(self, objects: Objects, path: str) -> list[dict[str, Any]]:
+        """Points ``(K, 3)`` and the object's box (``[x, y, w, h]``) as COCO keypoints."""
+        xyxy = objects.boxes.reshape(-1, 4)
+        items = []
+        for i in range(len(objects)):
+            x1, y1, x2, y2 = xyxy[i].tolist()
+            items.append({"keypoints": objects.keypoints[i].reshape(-1).tolist(),
+                          "bbox": [x1, y1, x2 - x1, y2 - y1], **object_attributes(objects, i)})
+        return items
+
+    def build_params(self, params):
+        return {**params, "box_format": "xywh"}
 
     @property
     def coco_params(self):

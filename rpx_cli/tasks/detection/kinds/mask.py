@@ -23,11 +23,12 @@ from rpx_cli.io import instances as read_instances
 from rpx_cli.io.box_table import Frame
 from rpx_cli.io.boxes import Boxes
 from rpx_cli.io.coco_objects import MASK_FIELD
+from rpx_cli.io.objects import BOX, POLYGON, Objects
 from rpx_cli.ops.coco import STAT_NAMES
 from rpx_cli.tasks.base import MetricInfo, Params
 from rpx_cli.tasks.detection import instances
 from rpx_cli.tasks.detection.frames import frame_stat
-from rpx_cli.tasks.detection.parts import SimilarityKind, register_kind
+from rpx_cli.tasks.detection.parts import SimilarityKind, object_attributes, register_kind
 from rpx_cli.tasks.stats import Stat
 
 
@@ -38,6 +39,23 @@ class Mask(SimilarityKind):
     tide = True
     area_given = True
     coco_field = MASK_FIELD
+    forms = (POLYGON, BOX)
+
+    def rpx_objects(self, objects: Objects, path: str) -> dict[str, Any]:
+        """Rings (and boxes, as their four corners: pycocotools' ``loadRes`` scores a box so)
+        as COCO polygons at the image's size."""
+        if objects.size is None:
+            raise InputError("--iou-type segm rasterises polygons at the image's size: the file "
+                             "gives none (--images-dir or --image-size)", path=path)
+        items = []
+        for i in range(len(objects)):
+            if objects.form == POLYGON:
+                segmentation = [ring.reshape(-1).tolist() for ring in objects.polygons[i]]
+            else:
+                x1, y1, x2, y2 = objects.boxes[i].tolist()
+                segmentation = [[x1, y1, x1, y2, x2, y2, x2, y1]]
+            items.append({"segmentation": segmentation, **object_attributes(objects, i)})
+        return {"size": [int(objects.size[0]), int(objects.size[1])], "objects": items}
 
     def check(self, params: Params) -> None:
         super().check(params)

@@ -37,11 +37,13 @@ import numpy as np
 from rpx_cli.errors import InputError
 from rpx_cli.io.box_table import Frame, Overlaps
 from rpx_cli.io.boxes import Boxes
+from rpx_cli.io.objects import BOX, QUAD, Objects
+from rpx_cli.io.objects import POLYGON as POLYGON_FORM
 from rpx_cli.io.shapes import POLYGON
 from rpx_cli.ops.geometry import OverlapTable, require_shapely, settled_entries
 from rpx_cli.tasks.base import MetricInfo, Params
 from rpx_cli.tasks.detection.frames import frame_stat
-from rpx_cli.tasks.detection.parts import register_kind
+from rpx_cli.tasks.detection.parts import object_attributes, register_kind
 from rpx_cli.tasks.detection.shapes import ShapeKind
 from rpx_cli.tasks.stats import Stat
 
@@ -61,6 +63,21 @@ class Polygon(ShapeKind):
     name, rank, iou_type, geometry = "polygon", 2, "bbox", "polygon"
     layout = POLYGON
     codec = (_wkb_to_json, _wkb_from_json)  # a polygon travels as WKB bytes (hex in a part)
+    forms = (QUAD, POLYGON_FORM, BOX)
+
+    def rpx_objects(self, objects: Objects, path: str) -> list[dict[str, Any]]:
+        """Quads, rings and boxes (their four corners) as ``"polygons"``."""
+        out = []
+        for i in range(len(objects)):
+            if objects.form == QUAD:
+                rings = [objects.quads[i].tolist()]
+            elif objects.form == POLYGON_FORM:
+                rings = [ring.tolist() for ring in objects.polygons[i]]
+            else:
+                x1, y1, x2, y2 = objects.boxes[i].tolist()
+                rings = [[[x1, y1], [x2, y1], [x2, y2], [x1, y2]]]
+            out.append({"polygons": rings, **object_attributes(objects, i)})
+        return out
 
     def check(self, params: Params) -> None:
         super().check(params)
