@@ -112,34 +112,18 @@ def _size(fmt: Any, path: str, params: Mapping[str, Any], sizes: Any) -> tuple[i
 
 
 def _objects(boxes: Boxes, kind: Any, *, prediction: bool) -> list[dict[str, Any]]:
-    """Each object's COCO fields (the kind's field, its box and area)."""
-    field = kind.coco_field.name
-    out = []
+    """Each object's COCO record: its shape as the kind writes it, label, score (results),
+    area, crowd and ignore flags (GT)."""
     ignore = boxes.ignored()
-    for i in range(len(boxes)):
-        item: dict[str, Any] = {"label": boxes.labels[i]}
-        shape = boxes.shape[i]
-        if field == "bbox":
-            item["bbox"] = [float(v) for v in shape]
-        elif field == "segmentation":
-            rle = shape
-            counts = rle["counts"]
-            item["segmentation"] = {"size": [int(v) for v in rle["size"]],
-                                    "counts": counts.decode() if isinstance(counts, bytes) else counts}
-        else:
-            row = np.asarray(shape, np.float64)
-            k3 = row.size - 5
-            item["keypoints"] = row[:k3].tolist()
-            item["bbox"] = row[k3:k3 + 4].tolist()
-            if not prediction:
-                item["num_keypoints"] = int(row[-1])
+    out = kind.coco_shapes(boxes, prediction=prediction)
+    for i, item in enumerate(out):
+        item["label"] = boxes.labels[i]
         if prediction:
             item["score"] = float(boxes.scores[i])
-        else:
-            if field != "segmentation" or not np.isnan(boxes.area[i]):
-                item["area"] = float(boxes.area[i])
-            item["iscrowd"] = int(boxes.crowd[i])
-            if ignore[i]:
-                item["ignore"] = 1
-        out.append(item)
+            continue
+        if not np.isnan(boxes.area[i]):
+            item["area"] = float(boxes.area[i])
+        item["iscrowd"] = int(boxes.crowd[i])
+        if ignore[i]:
+            item["ignore"] = 1
     return out

@@ -107,6 +107,11 @@ class SimilarityKind:
         """The parameters :meth:`read_rpx` reads the documents of :meth:`rpx_objects` with."""
         return params
 
+    def coco_shapes(self, boxes: Boxes, *, prediction: bool) -> list[dict[str, Any]]:
+        """Each object's shape as a COCO file writes it (:attr:`coco_field`, and what goes
+        with it): what ``rpx convert --to coco`` writes."""
+        raise NotImplementedError(f"COCO files cannot hold what {self.flag} evaluates")
+
     def empty(self, gt: Boxes) -> Boxes:
         """A prediction with no object, against ``gt`` (``--missing empty``, a broken file)."""
         empty = Boxes.empty(with_scores=True)

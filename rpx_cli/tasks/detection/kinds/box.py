@@ -51,3 +51,6 @@ class Box(SimilarityKind):
 
     def similarity(self, table, frames, params):
         return BOXES, table
+
+    def coco_shapes(self, boxes: Boxes, *, prediction: bool) -> list[dict[str, Any]]:
+        return [{"bbox": row} for row in boxes.shape.tolist()]

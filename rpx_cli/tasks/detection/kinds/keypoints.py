@@ -95,3 +95,14 @@ class Keypoints(SimilarityKind):
     def check_files(self, coco, gt_file: str, dt_file: str, params: Params) -> None:
         instances.keypoint_count_error(coco.gt.shape, params["oks_sigmas"], gt_file)
         instances.keypoint_count_error(coco.pred.shape, params["oks_sigmas"], dt_file)
+
+    def coco_shapes(self, boxes: Boxes, *, prediction: bool) -> list[dict[str, Any]]:
+        """``keypoints`` and ``bbox`` (GT: ``num_keypoints`` too) from each row."""
+        out = []
+        for row in np.asarray(boxes.shape, np.float64).tolist() if len(boxes) else []:
+            k3 = len(row) - 5
+            item: dict[str, Any] = {"keypoints": row[:k3], "bbox": row[k3:k3 + 4]}
+            if not prediction:
+                item["num_keypoints"] = int(row[-1])
+            out.append(item)
+        return out

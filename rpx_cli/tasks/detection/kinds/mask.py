@@ -97,3 +97,9 @@ class Mask(SimilarityKind):
             side.shape, area = instances.prepare_masks(side.shape, sizes, path, what)
             side.area = np.where(np.isnan(side.area), area, side.area)
         instances.check_mask_sizes(coco, gt_file, dt_file)
+
+    def coco_shapes(self, boxes: Boxes, *, prediction: bool) -> list[dict[str, Any]]:
+        """Compressed RLEs (``counts`` as text)."""
+        return [{"segmentation": {"size": [int(v) for v in rle["size"]],
+                                  "counts": rle["counts"].decode() if isinstance(rle["counts"], bytes)
+                                  else rle["counts"]}} for rle in boxes.shape]
