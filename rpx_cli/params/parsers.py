@@ -105,9 +105,14 @@ def name_and_number(what: str, parse_number: Callable[[Any], float]) -> Callable
     return parse
 
 
+SIGMA_RANGE = (1e-6, 1.0)  # OKS sigmas: COCO's are 0.025-0.107 (of the object's scale)
+
+
 def sigmas(value: Any) -> list[float]:
     """Keypoint sigmas (``--oks-sigmas``): a comma list ``0.26,0.25,...``, a file holding
-    such a list or a JSON list, or a Python sequence; each a finite number > 0."""
+    such a list or a flat JSON list, or a Python sequence; each a number within
+    :data:`SIGMA_RANGE` (below it the OKS divides by zero, above it every prediction is close
+    to every GT: 1e200 scored a point 1,000 px off as OKS 1)."""
     items: Any = value
     if isinstance(value, str):
         text = value.strip()
@@ -115,19 +120,29 @@ def sigmas(value: Any) -> list[float]:
             import os
 
             if not os.path.isfile(text):
-                raise ValueError(f"expected a comma list of numbers > 0 or a file, got {_shown(value)}")
+                raise ValueError(f"expected a comma list of numbers or a file, got {_shown(value)}")
             with open(text, encoding="utf-8") as handle:
                 text = handle.read().strip()
             if text.startswith("["):
-                text = text.strip("[] \n")
-        items = [part for part in text.replace("\n", ",").split(",") if part.strip()]
+                import json
+
+                try:
+                    items = json.loads(text)
+                except ValueError as exc:
+                    raise ValueError(f"{value}: not a JSON list of numbers ({exc})") from None
+                if not isinstance(items, list) or any(isinstance(i, (list, dict)) for i in items):
+                    raise ValueError(f"{value}: expected a flat JSON list of numbers")
+        if isinstance(items, str):
+            items = [part for part in text.replace("\n", ",").split(",") if part.strip()]
     if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
-        raise ValueError(f"expected a list of numbers > 0, got {_shown(value)}")
+        raise ValueError(f"expected a list of numbers, got {_shown(value)}")
+    low, high = SIGMA_RANGE
     out = []
     for item in items:
         result = number(item)
-        if not math.isfinite(result) or result <= 0:
-            raise ValueError(f"sigmas must be finite numbers > 0, got {_shown(item)}")
+        if not low <= result <= high:  # (NaN fails too)
+            raise ValueError(f"sigmas must be numbers within [{low:g}, {high:g}] (COCO's are "
+                             f"0.025-0.107), got {_shown(item)}")
         out.append(result)
     if not out:
         raise ValueError("expected at least one sigma")

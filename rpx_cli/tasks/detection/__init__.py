@@ -46,9 +46,11 @@ from typing import Any
 
 import numpy as np
 
+from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import Boxes, apply_class_map
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.shapes import ANGLE_UNITS
+from rpx_cli.io.values import area_problem
 from rpx_cli.ops.coco import STAT_NAMES
 from rpx_cli.ops.tide import ERROR_TYPES
 from rpx_cli.params.parsers import parse_image_size, parse_kpt_shape
@@ -286,6 +288,9 @@ class Detection(Task):
 
         boxes = fmt.read(_content(buffer.read(path)), path, prediction=role == "pred",
                          kind=kind_of(params), params=params, skipped=skipped)
+        problem = area_problem(boxes.area, "object") if role == "pred" else None
+        if problem is not None:
+            raise InputError(problem, path=path)
         mapped = apply_class_map(boxes, params.get("class_map"))
         if role == "gt" and len(boxes) and not len(mapped):
             warn(CLASS_MAP_EMPTIED, path)
