@@ -143,7 +143,7 @@ def _assign(left: np.ndarray, row: np.ndarray, col: np.ndarray, scene: np.ndarra
             g1: int) -> np.ndarray:
     """The pairs the assignment step matches (K x C bool) among the allowed pairs ``left``
     (``row``/``col``: each pair's GT and prediction within the frame position)."""
-    k_lanes, n_pairs = left.shape
+    k_lanes = left.shape[0]
     if not left.any():
         return left
     lane_i, pair_i = np.nonzero(left)
