@@ -103,7 +103,7 @@ class PairJob:
 
         try:
             try:
-                gt = worker.read("gt", gt_path, pair.gt_rel, reader("gt"))
+                gt = self._read(worker, pair, "gt", reader)
                 if pair.aux:
                     gt = task.attach(gt, self._read_aux(worker, pair, reader), params)
             except RpxError as exc:
@@ -114,7 +114,7 @@ class PairJob:
             else:
                 try:
                     with pixel_budget(task.prediction_size(gt, params), gt_path):
-                        pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
+                        pred = self._read(worker, pair, "pred", reader)
                 except RpxError as exc:
                     broken, pred = exc, task.empty_prediction(gt, params)
             empty = pred_path is None or broken is not None
@@ -140,10 +140,22 @@ class PairJob:
             pair_error(broken, pair.stem, str(pred_path), side="pred"), path=str(pred_path))
         return Outcome(*scored, error, digests, worker.take_warnings(), worker.take_tally())
 
+    def _read(self, worker: Worker, pair: Pair, role: str,
+              reader: Callable[[str], Callable[[str, FileBuffer], Any]]) -> Any:
+        """One side of the pair: its file, or (``task.folder_pairs``) every file of its
+        folder, each into a slot of its own (each digested), combined by the task."""
+        root, rel = (pair.gt_dir, pair.gt_rel) if role == "gt" else (pair.pred_dir, pair.pred_rel)
+        path = os.path.join(root, str(rel))
+        if not self.task.folder_pairs:
+            return worker.read(role, path, rel, reader(role))
+        values = [(name, worker.read(role, os.path.join(root, file), file, reader(role), slot=slot))
+                  for slot, (name, file) in enumerate(pair.entry.files(role))]
+        return self.task.combine(values, self.params, role=role, path=path)
+
     def _joined(self, pair: Pair, pred: Any, gt: Any, empty: bool) -> tuple[Any, Any]:
         """The pair with its listed entry joined (``task.join``); ``empty``: ``pred`` is the
         task's empty prediction (the entry's prediction side is not joined to it)."""
-        if pair.entry is None:
+        if pair.entry is None or self.task.folder_pairs:
             return pred, gt
         return self.task.join(pred, gt, pair.entry, self.params, prediction=not empty)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
-from rpx_cli.io.discover import Pair, Pairing, pair_dirs, pair_line, shard_layout
+from rpx_cli.io.discover import Pair, Pairing, pair_dirs, pair_folders, pair_line, shard_layout
 from rpx_cli.io.filebuffer import sha256_file
 from rpx_cli.params import resolve
 from rpx_cli.run.options import RunOptions
@@ -95,7 +95,8 @@ def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.
         if any(value is not None for value in (files or {}).values()):
             raise ParameterError(f"{task.name} reads --pred-dir/--gt-dir or its input files, "
                                  "not both")
-        pairing = pair_dirs(pred_dir, gt_dir, task.suffixes, missing=str(options.missing))
+        pair = pair_folders if task.folder_pairs else pair_dirs
+        pairing = pair(pred_dir, gt_dir, task.suffixes, missing=str(options.missing))
         check_pairing(pairing, pred_dir, gt_dir, task.suffixes, str(options.missing))
     whole = pairing.digest()
     inputs = {task.input_names[0]: pred_dir, task.input_names[1]: gt_dir}
