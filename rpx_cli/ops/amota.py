@@ -15,10 +15,10 @@ repeated for its duplicates, and the targets not reached get none.
 (fn + ids + fp) / gt)``; ``motar = max(0, 1 - (fn + ids + fp - (1 - r) gt) / (r gt))`` with
 ``r = tp / gt`` (undefined when ``r gt`` is 0); ``motp`` the mean distance of the matches and
 switches; ``faf = 100 fp / frames`` (frames with a GT box or a prediction); per GT object
-(its boxes, interpolated, are consecutive): ``mt``/``ml`` the objects tracked in >= 80 % /
-< 20 % of their boxes, ``frag`` the times a tracked object is lost and found again (its
-tracked runs minus one), ``tid`` the mean over tracked objects of the time (0.5 s a
-sample) before it is first tracked, ``lgd`` the mean of its longest untracked stretch.
+(time counted in frames with a box, 0.5 s each): ``mt``/``ml`` the objects tracked in >= 80 %
+/ < 20 % of their boxes, ``frag`` the times a tracked object is lost and found again (its
+tracked runs minus one), ``tid`` the mean over tracked objects of the time before it is
+first tracked, ``lgd`` the mean of its longest untracked stretch.
 
 **Summary** (``TrackingEval.evaluate``): the figures at the threshold of best ``mota`` (the
 highest recall among ties); ``amota`` the mean of ``motar`` over the 40 targets and
@@ -81,24 +81,31 @@ def lane_figures(frames: ClassFrames, events: LaneEvents) -> dict[str, np.ndarra
         motp = np.where(detections == 0, np.nan, d_sum / np.maximum(detections, 1))
         n_frames = events.frames.sum(axis=1)
         faf = fp / n_frames * 100
-    objects = object_figures(frames, status != MISS)
+    objects = object_figures(frames, status != MISS, events.gt_frame)
     return {"recall": recall, "motar": motar, "gt": gt.astype(np.float64), "mota": mota,
             "motp": motp, "faf": faf, "tp": tp.astype(np.float64), "fp": fp.astype(np.float64),
             "fn": fn.astype(np.float64), "ids": ids.astype(np.float64), **objects}
 
 
-def object_figures(frames: ClassFrames, tracked: np.ndarray) -> dict[str, np.ndarray]:
-    """``mt``, ``ml``, ``frag``, ``tid``, ``lgd`` per lane from each GT box's tracked flag
-    (K x G), by runs over each object's boxes in time order."""
+def object_figures(frames: ClassFrames, tracked: np.ndarray,
+                   frame: np.ndarray) -> dict[str, np.ndarray]:
+    """``mt``, ``ml``, ``frag``, ``tid``, ``lgd`` per lane from each GT box's tracked flag and
+    frame number (K x G; motmetrics counts time in frames with a box): per object, ``frag``
+    its tracked runs minus one; ``tid`` the frames from its first box to its first tracked
+    one; ``lgd`` its longest stretch of frames between its first and last box without a
+    tracked box (frames where it has no box count too, as the devkit loops over frame ids)."""
     k_lanes, n_gt = tracked.shape
-    order = np.lexsort((frames.gt_sample, frames.gt_object))
-    obj = frames.gt_object[order]
-    tracked = tracked[:, order]
     n_obj = frames.n_objects
-    appear = np.bincount(obj, minlength=n_obj)
+    obj_all = np.broadcast_to(frames.gt_object, (k_lanes, n_gt))
+    lane_all = np.broadcast_to(np.arange(k_lanes)[:, None], (k_lanes, n_gt))
+    order = np.lexsort((frame.ravel(), obj_all.ravel(), lane_all.ravel()))
+    key = (lane_all.ravel() * n_obj + obj_all.ravel())[order]  # lane * n_obj + object
+    hit = tracked.ravel()[order]
+    when = frame.ravel()[order]
+    size = k_lanes * n_obj
+    appear = np.bincount(frames.gt_object, minlength=n_obj)
     present = appear > 0
-    lane_obj = np.arange(k_lanes)[:, None] * n_obj + obj[None, :]
-    n_tracked = np.bincount(lane_obj[tracked], minlength=k_lanes * n_obj).reshape(k_lanes, n_obj)
+    n_tracked = np.bincount(key[hit], minlength=size).reshape(k_lanes, n_obj)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = n_tracked / appear[None, :]
     mt = ((ratio >= 0.8) & present).sum(axis=1)
@@ -107,27 +114,30 @@ def object_figures(frames: ClassFrames, tracked: np.ndarray) -> dict[str, np.nda
     if not n_gt:
         nan = np.full(k_lanes, np.nan)
         return {**out, "frag": np.zeros(k_lanes), "tid": nan, "lgd": nan.copy()}
-    start = np.ones((k_lanes, n_gt), bool)
-    start[:, 1:] = (obj[1:] != obj[:-1])[None, :] | (tracked[:, 1:] != tracked[:, :-1])
-    run = np.cumsum(start.ravel()) - 1
-    run_length = np.bincount(run)
-    first = np.flatnonzero(start.ravel())
-    run_tracked = tracked.ravel()[first]
-    run_key = lane_obj.ravel()[first]  # lane * n_obj + object
-    runs_tracked = np.bincount(run_key[run_tracked], minlength=k_lanes * n_obj)
-    longest_gap = np.zeros(k_lanes * n_obj, np.int64)
-    np.maximum.at(longest_gap, run_key[~run_tracked], run_length[~run_tracked])
-    # the first run of each (lane, object): untracked, its length is the wait before tracking
-    object_start = np.concatenate(([True], obj[1:] != obj[:-1]))
-    lead = run[np.flatnonzero(np.broadcast_to(object_start, (k_lanes, n_gt)).ravel())]
-    lead = lead[~run_tracked[lead]]
-    first_untracked_len = np.zeros(k_lanes * n_obj, np.int64)
-    first_untracked_len[run_key[lead]] = run_length[lead]
-    hit = (runs_tracked > 0).reshape(k_lanes, n_obj)
-    n_hit = hit.sum(axis=1)
-    frag = (np.maximum(runs_tracked - 1, 0).reshape(k_lanes, n_obj)).sum(axis=1)
-    tid_sum = (first_untracked_len.reshape(k_lanes, n_obj) * hit).sum(axis=1) * SAMPLE_PERIOD
-    lgd_sum = (longest_gap.reshape(k_lanes, n_obj) * hit).sum(axis=1) * SAMPLE_PERIOD
+    # runs of tracked boxes per (lane, object), in frame order
+    starts = np.ones(key.size, bool)
+    starts[1:] = (key[1:] != key[:-1]) | (hit[1:] != hit[:-1])
+    runs = np.bincount(key[starts & hit], minlength=size)
+    first_box = np.full(size, np.iinfo(np.int64).max)
+    np.minimum.at(first_box, key, when)
+    last_box = np.full(size, -1)
+    np.maximum.at(last_box, key, when)
+    t_key, t_when = key[hit], when[hit]
+    first_hit = np.full(size, np.iinfo(np.int64).max)
+    np.minimum.at(first_hit, t_key, t_when)
+    last_hit = np.full(size, -1)
+    np.maximum.at(last_hit, t_key, t_when)
+    gap = np.zeros(size, np.int64)
+    same = t_key[1:] == t_key[:-1]
+    np.maximum.at(gap, t_key[1:][same], (t_when[1:] - t_when[:-1] - 1)[same])
+    tracked_obj = runs > 0
+    wait = np.where(tracked_obj, first_hit - first_box, 0)
+    gap = np.maximum(gap, np.maximum(wait, np.where(tracked_obj, last_box - last_hit, 0)))
+    hit_obj = tracked_obj.reshape(k_lanes, n_obj)
+    n_hit = hit_obj.sum(axis=1)
+    frag = np.maximum(runs - 1, 0).reshape(k_lanes, n_obj).sum(axis=1)
+    tid_sum = (wait.reshape(k_lanes, n_obj) * hit_obj).sum(axis=1) * SAMPLE_PERIOD
+    lgd_sum = (gap.reshape(k_lanes, n_obj) * hit_obj).sum(axis=1) * SAMPLE_PERIOD
     with np.errstate(invalid="ignore", divide="ignore"):
         tid = np.where(n_hit == 0, np.nan, tid_sum / np.maximum(n_hit, 1))
         lgd = np.where(n_hit == 0, np.nan, lgd_sum / np.maximum(n_hit, 1))

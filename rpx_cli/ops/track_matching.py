@@ -65,6 +65,7 @@ class LaneEvents:
     matched_pred: np.ndarray  # (K, P) bool
     active_pred: np.ndarray  # (K, P) bool: score >= threshold
     frames: np.ndarray  # (K, S) frames with a GT box or an active prediction, per scene
+    gt_frame: np.ndarray  # (K, G) each GT box's frame number in its scene (frames with a box)
     match_scores: np.ndarray  # scores of the MATCHed predictions of lane 0
 
 
@@ -77,6 +78,7 @@ def match_lanes(frames: ClassFrames, thresholds: np.ndarray, dist_th: float) -> 
     matched_pred = np.zeros((k_lanes, n_pred), bool)
     active_pred = frames.pred_score[None, :] >= thresholds[:, None]
     n_frames = np.zeros((k_lanes, n_scenes), np.int64)
+    gt_frame = np.zeros((k_lanes, n_gt), np.int64)
     previous = np.full((k_lanes, frames.n_objects), -1, np.int64)  # motmetrics' m: object -> track
     match_scores: list[np.ndarray] = []
     last = max(int(frames.gt_sample.max(initial=-1)), int(frames.pred_sample.max(initial=-1)))
@@ -92,6 +94,7 @@ def match_lanes(frames: ClassFrames, thresholds: np.ndarray, dist_th: float) -> 
         active = active_pred[:, p0:p1]
         flat_scene = (lanes * n_scenes + frames.pred_scene[p0:p1][None, :])[active]
         act_count = np.bincount(flat_scene, minlength=k_lanes * n_scenes).reshape(k_lanes, n_scenes)
+        gt_frame[:, g0:g1] = n_frames[:, frames.gt_scene[g0:g1]]
         n_frames += (gt_count[None, :] > 0) | (act_count > 0)
         if c1 == c0:
             continue
@@ -135,7 +138,7 @@ def match_lanes(frames: ClassFrames, thresholds: np.ndarray, dist_th: float) -> 
                                          pp[pair_a[(lane_a == 0) & ~switch]]))
             match_scores.append(frames.pred_score[first_lane])
     scores = np.concatenate(match_scores) if match_scores else np.zeros(0)
-    return LaneEvents(status, distance, matched_pred, active_pred, n_frames, scores)
+    return LaneEvents(status, distance, matched_pred, active_pred, n_frames, gt_frame, scores)
 
 
 def _assign(left: np.ndarray, row: np.ndarray, col: np.ndarray, scene: np.ndarray,
