@@ -76,7 +76,7 @@ class Tracking3D(Task):
     rank_metric = "mota"
     headline = ("dataset.amota", "dataset.amotp", "dataset.mota", "dataset.motp",
                 "dataset.recall", "dataset.ids", "dataset.frag")
-    page_view = "tracking3d"
+    page_view = "mota_recall"
     input_help = ("Folder of predictions: <scene>/<sample>.json.",
                   "Folder of ground truth: <scene>/<sample>.json.")
     stats = (Stat("scene", encode=_encode, decode=SceneFrames.from_json),)
@@ -211,6 +211,10 @@ class Tracking3D(Task):
 
     def evaluate(self, pred: Scene, gt: Scene, params: Params, *, pred_path: str | None,
                  gt_path: str) -> Sample:
+        if not isinstance(gt, Scene) or not isinstance(pred, Scene):
+            raise InputError("tracking3d evaluates scenes: give a scene's samples together, "
+                             "{sample: boxes, ...} in time order (one sample's boxes alone "
+                             "cannot be tracked)", path=gt_path)
         classes = params["class_names"]
         gt_side, pred_side = scene_sides(pred, gt, classes, pred_path or gt_path)
         caps = np.array([np.inf if params["class_range"].get(name) is None

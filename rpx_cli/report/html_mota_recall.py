@@ -1,4 +1,4 @@
-"""The pictures of a tracking3d report (``page_view = "tracking3d"``): AMOTA and AMOTP per
+"""The pictures of a tracking3d report (``page_view = "mota_recall"``): AMOTA and AMOTP per
 class, and the MOTA–recall curve the nuScenes devkit draws (``render.recall_metric_curve``:
 each class's MOTA at the recall targets it reached, from ``dataset.curves``). The worst
 scenes are the page's worst rows (ranked by the scene's MOTA)."""
@@ -22,7 +22,7 @@ def _bars(per_class: Mapping[str, Any], field: str, title: str, domain: tuple[fl
                          value_label=field, domain=domain, attrs={"name": "per-class", "field": field})
 
 
-def tracking3d_view(report: Mapping[str, Any]) -> str:
+def mota_recall_view(report: Mapping[str, Any]) -> str:
     dataset = report.get("dataset") or {}
     per_class = dataset.get("per_class") or {}
     out = []
