@@ -173,7 +173,7 @@ def test_the_devkits_own_scenes_through_rpx_matching(case) -> None:
     from rpx_cli.ops.track_matching import ClassFrames, match_lanes
     from rpx_cli.ops.track_scenes import TrackSide, candidate_pairs
 
-    name, gt, pred = case
+    _, gt, pred = case
 
     def side(boxes: dict, scores: bool) -> TrackSide:
         rows = [(t, b) for t, items in boxes.items() for b in items]

@@ -40,11 +40,14 @@ CLASS_RANGE = {"bicycle": 40.0, "bus": 50.0, "car": 50.0, "motorcycle": 40.0,
 GLOBAL_FRAME_M = 300.0  # no sensor sees this far: such boxes are in a map frame
 
 
-def _cap(value: Any) -> float:
+def _cap(value: Any) -> float | None:
+    """A class range in metres, > 0; ``inf`` or ``none``: no cap (None)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+        return None
     cap = number(value)
     if not cap > 0:
-        raise ValueError(f"a class range must be > 0 metres (inf: no cap), got {value!r}")
-    return cap
+        raise ValueError(f"a class range must be > 0 metres (inf or none: no cap), got {value!r}")
+    return None if math.isinf(cap) else cap
 
 
 def _encode(frames: SceneFrames) -> dict[str, Any]:
