@@ -183,7 +183,7 @@ def test_interpolation_equals_the_devkits() -> None:
         rows = [(int(t), float(x), float(y), f"t{k}", float(s))
                 for k in range(6) for t, x, y, s in zip(
                     sorted(rng.choice(9, int(rng.integers(2, 9)), replace=False)),
-                    rng.normal(0, 20, 9), rng.normal(0, 20, 9), rng.random(9))]
+                    rng.normal(0, 20, 9), rng.normal(0, 20, 9), rng.random(9), strict=False)]
         rows.sort(key=lambda r: r[0])
         frames = defaultdict(list)
         for t in range(9):
