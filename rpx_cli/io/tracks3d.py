@@ -104,6 +104,74 @@ def sample_of(document: Any, path: str, *, prediction: bool, where: str = "") ->
     return boxes
 
 
+def read_samples(documents: Mapping[str, Any], path: str, *,
+                 prediction: bool) -> dict[str, TrackSample]:
+    """Many samples' documents (name -> document) at once: the columns of every box pulled
+    out in one pass when all are well formed (a submission file's 10,000 samples), each
+    sample read on its own otherwise, so the error names it."""
+    lists, stamps = [], []
+    for document in documents.values():
+        stamp = None
+        if isinstance(document, dict) and "boxes" in document:
+            stamp, document = document.get("timestamp"), document["boxes"]
+        if not isinstance(document, list) or (stamp is not None and not _is_timestamp(stamp)):
+            lists = None
+            break
+        lists.append(document)
+        stamps.append(stamp)
+    boxes = None
+    if lists is not None:
+        everything = list(chain.from_iterable(lists))
+        boxes = _fast(everything, prediction)
+        if boxes is not None and not _box_stamps(everything, lists, stamps):
+            boxes = None
+    if boxes is None:
+        return {str(name): sample_of(document, path, prediction=prediction,
+                                     where=f"sample {name!r}: ")
+                for name, document in documents.items()}
+    counts = np.fromiter(map(len, lists), np.int64, count=len(lists))
+    sample = np.repeat(np.arange(len(lists)), counts)
+    if len({(s, i) for s, i in zip(sample.tolist(), boxes.ids, strict=True)}) != len(boxes.ids):
+        return {str(name): sample_of(document, path, prediction=prediction,
+                                     where=f"sample {name!r}: ")
+                for name, document in documents.items()}  # names the repeated id
+    bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
+    out = {}
+    for k, name in enumerate(documents):
+        a, b = bounds[k], bounds[k + 1]
+        out[str(name)] = TrackSample(boxes.xy[a:b], boxes.distance[a:b], boxes.names[a:b],
+                                     boxes.ids[a:b], None if boxes.score is None else boxes.score[a:b],
+                                     boxes.num_pts[a:b], stamps[k])
+    return out
+
+
+def _box_stamps(objects: list[dict[str, Any]], lists: list[list[Any]], stamps: list[Any]) -> bool:
+    """Each sample's timestamp from its boxes' (one integer a sample, the document's if it
+    gives one), into ``stamps``; False when anything is off (the per-sample path says what)."""
+    if not any("timestamp" in item for item in objects):
+        return True
+    column = _column(objects, "timestamp")
+    if column is None or not set(map(type, column)) <= {int}:
+        return False
+    values = np.array(column, dtype=object)
+    if not all(abs(v) < 2**53 for v in column):
+        return False
+    values = values.astype(np.int64)
+    counts = np.fromiter(map(len, lists), np.int64, count=len(lists))
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    filled = np.flatnonzero(counts > 0)
+    if filled.size:
+        low = np.minimum.reduceat(values, starts[filled])
+        high = np.maximum.reduceat(values, starts[filled])
+        if (low != high).any():
+            return False
+        for k, stamp in zip(filled.tolist(), low.tolist(), strict=True):
+            if stamps[k] is not None and stamps[k] != stamp:
+                return False
+            stamps[k] = stamp
+    return True
+
+
 def read_submission(data: Any, path: str, *, gt: bool) -> dict[str, Any]:
     """A submission-layout file: ``{"results": {sample: [boxes]}}`` (GT: with ``scenes`` and
     optional ``timestamps``); the sample documents are read with the scene."""

@@ -96,12 +96,11 @@ def object_figures(frames: ClassFrames, tracked: np.ndarray,
     tracked box (frames where it has no box count too, as the devkit loops over frame ids)."""
     k_lanes, n_gt = tracked.shape
     n_obj = frames.n_objects
-    obj_all = np.broadcast_to(frames.gt_object, (k_lanes, n_gt))
-    lane_all = np.broadcast_to(np.arange(k_lanes)[:, None], (k_lanes, n_gt))
-    order = np.lexsort((frame.ravel(), obj_all.ravel(), lane_all.ravel()))
-    key = (lane_all.ravel() * n_obj + obj_all.ravel())[order]  # lane * n_obj + object
-    hit = tracked.ravel()[order]
-    when = frame.ravel()[order]
+    # an object's boxes are in the same order in every lane (frame numbers grow with time)
+    order = np.lexsort((frames.gt_sample, frames.gt_object))
+    key = (np.arange(k_lanes)[:, None] * n_obj + frames.gt_object[order][None, :]).ravel()
+    hit = tracked[:, order].ravel()
+    when = frame[:, order].ravel()
     size = k_lanes * n_obj
     appear = np.bincount(frames.gt_object, minlength=n_obj)
     present = appear > 0
@@ -118,18 +117,16 @@ def object_figures(frames: ClassFrames, tracked: np.ndarray,
     starts = np.ones(key.size, bool)
     starts[1:] = (key[1:] != key[:-1]) | (hit[1:] != hit[:-1])
     runs = np.bincount(key[starts & hit], minlength=size)
-    first_box = np.full(size, np.iinfo(np.int64).max)
-    np.minimum.at(first_box, key, when)
-    last_box = np.full(size, -1)
-    np.maximum.at(last_box, key, when)
+    first_box, last_box = _ends(key, when, size)
     t_key, t_when = key[hit], when[hit]
-    first_hit = np.full(size, np.iinfo(np.int64).max)
-    np.minimum.at(first_hit, t_key, t_when)
-    last_hit = np.full(size, -1)
-    np.maximum.at(last_hit, t_key, t_when)
+    first_hit, last_hit = _ends(t_key, t_when, size)
     gap = np.zeros(size, np.int64)
-    same = t_key[1:] == t_key[:-1]
-    np.maximum.at(gap, t_key[1:][same], (t_when[1:] - t_when[:-1] - 1)[same])
+    if t_key.size > 1:
+        same = t_key[1:] == t_key[:-1]
+        between = np.zeros(t_key.size, np.int64)
+        between[1:] = np.where(same, t_when[1:] - t_when[:-1] - 1, 0)
+        group = np.flatnonzero(np.concatenate(([True], ~same)))
+        gap[t_key[group]] = np.maximum.reduceat(between, group)
     tracked_obj = runs > 0
     wait = np.where(tracked_obj, first_hit - first_box, 0)
     gap = np.maximum(gap, np.maximum(wait, np.where(tracked_obj, last_box - last_hit, 0)))
@@ -142,6 +139,17 @@ def object_figures(frames: ClassFrames, tracked: np.ndarray,
         tid = np.where(n_hit == 0, np.nan, tid_sum / np.maximum(n_hit, 1))
         lgd = np.where(n_hit == 0, np.nan, lgd_sum / np.maximum(n_hit, 1))
     return {**out, "frag": frag.astype(np.float64), "tid": tid, "lgd": lgd}
+
+
+def _ends(key: np.ndarray, values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last of ``values`` of each ``key`` (``key`` sorted; 0 where absent)."""
+    first, last = np.zeros(size, np.int64), np.zeros(size, np.int64)
+    if key.size:
+        begin = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+        end = np.concatenate((begin[1:], [key.size])) - 1
+        first[key[begin]] = values[begin]
+        last[key[end]] = values[end]
+    return first, last
 
 
 @dataclass

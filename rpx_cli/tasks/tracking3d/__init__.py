@@ -22,7 +22,7 @@ import numpy as np
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.io.tracks3d import TrackSample, read_sample, scene_document
+from rpx_cli.io.tracks3d import TrackSample, read_sample, read_samples, scene_document
 from rpx_cli.ops.amota import CLASS_KEYS
 from rpx_cli.ops.track_scenes import SceneFrames, prepare_scene
 from rpx_cli.params.parsers import name_and_number, number, positive
@@ -180,8 +180,7 @@ class Tracking3D(Task):
         samples = scene_document(document)
         if samples is None:  # one sample's file
             return self.sample(document, path, params, role)
-        parsed = {str(name): self.sample(value, path, params, role, where=f"sample {name!r}: ")
-                  for name, value in samples.items()}
+        parsed = self.samples(samples, path, params, role)
         if role == "pred":
             return Scene(parsed)
         return gt_scene(parsed, list(parsed), path, sort_by_time=True)
@@ -190,6 +189,17 @@ class Tracking3D(Task):
                where: str = "") -> TrackSample:
         """One sample's boxes, checked: classes, and the devkit's box count."""
         sample = read_sample(document, path, prediction=role == "pred", where=where)
+        return self.checked(sample, path, params, role, where)
+
+    def samples(self, documents: Mapping[str, Any], path: str, params: Params,
+                role: str) -> dict[str, TrackSample]:
+        """Many samples' boxes (name -> document), read at once, each checked."""
+        read = read_samples(documents, path, prediction=role == "pred")
+        return {name: self.checked(sample, path, params, role, f"sample {name!r}: ")
+                for name, sample in read.items()}
+
+    def checked(self, sample: TrackSample, path: str, params: Params, role: str,
+                where: str) -> TrackSample:
         known = set(params["class_names"])
         unknown = [i for i, name in enumerate(sample.names) if name not in known]
         if unknown:

@@ -51,20 +51,32 @@ def read_submissions(task: Any, files: Mapping[str, str], params: Params) -> Fil
                          path=pred_path)
     if not scenes:
         raise InputError("the GT file has no scene", path=gt_path)
+    # every sample of a file read in one pass when all are well formed (else scene by scene,
+    # so that a bad sample drops or empties its scene only)
+    try:
+        gt_all = task.samples(gt_results, gt_path, params, "gt")
+    except InputError:
+        gt_all = None
+    try:
+        pred_all = task.samples(pred_results, pred_path, params, "pred")
+    except InputError:
+        pred_all = None
     stems, samples, errors = [], [], []
     for scene, names in scenes.items():
         try:
-            parsed = {name: task.sample(gt_results[name], gt_path, params, "gt",
-                                        where=f"sample {name!r}: ")
-                      for name in names if name in gt_results}
+            parsed = {name: gt_all[name] for name in names if name in gt_all} \
+                if gt_all is not None else \
+                task.samples({name: gt_results[name] for name in names if name in gt_results},
+                             gt_path, params, "gt")
             gt = gt_scene(parsed, names, gt_path, sort_by_time=False, stamps=stamps)
         except InputError as exc:  # the scene is dropped
             errors.append(PairError.of(exc, scene, side="gt", path=gt_path))
             continue
         try:
-            pred = Scene({name: task.sample(pred_results[name], pred_path, params, "pred",
-                                            where=f"sample {name!r}: ")
-                          for name in names if name in pred_results})
+            pred = Scene({name: pred_all[name] for name in names if name in pred_all}
+                         if pred_all is not None else
+                         task.samples({name: pred_results[name] for name in names
+                                       if name in pred_results}, pred_path, params, "pred"))
         except InputError as exc:  # scored as the empty prediction
             errors.append(PairError.of(exc, scene, side="pred", path=pred_path))
             pred = Scene({})
