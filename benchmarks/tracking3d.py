@@ -45,12 +45,13 @@ SHARE = (0.03, 0.03, 0.45, 0.03, 0.35, 0.03, 0.08)
 
 def generate(folder: Path, n_scenes: int, seed: int = 7) -> None:
     rng = np.random.default_rng(seed)
-    gt_results, pred_results, scenes = {}, {}, {}
+    gt_results, pred_results, scenes, timestamps = {}, {}, {}, {}
     for s in range(n_scenes):
         tokens = [f"sc{s:03d}-{k:02d}" for k in range(40)]
         scenes[f"scene-{s:04d}"] = tokens
         start = 1_533_151_600_000_000 + 100_000_000 * s
         stamps = [start + 500_000 * k for k in range(40)]
+        timestamps.update(zip(tokens, stamps, strict=True))
         gt = {t: [] for t in tokens}
         pred = {t: [] for t in tokens}
         for o in range(35):
@@ -88,7 +89,8 @@ def generate(folder: Path, n_scenes: int, seed: int = 7) -> None:
         gt_results.update(gt)
         pred_results.update(pred)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "gt.json").write_text(json.dumps({"results": gt_results, "scenes": scenes}))
+    (folder / "gt.json").write_text(json.dumps({"results": gt_results, "scenes": scenes,
+                                                  "timestamps": timestamps}))
     (folder / "pred.json").write_text(json.dumps({"meta": {"use_lidar": True}, "results": pred_results}))
 
 
@@ -100,7 +102,7 @@ DEVKIT = textwrap.dedent("""
     gt, pred = json.load(open({gt!r})), json.load(open({pred!r}))
     scenes = dict(list(gt["scenes"].items())[:{m}])
     keep = {{t for v in scenes.values() for t in v}}
-    stamps = {{t: b[0]["timestamp"] for t, b in gt["results"].items() if b}}
+    stamps = gt["timestamps"]
     g = {{t: b for t, b in gt["results"].items() if t in keep}}
     p = {{t: b for t, b in pred["results"].items() if t in keep}}
     # time TrackingEval.evaluate only: wrap it
