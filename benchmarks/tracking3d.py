@@ -120,7 +120,8 @@ DEVKIT = textwrap.dedent("""
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenes", type=int, default=150)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--devkit-scenes", type=int, default=None)
