@@ -287,3 +287,27 @@ def test_a_submission_box_without_tracking_id_names_the_sample(rpx, tmp_path: Pa
     run = rpx(["eval", "tracking3d", "--pred-file", tmp_path / "pred.json", "--gt-file",
                tmp_path / "gt.json"])
     assert run.exit_code == 1 and '"scenes"' in run.stderr
+
+
+def test_a_missing_sample_file_is_an_empty_sample_and_listed(rpx, tmp_path: Path) -> None:
+    """Within a paired scene, a GT sample without its prediction file has no predicted
+    boxes (listed under unpaired.gt_only); a scene without a prediction folder follows
+    --missing."""
+    gt = [[car(t, 0, "A")] for t in range(3)]
+    pred = [[car(t, 0, "a", 0.9)] for t in range(3)]
+    write_scene(tmp_path, gt, pred)
+    write_scene(tmp_path, gt, pred, scene="scene-b")
+    (tmp_path / "pred" / "scene-a" / "s1.json").unlink()
+    run = rpx(["eval", "tracking3d", "--pred-dir", tmp_path / "pred", "--gt-dir", tmp_path / "gt"])
+    assert run.exit_code == 1 and "scene-a/s1" in run.stderr
+    report = evaluate(rpx, tmp_path, "--missing", "skip")
+    assert report["unpaired"]["gt_only"] == ["scene-a/s1"]
+    rows = {row["stem"]: row for row in report["rows"]}
+    # sample 1's prediction is interpolated back from samples 0 and 2: still matched
+    assert rows["scene-a"]["tp"] == 3 and rows["scene-b"]["tp"] == 3
+    import shutil
+
+    shutil.rmtree(tmp_path / "pred" / "scene-b")
+    report = evaluate(rpx, tmp_path, "--missing", "empty")
+    rows = {row["stem"]: row for row in report["rows"]}
+    assert rows["scene-b"]["fn"] == 3 and rows["scene-b"]["pred_path"] is None
