@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -111,11 +112,13 @@ DEVKIT = textwrap.dedent("""
         original = TrackingEval.evaluate
         spent = []
         def timed(self):
-            t0 = time.perf_counter(); out = original(self); spent.append(time.perf_counter() - t0)
+            t0, c0 = time.perf_counter(), time.process_time()
+            out = original(self)
+            spent.extend((time.perf_counter() - t0, time.process_time() - c0))
             return out
         TrackingEval.evaluate = timed
         result = devkit_tracking(g, p, scenes, stamps)
-    print(json.dumps({{"seconds": spent[0], "amota": result["summary"]["amota"]}}))
+    print(json.dumps({{"seconds": spent[0], "cpu": spent[1], "amota": result["summary"]["amota"]}}))
 """)
 
 
@@ -139,15 +142,18 @@ def main() -> None:
     command = [*rpx_command(), "eval", "tracking3d", "--pred-file", str(pred), "--gt-file", str(gt),
                "-o", str(folder / "report.json"), "--quiet"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    times = []
+    times, cpus = [], []
     for _ in range(args.repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         subprocess.run(command, check=True, env=env)
         times.append(time.perf_counter() - started)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     amota = json.loads((folder / "report.json").read_text())["dataset"]["amota"]
-    rpx_s = statistics.median(times)
-    print(f"rpx    {args.scenes} scenes: median {rpx_s:.2f} s of {[round(t, 2) for t in times]}; "
-          f"AMOTA {amota!r}")
+    rpx_s, rpx_cpu = statistics.median(times), statistics.median(cpus)
+    print(f"rpx    {args.scenes} scenes: median {rpx_s:.2f} s of {[round(t, 2) for t in times]} "
+          f"(CPU median {rpx_cpu:.2f} s of {[round(t, 2) for t in cpus]}); AMOTA {amota!r}")
     if args.skip_devkit:
         return
     m = min(args.devkit_scenes or args.scenes, args.scenes)
@@ -155,11 +161,13 @@ def main() -> None:
     out = subprocess.run([sys.executable, "-c", script], check=True, env=env, capture_output=True,
                          text=True).stdout
     result = json.loads(out.strip().splitlines()[-1])
-    scaled = result["seconds"] * args.scenes / m
-    print(f"devkit {m} scenes: TrackingEval.evaluate {result['seconds']:.1f} s"
-          f"{f' (x {args.scenes}/{m} = {scaled:.1f} s)' if m != args.scenes else ''}; "
-          f"AMOTA {result['amota']!r}{' (of those scenes)' if m != args.scenes else ''}")
-    print(f"speed-up: {scaled / rpx_s:.1f}x")
+    scaled, scaled_cpu = (result[key] * args.scenes / m for key in ("seconds", "cpu"))
+    extrapolated = f"; x {args.scenes}/{m}: {scaled:.1f} s (CPU {scaled_cpu:.1f} s)" \
+        if m != args.scenes else ""
+    print(f"devkit {m} scenes: TrackingEval.evaluate {result['seconds']:.1f} s (CPU "
+          f"{result['cpu']:.1f} s){extrapolated}; AMOTA {result['amota']!r}"
+          f"{' (of those scenes)' if m != args.scenes else ''}")
+    print(f"speed-up: {scaled / rpx_s:.1f}x wall, {scaled_cpu / rpx_cpu:.1f}x CPU")
 
 
 if __name__ == "__main__":
