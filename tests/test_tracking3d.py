@@ -311,3 +311,12 @@ def test_a_missing_sample_file_is_an_empty_sample_and_listed(rpx, tmp_path: Path
     report = evaluate(rpx, tmp_path, "--missing", "empty")
     rows = {row["stem"]: row for row in report["rows"]}
     assert rows["scene-b"]["fn"] == 3 and rows["scene-b"]["pred_path"] is None
+
+
+def test_the_page_draws_amota_per_class_and_the_mota_recall_curve(rpx, tmp_path: Path) -> None:
+    case = Path(__file__).resolve().parent.parent / "fixtures" / "tracking3d" / "crossing"
+    page = tmp_path / "tracks.html"
+    assert rpx(["report", case / "expected.json", "-o", page]).exit_code == 0
+    html = page.read_text()
+    assert "AMOTA per class" in html and "MOTA against recall" in html and "mota-recall" in html
+    assert "scene-0002" in html  # the worst scenes (by MOTA)
