@@ -135,6 +135,13 @@ def samples_of(task, dirs: dict[str, Path], params: dict[str, Any]) -> dict[str,
             if path.is_file() and not path.name.startswith("."):
                 stem = str(path.relative_to(folder).with_suffix(""))
                 samples.setdefault(stem, {})[role] = in_memory(path, task, params)
+    if task.folder_pairs:  # a pair is a folder (a scene): its files' values by name
+        grouped: dict[str, dict[str, Any]] = {}
+        for stem, values in samples.items():
+            folder, _, name = stem.rpartition("/")
+            for role, value in values.items():
+                grouped.setdefault(folder, {}).setdefault(role, {})[name] = value
+        samples = grouped
     pred, gt = task.input_names
     both = task.default_missing == "skip"  # the CLI evaluates the stems in both folders
     return {stem: values for stem, values in samples.items()
@@ -168,7 +175,11 @@ def run_case(rpx, tmp_path: Path, name: str, dirs: dict[str, Path], options: dic
     written = {role: tmp_path / role for role in dirs}
     for stem, values in samples.items():
         for role, value in values.items():
-            write(value, written[role], stem)
+            if task.folder_pairs:  # each of the folder's files
+                for file, part in value.items():
+                    write(part, written[role], f"{stem}/{file}")
+            else:
+                write(value, written[role], stem)
     flags = [word for role, folder in written.items()
              for word in (f"--{role.replace('_', '-')}", str(folder))]
     command = list(task.command)

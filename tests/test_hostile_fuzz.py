@@ -88,6 +88,8 @@ def seed(data: bytes, suffixes: str, readers: str, **params: object) -> Seed:
 
 # The mutations start from these files; which (task, role, suffix) each one serves is said
 # here, what must be served comes from the registry (READERS).
+_TRACK_BOX = {"translation": [1.0, 2.0, 0.5], "size": [1.9, 4.5, 1.6], "rotation": [1.0, 0.0, 0.0, 0.0],
+              "velocity": [0.5, None], "tracking_id": "t1", "tracking_name": "car", "num_pts": 4}
 SEEDS: dict[str, Seed] = {
     # dense maps (depth, coherence's depth side, sparse-depth's dense predictions; NVS)
     "float32 map": seed(_npy(np.full((6, 8), 2.0, np.float32)), ".npy", "depth coherence:gt nvs"),
@@ -138,6 +140,9 @@ SEEDS: dict[str, Seed] = {
     "3D boxes GT": seed(_json([_BOX3D]), ".json", "detection3d:gt"),
     "3D boxes prediction": seed(_json([{**_BOX3D, "detection_score": 0.5}]), ".json",
                                 "detection3d:pred"),
+    "tracking boxes GT": seed(_json({"timestamp": 5, "boxes": [_TRACK_BOX]}), ".json", "tracking3d:gt"),
+    "tracking boxes prediction": seed(_json([{**_TRACK_BOX, "tracking_score": 0.5}]), ".json",
+                                      "tracking3d:pred"),
     "SemanticKITTI labels": seed(np.array([1, 40, 40 | 7 << 16], "<u4").tobytes(), ".label",
                                  "segmentation3d"),
     "lidarseg labels": seed(bytes([1, 17, 24]), ".bin", "segmentation3d",

@@ -33,7 +33,8 @@ ARTEFACTS = Path(os.environ.get("RPX_TEST_ARTEFACTS") or ROOT / "build" / "test-
 # every task's page from its first golden case (the kinds below that run fresh are not here)
 GOLDEN_KINDS = {"pose": "pose", "keypoints": "keypoints", "grounding": "grounding",
                 "sparse-depth": "sparse-depth", "nvs": "nvs", "coherence": "coherence",
-                "segmentation3d": "segmentation3d/kitti", "panoptic": "panoptic/coco"}
+                "segmentation3d": "segmentation3d/kitti", "panoptic": "panoptic/coco",
+                "tracking3d": "tracking3d/crossing"}
 
 
 def run(*args: Any) -> Any:

@@ -79,6 +79,15 @@ def score_pair(task: Task, params: Params, pred: Any, gt: Any, *, stem: str,
     return sample.values, extra, row
 
 
+class PartlyRead(Exception):
+    """A folder pair's prediction of which some files could not be read: ``value`` combines
+    the others (a broken file counts as a missing one), ``error`` is the first failure."""
+
+    def __init__(self, error: RpxError, value: Any) -> None:
+        super().__init__(str(error))
+        self.error, self.value = error, value
+
+
 @dataclass
 class PairJob:
     """Read one :class:`~rpx_cli.io.discover.Pair` with a task's readers and score it."""
@@ -103,24 +112,27 @@ class PairJob:
 
         try:
             try:
-                gt = worker.read("gt", gt_path, pair.gt_rel, reader("gt"))
+                gt = self._read(worker, pair, "gt", reader)
                 if pair.aux:
                     gt = task.attach(gt, self._read_aux(worker, pair, reader), params)
             except RpxError as exc:
                 return self._failed(worker, pair, exc, "gt", gt_path)
             broken: RpxError | None = None
+            partly = False
             if pred_path is None:
                 pred = task.empty_prediction(gt, params)
             else:
                 try:
                     with pixel_budget(task.prediction_size(gt, params), gt_path):
-                        pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
+                        pred = self._read(worker, pair, "pred", reader)
+                except PartlyRead as exc:  # a folder pair: the files that read, scored
+                    broken, pred, partly = exc.error, exc.value, True
                 except RpxError as exc:
                     broken, pred = exc, task.empty_prediction(gt, params)
-            empty = pred_path is None or broken is not None
+            empty = pred_path is None or (broken is not None and not partly)
             try:
                 scored = self._score(worker, pair, *self._joined(pair, pred, gt, empty),
-                                     None if broken else pred_path)
+                                     None if empty else pred_path)
             except RpxError as exc:
                 if empty:
                     return self._failed(worker, pair, exc, "gt", gt_path)
@@ -131,19 +143,42 @@ class PairJob:
                 except RpxError:
                     return self._failed(worker, pair, exc, "gt", gt_path)
                 broken = exc
-            if broken is not None:
+            if broken is not None and not partly:
                 worker.forget("pred")  # the broken prediction is not among the files evaluated
             digests = worker.take_digests()
         except Exception as exc:
             raise RuntimeError(f"unexpected error while evaluating '{pair.stem}': {exc!r}") from exc
+        where = str(broken.path) if partly and broken is not None else str(pred_path)
         error = None if broken is None else replace(
-            pair_error(broken, pair.stem, str(pred_path), side="pred"), path=str(pred_path))
+            pair_error(broken, pair.stem, where, side="pred"), path=where)
         return Outcome(*scored, error, digests, worker.take_warnings(), worker.take_tally())
+
+    def _read(self, worker: Worker, pair: Pair, role: str,
+              reader: Callable[[str], Callable[[str, FileBuffer], Any]]) -> Any:
+        """One side of the pair: its file, or (``task.folder_pairs``) every file of its
+        folder, each into a slot of its own (each digested), combined by the task."""
+        root, rel = (pair.gt_dir, pair.gt_rel) if role == "gt" else (pair.pred_dir, pair.pred_rel)
+        path = os.path.join(root, str(rel))
+        if not self.task.folder_pairs:
+            return worker.read(role, path, rel, reader(role))
+        values, failed = [], None
+        for slot, (name, file) in enumerate(pair.entry.files(role)):
+            try:
+                values.append((name, worker.read(role, os.path.join(root, file), file,
+                                                 reader(role), slot=slot)))
+            except RpxError as exc:
+                if role == "gt":
+                    raise
+                failed = failed or exc  # a broken prediction file: as if it were missing
+        value = self.task.combine(values, self.params, role=role, path=path)
+        if failed is not None:
+            raise PartlyRead(failed, value)
+        return value
 
     def _joined(self, pair: Pair, pred: Any, gt: Any, empty: bool) -> tuple[Any, Any]:
         """The pair with its listed entry joined (``task.join``); ``empty``: ``pred`` is the
         task's empty prediction (the entry's prediction side is not joined to it)."""
-        if pair.entry is None:
+        if pair.entry is None or self.task.folder_pairs:
             return pred, gt
         return self.task.join(pred, gt, pair.entry, self.params, prediction=not empty)
 

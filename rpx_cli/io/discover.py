@@ -45,6 +45,22 @@ class Pair:
         return os.path.join(self.gt_dir, self.gt_rel)
 
 
+@dataclass(frozen=True, slots=True)
+class FolderEntry:
+    """The files of a pair whose unit is a folder on each side (``pair_folders``): each
+    file's name within the folder (its stem there, sorted) and its path relative to each
+    side's root (None: no such file among the predictions)."""
+
+    names: tuple[str, ...]
+    gt_rels: tuple[str, ...]
+    pred_rels: tuple[str | None, ...]
+
+    def files(self, role: str) -> list[tuple[str, str]]:
+        """``(name, relative path)`` of the side's files, in name order."""
+        rels = self.gt_rels if role == "gt" else self.pred_rels
+        return [(name, rel) for name, rel in zip(self.names, rels, strict=True) if rel is not None]
+
+
 @dataclass
 class Pairing:
     pairs: list[Pair]
@@ -260,3 +276,60 @@ def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: s
         n_pred_files=len(preds),
         n_gt_files=len(gts),
     )
+
+
+def pair_folders(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: str) -> Pairing:
+    """Pair two directories by the folders that hold their files (a task whose unit is a
+    folder: tracking3d's ``<scene>/<sample>.json``): a pair's stem is the folder's relative
+    path, its :class:`FolderEntry` lists the GT files and the prediction of each.
+
+    A GT folder without a prediction folder follows ``missing`` like a stem (``empty``: an
+    empty prediction). Within a pair, a GT file without a prediction file is listed in
+    ``gt_only`` (as ``folder/name``) and its prediction left empty; a prediction file
+    without a GT file is listed in ``pred_only`` and not read. Files directly in a root
+    (no folder) are an input error.
+    """
+    if missing not in MISSING_POLICIES:
+        raise ValueError(f"missing must be one of {MISSING_POLICIES}, got {missing!r}")
+    suffixes = tuple(suffixes)
+    preds, gts = discover(pred_dir, suffixes), discover(gt_dir, suffixes)
+    for root, found in ((gt_dir, gts), (pred_dir, preds)):
+        loose = sorted(stem for stem in found if "/" not in stem)
+        if loose:
+            raise InputError(f"{os.path.join(root, found[loose[0]])} is not in a folder: each "
+                             "folder is one unit (e.g. a scene of samples), "
+                             "<folder>/<name>", path=root)
+
+    def grouped(found: dict[str, str]) -> dict[str, dict[str, str]]:
+        folders: dict[str, dict[str, str]] = {}
+        for stem in sorted(found):
+            folder, _, name = stem.rpartition("/")
+            folders.setdefault(folder, {})[name] = found[stem]
+        return folders
+
+    pred_folders, gt_folders = grouped(preds), grouped(gts)
+    pairs: list[Pair] = []
+    pred_only = sorted(set(pred_folders) - set(gt_folders))
+    gt_only = sorted(set(gt_folders) - set(pred_folders))
+    pred_only_files = {stem: next(iter(pred_folders[stem].values())) for stem in pred_only}
+    gt_only_files = {stem: next(iter(gt_folders[stem].values())) for stem in gt_only}
+    for folder in sorted(gt_folders):
+        gt_files, pred_files = gt_folders[folder], pred_folders.get(folder)
+        if pred_files is None and missing != "empty":
+            continue
+        names = tuple(gt_files)
+        pred_rels = tuple((pred_files or {}).get(name) for name in names)
+        if pred_files is not None:
+            for name in names:
+                if name not in pred_files:
+                    gt_only.append(f"{folder}/{name}")
+                    gt_only_files[f"{folder}/{name}"] = gt_files[name]
+            for name in sorted(set(pred_files) - set(gt_files)):
+                pred_only.append(f"{folder}/{name}")
+                pred_only_files[f"{folder}/{name}"] = pred_files[name]
+        entry = FolderEntry(names, tuple(gt_files[name] for name in names), pred_rels)
+        pairs.append(Pair(folder, pred_dir, folder if pred_files is not None else None, gt_dir,
+                          folder, entry=entry))
+    return Pairing(pairs=pairs, pred_only=sorted(pred_only), gt_only=sorted(gt_only),
+                   pred_only_files=pred_only_files, gt_only_files=gt_only_files,
+                   n_pred_files=len(preds), n_gt_files=len(gts))

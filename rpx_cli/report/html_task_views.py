@@ -19,6 +19,7 @@ from rpx_cli.report.html_blocks import (
     section_html,
     table_html,
 )
+from rpx_cli.report.html_mota_recall import mota_recall_view
 from rpx_cli.report.render import lookup
 from rpx_cli.report.svg import data_list, esc, short
 
@@ -444,6 +445,7 @@ def _curves_bev(report: Mapping[str, Any]) -> str:
 TASK_VIEWS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "pr_curves": _pr_curves, "class_iou": _class_iou, "error_bands": _error_bands, "sequences": _sequences,
     "calibration": _calibration, "curves_bev": _curves_bev, "things_and_stuff": _things_and_stuff,
+    "mota_recall": mota_recall_view,
 }
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
-from rpx_cli.io.discover import Pair, Pairing, pair_dirs, pair_line, shard_layout
+from rpx_cli.io.discover import Pair, Pairing, pair_dirs, pair_folders, pair_line, shard_layout
 from rpx_cli.io.filebuffer import sha256_file
 from rpx_cli.params import resolve
 from rpx_cli.run.options import RunOptions
@@ -96,11 +96,15 @@ def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.
             raise ParameterError(f"{task.name} reads --pred-dir/--gt-dir or its input files, "
                                  "not both")
         # what the folders hold can settle parameters (detection's --pred-format auto), and
-        # each side is found by its own suffixes (YOLO .txt predictions, VOC .xml GT)
+        # each side is found by its own suffixes (YOLO .txt predictions, VOC .xml GT); a task
+        # whose pair is a folder of files on each side pairs folders (tracking3d's scenes)
         params = task.settle_inputs(params, {"pred": pred_dir, "gt": gt_dir})
         pred_suffixes, gt_suffixes = task.suffixes_for(params, "pred"), task.suffixes_for(params, "gt")
-        pairing = pair_dirs(pred_dir, gt_dir, pred_suffixes, missing=str(options.missing),
-                            gt_suffixes=gt_suffixes)
+        if task.folder_pairs:
+            pairing = pair_folders(pred_dir, gt_dir, pred_suffixes, missing=str(options.missing))
+        else:
+            pairing = pair_dirs(pred_dir, gt_dir, pred_suffixes, missing=str(options.missing),
+                                gt_suffixes=gt_suffixes)
         check_pairing(pairing, pred_dir, gt_dir, tuple(dict.fromkeys(pred_suffixes + gt_suffixes)),
                       str(options.missing))
     whole = pairing.digest()

@@ -157,6 +157,10 @@ class Task:
     # pairs with :meth:`list_pairs` instead of by stem, and :meth:`join` gives each pair its
     # entry once its files are read — in the worker, like any pair of files
     files_list_pairs: ClassVar[bool] = False
+    # a pair is a folder of files on each side (tracking3d: a scene's samples,
+    # <scene>/<sample>.json): the stem is the folder's path, every file is read with read()
+    # (and digested like any file) and each side's values handed to combine()
+    folder_pairs: ClassVar[bool] = False
 
     # --- parameters ---------------------------------------------------------------------
     # the task's parameters, one declaration each (rpx_cli.params.Option): the CLI flags,
@@ -304,6 +308,13 @@ class Task:
         :meth:`evaluate` wants them. ``prediction`` False: ``pred`` is the empty prediction
         (a missing or unreadable file): the entry's prediction side is not joined to it."""
         return pred, gt
+
+    def combine(self, values: list[tuple[str, Any]], params: Params, *, role: str,
+                path: str) -> Any:
+        """With :attr:`folder_pairs`: one side of a pair from what :meth:`read` returned for
+        each of its files (``(name within the folder, value)``, in name order; ``path`` is
+        the folder, for messages)."""
+        raise NotImplementedError(f"{self.name} pairs files, not folders")
 
     def read_files(self, files: Mapping[str, str], params: Params) -> FileInput:
         """Read the :attr:`file_inputs` (option name -> path) given instead of folders."""
