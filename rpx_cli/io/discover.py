@@ -32,9 +32,16 @@ class Pair:
     pred_dir: str
     pred_rel: str | None
     gt_dir: str
-    gt_rel: str
+    gt_rel: str | None  # None: a record of input files (Pair.record)
     aux: tuple[tuple[str, str, str | None], ...] = ()
     entry: Any = None
+
+    @classmethod
+    def record(cls, stem: str, index: int | None, pred_file: str, gt_file: str) -> Pair:
+        """A sample of input files that replace the folders (an image of COCO files, a row
+        of CSV tables): no file of its own; ``entry`` its index in what the task read (None:
+        a sample whose GT record could not be read, left out but still its shard's)."""
+        return cls(stem, pred_file, None, gt_file, None, entry=index)
 
     @property
     def pred_path(self) -> str | None:
@@ -42,7 +49,13 @@ class Pair:
 
     @property
     def gt_path(self) -> str:
-        return os.path.join(self.gt_dir, self.gt_rel)
+        return self.gt_dir if self.gt_rel is None else os.path.join(self.gt_dir, self.gt_rel)
+
+    @property
+    def stored(self) -> list[str | None]:
+        """What a ``--shard`` part stores of the pair, and its line in the shard's digest:
+        its stem, prediction and GT files; a record's stem alone."""
+        return [self.stem] if self.gt_rel is None else [self.stem, self.pred_rel, self.gt_rel]
 
 
 @dataclass
@@ -70,6 +83,13 @@ class Pairing:
         for stem in self.gt_only:
             digest.update(_raw(f"gt_only\t{stem}\n"))
         return digest.hexdigest()
+
+    def lines(self) -> list[tuple[str, str]]:
+        """(stem, line) of every pair and unpaired stem, for :func:`shard_layout`."""
+        lines = [(pair.stem, pair_line(pair.stored)) for pair in self.pairs]
+        lines += [(stem, pair_line((side, stem))) for side, stems in self.unpaired.items()
+                  for stem in stems]
+        return lines
 
     def with_aux(self, name: str, root: str, suffixes: Iterable[str]) -> Pairing:
         """Attach each pair's file in the auxiliary folder ``root`` (None where the folder

@@ -5,6 +5,7 @@ frequencies), with ``--class-map`` and LVIS' per-image cap applied."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -66,7 +67,13 @@ def read_coco_files(files: Mapping[str, str], params: Params,
                         f"not in {gt_file}; they are not evaluated (as pycocotools)")
     return FileInput(coco.stems, stats=StatTable(declared, {"frame": table}, table.n),
                      rows=rows, params={"categories": table.vocabulary, **extra},
-                     warnings=warnings, errors=coco.errors)
+                     warnings=warnings, errors=coco.errors, sample=partial(_sample, table))
+
+
+def _sample(table: FrameTable, i: int) -> tuple[Any, Any]:
+    """Image i's (prediction, GT) boxes, as ``Detection.read`` gives a pair (calculators)."""
+    frame = table[i]
+    return frame.pred, frame.gt
 
 
 
