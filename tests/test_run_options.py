@@ -253,3 +253,20 @@ def test_plan_and_run_evaluation_convert_their_options() -> None:
                                              r"2/4\), got 3/2"):
         run_evaluation("depth", str(DEPTH / "pred"), str(DEPTH / "gt"), {},
                        RunOptions(shard="3/2"))
+
+
+def test_readiness_cost_figures_are_declared(rpx, tmp_path: Path) -> None:
+    from rpx_cli.api import run_readiness
+
+    report = tmp_path / "eval.json"
+    rpx(f"eval depth {dirs(DEPTH)} -o {report}")
+    with pytest.raises(ParameterError) as caught:
+        run_readiness(str(report), cost={"latency_ms": "-1"})
+    assert str(caught.value) == "--latency-ms: must be >= 0, got '-1'"
+    run = rpx(["readiness", "--eval", report, "--latency-ms", "-1"])
+    assert run.exit_code == 2 and f"Error: {caught.value}\n" in run.stderr, run.stderr
+    with pytest.raises(ParameterError, match=r"unknown option\(s\) for the cost figures: "
+                                             r"latency \(did you mean latency_ms\?\)"):
+        run_readiness(str(report), cost={"latency": 3})
+    ready = run_readiness(str(report), cost={"latency_ms": "12"}).report
+    assert ready["cost"]["latency_ms"] == 12.0

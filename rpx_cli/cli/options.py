@@ -329,20 +329,6 @@ def executor_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return click_option(EXECUTOR)(func)
 
 
-class InputFileType(click.Path):
-    """An input file: a local path that must exist, or a URL (``s3://...``) read later."""
-
-    def __init__(self) -> None:
-        super().__init__(exists=True, dir_okay=False)
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
-        from rpx_cli.io.remote import is_url
-
-        if isinstance(value, str) and is_url(value):
-            return value
-        return super().convert(value, param, ctx)
-
-
 def pair_options(*, default_missing: str, dirs_required: bool = True,
                  inputs: tuple[tuple[str, str], tuple[str, str]] = (
                      ("pred_dir", "Folder of predictions."), ("gt_dir", "Folder of ground truth.")),

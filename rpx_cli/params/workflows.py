@@ -2,7 +2,8 @@
 (:data:`RUN_OPTIONS`: ``--missing``, ``--on-error``, ``--jobs``, ``--shard``, ``--no-rows``,
 the digest cache, object storage, ``--executor``/``--scheduler``), its strata
 (:data:`STRATA_OPTIONS`: ``--manifest``, ``--primary-metric``, ``--bootstrap``, ``--seed``),
-``rpx stability`` (:data:`STABILITY_OPTIONS`) and ``rpx compare`` (:data:`COMPARE_OPTIONS`).
+``rpx stability`` (:data:`STABILITY_OPTIONS`), ``rpx compare`` (:data:`COMPARE_OPTIONS`) and
+``rpx readiness``'s cost figures (:data:`COST_OPTIONS`).
 
 The click flags, the ``rpx.toml`` keys, the Python API keywords
 (:data:`rpx_cli.run.options.RUN_KEYWORDS`) and :class:`rpx_cli.run.options.RunOptions` come
@@ -184,3 +185,16 @@ FORCE = Option(
     help="Compare reports of different tasks or parameters (a warning, not an error).")
 
 COMPARE_OPTIONS = (NO_REGRESSION, COMPARE_BOOTSTRAP, COMPARE_SEED, FORCE)
+
+# --- rpx readiness (run_readiness) -----------------------------------------------------------------
+
+COST_OPTIONS = (
+    Option("params_m", "--params-m", "float", None, minimum=0.0, help="Parameters, millions."),
+    Option("flops_g", "--flops-g", "float", None, minimum=0.0, help="GFLOPs per sample."),
+    Option("latency_ms", "--latency-ms", "float", None, minimum=0.0,
+           help="Latency per sample, ms."),
+    Option("actmem_gb", "--actmem-gb", "float", None, minimum=0.0,
+           help="Peak activation memory, GB (fp16)."),
+)
+MODEL_NAME = Option("model_name", "--model-name", "str", None, metavar="NAME",
+                    help="The model's name.")
