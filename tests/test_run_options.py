@@ -72,6 +72,16 @@ def test_the_api_keywords_are_the_declarations() -> None:
     assert {option.param for option in STRATA_OPTIONS} == {f.name for f in dataclasses.fields(Strata)}
 
 
+def test_every_workflow_default_is_its_own_converted_value() -> None:
+    from rpx_cli.params.workflows import COST_OPTIONS, MODEL_NAME
+
+    for option in (*RUN_OPTIONS, *STRATA_OPTIONS, *STABILITY_OPTIONS, *COMPARE_OPTIONS,
+                   *COST_OPTIONS, MODEL_NAME):
+        expected = tuple(option.default) if option.multiple else option.default
+        assert option.convert(option.default) == expected, option.flag
+    assert RunOptions() == RunOptions.of()
+
+
 def _toml(tmp_path: Path, table: str, option: Option, text: str) -> str:
     config = tmp_path / "rpx.toml"
     config.write_text(f"[{table}]\n{option.name} = {json.dumps(text)}\n")
