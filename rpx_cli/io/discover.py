@@ -16,8 +16,6 @@ from typing import Any
 
 from rpx_cli.errors import InputError, escaped
 
-MISSING_POLICIES = ("error", "skip", "empty")
-
 
 @dataclass(frozen=True, slots=True)
 class Pair:
@@ -251,12 +249,11 @@ def index_paths(root: str, rels: Iterable[str], suffixes: Iterable[str]) -> dict
 def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: str) -> Pairing:
     """Pair the files of two directories by stem, rows ordered by stem.
 
-    ``missing``: ``error`` leaves unpaired stems for the caller to reject, ``skip`` pairs the
-    intersection, ``empty`` also keeps GT stems without a prediction (``pred_path`` None).
-    Unpaired stems are always listed.
+    ``missing`` (``--missing``, checked by its declaration:
+    :data:`rpx_cli.params.workflows.MISSING`): ``error`` leaves unpaired stems for the
+    caller to reject, ``skip`` pairs the intersection, ``empty`` also keeps GT stems without
+    a prediction (``pred_path`` None). Unpaired stems are always listed.
     """
-    if missing not in MISSING_POLICIES:
-        raise ValueError(f"missing must be one of {MISSING_POLICIES}, got {missing!r}")
     suffixes = tuple(suffixes)
     preds = discover(pred_dir, suffixes)
     gts = discover(gt_dir, suffixes)

@@ -20,10 +20,10 @@ from dataclasses import replace
 from typing import Any
 
 from rpx_cli.errors import ParameterError
-from rpx_cli.io.discover import MISSING_POLICIES
 from rpx_cli.params.option import Option
 from rpx_cli.params.parsers import parse_no_regression, shard
 
+MISSING_POLICIES = ("error", "skip", "empty")  # io.discover.pair_dirs: what each means
 ON_ERROR_POLICIES = ("fail", "skip")
 EXECUTORS = ("local", "dask")
 MAX_JOBS = 4096  # worker processes; more than any machine's CPUs
