@@ -16,8 +16,6 @@ from typing import Any
 
 from rpx_cli.errors import InputError, escaped
 
-MISSING_POLICIES = ("error", "skip", "empty")
-
 
 @dataclass(frozen=True, slots=True)
 class Pair:
@@ -32,9 +30,16 @@ class Pair:
     pred_dir: str
     pred_rel: str | None
     gt_dir: str
-    gt_rel: str
+    gt_rel: str | None  # None: a record of input files (Pair.record)
     aux: tuple[tuple[str, str, str | None], ...] = ()
     entry: Any = None
+
+    @classmethod
+    def record(cls, stem: str, index: int | None, pred_file: str, gt_file: str) -> Pair:
+        """A sample of input files that replace the folders (an image of COCO files, a row
+        of CSV tables): no file of its own; ``entry`` its index in what the task read (None:
+        a sample whose GT record could not be read, left out but still its shard's)."""
+        return cls(stem, pred_file, None, gt_file, None, entry=index)
 
     @property
     def pred_path(self) -> str | None:
@@ -42,7 +47,13 @@ class Pair:
 
     @property
     def gt_path(self) -> str:
-        return os.path.join(self.gt_dir, self.gt_rel)
+        return self.gt_dir if self.gt_rel is None else os.path.join(self.gt_dir, self.gt_rel)
+
+    @property
+    def stored(self) -> list[str | None]:
+        """What a ``--shard`` part stores of the pair, and its line in the shard's digest:
+        its stem, prediction and GT files; a record's stem alone."""
+        return [self.stem] if self.gt_rel is None else [self.stem, self.pred_rel, self.gt_rel]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +97,13 @@ class Pairing:
         for stem in self.gt_only:
             digest.update(_raw(f"gt_only\t{stem}\n"))
         return digest.hexdigest()
+
+    def lines(self) -> list[tuple[str, str]]:
+        """(stem, line) of every pair and unpaired stem, for :func:`shard_layout`."""
+        lines = [(pair.stem, pair_line(pair.stored)) for pair in self.pairs]
+        lines += [(stem, pair_line((side, stem))) for side, stems in self.unpaired.items()
+                  for stem in stems]
+        return lines
 
     def with_aux(self, name: str, root: str, suffixes: Iterable[str]) -> Pairing:
         """Attach each pair's file in the auxiliary folder ``root`` (None where the folder
@@ -250,12 +268,11 @@ def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: s
     files read on both sides, or on the prediction side when ``gt_suffixes`` names the GT
     side's: YOLO ``.txt`` predictions against VOC ``.xml`` GT).
 
-    ``missing``: ``error`` leaves unpaired stems for the caller to reject, ``skip`` pairs the
-    intersection, ``empty`` also keeps GT stems without a prediction (``pred_path`` None).
-    Unpaired stems are always listed.
+    ``missing`` (``--missing``, checked by its declaration:
+    :data:`rpx_cli.params.workflows.MISSING`): ``error`` leaves unpaired stems for the
+    caller to reject, ``skip`` pairs the intersection, ``empty`` also keeps GT stems without
+    a prediction (``pred_path`` None). Unpaired stems are always listed.
     """
-    if missing not in MISSING_POLICIES:
-        raise ValueError(f"missing must be one of {MISSING_POLICIES}, got {missing!r}")
     suffixes = tuple(suffixes)
     preds = discover(pred_dir, suffixes)
     gts = discover(gt_dir, suffixes if gt_suffixes is None else tuple(gt_suffixes))
@@ -289,8 +306,6 @@ def pair_folders(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing
     without a GT file is listed in ``pred_only`` and not read. Files directly in a root
     (no folder) are an input error.
     """
-    if missing not in MISSING_POLICIES:
-        raise ValueError(f"missing must be one of {MISSING_POLICIES}, got {missing!r}")
     suffixes = tuple(suffixes)
     preds, gts = discover(pred_dir, suffixes), discover(gt_dir, suffixes)
     for root, found in ((gt_dir, gts), (pred_dir, preds)):

@@ -1,12 +1,15 @@
-"""Parsers of option values, shared by every task that has such an option. Each takes the
-text of a flag (or a ``rpx.toml`` value) or the Python value an API caller passes, and
-returns the typed value or raises ``ValueError`` with the reason (the :class:`Option` adds
-the flag's name)."""
+"""Parsers of option values, shared by every task or workflow that has such an option. Each
+takes the text of a flag (or a ``rpx.toml`` value) or the Python value an API caller passes,
+and returns the typed value or raises ``ValueError`` with the reason (the :class:`Option`
+adds the flag's name). Also here: a report path (``dataset.per_class["car"].iou``), what a
+gate and a no-regression gate name, so that ``report/`` and the options read it alike."""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rpx_cli.params.values import Band
@@ -81,6 +84,31 @@ def iou_threshold(value: Any) -> float:
     if not 0 < result <= 1:
         raise ValueError(f"IoU threshold must be in (0, 1], got {_shown(value)}")
     return result
+
+
+MAX_SHARDS = 1_000_000
+
+
+def shard(value: Any) -> tuple[int, int]:
+    """``K/N``: shard K (1-based) of N, with 1 <= K <= N (``(k, n)`` from Python)."""
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        index, count = integer(value[0]), integer(value[1])
+    elif isinstance(value, str):
+        head, sep, tail = value.partition("/")
+        if not (sep and _digits(head) and _digits(tail)):
+            raise ValueError(f"expected K/N with 1 <= K <= N (e.g. 2/4), got {value!r}")
+        index, count = int(head), int(tail)
+    else:
+        raise ValueError(f"expected K/N with 1 <= K <= N (e.g. 2/4), got {value!r}")
+    if not 1 <= index <= count:
+        raise ValueError(f"expected K/N with 1 <= K <= N (e.g. 2/4), got {index}/{count}")
+    if count > MAX_SHARDS:
+        raise ValueError(f"at most {MAX_SHARDS:,} shards, got {count}")
+    return index, count
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def parse_band(value: Any) -> Band:
@@ -179,3 +207,56 @@ def parse_image_size(value: Any) -> tuple[int, int]:
     if w < 1 or h < 1:
         raise ValueError(f"expected W,H >= 1, got {value!r}")
     return w, h
+
+
+# --- report paths (gates) -----------------------------------------------------------------
+
+_SEGMENT = re.compile(r'\["((?:[^"\\]|\\.)*)"\]|([^.\[\]<>=]+)')
+
+
+def parse_path(text: str) -> tuple[str, ...]:
+    """``a.b["c.d"].e`` -> ``("a", "b", "c.d", "e")``; ValueError when malformed."""
+    segments: list[str] = []
+    position = 0
+    text = text.strip()
+    while position < len(text):
+        if text[position] == "." and segments:
+            position += 1
+        match = _SEGMENT.match(text, position)
+        if match is None:
+            raise ValueError(f"cannot read the path {text!r} at character {position + 1}")
+        quoted, plain = match.groups()
+        segments.append(plain.strip() if quoted is None else quoted.replace('\\"', '"'))
+        position = match.end()
+    if not segments or any(not s for s in segments):
+        raise ValueError(f"empty path in {text!r}")
+    return tuple(segments)
+
+
+@dataclass(frozen=True)
+class NoRegression:
+    """``METRIC[:TOL]``: TOL absolute (``0.01``) or relative (``5%``), default 0."""
+
+    text: str
+    path: tuple[str, ...]
+    tolerance: float
+    relative: bool
+
+
+def parse_no_regression(text: str) -> NoRegression:
+    """``METRIC[:TOL]`` (``absrel:5%``, ``dataset.miou``); ValueError when malformed."""
+    metric, sep, tol = text.rpartition(":") if ":" in text else (text, "", "")
+    if not sep:
+        metric, tol = text, "0"
+    tol = tol.strip()
+    relative = tol.endswith("%")
+    try:
+        value = float(tol[:-1] if relative else tol)
+    except ValueError:
+        raise ValueError(f"tolerance {tol!r} is not a number or a percentage (in {text!r})") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"tolerance must be a non-negative number (in {text!r})")
+    path = parse_path(metric)
+    if len(path) == 1:
+        path = ("aggregate", *path)  # a bare metric name means aggregate.<name>
+    return NoRegression(text.strip(), path, value / 100 if relative else value, relative)

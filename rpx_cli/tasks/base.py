@@ -78,8 +78,10 @@ class FileInput:
     """Inputs a task read from files that replace the two folders (:attr:`Task.file_inputs`,
     e.g. COCO files), one entry per stem. Either ``samples`` — (prediction, GT) pairs in the
     form ``read`` returns, evaluated like pairs read from folders — or, when the task can
-    build its statistics faster in bulk, ``stats`` with the public ``rows`` values. A bad
-    record is not the whole file's error: it is listed in ``errors`` (a bad prediction
+    build its statistics faster in bulk, ``stats`` with the public ``rows`` values, and
+    ``sample``: sample i's (prediction, GT) in the form ``read`` returns, built on demand,
+    for the plugin calculators (a task that cannot give it refuses a run with plugins). A
+    bad record is not the whole file's error: it is listed in ``errors`` (a bad prediction
     record scored as the sample's empty prediction, a bad GT record's sample left out), and
     ``--on-error`` decides (:func:`rpx_cli.run.files.run_file_evaluation`)."""
 
@@ -87,6 +89,7 @@ class FileInput:
     samples: list[tuple[Any, Any]] | None = None
     stats: StatTable | None = None
     rows: list[dict[str, Any]] | None = None
+    sample: Callable[[int], tuple[Any, Any]] | None = None  # bulk: stem i's (pred, gt)
     params: dict[str, Any] | None = None  # added to the report's params (e.g. categories)
     warnings: list[str] | None = None
     # the files the rows name as pred_path/gt_path (default: the last and the first of
