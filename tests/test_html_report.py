@@ -407,7 +407,7 @@ def test_a_large_confusion_matrix_is_drawn_compactly_with_every_count() -> None:
     are a path per colour step; the page stays small."""
     import re
 
-    from rpx_cli.report.svg import heatmap
+    from rpx_cli.report.svg_grids import heatmap
 
     rng = np.random.default_rng(0)
     labels = [f"class_{k}" for k in range(81)]

@@ -43,8 +43,8 @@ from rpx_cli.report.html_sections import (
 )
 from rpx_cli.report.html_task_views import task_view
 from rpx_cli.report.html_workflow_views import WORKFLOW_VIEWS
+from rpx_cli.report.markup import esc, escaped_document, short
 from rpx_cli.report.render import lookup
-from rpx_cli.report.svg import esc, escaped_document, short
 
 __all__ = ["CSS", "READINESS", "WORST_N", "direction", "render_html"]
 

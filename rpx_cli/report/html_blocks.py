@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rpx_cli.report.declared import metric_direction, unit
-from rpx_cli.report.svg import datum, esc, short
+from rpx_cli.report.markup import datum, esc, short
 
 _READINESS_WAY = {"ts_score": "higher", "sgc": "higher", "latency_ms": "lower", "params_m": "lower",
                   "flops_g": "lower", "actmem_gb": "lower"}

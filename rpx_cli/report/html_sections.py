@@ -16,8 +16,8 @@ from rpx_cli.report.html_blocks import (
     section_html,
     table_html,
 )
+from rpx_cli.report.markup import datum, esc, short
 from rpx_cli.report.render import lookup
-from rpx_cli.report.svg import datum, esc, short
 
 WORST_N = 10
 READINESS = ("summary.s_overall", "summary.primary_aggregate", "summary.delta_int", "summary.delta_rec",

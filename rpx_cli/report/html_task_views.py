@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rpx_cli.report import declared, svg
+from rpx_cli.report import declared, svg, svg_bars, svg_grids, svg_lines
 from rpx_cli.report.html_blocks import (
     axis_label,
     cell_html,
@@ -19,8 +19,8 @@ from rpx_cli.report.html_blocks import (
     section_html,
     table_html,
 )
+from rpx_cli.report.markup import data_list, esc, short
 from rpx_cli.report.render import lookup
-from rpx_cli.report.svg import data_list, esc, short
 
 
 def _confusion(confusion: Mapping[str, Any], what: str) -> str:
@@ -28,9 +28,9 @@ def _confusion(confusion: Mapping[str, Any], what: str) -> str:
     if not labels or not matrix:
         return ""
     columns = confusion.get("columns") or labels
-    counts = svg.heatmap(labels, columns, matrix, title=f"{what} confusion matrix (counts)",
+    counts = svg_grids.heatmap(labels, columns, matrix, title=f"{what} confusion matrix (counts)",
                          normalise_rows=False, attrs={"name": "confusion-counts"})
-    shares = svg.heatmap(labels, columns, matrix, title=f"{what} confusion matrix (row-normalised)",
+    shares = svg_grids.heatmap(labels, columns, matrix, title=f"{what} confusion matrix (row-normalised)",
                          normalise_rows=True, attrs={"name": "confusion-rows"})
     return section_html("confusion matrix", counts + shares,
                         "<b>rows are ground truth, columns are predictions</b>; the second matrix divides each "
@@ -48,7 +48,7 @@ def _per_class_bars(per_class: Mapping[str, Any], field: str, *, title: str, way
     entries.sort(key=lambda e: (e[1] is None, e[1] if way != "lower" else -(e[1] or 0.0)))
     notes = [f"n={entry.get('support')}" if isinstance(entry, Mapping) and "support" in entry else ""
              for entry in (per_class[label] for label, _ in entries)]
-    return svg.bar_chart([label for label, _ in entries], [v for _, v in entries], title=title,
+    return svg_bars.bar_chart([label for label, _ in entries], [v for _, v in entries], title=title,
                          value_label=label or field, domain=domain, notes=notes,
                          attrs={"name": name, "field": field})
 
@@ -60,7 +60,7 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
     curves = coco.get("curves")
     if curves:
         recall = curves["recall"]
-        out.append(section_html("precision–recall", svg.line_chart(
+        out.append(section_html("precision–recall", svg_lines.line_chart(
             [{"name": "IoU 0.5", "y": curves["iou50"]["overall"]["precision"]},
              {"name": "IoU 0.5:0.95 (mean)", "y": curves["iou50_95"]["overall"]["precision"], "dash": "6 3"}],
             x=recall, title="precision–recall, mean over classes with GT", x_label="recall",
@@ -77,7 +77,7 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
         threshold = lookup(report, "params.conf_threshold")
         markers = [{"x": threshold, "y": pooled.get(k), "label": f"{k} {short(pooled.get(k))}"}
                    for k in ("precision", "recall", "f1")] if threshold is not None else []
-        out.append(section_html("precision, recall and F1 against confidence", svg.line_chart(
+        out.append(section_html("precision, recall and F1 against confidence", svg_lines.line_chart(
             [{"name": "precision", "y": curve["precision"]}, {"name": "recall", "y": curve["recall"], "dash": "6 3"},
              {"name": "F1", "y": curve["f1"], "dash": "2 2"}], x=curve["conf_threshold"],
             title="pooled P/R/F1 against the confidence threshold", x_label="confidence threshold (score >=)",
@@ -93,7 +93,7 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
                    "bkg": "background", "miss": "missed GT", "fp": "all false positives",
                    "fn": "all false negatives"}
         counts = errors.get("counts") or {}
-        out.append(section_html("error breakdown (TIDE)", svg.bar_chart(
+        out.append(section_html("error breakdown (TIDE)", svg_bars.bar_chart(
             [f"{n} — {meaning[n]}" for n in names], [errors.get(n) for n in names],
             title="TIDE: AP50 gained by fixing each error type", value_label="dAP (0–1 scale)",
             notes=[plural(counts[n], "error") if n in counts else "" for n in names],
@@ -108,7 +108,7 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
         per_class = curves["iou50"]["per_class"]
         ap = {k: (v or {}).get("AP") for k, v in (coco.get("per_class") or {}).items()}
         order = sorted(per_class, key=lambda k: (ap.get(k) is None, ap.get(k) or 0.0))
-        charts = [svg.line_chart(
+        charts = [svg_lines.line_chart(
             [{"name": "IoU 0.5", "y": per_class[k]["precision"]},
              {"name": "0.5:0.95", "y": curves["iou50_95"]["per_class"][k]["precision"], "dash": "6 3"}],
             x=curves["recall"], x_attr=False, title=f"{k}: precision–recall",
@@ -147,7 +147,7 @@ def _bands(report: Mapping[str, Any]) -> str:
         if section is None:
             continue
         values = [report[section].get(key) for key in keys]
-        charts.append(svg.bar_chart([band.label for band in bands],
+        charts.append(svg_bars.bar_chart([band.label for band in bands],
                                     [v if is_number(v) else None for v in values],
                                     title=f"{metric} per band ({section})",
                                     value_label=axis_label(report, metric),
@@ -169,7 +169,7 @@ def _distribution(report: Mapping[str, Any], metric: str | None = None) -> str:
     values = [r.get(metric) for r in rows if is_number(r.get(metric))]
     if len(values) < 2:
         return ""
-    return section_html(f"per-row distribution of {metric}", svg.histogram(
+    return section_html(f"per-row distribution of {metric}", svg_bars.histogram(
         values, title=f"{metric} over {len(values)} rows", x_label=axis_label(report, metric, way=False),
         attrs={"name": "distribution", "metric": metric}),
         f"{len(rows) - len(values)} row(s) without a value left out", kind="distribution")
@@ -187,7 +187,7 @@ def _by_depth(report: Mapping[str, Any]) -> str:
         return ""
     labels = [f"[{short(lo)}, {short(hi) if hi is not None else 'inf'}) m" for lo, hi in by_depth["bins"]]
     notes = [f"n={n:,}" for n in by_depth["n"]]
-    charts = [svg.bar_chart(labels, by_depth[key], title=f"{key} per bin of GT depth", value_label=key,
+    charts = [svg_bars.bar_chart(labels, by_depth[key], title=f"{key} per bin of GT depth", value_label=key,
                             notes=notes, width=420, attrs={"name": "by-depth", "metric": key})
               for key in ("absrel", "rmse")]
     out = [section_html("error by depth", f'<div class="multiples">{"".join(charts)}</div>',
@@ -203,7 +203,7 @@ def _by_depth(report: Mapping[str, Any]) -> str:
         names = [short(edges[k]) for k in span]
         matrix = [[sum(counts[i][:lo]), *(counts[i][j] for j in span), sum(counts[i][hi:])] for i in rows]
         columns = [f"< {short(edges[lo])}", *names, f">= {short(edges[hi]) if hi < len(edges) else 'inf'}"]
-        out.append(section_html("predicted against GT depth", svg.heatmap(
+        out.append(section_html("predicted against GT depth", svg_grids.heatmap(
             [short(edges[i]) for i in rows], columns, matrix, title="pixels per GT and predicted depth bin",
             normalise_rows=True, row_label="GT depth (bin start, m)", column_label="predicted depth (bin start, m)",
             attrs={"name": "pred-vs-gt"}), "<b>rows are GT depth, columns the prediction</b>, each row "
@@ -230,14 +230,14 @@ def _sequences(report: Mapping[str, Any]) -> str:
                            attrs=[f'data-stem="{esc(r.get("stem"))}"' for r in rows], table="sequences")
         out.append(section_html("per sequence", table, "dataset = summed over sequences (not a mean of rows)",
                                 kind="sequences"))
-        out.append(section_html("HOTA and MOTA per sequence", svg.grouped_bars(
+        out.append(section_html("HOTA and MOTA per sequence", svg_bars.grouped_bars(
             [str(r.get("stem")) for r in rows], ["hota", "mota", "idf1"],
             [[r.get(k) for r in rows] for k in ("hota", "mota", "idf1")], title="per-sequence scores",
             y_label="score", x_label="sequence", domain=None, attrs={"name": "sequences"}), kind="sequence-bars"))
     alpha = lookup(report, "dataset.hota_alpha")
     if isinstance(alpha, Mapping) and alpha.get("alpha"):
         series = [{"name": k, "y": alpha[k]} for k in ("hota", "deta", "assa") if isinstance(alpha.get(k), list)]
-        out.append(section_html("HOTA against the localisation threshold α", svg.line_chart(
+        out.append(section_html("HOTA against the localisation threshold α", svg_lines.line_chart(
             series, x=alpha["alpha"], x_domain=(0.0, 1.0), title="HOTA, DetA, AssA against α",
             x_label="α (IoU threshold)", y_label="score", attrs={"name": "hota-alpha"}), kind="hota-alpha"))
     return "".join(out)
@@ -253,7 +253,7 @@ def _calibration(report: Mapping[str, Any]) -> str:
         xs = [c for c in conf]
         markers = [{"x": c, "y": a, "label": ""} for c, a in zip(conf, acc, strict=False)
                    if c is not None and a is not None]
-        chart = svg.line_chart(
+        chart = svg_lines.line_chart(
             [{"name": "perfect calibration", "x": [0.0, 1.0], "y": [0.0, 1.0], "dash": "4 4",
               "colour": svg.NEUTRAL},
              {"name": "model", "x": xs, "y": acc}], title="reliability diagram",
@@ -285,7 +285,7 @@ def _class_pr_curves(dataset: Mapping[str, Any]) -> str:
     ap = {k: (per_class.get(k) or {}).get("ap") for k in curves["per_class"]}
     order = [k for k in sorted(curves["per_class"], key=lambda k: (ap.get(k) is None, ap.get(k) or 0.0))
              if curves["per_class"][k]]
-    charts = [svg.line_chart(
+    charts = [svg_lines.line_chart(
         [{"name": "precision", "y": curves["per_class"][k]["precision"]},
          {"name": "score", "y": curves["per_class"][k]["score"], "dash": "4 3"}],
         x=curves["recall"], x_attr=False, title=f"{k}: precision–recall", x_label=f"recall — {k} (AP {short(ap.get(k))})",
@@ -328,7 +328,7 @@ def _things_and_stuff(report: Mapping[str, Any]) -> str:
                   and is_number(entry.get("rq")) and is_number(entry.get("sq"))]
         if points:
             markers = [{"x": rq, "y": sq, "label": name} for name, rq, sq, _ in points]
-            chart = svg.line_chart([], title="SQ against RQ per class", x_label="RQ (recognition: "
+            chart = svg_lines.line_chart([], title="SQ against RQ per class", x_label="RQ (recognition: "
                                    "TP / (TP + FP/2 + FN/2))", y_label="SQ (mean IoU of the matches)",
                                    y_domain=(0.0, 1.0),
                                    markers=markers, legend=False,
@@ -378,7 +378,7 @@ def _class_band_grid(report: Mapping[str, Any], field: str) -> str:
         return ""
     names = sorted(entries, key=lambda k: (not is_number(entries[k].get(field)), entries[k].get(field) or 0.0))
     values = [[entries[k].get(key) if is_number(entries[k].get(key)) else None for key in keys] for k in names]
-    return section_html(f"{field} per class and range", svg.value_grid(
+    return section_html(f"{field} per class and range", svg_grids.value_grid(
         names, ["all", *(band.label for band in bands)], values, title=f"{field} per class and range band",
         value_label=field, row_label="class", column_label="range band (distance from the sensor)",
         attrs={"name": "class-bands", "field": field}),
@@ -408,7 +408,7 @@ def _curves_bev(report: Mapping[str, Any]) -> str:
             series = [{"name": t.label, "y": curves[k][t.token]["precision"], "x": curves[k][t.token]["recall"],
                        "dash": "" if i == 0 else ("6 3", "2 2", "8 2 2 2")[(i - 1) % 3]}
                       for i, t in enumerate(thresholds) if curves[k].get(t.token)]
-            charts.append(svg.line_chart(series, title=f"{k}: precision–recall", x_label=f"recall — {k} "
+            charts.append(svg_lines.line_chart(series, title=f"{k}: precision–recall", x_label=f"recall — {k} "
                                          f"(AP {short(ap.get(k))})", y_label="precision", width=270, height=210,
                                          legend=k == order[0], attrs={"name": "pr-threshold", "class": k}))
         more = f"; {len(order) - MAX_CLASS_CHARTS} more in dataset.curves" if len(order) > MAX_CLASS_CHARTS else ""
@@ -425,7 +425,7 @@ def _curves_bev(report: Mapping[str, Any]) -> str:
                 peak = max([v for key in ERROR_CURVES for v in curve[key] if v is not None] or [1.0])
                 series = [{"name": label, "y": curve[key], "x": curve["recall"]}
                           for key, label in ERROR_CURVES.items()]
-                charts.append(svg.line_chart(series, title=f"{k}: TP errors against recall",
+                charts.append(svg_lines.line_chart(series, title=f"{k}: TP errors against recall",
                                              x_label=f"recall — {k}", y_label="error", y_domain=(0.0, max(peak, 1e-9)),
                                              width=270, height=210, legend=k == order[0],
                                              attrs={"name": "tp-errors", "class": k}))
