@@ -96,7 +96,7 @@ def _both_models(metrics: list[Mapping[str, Any]]) -> str:
         if all(v is None for v in values):
             continue
         charts.append(svg_intervals.model_intervals([{"label": m["metric"], "values": values, "intervals": intervals}],
-                                          title=m["metric"], attrs={"name": "models", "metric": m["metric"]}))
+                                                    title=m["metric"], attrs={"name": "models", "metric": m["metric"]}))
     if not charts:
         return ""
     more = f"; the first {MAX_MODEL_CHARTS} shown" if len(metrics) > MAX_MODEL_CHARTS else ""
