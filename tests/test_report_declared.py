@@ -224,7 +224,7 @@ def test_report_package_names_no_task() -> None:
 
 def _strings_outside_workflows(path: Path) -> list[tuple[int, str]]:
     """String constants of a module, leaving out a module or function named after a
-    workflow kind (``readiness_view.py``, ``schema_defs.stability``)."""
+    workflow kind (``readiness_view.py``, ``schema_workflows.stability``)."""
     if path.stem.startswith(WORKFLOW_KINDS):
         return []
     out: list[tuple[int, str]] = []
