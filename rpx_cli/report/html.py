@@ -31,7 +31,6 @@ from rpx_cli.report.html_blocks import (
 )
 from rpx_cli.report.html_frames import frames_section
 from rpx_cli.report.html_sections import (
-    READINESS,
     WORST_N,
     all_metrics_section,
     gates_section,
@@ -46,7 +45,7 @@ from rpx_cli.report.html_workflow_views import WORKFLOW_VIEWS
 from rpx_cli.report.markup import esc, escaped_document, short
 from rpx_cli.report.render import lookup
 
-__all__ = ["CSS", "READINESS", "WORST_N", "direction", "render_html"]
+__all__ = ["CSS", "WORST_N", "direction", "render_html"]
 
 CSS = """
 :root{--bg:#fff;--fg:#1b1f24;--muted:#5b6570;--line:#d0d7de;--grid:#eaeef2;--panel:#f6f8fa;

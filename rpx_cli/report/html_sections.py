@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rpx_cli.deploy.figures import READINESS_HEADLINE
 from rpx_cli.report.declared import rank_metric, row_labels
 from rpx_cli.report.html_blocks import (
     ARROW,
@@ -20,8 +21,6 @@ from rpx_cli.report.markup import datum, esc, short
 from rpx_cli.report.render import lookup
 
 WORST_N = 10
-READINESS = ("summary.s_overall", "summary.primary_aggregate", "summary.delta_int", "summary.delta_rec",
-             "summary.ts_score", "summary.sgc", "summary.latency_ms", "summary.params_m", "summary.flops_g")
 
 
 def summary_text(report: Mapping[str, Any]) -> str:
@@ -73,7 +72,7 @@ def gates_section(report: Mapping[str, Any]) -> str:
 def headline_paths(report: Mapping[str, Any]) -> list[str]:
     from rpx_cli.report import render
 
-    preferred = READINESS if report.get("schema") == "rpx.readiness" else render.headline_paths(report)
+    preferred = READINESS_HEADLINE if report.get("schema") == "rpx.readiness" else render.headline_paths(report)
     paths = [p for p in preferred if is_number(lookup(report, p))]
     if len(paths) < 4:
         for path, value in render.headline(report):

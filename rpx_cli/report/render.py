@@ -6,10 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from rpx_cli.deploy.figures import STABILITY_HEADLINE
 from rpx_cli.report import declared
 
 _SKIP_TOP = {"schema_version", "n_pairs", "block_size", "threshold"}
-STABILITY_HEADLINE = ("ts_score",)  # an rpx stability report's figure a reader looks at first
 
 
 def _scalars(prefix: str, value: Any, out: list[tuple[str, Any]], depth: int = 0) -> None:

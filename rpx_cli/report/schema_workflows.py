@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rpx_cli.deploy.figures import COST_METRICS
 from rpx_cli.report.schema_envelope import DIRECTION, DRAFT, GATES, NUM_OR_NULL, PROVENANCE_REF, STEMS
 from rpx_cli.report.schema_provenance import self_contained
 
@@ -66,7 +67,7 @@ def readiness() -> dict[str, Any]:
             "strata": {"type": ["object", "null"]}, "stability": {"type": ["object", "null"]},
             "coherence": {"type": ["object", "null"]},
             "cost": {"type": "object", "properties": {
-                key: NUM_OR_NULL for key in ("params_m", "flops_g", "latency_ms", "actmem_gb")}},
+                key: NUM_OR_NULL for key in COST_METRICS}},
             "run_provenance": PROVENANCE_REF,
             "model_name": {"type": ["string", "null"]},
             "primary_metric": {"type": ["string", "null"]},
