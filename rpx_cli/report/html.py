@@ -33,8 +33,8 @@ from rpx_cli.report.html_frames import frames_section
 from rpx_cli.report.html_sections import (
     WORST_N,
     all_metrics_section,
+    card_paths,
     gates_section,
-    headline_paths,
     headline_section,
     provenance_section,
     summary_text,
@@ -122,9 +122,9 @@ def _article(index: int, name: str, report: Mapping[str, Any]) -> str:
 
 def _side_by_side(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     first = reports[0][1]
-    paths = headline_paths(first)
+    paths = card_paths(first)
     for _, report in reports[1:]:
-        paths += [p for p in headline_paths(report) if p not in paths]
+        paths += [p for p in card_paths(report) if p not in paths]
     rows, attrs = [], []
     for path in paths:
         values = [lookup(report, path) for _, report in reports]
