@@ -71,7 +71,7 @@ def toml_module(path: Path) -> Any:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     from rpx_cli.errors import InputError
-    from rpx_cli.io.regular import open_regular
+    from rpx_cli.io.local_files import open_regular
 
     tomllib = toml_module(path)
     try:
