@@ -64,6 +64,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rpx_cli.deploy.figures import STABILITY_METRICS
 from rpx_cli.errors import ParameterError
 from rpx_cli.ops import reprojection
 from rpx_cli.ops import warp as ops
@@ -79,14 +80,7 @@ EDGE_ABSOLUTE_M = 0.05
 MIN_RANGE_M = 1e-3
 DEPTH_SUFFIXES = (".npy", ".npz", ".png", ".pgm", ".tif", ".tiff")
 LABEL_SUFFIXES = (".png", ".npy")
-METRIC_INFO = {
-    "ts_score": {
-        "direction": "higher",
-        "description": "mean over consecutive frame pairs of IoU(P_t, warp(P_t+1)) (segmentation, "
-                       "mean over classes present) or max(0, 1 - mean|D_t - warp(D_t+1)| / "
-                       "max(range(D_t), 1e-3)) (depth); 1.0 = perfectly stable",
-    },
-}
+METRIC_INFO = {name: info.as_dict() for name, info in STABILITY_METRICS.items()}
 
 Intrinsics = tuple[float, float, float, float]
 Progress = Callable[[int], None]

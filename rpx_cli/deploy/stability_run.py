@@ -39,7 +39,7 @@ from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterErr
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.depth_maps import to_depth
 from rpx_cli.io.digest_cache import DigestCache
-from rpx_cli.io.discover import discover
+from rpx_cli.io.discover import list_stems
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.label_images import read_label_image
 from rpx_cli.io.manifest import Manifest, ManifestEntry, read_manifest
@@ -97,7 +97,7 @@ def plan_stability(task: str, pred_dir: str, manifest_path: str, *, warp: str = 
         raise ParameterError("--warp reproject for segmentation needs --depth-dir (GT depth of "
                              "the frames)")
     manifest = read_manifest(manifest_path)
-    preds = discover(pred_dir, DEPTH_SUFFIXES if task == "depth" else LABEL_SUFFIXES)
+    preds = list_stems(pred_dir, DEPTH_SUFFIXES if task == "depth" else LABEL_SUFFIXES)
     problems: list[PairError] = [PairError("", manifest_path, text) for text in manifest.problems]
     skipped: list[dict[str, str]] = [{"stem": "", "reason": text} for text in manifest.problems]
 
@@ -141,7 +141,7 @@ def plan_stability(task: str, pred_dir: str, manifest_path: str, *, warp: str = 
     used, warnings = _choose_warp(task, warp, kept, depth_dir, manifest)
     depth_files: dict[str, str] = {}
     if used == "reproject" and task == "segmentation":
-        depth_files = discover(depth_dir, DEPTH_SUFFIXES)
+        depth_files = list_stems(depth_dir, DEPTH_SUFFIXES)
         for name, members in groups.items():
             for sample in members:
                 if sample.stem not in depth_files:

@@ -1,9 +1,10 @@
-"""File discovery and pairing by stem.
+"""Pairing by stem: the files of two folders (or URL prefixes) that share a stem
+(:mod:`rpx_cli.io.stems`) are one pair; ``--shard`` parts and what a part carries so that
+``rpx merge`` can verify it.
 
-A stem is the path of a file relative to the directory it was found under, without its
-suffix, in POSIX form (``scene1/clutter/000120``). Suffixes match case-insensitively;
-hidden files and folders (a name starting with ``.``) are ignored; files whose suffix the
-task does not read are ignored too.
+:func:`list_stems` lists a folder on disk (:func:`rpx_cli.io.stems.folder_stems`) or the
+objects under a URL prefix (:func:`rpx_cli.io.remote.prefix_stems`, only then is fsspec
+imported); the listings below know nothing of each other or of pairing.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rpx_cli.errors import InputError, escaped
+from rpx_cli.io.stems import folder_stems
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +110,7 @@ class Pairing:
     def with_aux(self, name: str, root: str, suffixes: Iterable[str]) -> Pairing:
         """Attach each pair's file in the auxiliary folder ``root`` (None where the folder
         has no file with the stem: the task reports it when it reads the pair)."""
-        files = discover(root, suffixes)
+        files = list_stems(root, suffixes)
         self.pairs = [replace(pair, aux=(*pair.aux, (name, root, files.get(pair.stem))))
                       for pair in self.pairs]
         return self
@@ -184,82 +186,16 @@ def _raw(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def _split_suffix(name: str) -> tuple[str, str]:
-    base, dot, suffix = name.rpartition(".")
-    if not dot or not base:
-        return name, ""
-    return base, "." + suffix.lower()
-
-
-def discover(root: str, suffixes: Iterable[str]) -> dict[str, str]:
-    """Map stem -> relative POSIX path for every readable file under ``root``.
-
-    Raises :class:`InputError` when ``root`` is not a directory, or when two files share
-    one stem (``a.npy`` and ``a.PGM``): which one is meant cannot be guessed. A URL
-    (``s3://bucket/prefix``) lists the objects under the prefix (:mod:`rpx_cli.io.remote`).
-    """
+def list_stems(root: str, suffixes: Iterable[str]) -> dict[str, str]:
+    """Map stem -> relative POSIX path for every readable file under ``root``: a folder
+    (:func:`~rpx_cli.io.stems.folder_stems`), or a URL (``s3://bucket/prefix``), whose
+    objects under the prefix are listed (:func:`~rpx_cli.io.remote.prefix_stems`)."""
     if "://" in root:
         from rpx_cli.io import remote
 
         if remote.is_url(root):
-            return remote.discover(root, suffixes)
-    if not os.path.isdir(root):
-        what = "does not exist" if not os.path.exists(root) else "is not a directory"
-        raise InputError(f"directory {what}", path=root)
-    wanted = {s.lower() for s in suffixes}
-    found: dict[str, str] = {}
-    clashes: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        rel_dir = os.path.relpath(dirpath, root)
-        prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            base, suffix = _split_suffix(name)
-            if suffix not in wanted:
-                continue
-            stem, rel = prefix + base, prefix + name
-            if stem in found:
-                clashes.append(
-                    f"two files have the stem '{stem}': "
-                    f"{os.path.join(root, found[stem])} and {os.path.join(root, rel)}"
-                )
-                continue
-            found[stem] = rel
-    if clashes:
-        raise InputError("; ".join(clashes), path=root)
-    return found
-
-
-def index_paths(root: str, rels: Iterable[str], suffixes: Iterable[str]) -> dict[str, str]:
-    """:func:`discover` over relative POSIX paths listed by other means (the objects under
-    a URL prefix, sorted): the same stems, hidden names, suffixes and clashes."""
-    wanted = {s.lower() for s in suffixes}
-    found: dict[str, str] = {}
-    clashes: list[str] = []
-    join = root.rstrip("/") + "/"
-    for rel in rels:
-        parts = rel.split("/")
-        odd = [part for part in parts if part in ("", ".", "..")]
-        if odd and _split_suffix(parts[-1])[1] in wanted:
-            # an object key no file path can be: never silently left out
-            raise InputError(f"object {join}{rel}: its key has an empty ('//'), '.' or '..' "
-                             "segment, which no file path has; rename it (or move it out of "
-                             "the prefix)", path=root)
-        if any(part.startswith(".") or not part for part in parts):
-            continue
-        base, suffix = _split_suffix(parts[-1])
-        if suffix not in wanted:
-            continue
-        stem = "/".join([*parts[:-1], base])
-        if stem in found:
-            clashes.append(f"two files have the stem '{stem}': {join}{found[stem]} and {join}{rel}")
-            continue
-        found[stem] = rel
-    if clashes:
-        raise InputError("; ".join(clashes), path=root)
-    return found
+            return remote.prefix_stems(root, suffixes)
+    return folder_stems(root, suffixes)
 
 
 def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: str,
@@ -274,8 +210,8 @@ def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: s
     a prediction (``pred_path`` None). Unpaired stems are always listed.
     """
     suffixes = tuple(suffixes)
-    preds = discover(pred_dir, suffixes)
-    gts = discover(gt_dir, suffixes if gt_suffixes is None else tuple(gt_suffixes))
+    preds = list_stems(pred_dir, suffixes)
+    gts = list_stems(gt_dir, suffixes if gt_suffixes is None else tuple(gt_suffixes))
     pairs: list[Pair] = []
     for stem in sorted(gts):
         pred_rel = preds.get(stem)
@@ -307,7 +243,7 @@ def pair_folders(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing
     (no folder) are an input error.
     """
     suffixes = tuple(suffixes)
-    preds, gts = discover(pred_dir, suffixes), discover(gt_dir, suffixes)
+    preds, gts = list_stems(pred_dir, suffixes), list_stems(gt_dir, suffixes)
     for root, found in ((gt_dir, gts), (pred_dir, preds)):
         loose = sorted(stem for stem in found if "/" not in stem)
         if loose:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.discover import discover
+from rpx_cli.io.discover import list_stems
 from rpx_cli.io.regular import read_bytes
 from rpx_cli.tasks.base import Params
 from rpx_cli.tasks.detection.parts import FORMATS, DetectionFormat
@@ -37,7 +37,7 @@ def sniff_folder(folder: str, role: str) -> str:
     """The name of the one format the files of ``folder`` are in (see the module)."""
     flag = f"--{role}-format"
     suffixes = tuple(dict.fromkeys(s for fmt in folder_formats() for s in fmt.suffixes))
-    files = discover(folder, suffixes)
+    files = list_stems(folder, suffixes)
     by_suffix: dict[str, list[str]] = {}
     for _stem, rel in sorted(files.items()):
         by_suffix.setdefault("." + rel.rsplit(".", 1)[-1].lower(), []).append(rel)
