@@ -241,7 +241,7 @@ def resolve(task: Task, given: Mapping[str, Any]) -> dict[str, Any]:
     unknown_names(given, list(options), task.name)
     values = {param: option.convert(given[param]) if param in given else option.default
               for param, option in options.items()}
-    values.update(select_families(task, chosen))
+    values.update(select_families(task, chosen, values))
     from rpx_cli.params.pictures import settle
 
     settle(values)
@@ -250,21 +250,23 @@ def resolve(task: Task, given: Mapping[str, Any]) -> dict[str, Any]:
     return resolved
 
 
-def select_families(task: Task, chosen: Any) -> dict[str, Any]:
-    """``--metrics``: the families to run (``"rows,pooled"`` or a list; default every family
-    but the task's optional ones) as ``metrics``, and the others as ``skipped_metrics``."""
+def select_families(task: Task, chosen: Any, values: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``--metrics``: the families to run (``"rows,pooled"`` or a list; default those the
+    task runs by default under the options ``values``) as ``metrics``, and the others it
+    could run as ``skipped_metrics`` (:meth:`Task.family_choice`)."""
     if not task.families:
         if chosen:
             raise ParameterError(f"{task.name} has no metric families to choose from")
         return {}
-    names = list(task.families)
+    names, default = task.family_choice(values or {})
+    names = list(names)
     if chosen is None:
-        chosen = [name for name in names if name not in task.optional_families]
+        chosen = list(default)
     if isinstance(chosen, str):
         chosen = [part.strip() for part in chosen.split(",") if part.strip()]
     if not isinstance(chosen, (list, tuple)) or not all(isinstance(n, str) for n in chosen):
         raise ParameterError(f"--metrics: expected family names, got {chosen!r}")
-    unknown = [name for name in chosen if name not in task.families]
+    unknown = [name for name in chosen if name not in names]
     if unknown or not chosen:
         raise ParameterError(f"--metrics: unknown metric famil{'ies' if len(unknown) > 1 else 'y'} "
                              f"{', '.join(unknown) or '(none given)'} for {task.name} "

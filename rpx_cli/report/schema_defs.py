@@ -246,7 +246,9 @@ def task_block(task: Task) -> dict[str, Any]:
     declarations: every declared metric, where it is a figure (``aggregate``, ``dataset``,
     rows, ``dataset.per_class.<name>``) typed number or null; every ``headline`` path typed
     number or null, and required in a full report unless a ``--metrics`` family that holds it
-    was skipped (``params.skipped_metrics``); the task's own ``report_properties`` and rows."""
+    was skipped (``params.skipped_metrics``) — each headline where the ``params`` that
+    choose it (:meth:`~rpx_cli.tasks.base.Task.headline_variants`) hold; the task's own
+    ``report_properties`` and rows."""
     figures = {name: NUM_OR_NULL for name in task.metrics}
     per_class = {"type": "object", "description": "One entry per class: its figures.",
                  "additionalProperties": {"type": "object", "properties": dict(figures)}}
@@ -255,17 +257,23 @@ def task_block(task: Task) -> dict[str, Any]:
         "dataset": {"type": "object", "properties": {**figures, "per_class": per_class}},
     }}
     checks: list[dict[str, Any]] = [typed]
-    for path in task.headline:
-        parts = path.split(".")
-        checks.append(_nested(parts, NUM_OR_NULL, required=False))
-        families = _covering_families(task, path)
-        if families is None:
-            continue
-        kept = {"properties": {"params": {"properties": {"skipped_metrics": {
-            "not": {"anyOf": [{"contains": {"const": name}} for name in families]}}}}}} \
-            if families else {}
-        checks.append({"if": {"allOf": [{"not": {"required": ["state"]}}, kept]},
-                       "then": _nested(parts, NUM_OR_NULL, required=True)})
+    typed_paths: set[str] = set()
+    for chosen_by, headline in task.headline_variants():
+        when = [{"properties": {"params": {"required": list(chosen_by), "properties": {
+            name: {"const": value} for name, value in chosen_by.items()}}}}] if chosen_by else []
+        for path in headline:
+            parts = path.split(".")
+            if path not in typed_paths:
+                typed_paths.add(path)
+                checks.append(_nested(parts, NUM_OR_NULL, required=False))
+            families = _covering_families(task, path)
+            if families is None:
+                continue
+            kept = {"properties": {"params": {"properties": {"skipped_metrics": {
+                "not": {"anyOf": [{"contains": {"const": name}} for name in families]}}}}}} \
+                if families else {}
+            checks.append({"if": {"allOf": [{"not": {"required": ["state"]}}, kept, *when]},
+                           "then": _nested(parts, NUM_OR_NULL, required=True)})
     rows = _rows(task)
     rows["items"]["properties"] = {**figures, **rows["items"]["properties"]}
     then: dict[str, Any] = {"properties": {**copy.deepcopy(dict(task.report_properties)),
