@@ -94,32 +94,45 @@ def best_gt(data: VocInput) -> tuple[np.ndarray, np.ndarray]:
     """``(ovmax, jmax)`` of every detection against every GT of its class in its image:
     the highest similarity and the first GT reaching it; ``(-inf, -1)`` without such GT."""
     K = max(data.n_categories, 1)
-    g_key = data.gt_image.astype(np.int64) * K + data.gt_category
+    return best_in_group(data.dt_image.astype(np.int64) * K + data.dt_category,
+                         data.gt_image.astype(np.int64) * K + data.gt_category, data.pairs,
+                         data.gt_crowd)
+
+
+def best_in_group(d_key: np.ndarray, g_key: np.ndarray, pairs: Pairs, gt_crowd: np.ndarray, *,
+                  last: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """For each detection, the GT of its group (``g_key == d_key``: an image × class) most
+    similar to it: ``(value, GT index)``, ties to the first GT in list order (``last``: the
+    last); ``(-inf, -1)`` for a detection whose group has no GT. Every (detection, GT) pair
+    of a group is compared once, in one call of ``pairs`` per crowd flag."""
     gorder = np.argsort(g_key, kind="stable")  # each group's GT in list order
-    d_key = data.dt_image.astype(np.int64) * K + data.dt_category
     start = np.searchsorted(g_key[gorder], d_key, side="left")
     count = np.searchsorted(g_key[gorder], d_key, side="right") - start
     D = d_key.size
-    ovmax, jmax = np.full(D, -np.inf), np.full(D, -1, np.int64)
+    best, which = np.full(D, -np.inf), np.full(D, -1, np.int64)
     total = int(count.sum())
     if not total:
-        return ovmax, jmax
+        return best, which
     det = np.repeat(np.arange(D), count)
     local = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
     gt = gorder[np.repeat(start, count) + local]
     values = np.zeros(total)
-    crowd = data.gt_crowd[gt]
+    crowd = gt_crowd[gt]
     for flag in (False, True):
         where = np.flatnonzero(crowd == flag)
         if where.size:
-            values[where] = data.pairs(det[where], gt[where], np.full(where.size, flag))
+            values[where] = pairs(det[where], gt[where], np.full(where.size, flag))
     has = np.flatnonzero(count)
     first = np.cumsum(count) - count  # each detection's first pair
-    ovmax[has] = np.maximum.reduceat(values, first[has])
-    at_max = values == ovmax[det]
-    slot = np.where(at_max, local, np.iinfo(np.int64).max)
-    jmax[has] = gt[first[has] + np.minimum.reduceat(slot, first[has])]
-    return ovmax, jmax
+    best[has] = np.maximum.reduceat(values, first[has])
+    at_max = values == best[det]
+    if last:
+        slot = np.where(at_max, local, -1)
+        which[has] = gt[first[has] + np.maximum.reduceat(slot, first[has])]
+    else:
+        slot = np.where(at_max, local, np.iinfo(np.int64).max)
+        which[has] = gt[first[has] + np.minimum.reduceat(slot, first[has])]
+    return best, which
 
 
 def outcomes(data: VocInput, thresholds: np.ndarray) -> VocMatches:

@@ -51,6 +51,7 @@ from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.shapes import ANGLE_UNITS
 from rpx_cli.ops.coco import STAT_NAMES
 from rpx_cli.ops.tide import ERROR_TYPES
+from rpx_cli.ops.ultralytics import MATCHINGS
 from rpx_cli.params.parsers import parse_image_size, parse_kpt_shape
 from rpx_cli.params.parsers import sigmas as parse_sigmas
 from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
@@ -205,11 +206,19 @@ class Detection(Task):
                help="Per-keypoint OKS sigmas (--iou-type keypoints) as a comma list or a file; "
                     "default COCO's 17 person keypoints."),
         Option("protocol", "--protocol", "choice", DEFAULT_PROTOCOL, choices=tuple(PROTOCOLS),
-               help="COCO AP as pycocotools, or LVIS' federated evaluation (LVISEval 0.5.3; "
-                    "--coco-gt/--coco-dt LVIS files)."),
+               help="The benchmark's own AP (docs/protocols.md), under dataset.<protocol>: "
+                    "COCO as pycocotools (dataset.coco), LVIS' federated evaluation (LVISEval "
+                    "0.5.3, LVIS files; dataset.coco), PASCAL VOC 2007 11-point or 2010+ "
+                    "all-point AP (the devkit's voc_eval), DOTA task 1 (polygons), or what "
+                    "`yolo val` prints (Ultralytics)."),
         Option("max_dets", "--max-dets", "int", None, minimum=1, metavar="N",
                help="--protocol lvis: detections kept per image, highest scores first "
                     "(default 300)."),
+        Option("ultralytics_matching", "--ultralytics-matching", "choice", None,
+               choices=MATCHINGS,
+               help="--protocol ultralytics: how `yolo val` matches — 'unique' by IoU with "
+                    "np.unique (Ultralytics up to 8.4.175, the default) or 'greedy' by "
+                    "confidence (8.4.176 on)."),
         Option("iou_threshold", "--iou-threshold", "parsed", 0.5, parse=probability("IoU threshold"),
                metavar="T", help="IoU a match needs (>=), for rows, pooled and confusion."),
         Option("conf_threshold", "--conf-threshold", "parsed", 0.0,

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from rpx_cli.ops.geometry import Geometry
 
 COCO_SECTION = "coco"  # dataset.coco: the COCO view (pycocotools), whatever the protocol
+# the options only some protocols read (param -> flag): DetectionProtocol.options
+PROTOCOL_OPTIONS = {"max_dets": "--max-dets", "ultralytics_matching": "--ultralytics-matching"}
 
 
 class SimilarityKind:
@@ -189,14 +191,26 @@ class DetectionProtocol:
     iou_types_text: ClassVar[str] = ""  # what it scores, as its refusal says
     tide: ClassVar[bool] = True
     no_tide: ClassVar[str] = ""
+    options: ClassVar[tuple[str, ...]] = ()  # the PROTOCOL_OPTIONS it reads
     needs: ClassVar[frozenset[str]] = frozenset()  # what a format must provide
     needs_text: ClassVar[str] = ""  # why, when a format does not
 
-    def normalise(self, out: dict[str, Any], max_dets: int | None) -> None:
-        """Record the protocol's own parameters (``max_dets``) in ``out``."""
+    def normalise(self, out: dict[str, Any], given: Mapping[str, Any]) -> None:
+        """Record the protocol options (``given``: :data:`PROTOCOL_OPTIONS` as resolved,
+        None where not given) in ``out``: each given one (:meth:`check` refuses those that
+        are not the protocol's own, :attr:`options`)."""
+        for name, value in given.items():
+            if value is not None:
+                out[name] = value
 
     def check(self, params: Params, kind: SimilarityKind) -> None:
-        """Refuse a kind the protocol does not score, and TIDE where it has none."""
+        """Refuse a kind the protocol does not score, another protocol's option, and TIDE
+        where it has none."""
+        for name, flag in PROTOCOL_OPTIONS.items():
+            if name not in self.options and params.get(name) is not None:
+                owners = [part.name for part in PROTOCOLS.values() if name in part.options]
+                raise ParameterError(f"{flag} is an option of --protocol {' or '.join(owners)}, "
+                                     f"not of --protocol {self.name}")
         if (self.iou_types is not None and kind.iou_type not in self.iou_types) or \
                 (self.kinds is not None and kind.name not in self.kinds):
             raise ParameterError(f"--protocol {self.name} evaluates {self.iou_types_text}")
