@@ -4,15 +4,17 @@
 **Matching**, per image, at each IoU threshold of ``torch.linspace(0.5, 0.95, 10)`` (float32
 values, compared with ``>=``), detections in the image's order — by descending confidence
 (the order NMS hands them over; rpx sorts each image's detections so, ties in file order) —
-against the GT of their class, one of two rules by Ultralytics' version:
+against the GT of their class, one of two rules by Ultralytics' release:
 
 - ``unique`` (up to 8.4.175, the YOLOv8/11 releases): by IoU, not by confidence — every
   (GT, detection) pair passing the threshold, sorted by IoU descending; each detection keeps
   its best GT (``np.unique`` over detections), then each GT keeps, among the detections that
   chose it, the *first in the image's order* (``np.unique`` over the GT of the
   detection-ordered pairs): a detection whose best GT went to another is wrong even where a
-  second GT would pass. Equal IoUs: the later GT (``argsort`` reversed, as numpy orders a
-  short array);
+  second GT would pass. Which of two GT at an equal IoU a detection keeps is whatever
+  numpy's (unstable, SIMD) ``argsort`` makes of the image's whole list of pairs: in an
+  image where that happens, the validator's own steps are run on the image's IoU matrix
+  (:func:`literal_unique`), elsewhere the outcome needs no sort;
 - ``greedy`` (8.4.176 on): detections in order each take the best unclaimed GT of their class
   (ties: the first), correct when its IoU passes — COCO's greedy rule at every threshold.
 
@@ -26,7 +28,9 @@ as in it); classes are those with GT (``np.unique(target_cls)``); per class the 
 TP/FP, ``recall = tpc / (n_l + 1e-16)``, ``precision = tpc / (tpc + fpc)``; AP by
 ``compute_ap``: sentinels ``[0, recall, 1]`` / ``[1, precision, 0]``, the precision envelope,
 then ``np.trapezoid(np.interp(linspace(0, 1, 101), mrec, mpre))`` (its ``interp`` method).
-``mAP50`` / ``mAP50_95``: the means over classes with GT of AP at 0.5 and over the ten
+(From 8.4.37 the curve gets one more point, precision 0 at the last recall, so AP no longer
+counts the ramp from there to recall 1: ``--ultralytics-version`` picks the release's rules,
+:class:`Rules`.) ``mAP50`` / ``mAP50_95``: the means over classes with GT of AP at 0.5 and over the ten
 thresholds (a class without detections scores 0). ``precision`` / ``recall``: per class the
 IoU-0.5 curves read at 1,000 confidences (``np.interp`` on ``-conf``, ``left`` 1 / 0); the
 confidence is where the mean over classes of F1 (``2pr / (p + r + 1e-16)``), smoothed by a
@@ -51,7 +55,22 @@ CONFIDENCE = np.linspace(0, 1, 1000)  # ap_per_class's x: the P/R/F1-confidence 
 RECALL_101 = np.linspace(0, 1, 101)  # compute_ap's interpolation points
 EPS = 1e-16
 Matching = Literal["unique", "greedy"]
-MATCHINGS: tuple[Matching, ...] = ("unique", "greedy")
+DEFAULT_VERSION = "8.3.0"  # the YOLOv8 / YOLO11 releases' rules (they hold to 8.4.36)
+GREEDY_SINCE = (8, 4, 176)  # match_predictions by confidence from this release on
+DROP_SINCE = (8, 4, 37)  # compute_ap's precision drops to 0 after the last recall from here
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The conventions of one Ultralytics release: the matching rule and whether
+    ``compute_ap`` closes the curve at the last recall (``drop``) or ramps to recall 1."""
+
+    matching: Matching
+    drop: bool
+
+    @classmethod
+    def of(cls, version: tuple[int, ...]) -> Rules:
+        return cls("greedy" if version >= GREEDY_SINCE else "unique", version >= DROP_SINCE)
 
 
 @dataclass
@@ -99,9 +118,9 @@ def correct(data: UltralyticsInput, matching: Matching) -> tuple[np.ndarray, np.
         ignored[order] = found.ignored
         return tp, ignored
     regular = np.flatnonzero(~data.gt_ignored)
-    best, which = best_in_group(d_key, g_key[regular],
-                                lambda d, g, c: data.pairs(d, regular[g], c),
-                                data.gt_crowd[regular], last=True)
+    best, which, tied = best_in_group(d_key, g_key[regular],
+                                      lambda d, g, c: data.pairs(d, regular[g], c),
+                                      data.gt_crowd[regular], last=True, ties=True)
     # per threshold: among the detections passing on their best GT, the first in the
     # image's order (the detections are in that order) takes it
     order = np.lexsort((np.arange(D), which))
@@ -111,6 +130,14 @@ def correct(data: UltralyticsInput, matching: Matching) -> tuple[np.ndarray, np.
         first = np.ones(passing.size, bool)
         first[1:] = which[passing[1:]] != which[passing[:-1]]
         tp[passing[first], t] = True
+    tied &= best >= IOU_THRESHOLDS[0]
+    for image in np.unique(data.dt_image[tied]).tolist():  # numpy's order decides: its steps
+        dets = np.flatnonzero(data.dt_image == image)
+        gts = regular[data.gt_image[regular] == image]
+        iou = data.pairs(np.repeat(dets, gts.size), np.tile(gts, dets.size),
+                         np.repeat(data.gt_crowd[gts][None, :], dets.size, 0).reshape(-1) & False)
+        iou = iou.reshape(dets.size, gts.size).T
+        tp[dets] = literal_unique(data.dt_category[dets], data.gt_category[gts], iou)
     ignored = np.zeros((D, T), bool)
     excused = np.flatnonzero(data.gt_ignored)
     if excused.size:
@@ -121,10 +148,35 @@ def correct(data: UltralyticsInput, matching: Matching) -> tuple[np.ndarray, np.
     return tp, ignored
 
 
-def compute_ap(recall: np.ndarray, precision: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    """Ultralytics' ``compute_ap`` (its ``interp`` method): ``(ap, mpre, mrec)``."""
-    mrec = np.concatenate(([0.0], recall, [1.0]))
-    mpre = np.concatenate(([1.0], precision, [0.0]))
+def literal_unique(pred_classes: np.ndarray, true_classes: np.ndarray,
+                   iou: np.ndarray) -> np.ndarray:
+    """The validator's ``match_predictions`` (``unique`` rule) on one image, step by step:
+    ``iou`` (GT, detections), detections in the image's order; (detections, 10) bool."""
+    correct = np.zeros((pred_classes.shape[0], IOU_THRESHOLDS.size), bool)
+    iou = iou * (true_classes[:, None] == pred_classes)
+    for i, threshold in enumerate(IOU_THRESHOLDS.tolist()):
+        matches = np.array(np.nonzero(iou >= threshold)).T
+        if matches.shape[0]:
+            if matches.shape[0] > 1:
+                matches = matches[iou[matches[:, 0], matches[:, 1]].argsort()[::-1]]
+                matches = matches[np.unique(matches[:, 1], return_index=True)[1]]
+                matches = matches[np.unique(matches[:, 0], return_index=True)[1]]
+            correct[matches[:, 1].astype(int), i] = True
+    return correct
+
+
+def compute_ap(recall: np.ndarray, precision: np.ndarray,
+               drop: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
+    """Ultralytics' ``compute_ap`` (its ``interp`` method): ``(ap, mpre, mrec)``. The
+    sentinels: ``[0, recall, 1]`` / ``[1, precision, 0]`` (to 8.4.36: the curve ramps from
+    the last point to precision 0 at recall 1), or with ``drop`` (8.4.37 on) one more point
+    ``(recall[-1], 0)`` first: precision is 0 past the last recall."""
+    if drop:
+        mrec = np.concatenate(([0.0], recall, [recall[-1] if len(recall) else 1.0], [1.0]))
+        mpre = np.concatenate(([1.0], precision, [0.0], [0.0]))
+    else:
+        mrec = np.concatenate(([0.0], recall, [1.0]))
+        mpre = np.concatenate(([1.0], precision, [0.0]))
     mpre = np.flip(np.maximum.accumulate(np.flip(mpre)))
     return float(np.trapezoid(np.interp(RECALL_101, mrec, mpre), RECALL_101)), mpre, mrec
 
@@ -152,7 +204,7 @@ class ApPerClass:
 
 
 def ap_per_class(tp: np.ndarray, ignored: np.ndarray, conf: np.ndarray, pred_cls: np.ndarray,
-                 target_cls: np.ndarray) -> ApPerClass:
+                 target_cls: np.ndarray, drop: bool = False) -> ApPerClass:
     """Ultralytics' ``ap_per_class`` on detections listed in the validator's order; at each
     threshold the detections ``ignored`` there are left out (none: its very arithmetic)."""
     i = np.argsort(-conf)
@@ -181,7 +233,7 @@ def ap_per_class(tp: np.ndarray, ignored: np.ndarray, conf: np.ndarray, pred_cls
             if j == 0:
                 r_curve[ci] = np.interp(-x, -conf[kept], recall, left=0)
                 p_curve[ci] = np.interp(-x, -conf[kept], precision, left=1)
-            ap[ci, j], mpre, mrec = compute_ap(recall, precision)
+            ap[ci, j], mpre, mrec = compute_ap(recall, precision, drop)
             if j == 0:
                 pr_curve[ci] = np.interp(RECALL_101, mrec, mpre)
     f1_curve = 2 * p_curve * r_curve / (p_curve + r_curve + EPS)

@@ -100,11 +100,12 @@ def best_gt(data: VocInput) -> tuple[np.ndarray, np.ndarray]:
 
 
 def best_in_group(d_key: np.ndarray, g_key: np.ndarray, pairs: Pairs, gt_crowd: np.ndarray, *,
-                  last: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                  last: bool = False, ties: bool = False):
     """For each detection, the GT of its group (``g_key == d_key``: an image × class) most
     similar to it: ``(value, GT index)``, ties to the first GT in list order (``last``: the
     last); ``(-inf, -1)`` for a detection whose group has no GT. Every (detection, GT) pair
-    of a group is compared once, in one call of ``pairs`` per crowd flag."""
+    of a group is compared once, in one call of ``pairs`` per crowd flag. ``ties``: a third
+    array, whether two GT or more reach the best value."""
     gorder = np.argsort(g_key, kind="stable")  # each group's GT in list order
     start = np.searchsorted(g_key[gorder], d_key, side="left")
     count = np.searchsorted(g_key[gorder], d_key, side="right") - start
@@ -112,7 +113,7 @@ def best_in_group(d_key: np.ndarray, g_key: np.ndarray, pairs: Pairs, gt_crowd: 
     best, which = np.full(D, -np.inf), np.full(D, -1, np.int64)
     total = int(count.sum())
     if not total:
-        return best, which
+        return (best, which, np.zeros(D, bool)) if ties else (best, which)
     det = np.repeat(np.arange(D), count)
     local = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
     gt = gorder[np.repeat(start, count) + local]
@@ -132,6 +133,10 @@ def best_in_group(d_key: np.ndarray, g_key: np.ndarray, pairs: Pairs, gt_crowd: 
     else:
         slot = np.where(at_max, local, np.iinfo(np.int64).max)
         which[has] = gt[first[has] + np.minimum.reduceat(slot, first[has])]
+    if ties:
+        tied = np.zeros(D, bool)
+        tied[has] = np.add.reduceat(at_max.astype(np.int64), first[has]) > 1
+        return best, which, tied
     return best, which
 
 

@@ -51,8 +51,7 @@ from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.shapes import ANGLE_UNITS
 from rpx_cli.ops.coco import STAT_NAMES
 from rpx_cli.ops.tide import ERROR_TYPES
-from rpx_cli.ops.ultralytics import MATCHINGS
-from rpx_cli.params.parsers import parse_image_size, parse_kpt_shape
+from rpx_cli.params.parsers import parse_image_size, parse_kpt_shape, parse_ultralytics_version
 from rpx_cli.params.parsers import sigmas as parse_sigmas
 from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import (
@@ -214,11 +213,12 @@ class Detection(Task):
         Option("max_dets", "--max-dets", "int", None, minimum=1, metavar="N",
                help="--protocol lvis: detections kept per image, highest scores first "
                     "(default 300)."),
-        Option("ultralytics_matching", "--ultralytics-matching", "choice", None,
-               choices=MATCHINGS,
-               help="--protocol ultralytics: how `yolo val` matches — 'unique' by IoU with "
-                    "np.unique (Ultralytics up to 8.4.175, the default) or 'greedy' by "
-                    "confidence (8.4.176 on)."),
+        Option("ultralytics_version", "--ultralytics-version", "parsed", None,
+               parse=parse_ultralytics_version, metavar="VERSION",
+               help="--protocol ultralytics: the Ultralytics release whose `yolo val` rules to "
+                    "follow (default 8.3.0, the YOLOv8/YOLO11 releases': matching by IoU, AP "
+                    "ramping to recall 1; 8.4.37 closes the curve at the last recall, 8.4.176 "
+                    "matches by confidence)."),
         Option("iou_threshold", "--iou-threshold", "parsed", 0.5, parse=probability("IoU threshold"),
                metavar="T", help="IoU a match needs (>=), for rows, pooled and confusion."),
         Option("conf_threshold", "--conf-threshold", "parsed", 0.0,

@@ -30,7 +30,7 @@ def normalise(params: Params) -> dict[str, Any]:
     """The report's ``params``: thresholds as floats, the class map loaded, the iou type and
     protocol always; the kind's own (``geometry`` for shapes other than boxes, with
     ``angle_unit`` for rotated boxes and without ``box_format``; ``oks_sigmas`` for
-    keypoints) and the protocol's (``max_dets`` for LVIS, ``ultralytics_matching``)."""
+    keypoints) and the protocol's (``max_dets`` for LVIS, ``ultralytics_version``)."""
     mapping = params.get("class_map")
     if isinstance(mapping, str):
         mapping = load_class_map(mapping)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 COCO_SECTION = "coco"  # dataset.coco: the COCO view (pycocotools), whatever the protocol
 # the options only some protocols read (param -> flag): DetectionProtocol.options
-PROTOCOL_OPTIONS = {"max_dets": "--max-dets", "ultralytics_matching": "--ultralytics-matching"}
+PROTOCOL_OPTIONS = {"max_dets": "--max-dets", "ultralytics_version": "--ultralytics-version"}
 
 
 class SimilarityKind:

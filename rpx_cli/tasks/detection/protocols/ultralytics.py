@@ -2,10 +2,11 @@
 (``ap_per_class``, ``compute_ap``) and the validator's ``match_predictions`` compute it
 (:mod:`rpx_cli.ops.ultralytics` has the rules): per image, detections by descending
 confidence matched to GT of their class at ten IoU thresholds 0.50:0.05:0.95 — by IoU with
-``np.unique`` (``--ultralytics-matching unique``, the default: Ultralytics up to 8.4.175) or
-greedily by confidence (``greedy``: 8.4.176 on) —; per class, AP by ``compute_ap``'s
-101-point ``np.interp`` integrated with ``np.trapezoid``; ``precision`` and ``recall`` at
-the confidence where the smoothed mean F1 is highest.
+``np.unique`` (Ultralytics up to 8.4.175) or greedily by confidence (8.4.176 on) —; per
+class, AP by ``compute_ap``'s 101-point ``np.interp`` integrated with ``np.trapezoid`` (the
+curve ramping to recall 1 up to 8.4.36, closed at the last recall from 8.4.37);
+``--ultralytics-version`` (default 8.3.0, the YOLOv8/YOLO11 releases) picks the rules;
+``precision`` and ``recall`` at the confidence where the smoothed mean F1 is highest.
 
 Keys (``dataset.ultralytics``): ``mAP50``, ``mAP50_95`` (means over classes with GT),
 ``precision``, ``recall``, ``f1`` and ``confidence`` (that operating point), ``per_class.<name>``
@@ -26,7 +27,9 @@ import numpy as np
 
 from rpx_cli.io.box_table import FrameTable
 from rpx_cli.ops.ultralytics import (
+    DEFAULT_VERSION,
     RECALL_101,
+    Rules,
     UltralyticsInput,
     ap_per_class,
     correct,
@@ -50,11 +53,11 @@ class Ultralytics(DetectionProtocol):
     name, rank, section = "ultralytics", 5, "ultralytics"
     title = "Ultralytics (yolo val)"
     headline = ("mAP50_95", "mAP50", "precision", "recall")
-    options = ("ultralytics_matching",)
+    options = ("ultralytics_version",)
 
     def normalise(self, out: dict[str, Any], given: Any) -> None:
         super().normalise(out, given)
-        out["ultralytics_matching"] = given.get("ultralytics_matching") or "unique"
+        out["ultralytics_version"] = given.get("ultralytics_version") or DEFAULT_VERSION
 
     def metric_info(self, info: dict[str, MetricInfo], params: Params) -> None:
         info.update({key: MetricInfo("none" if key == "n_images" else "higher", text)
@@ -62,11 +65,12 @@ class Ultralytics(DetectionProtocol):
 
     def evaluate(self, table: FrameTable, similarity: Any, kind: Any, params: Params,
                  gt_ignore: np.ndarray | None = None) -> dict[str, Any]:
-        return ultralytics_view(table, similarity, gt_ignore, params["ultralytics_matching"])
+        rules = Rules.of(tuple(int(part) for part in params["ultralytics_version"].split(".")))
+        return ultralytics_view(table, similarity, gt_ignore, rules)
 
 
 def ultralytics_view(table: FrameTable, geometry: Any, gt_ignore: np.ndarray | None,
-                     matching: str) -> dict[str, Any]:
+                     rules: Rules) -> dict[str, Any]:
     """``dataset.ultralytics`` (module docstring)."""
     gt = table.gt
     pred = table.pred.take(image_order(table.pred.frame, table.pred.score))
@@ -81,9 +85,9 @@ def ultralytics_view(table: FrameTable, geometry: Any, gt_ignore: np.ndarray | N
     data = UltralyticsInput(len(table.vocabulary), gt.frame, gt.label, ignored_gt,
                             gt.crowd.astype(bool), pred.frame, pred.label, pred.score, pairs,
                             similarity)
-    tp, ignored = correct(data, matching)
+    tp, ignored = correct(data, rules.matching)
     counted = ~ignored_gt
-    result = ap_per_class(tp, ignored, pred.score, pred.label, gt.label[counted])
+    result = ap_per_class(tp, ignored, pred.score, pred.label, gt.label[counted], rules.drop)
     K = len(table.vocabulary)
     n_images = np.zeros(K, np.int64)
     if counted.any():
@@ -100,7 +104,7 @@ def ultralytics_view(table: FrameTable, geometry: Any, gt_ignore: np.ndarray | N
             "precision": float(result.p[c]), "recall": float(result.r[c]),
             "AP50": float(result.ap[c, 0]), "AP50_95": float(result.ap[c].mean()),
             "n_gt": int(result.n_gt[c]), "n_images": int(n_images[k])}
-    for k, label in enumerate(table.vocabulary):
+    for label in table.vocabulary:
         if label not in per_class:
             per_class[label] = {"precision": None, "recall": None, "AP50": None, "AP50_95": None,
                                 "n_gt": 0, "n_images": 0,
@@ -114,7 +118,8 @@ def ultralytics_view(table: FrameTable, geometry: Any, gt_ignore: np.ndarray | N
                     "why": "GT marked difficult, ignored by the files or crowd regions (Ultralytics "
                            "has none) count nowhere; a detection matching no other GT but one "
                            "of them is left out at that IoU threshold"},
-        "matching": matching,
+        "matching": rules.matching,
+        "curve_end": "drop at the last recall" if rules.drop else "ramp to recall 1",
         "curves": {"recall": RECALL_101.tolist(),
                    "per_class": {table.vocabulary[k]: {"precision": result.pr_curve[c].tolist()}
                                  for c, k in enumerate(result.classes.tolist())},
