@@ -261,3 +261,29 @@ def test_voc_coordinates_reproduce_the_plus_one(rpx, tmp_path):
     b = _run(rpx, tmp_path / "rpx", "voc07")
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) or \
         all(a["per_class"][n]["AP"] == pytest.approx(b["per_class"][n]["AP"], abs=1e-12) for n in NAMES)
+
+
+def test_headline_and_evaluator_follow_the_protocol(rpx, tmp_path):
+    """The summary line and the page's cards lead with the protocol's figures; the
+    Evaluator's merged states give the file run's numbers."""
+    from rpx_cli import Evaluator
+    from rpx_cli.report.declared import headline
+
+    gt = [{"bbox": [0, 0, 10, 10], "label": "a"}, {"bbox": [20, 0, 30, 10], "label": "a"}]
+    preds = [[{"bbox": [0, 0, 10, 10], "label": "a", "score": 0.9}],
+             [{"bbox": [0, 0, 10, 10], "label": "a", "score": 0.8}]]
+    for i, pred in enumerate(preds):
+        _pair(tmp_path, f"s{i}", gt[i:i + 1], pred)
+    run = rpx(["eval", "detection", "--pred-dir", tmp_path / "pred", "--gt-dir", tmp_path / "gt",
+               "--protocol", "voc07"])
+    assert headline(run.json)[:2] == ("dataset.voc07.mAP", "dataset.voc07.mAP_coco_style")
+    assert "dataset.voc07.mAP" in run.stderr
+    states = []
+    for i, pred in enumerate(preds):
+        ev = Evaluator("detection", protocol="voc07")
+        ev.update(f"s{i}", pred, gt[i:i + 1])
+        states.append(ev.state())
+    report = Evaluator.merged(states[::-1]).report()
+    assert report["dataset"]["voc07"] == run.json["dataset"]["voc07"]
+    # one TP (0.9) then one FP (0.8) of 2 GT: recall 1/2 at precision 1: 6 of 11 levels
+    assert report["dataset"]["voc07"]["mAP"] == pytest.approx(6 / 11)
