@@ -203,15 +203,14 @@ def class_curves(data: VocInput, matches: VocMatches, eleven_point: bool) -> Cla
     for k in np.flatnonzero(matches.npos > 0).tolist():
         walk = order[bounds[k]:bounds[k + 1]]
         npos = float(matches.npos[k])
+        tp = matches.tp[walk]  # (n, T): the class's walk, every threshold at once
+        fp = ~tp & ~matches.ignored[walk]
+        tp_c, fp_c = np.cumsum(tp, axis=0, dtype=np.float64), np.cumsum(fp, axis=0, dtype=np.float64)
+        rec = (tp_c / npos).T.copy()
+        prec = (tp_c / np.maximum(tp_c + fp_c, EPS)).T.copy()
         for t in range(T):
-            tp = matches.tp[walk, t]
-            fp = ~tp & ~matches.ignored[walk, t]
-            tp_c, fp_c = np.cumsum(tp, dtype=np.float64), np.cumsum(fp, dtype=np.float64)
-            rec = tp_c / npos
-            prec = tp_c / np.maximum(tp_c + fp_c, EPS)
-            ap[k, t] = voc_ap(rec, prec, eleven_point)
-            if t == 0:
-                curve[k] = envelope_at(rec, prec, CURVE_RECALL)
+            ap[k, t] = voc_ap(rec[t], prec[t], eleven_point)
+        curve[k] = envelope_at(rec[0], prec[0], CURVE_RECALL)
     return ClassCurves(ap, curve, n_pred, n_ignored)
 
 

@@ -36,7 +36,9 @@ def voc_input(table: FrameTable, geometry: Geometry, gt_ignore: np.ndarray | Non
     ignored = gt.crowd.copy() if gt_ignore is None else gt.crowd | gt_ignore
 
     def pairs(det: np.ndarray, ground: np.ndarray, crowd: np.ndarray) -> np.ndarray:
-        return geometry.pairs(pred.shape[det], gt.shape[ground], crowd=bool(crowd[0]))
+        # np.take: ~3x faster than fancy indexing of 2-D rows
+        return geometry.pairs(np.take(pred.shape, det, axis=0), np.take(gt.shape, ground, axis=0),
+                              crowd=bool(crowd[0]))
 
     return VocInput(len(table.vocabulary), gt.frame, gt.label, ignored, gt.crowd.astype(bool),
                     pred.frame, pred.label, pred.score, pairs)

@@ -77,7 +77,8 @@ def ultralytics_view(table: FrameTable, geometry: Any, gt_ignore: np.ndarray | N
     ignored_gt = gt.crowd.copy() if gt_ignore is None else gt.crowd | gt_ignore
 
     def pairs(det: np.ndarray, ground: np.ndarray, crowd: np.ndarray) -> np.ndarray:
-        return geometry.pairs(pred.shape[det], gt.shape[ground], crowd=bool(crowd[0]))
+        return geometry.pairs(np.take(pred.shape, det, axis=0), np.take(gt.shape, ground, axis=0),
+                              crowd=bool(crowd[0]))
 
     def similarity(order: np.ndarray, gorder: np.ndarray):
         return geometry.similarity(pred.shape[order], gt.shape[gorder])
