@@ -40,15 +40,18 @@ VALID = {
     "--min-precision": ("0.2",),
     "--oks-sigmas": ("0.25,0.25,0.5,0.5,0.35",),
     "--iou-type": ("keypoints",),
+    "--ultralytics-version": ("8.4.190",),
 }
 
 
-# options that need another one to be valid: (task, flag) -> (its flag, its value kind)
+# options that need another one to be valid: (task, flag) -> its flag (any valid value), or
+# (its flag, the value)
 NEEDS = {
     ("segmentation3d", "--range"): "--points-dir",
     ("segmentation3d", "--protocol"): "--num-classes",
     ("detection", "--oks-sigmas"): "--iou-type",
     ("detection", "--max-dets"): "--protocol",
+    ("detection", "--ultralytics-version"): ("--protocol", "ultralytics"),
 }
 
 
@@ -221,8 +224,10 @@ def test_a_valid_value_gives_the_same_params_everywhere(case, rpx, tmp_path: Pat
         flags = [option.flag]
     extra: dict[str, Any] = {}
     if (name, option.flag) in NEEDS:
-        other = next(o for o in options_of(task) if o.flag == NEEDS[name, option.flag])
-        extra[other.param] = valid_texts(task, other, tmp_path)[0]
+        needed = NEEDS[name, option.flag]
+        flag, value = needed if isinstance(needed, tuple) else (needed, None)
+        other = next(o for o in options_of(task) if o.flag == flag)
+        extra[other.param] = value or valid_texts(task, other, tmp_path)[0]
         flags += [other.flag, extra[other.param]]
     listed = listing_files(task, tmp_path)
     extra.update(listed)

@@ -261,7 +261,7 @@ def resolve(task: Task, given: Mapping[str, Any]) -> dict[str, Any]:
     unknown_names(given, list(options), task.name)
     values = {param: option.convert(given[param]) if param in given else option.default
               for param, option in options.items()}
-    values.update(select_families(task, chosen))
+    values.update(select_families(task, chosen, values))
     from rpx_cli.params.pictures import settle
 
     settle(values)
@@ -299,20 +299,27 @@ def _family_names(task: Task, value: Any) -> Any:
     return value
 
 
-def select_families(task: Task, chosen: Any) -> dict[str, Any]:
+def select_families(task: Task, chosen: Any, values: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``--metrics``: the families to run (``"rows,pooled"`` or a list, checked by
-    :func:`families_option`; default every family but the task's optional ones) as
-    ``metrics``, and the others as ``skipped_metrics``."""
+    :func:`families_option`; default those the task runs by default under the options
+    ``values``) as ``metrics``, and the others it could run as ``skipped_metrics``
+    (:meth:`Task.family_choice`: detection's protocol decides)."""
     option = families_option(task)
     if option is None:
         if chosen:
             raise ParameterError(f"{task.name} has no metric families to choose from")
         return {}
-    names = list(task.families)
+    names, default = task.family_choice(values or {})
+    names = list(names)
     chosen = option.convert(chosen)
     if chosen is None:
-        chosen = [name for name in names if name not in task.optional_families]
+        chosen = list(default)
     elif isinstance(chosen, str):
         chosen = [part.strip() for part in chosen.split(",") if part.strip()]
+    unknown = [name for name in chosen if name not in names]
+    if unknown:  # a family of the task that these options do not run (a protocol's view)
+        raise ParameterError(f"--metrics: unknown metric famil{'ies' if len(unknown) > 1 else 'y'} "
+                             f"{', '.join(unknown)} for {task.name} with these options "
+                             f"(known: {', '.join(names)})")
     return {"metrics": [n for n in names if n in chosen],
             "skipped_metrics": [n for n in names if n not in chosen]}

@@ -197,6 +197,18 @@ def parse_kpt_shape(value: Any) -> tuple[int, int]:
     return k, d
 
 
+def parse_ultralytics_version(value: Any) -> str:
+    """``--ultralytics-version 8.4.190`` (or ``8.3``): a release 8.0 or later, recorded as
+    ``MAJOR.MINOR.PATCH``."""
+    parts = str(value).strip().lstrip("v").split(".")
+    if not 1 < len(parts) <= 3 or not all(part.isdigit() for part in parts):
+        raise ValueError(f"an Ultralytics release is MAJOR.MINOR[.PATCH], e.g. 8.4.190: got {value!r}")
+    version = tuple(int(part) for part in parts) + (0,) * (3 - len(parts))
+    if version < (8, 0, 0):
+        raise ValueError(f"Ultralytics {value}: rpx knows the rules of releases 8.0 and later")
+    return ".".join(map(str, version))
+
+
 def parse_image_size(value: Any) -> tuple[int, int]:
     """``--image-size W,H`` (pixels, each >= 1)."""
     parts = value if isinstance(value, (list, tuple)) else str(value).split(",")

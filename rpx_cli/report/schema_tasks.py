@@ -65,17 +65,23 @@ def task_block(task: Task) -> dict[str, Any]:
         "dataset": {"type": "object", "properties": {**figures, "per_class": per_class}},
     }}
     checks: list[dict[str, Any]] = [typed]
-    for path in task.headline:
-        parts = path.split(".")
-        checks.append(nested(parts, NUM_OR_NULL, required=False))
-        families = covering_families(task, path)
-        if families is None:
-            continue
-        kept = {"properties": {"params": {"properties": {"skipped_metrics": {
-            "not": {"anyOf": [{"contains": {"const": name}} for name in families]}}}}}} \
-            if families else {}
-        checks.append({"if": {"allOf": [{"not": {"required": ["state"]}}, kept]},
-                       "then": nested(parts, NUM_OR_NULL, required=True)})
+    typed_paths: set[str] = set()
+    for chosen_by, headline in task.headline_variants():
+        when = [{"properties": {"params": {"required": list(chosen_by), "properties": {
+            name: {"const": value} for name, value in chosen_by.items()}}}}] if chosen_by else []
+        for path in headline:
+            parts = path.split(".")
+            if path not in typed_paths:
+                typed_paths.add(path)
+                checks.append(nested(parts, NUM_OR_NULL, required=False))
+            families = covering_families(task, path)
+            if families is None:
+                continue
+            kept = {"properties": {"params": {"properties": {"skipped_metrics": {
+                "not": {"anyOf": [{"contains": {"const": name}} for name in families]}}}}}} \
+                if families else {}
+            checks.append({"if": {"allOf": [{"not": {"required": ["state"]}}, kept, *when]},
+                           "then": nested(parts, NUM_OR_NULL, required=True)})
     rows = rows_schema(task)
     rows["items"]["properties"] = {**figures, **rows["items"]["properties"]}
     then: dict[str, Any] = {"properties": {**copy.deepcopy(dict(task.report_properties)),

@@ -251,6 +251,23 @@ class Task:
         errors against recall there), when it is one of :meth:`thresholds`."""
         return None
 
+    def family_choice(self, params: Params) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(the --metrics families a run with these options can choose, those it runs by
+        default)``; ``params``: the options' converted values. Default: every family, all
+        but :attr:`optional_families` by default (detection: its protocol decides)."""
+        names = tuple(self.families)
+        return names, tuple(name for name in names if name not in self.optional_families)
+
+    def headline_for(self, params: Mapping[str, Any]) -> tuple[str, ...]:
+        """The :attr:`headline` of a report whose ``params`` are these (detection: its
+        protocol's figures first). Default: :attr:`headline`."""
+        return self.headline
+
+    def headline_variants(self) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
+        """Every headline a report can have, each with the ``params`` values that choose it
+        (``{}``: any report): what the schema requires of a full report."""
+        return [({}, self.headline)]
+
     def family_keys(self, family: str, params: Params) -> set[str]:
         """The row and ``aggregate`` keys of metric family ``family`` under ``params``: its
         declared keys, and each of them per band (``absrel`` and ``absrel_0m_2m``)."""
