@@ -41,6 +41,9 @@ VALID = {
     "--oks-sigmas": ("0.25,0.25,0.5,0.5,0.35",),
     "--iou-type": ("keypoints",),
     "--ultralytics-version": ("8.4.190",),
+    "--image-size": ("640,480",),
+    "--data-yaml": (str(FIXTURES / "detection" / "formats" / "data.yaml"),),
+    "--kpt-shape": ("17,3",),
 }
 
 

@@ -63,6 +63,8 @@ def sniff_folder(folder: str, role: str) -> str:
     candidates = list(dict.fromkeys(candidates))
     if len(candidates) == 1:
         return candidates[0]
+    if not files:  # nothing to tell by: the first format (the pairing then says the folder is empty)
+        return folder_formats()[0].name
     names = ", ".join(fmt.name for fmt in folder_formats())
     if not candidates:
         raise InputError(f"cannot tell which format the files of this folder are in; give "
