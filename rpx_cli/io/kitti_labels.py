@@ -1,0 +1,258 @@
+"""KITTI object labels: one ``.txt`` per frame, one object per line.
+
+A line is 15 fields, and a 16th, the score, in a results (prediction) file::
+
+    type truncated occluded alpha x1 y1 x2 y2 h w l x y z rotation_y [score]
+
+- ``type``: the class (``Car``, ``Van``, ``Truck``, ``Pedestrian``, ``Person_sitting``,
+  ``Cyclist``, ``Tram``, ``Misc``, ``DontCare``);
+- ``truncated`` (float, 0 = fully in the image … 1), ``occluded`` (integer 0 fully visible,
+  1 partly, 2 largely, 3 unknown; ``DontCare`` writes -1);
+- ``alpha``: the observation angle in [-π, π] (a results file without one writes -10);
+- ``x1 y1 x2 y2``: the 2D box in the image, pixels (left, top, right, bottom);
+- ``h w l``: the 3D size in metres; ``x y z``: the bottom centre of the 3D box in the camera
+  frame (x right, y down, z forward); ``rotation_y``: the rotation about the camera's y axis,
+  0 when the object's length points along +x (``DontCare`` writes -1 sizes, -1000
+  locations and -10).
+
+:func:`parse_kitti_labels` reads a file into :class:`KittiObjects`, the camera-frame columns
+as written. Both detection tasks read KITTI through it: ``detection`` takes the 2D box
+(``bbox``), the class and the ``DontCare`` regions; ``detection3d`` the 3D box, converted to
+rpx's centre/size/yaw by :func:`to_boxes3d` as mmdet3d's ``CameraInstance3DBoxes`` converts
+a camera box to a LiDAR one without a calibration (``x_l = z``, ``y_l = −x``, ``z_l = −y``;
+the bottom centre lifted by ``h/2`` to the centre; size ``(w, l, h)``; ``yaw = −rotation_y −
+π/2``), and the KITTI protocol (SPEC §15) the columns themselves.
+
+Malformed is an error (SPEC §13): a line with another field count, a field that is not a
+number, a non-finite value, a negative size (except on ``DontCare`` lines), a non-integer
+``occluded`` or a 2D box with ``x2 < x1`` or ``y2 < y1`` is an
+:class:`~rpx_cli.errors.InputError` naming ``file:line``. Blank lines are skipped; an empty
+file is a frame without objects. The well-formed file is read without a Python loop over its
+lines: every line's field count comes from the bytes at once, and the numbers from one
+conversion of every field; the per-line walk runs only to word an error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rpx_cli.errors import InputError
+from rpx_cli.io.boxes3d import Boxes3D
+
+DONT_CARE = "DontCare"
+FIELDS = 15  # a label line; a results line adds the score
+_WHITESPACE = np.array([0] * 256, bool)
+_WHITESPACE[[9, 11, 12, 13, 32]] = True  # tab, vertical tab, form feed, CR, space (not LF)
+
+
+@dataclass
+class KittiObjects:
+    """One frame's objects as the file writes them (camera frame). ``label`` codes into
+    ``names`` (first-seen order)."""
+
+    label: np.ndarray  # (N,) int64 into names
+    names: list[str]
+    truncated: np.ndarray  # (N,)
+    occluded: np.ndarray  # (N,) int64
+    alpha: np.ndarray  # (N,)
+    bbox: np.ndarray  # (N, 4) x1 y1 x2 y2 (pixels)
+    hwl: np.ndarray  # (N, 3) height, width, length (m)
+    location: np.ndarray  # (N, 3) bottom centre x, y, z (m, camera frame)
+    rotation_y: np.ndarray  # (N,)
+    score: np.ndarray | None  # (N,) results files only
+
+    def __len__(self) -> int:
+        return int(self.label.size)
+
+    @classmethod
+    def empty(cls, with_scores: bool) -> KittiObjects:
+        z = np.zeros(0)
+        return cls(np.zeros(0, np.int64), [], z, np.zeros(0, np.int64), z.copy(), np.zeros((0, 4)),
+                   np.zeros((0, 3)), np.zeros((0, 3)), z.copy(), z.copy() if with_scores else None)
+
+    def label_names(self) -> list[str]:
+        return [self.names[k] for k in self.label.tolist()]
+
+    def as_json(self) -> dict[str, Any]:
+        """Exact JSON (float64 round-trips)."""
+        out = {"kitti": True, "label": self.label.tolist(), "names": list(self.names),
+               "truncated": self.truncated.tolist(), "occluded": self.occluded.tolist(),
+               "alpha": self.alpha.tolist(), "bbox": self.bbox.ravel().tolist(),
+               "hwl": self.hwl.ravel().tolist(), "location": self.location.ravel().tolist(),
+               "rotation_y": self.rotation_y.tolist()}
+        if self.score is not None:
+            out["score"] = self.score.tolist()
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> KittiObjects:
+        def f(key: str, width: int = 0) -> np.ndarray:
+            values = np.asarray(data[key], np.float64)
+            return values.reshape(-1, width) if width else values
+
+        score = data.get("score")
+        return cls(np.asarray(data["label"], np.int64), list(data["names"]), f("truncated"),
+                   np.asarray(data["occluded"], np.int64), f("alpha"), f("bbox", 4), f("hwl", 3),
+                   f("location", 3), f("rotation_y"),
+                   None if score is None else np.asarray(score, np.float64))
+
+
+def parse_kitti_labels(data: bytes | memoryview, path: str, *, prediction: bool) -> KittiObjects:
+    """One KITTI label (GT: 15 fields, a 16th ignored) or results (predictions: 16 fields,
+    the last the score) file."""
+    raw = np.frombuffer(bytes(data), np.uint8)
+    try:
+        text = bytes(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not a KITTI label file (not UTF-8 text: {exc.reason} at byte "
+                         f"{exc.start})", path=path) from None
+    counts, line_numbers = _field_counts(raw)
+    if not counts.size:
+        return KittiObjects.empty(prediction)
+    widths = (FIELDS + 1,) if prediction else (FIELDS, FIELDS + 1)
+    table = None
+    if counts.min() == counts.max() and int(counts[0]) in widths:
+        table = _table(text.split(), int(counts[0]))
+    if table is None:
+        _walk(text, path, widths, prediction)  # raises, naming the line
+        raise InputError("not a KITTI label file", path=path)  # pragma: no cover
+    names, numbers = table
+    objects = _objects(names, numbers, prediction)
+    problem = _first_problem(objects, numbers)
+    if problem is not None:
+        index, message = problem
+        raise InputError(f"{path}:{int(line_numbers[index])}: {message}", path=path)
+    return objects
+
+
+def _field_counts(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(fields per non-blank line, its 1-based line number)``, from the bytes at once."""
+    if not raw.size:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    newline = raw == 10
+    blank = _WHITESPACE[raw] | newline
+    start = ~blank
+    start[1:] &= blank[:-1]  # a field starts where a non-blank byte follows a blank one
+    line = np.cumsum(newline) - newline  # the line of each byte (0-based; LF ends its line)
+    per_line = np.bincount(line[start], minlength=int(line[-1]) + 1)
+    nonblank = np.flatnonzero(per_line)
+    return per_line[nonblank], nonblank + 1
+
+
+def _table(tokens: list[str], width: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The names and the (N, width − 1) numbers; None when a field is not a number."""
+    grid = np.array(tokens, dtype=object).reshape(-1, width)
+    try:
+        numbers = grid[:, 1:].astype(str).astype(np.float64)
+    except ValueError:
+        return None
+    return grid[:, 0].astype(str), numbers
+
+
+def _objects(names: np.ndarray, numbers: np.ndarray, prediction: bool) -> KittiObjects:
+    vocabulary, label = np.unique(names, return_inverse=True)
+    order = np.argsort(np.unique(label, return_index=True)[1], kind="stable")  # first-seen
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return KittiObjects(rank[label].astype(np.int64), [str(vocabulary[k]) for k in order],
+                        numbers[:, 0].copy(), numbers[:, 1].astype(np.int64), numbers[:, 2].copy(),
+                        numbers[:, 3:7].copy(), numbers[:, 7:10].copy(), numbers[:, 10:13].copy(),
+                        numbers[:, 13].copy(), numbers[:, 14].copy() if prediction else None)
+
+
+def _first_problem(objects: KittiObjects, numbers: np.ndarray) -> tuple[int, str] | None:
+    """The first line (index) whose values are out of bounds, and why."""
+    dont_care = np.array([name == DONT_CARE for name in objects.names], bool)[objects.label] \
+        if len(objects) else np.zeros(0, bool)
+    checks = (
+        (~np.isfinite(numbers).all(axis=1), "a non-finite value"),
+        (numbers[:, 1] != np.round(numbers[:, 1]), "'occluded' must be an integer"),
+        ((objects.hwl < 0).any(axis=1) & ~dont_care, "a negative size (h w l)"),
+        ((objects.bbox[:, 2] < objects.bbox[:, 0]) | (objects.bbox[:, 3] < objects.bbox[:, 1]),
+         "a 2D box with x2 < x1 or y2 < y1"),
+    )
+    first = None
+    for bad, message in checks:
+        where = np.flatnonzero(bad)
+        if where.size and (first is None or where[0] < first[0]):
+            first = (int(where[0]), message)
+    if first is None:
+        return None
+    index, message = first
+    fields = ["truncated", "occluded", "alpha", "x1", "y1", "x2", "y2", "h", "w", "l", "x", "y",
+              "z", "rotation_y", "score"]
+    values = " ".join(f"{name}={value:g}" for name, value in zip(fields, numbers[index].tolist(),
+                                                                   strict=False))
+    return index, f"{message} ({objects.names[int(objects.label[index])]} {values})"
+
+
+def _walk(text: str, path: str, widths: tuple[int, ...], prediction: bool) -> None:
+    """Find the first malformed line (field count, a non-number) and raise naming it."""
+    expected = " or ".join(map(str, widths))
+    for number, line in enumerate(text.split("\n"), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) not in widths:
+            extra = " (a results file needs the score as the 16th)" if prediction and \
+                len(fields) == FIELDS else ""
+            raise InputError(f"{path}:{number}: {len(fields)} fields, expected {expected} "
+                             f"(type truncated occluded alpha x1 y1 x2 y2 h w l x y z rotation_y"
+                             f"{' score' if prediction else ''}){extra}", path=path)
+        for column, value in enumerate(fields[1:], start=2):
+            try:
+                float(value)
+            except ValueError:
+                raise InputError(f"{path}:{number}: field {column} is not a number: "
+                                 f"{value[:40]!r}", path=path) from None
+    counts = {len(line.split()) for line in text.split("\n") if line.split()}
+    if len(counts) > 1:  # every line is well formed alone, but not the file
+        raise InputError(f"{path}: lines with {' and '.join(map(str, sorted(counts)))} fields "
+                         "in one file", path=path)
+
+
+# --- rpx's frame --------------------------------------------------------------------------------
+
+
+def to_boxes3d(objects: KittiObjects) -> Boxes3D:
+    """The objects other than ``DontCare`` as rpx 3D boxes (centre, ``(w, l, h)``, yaw CCW
+    about +z), through mmdet3d's camera-to-LiDAR axis change without a calibration."""
+    keep = np.array([name != DONT_CARE for name in objects.names], bool)[objects.label] \
+        if len(objects) else np.zeros(0, bool)
+    h, w, length = (objects.hwl[keep, k] for k in range(3))
+    x, y, z = (objects.location[keep, k] for k in range(3))
+    center = np.stack([z, -x, -y + h / 2], axis=1)
+    size = np.stack([w, length, h], axis=1)
+    yaw = -objects.rotation_y[keep] - math.pi / 2
+    kept = objects.label[keep]
+    used = np.unique(kept)
+    remap = np.full(max(len(objects.names), 1), -1, np.int64)
+    remap[used] = np.arange(used.size)
+    n = int(keep.sum())
+    return Boxes3D(center, size, yaw, np.full((n, 2), np.nan), remap[kept],
+                   [objects.names[k] for k in used.tolist()],
+                   None if objects.score is None else objects.score[keep].copy(),
+                   np.full(n, -1, np.int64), [], np.full(n, -1, np.int64),
+                   np.hypot(center[:, 0], center[:, 1]))
+
+
+def from_boxes3d(boxes: Boxes3D, *, truncated: np.ndarray, occluded: np.ndarray,
+                 bbox: np.ndarray, alpha: np.ndarray | None) -> KittiObjects:
+    """rpx 3D boxes (with each box's ``truncated``, ``occluded`` and 2D box) in the camera
+    frame, the inverse of :func:`to_boxes3d`; ``alpha`` None: the observation angle from the
+    location, ``rotation_y − atan2(x, z)`` (as mmdet3d writes it)."""
+    w, length, h = boxes.size[:, 0], boxes.size[:, 1], boxes.size[:, 2]
+    x, y = -boxes.center[:, 1], -(boxes.center[:, 2] - h / 2)
+    z = boxes.center[:, 0].copy()
+    rotation_y = -boxes.yaw - math.pi / 2
+    if alpha is None:
+        alpha = rotation_y - np.arctan2(x, z)
+    return KittiObjects(boxes.label.copy(), list(boxes.names), np.asarray(truncated, np.float64),
+                        np.asarray(occluded, np.int64), np.asarray(alpha, np.float64),
+                        np.asarray(bbox, np.float64).reshape(-1, 4), np.stack([h, w, length], axis=1),
+                        np.stack([x, y, z], axis=1), rotation_y,
+                        None if boxes.score is None else boxes.score.copy())

@@ -1,0 +1,157 @@
+"""``--protocol kitti``: the KITTI object benchmark (SPEC §15) as
+``kitti_object_eval_python`` (OpenPCDet / mmdet3d, checked by its authors against the
+official ``evaluate_object.cpp``) scores it.
+
+- **Classes** Car, Pedestrian, Cyclist by default (``--class-names`` may add Van,
+  Person_sitting and Truck, the other classes the reference has thresholds for); names
+  compare lowercased. ``Van`` GT are ignored for Car and ``Person_sitting`` GT for
+  Pedestrian (neither a TP nor a miss); ``DontCare`` GT are don't-care regions: a 2D
+  detection left unmatched that covers one by more than the class's 2D threshold (over its
+  own area) is not a false positive.
+- **Difficulties** easy / moderate / hard: a GT counts when its 2D box is taller than 40 /
+  25 / 25 px (a box exactly 40 px tall is not easy), its occlusion at most 0 / 1 / 2 and
+  its truncation at most 0.15 / 0.3 / 0.5; other GT of the class are ignored. A detection
+  lower than the level's minimum height is ignored whatever its class.
+- **Overlaps** ``bbox`` (2D IoU), ``bev`` (the ground-plane footprints' IoU), ``3d``
+  (footprint intersection × height overlap over the union of volumes; boxes rotate about
+  the vertical axis only), each strictly above the class's threshold (``--kitti-iou
+  strict``: Car / Van / Truck 0.7, Pedestrian / Person_sitting / Cyclist 0.5 everywhere;
+  ``loose`` relaxes ``bev`` and ``3d`` to 0.5 / 0.25 / 0.25, and Truck's 2D to 0.5, as the
+  reference's second table). ``aos``: the 2D matching's TPs weighted by ``(1 + cos Δα) / 2``;
+  computed when the predictions carry orientations (the first prediction's ``alpha`` is not
+  −10, the reference's test), else null.
+- **AP** with 40 recall positions (``AP_R40``, the default) or 11 (``--recall-points 11``),
+  as a fraction in [0, 1] (the reference prints percent); a class without a valid GT at a
+  difficulty has AP 0, as the reference. The matching and sampling rules are in
+  :mod:`rpx_cli.ops.kitti_eval`, the overlaps in :mod:`rpx_cli.ops.kitti_overlaps`.
+
+Keys: ``dataset.kitti.<Class>.<metric>_<difficulty>`` (``Car.3d_moderate``) with
+``n_gt_<difficulty>`` (the valid GT), and ``dataset.kitti.mAP_<metric>_<difficulty>``, the
+mean over the evaluated classes. Rows (per frame, summed over the classes): ``tp``, ``fp``,
+``fn`` of the 3D matching at the moderate difficulty and the class thresholds, counting
+predictions scored ``>= --conf-threshold``, with ``n_gt`` (valid moderate GT), ``n_pred``,
+``precision``, ``recall``, ``f1``.
+
+Inputs: KITTI label folders (:mod:`rpx_cli.io.kitti_labels`; ``--pred-format kitti``), or
+rpx 3D boxes (``--pred-format rpx``) that carry ``bbox_2d`` ``[x1, y1, x2, y2]``, and on GT
+``truncated`` and ``occluded`` (``alpha`` optional: a GT's is derived from its location,
+a prediction without one has none), converted to the camera frame as mmdet3d does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rpx_cli.errors import ParameterError
+from rpx_cli.io.kitti_labels import DONT_CARE, KittiObjects
+from rpx_cli.ops import kitti_benchmark as kb
+from rpx_cli.ops import kitti_eval as ke
+from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
+
+NAME = "kitti"
+CLASSES = ("Car", "Pedestrian", "Cyclist", "Van", "Person_sitting", "Truck")
+DEFAULT_CLASSES = ("Car", "Pedestrian", "Cyclist")
+NEIGHBOURS = {"Car": "Van", "Pedestrian": "Person_sitting"}
+# the reference's two overlap tables: metric -> threshold per class (in CLASSES order)
+OVERLAPS = {
+    "strict": {"bbox": (0.7, 0.5, 0.5, 0.7, 0.5, 0.7), "bev": (0.7, 0.5, 0.5, 0.7, 0.5, 0.7),
+               "3d": (0.7, 0.5, 0.5, 0.7, 0.5, 0.7)},
+    "loose": {"bbox": (0.7, 0.5, 0.5, 0.7, 0.5, 0.5), "bev": (0.5, 0.25, 0.25, 0.5, 0.25, 0.5),
+              "3d": (0.5, 0.25, 0.25, 0.5, 0.25, 0.5)},
+}
+RECALL_POINTS = (40, 11)
+METRICS = ("bbox", "bev", "3d", "aos")
+LEVELS = tuple(level.name for level in ke.DIFFICULTIES)
+ROWS_AT = ("3d", "moderate")  # the rows' matching
+NO_ALPHA = -10.0  # a results file without orientations
+
+
+def class_names(given: list[str] | None) -> list[str]:
+    """The evaluated classes, checked against the reference's table."""
+    names = list(given) if given else list(DEFAULT_CLASSES)
+    unknown = [name for name in names if name not in CLASSES]
+    if unknown:
+        raise ParameterError(f"--protocol kitti evaluates {', '.join(CLASSES)} (the classes "
+                             f"the reference has IoU thresholds for), not {', '.join(unknown)}")
+    return names
+
+
+def summarize(pairs: list[Any], params: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``({"aggregate", "dataset"[, "warnings"]}, rows)`` of every frame's (GT, prediction)
+    objects in stem order."""
+    n = len(pairs)
+    classes = class_names(params["class_names"])
+    gt_objects = [pair.gt for pair in pairs]
+    det_objects = [pair.pred for pair in pairs]
+    vocabulary = {name.lower(): k for k, name in enumerate(CLASSES)}
+    gt, gt_geo = _table(gt_objects, vocabulary, scores=False)
+    det, det_geo = _table(det_objects, vocabulary, scores=True)
+    table_name = params["kitti_iou"]
+    specs = [kb.ClassSpec(name, vocabulary[name.lower()],
+                          vocabulary[NEIGHBOURS[name].lower()] if name in NEIGHBOURS else -1,
+                          {m: OVERLAPS[table_name][m][CLASSES.index(name)] for m in kb.METRICS})
+             for name in classes]
+    overlaps = kb.overlaps(gt, det, gt_geo, det_geo, n)
+    dc = np.flatnonzero(gt.dontcare)
+    from rpx_cli.ops import kitti_overlaps as ko
+
+    dontcare = ko.dontcare_cover(det.bbox, det.frame, gt.bbox[dc], gt.frame[dc], n)
+    with_alpha = next((objects.alpha[0] != NO_ALPHA for objects in det_objects if len(objects)),
+                      False)
+    table, frames = kb.benchmark(gt, det, overlaps, dontcare, specs, params["recall_points"],
+                                 bool(with_alpha), (*ROWS_AT, params["conf_threshold"]), n)
+    kitti: dict[str, Any] = {name: table[name] for name in classes}
+    for metric in METRICS:
+        for level in LEVELS:
+            kitti[f"mAP_{metric}_{level}"] = mean_present(
+                [table[name][f"{metric}_{level}"] for name in classes]) if classes else None
+    dataset: dict[str, Any] = {"kitti": kitti, "classes": classes,
+                               "n_gt": int(np.count_nonzero(~gt.dontcare)), "n_pred": int(det.frame.size)}
+    keep = det.score >= params["conf_threshold"]
+    moderate = ke.DIFFICULTIES[1]
+    n_gt = np.zeros(n, np.int64)
+    for spec in specs:
+        valid = ke.ignored_gt(gt, spec.code, spec.neighbour, moderate) == 0
+        n_gt += np.bincount(gt.frame[valid], minlength=n)
+    n_pred = np.bincount(det.frame[keep], minlength=n)
+    figures = prf_arrays(frames.tp, frames.fp, frames.fn)
+    columns = {"tp": frames.tp.tolist(), "fp": frames.fp.tolist(), "fn": frames.fn.tolist(),
+               "n_gt": n_gt.tolist(), "n_pred": n_pred.tolist(),
+               **{k: figures[k].tolist() for k in ("precision", "recall", "f1")}}
+    rows = [{key: values[i] for key, values in columns.items()} for i in range(n)]
+    totals = [int(x.sum()) for x in (frames.tp, frames.fp, frames.fn)]
+    dataset["pooled"] = {**prf(*totals), "tp": totals[0], "fp": totals[1], "fn": totals[2]}
+    aggregate = {"n_samples": n, **{k: mean_present(figures[k]) for k in ("precision", "recall", "f1")}}
+    sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}
+    warnings = []
+    if not with_alpha and det.frame.size:
+        warnings.append("the predictions carry no orientation (alpha -10): aos is null")
+    if warnings:
+        sections["warnings"] = warnings
+    return sections, rows
+
+
+def _table(objects: list[KittiObjects], vocabulary: dict[str, int],
+           scores: bool) -> tuple[ke.Table, kb.Geometry]:
+    """Every frame's objects flattened in frame order, names coded lowercased."""
+    counts = np.fromiter(map(len, objects), np.int64, count=len(objects))
+    frame = np.repeat(np.arange(len(objects)), counts)
+    nonempty = [o for o in objects if len(o)]
+
+    def cat(get, shape, dtype=np.float64):
+        arrays = [get(o) for o in nonempty]
+        return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(shape, dtype)
+
+    codes = cat(lambda o: np.array([vocabulary.get(name.lower(), -1) for name in o.names],
+                                   np.int64)[o.label], (0,), np.int64)
+    dontcare = cat(lambda o: np.array([name == DONT_CARE for name in o.names], bool)[o.label],
+                   (0,), bool)
+    table = ke.Table(frame, codes, dontcare, cat(lambda o: o.truncated, (0,)),
+                     cat(lambda o: o.occluded, (0,), np.int64), cat(lambda o: o.alpha, (0,)),
+                     cat(lambda o: o.bbox, (0, 4)),
+                     cat(lambda o: o.score, (0,)) if scores else None)
+    geometry = kb.Geometry(cat(lambda o: o.location, (0, 3)), cat(lambda o: o.hwl, (0, 3)),
+                           cat(lambda o: o.rotation_y, (0,)))
+    return table, geometry
