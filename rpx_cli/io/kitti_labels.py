@@ -35,15 +35,17 @@ conversion of every field; the per-line walk runs only to word an error.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.boxes3d import Boxes3D
+from rpx_cli.io.boxes3d import Boxes3D, boxes3d_from_objects
 
 DONT_CARE = "DontCare"
+NO_ALPHA = -10.0  # a results file's alpha when it has no orientation
 FIELDS = 15  # a label line; a results line adds the score
 _WHITESPACE = np.array([0] * 256, bool)
 _WHITESPACE[[9, 11, 12, 13, 32]] = True  # tab, vertical tab, form feed, CR, space (not LF)
@@ -209,20 +211,27 @@ def _walk(text: str, path: str, widths: tuple[int, ...], prediction: bool) -> No
             except ValueError:
                 raise InputError(f"{path}:{number}: field {column} is not a number: "
                                  f"{value[:40]!r}", path=path) from None
-    counts = {len(line.split()) for line in text.split("\n") if line.split()}
-    if len(counts) > 1:  # every line is well formed alone, but not the file
-        raise InputError(f"{path}: lines with {' and '.join(map(str, sorted(counts)))} fields "
-                         "in one file", path=path)
+    first = None
+    for number, line in enumerate(text.split("\n"), start=1):  # well formed alone, not together
+        fields = len(line.split())
+        if not fields:
+            continue
+        if first is None:
+            first = (number, fields)
+        elif fields != first[1]:
+            raise InputError(f"{path}:{number}: {fields} fields, while line {first[0]} has "
+                             f"{first[1]} (one file holds labels or results, not both)", path=path)
 
 
 # --- rpx's frame --------------------------------------------------------------------------------
 
 
-def to_boxes3d(objects: KittiObjects) -> Boxes3D:
-    """The objects other than ``DontCare`` as rpx 3D boxes (centre, ``(w, l, h)``, yaw CCW
-    about +z), through mmdet3d's camera-to-LiDAR axis change without a calibration."""
-    keep = np.array([name != DONT_CARE for name in objects.names], bool)[objects.label] \
-        if len(objects) else np.zeros(0, bool)
+def to_boxes3d(objects: KittiObjects, classes: Sequence[str] | None = None) -> Boxes3D:
+    """The objects other than ``DontCare`` (and, given ``classes``, of those classes only)
+    as rpx 3D boxes (centre, ``(w, l, h)``, yaw CCW about +z), through mmdet3d's
+    camera-to-LiDAR axis change without a calibration."""
+    wanted = [name != DONT_CARE and (classes is None or name in classes) for name in objects.names]
+    keep = np.array(wanted, bool)[objects.label] if len(objects) else np.zeros(0, bool)
     h, w, length = (objects.hwl[keep, k] for k in range(3))
     x, y, z = (objects.location[keep, k] for k in range(3))
     center = np.stack([z, -x, -y + h / 2], axis=1)
@@ -256,3 +265,51 @@ def from_boxes3d(boxes: Boxes3D, *, truncated: np.ndarray, occluded: np.ndarray,
                         np.asarray(bbox, np.float64).reshape(-1, 4), np.stack([h, w, length], axis=1),
                         np.stack([x, y, z], axis=1), rotation_y,
                         None if boxes.score is None else boxes.score.copy())
+
+
+def kitti_from_box_objects(objects: list[Any], path: str, *, prediction: bool,
+                           box_origin: str = "center", where: str = "") -> KittiObjects:
+    """rpx 3D box objects (:mod:`rpx_cli.io.boxes3d`) that also carry ``bbox_2d`` ``[x1, y1,
+    x2, y2]`` (pixels) and, on GT, ``truncated`` (a number) and ``occluded`` (an integer);
+    ``alpha`` optional (GT: derived from the location; a prediction without one has none,
+    -10). In the camera frame (:func:`from_boxes3d`)."""
+    boxes = boxes3d_from_objects(objects, path, prediction=prediction, box_origin=box_origin,
+                                 where=where)
+    n = len(objects)
+    columns: dict[str, list[float]] = {"bbox_2d": [], "truncated": [], "occluded": [], "alpha": []}
+    for index, item in enumerate(objects):
+        def fail(message: str, index: int = index) -> InputError:
+            return InputError(f"{where}box {index}: {message} (--protocol kitti)", path=path)
+
+        box = item.get("bbox_2d")
+        if not (isinstance(box, list) and len(box) == 4 and all(
+                type(v) in (int, float) and math.isfinite(v) for v in box)):
+            raise fail(f"needs 'bbox_2d': [x1, y1, x2, y2] (four finite numbers, pixels), got "
+                       f"{box!r}"[:160])
+        if box[2] < box[0] or box[3] < box[1]:
+            raise fail(f"'bbox_2d' has x2 < x1 or y2 < y1: {box!r}")
+        columns["bbox_2d"].append(box)
+        for key, kind in (("truncated", float), ("occluded", int)):
+            value = item.get(key)
+            if value is None and prediction:
+                value = -1
+            ok = type(value) is int or (kind is float and type(value) is float and
+                                        math.isfinite(value))
+            if not ok:
+                raise fail(f"a GT box needs {key!r} ({'a number' if kind is float else 'an integer'})"
+                           f", got {value!r}")
+            columns[key].append(value)
+        alpha = item.get("alpha")
+        if alpha is not None and not (type(alpha) in (int, float) and math.isfinite(alpha)):
+            raise fail(f"'alpha' must be a finite number, got {alpha!r}")
+        columns["alpha"].append(math.nan if alpha is None else float(alpha))
+    alpha = np.array(columns["alpha"], np.float64).reshape(n)
+    objects_ = from_boxes3d(boxes, truncated=np.array(columns["truncated"], np.float64).reshape(n),
+                            occluded=np.array(columns["occluded"], np.int64).reshape(n),
+                            bbox=np.array(columns["bbox_2d"], np.float64).reshape(n, 4), alpha=None)
+    missing = np.isnan(alpha)
+    if prediction:
+        objects_.alpha = np.where(missing, NO_ALPHA, alpha)
+    else:
+        objects_.alpha = np.where(missing, objects_.alpha, alpha)
+    return objects_

@@ -119,3 +119,22 @@ def benchmark(gt: ke.Table, det: ke.Table, pairs: Mapping[str, ko.Pairs], dontca
 
 def _number(value: float) -> float | None:
     return None if value != value else float(value)
+
+
+def frame_counts(gt: ke.Table, det: ke.Table, pairs: Mapping[str, ko.Pairs],
+                 classes: Sequence[ClassSpec], rows_at: tuple[str, str, float],
+                 n_frames: int) -> FrameCounts:
+    """The per-frame counts alone (no AP): the matching at ``rows_at`` = (metric,
+    difficulty, score threshold), summed over the classes."""
+    metric, level_name, threshold = rows_at
+    level = next(level for level in ke.DIFFICULTIES if level.name == level_name)
+    frames = FrameCounts(*(np.zeros(n_frames, np.int64) for _ in range(3)))
+    for spec in classes:
+        gt_ignore = ke.ignored_gt(gt, spec.code, spec.neighbour, level)
+        det_ignore = ke.ignored_det(det, spec.code, level)
+        c = ke.candidates(pairs[metric], spec.min_overlap[metric], gt_ignore, det_ignore, gt.frame)
+        result = ke.counts(c, gt, det, gt_ignore, det_ignore, np.array([threshold]), None, n_frames)
+        frames.tp += result.frame_tp[0]
+        frames.fp += result.frame_fp[0]
+        frames.fn += result.frame_fn[0]
+    return frames

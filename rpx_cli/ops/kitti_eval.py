@@ -245,7 +245,8 @@ def counts(c: Candidates, gt: Table, det: Table, gt_ignore: np.ndarray, det_igno
     if dontcare is not None:
         free &= ~dontcare[None]
     fp = free.sum(axis=1)
-    delta = gt.alpha[c.gt][None] - det.alpha[np.where(outcome.chosen < 0, 0, outcome.chosen)]
+    det_alpha = np.append(det.alpha, 0.0)  # the last: no detection's
+    delta = gt.alpha[c.gt][None] - det_alpha[outcome.chosen]
     similarity = np.where(outcome.tp, (1.0 + np.cos(delta)) / 2.0, 0.0).sum(axis=1)
     result = Counts(tp, fp, fn, similarity)
     if n_frames is not None:

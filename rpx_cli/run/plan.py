@@ -95,8 +95,10 @@ def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.
         if any(value is not None for value in (files or {}).values()):
             raise ParameterError(f"{task.name} reads --pred-dir/--gt-dir or its input files, "
                                  "not both")
-        pairing = pair_dirs(pred_dir, gt_dir, task.suffixes, missing=str(options.missing))
-        check_pairing(pairing, pred_dir, gt_dir, task.suffixes, str(options.missing))
+        params = task.settle_params(params, {"pred": pred_dir, "gt": gt_dir})
+        suffixes = task.pair_suffixes(params)
+        pairing = pair_dirs(pred_dir, gt_dir, suffixes, missing=str(options.missing))
+        check_pairing(pairing, pred_dir, gt_dir, suffixes, str(options.missing))
     whole = pairing.digest()
     inputs = {task.input_names[0]: pred_dir, task.input_names[1]: gt_dir}
     for option in task.aux_inputs:

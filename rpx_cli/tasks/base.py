@@ -213,6 +213,17 @@ class Task:
     def validate_params(self, params: Params) -> None:
         """Raise :class:`rpx_cli.errors.ParameterError` for a value the task cannot use."""
 
+    def settle_params(self, params: Params, folders: Mapping[str, str]) -> dict[str, Any]:
+        """The resolved params with what the input folders decide (``folders``: ``pred``
+        and ``gt`` -> folder or URL), before they are paired: a file format ``auto``
+        decided from the files (detection3d). Default: the params as they are."""
+        return dict(params)
+
+    def pair_suffixes(self, params: Params) -> tuple[str, ...]:
+        """The suffixes the two folders are paired by under ``params`` (default:
+        :attr:`suffixes`; a task reading several formats pairs by the ones the run reads)."""
+        return self.suffixes
+
     def bands(self, params: Params) -> list[Band]:
         """The range bands of ``params`` (the values of the option parsed as bands,
         ``--range``), in the order given; every banded key is ``band.key(name)``."""

@@ -40,15 +40,21 @@ a prediction without one has none), converted to the camera frame as mmdet3d doe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.errors import ParameterError
-from rpx_cli.io.kitti_labels import DONT_CARE, KittiObjects
+from rpx_cli.io.kitti_labels import DONT_CARE, NO_ALPHA, KittiObjects, kitti_from_box_objects
 from rpx_cli.ops import kitti_benchmark as kb
 from rpx_cli.ops import kitti_eval as ke
+from rpx_cli.ops import kitti_overlaps as ko
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
+from rpx_cli.params.values import Band
+from rpx_cli.tasks.base import MetricInfo, Params
+from rpx_cli.tasks.detection3d.params import load_names
+from rpx_cli.tasks.detection3d.protocol import Protocol, register_protocol
 
 NAME = "kitti"
 CLASSES = ("Car", "Pedestrian", "Cyclist", "Van", "Person_sitting", "Truck")
@@ -65,7 +71,64 @@ RECALL_POINTS = (40, 11)
 METRICS = ("bbox", "bev", "3d", "aos")
 LEVELS = tuple(level.name for level in ke.DIFFICULTIES)
 ROWS_AT = ("3d", "moderate")  # the rows' matching
-NO_ALPHA = -10.0  # a results file without orientations
+
+
+KITTI_OPTIONS = ("recall_points", "kitti_iou")
+
+
+@register_protocol
+class Kitti(Protocol):
+    """The KITTI object benchmark (this module's docstring)."""
+
+    name = NAME
+    own = KITTI_OPTIONS
+    families = ("rows", "kitti")
+
+    def resolve(self, params: dict[str, Any]) -> dict[str, Any]:
+        out = dict(params)
+        out["class_names"] = class_names(load_names(out.get("class_names") or None))
+        out["recall_points"] = int(out["recall_points"] or RECALL_POINTS[0])
+        out["kitti_iou"] = out["kitti_iou"] or "strict"
+        out["conf_threshold"] = float(out["conf_threshold"])
+        out["max_boxes"] = int(out["max_boxes"])
+        return out
+
+    def check(self, params: Params) -> None:
+        names = params["class_names"]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ParameterError(f"--class-names repeats {', '.join(repeated)}")
+
+    def read(self, fmt: Any, data: bytes | memoryview, path: str, *, prediction: bool,
+             params: Params) -> KittiObjects:
+        return fmt.kitti_objects(data, path, prediction=prediction, params=params)
+
+    def from_objects(self, objects: list[Any], path: str, *, prediction: bool, params: Params,
+                     where: str) -> KittiObjects:
+        return kitti_from_box_objects(objects, path, prediction=prediction,
+                                      box_origin=params["box_origin"], where=where)
+
+    def empty(self) -> KittiObjects:
+        return KittiObjects.empty(with_scores=True)
+
+    def summarize(self, pairs: list[Any], params: Params, bands: list[Band],
+                  wanted: set[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        return summarize(pairs, params, wanted)
+
+    def metric_info(self, info: Mapping[str, MetricInfo], params: Params,
+                    bands: list[Band]) -> dict[str, MetricInfo]:
+        out = {key: info[key] for key in ("tp", "fp", "fn", "n_gt", "n_pred", "precision",
+                                          "recall", "f1")}
+        points = f"AP_R{params['recall_points']}"
+        for metric in METRICS:
+            for level in LEVELS:
+                what = "orientation similarity (AOS)" if metric == "aos" else f"{metric} {points}"
+                out[f"{metric}_{level}"] = MetricInfo("higher", f"per class: {what}, {level}")
+                out[f"mAP_{metric}_{level}"] = MetricInfo("higher", f"mean over the classes of "
+                                                          f"{what}, {level}")
+        for level in LEVELS:
+            out[f"n_gt_{level}"] = MetricInfo("none", f"per class: valid GT at {level}")
+        return out
 
 
 def class_names(given: list[str] | None) -> list[str]:
@@ -78,15 +141,15 @@ def class_names(given: list[str] | None) -> list[str]:
     return names
 
 
-def summarize(pairs: list[Any], params: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def summarize(pairs: list[Any], params: Params,
+              wanted: set[str] | frozenset[str] = frozenset({"rows", "kitti"})):
     """``({"aggregate", "dataset"[, "warnings"]}, rows)`` of every frame's (GT, prediction)
-    objects in stem order."""
+    objects in stem order; the APs when ``wanted`` holds ``kitti``, the rows' counts always."""
     n = len(pairs)
     classes = class_names(params["class_names"])
-    gt_objects = [pair.gt for pair in pairs]
     det_objects = [pair.pred for pair in pairs]
     vocabulary = {name.lower(): k for k, name in enumerate(CLASSES)}
-    gt, gt_geo = _table(gt_objects, vocabulary, scores=False)
+    gt, gt_geo = _table([pair.gt for pair in pairs], vocabulary, scores=False)
     det, det_geo = _table(det_objects, vocabulary, scores=True)
     table_name = params["kitti_iou"]
     specs = [kb.ClassSpec(name, vocabulary[name.lower()],
@@ -95,27 +158,30 @@ def summarize(pairs: list[Any], params: dict[str, Any]) -> tuple[dict[str, Any],
              for name in classes]
     overlaps = kb.overlaps(gt, det, gt_geo, det_geo, n)
     dc = np.flatnonzero(gt.dontcare)
-    from rpx_cli.ops import kitti_overlaps as ko
-
     dontcare = ko.dontcare_cover(det.bbox, det.frame, gt.bbox[dc], gt.frame[dc], n)
-    with_alpha = next((objects.alpha[0] != NO_ALPHA for objects in det_objects if len(objects)),
-                      False)
-    table, frames = kb.benchmark(gt, det, overlaps, dontcare, specs, params["recall_points"],
-                                 bool(with_alpha), (*ROWS_AT, params["conf_threshold"]), n)
-    kitti: dict[str, Any] = {name: table[name] for name in classes}
-    for metric in METRICS:
-        for level in LEVELS:
-            kitti[f"mAP_{metric}_{level}"] = mean_present(
-                [table[name][f"{metric}_{level}"] for name in classes]) if classes else None
-    dataset: dict[str, Any] = {"kitti": kitti, "classes": classes,
-                               "n_gt": int(np.count_nonzero(~gt.dontcare)), "n_pred": int(det.frame.size)}
-    keep = det.score >= params["conf_threshold"]
+    with_alpha = bool(next((objects.alpha[0] != NO_ALPHA for objects in det_objects
+                            if len(objects)), False))
+    dataset: dict[str, Any] = {"classes": classes, "n_gt": int(np.count_nonzero(~gt.dontcare)),
+                               "n_pred": int(det.frame.size)}
+    rows_at = (*ROWS_AT, params["conf_threshold"])
+    if "kitti" in wanted:
+        table, frames = kb.benchmark(gt, det, overlaps, dontcare, specs, params["recall_points"],
+                                     with_alpha, rows_at, n)
+        kitti: dict[str, Any] = {name: table[name] for name in classes}
+        for metric in METRICS:
+            for level in LEVELS:
+                kitti[f"mAP_{metric}_{level}"] = dataset[f"mAP_{metric}_{level}"] = mean_present(
+                    [table[name][f"{metric}_{level}"] for name in classes])
+        dataset["kitti"] = kitti
+    else:
+        frames = kb.frame_counts(gt, det, overlaps, specs, rows_at, n)
     moderate = ke.DIFFICULTIES[1]
     n_gt = np.zeros(n, np.int64)
     for spec in specs:
         valid = ke.ignored_gt(gt, spec.code, spec.neighbour, moderate) == 0
         n_gt += np.bincount(gt.frame[valid], minlength=n)
-    n_pred = np.bincount(det.frame[keep], minlength=n)
+    evaluated = np.isin(det.cls, [spec.code for spec in specs])
+    n_pred = np.bincount(det.frame[evaluated & (det.score >= params["conf_threshold"])], minlength=n)
     figures = prf_arrays(frames.tp, frames.fp, frames.fn)
     columns = {"tp": frames.tp.tolist(), "fp": frames.fp.tolist(), "fn": frames.fn.tolist(),
                "n_gt": n_gt.tolist(), "n_pred": n_pred.tolist(),
@@ -125,11 +191,9 @@ def summarize(pairs: list[Any], params: dict[str, Any]) -> tuple[dict[str, Any],
     dataset["pooled"] = {**prf(*totals), "tp": totals[0], "fp": totals[1], "fn": totals[2]}
     aggregate = {"n_samples": n, **{k: mean_present(figures[k]) for k in ("precision", "recall", "f1")}}
     sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}
-    warnings = []
-    if not with_alpha and det.frame.size:
-        warnings.append("the predictions carry no orientation (alpha -10): aos is null")
-    if warnings:
-        sections["warnings"] = warnings
+    if not with_alpha and det.frame.size and "kitti" in wanted:
+        sections["warnings"] = ["the predictions carry no orientation (alpha -10 on the first "
+                                "one, the reference's test): aos is null"]
     return sections, rows
 
 
