@@ -225,9 +225,11 @@ def test_rows_count_the_moderate_3d_matching(rpx, tmp_path):
 # --- against a plain loop ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("table", "points"), [("strict", 40), ("loose", 11)])
-def test_equals_a_plain_loop_on_edge_frames(table, points):
-    pairs = frames_of(EDGES, 40)
+@pytest.mark.parametrize(("folder", "table", "points"), [
+    (EDGES, "strict", 40), (EDGES, "loose", 11), (GOLDEN, "strict", 40), (GOLDEN, "strict", 11)])
+def test_equals_a_plain_loop(folder, table, points):
+    """On the first 40 edge frames and on the golden case (its expected.json too)."""
+    pairs = frames_of(folder, 40)
     classes = list(protocol.CLASSES)
     ours = protocol.summarize(pairs, {**PARAMS, "class_names": classes, "kitti_iou": table,
                                       "recall_points": points})[0]["dataset"]["kitti"]
@@ -242,6 +244,11 @@ def test_equals_a_plain_loop_on_edge_frames(table, points):
                 assert mine is None, (name, key)
             else:
                 assert mine == pytest.approx(value, abs=1e-12), (name, key)
+    if folder == GOLDEN and points == 40:
+        golden = json.loads((GOLDEN / "expected.json").read_text())["dataset"]["kitti"]
+        for name in protocol.DEFAULT_CLASSES:
+            for key, value in loops[name].items():
+                assert golden[name][key] == pytest.approx(value, abs=1e-12), (name, key)
 
 
 # --- formats ---------------------------------------------------------------------------------------
