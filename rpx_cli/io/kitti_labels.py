@@ -47,8 +47,6 @@ from rpx_cli.io.boxes3d import Boxes3D, boxes3d_from_objects
 DONT_CARE = "DontCare"
 NO_ALPHA = -10.0  # a results file's alpha when it has no orientation
 FIELDS = 15  # a label line; a results line adds the score
-_WHITESPACE = np.array([0] * 256, bool)
-_WHITESPACE[[9, 11, 12, 13, 32]] = True  # tab, vertical tab, form feed, CR, space (not LF)
 
 
 @dataclass
@@ -106,13 +104,15 @@ class KittiObjects:
 def parse_kitti_labels(data: bytes | memoryview, path: str, *, prediction: bool) -> KittiObjects:
     """One KITTI label (GT: 15 fields, a 16th ignored) or results (predictions: 16 fields,
     the last the score) file."""
-    raw = np.frombuffer(bytes(data), np.uint8)
     try:
         text = bytes(data).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"not a KITTI label file (not UTF-8 text: {exc.reason} at byte "
                          f"{exc.start})", path=path) from None
-    counts, line_numbers = _field_counts(raw)
+    lines = text.split("\n")
+    counts = np.fromiter(map(len, map(str.split, lines)), np.int64, count=len(lines))
+    line_numbers = np.flatnonzero(counts) + 1
+    counts = counts[counts > 0]
     if not counts.size:
         return KittiObjects.empty(prediction)
     widths = (FIELDS + 1,) if prediction else (FIELDS, FIELDS + 1)
@@ -131,52 +131,40 @@ def parse_kitti_labels(data: bytes | memoryview, path: str, *, prediction: bool)
     return objects
 
 
-def _field_counts(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(fields per non-blank line, its 1-based line number)``, from the bytes at once."""
-    if not raw.size:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    newline = raw == 10
-    blank = _WHITESPACE[raw] | newline
-    start = ~blank
-    start[1:] &= blank[:-1]  # a field starts where a non-blank byte follows a blank one
-    line = np.cumsum(newline) - newline  # the line of each byte (0-based; LF ends its line)
-    per_line = np.bincount(line[start], minlength=int(line[-1]) + 1)
-    nonblank = np.flatnonzero(per_line)
-    return per_line[nonblank], nonblank + 1
-
-
-def _table(tokens: list[str], width: int) -> tuple[np.ndarray, np.ndarray] | None:
+def _table(tokens: list[str], width: int) -> tuple[list[str], np.ndarray] | None:
     """The names and the (N, width − 1) numbers; None when a field is not a number."""
-    grid = np.array(tokens, dtype=object).reshape(-1, width)
+    names = tokens[::width]
+    del tokens[::width]
     try:
-        numbers = grid[:, 1:].astype(str).astype(np.float64)
+        numbers = np.array(list(map(float, tokens)), np.float64).reshape(len(names), width - 1)
     except ValueError:
         return None
-    return grid[:, 0].astype(str), numbers
+    return names, numbers
 
 
-def _objects(names: np.ndarray, numbers: np.ndarray, prediction: bool) -> KittiObjects:
-    vocabulary, label = np.unique(names, return_inverse=True)
-    order = np.argsort(np.unique(label, return_index=True)[1], kind="stable")  # first-seen
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    return KittiObjects(rank[label].astype(np.int64), [str(vocabulary[k]) for k in order],
-                        numbers[:, 0].copy(), numbers[:, 1].astype(np.int64), numbers[:, 2].copy(),
-                        numbers[:, 3:7].copy(), numbers[:, 7:10].copy(), numbers[:, 10:13].copy(),
-                        numbers[:, 13].copy(), numbers[:, 14].copy() if prediction else None)
+def _objects(names: list[str], numbers: np.ndarray, prediction: bool) -> KittiObjects:
+    vocabulary = list(dict.fromkeys(names))  # first-seen order
+    index = {name: k for k, name in enumerate(vocabulary)}
+    label = np.fromiter(map(index.__getitem__, names), np.int64, count=len(names))
+    return KittiObjects(label, vocabulary, numbers[:, 0].copy(), numbers[:, 1].astype(np.int64),
+                        numbers[:, 2].copy(), numbers[:, 3:7].copy(), numbers[:, 7:10].copy(),
+                        numbers[:, 10:13].copy(), numbers[:, 13].copy(),
+                        numbers[:, 14].copy() if prediction else None)
 
 
 def _first_problem(objects: KittiObjects, numbers: np.ndarray) -> tuple[int, str] | None:
-    """The first line (index) whose values are out of bounds, and why."""
-    dont_care = np.array([name == DONT_CARE for name in objects.names], bool)[objects.label] \
-        if len(objects) else np.zeros(0, bool)
-    checks = (
-        (~np.isfinite(numbers).all(axis=1), "a non-finite value"),
-        (numbers[:, 1] != np.round(numbers[:, 1]), "'occluded' must be an integer"),
-        ((objects.hwl < 0).any(axis=1) & ~dont_care, "a negative size (h w l)"),
-        ((objects.bbox[:, 2] < objects.bbox[:, 0]) | (objects.bbox[:, 3] < objects.bbox[:, 1]),
-         "a 2D box with x2 < x1 or y2 < y1"),
-    )
+    """The first line (index) whose values are out of bounds, and why (one pass when none
+    is)."""
+    negative = (objects.hwl < 0).any(axis=1)
+    flipped = (objects.bbox[:, 2] < objects.bbox[:, 0]) | (objects.bbox[:, 3] < objects.bbox[:, 1])
+    fraction = numbers[:, 1] != np.round(numbers[:, 1])
+    finite = np.isfinite(numbers).all(axis=1)
+    if finite.all() and not (negative.any() or flipped.any() or fraction.any()):
+        return None
+    dont_care = np.array([name == DONT_CARE for name in objects.names], bool)[objects.label]
+    checks = ((~finite, "a non-finite value"), (fraction, "'occluded' must be an integer"),
+              (negative & ~dont_care, "a negative size (h w l)"),
+              (flipped, "a 2D box with x2 < x1 or y2 < y1"))
     first = None
     for bad, message in checks:
         where = np.flatnonzero(bad)

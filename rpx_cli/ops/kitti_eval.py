@@ -98,13 +98,17 @@ def ignored_det(det: Table, cls: int, level: Difficulty) -> np.ndarray:
 
 @dataclass
 class Candidates:
-    """The GT that take part (not out), by rank in their frame, each with its candidate
-    detections (overlap above the threshold, detection not out) padded to ``K``."""
+    """The GT that take part (not out, with at least one candidate: the others take nothing
+    and change nothing), by rank in their frame among those, each with its candidate
+    detections (overlap above the threshold, detection not out) padded to ``K``; and the
+    valid GT without a candidate (misses at every threshold)."""
 
     gt: np.ndarray  # (G,) GT indices, sorted by (rank, index)
     rank_start: np.ndarray  # (R + 1,) where each rank's GT start in ``gt``
+    rank_width: np.ndarray  # (R,) the most candidates of a GT of each rank
     det: np.ndarray  # (G, K) detection indices, -1 padding, each row in detection order
     overlap: np.ndarray  # (G, K), -inf padding
+    lonely: np.ndarray  # valid GT without a candidate
 
 
 def candidates(pairs: Pairs, min_overlap: float, gt_ignore: np.ndarray, det_ignore: np.ndarray,
@@ -112,7 +116,10 @@ def candidates(pairs: Pairs, min_overlap: float, gt_ignore: np.ndarray, det_igno
     keep = (pairs.overlap > min_overlap) & (det_ignore[pairs.det] != -1) & \
         (gt_ignore[pairs.gt] != -1)
     d, g, o = pairs.det[keep], pairs.gt[keep], pairs.overlap[keep]
-    taking = np.flatnonzero(gt_ignore != -1)
+    has = np.zeros(gt_ignore.size, bool)
+    has[g] = True
+    taking = np.flatnonzero(has)
+    lonely = np.flatnonzero(~has & (gt_ignore == 0))
     frame = gt_frame[taking]
     first = np.searchsorted(frame, frame)  # each frame's first taking GT (frames sorted)
     rank = np.arange(taking.size) - first
@@ -131,7 +138,8 @@ def candidates(pairs: Pairs, min_overlap: float, gt_ignore: np.ndarray, det_igno
     overlap = np.full((gts.size, width), -np.inf)
     det[r, slot] = d
     overlap[r, slot] = o
-    return Candidates(gts, rank_start, det, overlap)
+    rank_width = np.maximum.reduceat(counts, rank_start[:-1]) if gts.size else np.zeros(0, np.int64)
+    return Candidates(gts, rank_start, rank_width, det, overlap, lonely)
 
 
 @dataclass
@@ -157,10 +165,9 @@ def greedy(c: Candidates, gt_ignore: np.ndarray, det_ignore: np.ndarray, score: 
     det_score = np.append(score, -np.inf)
     det_ign = np.append(det_ignore, -1)
     t_col = np.arange(n_t)[:, None, None]
-    for lo, hi in zip(c.rank_start[:-1].tolist(), c.rank_start[1:].tolist(), strict=True):
-        cand = c.det[lo:hi]  # (m, K), -1 -> the padding column n_d
-        if not cand.shape[1]:
-            continue
+    for lo, hi, width in zip(c.rank_start[:-1].tolist(), c.rank_start[1:].tolist(),
+                             c.rank_width.tolist(), strict=True):
+        cand = c.det[lo:hi, :width]  # (m, K), -1 -> the padding column n_d
         cand = np.where(cand < 0, n_d, cand)
         s, ign = det_score[cand], det_ign[cand]
         free = ~taken[t_col, cand[None]]  # (T, m, K)
@@ -172,7 +179,7 @@ def greedy(c: Candidates, gt_ignore: np.ndarray, det_ignore: np.ndarray, score: 
         else:
             free &= s[None] >= thresholds[:, None, None]
             valid = free & (ign == 0)[None]
-            key = np.where(valid, c.overlap[lo:hi][None], -np.inf)
+            key = np.where(valid, c.overlap[lo:hi, :width][None], -np.inf)
             pick = np.where(valid.any(axis=-1), np.argmax(key, axis=-1),
                             np.argmax(free & (ign == 1)[None], axis=-1))
             found = free.any(axis=-1)
@@ -240,7 +247,7 @@ def counts(c: Candidates, gt: Table, det: Table, gt_ignore: np.ndarray, det_igno
     tp = outcome.tp.sum(axis=1)
     taking = gt_ignore[c.gt] == 0
     fn_mask = (outcome.chosen < 0) & taking[None]
-    fn = fn_mask.sum(axis=1)
+    fn = fn_mask.sum(axis=1) + c.lonely.size
     free = ~outcome.taken & (det_ignore == 0)[None] & (score[None] >= thresholds[:, None])
     if dontcare is not None:
         free &= ~dontcare[None]
@@ -257,7 +264,8 @@ def counts(c: Candidates, gt: Table, det: Table, gt_ignore: np.ndarray, det_igno
             return out
 
         result.frame_tp = per_frame(outcome.tp, gt.frame[c.gt])
-        result.frame_fn = per_frame(fn_mask, gt.frame[c.gt])
+        result.frame_fn = per_frame(fn_mask, gt.frame[c.gt]) + \
+            np.bincount(gt.frame[c.lonely], minlength=n_frames)[None]
         result.frame_fp = per_frame(free, det.frame)
     return result
 

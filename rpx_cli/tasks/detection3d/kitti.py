@@ -208,10 +208,14 @@ def _table(objects: list[KittiObjects], vocabulary: dict[str, int],
         arrays = [get(o) for o in nonempty]
         return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(shape, dtype)
 
-    codes = cat(lambda o: np.array([vocabulary.get(name.lower(), -1) for name in o.names],
-                                   np.int64)[o.label], (0,), np.int64)
-    dontcare = cat(lambda o: np.array([name == DONT_CARE for name in o.names], bool)[o.label],
-                   (0,), bool)
+    # each frame's label codes -> global, through one lookup over every frame's names
+    offsets = np.repeat(np.cumsum([0] + [len(o.names) for o in objects])[:-1], counts)
+    names = [name for o in objects for name in o.names]
+    local = cat(lambda o: o.label, (0,), np.int64) + offsets
+    codes = np.array([vocabulary.get(name.lower(), -1) for name in names], np.int64)[local] \
+        if names else np.zeros(0, np.int64)
+    dontcare = np.array([name == DONT_CARE for name in names], bool)[local] \
+        if names else np.zeros(0, bool)
     table = ke.Table(frame, codes, dontcare, cat(lambda o: o.truncated, (0,)),
                      cat(lambda o: o.occluded, (0,), np.int64), cat(lambda o: o.alpha, (0,)),
                      cat(lambda o: o.bbox, (0, 4)),
