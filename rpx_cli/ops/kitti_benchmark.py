@@ -45,11 +45,26 @@ class ClassSpec:
 
 @dataclass
 class FrameCounts:
-    """TP, FP and misses per frame, summed over the classes (``rows_at``)."""
+    """TP, FP and misses per frame, summed over the classes (``rows_at``), and which
+    detections and GT are TPs there."""
 
     tp: np.ndarray
     fp: np.ndarray
     fn: np.ndarray
+    det_tp: np.ndarray
+    gt_tp: np.ndarray
+
+    @classmethod
+    def zeros(cls, n_frames: int, n_det: int, n_gt: int) -> FrameCounts:
+        return cls(*(np.zeros(n_frames, np.int64) for _ in range(3)), np.zeros(n_det, bool),
+                   np.zeros(n_gt, bool))
+
+    def add(self, result: ke.Counts, column: int) -> None:
+        self.tp += result.frame_tp[column]
+        self.fp += result.frame_fp[column]
+        self.fn += result.frame_fn[column]
+        self.det_tp |= result.det_tp
+        self.gt_tp |= result.gt_tp
 
 
 def overlaps(gt: ke.Table, det: ke.Table, gt_geo: Geometry, det_geo: Geometry,
@@ -79,7 +94,7 @@ def benchmark(gt: ke.Table, det: ke.Table, pairs: Mapping[str, ko.Pairs], dontca
     per-frame counts at ``rows_at`` = (metric, difficulty, score threshold), summed over
     the classes (None when not asked)."""
     table: dict[str, dict[str, float | int | None]] = {}
-    frames = FrameCounts(*(np.zeros(n_frames, np.int64) for _ in range(3)))
+    frames = FrameCounts.zeros(n_frames, det.frame.size, gt.frame.size)
     for spec in classes:
         entry: dict[str, float | int | None] = {}
         for level in ke.DIFFICULTIES:
@@ -102,9 +117,7 @@ def benchmark(gt: ke.Table, det: ke.Table, pairs: Mapping[str, ko.Pairs], dontca
                 result = ke.counts(c, gt, det, gt_ignore, det_ignore, thresholds, covered,
                                    n_frames if wanted else None)
                 if wanted:
-                    frames.tp += result.frame_tp[-1]
-                    frames.fp += result.frame_fp[-1]
-                    frames.fn += result.frame_fn[-1]
+                    frames.add(result, -1)
                     result = ke.Counts(result.tp[:-1], result.fp[:-1], result.fn[:-1],
                                        result.similarity[:-1])
                 curves = ke.curve(result)
@@ -128,13 +141,11 @@ def frame_counts(gt: ke.Table, det: ke.Table, pairs: Mapping[str, ko.Pairs],
     difficulty, score threshold), summed over the classes."""
     metric, level_name, threshold = rows_at
     level = next(level for level in ke.DIFFICULTIES if level.name == level_name)
-    frames = FrameCounts(*(np.zeros(n_frames, np.int64) for _ in range(3)))
+    frames = FrameCounts.zeros(n_frames, det.frame.size, gt.frame.size)
     for spec in classes:
         gt_ignore = ke.ignored_gt(gt, spec.code, spec.neighbour, level)
         det_ignore = ke.ignored_det(det, spec.code, level)
         c = ke.candidates(pairs[metric], spec.min_overlap[metric], gt_ignore, det_ignore, gt.frame)
         result = ke.counts(c, gt, det, gt_ignore, det_ignore, np.array([threshold]), None, n_frames)
-        frames.tp += result.frame_tp[0]
-        frames.fp += result.frame_fp[0]
-        frames.fn += result.frame_fn[0]
+        frames.add(result, 0)
     return frames

@@ -235,6 +235,8 @@ class Counts:
     frame_tp: np.ndarray | None = None
     frame_fp: np.ndarray | None = None
     frame_fn: np.ndarray | None = None
+    det_tp: np.ndarray | None = None  # (N_det,) bool: a TP at the last threshold
+    gt_tp: np.ndarray | None = None  # (N_gt,) bool: matched by a TP at the last threshold
 
 
 def counts(c: Candidates, gt: Table, det: Table, gt_ignore: np.ndarray, det_ignore: np.ndarray,
@@ -267,6 +269,11 @@ def counts(c: Candidates, gt: Table, det: Table, gt_ignore: np.ndarray, det_igno
         result.frame_fn = per_frame(fn_mask, gt.frame[c.gt]) + \
             np.bincount(gt.frame[c.lonely], minlength=n_frames)[None]
         result.frame_fp = per_frame(free, det.frame)
+        last = outcome.tp[-1]
+        result.det_tp = np.zeros(det.frame.size, bool)
+        result.det_tp[outcome.chosen[-1][last]] = True
+        result.gt_tp = np.zeros(gt.frame.size, bool)
+        result.gt_tp[c.gt[last]] = True
     return result
 
 

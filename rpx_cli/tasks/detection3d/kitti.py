@@ -50,7 +50,8 @@ from rpx_cli.io.kitti_labels import DONT_CARE, NO_ALPHA, KittiObjects, kitti_fro
 from rpx_cli.ops import kitti_benchmark as kb
 from rpx_cli.ops import kitti_eval as ke
 from rpx_cli.ops import kitti_overlaps as ko
-from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
+from rpx_cli.ops.reduce import mean_present, prf, prf_arrays, worst_order
+from rpx_cli.params.pictures import MAX_FRAME_BOXES
 from rpx_cli.params.values import Band
 from rpx_cli.tasks.base import MetricInfo, Params
 from rpx_cli.tasks.detection3d.params import load_names
@@ -191,10 +192,45 @@ def summarize(pairs: list[Any], params: Params,
     dataset["pooled"] = {**prf(*totals), "tp": totals[0], "fp": totals[1], "fn": totals[2]}
     aggregate = {"n_samples": n, **{k: mean_present(figures[k]) for k in ("precision", "recall", "f1")}}
     sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}
+    if params.get("keep_worst"):
+        sections["worst_frames"] = worst_frames(gt, gt_geo, det, det_geo, frames, figures["f1"],
+                                                specs, params)
     if not with_alpha and det.frame.size and "kitti" in wanted:
         sections["warnings"] = ["the predictions carry no orientation (alpha -10 on the first "
                                 "one, the reference's test): aos is null"]
     return sections, rows
+
+
+def worst_frames(gt: ke.Table, gt_geo: kb.Geometry, det: ke.Table, det_geo: kb.Geometry,
+                 frames: kb.FrameCounts, f1: np.ndarray, specs: list[kb.ClassSpec],
+                 params: Params) -> dict[str, Any]:
+    """The ``--keep-worst`` frames worst by their row's F1, each with the boxes of the
+    evaluated classes as the page's bird's-eye view draws them (rpx's frame: footprints
+    ``[x, y, w, l, yaw]`` of the camera boxes converted as :func:`~rpx_cli.io.kitti_labels.to_boxes3d`
+    does), and whether each is a TP of the rows' matching."""
+    names = {spec.code: spec.name for spec in specs}
+    keep_det = np.isin(det.cls, list(names)) & (det.score >= params["conf_threshold"])
+    keep_gt = np.isin(gt.cls, list(names))
+    out = []
+    for index in worst_order(f1, "higher")[:params["keep_worst"]].tolist():
+        gi = np.flatnonzero((gt.frame == index) & keep_gt)[:MAX_FRAME_BOXES]
+        di = np.flatnonzero((det.frame == index) & keep_det)
+        di = di[np.argsort(-det.score[di], kind="stable")][:MAX_FRAME_BOXES]
+        out.append({"index": index, "value": float(f1[index]),
+                    "gt": _footprints(gt, gt_geo, gi, names) | {"matched": frames.gt_tp[gi].tolist()},
+                    "pred": _footprints(det, det_geo, di, names) | {
+                        "score": det.score[di].tolist(), "matched": frames.det_tp[di].tolist()}})
+    return {"metric": "f1", "direction": "higher", "ranked": int(f1.size),
+            "match": "3D IoU above the class threshold, moderate",
+            "conf_threshold": params["conf_threshold"], "frames": out}
+
+
+def _footprints(table: ke.Table, geo: kb.Geometry, index: np.ndarray,
+                names: dict[int, str]) -> dict[str, Any]:
+    x, z = geo.location[index, 0], geo.location[index, 2]
+    boxes = np.column_stack([z, -x, geo.hwl[index, 1], geo.hwl[index, 2],
+                             -geo.rotation_y[index] - np.pi / 2])
+    return {"label": [names[k] for k in table.cls[index].tolist()], "box": boxes.tolist()}
 
 
 def _table(objects: list[KittiObjects], vocabulary: dict[str, int],
