@@ -180,7 +180,8 @@ def main() -> None:
         median, times, out = timed([*rpx, *common, *extra], args.repeat)
         results[name] = median
         report = json.loads(out)
-        figure = report["dataset"].get("kitti", {}).get("Car", {}).get("3d_moderate", report["dataset"].get("mAP"))
+        dataset = report["dataset"]
+        figure = dataset.get("kitti", {}).get("Car", {}).get("3d_moderate", dataset.get("mAP"))
         print(f"{name}: median {median:.2f} s of {', '.join(f'{t:.2f}' for t in times)} "
               f"(Car 3d_moderate / mAP {figure})")
     print(f"kitti / nuscenes: {results['rpx kitti'] / results['rpx nuscenes']:.2f}x (target <= 2x)")

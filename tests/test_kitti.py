@@ -346,4 +346,49 @@ def test_frame_order_does_not_matter(rpx, tmp_path):
             (tmp_path / side / f"f{new:03d}.txt").write_bytes((GOLDEN / side / f"{old}.txt").read_bytes())
     one = kitti(rpx, GOLDEN)["dataset"]["kitti"]
     two = kitti(rpx, tmp_path)["dataset"]["kitti"]
-    assert one == two
+    assert one == two  # the similarity sums are exact (fsum): no bit depends on the order
+
+
+def test_the_page_shows_the_ap_table_and_the_worst_frames(rpx, tmp_path):
+    page = tmp_path / "page.html"
+    run = rpx(["eval", "detection3d", "--pred-dir", GOLDEN / "pred", "--gt-dir", GOLDEN / "gt",
+               "--protocol", "kitti", "--html", page, "-o", tmp_path / "r.json"])
+    assert run.exit_code == 0, run.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    frames = report["worst_frames"]["frames"]
+    assert frames and all(len(f["gt"]["box"]) == len(f["gt"]["matched"]) for f in frames)
+    assert sum(sum(f["pred"]["matched"]) for f in frames) <= sum(r["tp"] for r in report["rows"])
+    html = page.read_text()
+    assert 'data-name="benchmark-ap"' in html and "KITTI AP_R40 per class" in html
+    assert 'data-row="mean"' in html and 'data-col="3d moderate"' in html
+
+
+def test_submission_files_equal_the_label_folders(rpx, tmp_path):
+    """The golden frames as the nuScenes submission layout (rpx boxes with the KITTI fields):
+    the same APs as the label folders."""
+    results = {}
+    for side, prediction in (("gt", False), ("pred", True)):
+        samples = {}
+        for path in sorted((GOLDEN / side).glob("*.txt")):
+            objects = parse_kitti_labels(path.read_bytes(), str(path), prediction=prediction)
+            samples[path.stem] = as_rpx(objects, prediction)
+        results[side] = tmp_path / f"{side}.json"
+        results[side].write_text(json.dumps({"results": samples}))
+    files = rpx(["eval", "detection3d", "--pred-file", results["pred"], "--gt-file", results["gt"],
+                 "--protocol", "kitti"]).json
+    labels = kitti(rpx, GOLDEN)
+    for name in protocol.DEFAULT_CLASSES:
+        for key, value in labels["dataset"]["kitti"][name].items():
+            if key.startswith(("bev", "3d")):  # DontCare regions are not in the JSON: 2D differs
+                assert files["dataset"]["kitti"][name][key] == pytest.approx(value, abs=1e-12)
+
+
+def test_a_gt_box_without_the_kitti_fields_is_an_input_error(rpx, tmp_path):
+    (tmp_path / "gt").mkdir()
+    (tmp_path / "pred").mkdir()
+    box = {"box": [10.0, 0.0, 0.0, 4.0, 1.8, 1.5, 0.0], "label": "Car", "bbox_2d": [1, 2, 50, 60]}
+    (tmp_path / "gt" / "a.json").write_text(json.dumps([box]))
+    (tmp_path / "pred" / "a.json").write_text(json.dumps([{**box, "score": 0.5}]))
+    run = rpx(["eval", "detection3d", "--pred-dir", tmp_path / "pred", "--gt-dir", tmp_path / "gt",
+               "--protocol", "kitti"])
+    assert run.exit_code == 1 and "box 0: a GT box needs 'truncated'" in run.stderr

@@ -40,6 +40,7 @@ VALID = {
     "--min-precision": ("0.2",),
     "--oks-sigmas": ("0.25,0.25,0.5,0.5,0.35",),
     "--iou-type": ("keypoints",),
+    "--recall-points": ("11",),
 }
 
 
@@ -49,6 +50,9 @@ NEEDS = {
     ("segmentation3d", "--protocol"): "--num-classes",
     ("detection", "--oks-sigmas"): "--iou-type",
     ("detection", "--max-dets"): "--protocol",
+    # (flag, value): the other option's value when its own first valid value does not fit
+    ("detection3d", "--recall-points"): ("--protocol", "kitti"),
+    ("detection3d", "--kitti-iou"): ("--protocol", "kitti"),
 }
 
 
@@ -218,8 +222,10 @@ def test_a_valid_value_gives_the_same_params_everywhere(case, rpx, tmp_path: Pat
         flags = [option.flag]
     extra: dict[str, Any] = {}
     if (name, option.flag) in NEEDS:
-        other = next(o for o in options_of(task) if o.flag == NEEDS[name, option.flag])
-        extra[other.param] = valid_texts(task, other, tmp_path)[0]
+        need = NEEDS[name, option.flag]
+        flag, value = need if isinstance(need, tuple) else (need, None)
+        other = next(o for o in options_of(task) if o.flag == flag)
+        extra[other.param] = value if value is not None else valid_texts(task, other, tmp_path)[0]
         flags += [other.flag, extra[other.param]]
     listed = listing_files(task, tmp_path)
     extra.update(listed)

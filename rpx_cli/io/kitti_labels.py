@@ -21,9 +21,9 @@ as written. Both detection tasks read KITTI through it: ``detection`` takes the 
 rpx's centre/size/yaw by :func:`to_boxes3d` as mmdet3d's ``CameraInstance3DBoxes`` converts
 a camera box to a LiDAR one without a calibration (``x_l = z``, ``y_l = −x``, ``z_l = −y``;
 the bottom centre lifted by ``h/2`` to the centre; size ``(w, l, h)``; ``yaw = −rotation_y −
-π/2``), and the KITTI protocol (SPEC §15) the columns themselves.
+π/2``), and the KITTI protocol the columns themselves.
 
-Malformed is an error (SPEC §13): a line with another field count, a field that is not a
+Malformed is an error (docs/detection3d.md): a line with another field count, a field that is not a
 number, a non-finite value, a negative size (except on ``DontCare`` lines), a non-integer
 ``occluded`` or a 2D box with ``x2 < x1`` or ``y2 < y1`` is an
 :class:`~rpx_cli.errors.InputError` naming ``file:line``. Blank lines are skipped; an empty
@@ -155,8 +155,15 @@ def _objects(names: list[str], numbers: np.ndarray, prediction: bool) -> KittiOb
 def _first_problem(objects: KittiObjects, numbers: np.ndarray) -> tuple[int, str] | None:
     """The first line (index) whose values are out of bounds, and why (one pass when none
     is)."""
+    box = objects.bbox
+    # one pass for a well-formed file: a finite sum means every value is finite (an overflow
+    # to inf goes the slow way), no size or box extent below 0, every occlusion an integer
+    if math.isfinite(float(numbers.sum())) and float(objects.hwl.min()) >= 0 and \
+            float(np.minimum(box[:, 2] - box[:, 0], box[:, 3] - box[:, 1]).min()) >= 0 and \
+            (objects.occluded == numbers[:, 1]).all():
+        return None
     negative = (objects.hwl < 0).any(axis=1)
-    flipped = (objects.bbox[:, 2] < objects.bbox[:, 0]) | (objects.bbox[:, 3] < objects.bbox[:, 1])
+    flipped = (box[:, 2] < box[:, 0]) | (box[:, 3] < box[:, 1])
     fraction = numbers[:, 1] != np.round(numbers[:, 1])
     finite = np.isfinite(numbers).all(axis=1)
     if finite.all() and not (negative.any() or flipped.any() or fraction.any()):

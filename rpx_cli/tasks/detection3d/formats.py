@@ -1,5 +1,5 @@
 """The file formats ``rpx eval detection3d`` reads, ``--pred-format`` / ``--gt-format``
-(SPEC §13), each a declared part registered by name:
+(docs/detection3d.md), each a declared part registered by name:
 
 - ``rpx``: one JSON per sample (``.json``; :mod:`rpx_cli.io.boxes3d`), the default;
 - ``kitti``: one KITTI label or results file per frame (``.txt``; :mod:`rpx_cli.io.kitti_labels`).
@@ -58,8 +58,8 @@ class Format:
 
 @register_format
 class Rpx(Format):
-    """rpx's per-sample JSON of 3D boxes (SPEC §8.1); for the KITTI protocol each box also
-    carries ``bbox_2d`` and, on GT, ``truncated`` and ``occluded``."""
+    """rpx's per-sample JSON of 3D boxes (docs/detection3d.md); for the KITTI protocol each
+    box also carries ``bbox_2d`` and, on GT, ``truncated`` and ``occluded``."""
 
     name, suffixes = "rpx", (".json",)
 

@@ -1,4 +1,4 @@
-"""``--protocol kitti``: the KITTI object benchmark (SPEC §15) as
+"""``--protocol kitti``: the KITTI object benchmark as
 ``kitti_object_eval_python`` (OpenPCDet / mmdet3d, checked by its authors against the
 official ``evaluate_object.cpp``) scores it.
 
@@ -118,8 +118,17 @@ class Kitti(Protocol):
 
     def metric_info(self, info: Mapping[str, MetricInfo], params: Params,
                     bands: list[Band]) -> dict[str, MetricInfo]:
-        out = {key: info[key] for key in ("tp", "fp", "fn", "n_gt", "n_pred", "precision",
-                                          "recall", "f1")}
+        out = {key: info[key] for key in ("precision", "recall", "f1")}
+        out.update({
+            "tp": MetricInfo("higher", "row: predictions (score >= conf threshold) matched in 3D "
+                             "at the moderate difficulty and the class IoU thresholds"),
+            "fp": MetricInfo("lower", "row: unmatched predictions of the evaluated classes "
+                             "(score >= conf threshold; at least 25 px tall)"),
+            "fn": MetricInfo("lower", "row: valid moderate GT left unmatched"),
+            "n_gt": MetricInfo("none", "valid GT at the moderate difficulty (dataset: every GT "
+                               "box but DontCare)"),
+            "n_pred": MetricInfo("none", "predictions of the evaluated classes (rows: score >= "
+                                 "conf threshold; dataset: every prediction)")})
         points = f"AP_R{params['recall_points']}"
         for metric in METRICS:
             for level in LEVELS:
