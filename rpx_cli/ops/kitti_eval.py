@@ -174,23 +174,28 @@ def greedy(c: Candidates, gt_ignore: np.ndarray, det_ignore: np.ndarray, score: 
         free = ~taken[t_col, cand[None]]  # (T, m, K)
         if thresholds is None:
             free &= (s > NO_DETECTION)[None]
-            key = np.where(free, s[None], -np.inf)
-            pick = np.argmax(key, axis=-1)
-            found = free.any(axis=-1)
+            pick = np.where(free, s[None], -np.inf).argmax(axis=-1)
+            found = _at(free, pick)
         else:
             free &= s[None] >= thresholds[:, None, None]
             valid = free & (ign == 0)[None]
-            key = np.where(valid, c.overlap[lo:hi, :width][None], -np.inf)
-            pick = np.where(valid.any(axis=-1), np.argmax(key, axis=-1),
-                            np.argmax(free & (ign == 1)[None], axis=-1))
-            found = free.any(axis=-1)
-        det = np.take_along_axis(cand[None].repeat(n_t, 0), pick[..., None], axis=-1)[..., 0]
-        det = np.where(found, det, -1)
+            best = np.where(valid, c.overlap[lo:hi, :width][None], -np.inf).argmax(axis=-1)
+            ignored = free & (ign == 1)[None]
+            first = ignored.argmax(axis=-1)
+            has_valid = _at(valid, best)
+            pick = np.where(has_valid, best, first)
+            found = has_valid | _at(ignored, first)
+        det = np.where(found, cand[np.arange(hi - lo)[None, :], pick], -1)
         chosen[:, lo:hi] = det
         rows, cols = np.nonzero(found)
         taken[rows, det[rows, cols]] = True
     valid_pair = (chosen >= 0) & (gt_ignore[c.gt] == 0)[None] & (det_ign[chosen] == 0)
     return Outcome(chosen, valid_pair, taken[:, :n_d])
+
+
+def _at(mask: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``mask[..., index]`` along the last axis (one value per row)."""
+    return np.take_along_axis(mask, index[..., None], axis=-1)[..., 0]
 
 
 def tp_scores(c: Candidates, gt_ignore: np.ndarray, det_ignore: np.ndarray,
