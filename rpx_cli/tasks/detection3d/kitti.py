@@ -142,8 +142,10 @@ class Kitti(Protocol):
 
 
 def class_names(given: list[str] | None) -> list[str]:
-    """The evaluated classes, checked against the reference's table."""
-    names = list(given) if given else list(DEFAULT_CLASSES)
+    """The evaluated classes, checked against the reference's table (any case: ``car`` is
+    ``Car``, as the reference compares names lowercased)."""
+    canonical = {name.lower(): name for name in CLASSES}
+    names = [canonical.get(name.lower(), name) for name in given] if given else list(DEFAULT_CLASSES)
     unknown = [name for name in names if name not in CLASSES]
     if unknown:
         raise ParameterError(f"--protocol kitti evaluates {', '.join(CLASSES)} (the classes "
