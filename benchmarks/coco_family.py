@@ -276,15 +276,16 @@ def mask_kernels(root: Path) -> None:
     and pycocotools' per-frame iou, as rpx calls them."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from rpx_cli.io.coco_files import load_coco
+    from rpx_cli.io.coco_objects import MASK_FIELD
     from rpx_cli.ops import masks
     from rpx_cli.ops.rle import decode_counts
     from rpx_cli.tasks.detection import instances
 
     start = time.perf_counter()
-    coco = load_coco(str(root / "instances.json"), str(root / "results.json"), iou_type="segm")
+    coco = load_coco(str(root / "instances.json"), str(root / "results.json"), shape_field=MASK_FIELD)
     loaded = time.perf_counter()
-    pred, area = instances.prepare_masks(coco.pred.box, coco.pred_size, "results.json", "detection")
-    gt, _ = instances.prepare_masks(coco.gt.box, coco.gt_size, "instances.json", "annotation")
+    pred, area = instances.prepare_masks(coco.pred.shape, coco.pred_size, "results.json", "detection")
+    gt, _ = instances.prepare_masks(coco.gt.shape, coco.gt_size, "instances.json", "annotation")
     prepared = time.perf_counter()
     decode_counts([rle["counts"] for rle in pred])
     decoded = time.perf_counter()

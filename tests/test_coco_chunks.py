@@ -1,5 +1,5 @@
 """A large COCO results file is parsed in pieces cut between two top-level objects
-(``rpx_cli.io.coco_files.CHUNK_BYTES``): every array equal to parsing the file at once, for
+(``rpx_cli.io.coco_results.CHUNK_BYTES``): every array equal to parsing the file at once, for
 boxes, masks and keypoints, however the JSON is spaced; a cut that would fall inside a
 string, or a bad record in any piece, falls back to the whole file (whose error names the
 record's index in the file)."""
@@ -14,27 +14,31 @@ import pytest
 from coco_family_data import box_set_lvis, keypoint_set, segm_set
 
 from rpx_cli.errors import InputError
-from rpx_cli.io import coco_files
+from rpx_cli.io import coco_files, coco_results
+from rpx_cli.io.coco_objects import BOX_FIELD, KEYPOINT_FIELD, MASK_FIELD
 
 FIXTURES = Path(__file__).parent / "fixtures" / "coco_family"
 
 
-def read(path: Path, iou_type: str, chunk: int, monkeypatch) -> coco_files._Results:
-    monkeypatch.setattr(coco_files, "CHUNK_BYTES", chunk)
-    return coco_files._read_results(str(path), iou_type)
+FIELDS = {"bbox": BOX_FIELD, "segm": MASK_FIELD, "keypoints": KEYPOINT_FIELD}
 
 
-def assert_same(a: coco_files._Results, b: coco_files._Results) -> None:
+def read(path: Path, iou_type: str, chunk: int, monkeypatch) -> coco_results.Results:
+    monkeypatch.setattr(coco_results, "CHUNK_BYTES", chunk)
+    return coco_results.read_results(str(path), FIELDS[iou_type])
+
+
+def assert_same(a: coco_results.Results, b: coco_results.Results) -> None:
     for name in ("image", "category", "usable"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     for name in ("scores", "crowd", "area"):
         x, y = getattr(a.boxes, name), getattr(b.boxes, name)
         assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True), name
     assert np.asarray(a.boxes.labels).tolist() == np.asarray(b.boxes.labels).tolist()
-    if a.boxes.box.dtype == object:
-        assert a.boxes.box.tolist() == b.boxes.box.tolist()
+    if a.boxes.shape.dtype == object:
+        assert a.boxes.shape.tolist() == b.boxes.shape.tolist()
     else:
-        assert np.array_equal(a.boxes.box, b.boxes.box, equal_nan=True)
+        assert np.array_equal(a.boxes.shape, b.boxes.shape, equal_nan=True)
 
 
 def results_file(tmp_path: Path, results: list, indent: int | None) -> Path:
@@ -73,8 +77,8 @@ def test_cut_is_counted(tmp_path: Path, monkeypatch) -> None:
     pieces, the parser is called once per piece."""
     path = results_file(tmp_path, box_set_lvis(3)[1], None)
     calls = []
-    real = coco_files.loads_json
-    monkeypatch.setattr(coco_files, "loads_json", lambda data, p: calls.append(len(data)) or real(data, p))
+    real = coco_results.loads_json
+    monkeypatch.setattr(coco_results, "loads_json", lambda data, p: calls.append(len(data)) or real(data, p))
     read(path, "bbox", 2000, monkeypatch)
     assert len(calls) > 5 and max(calls) < 2000 + 1000
 
@@ -164,7 +168,7 @@ def test_a_gt_error_stops_the_pieces_and_comes_first(tmp_path: Path, monkeypatch
     gt["annotations"][0]["category_id"] = 999
     (tmp_path / "gt.json").write_text(json.dumps(gt))
     dt = results_file(tmp_path, results, None)
-    monkeypatch.setattr(coco_files, "CHUNK_BYTES", 300)
+    monkeypatch.setattr(coco_results, "CHUNK_BYTES", 300)
     with lent(partial(map_in_processes, jobs=2)), pytest.raises(InputError, match="category_id 999"):
         coco_files.load_coco(str(tmp_path / "gt.json"), str(dt))
     assert _children() == []
@@ -179,7 +183,7 @@ def test_the_cli_reads_pieces_in_processes_and_records_it(rpx, tmp_path: Path, m
     dt = results_file(tmp_path, results, None)
     cmd = f"eval detection --coco-gt {tmp_path / 'gt.json'} --coco-dt {dt} --metrics coco"
     one = rpx(cmd + " --jobs 1")
-    monkeypatch.setattr(coco_files, "CHUNK_BYTES", 2000)
+    monkeypatch.setattr(coco_results, "CHUNK_BYTES", 2000)
     two = rpx(cmd + " --jobs 2")
     assert one.exit_code == two.exit_code == 0, two.stderr
     assert two.json["dataset"] == one.json["dataset"] and two.json["rows"] == one.json["rows"]

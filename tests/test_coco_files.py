@@ -159,7 +159,7 @@ def test_frame_table_round_trip() -> None:
         assert rebuilt.gt.labels == original.gt.labels and rebuilt.pred.labels == original.pred.labels
         for side in ("gt", "pred"):
             a, b = getattr(original, side), getattr(rebuilt, side)
-            assert np.array_equal(a.box.reshape(-1, 4), b.box) and np.array_equal(a.crowd, b.crowd)
+            assert np.array_equal(a.shape.reshape(-1, 4), b.shape) and np.array_equal(a.crowd, b.crowd)
             assert np.array_equal(a.area, b.area)
         assert np.array_equal(original.pred.scores, rebuilt.pred.scores)
     backwards = table.subset([6, 5, 4, 3, 2, 1, 0])

@@ -38,10 +38,9 @@ from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
 from rpx_cli.io.box_table import FrameTable
-from rpx_cli.io.shapes import parse_shapes
 from rpx_cli.ops import rectangles
 from rpx_cli.ops.boxes3d import convex_intersection_area
-from rpx_cli.tasks.detection.shapes import evaluate_shapes, overlap_table
+from rpx_cli.tasks.detection.parts import KINDS
 
 STAT_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
 
@@ -55,12 +54,13 @@ def rpx_iou(geometry: str, pred: list[dict], gt: list[dict], angle_unit: str = "
     def parse(objects: list[dict], prediction: bool):
         if prediction:
             objects = [{**o, "score": o.get("score", 0.5)} for o in objects]
-        return parse_shapes(json.dumps(objects).encode(), "mem.json", prediction=prediction,
-                            geometry=geometry, angle_unit=angle_unit)
+        return kind.read_rpx(json.dumps(objects).encode(), "mem.json", prediction=prediction,
+                             params={"angle_unit": angle_unit})
 
-    frame, _ = evaluate_shapes(parse(pred, True), parse(gt, False), geometry)
+    kind = KINDS[geometry]
+    frame = kind.pair(parse(pred, True), parse(gt, False), None, pred_path=None, gt_path="")[0]["frame"]
     labels = sorted({*frame.gt.labels, *frame.pred.labels})
-    geometry_table = overlap_table(geometry, [frame], FrameTable.from_frames([frame], labels))
+    geometry_table = kind.overlaps([frame], FrameTable.from_frames([frame], labels))
     return geometry_table.matrix(np.arange(len(pred)), np.arange(len(gt)))
 
 
@@ -322,10 +322,12 @@ def test_bowtie_has_area_2_after_repair() -> None:
     # both lobes kept: IoU with the 2 x 2 square = 2 / 4
     assert rpx_iou("polygon", [{"polygons": [square], "label": "a"}],
                    [{"polygons": [bowtie], "label": "a"}])[0, 0] == 0.5
-    frame, n_repaired = evaluate_shapes(
-        parse_shapes(json.dumps([{"polygons": [bowtie], "label": "a", "score": 1}]).encode(), "p",
-                     prediction=True, geometry="polygon"),
-        parse_shapes(b"[]", "g", prediction=False, geometry="polygon"), "polygon")
+    polygon = KINDS["polygon"]
+    values, _ = polygon.pair(
+        polygon.read_rpx(json.dumps([{"polygons": [bowtie], "label": "a", "score": 1}]).encode(),
+                         "p", prediction=True, params={}),
+        polygon.read_rpx(b"[]", "g", prediction=False, params={}), None, pred_path=None, gt_path="")
+    frame, n_repaired = values["frame"], values["n_repaired"]
     assert frame.pred.area.tolist() == [2.0] and n_repaired == 1
 
 

@@ -141,19 +141,8 @@ def samples_of(task, dirs: dict[str, Path], params: dict[str, Any]) -> dict[str,
             if gt in values and (pred in values or not both)}
 
 
-# params a folder run decides from its files (detection3d's --pred-format auto: the format
-# whose files a folder holds); in memory each value's kind decides, and nothing is recorded
-FOLDER_DECIDED = ("pred_format", "gt_format")
-
-
-def decided_out(params: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in params.items() if key not in FOLDER_DECIDED}
-
-
 def comparable(report: dict[str, Any]) -> dict[str, Any]:
     out = {key: value for key, value in report.items() if key != "run_provenance"}
-    if "params" in out:
-        out["params"] = decided_out(out["params"])
     out["rows"] = [{k: v for k, v in row.items() if not k.endswith("_path")}  # mask_path too
                    for row in report.get("rows", [])]
     return out
@@ -202,7 +191,7 @@ def run_case(rpx, tmp_path: Path, name: str, dirs: dict[str, Path], options: dic
     from rpx_cli.report.serialize import dumps
 
     parse_report(dumps(first))  # strict JSON, valid against its schema
-    assert first["params"] == decided_out(run.json["params"])
+    assert first["params"] == run.json["params"]
     inputs = first["run_provenance"]["inputs"]["samples"]
     assert inputs["kind"] == "in-memory" and inputs["n_samples"] == len(stems)
     assert all(row["pred_path"] is None and row["gt_path"] is None for row in first["rows"])

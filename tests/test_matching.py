@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from rpx_cli.ops.boxes import iou_xywh
 from rpx_cli.ops.coco import iou_similarity
-from rpx_cli.ops.matching import RULES, better, greedy_match, optimal_match, passes
+from rpx_cli.ops.matching import RULES, better, greedy_match, optimal_match, passes, reference_greedy
 
 PYTHON_RULE = {">=": operator.ge, ">": operator.gt, "<": operator.lt, "<=": operator.le}
 HIGHER = {">=": True, ">": True, "<": False, "<=": False}
@@ -157,46 +157,7 @@ def test_similarity_of_the_wrong_shape_is_refused() -> None:
         greedy_match(np.zeros(1, np.int64), np.zeros(2, np.int64), similarity, 0.5, ">=")
 
 
-# --- greedy: against a plain Python walk -----------------------------------------------------
-
-
-def reference_greedy(values, dt_group, gt_group, thresholds, rule, ties, crowd=None, area=None,
-                     ranges=None):
-    """Per group, threshold and area range: walk the detections in order, scan the GTs of the
-    group that are free (or crowd), keep those passing the rule; regular ones first, ignored
-    ones only if no regular one passes; the best value wins, ties to the first or last."""
-    D, G = values.shape
-    ranges = [(-np.inf, np.inf)] if ranges is None else [tuple(r) for r in ranges]
-    crowd = [False] * G if crowd is None else [bool(c) for c in crowd]
-    T = len(thresholds)
-    taken_gt = np.full((D, len(ranges) * T), -1, np.int64)
-    ignored = np.zeros((D, len(ranges) * T), bool)
-    compare = PYTHON_RULE[rule]
-    for a, (low, high) in enumerate(ranges):
-        is_ignored = [crowd[j] or (area is not None and (area[j] < low or area[j] > high))
-                      for j in range(G)]
-        for t, threshold in enumerate(thresholds):
-            column = a * T + t
-            for group in sorted(set(dt_group.tolist())):
-                gts = [j for j in range(G) if gt_group[j] == group]
-                taken: set[int] = set()
-                for i in (i for i in range(D) if dt_group[i] == group):
-                    free = [j for j in gts
-                            if (j not in taken or crowd[j]) and compare(values[i, j], threshold)]
-                    candidates = [j for j in free if not is_ignored[j]] or free
-                    best = None
-                    for j in candidates:
-                        if best is None:
-                            best = j
-                        elif values[i, j] == values[i, best]:
-                            best = j if ties == "last" else best
-                        elif (values[i, j] > values[i, best]) == HIGHER[rule]:
-                            best = j
-                    if best is not None:
-                        taken.add(best)
-                        taken_gt[i, column] = best
-                        ignored[i, column] = is_ignored[best]
-    return taken_gt, ignored
+# --- greedy: against its plain Python walk (ops.matching.reference_greedy) ---------------------
 
 
 def random_groups(rng: np.random.Generator, gt_counts=None):

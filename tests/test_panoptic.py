@@ -127,6 +127,27 @@ def test_void_is_left_out_of_the_union_and_excuses_predictions(rpx, tmp_path: Pa
     assert ref["per_class"][1]["pq"] == 1.0 and ref["per_class"][23]["pq"] == 0.0
 
 
+def test_a_gt_image_without_segments_is_valid(rpx, tmp_path: Path) -> None:
+    """SPEC §11.4: a GT image that is all VOID (``segments_info: []``) is scored: a
+    prediction on it is a false positive unless more than half of it lies on VOID — which
+    on an all-VOID image it always does, so panopticapi counts nothing; a prediction on a
+    second image with one GT segment and VOID elsewhere is an FP when half or less is VOID."""
+    s = slice
+    empty_gt, on_void = scene({}, {5: (s(0, 4), s(0, 4), 1)})
+    gt, pred = scene({3: (s(0, 2), s(0, 10), 3, 0)}, {4: (s(0, 4), s(0, 5), 1)})
+    # prediction 4: 20 px, 10 on car (GT 3), 10 on VOID: 10 / 20 is not more than half: FP
+    paths = write_set(tmp_path, [("void", empty_gt, on_void), ("one", gt, pred)])
+    report = run(rpx, paths).json
+    rows = {row["stem"]: row for row in report["rows"]}
+    assert (rows["void"]["tp"], rows["void"]["fp"], rows["void"]["fn"]) == (0, 0, 0)
+    assert rows["void"]["pq"] is None  # no category with TP + FP + FN > 0 in that image
+    assert (rows["one"]["tp"], rows["one"]["fp"], rows["one"]["fn"]) == (0, 1, 1)
+    per_class = report["dataset"]["per_class"]
+    assert (per_class["person"]["fp"], per_class["car"]["fn"]) == (1, 1)
+    ref = single_core(paths)  # (its means divide by zero: no stuff class is seen)
+    assert ref == {1: {"pq": 0.0, "sq": 0}, 3: {"pq": 0.0, "sq": 0}}
+
+
 def test_crowd_regions(rpx, tmp_path: Path) -> None:
     s = slice
     # two crowd car regions; panopticapi keeps the LAST of a category: a car prediction on

@@ -34,12 +34,19 @@ TASK_COMMANDS = {
     "coherence": "Stack-Level Geometric Coherence: do mask boundaries sit on depth discontinuities?",
 }
 
+# commands whose options come from a task's declarations (imported when they run, so that
+# ``rpx --help`` imports no task): name -> (module, builder, one-line help)
+LAZY_COMMANDS = {
+    "convert": ("rpx_cli.cli.convert", "build_convert",
+                "Write detections of any format rpx reads (YOLO, VOC, ...) as COCO files."),
+}
+
 
 class RpxGroup(SuggestingGroup):
     """Translates domain errors into one line on stderr and rpx's exit codes (README.md, "Exit codes")."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*self.commands, *TASK_COMMANDS})
+        return sorted({*self.commands, *TASK_COMMANDS, *LAZY_COMMANDS})
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in TASK_COMMANDS and name not in self.commands:
@@ -47,6 +54,11 @@ class RpxGroup(SuggestingGroup):
             from rpx_cli.tasks.registry import get_task
 
             return build_command(get_task(name))
+        if name in LAZY_COMMANDS and name not in self.commands:
+            import importlib
+
+            module, builder, _ = LAZY_COMMANDS[name]
+            return getattr(importlib.import_module(module), builder)()
         return super().get_command(ctx, name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -54,8 +66,9 @@ class RpxGroup(SuggestingGroup):
         limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
         rows = []
         for name in self.list_commands(ctx):
-            if name in TASK_COMMANDS:
-                rows.append((name, click.Command(name, help=TASK_COMMANDS[name]).get_short_help_str(limit)))
+            if name in TASK_COMMANDS or name in LAZY_COMMANDS:
+                text = TASK_COMMANDS[name] if name in TASK_COMMANDS else LAZY_COMMANDS[name][2]
+                rows.append((name, click.Command(name, help=text).get_short_help_str(limit)))
                 continue
             command = self.commands[name]
             if not command.hidden:

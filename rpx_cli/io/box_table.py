@@ -9,7 +9,7 @@ within a frame, boxes keep their input order, which decides score ties.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -54,6 +54,8 @@ class Frame:
     pred: Boxes
     image_id: int | None = None
     overlaps: Overlaps | None = None
+    # the image's place in its GT file (COCO files; TIDE's tie order); None: stem order
+    file_order: int | None = None
     # LVIS: the image's negative and not exhaustively annotated categories (labels)
     neg: list[str] | None = None
     not_exhaustive: list[str] | None = None
@@ -65,18 +67,29 @@ class BoxTable:
 
     frame: np.ndarray  # (N,) int64
     label: np.ndarray  # (N,) int64, index into the vocabulary
-    box: np.ndarray  # (N, 4) float64 x, y, w, h (other geometries: see Boxes.box)
+    shape: np.ndarray  # (N, 4) float64 x, y, w, h (other kinds: see Boxes.shape)
     crowd: np.ndarray  # (N,) bool
     area: np.ndarray  # (N,) float64: the given area, else w * h
     score: np.ndarray | None  # (N,) float64 for predictions
+    # (N,) bool: GT ignored though not crowd (Boxes.ignore); None: none is
+    ignore: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.frame.size)
 
     def take(self, index: np.ndarray, frame: np.ndarray | None = None) -> BoxTable:
         return BoxTable(self.frame[index] if frame is None else frame, self.label[index],
-                        self.box[index], self.crowd[index], self.area[index],
-                        None if self.score is None else self.score[index])
+                        self.shape[index], self.crowd[index], self.area[index],
+                        None if self.score is None else self.score[index],
+                        None if self.ignore is None else self.ignore[index])
+
+    def ignored(self) -> np.ndarray:
+        """(N,) bool: the ignored GT (all False without an ``ignore`` column)."""
+        return np.zeros(len(self), bool) if self.ignore is None else self.ignore
+
+    def counted(self) -> np.ndarray:
+        """(N,) bool: the GT recall counts: neither a crowd region nor ignored."""
+        return ~self.crowd if self.ignore is None else ~self.crowd & ~self.ignore
 
     def where(self, keep: np.ndarray) -> BoxTable:
         return self if keep.all() else self.take(np.flatnonzero(keep))
@@ -103,10 +116,13 @@ class BoxTable:
             joined = np.concatenate(arrays)
             return joined if dtype is None else joined.astype(dtype, copy=False)
 
+        ignore = None
+        if any(part.ignore is not None and part.ignore.any() for part in nonempty):
+            ignore = np.concatenate([part.ignored() for part in nonempty])
         # the shapes keep their geometry's dtype (float64 boxes; WKB bytes for polygons)
-        return cls(np.repeat(np.arange(len(parts)), counts), label, cat("box", None, (0, 4)),
+        return cls(np.repeat(np.arange(len(parts)), counts), label, cat("shape", None, (0, 4)),
                    cat("crowd", bool, (0,)), cat("area", np.float64, (0,)),
-                   cat("scores", np.float64, (0,)) if with_scores else None)
+                   cat("scores", np.float64, (0,)) if with_scores else None, ignore)
 
 
 @dataclass
@@ -122,6 +138,8 @@ class FrameTable(Sequence):
     # LVIS: (frame, label) pairs of each image's negative and not-exhaustive categories
     neg: tuple[np.ndarray, np.ndarray] | None = None
     not_exhaustive: tuple[np.ndarray, np.ndarray] | None = None
+    # each frame's place in its GT file's images list (COCO files); None: frame order
+    file_order: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.n
@@ -135,7 +153,8 @@ class FrameTable(Sequence):
         image_id = None if self.image_ids is None else int(self.image_ids[i])
         return Frame(self._boxes(self.gt, i), self._boxes(self.pred, i), image_id,
                      neg=self._labels_of(self.neg, i),
-                     not_exhaustive=self._labels_of(self.not_exhaustive, i))
+                     not_exhaustive=self._labels_of(self.not_exhaustive, i),
+                     file_order=None if self.file_order is None else int(self.file_order[i]))
 
     def _labels_of(self, pairs: tuple[np.ndarray, np.ndarray] | None, i: int) -> list[str] | None:
         if pairs is None:
@@ -148,14 +167,17 @@ class FrameTable(Sequence):
     def _boxes(self, table: BoxTable, i: int) -> Boxes:
         lo, hi = np.searchsorted(table.frame, [i, i + 1])
         names = [self.vocabulary[k] for k in table.label[lo:hi].tolist()]
-        return Boxes(table.box[lo:hi], names, None if table.score is None else table.score[lo:hi],
-                     table.crowd[lo:hi], table.area[lo:hi])
+        return Boxes(table.shape[lo:hi], names, None if table.score is None else table.score[lo:hi],
+                     table.crowd[lo:hi], table.area[lo:hi],
+                     None if table.ignore is None else table.ignore[lo:hi])
 
     @classmethod
     def from_frames(cls, frames: Sequence[Frame], vocabulary: list[str]) -> FrameTable:
         index = {label: k for k, label in enumerate(vocabulary)}
         ids = [frame.image_id for frame in frames]
         image_ids = np.array(ids, np.int64) if ids and None not in ids else None
+        places = [frame.file_order for frame in frames]
+        file_order = np.array(places, np.int64) if places and None not in places else None
 
         def pairs(field: str) -> tuple[np.ndarray, np.ndarray] | None:
             lists = [getattr(frame, field) for frame in frames]
@@ -168,7 +190,7 @@ class FrameTable(Sequence):
         return cls(len(frames), list(vocabulary),
                    BoxTable.from_boxes([frame.gt for frame in frames], index, False),
                    BoxTable.from_boxes([frame.pred for frame in frames], index, True), image_ids,
-                   pairs("neg"), pairs("not_exhaustive"))
+                   pairs("neg"), pairs("not_exhaustive"), file_order)
 
     def subset(self, frames: Sequence[int] | np.ndarray) -> FrameTable:
         """The frames ``frames``, in that order (renumbered 0..len-1)."""
@@ -192,7 +214,8 @@ class FrameTable(Sequence):
 
         return FrameTable(int(frames.size), self.vocabulary, pick(self.gt), pick(self.pred),
                           None if self.image_ids is None else self.image_ids[frames],
-                          pick_pairs(self.neg), pick_pairs(self.not_exhaustive))
+                          pick_pairs(self.neg), pick_pairs(self.not_exhaustive),
+                          None if self.file_order is None else self.file_order[frames])
 
     def take(self, frames: Sequence[int] | np.ndarray) -> FrameTable:
         """:meth:`subset` (the method a statistics table uses to reorder a column)."""
@@ -222,17 +245,33 @@ class FrameTable(Sequence):
             return pairs[0][keep], label[keep]
 
         return FrameTable(self.n, vocabulary, relabel(self.gt), relabel(self.pred), self.image_ids,
-                          relabel_pairs(self.neg), relabel_pairs(self.not_exhaustive))
+                          relabel_pairs(self.neg), relabel_pairs(self.not_exhaustive),
+                          self.file_order)
+
+    def as_ids(self) -> FrameTable:
+        """The same table with each object's shape replaced by its id (``0..N-1`` per side,
+        in table order): what the views see when the similarity looks intersections up."""
+        return replace(self, gt=replace(self.gt, shape=np.arange(len(self.gt))),
+                       pred=replace(self.pred, shape=np.arange(len(self.pred))))
 
     def n_gt(self) -> list[int]:
-        """GT boxes per frame, crowd regions excluded."""
-        regular = self.gt.frame[~self.gt.crowd]
+        """GT boxes per frame, crowd regions and ignored GT excluded."""
+        regular = self.gt.frame[self.gt.counted()]
         return np.bincount(regular, minlength=self.n).tolist()
 
     def n_pred(self, conf_threshold: float) -> list[int]:
         """Detections per frame with score >= ``conf_threshold``."""
         kept = self.pred.frame[self.pred.score >= conf_threshold]
         return np.bincount(kept, minlength=self.n).tolist()
+
+    def file_image(self) -> np.ndarray:
+        """Each frame's position in its GT file's image order (frame order without one):
+        the order tidecv walks images in."""
+        if self.file_order is None:
+            return np.arange(self.n)
+        rank = np.empty(self.n, np.int64)
+        rank[np.argsort(self.file_order, kind="stable")] = np.arange(self.n)
+        return rank
 
     def coco_image(self) -> np.ndarray:
         """Each frame's position in COCO image id order (frame order without ids)."""

@@ -26,16 +26,24 @@ from rpx_cli.io.values import MAX_MAGNITUDE
 
 @dataclass
 class Boxes:
-    """Boxes of one image, ``[x, y, w, h]`` float64, labels as strings. Other geometries
-    (``rpx_cli.io.shapes``) keep their own shapes in ``box``: rotated boxes and cuboid
-    footprints (N, 5) float64, polygons a :class:`~rpx_cli.io.shapes.PolygonSet` as read
-    and WKB bytes once evaluated."""
+    """The objects of one image: their shapes, labels (strings), scores (predictions),
+    crowd flags and areas. ``shape`` holds what the run's similarity kind compares
+    (:mod:`rpx_cli.tasks.detection.kinds`): ``[x, y, w, h]`` boxes (N, 4) float64, rotated
+    boxes and cuboid footprints (N, 5) float64, polygons a
+    :class:`~rpx_cli.io.polygon_set.PolygonSet` as read and WKB bytes once evaluated, masks
+    an object array of RLEs, keypoints (N, 3K + 5) float64 rows. (A ``--shard`` part writes
+    it under the key ``"box"``, as parts always have.)"""
 
-    box: np.ndarray  # (N, 4) xywh
+    shape: np.ndarray  # (N, 4) xywh boxes, or another kind's shapes
     labels: list[str]
     scores: np.ndarray | None  # (N,) for predictions
     crowd: np.ndarray  # (N,) bool
     area: np.ndarray  # (N,) float64: the given area, else w * h
+    # (N,) bool: GT that is *ignored* though not a crowd region (VOC's and DOTA's
+    # ``difficult``, KITTI's ``DontCare``): a detection matched to one is neither a true nor
+    # a false positive, and it is not counted in recall (COCOeval's gtIgnore with the
+    # ordinary IoU); None: none is
+    ignore: np.ndarray | None = None
 
     @classmethod
     def empty(cls, with_scores: bool) -> Boxes:
@@ -47,15 +55,22 @@ class Boxes:
 
     def select(self, keep: np.ndarray) -> Boxes:
         labels = [label for label, k in zip(self.labels, keep, strict=True) if k]
-        return Boxes(self.box[keep], labels, None if self.scores is None else self.scores[keep],
-                     self.crowd[keep], self.area[keep])
+        return Boxes(self.shape[keep], labels, None if self.scores is None else self.scores[keep],
+                     self.crowd[keep], self.area[keep],
+                     None if self.ignore is None else self.ignore[keep])
+
+    def ignored(self) -> np.ndarray:
+        """(N,) bool: the ignored objects (all False without an ``ignore`` column)."""
+        return np.zeros(len(self), bool) if self.ignore is None else self.ignore
 
     def as_json(self, encode: Callable[[Any], Any] | None = None) -> dict[str, Any]:
         """JSON; ``encode`` writes the shapes of a geometry other than boxes."""
-        out = {"box": self.box.tolist() if encode is None else encode(self.box),
+        out = {"box": self.shape.tolist() if encode is None else encode(self.shape),
                "labels": self.labels, "crowd": self.crowd.tolist(), "area": self.area.tolist()}
         if self.scores is not None:
             out["scores"] = self.scores.tolist()
+        if self.ignore is not None and self.ignore.any():
+            out["ignore"] = self.ignore.tolist()
         return out
 
     @classmethod
@@ -63,9 +78,11 @@ class Boxes:
         """The inverse of :meth:`as_json` (``decode`` inverts its ``encode``)."""
         scores = data.get("scores")
         box = np.asarray(data["box"], np.float64).reshape(-1, 4) if decode is None else decode(data["box"])
+        ignore = data.get("ignore")
         return cls(box, list(data["labels"]),
                    None if scores is None else np.asarray(scores, np.float64),
-                   np.asarray(data["crowd"], bool), np.asarray(data["area"], np.float64))
+                   np.asarray(data["crowd"], bool), np.asarray(data["area"], np.float64),
+                   None if ignore is None else np.asarray(ignore, bool))
 
 
 def label_text(value: Any, where: str, path: str) -> str:
@@ -101,6 +118,40 @@ def object_attributes(item: dict[str, Any], where: str, path: str,
         raise InputError(f"{where}: 'area' must be a finite number >= 0, got {given!r}",
                          path=path)
     return label, None, bool(flag), None if given is None else float(given)
+
+
+IGNORE_KEYS = ("ignore", "difficult")  # an ignored GT object's flag, either name
+
+
+def ignore_flags(objects: Any, path: str, *, what: str = "object") -> np.ndarray | None:
+    """The ignored-GT flags of a per-stem document's objects (a list of objects, columns
+    with an ``"ignore"`` list, or ``{"objects": [...]}``) or of a COCO file's annotations:
+    ``"ignore"`` (or VOC's ``"difficult"``) 0, 1, true or false on an object; None when no
+    object has one (the common case costs one scan of the keys)."""
+    if isinstance(objects, dict):
+        if "objects" in objects:
+            objects = objects["objects"]
+        else:
+            column = next((objects[key] for key in IGNORE_KEYS if key in objects), None)
+            if column is None:
+                return None
+            if not isinstance(column, list) or any(type(v) not in (int, bool) or v not in (0, 1)
+                                                   for v in column):
+                raise InputError("'ignore' must be a list of 0, 1, true or false", path=path)
+            return np.asarray(column, bool)
+    if not isinstance(objects, list) or not objects:
+        return None
+    if not any(isinstance(item, dict) and (item.keys() & IGNORE_KEYS) for item in objects):
+        return None
+    out = np.zeros(len(objects), bool)
+    for index, item in enumerate(objects):
+        for key in IGNORE_KEYS:
+            flag = item.get(key, 0) if isinstance(item, dict) else 0
+            if type(flag) not in (int, bool) or flag not in (0, 1):
+                raise InputError(f"{what} {index}: '{key}' must be 0, 1, true or false, got "
+                                 f"{flag!r}", path=path)
+            out[index] |= bool(flag)
+    return out
 
 
 def parse_boxes(data: bytes, path: str, *, prediction: bool, box_format: str) -> Boxes:

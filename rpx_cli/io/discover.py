@@ -228,8 +228,11 @@ def index_paths(root: str, rels: Iterable[str], suffixes: Iterable[str]) -> dict
     return found
 
 
-def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: str) -> Pairing:
-    """Pair the files of two directories by stem, rows ordered by stem.
+def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: str,
+              gt_suffixes: Iterable[str] | None = None) -> Pairing:
+    """Pair the files of two directories by stem, rows ordered by stem (``suffixes``: the
+    files read on both sides, or on the prediction side when ``gt_suffixes`` names the GT
+    side's: YOLO ``.txt`` predictions against VOC ``.xml`` GT).
 
     ``missing``: ``error`` leaves unpaired stems for the caller to reject, ``skip`` pairs the
     intersection, ``empty`` also keeps GT stems without a prediction (``pred_path`` None).
@@ -239,7 +242,7 @@ def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: s
         raise ValueError(f"missing must be one of {MISSING_POLICIES}, got {missing!r}")
     suffixes = tuple(suffixes)
     preds = discover(pred_dir, suffixes)
-    gts = discover(gt_dir, suffixes)
+    gts = discover(gt_dir, suffixes if gt_suffixes is None else tuple(gt_suffixes))
     pairs: list[Pair] = []
     for stem in sorted(gts):
         pred_rel = preds.get(stem)

@@ -14,7 +14,7 @@ carry their own size and polygons cannot be read). An object has ``"label"``, ``
   optionally ``"bbox"`` (then their area is its ``w · h``; else the extent of all their
   points, as ``loadRes``).
 
-Kept in :class:`~rpx_cli.io.boxes.Boxes`: ``box`` holds the raw segmentations (an object
+Kept in :class:`~rpx_cli.io.boxes.Boxes`: ``shape`` holds the raw segmentations (an object
 array, made into RLEs by the task with :mod:`rpx_cli.ops.masks`) or the keypoint rows
 ``[x1, y1, v1, ..., bx, by, bw, bh, num_keypoints]`` (float64). Every problem is an
 :class:`~rpx_cli.errors.InputError` naming the file and the object.
@@ -23,6 +23,7 @@ array, made into RLEs by the task with :mod:`rpx_cli.ops.masks`) or the keypoint
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any
@@ -34,12 +35,12 @@ from rpx_cli.io.boxes import Boxes, object_attributes
 from rpx_cli.io.json import loads_json
 from rpx_cli.io.values import MAX_MAGNITUDE
 
-IOU_TYPES = ("bbox", "segm", "keypoints")
 
-
-def parse_instances(data: bytes, path: str, *, prediction: bool, iou_type: str,
+def parse_instances(data: bytes, path: str, *, prediction: bool,
+                    read_objects: Callable[..., Boxes],
                     box_format: str = "xyxy") -> tuple[Boxes, np.ndarray]:
-    """One per-stem file: ``(objects, sizes)``; ``sizes`` (N, 2) int64 is each object's image
+    """One per-stem file of masks or keypoints (``read_objects``: :func:`masks` or
+    :func:`keypoints`): ``(objects, sizes)``; ``sizes`` (N, 2) int64 is each object's image
     ``(h, w)`` (``-1`` where the file gives none)."""
     document = loads_json(data, path)
     size = None
@@ -67,39 +68,43 @@ def parse_instances(data: bytes, path: str, *, prediction: bool, iou_type: str,
     sizes = np.full((n, 2), -1, np.int64)
     if size is not None:
         sizes[:] = size
-    boxes = instances(objects, path, prediction=prediction, iou_type=iou_type,
-                      box_format=box_format, given_area=np.asarray(given, np.float64).reshape(n))
+    boxes = read_objects(objects, path, prediction=prediction, box_format=box_format,
+                         given_area=np.asarray(given, np.float64).reshape(n))
     boxes.labels = labels
     boxes.scores = np.asarray(scores, np.float64) if prediction else None
     boxes.crowd = np.asarray(crowd, bool).reshape(n)
     return boxes, sizes
 
 
-def instances(objects: list[dict[str, Any]], path: str, *, prediction: bool, iou_type: str,
-              box_format: str, given_area: np.ndarray, what: str = "object",
-              no_literals: bool = False) -> Boxes:
-    """The geometry of ``objects`` (their labels, scores and crowd flags are the caller's):
-    raw segmentations or keypoint rows in ``box``, ``area`` as described above (NaN for a
-    mask without a given area or a box: the mask's, once it is an RLE). ``no_literals``:
-    the JSON held no ``true``/``false`` at all (numbers are then converted in one call)."""
+def masks(objects: list[dict[str, Any]], path: str, *, prediction: bool, box_format: str,
+          given_area: np.ndarray, what: str = "object", no_literals: bool = False) -> Boxes:
+    """The segmentations of ``objects`` (their labels, scores and crowd flags are the
+    caller's), raw, in ``shape``; ``area`` as described above (NaN for a mask without a
+    given area or a box: the mask's, once it is an RLE). ``no_literals`` is for the
+    signature :func:`keypoints` shares."""
     n = len(objects)
-    if iou_type == "segm":
-        fast = _fast_rles(objects, prediction, given_area, box_format)
-        if fast is not None:
-            return fast
-        box = np.empty(n, object)
-        area = given_area.copy() if not prediction else np.full(n, np.nan)
-        for index, item in enumerate(objects):
-            where = f"{what} {index}"
-            if "segmentation" not in item:
-                raise InputError(f"{where}: missing 'segmentation' (--iou-type segm)", path=path)
-            box[index] = _segmentation(item["segmentation"], where, path)
-            if prediction and item.get("bbox") is not None:
-                x, y, w, h = _bbox(item["bbox"], where, path, box_format)
-                area[index] = w * h
-        return Boxes(box, [], None, np.zeros(n, bool), area)
-    if iou_type != "keypoints":
-        raise ValueError(f"iou_type must be segm or keypoints, got {iou_type!r}")
+    fast = _fast_rles(objects, prediction, given_area, box_format)
+    if fast is not None:
+        return fast
+    shape = np.empty(n, object)
+    area = given_area.copy() if not prediction else np.full(n, np.nan)
+    for index, item in enumerate(objects):
+        where = f"{what} {index}"
+        if "segmentation" not in item:
+            raise InputError(f"{where}: missing 'segmentation' (--iou-type segm)", path=path)
+        shape[index] = _segmentation(item["segmentation"], where, path)
+        if prediction and item.get("bbox") is not None:
+            _, _, w, h = _bbox(item["bbox"], where, path, box_format)
+            area[index] = w * h
+    return Boxes(shape, [], None, np.zeros(n, bool), area)
+
+
+def keypoints(objects: list[dict[str, Any]], path: str, *, prediction: bool, box_format: str,
+              given_area: np.ndarray, what: str = "object", no_literals: bool = False) -> Boxes:
+    """The keypoint rows of ``objects`` (their labels, scores and crowd flags are the
+    caller's) in ``shape``, ``area`` as described above. ``no_literals``: the JSON held no
+    ``true``/``false`` at all (numbers are then converted in one call)."""
+    n = len(objects)
     fast = _fast_keypoints(objects, prediction, box_format, given_area, no_literals)
     if fast is not None:
         return fast

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 MAX_MAGNITUDE = 1e12
+NUMBER_TYPES = frozenset({int, float})  # what a JSON number parses to (never bool)
 MIN_DEPTH = 1e-6
 # the smallest size of an object with an extent (a rotated box's width and height, a cuboid's
 # and a 3D box's sizes, a polygon ring's width and height; pixels or metres): below it,
@@ -62,3 +63,19 @@ def check_labels_fit(labels: np.ndarray, path: str) -> None:
 
         raise InputError(f"label {int(labels.max())} is beyond the int64 range labels are "
                          f"compared in (at most {np.iinfo(np.int64).max})", path=path)
+
+
+def number_rows(rows: list[Any], width: int) -> np.ndarray | None:
+    """(n, width) float64 from a list of lists of numbers; None if anything else."""
+    if rows and (set(map(type, rows)) != {list} or set(map(len, rows)) != {width}):
+        return None
+    flat = list(chain.from_iterable(rows))
+    if not set(map(type, flat)) <= NUMBER_TYPES:
+        return None
+    return np.array(flat, np.float64).reshape(len(rows), width)
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."

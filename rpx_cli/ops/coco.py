@@ -3,7 +3,7 @@ the ``lvis`` package's ``LVISEval``, vectorised.
 
 The protocols differ only in the similarity of a (detection, GT) pair — given by the
 caller's geometry (boxes, masks through their intersections, OKS) — and in a few numbers
-and flags (:class:`Protocol`: maxDets, area ranges, the summary's figures; LVIS' ignored
+and flags (:class:`CocoParams`: maxDets, area ranges, the summary's figures; LVIS' ignored
 unmatched detections of a category not exhaustively annotated, keypoint GT without
 visible points ignored): one matcher and one accumulate serve them all.
 
@@ -44,13 +44,12 @@ STAT_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100",
 
 
 @dataclass(frozen=True)
-class Protocol:
-    """What a COCO-style evaluation fixes besides the similarity: detections kept per
-    (image, category) (``max_dets``, the last is the cap), the area ranges, and the
-    summary: ``(name, "ap"|"ar", IoU threshold or None, area range, maxDets index)``, as
-    pycocotools' ``summarize`` (and LVIS' ``_summarize``) reads them."""
+class CocoParams:
+    """What a COCO-style evaluation fixes besides the similarity (pycocotools' ``Params``):
+    detections kept per (image, category) (``max_dets``, the last is the cap), the area
+    ranges, and the summary: ``(name, "ap"|"ar", IoU threshold or None, area range, maxDets
+    index)``, as pycocotools' ``summarize`` (and LVIS' ``_summarize``) reads them."""
 
-    name: str
     max_dets: tuple[int, ...]
     area_ranges: dict[str, tuple[float, float]]
     summary: tuple[tuple[str, str, float | None, str, int], ...]
@@ -61,13 +60,13 @@ class Protocol:
 
 
 _AREAS3 = {"all": AREA_RANGES["all"], "medium": AREA_RANGES["medium"], "large": AREA_RANGES["large"]}
-COCO = Protocol("coco", MAX_DETS, AREA_RANGES, (
+BOX_PARAMS = CocoParams(MAX_DETS, AREA_RANGES, (
     ("AP", "ap", None, "all", 2), ("AP50", "ap", 0.5, "all", 2), ("AP75", "ap", 0.75, "all", 2),
     ("APs", "ap", None, "small", 2), ("APm", "ap", None, "medium", 2), ("APl", "ap", None, "large", 2),
     ("AR1", "ar", None, "all", 0), ("AR10", "ar", None, "all", 1), ("AR100", "ar", None, "all", 2),
     ("ARs", "ar", None, "small", 2), ("ARm", "ar", None, "medium", 2), ("ARl", "ar", None, "large", 2)))
-"""pycocotools ``COCOeval(iouType="bbox"|"segm")``."""
-KEYPOINTS = Protocol("keypoints", (20,), _AREAS3, (
+"""pycocotools ``COCOeval(iouType="bbox"|"segm")`` (and every other kind of object)."""
+KEYPOINT_PARAMS = CocoParams((20,), _AREAS3, (
     ("AP", "ap", None, "all", 0), ("AP50", "ap", 0.5, "all", 0), ("AP75", "ap", 0.75, "all", 0),
     ("APm", "ap", None, "medium", 0), ("APl", "ap", None, "large", 0),
     ("AR", "ar", None, "all", 0), ("AR50", "ar", 0.5, "all", 0), ("AR75", "ar", 0.75, "all", 0),
@@ -75,10 +74,10 @@ KEYPOINTS = Protocol("keypoints", (20,), _AREAS3, (
 """pycocotools ``COCOeval(iouType="keypoints")``: maxDets 20, areas all/medium/large."""
 
 
-def lvis_protocol(max_dets: int = 300) -> Protocol:
+def lvis_params(max_dets: int = 300) -> CocoParams:
     """``LVISEval``: one maxDets (the per-image cap, applied before, by the caller, as
     ``LVISResults`` does), four area ranges; APr/APc/APf come from :meth:`CocoResult.ap_of`."""
-    return Protocol("lvis", (max_dets,), AREA_RANGES, (
+    return CocoParams((max_dets,), AREA_RANGES, (
         ("AP", "ap", None, "all", 0), ("AP50", "ap", 0.5, "all", 0), ("AP75", "ap", 0.75, "all", 0),
         ("APs", "ap", None, "small", 0), ("APm", "ap", None, "medium", 0),
         ("APl", "ap", None, "large", 0), (f"AR@{max_dets}", "ar", None, "all", 0),
@@ -121,15 +120,15 @@ class CocoResult:
     precision: np.ndarray  # (T, R, K, A, M), -1 where undefined
     recall: np.ndarray  # (T, K, A, M)
     scores: np.ndarray  # (T, R, K, A, M): pycocotools' eval["scores"], -1 where undefined
-    protocol: Protocol = COCO
+    params: CocoParams = BOX_PARAMS
 
     def stats(self) -> dict[str, float | None]:
         """pycocotools' ``summarize()`` figures (``LVISEval.summarize`` for LVIS); None where
         it would print -1."""
         p, r = self.precision, self.recall
-        areas = list(self.protocol.area_ranges)
+        areas = list(self.params.area_ranges)
         out = {}
-        for name, kind, iou, area, m in self.protocol.summary:
+        for name, kind, iou, area, m in self.params.summary:
             a = areas.index(area)
             values = p[..., a, m] if kind == "ap" else r[..., a, m]
             if iou is not None:
@@ -171,11 +170,12 @@ def _mean_defined(values: np.ndarray) -> float | None:
     return float(np.mean(valid)) if valid.size else None
 
 
-def evaluate(data: CocoInput, protocol: Protocol = COCO) -> CocoResult:
-    """COCOeval evaluate + accumulate on ``data`` under ``protocol`` (``LVISEval``'s for
+def evaluate(data: CocoInput, params: CocoParams | None = None) -> CocoResult:
+    """COCOeval evaluate + accumulate on ``data`` under ``params`` (default: boxes'; ``LVISEval``'s for
     LVIS, whose per-image cap and category filtering the caller has applied)."""
-    max_dets = protocol.max_dets
-    T, A, M = len(IOU_THRESHOLDS), len(protocol.area_ranges), len(max_dets)
+    params = BOX_PARAMS if params is None else params
+    max_dets = params.max_dets
+    T, A, M = len(IOU_THRESHOLDS), len(params.area_ranges), len(max_dets)
     K = data.n_categories
     # detections: group, then score (descending), ties in input order; rank within group
     dt_group = data.dt_image.astype(np.int64) * K + data.dt_category
@@ -205,7 +205,7 @@ def evaluate(data: CocoInput, protocol: Protocol = COCO) -> CocoResult:
     if data.gt_ignore is not None:  # outside every range: ignored, yet matched only once
         gt_area = np.where(data.gt_ignore[gorder], -np.inf, gt_area)
 
-    ranges = np.array(list(protocol.area_ranges.values()))
+    ranges = np.array(list(params.area_ranges.values()))
     similarity = iou_similarity(dt_box, gt_box) if data.geometry is None else \
         data.geometry.similarity(dt_box, gt_box)
     matched, ignored, _ = greedy_match(dt_group, gt_group, similarity,
@@ -247,7 +247,7 @@ def evaluate(data: CocoInput, protocol: Protocol = COCO) -> CocoResult:
                 cells = slice(a * T, (a + 1) * T)
                 _accumulate(tp[cells], ig[cells], int(regular[a, k]), ss,
                             precision[:, :, k, a, m], recall[:, k, a, m], scores[:, :, k, a, m])
-    return CocoResult(precision, recall, scores, protocol)
+    return CocoResult(precision, recall, scores, params)
 
 
 def iou_similarity(dt_box: np.ndarray, gt_box: np.ndarray) -> Similarity:

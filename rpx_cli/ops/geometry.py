@@ -1,7 +1,8 @@
-"""Detection geometries: how an object's IoU plugs into the matchers and COCO evaluation.
+"""The similarity of a detection run's objects, as every view asks it: what a similarity
+kind (``rpx_cli.tasks.detection.kinds``) gives the views for a table of frames.
 
-Every detection view (greedy rows and pooled, the Aquarium confusion matrix, COCO AP) asks
-a :class:`Geometry` four things about its objects, whatever their shape:
+Every detection view (greedy rows and pooled, the Aquarium confusion matrix, COCO AP, TIDE)
+asks a :class:`Geometry` four things about its objects, whatever they are:
 
 - ``area(dt)``: each detection's area (COCO's area ranges for detections);
 - ``similarity(dt, gt)``: the :data:`~rpx_cli.ops.matching.Similarity` closure
@@ -11,29 +12,23 @@ a :class:`Geometry` four things about its objects, whatever their shape:
 - ``pairs(dt, gt, crowd=...)``: IoU (or intersection over the detection's area) of
   ``dt[i]`` with ``gt[i]``.
 
-Two implementations:
+Three implementations:
 
 - :data:`BOXES`: ``[x, y, w, h]`` boxes, IoU by pycocotools' formula (``ops.boxes``,
-  ``ops.coco``); the views run exactly as before any other geometry existed;
-- :class:`OverlapTable`: every other geometry. Its intersections are computed once per
-  frame, when the pair is evaluated, by the geometry's kernel (:func:`kernel`:
-  ``ops.rectangles`` for rotated boxes and cuboid footprints, ``ops.polygons`` for
-  polygons), and kept with the frame (:class:`~rpx_cli.io.box_table.Overlaps`: the pairs
-  with a nonzero intersection and each object's area). The views then see objects as
-  integer ids and look the intersections up: IoU = ``inter / (area_dt + area_gt − inter)``,
-  0 for a pair that does not intersect. The lookup serves every view, so an intersection
-  is computed once however many views use it, in the worker processes.
-
-Kernels share one interface: ``prepare(shapes) -> (working shapes, areas, repaired or
-None)``, ``overlaps(pred, gt) -> (pred index, gt index, intersection area)`` for the pairs
-that intersect (vectorised over the frame's pairs), and ``portable(working) -> shapes`` to
-keep with the frame.
+  ``ops.coco``), computed where a view asks;
+- :class:`OverlapTable`: rotated boxes, cuboid footprints, polygons and masks, whose
+  intersections the kind computed once — for every frame at once in the summary
+  (rectangles, masks) or per frame in the workers, kept with the frame (polygons,
+  :class:`~rpx_cli.io.box_table.Overlaps`). The views then see objects as integer ids and
+  look the intersections up: IoU = ``inter / (area_dt + area_gt − inter)``, 0 for a pair
+  that does not intersect. The lookup serves every view, so an intersection is computed
+  once however many views use it;
+- :class:`~rpx_cli.ops.oks.OksGeometry`: keypoints, OKS computed for the pairs a view asks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from types import ModuleType
 from typing import Any, Protocol
 
 import numpy as np
@@ -42,9 +37,6 @@ from rpx_cli.errors import MissingExtra
 from rpx_cli.ops.boxes import iou_pairs, iou_xywh
 from rpx_cli.ops.coco import iou_similarity
 from rpx_cli.ops.matching import Similarity
-
-GEOMETRIES = ("box", "rotated", "polygon", "cuboid")
-INSTALL_GEOMETRY = "pip install 'rpx-eval[geometry]'"
 
 
 class Geometry(Protocol):
@@ -192,20 +184,7 @@ def settled_entries(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], 
         exact[pending] = True
 
 
-def kernel(name: str) -> ModuleType:
-    """The module computing ``name``'s areas and per-frame intersections: ``rectangles``
-    for rotated boxes and cuboid footprints, ``polygons`` (shapely) for polygons. Polygons
-    without shapely >= 2 raise :class:`~rpx_cli.errors.MissingExtra` naming the extra."""
-    if name in ("rotated", "cuboid"):
-        from rpx_cli.ops import rectangles
-
-        return rectangles
-    if name == "polygon":
-        require_shapely()
-        from rpx_cli.ops import polygons
-
-        return polygons
-    raise ValueError(f"no kernel for geometry {name!r}; expected one of {', '.join(GEOMETRIES[1:])}")
+INSTALL_GEOMETRY = "pip install 'rpx-eval[geometry]'"
 
 
 def require_shapely() -> None:

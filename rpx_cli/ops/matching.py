@@ -20,13 +20,15 @@ Two matchers, one vocabulary:
 unchanged: ``value < t`` ⇔ ``-value > -t``). Both matchers work on :func:`better` values.
 
 :func:`greedy_match` is pycocotools' greedy matcher generalised, vectorised over every group
-(image × class) and every threshold at once; :func:`optimal_match` is one frame's optimal
-assignment (scipy's ``linear_sum_assignment``) with the pairs that fail the rule dropped.
+(image × class) and every threshold at once, with its readable reference beside it
+(:func:`reference_greedy`, the plain walk over one matrix its tests compare it with);
+:func:`optimal_match` is one frame's optimal assignment (scipy's ``linear_sum_assignment``)
+with the pairs that fail the rule dropped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -215,6 +217,50 @@ def greedy_match(dt_group: np.ndarray, gt_group: np.ndarray, similarity: Similar
         if dets.size:
             _match_bucket(problem, dets, high)
     return GreedyMatches(problem.matched, problem.ignored, problem.gt_out)
+
+
+def reference_greedy(values: np.ndarray, dt_group: np.ndarray, gt_group: np.ndarray,
+                     thresholds: Sequence[float], rule: Rule, ties: TieOrder,
+                     crowd: np.ndarray | None = None, area: np.ndarray | None = None,
+                     ranges: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The readable form of :func:`greedy_match`, a plain Python walk its tests compare it
+    with: on the (D, G) matrix ``values``, per group, threshold and area range, walk the
+    detections in order, scan the GTs of the group that are free (or crowd), keep those
+    passing the rule; regular ones first, ignored ones (crowd, or area outside the range)
+    only if no regular one passes; the best value wins, ties to the first or last. Returns
+    ``(matched GT or -1, ignored)``, each (D, ranges × thresholds)."""
+    D, G = values.shape
+    ranges = [(-np.inf, np.inf)] if ranges is None else [tuple(r) for r in ranges]
+    crowd = [False] * G if crowd is None else [bool(c) for c in crowd]
+    T = len(thresholds)
+    taken_gt = np.full((D, len(ranges) * T), -1, np.int64)
+    ignored = np.zeros((D, len(ranges) * T), bool)
+    higher = higher_is_better(rule)
+    for a, (low, high) in enumerate(ranges):
+        is_ignored = [crowd[j] or (area is not None and (area[j] < low or area[j] > high))
+                      for j in range(G)]
+        for t, threshold in enumerate(thresholds):
+            column = a * T + t
+            for group in sorted(set(dt_group.tolist())):
+                gts = [j for j in range(G) if gt_group[j] == group]
+                taken: set[int] = set()
+                for i in (i for i in range(D) if dt_group[i] == group):
+                    free = [j for j in gts
+                            if (j not in taken or crowd[j]) and passes(values[i, j], threshold, rule)]
+                    candidates = [j for j in free if not is_ignored[j]] or free
+                    best = None
+                    for j in candidates:
+                        if best is None:
+                            best = j
+                        elif values[i, j] == values[i, best]:
+                            best = j if ties == "last" else best
+                        elif (values[i, j] > values[i, best]) == higher:
+                            best = j
+                    if best is not None:
+                        taken.add(best)
+                        taken_gt[i, column] = best
+                        ignored[i, column] = is_ignored[best]
+    return taken_gt, ignored
 
 
 def _buckets(largest: int) -> list[tuple[int, int]]:

@@ -153,7 +153,10 @@ def match_image(counts: np.ndarray, gt_category: np.ndarray, gt_crowd: np.ndarra
     np.maximum.at(last_crowd, gt_category[crowd_index], crowd_index)
     loose = np.flatnonzero(~pred_matched)
     crowd_of = last_crowd[pred_category[loose]]
-    excused = pred_void[loose] + np.where(crowd_of >= 0, inter[np.maximum(crowd_of, 0), loose], 0)
+    on_crowd = np.zeros(loose.size, np.int64)  # (an image without GT segments has no row)
+    has_crowd = crowd_of >= 0
+    on_crowd[has_crowd] = inter[crowd_of[has_crowd], loose[has_crowd]]
+    excused = pred_void[loose] + on_crowd
     # "more than half on VOID or crowd" (panopticapi's intersection / area > 0.5, exact)
     false = loose[2 * excused <= pred_area[loose]]
     fp = np.bincount(pred_category[false], minlength=k)

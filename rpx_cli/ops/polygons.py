@@ -1,8 +1,8 @@
 """Multi-polygons with shapely 2's array functions: repair, areas, one frame's intersections.
 
 Imported only for ``--geometry polygon`` (shapely is the optional extra ``rpx-eval[geometry]``;
-:func:`rpx_cli.ops.geometry.kernel` checks it first). Every function works on whole arrays of
-geometries: no Python loop over objects or pairs.
+the polygon kind, ``rpx_cli.tasks.detection.kinds.polygon``, checks it first). Every
+function works on whole arrays of geometries: no Python loop over objects or pairs.
 
 Repair (:func:`prepare`), as Aquarium does before its shapely IoU:
 
@@ -29,9 +29,6 @@ from shapely.errors import GEOSException
 
 from rpx_cli.errors import InputError
 
-# intersections are computed frame by frame, in the worker processes (shapely's time is per
-# pair of polygons: the workers share it)
-PER_FRAME = True
 _POLYGON, _MULTIPOLYGON, _COLLECTION = 3, 6, 7
 EMPTY = shapely.Polygon()
 

@@ -33,8 +33,6 @@ import numpy as np
 
 from rpx_cli.ops.boxes3d import bev_corners, convex_intersection_area
 
-# intersections are computed for all frames at once (table_overlaps), not per frame
-PER_FRAME = False
 # pairs generated per chunk (bounding-box screen) and clipped per batch (cache-sized)
 _CHUNK = 1 << 18
 _BATCH = 1 << 15
@@ -44,14 +42,9 @@ _BATCH = 1 << 15
 _PARALLEL = 1e-4
 
 
-def prepare(shapes: np.ndarray) -> tuple[np.ndarray, np.ndarray, None]:
-    """``(rectangles, areas, None)``: nothing to repair."""
-    shapes = np.asarray(shapes, np.float64).reshape(-1, 5)
-    return shapes, area(shapes), None
-
-
-def portable(shapes: np.ndarray) -> np.ndarray:
-    return shapes
+def rectangles_of(shapes: np.ndarray) -> np.ndarray:
+    """``shapes`` as (N, 5) float64 rectangles."""
+    return np.asarray(shapes, np.float64).reshape(-1, 5)
 
 
 def area(shapes: np.ndarray) -> np.ndarray:

@@ -24,8 +24,9 @@ pos, ties to the *first* GT; a detection lying on a crowd region of its class (i
 over its area > pos, strict) is ignored in AP but still gets an error; AP is 101-point
 interpolated with precision ``tp / (tp + fp)``, recall points ``k / 100``; a class with
 detections but no GT scores 0 and counts in the mean; a class left with neither (after a
-fix) leaves the mean; ties in score keep insertion order (images in order, then score
-order), and a fixed AP lists the error detections before the true positives. Values here
+fix) leaves the mean; ties in score keep insertion order (images in order — tidecv's is the
+GT file's ``images`` list, so the caller numbers images that way —, then score order), and a
+fixed AP lists the error detections before the true positives. Values here
 are on rpx's 0–1 scale (tidecv prints them × 100). Masks (``--iou-type segm``) plug in
 their IoU through ``data.geometry`` as tidecv's mask mode does (intersection over the
 detection's mask for a crowd region).

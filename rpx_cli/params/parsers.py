@@ -140,3 +140,27 @@ def _numeric_list(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def parse_kpt_shape(value: Any) -> tuple[int, int]:
+    """``--kpt-shape K,2`` or ``K,3``."""
+    parts = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    try:
+        k, d = (int(v) for v in parts)
+    except (TypeError, ValueError):
+        raise ValueError(f"expected K,2 or K,3, got {value!r}") from None
+    if k < 1 or d not in (2, 3):
+        raise ValueError(f"expected K,2 or K,3 with K >= 1, got {value!r}")
+    return k, d
+
+
+def parse_image_size(value: Any) -> tuple[int, int]:
+    """``--image-size W,H`` (pixels, each >= 1)."""
+    parts = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    try:
+        w, h = (int(v) for v in parts)
+    except (TypeError, ValueError):
+        raise ValueError(f"expected W,H in pixels, got {value!r}") from None
+    if w < 1 or h < 1:
+        raise ValueError(f"expected W,H >= 1, got {value!r}")
+    return w, h

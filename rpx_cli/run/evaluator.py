@@ -60,7 +60,9 @@ class Evaluator:
         self._spec = spec
         # auxiliary inputs (segmentation3d's points) come with each update: given, in memory
         aux = {option.param: IN_MEMORY for option in spec.aux_inputs}
-        self.params: dict[str, Any] = {**resolve(spec, {**options, **aux}),
+        # in-memory samples: nothing on disk to settle a parameter (formats: auto is rpx's)
+        self.params: dict[str, Any] = {**spec.settle_inputs(resolve(spec, {**options, **aux}),
+                                                            {"pred": None, "gt": None}),
                                        "missing": spec.default_missing, "on_error": "fail"}
         self.include_rows = include_rows
         self._calculators = plugin_calculators(spec.name)

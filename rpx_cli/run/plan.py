@@ -95,10 +95,14 @@ def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.
         if any(value is not None for value in (files or {}).values()):
             raise ParameterError(f"{task.name} reads --pred-dir/--gt-dir or its input files, "
                                  "not both")
-        params = task.settle_params(params, {"pred": pred_dir, "gt": gt_dir})
-        suffixes = task.pair_suffixes(params)
-        pairing = pair_dirs(pred_dir, gt_dir, suffixes, missing=str(options.missing))
-        check_pairing(pairing, pred_dir, gt_dir, suffixes, str(options.missing))
+        # what the folders hold can settle parameters (detection's --pred-format auto), and
+        # each side is found by its own suffixes (YOLO .txt predictions, VOC .xml GT)
+        params = task.settle_inputs(params, {"pred": pred_dir, "gt": gt_dir})
+        pred_suffixes, gt_suffixes = task.suffixes_for(params, "pred"), task.suffixes_for(params, "gt")
+        pairing = pair_dirs(pred_dir, gt_dir, pred_suffixes, missing=str(options.missing),
+                            gt_suffixes=gt_suffixes)
+        check_pairing(pairing, pred_dir, gt_dir, tuple(dict.fromkeys(pred_suffixes + gt_suffixes)),
+                      str(options.missing))
     whole = pairing.digest()
     inputs = {task.input_names[0]: pred_dir, task.input_names[1]: gt_dir}
     for option in task.aux_inputs:

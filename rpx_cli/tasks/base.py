@@ -213,16 +213,18 @@ class Task:
     def validate_params(self, params: Params) -> None:
         """Raise :class:`rpx_cli.errors.ParameterError` for a value the task cannot use."""
 
-    def settle_params(self, params: Params, folders: Mapping[str, str]) -> dict[str, Any]:
-        """The resolved params with what the input folders decide (``folders``: ``pred``
-        and ``gt`` -> folder or URL), before they are paired: a file format ``auto``
-        decided from the files (detection3d). Default: the params as they are."""
+    def settle_inputs(self, params: Params, inputs: Mapping[str, str | None]) -> dict[str, Any]:
+        """``params`` with what the inputs decide, before they are paired: ``inputs`` is
+        ``{"pred": folder, "gt": folder}`` (None for in-memory samples, the ``Evaluator``).
+        Detection decides ``--pred-format``/``--gt-format auto`` here by sniffing each
+        folder's files. Default: ``params`` as they are."""
         return dict(params)
 
-    def pair_suffixes(self, params: Params) -> tuple[str, ...]:
-        """The suffixes the two folders are paired by under ``params`` (default:
-        :attr:`suffixes`; a task reading several formats pairs by the ones the run reads)."""
-        return self.suffixes
+    def suffixes_for(self, params: Params, role: str) -> tuple[str, ...]:
+        """The suffixes of the files read on side ``role`` (``"pred"`` or ``"gt"``) under
+        ``params`` (settled by :meth:`settle_inputs`): each side is paired by its own
+        (detection: the side's format's). Default: :attr:`suffixes`."""
+        return tuple(self.suffixes)
 
     def bands(self, params: Params) -> list[Band]:
         """The range bands of ``params`` (the values of the option parsed as bands,

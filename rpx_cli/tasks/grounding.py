@@ -81,7 +81,7 @@ class Grounding(Task):
                    for b, s in zip(boxes, scores or [None] * len(boxes), strict=True)]
         parsed = boxes_from_objects(objects, path, prediction=role == "pred",
                                     box_format=params["box_format"])
-        return parsed.box, parsed.scores if parsed.scores is not None else np.zeros(0)
+        return parsed.shape, parsed.scores if parsed.scores is not None else np.zeros(0)
 
     def warning_text(self, kind: str, paths: list[str]) -> str:
         if kind == GT_SCORED:

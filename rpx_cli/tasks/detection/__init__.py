@@ -24,22 +24,12 @@
 - **``dataset.errors``** (``--metrics errors``, not run by default): TIDE's breakdown of
   AP50 by error type, equal to tidecv (``rpx_cli.ops.tide``).
 
-``--iou-type segm|keypoints`` (pycocotools' ``iouType``) changes only the similarity, in
-every view: mask IoU (crowd GT: intersection over the detection's mask) or OKS
-(:mod:`rpx_cli.tasks.detection.instances`); keypoints use pycocotools' maxDets 20 and areas
-all/medium/large. ``--protocol lvis`` evaluates COCO-format LVIS files as ``LVISEval``
-(federated: per image only the categories of its GT and its ``neg_category_ids``; unmatched
-detections of its ``not_exhaustive_category_ids`` ignored; 300 detections per image; APr,
-APc, APf by category frequency); the operating-point views see the same capped and filtered
-detections.
-
-``--geometry rotated|polygon|cuboid`` changes only how an IoU is computed, in every view
-(the COCO area ranges use the geometry's area): rotated boxes ``[xc, yc, w, h, angle]`` as
-detectron2, multi-polygons repaired as Aquarium does (shapely, the ``rpx-eval[geometry]``
-extra), cuboids by their Birds-Eye-View footprints. The intersection of every (detection,
-GT) pair of a frame is computed once — polygons when the pair is evaluated, in the workers
-(:class:`~rpx_cli.io.box_table.Overlaps`, kept with the frame), rectangles for all frames at
-once in the summary — and every view looks it up (:class:`~rpx_cli.ops.geometry.OverlapTable`).
+Three declared parts (:mod:`rpx_cli.tasks.detection.parts`) make a run, and every view
+asks them: the *similarity kind* (``--iou-type``/``--geometry``: boxes, rotated boxes,
+polygons, cuboids, masks, keypoints; ``kinds/``) says how objects are read and compared
+(IoU or OKS) in every view; the *protocol* (``--protocol coco|lvis``; ``protocols/``) which
+objects take part and how the AP view is computed; the *format* (rpx's per-stem JSON, COCO
+files; ``formats/``) how the files become objects.
 
 Crowd GT (``iscrowd``) is honoured in every view as COCO does: a detection that lands on
 a crowd region of its class (intersection over its own area >= the IoU threshold) and matches no
@@ -52,20 +42,16 @@ and confusion (not COCO), as Aquarium does by default.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError
-from rpx_cli.io.box_table import Frame
-from rpx_cli.io.boxes import Boxes, apply_class_map, parse_boxes
+from rpx_cli.io.boxes import Boxes, apply_class_map
 from rpx_cli.io.filebuffer import FileBuffer
-from rpx_cli.io.instances import IOU_TYPES, parse_instances
-from rpx_cli.io.shapes import ANGLE_UNITS, parse_shapes
+from rpx_cli.io.shapes import ANGLE_UNITS
 from rpx_cli.ops.coco import STAT_NAMES
-from rpx_cli.ops.geometry import GEOMETRIES
 from rpx_cli.ops.tide import ERROR_TYPES
+from rpx_cli.params.parsers import parse_image_size, parse_kpt_shape
 from rpx_cli.params.parsers import sigmas as parse_sigmas
 from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import (
@@ -78,38 +64,24 @@ from rpx_cli.tasks.base import (
     Warn,
     probability,
 )
-from rpx_cli.tasks.detection import instances
-from rpx_cli.tasks.detection.files import read_coco_files
-from rpx_cli.tasks.detection.params import PROTOCOLS, check, normalise
-from rpx_cli.tasks.detection.shapes import (
-    decode_shapes_frame,
-    encode_shapes_frame,
-    evaluate_shapes,
+from rpx_cli.tasks.detection.params import check, normalise
+from rpx_cli.tasks.detection.parts import (
+    DEFAULT_GEOMETRY,
+    DEFAULT_IOU_TYPE,
+    DEFAULT_PROTOCOL,
+    FORMATS,
+    GEOMETRIES,
+    IOU_TYPES,
+    PROTOCOLS,
+    files_format,
+    folder_format,
+    kind_of,
+    protocol_of,
 )
+from rpx_cli.tasks.detection.sniff import AUTO, settle_formats
 from rpx_cli.tasks.detection.summary import ROW_KEYS, summarize_frames
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
-
-LVIS_STAT_NAMES = ("APr", "APc", "APf", "AR@300", "ARs@300", "ARm@300", "ARl@300")
-KEYPOINT_STAT_NAMES = ("AR", "AR50", "AR75")
-_CODECS = {"segm": (instances.rle_to_json, instances.rle_from_json),
-           "keypoints": (instances.keypoints_to_json, instances.keypoints_from_json)}
-
-
-def encode_frame(frame: Frame, iou_type: str = "bbox") -> dict[str, Any]:
-    encode = _CODECS[iou_type][0] if iou_type in _CODECS else None
-    out = {"gt": frame.gt.as_json(encode), "pred": frame.pred.as_json(encode),
-           "image_id": frame.image_id}
-    if frame.neg is not None:
-        out["neg"], out["not_exhaustive"] = frame.neg, frame.not_exhaustive
-    return out
-
-
-def decode_frame(data: dict[str, Any], iou_type: str = "bbox") -> Frame:
-    decode = _CODECS[iou_type][1] if iou_type in _CODECS else None
-    return Frame(Boxes.from_json(data["gt"], decode), Boxes.from_json(data["pred"], decode),
-                 data.get("image_id"), neg=data.get("neg"), not_exhaustive=data.get("not_exhaustive"))
-
 
 _NUMBERS = {"type": "array", "items": {"type": ["number", "null"]}}
 _COUNTS = {"type": "array", "items": {"type": "integer", "minimum": 0}}
@@ -118,6 +90,12 @@ _CURVE = {"type": "object", "required": ["precision"],
 
 
 CLASS_MAP_EMPTIED = "class-map-emptied"  # a GT file whose every box --class-map dropped
+SKIPPED = "skipped:"  # a file held objects the run cannot express (what follows the colon)
+
+
+def _content(value: Any) -> Any:
+    """A file's bytes, or the in-memory document ``Evaluator.update`` passed."""
+    return value.tobytes() if hasattr(value, "tobytes") else value
 
 
 @register_task
@@ -161,9 +139,6 @@ class Detection(Task):
         'rpx eval detection --protocol lvis --coco-gt fixtures/detection/lvis/lvis_val.json \\\n'
         '    --coco-dt fixtures/detection/lvis/results.json | jq .dataset.coco.APr'
     )
-    # every frame's boxes: the views match across all frames at once (a Frame per pair, or
-    # the flat FrameTable of COCO-file input)
-    stats = (Stat("frame", encode=encode_frame, decode=decode_frame),)
     metrics = {
         "precision": MetricInfo("higher", "TP / (TP + FP) at the operating point (IoU >= threshold, "
                                 "score >= conf threshold, greedy by descending score, stable ties)"),
@@ -210,21 +185,21 @@ class Detection(Task):
     options = (
         Option("box_format", "--box-format", "choice", "xyxy", choices=("xyxy", "xywh"),
                help="Boxes in per-stem files are [x1, y1, x2, y2] or [x, y, w, h]."),
-        Option("geometry", "--geometry", "choice", "box", choices=GEOMETRIES,
+        Option("geometry", "--geometry", "choice", DEFAULT_GEOMETRY, choices=GEOMETRIES,
                help="What an object is, and so how IoU is computed in every view: axis-aligned "
                     "boxes, rotated boxes [xc, yc, w, h, angle] (detectron2's convention), "
                     "multi-polygons (needs rpx-eval[geometry]) or cuboids (Birds-Eye-View "
                     "footprint IoU)."),
         Option("angle_unit", "--angle-unit", "choice", "deg", choices=ANGLE_UNITS,
                help="Unit of the rotated boxes' angle (--geometry rotated)."),
-        Option("iou_type", "--iou-type", "choice", "bbox", choices=IOU_TYPES,
+        Option("iou_type", "--iou-type", "choice", DEFAULT_IOU_TYPE, choices=IOU_TYPES,
                help="pycocotools' iouType: boxes, instance masks (polygons or RLE; mask IoU; needs "
                     "rpx-eval[coco]) or keypoints (OKS, maxDets 20), in every view."),
         Option("oks_sigmas", "--oks-sigmas", "parsed", None, parse=parse_sigmas,
                metavar="FILE|LIST",
                help="Per-keypoint OKS sigmas (--iou-type keypoints) as a comma list or a file; "
                     "default COCO's 17 person keypoints."),
-        Option("protocol", "--protocol", "choice", "coco", choices=PROTOCOLS,
+        Option("protocol", "--protocol", "choice", DEFAULT_PROTOCOL, choices=tuple(PROTOCOLS),
                help="COCO AP as pycocotools, or LVIS' federated evaluation (LVISEval 0.5.3; "
                     "--coco-gt/--coco-dt LVIS files)."),
         Option("max_dets", "--max-dets", "int", None, minimum=1, metavar="N",
@@ -243,7 +218,26 @@ class Detection(Task):
                help="Leave frames with an empty GT file out of rows, pooled and confusion "
                     "(Aquarium's default); COCO always counts them."),
         KEEP_WORST, IMAGES_DIR,
+        Option("pred_format", "--pred-format", "choice", AUTO, choices=(AUTO, *FORMATS),
+               help="The predictions' file format (docs/formats.md): auto decides from the "
+                    "files' suffixes and first bytes and records the decision in params."),
+        Option("gt_format", "--gt-format", "choice", AUTO, choices=(AUTO, *FORMATS),
+               help="The ground truth's file format, as --pred-format (each side its own)."),
+        Option("image_size", "--image-size", "parsed", None, parse=parse_image_size,
+               metavar="W,H",
+               help="Every image's size in pixels, for normalised formats (YOLO) and masks of "
+                    "formats that give no size (else --images-dir: image headers by stem)."),
+        Option("data_yaml", "--data-yaml", "file", None, metavar="FILE",
+               help="Ultralytics data.yaml: the class names ('names') and kpt_shape of YOLO "
+                    "files."),
+        Option("class_names", "--class-names", "file", None, metavar="FILE",
+               help="Class names of YOLO class ids (one per line or a JSON list), instead of "
+                    "--data-yaml's."),
+        Option("kpt_shape", "--kpt-shape", "parsed", None, parse=parse_kpt_shape,
+               metavar="K,2|K,3", help="YOLO pose keypoints per object and values per point "
+                                       "(else data.yaml's kpt_shape)."),
     )
+    # the files of the formats that hold every image (COCO's instances and results)
     file_inputs = (
         Option("coco_gt", "--coco-gt", "file", None, urls=True, metavar="FILE",
                help="COCO instances JSON (images, annotations, categories) instead of --gt-dir; "
@@ -262,115 +256,66 @@ class Detection(Task):
         check(params)
 
     def statistics(self, params: Params) -> tuple[Stat, ...]:
-        """Boxes: :attr:`stats`. Other geometries: the frames with their shapes and
-        overlaps, and for polygons the objects repaired."""
-        geometry = params.get("geometry", "box")
-        iou_type = params.get("iou_type", "bbox")
-        if iou_type != "bbox":
-            return (Stat("frame", encode=partial(encode_frame, iou_type=iou_type),
-                         decode=partial(decode_frame, iou_type=iou_type)),)
-        if geometry == "box":
-            return self.stats
-        frame = Stat("frame", encode=partial(encode_shapes_frame, geometry=geometry),
-                     decode=partial(decode_shapes_frame, geometry=geometry))
-        return (frame, Stat("n_repaired")) if geometry == "polygon" else (frame,)
+        """The frames, written as the run's similarity kind writes its objects (polygons:
+        the objects repaired too)."""
+        return kind_of(params).statistics()
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         info = dict(self.metrics)
-        iou_type = params.get("iou_type", "bbox")
-        if iou_type == "keypoints":
-            for name in ("AR1", "AR10", "AR100", "ARs", "APs"):
-                info.pop(name)
-            info.update({name: MetricInfo("higher", "pycocotools COCOeval keypoints: average recall "
-                                          "over OKS .50:.05:.95 (AR), at .50 (AR50) or .75 (AR75), "
-                                          "maxDets 20") for name in KEYPOINT_STAT_NAMES})
-        elif iou_type == "segm":
-            info.update({name: MetricInfo("higher", "pycocotools COCOeval segm (mask IoU): 10 IoU "
-                                          "thresholds .50:.05:.95, 101 recall points, maxDets "
-                                          "1/10/100, areas from the GT 'area' field or the mask")
-                         for name in STAT_NAMES})
-        if params.get("protocol", "coco") == "lvis":
-            n = params.get("max_dets", 300)
-            for name in ("AR1", "AR10", "AR100", "ARs", "ARm", "ARl"):
-                info.pop(name)
-            info.update({name: MetricInfo("higher", "LVISEval: AP over the rare (APr), common (APc) "
-                                          "or frequent (APf) categories, by the GT file's "
-                                          "'frequency'") for name in LVIS_STAT_NAMES[:3]})
-            info.update({name.replace("300", str(n)): MetricInfo(
-                "higher", f"LVISEval: average recall at {n} detections per image (all, small, "
-                "medium, large areas)") for name in LVIS_STAT_NAMES[3:]})
-        if params.get("geometry", "box") == "polygon":
-            info["n_repaired"] = MetricInfo(
-                "none", "objects (GT and predictions) whose polygons needed a repair: an invalid "
-                "ring repaired with make_valid, lines and points left by collapsed rings dropped, "
-                "overlapping parts unioned")
+        kind_of(params).metric_info(info, params)
+        protocol_of(params).metric_info(info, params)
         return info
 
     # --- per pair ---------------------------------------------------------------------
 
+    def settle_inputs(self, params: Params, inputs: Mapping[str, str | None]) -> dict[str, Any]:
+        """``--pred-format``/``--gt-format auto`` decided from each folder's files."""
+        return settle_formats(params, dict(inputs))
+
+    def suffixes_for(self, params: Params, role: str) -> tuple[str, ...]:
+        """Each side's files are its format's (``.txt`` for YOLO, ``.xml`` for VOC)."""
+        return folder_format(params, role).suffixes
+
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Boxes:
-        geometry = params.get("geometry", "box")
-        iou_type = params.get("iou_type", "bbox")
-        if params.get("protocol", "coco") == "lvis" and role == "gt":
-            raise InputError("--protocol lvis reads LVIS files (--coco-gt/--coco-dt): categories' "
-                             "frequency and images' neg_category_ids are not in per-stem files",
-                             path=path)
-        if iou_type != "bbox":
-            boxes, sizes = parse_instances(buffer.read(path).tobytes(), path, prediction=role == "pred",
-                                           iou_type=iou_type, box_format=params.get("box_format", "xyxy"))
-            if iou_type == "segm":
-                boxes.box, area = instances.prepare_masks(boxes.box, sizes, path)
-                boxes.area = np.where(np.isnan(boxes.area), area, boxes.area)
-            else:
-                instances.keypoint_count_error(boxes.box, params["oks_sigmas"], path)
-        elif geometry == "box":
-            boxes = parse_boxes(buffer.read(path).tobytes(), path, prediction=role == "pred",
-                                box_format=params["box_format"])
-        else:
-            boxes = parse_shapes(buffer.read(path).tobytes(), path, prediction=role == "pred",
-                                 geometry=geometry, angle_unit=params.get("angle_unit", "deg"))
+        fmt = folder_format(params, role)
+        protocol_of(params).check_format(fmt, path)
+
+        def skipped(what: str, count: int) -> None:
+            warn(f"{SKIPPED}{what}", path)
+
+        boxes = fmt.read(_content(buffer.read(path)), path, prediction=role == "pred",
+                         kind=kind_of(params), params=params, skipped=skipped)
         mapped = apply_class_map(boxes, params.get("class_map"))
         if role == "gt" and len(boxes) and not len(mapped):
             warn(CLASS_MAP_EMPTIED, path)
         return mapped
 
     def warning_text(self, kind: str, paths: list[str]) -> str:
+        if kind.startswith(SKIPPED):
+            return (f"{len(paths)} file(s) hold a {kind[len(SKIPPED):]} that rpx cannot "
+                    f"express (e.g. {paths[0]}): skipped")
         if kind == CLASS_MAP_EMPTIED:
             return (f"--class-map removed every GT box of {len(paths)} file(s) (e.g. {paths[0]}): "
                     "they are scored as images without any object")
         return super().warning_text(kind, paths)
 
     def empty_prediction(self, gt: Boxes, params: Params) -> Boxes:
-        empty = Boxes.empty(with_scores=True)
-        if params.get("geometry", "box") != "box" or params.get("iou_type", "bbox") != "bbox":
-            empty.box = gt.box[:0]
-        return empty
+        return kind_of(params).empty(gt)
 
     def evaluate(self, pred: Boxes, gt: Boxes, params: Params, *, pred_path: str | None,
                  gt_path: str) -> Sample:
         n_pred = int(np.count_nonzero(pred.scores >= params["conf_threshold"])) if len(pred) else 0
-        row = {"n_gt": int(np.count_nonzero(~gt.crowd)), "n_pred": n_pred}
-        geometry = params.get("geometry", "box")
-        if params.get("iou_type", "bbox") == "segm":
-            try:
-                instances.frame_size([*gt.box, *pred.box])
-            except InputError as exc:
-                raise InputError(f"{exc.args[0]} ({pred_path} against {gt_path})", path=gt_path) from None
-        if geometry == "box":
-            return Sample(row, {"frame": Frame(gt, pred)})
-        frame, repaired = evaluate_shapes(pred, gt, geometry, params, pred_path=pred_path,
-                                          gt_path=gt_path)
-        if geometry != "polygon":
-            return Sample(row, {"frame": frame})
-        row["n_repaired"] = repaired
-        return Sample(row, {"frame": frame, "n_repaired": repaired})
+        row = {"n_gt": int(np.count_nonzero(~gt.crowd & ~gt.ignored())), "n_pred": n_pred}
+        values, extra = kind_of(params).pair(pred, gt, params, pred_path=pred_path,
+                                             gt_path=gt_path)
+        return Sample({**row, **extra}, values)
 
     def read_files(self, files: Mapping[str, str], params: Params) -> FileInput:
-        """``--coco-gt``/``--coco-dt``: read straight into a flat table (no per-image
-        objects). Images keep their COCO ids (the COCO view orders them by id); stems are
-        ``file_name`` without its suffix."""
-        return read_coco_files(files, params, self.statistics(params))
+        """Files that hold every image (COCO's ``--coco-gt``/``--coco-dt``), read by their
+        format straight into a flat table (no per-image objects)."""
+        return files_format(files).read_files(files, params, kind_of(params), protocol_of(params),
+                                              self.statistics(params))
 
     # --- over all frames ----------------------------------------------------------------
 

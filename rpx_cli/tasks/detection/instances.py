@@ -1,7 +1,5 @@
-"""``rpx eval detection --iou-type segm|keypoints``: masks and keypoints beside boxes.
-
-Only the similarity of a (detection, GT) pair changes — every view (rows, pooled, the
-confusion matrix, COCO AP, TIDE for masks) takes a :class:`~rpx_cli.ops.geometry.Geometry`:
+"""What the mask and keypoint kinds (``kinds/mask.py``, ``kinds/keypoints.py``) do with
+their objects beside reading them:
 
 - masks: each object's segmentation becomes a compressed RLE when it is read
   (:func:`prepare_masks`: polygons rasterised and RLEs checked — runs summing to ``h · w``,
@@ -21,6 +19,7 @@ import numpy as np
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.box_table import FrameTable
+from rpx_cli.io.coco_files import CocoFiles
 from rpx_cli.ops.geometry import OverlapTable
 from rpx_cli.ops.oks import OksGeometry
 
@@ -91,14 +90,6 @@ def rle_from_json(values: list[dict[str, Any]]) -> np.ndarray:
     return out
 
 
-def keypoints_to_json(rows: np.ndarray) -> list[list[float]]:
-    return rows.tolist()
-
-
-def keypoints_from_json(values: list[list[float]]) -> np.ndarray:
-    return np.asarray(values, np.float64).reshape(len(values), -1) if values else np.zeros((0, 0))
-
-
 def mask_areas(rles: np.ndarray) -> np.ndarray:
     return np.fromiter((rle["area"] for rle in rles), np.float64, count=len(rles))
 
@@ -107,8 +98,8 @@ def mask_geometry(table: FrameTable) -> OverlapTable:
     """Every frame's mask intersections (pycocotools' run merge, one call per frame)."""
     from rpx_cli.ops import masks
 
-    pred_area, gt_area = mask_areas(table.pred.box), mask_areas(table.gt.box)
-    d, g, inter = masks.table_intersections(table.pred.box, table.gt.box, table.pred.frame,
+    pred_area, gt_area = mask_areas(table.pred.shape), mask_areas(table.gt.shape)
+    d, g, inter = masks.table_intersections(table.pred.shape, table.gt.shape, table.pred.frame,
                                             table.gt.frame, pred_area, table.n)
     return OverlapTable(pred_area, gt_area, d, g, inter)
 
@@ -118,10 +109,10 @@ def keypoint_geometry(table: FrameTable, sigmas: np.ndarray, floor: float | None
     checked against them. ``floor``: the lowest threshold a greedy view tests."""
     sigmas = np.asarray(sigmas, np.float64)
     for side in (table.pred, table.gt):
-        if len(side) and side.box.shape[1] != 3 * sigmas.size + 5:
-            raise InputError(f"objects have {(side.box.shape[1] - 5) // 3} keypoints but "
+        if len(side) and side.shape.shape[1] != 3 * sigmas.size + 5:
+            raise InputError(f"objects have {(side.shape.shape[1] - 5) // 3} keypoints but "
                              f"--oks-sigmas gives {sigmas.size} sigmas")
-    return OksGeometry(table.pred.box, table.gt.box, table.pred.area, table.gt.area, sigmas, floor)
+    return OksGeometry(table.pred.shape, table.gt.shape, table.pred.area, table.gt.area, sigmas, floor)
 
 
 def keypoint_count_error(boxes_box: np.ndarray, sigmas: list[float], path: str) -> None:
@@ -130,3 +121,24 @@ def keypoint_count_error(boxes_box: np.ndarray, sigmas: list[float], path: str) 
     if len(boxes_box) and boxes_box.shape[1] != 3 * len(sigmas) + 5:
         raise InputError(f"object 0: {(boxes_box.shape[1] - 5) // 3} keypoints, but the sigmas "
                          f"(--oks-sigmas, COCO's 17 by default) are {len(sigmas)}", path=path)
+
+
+def check_mask_sizes(coco: CocoFiles, gt_file: str, dt_file: str) -> None:
+    """One image size per image: a prediction's RLE of another size than the image's GT
+    masks is an input error naming both (sizes given by images[] were checked on reading)."""
+    n = len(coco.stems)
+    first = np.full((n, 2), -1, np.int64)
+    for side in (coco.pred, coco.gt):  # the GT's size wins where both have masks
+        if len(side):
+            sizes = np.array([rle["size"] for rle in side.shape], np.int64).reshape(-1, 2)
+            first[side.frame[::-1]] = sizes[::-1]  # the first mask of each image
+    for side, path, what in ((coco.gt, gt_file, "annotation"), (coco.pred, dt_file, "detection")):
+        if not len(side):
+            continue
+        sizes = np.array([rle["size"] for rle in side.shape], np.int64).reshape(-1, 2)
+        wrong = np.flatnonzero((sizes != first[side.frame]).any(axis=1))
+        if wrong.size:
+            k = int(wrong[0])
+            raise InputError(f"image {int(coco.image_ids[side.frame[k]])}: a {what} mask of size "
+                             f"{sizes[k].tolist()} where the image's masks are "
+                             f"{first[side.frame[k]].tolist()} ({dt_file} against {gt_file})", path=path)

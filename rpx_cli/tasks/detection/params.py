@@ -1,7 +1,7 @@
 """The parameters of ``rpx eval detection`` (:mod:`rpx_cli.tasks.detection` has the task):
-what is recorded for each geometry, IoU type and protocol (:func:`normalise`), and the
-combinations no run can use (:func:`check`). Each value alone was checked by its option's
-declaration (choices, bounds)."""
+what a run records (:func:`normalise`: the shared parameters, then what the run's similarity
+kind and protocol record) and the combinations no run can use (:func:`check`: each part's
+own refusals). Each value alone was checked by its option's declaration (choices, bounds)."""
 
 from __future__ import annotations
 
@@ -9,68 +9,63 @@ from typing import Any
 
 from rpx_cli.errors import ParameterError
 from rpx_cli.io.boxes import load_class_map
-from rpx_cli.ops.geometry import require_shapely
 from rpx_cli.tasks.base import Params
+from rpx_cli.tasks.detection.parts import (
+    DEFAULT_GEOMETRY,
+    DEFAULT_IOU_TYPE,
+    DEFAULT_PROTOCOL,
+    FORMATS,
+    form_for,
+    kind_of,
+    protocol_of,
+)
 
-PROTOCOLS = ("coco", "lvis")
+# options only some parts read: each part records them (or not) in normalise
+_PART_OPTIONS = ("geometry", "angle_unit", "oks_sigmas")
+_FORMAT_OPTIONS = ("image_size", "data_yaml", "class_names", "kpt_shape")
 
 
 def normalise(params: Params) -> dict[str, Any]:
-    """``geometry`` is recorded unless it is ``box`` (so box reports stay as they were),
-    ``angle_unit`` only for rotated boxes, ``box_format`` only for boxes."""
+    """The report's ``params``: thresholds as floats, the class map loaded, the iou type and
+    protocol always; the kind's own (``geometry`` for shapes other than boxes, with
+    ``angle_unit`` for rotated boxes and without ``box_format``; ``oks_sigmas`` for
+    keypoints) and the protocol's (``max_dets`` for LVIS)."""
     mapping = params.get("class_map")
     if isinstance(mapping, str):
         mapping = load_class_map(mapping)
     out = {**params, "class_map": mapping, "iou_threshold": float(params["iou_threshold"]),
            "conf_threshold": float(params["conf_threshold"])}
-    out.setdefault("iou_type", "bbox")
-    out.setdefault("protocol", "coco")
-    sigmas = out.pop("oks_sigmas", None)
-    if out["iou_type"] == "keypoints":
-        from rpx_cli.ops.oks import COCO_SIGMAS
-
-        out["oks_sigmas"] = [float(x) for x in (COCO_SIGMAS.tolist() if sigmas is None else sigmas)]
+    out.setdefault("iou_type", DEFAULT_IOU_TYPE)
+    out.setdefault("protocol", DEFAULT_PROTOCOL)
+    given = {name: out.pop(name, None) for name in _PART_OPTIONS}
+    given["geometry"] = given["geometry"] or DEFAULT_GEOMETRY
+    given["angle_unit"] = given["angle_unit"] or "deg"
     max_dets = out.pop("max_dets", None)
-    if out["protocol"] == "lvis":
-        out["max_dets"] = 300 if max_dets is None else int(max_dets)
-    elif max_dets is not None:
-        out["max_dets"] = max_dets  # refused by check
-    geometry = out.pop("geometry", "box")
-    angle_unit = out.pop("angle_unit", "deg")
-    if geometry != "box":
-        out.pop("box_format", None)
-        out["geometry"] = geometry
-        if geometry == "rotated":
-            out["angle_unit"] = angle_unit
+    kind_of({**out, "geometry": given["geometry"]}).normalise(out, given)
+    protocol_of(out).normalise(out, max_dets)
+    # the formats' options: recorded when given (the formats themselves always)
+    out.setdefault("pred_format", "auto")
+    out.setdefault("gt_format", "auto")
+    for name in _FORMAT_OPTIONS:
+        value = out.pop(name, None)
+        if value is not None:
+            out[name] = list(value) if isinstance(value, tuple) else value
     return out
 
 
-
 def check(params: Params) -> None:
-    """Combinations no run can use (each value alone was checked by its option)."""
-    geometry = params.get("geometry", "box")
-    if geometry != "box" and "errors" in (params.get("metrics") or ()):
-        raise ParameterError("--metrics errors (TIDE) is for axis-aligned boxes; "
-                             f"--geometry {geometry} supports rows, pooled, confusion and coco")
-    if geometry == "polygon":
-        require_shapely()
-    iou_type, protocol = params.get("iou_type", "bbox"), params.get("protocol", "coco")
-    if iou_type != "bbox" and geometry != "box":
-        raise ParameterError(f"--iou-type {iou_type} and --geometry {geometry} do not go "
-                             "together: masks and keypoints are their own geometry")
-    if protocol == "lvis" and iou_type == "keypoints":
-        raise ParameterError("--protocol lvis evaluates boxes or masks (--iou-type bbox|segm)")
-    if protocol != "lvis" and params.get("max_dets") is not None:
-        raise ParameterError("--max-dets is LVIS' per-image cap: it needs --protocol lvis "
-                             "(COCO's maxDets are fixed: 1/10/100, keypoints 20)")
-    if iou_type == "keypoints" and "errors" in (params.get("metrics") or ()):
-        raise ParameterError("--metrics errors (TIDE) is for boxes and masks; --iou-type "
-                             "keypoints supports rows, pooled, confusion and coco")
-    if protocol == "lvis" and "errors" in (params.get("metrics") or ()):
-        raise ParameterError("--metrics errors (TIDE) is COCO's; --protocol lvis supports rows, "
-                             "pooled, confusion and coco")
-    if iou_type == "segm":
-        from rpx_cli.ops.masks import require_pycocotools
-
-        require_pycocotools()
-
+    """Combinations no run can use: the kind's (TIDE, a missing extra), then the
+    protocol's (kinds it does not score, ``--max-dets``, TIDE)."""
+    kind = kind_of(params)
+    kind.check(params)
+    protocol_of(params).check(params, kind)
+    for role in ("pred", "gt"):
+        name = params.get(f"{role}_format", "auto")
+        fmt = FORMATS.get(name)
+        if fmt is None:
+            continue
+        if not fmt.suffixes:
+            raise ParameterError(f"--{role}-format {name}: {fmt.title} files hold the whole set "
+                                 "(--coco-gt/--coco-dt), not a folder of one file per image")
+        if not fmt.expresses(kind):
+            form_for(kind, fmt)  # the ParameterError naming what is missing

@@ -1,33 +1,27 @@
 """The figures of ``rpx eval detection`` over all frames at once: rows and pooled counts at
-the operating point, the Aquarium confusion, COCO/LVIS AP with curves, TIDE, and the worst
-frames — every view on the similarity of the run's geometry or IoU type (boxes, shapes,
-masks, keypoints), computed once."""
+the operating point, the Aquarium confusion, the protocol's AP with curves, TIDE, and the
+worst frames — every view on the similarity of the run's kind (boxes, shapes, masks,
+keypoints), computed once, over the objects the run's protocol lets take part."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import SWAP_HINT, InputError
+from rpx_cli.errors import SWAP_HINT
 from rpx_cli.io.box_table import FrameTable
-from rpx_cli.ops.coco import COCO, KEYPOINTS, lvis_protocol
-from rpx_cli.ops.geometry import BOXES, Geometry
+from rpx_cli.ops.geometry import Geometry
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
 from rpx_cli.params.pictures import MAX_FRAME_BOXES
 from rpx_cli.tasks.base import Params
-from rpx_cli.tasks.detection import instances
-from rpx_cli.tasks.detection.shapes import overlap_table
+from rpx_cli.tasks.detection.parts import kind_of, protocol_of
 from rpx_cli.tasks.detection.views import (
     by_confidence,
-    coco,
     confusion,
     errors,
-    federated,
     greedy,
-    lvis_detections,
     operating_point,
     vocabulary,
     worst_frames,
@@ -54,27 +48,18 @@ def filter_warnings(table: FrameTable, params: Params) -> list[str]:
 
 def summarize_frames(stats: StatTable, params: Params, families: Mapping[str, Any],
                      optional: tuple[str, ...]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Every view over every frame, each asking the run's parts: the protocol says which
+    objects take part, the similarity kind how they compare."""
     wanted = params.get("metrics") or [f for f in families if f not in optional]
     frames = stats["frame"]
     table = frames if isinstance(frames, FrameTable) else FrameTable.from_frames(
         frames, params.get("categories") or vocabulary(frames))
-    geometry: Geometry = BOXES
-    iou_type, lvis = params.get("iou_type", "bbox"), params.get("protocol", "coco") == "lvis"
-    gt_ignore = None
-    if lvis:  # per-stem frames (from shards) are capped alike; federated for every view
-        table = federated(lvis_detections(table, params["max_dets"]))
-    if iou_type == "segm":
-        geometry = instances.mask_geometry(table)
-    elif iou_type == "keypoints":
-        geometry = instances.keypoint_geometry(table, params["oks_sigmas"],
-                                               floor=min(params["iou_threshold"], 0.5))
-        gt_ignore = table.gt.box[:, -1] == 0 if len(table.gt) else np.zeros(0, bool)
-    elif params.get("geometry", "box") != "box":
-        # the views see objects as ids and look their intersections up
-        geometry = overlap_table(params["geometry"], frames, table)
-    if geometry is not BOXES:  # (new tables: the statistics keep their shapes)
-        table = replace(table, gt=replace(table.gt, box=np.arange(len(table.gt))),
-                        pred=replace(table.pred, box=np.arange(len(table.pred))))
+    kind, protocol = kind_of(params), protocol_of(params)
+    table = protocol.frames(table, params)
+    gt_ignore = kind.gt_ignore(table)
+    if table.gt.ignore is not None:  # ignored GT the files say (difficult, DontCare)
+        gt_ignore = table.gt.ignore if gt_ignore is None else gt_ignore | table.gt.ignore
+    geometry, table = kind.similarity(table, frames, params)
     n = table.n
     empty = table.gt.counts(n) == 0
     skipped = empty & bool(params["skip_empty_gt"])
@@ -82,8 +67,7 @@ def summarize_frames(stats: StatTable, params: Params, families: Mapping[str, An
     rows: list[dict[str, Any]] = [{} for _ in range(n)]
     aggregate: dict[str, Any] = {"n_frames": n, "n_empty_gt": int(np.count_nonzero(empty)),
                                  "n_skipped": int(np.count_nonzero(skipped))}
-    if params.get("geometry") == "polygon":
-        aggregate["n_repaired"] = int(np.nansum(stats["n_repaired"]))
+    aggregate.update(kind.aggregate(stats))
     if {"rows", "pooled"} & set(wanted):
         # every detection kept (conf 0): the operating point and the sweep share a matching
         shared = greedy(table, params["iou_threshold"], -np.inf, geometry) \
@@ -111,15 +95,7 @@ def summarize_frames(stats: StatTable, params: Params, families: Mapping[str, An
         dataset["confusion"] = confusion(table, ~skipped, params["iou_threshold"],
                                          params["conf_threshold"], geometry=geometry)
     if "coco" in wanted:
-        protocol = lvis_protocol(params["max_dets"]) if lvis else \
-            KEYPOINTS if iou_type == "keypoints" else COCO
-        frequency = params.get("category_frequency") if lvis else None
-        if lvis and frequency is None:
-            raise InputError("--protocol lvis needs each category's frequency: evaluate LVIS "
-                             "files (--coco-gt/--coco-dt)")
-        dataset["coco"] = coco(table, geometry=geometry, protocol=protocol,
-                               instances=iou_type != "bbox", gt_ignore=gt_ignore,
-                               frequency=frequency)
+        dataset["coco"] = protocol.evaluate(table, geometry, kind, params, gt_ignore)
     if "errors" in wanted:
         dataset["errors"] = errors(table, geometry=geometry)
     sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}
@@ -127,17 +103,18 @@ def summarize_frames(stats: StatTable, params: Params, families: Mapping[str, An
     if warnings:
         sections["warnings"] = warnings
     if params.get("keep_worst"):
-        sections["worst_frames"] = _worst_frames(table, skipped, params, geometry)
+        sections["worst_frames"] = _worst_frames(table, skipped, params, geometry,
+                                                 MAX_FRAME_BOXES if kind.draws_frames else 0)
     return sections, rows
 
-def _worst_frames(table: FrameTable, skipped: np.ndarray, params: Params,
-                  geometry: Geometry) -> dict[str, Any]:
-    """``--keep-worst``: the frames worst by their row's F1, with their boxes (axis-aligned
-    boxes; other geometries keep the frames without boxes)."""
+def _worst_frames(table: FrameTable, skipped: np.ndarray, params: Params, geometry: Geometry,
+                  max_boxes: int) -> dict[str, Any]:
+    """``--keep-worst``: the frames worst by their row's F1, with at most ``max_boxes`` of
+    their boxes a side (0: the frames without boxes, kinds the page does not draw)."""
     tp, fp, fn = operating_point(table, params["iou_threshold"], params["conf_threshold"],
                                  geometry=geometry)
     f1 = np.where(skipped, np.nan, prf_arrays(tp, fp, fn)["f1"])
     return worst_frames(table, f1, params["keep_worst"], params["iou_threshold"],
-                        params["conf_threshold"], MAX_FRAME_BOXES if geometry is BOXES else 0)
+                        params["conf_threshold"], max_boxes)
 
 

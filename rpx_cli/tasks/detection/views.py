@@ -7,13 +7,13 @@ and an IoU (:class:`~rpx_cli.ops.geometry.Geometry`)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.io.box_table import BoxTable, Frame, FrameTable
-from rpx_cli.ops.coco import COCO, RECALL_THRESHOLDS, CocoInput, Protocol
+from rpx_cli.ops.coco import BOX_PARAMS, RECALL_THRESHOLDS, CocoInput, CocoParams
 from rpx_cli.ops.coco import evaluate as coco_evaluate
 from rpx_cli.ops.geometry import BOXES, Geometry
 from rpx_cli.ops.matching import greedy_match, optimal_match
@@ -37,7 +37,7 @@ def operating_point(table: FrameTable, iou_threshold: float, conf_threshold: flo
     n = table.n
     tp = np.bincount(d_frame[hit], minlength=n)
     fp = np.bincount(d_frame[miss], minlength=n)
-    n_gt = np.bincount(table.gt.frame[~table.gt.crowd], minlength=n)
+    n_gt = np.bincount(table.gt.frame[table.gt.counted()], minlength=n)
     return tp, fp, n_gt - tp
 
 
@@ -56,7 +56,7 @@ def by_confidence(table: FrameTable, frames: np.ndarray, iou_threshold: float, *
     miss_scores = np.sort(d_score[miss & keep])
     tp = hit_scores.size - np.searchsorted(hit_scores, CONFIDENCE_GRID, side="left")
     fp = miss_scores.size - np.searchsorted(miss_scores, CONFIDENCE_GRID, side="left")
-    n_gt = int(np.count_nonzero(~table.gt.crowd & frames[table.gt.frame]))
+    n_gt = int(np.count_nonzero(table.gt.counted() & frames[table.gt.frame]))
     figures = prf_arrays(tp, fp, n_gt - tp)
     return {"conf_threshold": CONFIDENCE_GRID.tolist(), "tp": tp.tolist(), "fp": fp.tolist(),
             **{key: figures[key].tolist() for key in ("precision", "recall", "f1")}}
@@ -65,7 +65,8 @@ def by_confidence(table: FrameTable, frames: np.ndarray, iou_threshold: float, *
 def greedy(table: FrameTable, iou_threshold: float, conf_threshold: float,
            geometry: Geometry = BOXES):
     """Every detection with score >= ``conf_threshold``: (frame, score, true positive,
-    false positive); a detection on a crowd region is neither. (With a threshold at or
+    false positive); a detection on a crowd region, or matched to an ignored GT (taken only
+    when no regular GT passes, as COCOeval's gtIgnore), is neither. (With a threshold at or
     below every score, :func:`operating_point` and :func:`by_confidence` can share one.)"""
     gt, pred = table.gt, table.pred.where(table.pred.score >= conf_threshold)
     K = max(len(table.vocabulary), 1)
@@ -74,9 +75,13 @@ def greedy(table: FrameTable, iou_threshold: float, conf_threshold: float,
     d_group = d_group[order]
     g_group = gt.frame * K + gt.label
     gorder = np.argsort(g_group, kind="stable")
+    # an ignored GT is one whose "area" lies outside the one range: matched once, ignored
+    area, ranges = (None, None) if gt.ignore is None else (
+        np.where(gt.ignore[gorder], -np.inf, 0.0), np.array([[-1.0, np.inf]]))
     matched, ignored, _ = greedy_match(
-        d_group, g_group[gorder], geometry.similarity(pred.box[order], gt.box[gorder]),
-        min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder])
+        d_group, g_group[gorder], geometry.similarity(pred.shape[order], gt.shape[gorder]),
+        min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder],
+        gt_area=area, area_ranges=ranges)
     return pred.frame[order], pred.score[order], matched[:, 0] & ~ignored[:, 0], ~matched[:, 0]
 
 
@@ -104,7 +109,7 @@ def worst_frames(table: FrameTable, f1: np.ndarray, keep: int, iou_threshold: fl
     g_group = gt.frame * K + gt.label
     gorder = np.argsort(g_group, kind="stable")
     found = greedy_match(pred.frame[order] * K + pred.label[order], g_group[gorder],
-                         BOXES.similarity(pred.box[order], gt.box[gorder]),
+                         BOXES.similarity(pred.shape[order], gt.shape[gorder]),
                          min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder],
                          return_gt=True)
     pred_hit = np.zeros(len(pred), bool)
@@ -119,10 +124,10 @@ def worst_frames(table: FrameTable, f1: np.ndarray, keep: int, iou_threshold: fl
         pi = pi[np.argsort(-pred.score[pi], kind="stable")][:max_boxes]
         frames.append({"index": index, "value": float(f1[index]),
                        "gt": {"label": [sub.vocabulary[v] for v in gt.label[gi].tolist()],
-                              "box": gt.box[gi].tolist(), "crowd": gt.crowd[gi].tolist(),
+                              "box": gt.shape[gi].tolist(), "crowd": gt.crowd[gi].tolist(),
                               "matched": gt_hit[gi].tolist()},
                        "pred": {"label": [sub.vocabulary[v] for v in pred.label[pi].tolist()],
-                                "box": pred.box[pi].tolist(), "score": pred.score[pi].tolist(),
+                                "box": pred.shape[pi].tolist(), "score": pred.score[pi].tolist(),
                                 "matched": pred_hit[pi].tolist()}})
     return {**section, "frames": frames}
 
@@ -136,7 +141,8 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
     K = len(vocabulary)
     pred = table.pred.where((table.pred.score >= conf_threshold) & frames[table.pred.frame])
     gt_all = table.gt.where(frames[table.gt.frame])
-    gt, crowd = gt_all.where(~gt_all.crowd), gt_all.where(gt_all.crowd)
+    gt, crowd = gt_all.where(gt_all.counted()), gt_all.where(gt_all.crowd)
+    ignored = gt_all.where(gt_all.ignored() & ~gt_all.crowd)
     d_bounds, g_bounds = pred.bounds(n), gt.bounds(n)
     det_matched = np.zeros(len(pred), bool)
     gt_matched = np.zeros(len(gt), bool)
@@ -157,6 +163,9 @@ def confusion(table: FrameTable, frames: np.ndarray, iou_threshold: float,
         matched_d = matched_g = np.zeros(0, np.int64)
     lonely = np.flatnonzero(~det_matched)
     lonely = lonely[~_on_crowd(pred, lonely, crowd, n, iou_threshold, geometry)]
+    # ignored GT (difficult) take no part in the assignment; an unmatched detection of its
+    # class on one (the ordinary IoU >= the threshold) is ignored, not background
+    lonely = lonely[~_on_crowd(pred, lonely, ignored, n, iou_threshold, geometry, crowd_iou=False)]
     side = K + 1
     cells = np.concatenate([gt.label[matched_g] * side + pred.label[matched_d],
                             gt.label[~gt_matched] * side + K, K * side + pred.label[lonely]])
@@ -185,7 +194,8 @@ def _frame_matrices(geometry: Geometry, pred: BoxTable, gt: BoxTable, d_bounds: 
     200,000), then cut into the frames' matrices."""
     if geometry is BOXES:
         for i in frames.tolist():
-            yield geometry.matrix(pred.box[d_bounds[i]:d_bounds[i + 1]], gt.box[g_bounds[i]:g_bounds[i + 1]])
+            yield geometry.matrix(pred.shape[d_bounds[i]:d_bounds[i + 1]],
+                                  gt.shape[g_bounds[i]:g_bounds[i + 1]])
         return
     nd, ng = np.diff(d_bounds)[frames], np.diff(g_bounds)[frames]
     sizes = nd * ng
@@ -200,7 +210,7 @@ def _frame_matrices(geometry: Geometry, pred: BoxTable, gt: BoxTable, d_bounds: 
         width = np.repeat(ng[start:stop], counts)
         dt = np.repeat(d_bounds[block], counts) + local // width
         gt_ids = np.repeat(g_bounds[block], counts) + local % width
-        values = geometry.pairs(pred.box[dt], gt.box[gt_ids])
+        values = geometry.pairs(pred.shape[dt], gt.shape[gt_ids])
         offset = 0
         for k in range(block.size):
             size = int(counts[k])
@@ -210,11 +220,13 @@ def _frame_matrices(geometry: Geometry, pred: BoxTable, gt: BoxTable, d_bounds: 
 
 
 def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
-              iou_threshold: float, geometry: Geometry = BOXES) -> np.ndarray:
+              iou_threshold: float, geometry: Geometry = BOXES, *,
+              crowd_iou: bool = True) -> np.ndarray:
     """Which of the detections ``dets`` lie on a crowd region of their frame and class
     (intersection over the detection's area >= the threshold): ignored, not background. As
     in COCO, a crowd region excuses detections of its own class only; a detection of another
-    class on it is a false positive in every view."""
+    class on it is a false positive in every view. ``crowd_iou`` False: the ordinary IoU
+    (ignored GT regions)."""
     out = np.zeros(dets.size, bool)
     if not len(crowd) or not dets.size:
         return out
@@ -224,35 +236,36 @@ def _on_crowd(pred: BoxTable, dets: np.ndarray, crowd: BoxTable, n: int,
     which = np.repeat(np.arange(dets.size), counts)
     first = np.repeat(bounds[frame] - (np.cumsum(counts) - counts), counts)
     regions = first + np.arange(which.size)
-    ioa = geometry.pairs(pred.box[dets[which]], crowd.box[regions], crowd=True)
+    ioa = geometry.pairs(pred.shape[dets[which]], crowd.shape[regions], crowd=crowd_iou)
     same_class = pred.label[dets[which]] == crowd.label[regions]
     out[which[(ioa >= iou_threshold) & same_class]] = True
     return out
 
 
-def coco(table: FrameTable, *, geometry: Geometry = BOXES, protocol: Protocol = COCO,
-         instances: bool = False, gt_ignore: np.ndarray | None = None,
-         frequency: list[str] | None = None) -> dict[str, Any]:
+def coco(table: FrameTable, *, geometry: Geometry = BOXES, params: CocoParams = BOX_PARAMS,
+         area_given: bool = False, noun: str = "box", gt_ignore: np.ndarray | None = None,
+         frequency: list[str] | None = None,
+         restrict: Callable[[FrameTable, CocoInput], CocoInput] | None = None) -> dict[str, Any]:
     """COCO AP/AR over every detection; None (with a reason) where pycocotools gives -1.
-    ``instances``: masks or keypoints, whose detections' areas for the ranges are the
-    table's (pycocotools' ``loadRes``), not the geometry's; ``gt_ignore``: GT ignored though
-    not crowd (keypoints without a visible point). ``protocol`` LVIS: ``frequency`` per
-    category, the detections already capped per image (:func:`lvis_detections`)."""
-    data = CocoInput(0, len(table.vocabulary), table.gt.frame, table.gt.label, table.gt.box,
+    ``area_given``: the detections' areas for the ranges are the table's (pycocotools'
+    ``loadRes`` for masks and keypoints), not the geometry's; ``noun``: what the reasons
+    call the objects; ``gt_ignore``: GT ignored though not crowd (keypoints without a
+    visible point); ``restrict``: the protocol's say on which objects take part (LVIS'
+    federated images); ``frequency``: LVIS' per category (APr, APc, APf)."""
+    data = CocoInput(0, len(table.vocabulary), table.gt.frame, table.gt.label, table.gt.shape,
                      table.gt.area, table.gt.crowd, table.pred.frame, table.pred.label,
-                     table.pred.box, table.pred.score, None if geometry is BOXES else geometry,
-                     dt_area=table.pred.area if instances else None, gt_ignore=gt_ignore)
-    if protocol.name == "lvis":
-        data = _lvis_input(table, data)
+                     table.pred.shape, table.pred.score, None if geometry is BOXES else geometry,
+                     dt_area=table.pred.area if area_given else None, gt_ignore=gt_ignore)
+    if restrict is not None:
+        data = restrict(table, data)
     image = table.coco_image()
     data.n_images = table.n
     data.gt_image, data.dt_image = image[data.gt_image], image[data.dt_image]
-    result = coco_evaluate(data, protocol)
+    result = coco_evaluate(data, params)
     figures = result.stats()
     if frequency is not None:
         for group in ("r", "c", "f"):
             figures[f"AP{group}"] = result.ap_of(np.flatnonzero(np.array(frequency) == group))
-    noun = "object" if instances else "box"
     reasons = {name: f"no GT {noun} in this area range" if name not in ("APr", "APc", "APf")
                else f"no GT {noun} of a category of this frequency" for name, value in figures.items()
                if value is None}
@@ -264,55 +277,6 @@ def coco(table: FrameTable, *, geometry: Geometry = BOXES, protocol: Protocol = 
     if reasons:
         out["null_reasons"] = reasons
     return out
-
-
-def _lvis_input(table: FrameTable, data: CocoInput) -> CocoInput:
-    """``LVISEval._prepare`` on the table: objects whose area is not in (0, inf) are left out
-    (its ``get_ann_ids`` filter, GT and detections alike); per image, detections of a
-    category neither in the image's GT nor in its ``neg_category_ids`` are left out; an
-    unmatched detection of a ``not_exhaustive_category_ids`` category is ignored."""
-    K = max(len(table.vocabulary), 1)
-    g_keep = (data.gt_area > 0) & (data.gt_area < np.inf)
-    d_area = data.dt_area if data.dt_area is not None else (
-        data.dt_box[:, 2] * data.dt_box[:, 3] if data.geometry is None else data.geometry.area(data.dt_box))
-    positive = np.unique(data.gt_image[g_keep] * K + data.gt_category[g_keep])
-    neg = _pair_keys(table.neg, K)
-    code = data.dt_image * K + data.dt_category
-    d_keep = (d_area > 0) & (d_area < np.inf) & (np.isin(code, positive) | np.isin(code, neg))
-    g, d = np.flatnonzero(g_keep), np.flatnonzero(d_keep)
-    return CocoInput(0, data.n_categories, data.gt_image[g], data.gt_category[g], data.gt_box[g],
-                     data.gt_area[g], np.zeros(g.size, bool), data.dt_image[d], data.dt_category[d],
-                     data.dt_box[d], data.dt_score[d], data.geometry,
-                     dt_area=None if data.dt_area is None else data.dt_area[d],
-                     dt_unmatched_ignored=np.isin(code[d], _pair_keys(table.not_exhaustive, K)))
-
-
-def _pair_keys(pairs: tuple[np.ndarray, np.ndarray] | None, K: int) -> np.ndarray:
-    return np.zeros(0, np.int64) if pairs is None else pairs[0] * K + pairs[1]
-
-
-def lvis_detections(table: FrameTable, max_dets: int) -> FrameTable:
-    """``LVISResults``' cap: per image, the ``max_dets`` highest-scoring detections of any
-    category (ties in input order; Python's stable sort); crowd flags dropped (``LVISEval``
-    compares every GT as a regular one)."""
-    pred = table.pred
-    order = np.lexsort((np.arange(len(pred)), -pred.score, pred.frame))
-    rank = np.arange(order.size) - np.searchsorted(pred.frame[order], pred.frame[order], side="left")
-    keep = np.sort(order[rank < max_dets])
-    gt = replace(table.gt, crowd=np.zeros(len(table.gt), bool))
-    return FrameTable(table.n, table.vocabulary, gt, pred.take(keep), table.image_ids,
-                      table.neg, table.not_exhaustive)
-
-
-def federated(table: FrameTable) -> FrameTable:
-    """LVIS for the operating-point views: detections of a category that is neither in its
-    image's GT nor among its negative categories are left out (nothing is known of them)."""
-    K = max(len(table.vocabulary), 1)
-    positive = np.unique(table.gt.frame * K + table.gt.label)
-    code = table.pred.frame * K + table.pred.label
-    keep = np.isin(code, positive) | np.isin(code, _pair_keys(table.neg, K))
-    return FrameTable(table.n, table.vocabulary, table.gt, table.pred.where(keep), table.image_ids,
-                      table.neg, table.not_exhaustive)
 
 
 def _curves(result, vocabulary: list[str]) -> dict[str, Any]:
@@ -335,11 +299,14 @@ def _curves(result, vocabulary: list[str]) -> dict[str, Any]:
 
 def errors(table: FrameTable, *, geometry: Geometry = BOXES) -> dict[str, Any]:
     """``dataset.errors``: TIDE's breakdown (tidecv, IoU 0.5, background 0.1) on the COCO
-    view's images and objects (every detection, no confidence threshold)."""
-    image = table.coco_image()
+    view's objects (every detection, no confidence threshold), the images in tidecv's order:
+    the GT file's (per-stem input: stem order), which decides score ties across images."""
+    image = table.file_image()
     gt, pred = table.gt, table.pred
-    result = tide(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label, gt.box,
-                            gt.area, gt.crowd, image[pred.frame], pred.label, pred.box, pred.score,
+    # tidecv knows ignore regions only: an ignored GT (difficult) is one for it
+    result = tide(CocoInput(table.n, len(table.vocabulary), image[gt.frame], gt.label, gt.shape,
+                            gt.area, gt.crowd | gt.ignored(), image[pred.frame], pred.label,
+                            pred.shape, pred.score,
                             None if geometry is BOXES else geometry))
     return {**result.dap, "ap50": result.ap, "counts": result.counts,
             "iou_threshold": 0.5, "background_threshold": 0.1}

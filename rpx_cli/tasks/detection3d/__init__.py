@@ -264,7 +264,7 @@ class Detection3D(Task):
     def normalise_params(self, params: Params) -> dict[str, Any]:
         """Every option over its default; the options only other protocols read must be at
         their defaults (else a usage error) and are left out; ``auto`` formats are left out
-        (decided per folder by :meth:`settle_params`); the rest resolved by the protocol."""
+        (decided per folder by :meth:`settle_inputs`); the rest resolved by the protocol."""
         defaults = self.default_params
         out = {**defaults, **params}
         name = out["protocol"]
@@ -295,11 +295,11 @@ class Detection3D(Task):
     def validate_params(self, params: Params) -> None:
         self.protocol(params).check(params)
 
-    def settle_params(self, params: Params, folders: Mapping[str, str]) -> dict[str, Any]:
-        return file_formats.settle(params, dict(folders))
+    def settle_inputs(self, params: Params, inputs: Mapping[str, str | None]) -> dict[str, Any]:
+        return file_formats.settle(params, inputs)
 
-    def pair_suffixes(self, params: Params) -> tuple[str, ...]:
-        return file_formats.pair_suffixes(params)
+    def suffixes_for(self, params: Params, role: str) -> tuple[str, ...]:
+        return file_formats.suffixes_of(params, role)
 
     def protocol(self, params: Params) -> Protocol:
         return PROTOCOLS[params["protocol"]]

@@ -19,6 +19,7 @@ A format gives a sample's boxes in either form a protocol wants: rpx 3D boxes
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rpx_cli.errors import InputError
@@ -115,23 +116,24 @@ def decide(folder: str, flag: str) -> str:
     return candidates[0] if candidates else DEFAULT
 
 
-def settle(params: Params, folders: dict[str, str]) -> dict[str, Any]:
-    """``params`` with ``auto`` decided for each side's folder (``folders``: role ->
-    folder), recorded when it is not ``rpx``."""
+def settle(params: Params, folders: Mapping[str, str | None]) -> dict[str, Any]:
+    """``params`` with ``auto`` decided for each side's folder (``folders``: role -> folder,
+    None for in-memory samples: each value's kind decides), recorded when it is not
+    ``rpx``."""
     out = dict(params)
     for role, folder in folders.items():
         key = f"{role}_format"
-        if out.get(key) is None:
+        if out.get(key) is None and folder is not None:
             decided = decide(folder, f"--{role}-format")
             if decided != DEFAULT:
                 out[key] = decided
     return out
 
 
-def pair_suffixes(params: Params) -> tuple[str, ...]:
-    """The suffixes the two folders are paired by: the formats of both sides."""
-    names = dict.fromkeys(params.get(f"{role}_format") or DEFAULT for role in ("pred", "gt"))
-    return tuple(s for name in names for s in FORMATS[name].suffixes)
+def suffixes_of(params: Params, role: str) -> tuple[str, ...]:
+    """The suffixes side ``role``'s folder is paired by: its format's (settled: absent is
+    ``rpx``)."""
+    return FORMATS[params.get(f"{role}_format") or DEFAULT].suffixes
 
 
 def of_role(params: Params, role: str, path: str) -> Format:

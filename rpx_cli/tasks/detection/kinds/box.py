@@ -1,0 +1,56 @@
+"""Axis-aligned boxes (``--iou-type bbox``, ``--geometry box``: the default).
+
+An object is ``[x, y, w, h]`` in pixels (per-stem files: ``"bbox"`` as ``--box-format``
+says, ``xyxy`` or ``xywh``; COCO files: ``bbox``, ``xywh``). Two are compared by IoU
+exactly as pycocotools computes it: ``inter / (area_dt + area_gt − inter)``, over the
+detection's own area for a crowd region, 0 when they do not intersect — a formula of two
+boxes, evaluated wherever a view asks (:data:`rpx_cli.ops.geometry.BOXES`). An object's area
+is ``w · h`` (a GT's ``area`` field, when given, for the COCO area ranges). TIDE runs on it,
+and the page draws the worst frames' boxes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rpx_cli.io.boxes import Boxes, parse_boxes
+from rpx_cli.io.coco_objects import BOX_FIELD
+from rpx_cli.io.objects import BOX as BOX_FORM
+from rpx_cli.io.objects import Objects
+from rpx_cli.ops.geometry import BOXES
+from rpx_cli.tasks.base import Params
+from rpx_cli.tasks.detection.parts import SimilarityKind, register_kind
+
+
+@register_kind
+class Box(SimilarityKind):
+    name, rank, iou_type, geometry = "box", 0, "bbox", "box"
+    tide = True
+    draws_frames = True
+    coco_field = BOX_FIELD
+    forms = (BOX_FORM,)
+
+    def read_rpx(self, data: Any, path: str, *, prediction: bool, params: Params) -> Boxes:
+        return parse_boxes(data, path, prediction=prediction, box_format=params["box_format"])
+
+    def build(self, objects: Objects, path: str, *, prediction: bool, params: Params) -> Boxes:
+        """``[x1, y1, x2, y2]`` as ``[x, y, w, h]``; area ``w · h`` unless given."""
+        xyxy = objects.boxes.reshape(-1, 4)
+        shape = np.concatenate([xyxy[:, :2], xyxy[:, 2:] - xyxy[:, :2]], axis=1)
+        area = objects.given_area()
+        area = np.where(np.isnan(area), shape[:, 2] * shape[:, 3], area)
+        ignore = objects.ignore if not prediction and objects.ignore is not None \
+            and objects.ignore.any() else None
+        return Boxes(shape, list(objects.labels), None if not prediction else
+                     np.asarray(objects.scores, np.float64), objects.crowds().copy(), area, ignore)
+
+    def empty(self, gt: Boxes) -> Boxes:
+        return Boxes.empty(with_scores=True)
+
+    def similarity(self, table, frames, params):
+        return BOXES, table
+
+    def coco_shapes(self, boxes: Boxes, *, prediction: bool) -> list[dict[str, Any]]:
+        return [{"bbox": row} for row in boxes.shape.tolist()]

@@ -1,0 +1,388 @@
+"""The three declared parts of ``rpx eval detection``: what an object is (a
+:class:`SimilarityKind`), how a benchmark scores them (a :class:`DetectionProtocol`) and how
+they are written on disk (a :class:`DetectionFormat`).
+
+Each part is a small object in a module of its own (``kinds/``, ``protocols/``,
+``formats/``), registered like a task (:func:`register_kind`, :func:`register_protocol`,
+:func:`register_format`); every view (rows, pooled, confusion, COCO, LVIS, TIDE, curves,
+worst frames) and every reader asks the run's parts and never compares a name. The flags
+that choose them (``--iou-type``, ``--geometry``, ``--protocol``) take their choices from
+the registries, and :func:`kind_of` / :func:`protocol_of` turn a run's parameters into
+its parts. ``docs/architecture.md`` ("Detection as parts") walks through adding one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+import numpy as np
+
+from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.io.boxes import Boxes
+from rpx_cli.tasks.base import FileInput, MetricInfo, Params
+from rpx_cli.tasks.stats import Stat
+
+if TYPE_CHECKING:
+    from rpx_cli.io.box_table import Frame, FrameTable
+    from rpx_cli.io.coco_files import CocoFiles
+    from rpx_cli.io.coco_objects import ObjectField
+    from rpx_cli.io.objects import Objects
+    from rpx_cli.ops.coco import CocoParams
+    from rpx_cli.ops.geometry import Geometry
+
+class SimilarityKind:
+    """What an object is, and so how two are compared — one per ``--iou-type`` /
+    ``--geometry`` (box, rotated, polygon, cuboid, mask, keypoints).
+
+    A kind reads its objects from rpx's per-stem JSON (:meth:`read_rpx`) and names the
+    field that holds them in a COCO file (:attr:`coco_field`, None when COCO cannot hold
+    it); prepares each pair in the workers (:meth:`pair`: repairs, rasterised masks, per-frame
+    intersections) into the frame the statistics keep (:meth:`statistics` says how a
+    ``--shard`` part writes it); and gives the views, over every frame at once, the
+    similarity they match on (:meth:`similarity`: IoU, or OKS). It says what the views and
+    pages call its objects (:attr:`noun`), which COCO summary applies under ``--protocol
+    coco`` (:attr:`coco_params`) and how it changes ``metric_info``."""
+
+    name: ClassVar[str]
+    rank: ClassVar[int]  # its place among the flags' choices
+    iou_type: ClassVar[str]  # the --iou-type that chooses it
+    geometry: ClassVar[str | None] = None  # and the --geometry (None: the iou type alone)
+    noun: ClassVar[str] = "box"  # "no GT {noun} in this area range", pages' labels
+    measure: ClassVar[str] = "IoU"  # the similarity's name on pages (OKS for keypoints)
+    # TIDE (--metrics errors) runs on it; else the refusal (a ParameterError's text)
+    tide: ClassVar[bool] = False
+    no_tide: ClassVar[str] = ("--metrics errors (TIDE) is for axis-aligned boxes; --geometry "
+                              "{name} supports rows, pooled, confusion and coco")
+    draws_frames: ClassVar[bool] = False  # the worst frames' boxes on the page
+    # a detection's area for COCO's area ranges is the one read with it (pycocotools'
+    # loadRes for masks and keypoints), not its shape's
+    area_given: ClassVar[bool] = False
+    coco_field: ClassVar[ObjectField | None] = None  # the COCO field holding it
+    # the forms of a labelling format's objects it is built from (rpx_cli.io.objects: box,
+    # quad, polygon, keypoints), the one it prefers first; () : no such format expresses it
+    forms: ClassVar[tuple[str, ...]] = ()
+
+    # --- parameters ------------------------------------------------------------------------
+
+    def normalise(self, out: dict[str, Any], given: Mapping[str, Any]) -> None:
+        """Record in ``out`` (the report's ``params``) what this kind's run depends on;
+        ``given``: the kind's options as resolved (``geometry``, ``angle_unit``,
+        ``oks_sigmas``). Default: nothing beyond the shared parameters."""
+
+    def check(self, params: Params) -> None:
+        """Refuse what no run of this kind can do: a missing extra, TIDE."""
+        if "errors" in (params.get("metrics") or ()) and not self.tide:
+            raise ParameterError(self.no_tide.format(name=self.name))
+
+    def metric_info(self, info: dict[str, MetricInfo], params: Params) -> None:
+        """Adjust the task's ``metric_info`` in place (default: as it is)."""
+
+    # --- per pair ---------------------------------------------------------------------------
+
+    def read_rpx(self, data: Any, path: str, *, prediction: bool, params: Params) -> Boxes:
+        """One per-stem file of rpx's JSON (docs/detection.md) as :class:`Boxes`."""
+        raise NotImplementedError
+
+    def build(self, objects: Objects, path: str, *, prediction: bool, params: Params) -> Boxes:
+        """A labelling format's objects (:class:`~rpx_cli.io.objects.Objects`, in one of
+        :attr:`forms`) as this kind's :class:`Boxes` — the same shapes its rpx JSON reader
+        makes of the same objects. Default: written as rpx's per-stem objects
+        (:meth:`rpx_objects`) and read by :meth:`read_rpx`."""
+        from rpx_cli.io.memory import InMemory
+
+        document = InMemory(self.rpx_objects(objects, path))
+        boxes = self.read_rpx(document, path, prediction=prediction, params=self.build_params(params))
+        if not prediction and objects.ignore is not None and objects.ignore.any():
+            boxes.ignore = objects.ignore.copy()
+        return boxes
+
+    def rpx_objects(self, objects: Objects, path: str) -> Any:
+        """``objects`` as the per-stem JSON :meth:`read_rpx` reads (in memory)."""
+        raise NotImplementedError
+
+    def build_params(self, params: Params) -> Params:
+        """The parameters :meth:`read_rpx` reads the documents of :meth:`rpx_objects` with."""
+        return params
+
+    def coco_shapes(self, boxes: Boxes, *, prediction: bool) -> list[dict[str, Any]]:
+        """Each object's shape as a COCO file writes it (:attr:`coco_field`, and what goes
+        with it): what ``rpx convert --to coco`` writes."""
+        raise NotImplementedError(f"COCO files cannot hold what {self.flag} evaluates")
+
+    def empty(self, gt: Boxes) -> Boxes:
+        """A prediction with no object, against ``gt`` (``--missing empty``, a broken file)."""
+        empty = Boxes.empty(with_scores=True)
+        empty.shape = gt.shape[:0]
+        return empty
+
+    def statistics(self) -> tuple[Stat, ...]:
+        """The per-pair statistics: the frame (and the kind's own counts)."""
+        from rpx_cli.tasks.detection.frames import frame_stat
+
+        return (frame_stat(),)
+
+    def pair(self, pred: Boxes, gt: Boxes, params: Params, *, pred_path: str | None,
+             gt_path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """One pair made ready for the statistics: ``(statistics, row extras)``."""
+        from rpx_cli.io.box_table import Frame
+
+        return {"frame": Frame(gt, pred)}, {}
+
+    def aggregate(self, stats: Any) -> dict[str, Any]:
+        """The kind's own ``aggregate`` keys over every frame (default: none)."""
+        return {}
+
+    # --- over every frame --------------------------------------------------------------------
+
+    def similarity(self, table: FrameTable, frames: list[Frame] | FrameTable,
+                   params: Params) -> tuple[Geometry, FrameTable]:
+        """What the views compare objects with, and the table they see (objects as ids
+        where the similarity looks intersections up)."""
+        raise NotImplementedError
+
+    def gt_ignore(self, table: FrameTable) -> np.ndarray | None:
+        """GT ignored though not crowd (keypoints without a visible point); None: none."""
+        return None
+
+    @property
+    def coco_params(self) -> CocoParams:
+        """pycocotools' summary of this kind under ``--protocol coco``."""
+        from rpx_cli.ops.coco import BOX_PARAMS
+
+        return BOX_PARAMS
+
+    def check_files(self, coco: CocoFiles, gt_file: str, dt_file: str, params: Params) -> None:
+        """COCO files read with :attr:`coco_field`, made ready in place (masks rasterised)."""
+
+    @property
+    def flag(self) -> str:
+        """The flag that chooses it, as messages name it."""
+        return f"--iou-type {self.iou_type}" if self.geometry is None else f"--geometry {self.geometry}"
+
+
+class DetectionProtocol:
+    """How a benchmark scores detections — one per ``--protocol`` (coco, lvis, and §14's to
+    come): which objects take part (:meth:`frames`), how the AP view is computed
+    (:meth:`evaluate`, under ``dataset.coco``), its keys and what ``metric_info`` says of
+    them, and what it needs of the files (:attr:`needs`)."""
+
+    name: ClassVar[str]
+    rank: ClassVar[int]
+    iou_types: ClassVar[tuple[str, ...] | None] = None  # the kinds it scores (None: every one)
+    iou_types_text: ClassVar[str] = ""  # what it scores, as its refusal says
+    tide: ClassVar[bool] = True
+    no_tide: ClassVar[str] = ""
+    needs: ClassVar[frozenset[str]] = frozenset()  # what a format must provide
+    needs_text: ClassVar[str] = ""  # why, when a format does not
+
+    def normalise(self, out: dict[str, Any], max_dets: int | None) -> None:
+        """Record the protocol's own parameters (``max_dets``) in ``out``."""
+
+    def check(self, params: Params, kind: SimilarityKind) -> None:
+        """Refuse a kind the protocol does not score, and TIDE where it has none."""
+        if self.iou_types is not None and kind.iou_type not in self.iou_types:
+            raise ParameterError(f"--protocol {self.name} evaluates {self.iou_types_text}")
+        if "errors" in (params.get("metrics") or ()) and not self.tide:
+            raise ParameterError(self.no_tide)
+
+    def metric_info(self, info: dict[str, MetricInfo], params: Params) -> None:
+        """Adjust the task's ``metric_info`` in place."""
+
+    def check_format(self, fmt: DetectionFormat, path: str) -> None:
+        """Refuse a format that lacks what the protocol needs (an input error naming it)."""
+        if not self.needs <= fmt.provides:
+            raise InputError(self.needs_text, path=path)
+
+    def cap(self, table: FrameTable, params: Params) -> FrameTable:
+        """The detections that exist for the protocol, as they are read (default: all)."""
+        return table
+
+    def frames(self, table: FrameTable, params: Params) -> FrameTable:
+        """The objects every view sees (default: :meth:`cap`)."""
+        return self.cap(table, params)
+
+    def file_params(self, coco: CocoFiles, gt_file: str) -> dict[str, Any]:
+        """What the protocol reads of COCO files into ``params`` (default: nothing)."""
+        return {}
+
+    def evaluate(self, table: FrameTable, similarity: Geometry, kind: SimilarityKind,
+                 params: Params, gt_ignore: np.ndarray | None = None) -> dict[str, Any]:
+        """``dataset.coco``: AP/AR, per class, curves (``gt_ignore``: the kind's)."""
+        raise NotImplementedError
+
+
+class DetectionFormat:
+    """How detections are written on disk — one per ``--pred-format``/``--gt-format`` (rpx,
+    coco, yolo, voc, kitti, dota, labelme, cvat, openimages): how its files are recognised
+    (:meth:`sniff`), how a GT and a prediction record become objects (:meth:`read` for one
+    image's file, :meth:`read_set` / :meth:`read_files` for files that hold every image),
+    which kinds it can express (:attr:`forms`, :meth:`expresses`) and what it provides a
+    protocol (:attr:`provides`). A format whose objects are normalised needs image sizes
+    (:attr:`needs_sizes`)."""
+
+    name: ClassVar[str]
+    rank: ClassVar[int]
+    title: ClassVar[str] = ""  # as messages name its files ("YOLO")
+    suffixes: ClassVar[tuple[str, ...]] = ()  # one file per image: the files read
+    # files that hold every image: per role, the suffixes of the one file (CVAT's XML, Open
+    # Images' CSV) or of a folder's per-class files (VOC results, DOTA Task1)
+    set_suffixes: ClassVar[tuple[str, ...]] = ()
+    file_options: ClassVar[tuple[str, ...]] = ()  # COCO's files of the whole set: their options
+    provides: ClassVar[frozenset[str]] = frozenset()
+    forms: ClassVar[tuple[str, ...]] = ()  # the io.objects forms its files hold
+    needs_sizes: ClassVar[bool] = False
+
+    def sniff(self, head: bytes, name: str) -> bool:
+        """Whether a file whose first bytes are ``head`` is in this format."""
+        raise NotImplementedError
+
+    def sniff_set(self, names: list[str], head: bytes) -> bool:
+        """Whether a folder of files ``names`` (the first one's first bytes ``head``) holds
+        this format's per-class results files (default: no)."""
+        return False
+
+    def expresses(self, kind: SimilarityKind) -> bool:
+        return any(form in self.forms for form in kind.forms)
+
+    def read(self, data: Any, path: str, *, prediction: bool, kind: SimilarityKind,
+             params: Params) -> Boxes:
+        """One image's file as :class:`Boxes` of ``kind``."""
+        raise NotImplementedError
+
+    def read_set(self, path: str, *, prediction: bool, kind: SimilarityKind,
+                 params: Params) -> tuple[dict[str, Boxes], list[str], dict[str, int]]:
+        """Files that hold every image (one file, or a folder of per-class files):
+        ``({stem: objects}, the files read, {what was skipped: count})``."""
+        raise NotImplementedError(f"{self.name} is read one file per image")
+
+    def read_files(self, files: Mapping[str, str], params: Params, kind: SimilarityKind,
+                   protocol: DetectionProtocol, declared: tuple[Stat, ...]) -> FileInput:
+        """Files holding every image (``files``: option name -> path)."""
+        raise NotImplementedError
+
+
+def form_for(kind: SimilarityKind, fmt: DetectionFormat) -> str:
+    """The form ``fmt`` hands ``kind`` its objects in: the first of the kind's
+    :attr:`~SimilarityKind.forms` the format writes (a :class:`ParameterError` naming both
+    when there is none)."""
+    for form in kind.forms:
+        if form in fmt.forms:
+            return form
+    raise ParameterError(f"{fmt.title} files cannot hold what {kind.flag} evaluates "
+                         f"({' or '.join(kind.forms) or 'cuboids'}; they hold "
+                         f"{', '.join(fmt.forms)})")
+
+
+def object_attributes(objects: Objects, index: int) -> dict[str, Any]:
+    """Object ``index``'s label, score, crowd flag and given area as rpx's per-stem JSON
+    writes them."""
+    out: dict[str, Any] = {"label": objects.labels[index]}
+    if objects.scores is not None:
+        out["score"] = float(objects.scores[index])
+    if objects.crowd is not None and objects.crowd[index]:
+        out["iscrowd"] = 1
+    if objects.area is not None and not np.isnan(objects.area[index]):
+        out["area"] = float(objects.area[index])
+    return out
+
+
+# --- the registries -----------------------------------------------------------------------------
+
+KINDS: dict[str, SimilarityKind] = {}
+PROTOCOLS: dict[str, DetectionProtocol] = {}
+FORMATS: dict[str, DetectionFormat] = {}
+K = TypeVar("K", bound=type)
+
+
+def _register(registry: dict[str, Any], cls: K) -> K:
+    existing = registry.get(cls.name)
+    if existing is not None and type(existing).__qualname__ != cls.__qualname__:
+        raise ValueError(f"{cls.name!r} is registered twice ({type(existing).__module__} and "
+                         f"{cls.__module__})")
+    registry[cls.name] = cls()
+    ordered = sorted(registry.values(), key=lambda part: part.rank)
+    registry.clear()
+    registry.update((part.name, part) for part in ordered)
+    return cls
+
+
+def register_kind(cls: K) -> K:
+    """Class decorator: a similarity kind (its ``--iou-type``/``--geometry`` choices too)."""
+    return _register(KINDS, cls)
+
+
+def register_protocol(cls: K) -> K:
+    """Class decorator: a ``--protocol``."""
+    return _register(PROTOCOLS, cls)
+
+
+def register_format(cls: K) -> K:
+    """Class decorator: a detection file format."""
+    return _register(FORMATS, cls)
+
+
+def load_parts() -> None:
+    """Import every module of ``kinds/``, ``protocols/`` and ``formats/`` (each registers
+    itself)."""
+    for folder in ("kinds", "protocols", "formats"):
+        package = importlib.import_module(f"{__package__}.{folder}")
+        for module in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"{package.__name__}.{module.name}")
+
+
+load_parts()
+
+# the flags' choices, in the parts' ranks; the defaults are the first (boxes, COCO)
+IOU_TYPES = tuple(dict.fromkeys(kind.iou_type for kind in KINDS.values()))
+GEOMETRIES = tuple(kind.geometry for kind in KINDS.values() if kind.geometry is not None)
+DEFAULT_IOU_TYPE, DEFAULT_GEOMETRY = IOU_TYPES[0], GEOMETRIES[0]
+DEFAULT_PROTOCOL = next(iter(PROTOCOLS))
+
+
+def kind_of(params: Params) -> SimilarityKind:
+    """The run's similarity kind: the one its ``--iou-type`` chooses, or among several (boxes
+    of each geometry) the one its ``--geometry`` chooses. A geometry other than the default
+    with an iou type of a single kind (masks, keypoints) is a :class:`ParameterError`."""
+    iou_type = params.get("iou_type", DEFAULT_IOU_TYPE)
+    geometry = params.get("geometry", DEFAULT_GEOMETRY)
+    candidates = [kind for kind in KINDS.values() if kind.iou_type == iou_type]
+    if not candidates:
+        raise ParameterError(f"--iou-type: {iou_type!r} is not one of {', '.join(IOU_TYPES)}")
+    if len(candidates) == 1 and candidates[0].geometry is None:
+        if geometry != DEFAULT_GEOMETRY:
+            raise ParameterError(f"--iou-type {iou_type} and --geometry {geometry} do not go "
+                                 "together: masks and keypoints are their own geometry")
+        return candidates[0]
+    for kind in candidates:
+        if kind.geometry == geometry:
+            return kind
+    raise ParameterError(f"--geometry: {geometry!r} is not one of {', '.join(GEOMETRIES)}")
+
+
+def protocol_of(params: Params) -> DetectionProtocol:
+    """The run's ``--protocol``."""
+    name = params.get("protocol", DEFAULT_PROTOCOL)
+    try:
+        return PROTOCOLS[name]
+    except KeyError:
+        raise ParameterError(f"--protocol: {name!r} is not one of {', '.join(PROTOCOLS)}") from None
+
+
+def folder_format(params: Params, role: str) -> DetectionFormat:
+    """The format of one side's folder (``role``: ``gt`` or ``pred``): the one
+    ``params[role + "_format"]`` names, else the first format read from folders (rpx's)."""
+    name = params.get(f"{role}_format")
+    if name is not None:
+        return FORMATS[name]
+    return next(fmt for fmt in FORMATS.values() if fmt.suffixes)
+
+
+def files_format(files: Mapping[str, Any]) -> DetectionFormat:
+    """The format whose files ``files`` (option name -> path) are."""
+    for fmt in FORMATS.values():
+        if fmt.file_options and set(fmt.file_options) == set(files):
+            return fmt
+    raise ParameterError(f"no detection format reads the files {', '.join(sorted(files))}")

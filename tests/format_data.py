@@ -1,0 +1,267 @@
+"""One generated detection dataset written in every format rpx reads (the equality rule of
+docs/formats.md): random boxes, rotated boxes, polygons and keypoints on images of a few
+sizes, several classes, difficult GT, empty images; coordinates are dyadic (quarters of a
+pixel on images whose sides are powers of two) so that normalising and converting them is
+exact, and every format holds exactly the same objects as the COCO files."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+NAMES = ["bird", "car", "cat", "dog"]  # sorted: the vocabulary order of every format
+SIZES = [(512, 256), (256, 256), (512, 512)]  # (W, H)
+K = 5  # keypoints per object (pose)
+
+
+@dataclass
+class Obj:
+    label: int
+    box: tuple[float, float, float, float]  # x1 y1 x2 y2 pixels
+    score: float | None = None
+    difficult: bool = False
+    angle: float = 0.0  # degrees, counter-clockwise on screen (rotated / obb)
+    keypoints: np.ndarray | None = None  # (K, 3)
+
+    def quad(self) -> np.ndarray:
+        x1, y1, x2, y2 = self.box
+        cx, cy, w, h = (x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1
+        t = math.radians(self.angle)
+        ux, uy = math.cos(t), -math.sin(t)  # w axis on screen (y down)
+        vx, vy = math.sin(t), math.cos(t)
+        corners = [(-w / 2, -h / 2), (w / 2, -h / 2), (w / 2, h / 2), (-w / 2, h / 2)]
+        return np.array([[cx + a * ux + b * vx, cy + a * uy + b * vy] for a, b in corners])
+
+
+@dataclass
+class Image:
+    stem: str
+    size: tuple[int, int]
+    gt: list[Obj] = field(default_factory=list)
+    pred: list[Obj] = field(default_factory=list)
+
+
+def quarter(rng: np.random.Generator, low: float, high: float) -> float:
+    return float(np.round(rng.uniform(low, high) * 4) / 4)
+
+
+def dataset(seed: int = 0, n: int = 12, *, difficult: bool = False, rotated: bool = False,
+            keypoints: bool = False) -> list[Image]:
+    rng = np.random.default_rng(seed)
+    images = []
+    for i in range(n):
+        w, h = SIZES[i % len(SIZES)]
+        image = Image(f"img{i:03d}", (w, h))
+        n_gt = 0 if i % 5 == 4 else int(rng.integers(1, 5))
+        for _ in range(n_gt):
+            if rotated:  # away from the edges: corners stay inside the image at any angle
+                x1, y1 = quarter(rng, w / 4, w / 2), quarter(rng, h / 4, h / 2)
+                x2, y2 = x1 + quarter(rng, 8, w / 6), y1 + quarter(rng, 8, h / 6)
+            else:
+                x1, y1 = quarter(rng, 8, w / 2), quarter(rng, 8, h / 2)
+                x2, y2 = x1 + quarter(rng, 8, w / 3), y1 + quarter(rng, 8, h / 3)
+            angle = float(rng.choice([0, 15, 30, 45, 90, -20])) if rotated else 0.0
+            obj = Obj(int(rng.integers(0, len(NAMES))), (x1, y1, x2, y2),
+                      difficult=difficult and bool(rng.random() < 0.25), angle=angle)
+            if keypoints:
+                obj.keypoints = _points(rng, obj.box)
+            image.gt.append(obj)
+            for _ in range(int(rng.integers(0, 3))):  # detections near it
+                dx, dy = quarter(rng, -4, 4), quarter(rng, -4, 4)
+                box = (max(x1 + dx, 0.0), max(y1 + dy, 0.0), min(x2 + dx, w - 1.0), min(y2 + dy, h - 1.0))
+                label = obj.label if rng.random() < 0.8 else int(rng.integers(0, len(NAMES)))
+                det = Obj(label, box, score=float(np.round(rng.random(), 3)), angle=angle)
+                if keypoints:
+                    det.keypoints = _points(rng, box, predicted=True)
+                image.pred.append(det)
+        if rng.random() < 0.5:  # a background detection
+            x1, y1 = quarter(rng, w / 4, w / 2), quarter(rng, h / 4, h / 2)
+            det = Obj(int(rng.integers(0, len(NAMES))), (x1, y1, x1 + 16, y1 + 16),
+                      score=float(np.round(rng.random(), 3)))
+            if keypoints:
+                det.keypoints = _points(rng, det.box, predicted=True)
+            image.pred.append(det)
+        images.append(image)
+    return images
+
+
+def _points(rng, box, predicted: bool = False) -> np.ndarray:
+    x1, y1, x2, y2 = box
+    points = np.zeros((K, 3))
+    for k in range(K):
+        points[k] = (quarter(rng, x1, x2), quarter(rng, y1, y2), 2.0)
+        if not predicted and rng.random() < 0.2:
+            points[k] = (0.0, 0.0, 0.0)
+    return points
+
+
+# --- writers ------------------------------------------------------------------------------------
+
+
+def _folder(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _num(value: float) -> str:
+    return repr(float(value))
+
+
+def write_yolo(images: list[Image], root: Path, side: str, form: str = "box") -> Path:
+    """``form``: box (detect), polygon (segment: the box's four corners), quad (obb),
+    keypoints (pose)."""
+    folder = _folder(root)
+    for image in images:
+        w, h = image.size
+        lines = []
+        for obj in getattr(image, side):
+            x1, y1, x2, y2 = obj.box
+            if form == "box" or form == "keypoints":
+                fields = [(x1 + x2) / 2 / w, (y1 + y2) / 2 / h, (x2 - x1) / w, (y2 - y1) / h]
+                if form == "keypoints":
+                    for px, py, v in obj.keypoints:
+                        fields += [px / w, py / h, v]
+            elif form == "quad":
+                fields = [c for x, y in obj.quad() for c in (x / w, y / h)]
+            else:
+                fields = [c for x, y in ((x1, y1), (x2, y1), (x2, y2), (x1, y2)) for c in (x / w, y / h)]
+            if obj.score is not None:
+                fields.append(obj.score)
+            lines.append(" ".join([str(obj.label), *map(_num, fields)]))
+        (folder / f"{image.stem}.txt").write_text("\n".join(lines) + ("\n" if lines else ""))
+    return folder
+
+
+def write_data_yaml(path: Path, kpt: bool = False) -> Path:
+    text = "path: .\nnames:\n" + "".join(f"  {i}: {name}\n" for i, name in enumerate(NAMES))
+    if kpt:
+        text += f"kpt_shape: [{K}, 3]\n"
+    path.write_text(text)
+    return path
+
+
+def write_voc(images: list[Image], root: Path, side: str) -> Path:
+    folder = _folder(root)
+    for image in images:
+        w, h = image.size
+        parts = [f"<annotation><filename>{image.stem}.jpg</filename><size><width>{w}</width>"
+                 f"<height>{h}</height><depth>3</depth></size>"]
+        for obj in getattr(image, side):
+            x1, y1, x2, y2 = obj.box
+            score = "" if obj.score is None else f"<score>{_num(obj.score)}</score>"
+            parts.append(f"<object><name>{NAMES[obj.label]}</name><difficult>{int(obj.difficult)}"
+                         f"</difficult>{score}<bndbox><xmin>{_num(x1 + 1)}</xmin><ymin>{_num(y1 + 1)}"
+                         f"</ymin><xmax>{_num(x2)}</xmax><ymax>{_num(y2)}</ymax></bndbox></object>")
+        parts.append("</annotation>\n")
+        (folder / f"{image.stem}.xml").write_text("".join(parts))
+    return folder
+
+
+def write_kitti(images: list[Image], root: Path, side: str) -> Path:
+    folder = _folder(root)
+    for image in images:
+        lines = []
+        for obj in getattr(image, side):
+            x1, y1, x2, y2 = obj.box
+            fields = [NAMES[obj.label], "0.00", "0", "-1.5", *map(_num, (x1, y1, x2, y2)),
+                      "1.5", "1.6", "3.9", "1.0", "1.7", "20.0", "0.1"]
+            if obj.score is not None:
+                fields.append(_num(obj.score))
+            lines.append(" ".join(fields))
+        (folder / f"{image.stem}.txt").write_text("\n".join(lines) + ("\n" if lines else ""))
+    return folder
+
+
+def write_dota(images: list[Image], root: Path, side: str) -> Path:
+    folder = _folder(root)
+    for image in images:
+        lines = ["imagesource:generated", "gsd:0.5"]
+        for obj in getattr(image, side):
+            tail = str(int(obj.difficult)) if obj.score is None else _num(obj.score)
+            lines.append(" ".join([*map(_num, obj.quad().reshape(-1)), NAMES[obj.label], tail]))
+        (folder / f"{image.stem}.txt").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def write_labelme(images: list[Image], root: Path, side: str) -> Path:
+    folder = _folder(root)
+    for image in images:
+        w, h = image.size
+        shapes = []
+        for obj in getattr(image, side):
+            x1, y1, x2, y2 = obj.box
+            shape = {"label": NAMES[obj.label], "points": [[x2, y2], [x1, y1]],
+                     "shape_type": "rectangle", "flags": {}}
+            if obj.score is not None:
+                shape["score"] = obj.score
+            shapes.append(shape)
+        document = {"version": "5.4.1", "flags": {}, "shapes": shapes, "imagePath": f"{image.stem}.jpg",
+                    "imageData": None, "imageWidth": w, "imageHeight": h}
+        (folder / f"{image.stem}.json").write_text(json.dumps(document))
+    return folder
+
+
+def write_rpx(images: list[Image], root: Path, side: str, form: str = "box") -> Path:
+    """rpx per-stem JSON: boxes, ``rotated`` [xc, yc, w, h, angle], or ``polygon`` quads."""
+    folder = _folder(root)
+    for image in images:
+        objects = []
+        for obj in getattr(image, side):
+            x1, y1, x2, y2 = obj.box
+            item = {"label": NAMES[obj.label]}
+            if form == "rotated":
+                item["bbox"] = [(x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1, obj.angle]
+            elif form == "polygon":
+                item["polygons"] = [obj.quad().tolist()]
+            else:
+                item["bbox"] = [x1, y1, x2, y2]
+            if obj.score is not None:
+                item["score"] = obj.score
+            if obj.difficult:
+                item["ignore"] = 1
+            objects.append(item)
+        (folder / f"{image.stem}.json").write_text(json.dumps(objects))
+    return folder
+
+
+def write_coco(images: list[Image], root: Path, form: str = "box") -> tuple[Path, Path]:
+    """COCO instances (with ``ignore`` on difficult GT) and results. ``form``: box,
+    polygon (segm: the box's corners) or keypoints (GT area 0.53 · w · h, as YOLO pose)."""
+    root.mkdir(parents=True, exist_ok=True)
+    gt = {"images": [], "annotations": [],
+          "categories": [{"id": i + 1, "name": name} for i, name in enumerate(NAMES)]}
+    results = []
+    for image_id, image in enumerate(images, 1):
+        w, h = image.size
+        gt["images"].append({"id": image_id, "file_name": f"{image.stem}.jpg", "width": w, "height": h})
+        for side in ("gt", "pred"):
+            for obj in getattr(image, side):
+                x1, y1, x2, y2 = obj.box
+                item = {"image_id": image_id, "category_id": obj.label + 1,
+                        "bbox": [x1, y1, x2 - x1, y2 - y1]}
+                if form == "polygon":
+                    item["segmentation"] = [[x1, y1, x2, y1, x2, y2, x1, y2]]
+                    if side == "pred":
+                        del item["bbox"]
+                if form == "keypoints":
+                    item["keypoints"] = obj.keypoints.reshape(-1).tolist()
+                if side == "gt":
+                    item.update(id=len(gt["annotations"]) + 1, iscrowd=0)
+                    if form == "keypoints":
+                        item["area"] = 0.53 * (x2 - x1) * (y2 - y1)
+                        item["num_keypoints"] = int((obj.keypoints[:, 2] > 0).sum())
+                    elif form == "box":
+                        item["area"] = (x2 - x1) * (y2 - y1)
+                    if obj.difficult:
+                        item["ignore"] = 1
+                    gt["annotations"].append(item)
+                else:
+                    item["score"] = obj.score
+                    results.append(item)
+    (root / "instances.json").write_text(json.dumps(gt))
+    (root / "results.json").write_text(json.dumps(results))
+    return root / "instances.json", root / "results.json"
