@@ -138,6 +138,11 @@ SEEDS: dict[str, Seed] = {
     "3D boxes GT": seed(_json([_BOX3D]), ".json", "detection3d:gt"),
     "3D boxes prediction": seed(_json([{**_BOX3D, "detection_score": 0.5}]), ".json",
                                 "detection3d:pred"),
+    "KITTI labels": seed(b"Car 0.00 0 -1.58 587.01 173.33 614.12 200.12 1.65 1.67 3.64 -0.65 1.71 "
+                         b"46.70 -1.59\nDontCare -1 -1 -10 503.89 169.71 590.61 190.13 -1 -1 -1 "
+                         b"-1000 -1000 -1000 -10\n", ".txt", "detection3d:gt"),
+    "KITTI results": seed(b"Car -1 -1 -1.50 580.00 170.00 610.00 201.00 1.60 1.70 3.60 -0.60 1.70 "
+                          b"46.00 -1.50 0.87\n", ".txt", "detection3d:pred"),
     "SemanticKITTI labels": seed(np.array([1, 40, 40 | 7 << 16], "<u4").tobytes(), ".label",
                                  "segmentation3d"),
     "lidarseg labels": seed(bytes([1, 17, 24]), ".bin", "segmentation3d",
