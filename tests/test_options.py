@@ -40,17 +40,19 @@ VALID = {
     "--min-precision": ("0.2",),
     "--oks-sigmas": ("0.25,0.25,0.5,0.5,0.35",),
     "--iou-type": ("keypoints",),
+    "--ultralytics-version": ("8.4.190",),
     "--recall-points": ("11",),
 }
 
 
-# options that need another one to be valid: (task, flag) -> (its flag, its value kind)
+# options that need another one to be valid: (task, flag) -> its flag (any valid value), or
+# (its flag, the value)
 NEEDS = {
     ("segmentation3d", "--range"): "--points-dir",
     ("segmentation3d", "--protocol"): "--num-classes",
     ("detection", "--oks-sigmas"): "--iou-type",
     ("detection", "--max-dets"): "--protocol",
-    # (flag, value): the other option's value when its own first valid value does not fit
+    ("detection", "--ultralytics-version"): ("--protocol", "ultralytics"),
     ("detection3d", "--recall-points"): ("--protocol", "kitti"),
     ("detection3d", "--kitti-iou"): ("--protocol", "kitti"),
 }
@@ -217,15 +219,18 @@ def test_a_valid_value_gives_the_same_params_everywhere(case, rpx, tmp_path: Pat
     texts = valid_texts(task, option, tmp_path)
     for folder in ("pred", "gt"):
         (tmp_path / folder).mkdir(exist_ok=True)
+    # a single-valued option takes one value (VALID's pair is for a repeatable flag of that
+    # name in another task: tracking3d's --dist-th and detection3d's)
+    texts = texts if option.multiple else texts[:1]
     flags = [word for text in texts for word in (option.flag, text)]
     if option.kind == "flag":
         flags = [option.flag]
     extra: dict[str, Any] = {}
     if (name, option.flag) in NEEDS:
-        need = NEEDS[name, option.flag]
-        flag, value = need if isinstance(need, tuple) else (need, None)
+        needed = NEEDS[name, option.flag]
+        flag, value = needed if isinstance(needed, tuple) else (needed, None)
         other = next(o for o in options_of(task) if o.flag == flag)
-        extra[other.param] = value if value is not None else valid_texts(task, other, tmp_path)[0]
+        extra[other.param] = value or valid_texts(task, other, tmp_path)[0]
         flags += [other.flag, extra[other.param]]
     listed = listing_files(task, tmp_path)
     extra.update(listed)

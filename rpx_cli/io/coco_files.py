@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError, PairError
+from rpx_cli.errors import SWAP_COCO_HINT, InputError, PairError
 from rpx_cli.io.box_table import BoxTable
 from rpx_cli.io.boxes import Boxes, ignore_flags
 from rpx_cli.io.coco_objects import BOX_FIELD, ObjectField, read_objects
@@ -97,8 +97,9 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
     gt = read_json(path)
     if not isinstance(gt, dict) or not isinstance(gt.get("images"), list) or \
             not isinstance(gt.get("annotations"), list) or not isinstance(gt.get("categories"), list):
-        raise InputError("a COCO GT file needs 'images', 'annotations' and 'categories' lists",
-                         path=path)
+        hint = f" ({SWAP_COCO_HINT})" if isinstance(gt, list) else ""
+        raise InputError("a COCO GT file needs 'images', 'annotations' and 'categories' "
+                         f"lists{hint}", path=path)
     try:
         # images in id order; file_order: where each stood in the file (TIDE's tie order)
         file_order = sorted(range(len(gt["images"])), key=lambda i: gt["images"][i]["id"])
@@ -108,6 +109,7 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
     except (KeyError, TypeError, AttributeError):
         raise InputError("every image and category needs an 'id'", path=path) from None
     image_ids, category_ids = (list(map(itemgetter("id"), x)) for x in (images, categories))
+    names = _distinct_names(names, category_ids)
     for what, ids in (("image", image_ids), ("category", category_ids)):
         if not set(map(type, ids)) <= {int}:
             raise InputError(f"{what} ids must be integers", path=path)
@@ -152,16 +154,33 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
     return out
 
 
+def _distinct_names(names: list[str], ids: list[Any]) -> list[str]:
+    """Category names as labels: two categories of one name stay two categories (as
+    pycocotools keeps them by id), each named ``name (id)`` — one would otherwise overwrite
+    the other in ``per_class``."""
+    seen: dict[str, int] = {}
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+    if all(count == 1 for count in seen.values()):
+        return names
+    return [f"{name} ({category_id})" if seen[name] > 1 else name
+            for name, category_id in zip(names, ids, strict=True)]
+
+
 def _dimension(value: Any) -> int:
     return value if type(value) is int and value > 0 else -1
 
 
 def _image_categories(images: list[dict[str, Any]], key: str, category_index: dict[int, int],
                       path: str) -> tuple[np.ndarray, np.ndarray]:
-    """LVIS' per-image category lists as (image index, category index) pairs."""
+    """LVIS' per-image category lists as (image index, category index) pairs; every image
+    must carry the list."""
     frames, cats = [], []
     for i, image in enumerate(images):
-        ids = image.get(key, [])
+        if key not in image:  # (the lvis package refuses such a file too)
+            raise InputError(f"image {image['id']}: no '{key}' (an LVIS GT file lists it on "
+                             "every image, empty or not)", path=path)
+        ids = image[key]
         if not isinstance(ids, list) or not all(member(c, category_index) for c in ids):
             raise InputError(f"image {image['id']}: '{key}' must be a list of category ids of "
                              "this file", path=path)

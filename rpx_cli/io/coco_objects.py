@@ -14,6 +14,7 @@ import numpy as np
 from rpx_cli.errors import InputError
 from rpx_cli.io import instances
 from rpx_cli.io.boxes import Boxes, boxes_from_objects, object_problems
+from rpx_cli.io.values import MAX_DETECTION_AREA, MAX_MAGNITUDE, area_problem
 
 
 @dataclass(frozen=True)
@@ -37,22 +38,37 @@ def read_objects(objects: list[Any], path: str, field: ObjectField, *, predictio
     """The shapes (``field``), scores and crowd flags of a COCO file's annotations or results
     (``labels``: boxes' label column; masks and keypoints leave it to the caller)."""
     if field.instances is None:
-        return boxes_from_objects(objects, path, prediction=prediction, box_format="xywh",
-                                  labels=np.zeros(len(objects), np.int64) if labels is None else labels)
-    return _instances(objects, path, field.instances, prediction=prediction, no_literals=no_literals)
+        boxes = boxes_from_objects(objects, path, prediction=prediction, box_format="xywh",
+                                   labels=np.zeros(len(objects), np.int64) if labels is None else labels)
+    else:
+        boxes = _instances(objects, path, field.instances, prediction=prediction,
+                           no_literals=no_literals)
+    problem = area_problem(boxes.area, "detection") if prediction else None
+    if problem is not None:
+        raise InputError(problem, path=path)
+    return boxes
 
 
 def record_problems(objects: list[Any], path: str, field: ObjectField, *, prediction: bool,
                     what: str) -> dict[int, InputError]:
     """Every bad object of a COCO file's list (index -> its error), each checked alone as
-    the bulk reader would: what ``--on-error skip`` sets aside."""
+    the bulk reader would (a result's area too): what ``--on-error skip`` sets aside."""
     if field.instances is None:
-        return object_problems(objects, path, prediction=prediction, box_format="xywh",
-                               where=what, labelled=False)
+        problems = object_problems(objects, path, prediction=prediction, box_format="xywh",
+                                   where=what, labelled=False)
+        if prediction:
+            good = [n for n in range(len(objects)) if n not in problems]
+            area = boxes_from_objects([objects[n] for n in good], path, prediction=True,
+                                      box_format="xywh", labels=np.zeros(len(good), np.int64)).area
+            for k in np.flatnonzero(area > MAX_DETECTION_AREA).tolist():
+                n = good[k]
+                problems[n] = InputError(area_problem(area[k:k + 1], what).replace(
+                    f"{what} 0", f"{what} {n}", 1), path=path)
+        return problems
     problems = {}
     for index, item in enumerate(objects):
         try:
-            _instances([item], path, field.instances, prediction=prediction)
+            read_objects([item], path, field, prediction=prediction)
         except InputError as exc:
             problems[index] = InputError(str(exc).replace(f"{what} 0", f"{what} {index}", 1),
                                          path=path)
@@ -74,11 +90,11 @@ def _instances(objects: list[Any], path: str, read: Callable[..., Boxes], *, pre
         values = list(map(dict.get, objects, repeat("score")))
         if set(map(type, values)) <= {int, float}:
             scores = np.array(values, np.float64)
-        if not set(map(type, values)) <= {int, float} or not ((scores >= 0) & (scores <= 1)).all():
+        if not set(map(type, values)) <= {int, float} or not (np.abs(scores) <= MAX_MAGNITUDE).all():
             index = next(i for i, v in enumerate(values) if isinstance(v, bool) or
-                         not isinstance(v, (int, float)) or not 0 <= v <= 1)
-            raise InputError(f"{what} {index}: 'score' must be a number in [0, 1], got "
-                             f"{values[index]!r}", path=path)
+                         not isinstance(v, (int, float)) or not abs(v) <= MAX_MAGNITUDE)
+            raise InputError(f"{what} {index}: 'score' must be a finite number within "
+                             f"±{MAX_MAGNITUDE:g}, got {values[index]!r}", path=path)
     for index, item in enumerate(objects if not prediction else ()):
         flag = item.get("iscrowd", 0)
         if type(flag) not in (int, bool) or flag not in (0, 1):

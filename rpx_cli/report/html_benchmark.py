@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rpx_cli.report import svg
+from rpx_cli.report import svg_grids
 from rpx_cli.report.html_blocks import is_number, section_html
 from rpx_cli.report.render import lookup
 
@@ -31,7 +31,7 @@ def benchmark_grid(report: Mapping[str, Any]) -> str:
     values = [[table[k].get(c) if is_number(table[k].get(c)) else None for c in columns] for k in classes]
     values.append([table.get(f"mAP_{c}") if is_number(table.get(f"mAP_{c}")) else None for c in columns])
     points = lookup(report, "params.recall_points")
-    return section_html(f"KITTI AP_R{points} per class", svg.value_grid(
+    return section_html(f"KITTI AP_R{points} per class", svg_grids.value_grid(
         rows, [c.replace("_", " ") for c in columns], values, title=f"AP_R{points} per class, metric and difficulty",
         value_label="AP", row_label="class", column_label="metric and difficulty",
         attrs={"name": "benchmark-ap"}),

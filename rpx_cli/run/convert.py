@@ -19,7 +19,7 @@ import numpy as np
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.boxes import Boxes
 from rpx_cli.io.coco_writer import coco_documents, write_json
-from rpx_cli.io.discover import discover
+from rpx_cli.io.discover import list_stems
 from rpx_cli.io.image_size import image_sizes
 from rpx_cli.io.memory import MemoryBuffer
 from rpx_cli.io.pictures import find_image
@@ -40,8 +40,8 @@ def convert_to_coco(gt_dir: str, out_dir: str, params: Mapping[str, Any], *,
     if kind.coco_field is None:
         raise ParameterError(f"COCO files cannot hold what {kind.flag} evaluates: convert boxes, "
                              "masks (--iou-type segm) or keypoints (--iou-type keypoints)")
-    gts = discover(gt_dir, task.suffixes_for(params, "gt"))
-    preds = discover(pred_dir, task.suffixes_for(params, "pred")) if pred_dir else {}
+    gts = list_stems(gt_dir, task.suffixes_for(params, "gt"))
+    preds = list_stems(pred_dir, task.suffixes_for(params, "pred")) if pred_dir else {}
     stray = sorted(set(preds) - set(gts))
     if stray:
         raise InputError(f"{len(stray)} prediction file(s) have no GT file (e.g. {stray[0]}): "

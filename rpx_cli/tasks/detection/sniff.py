@@ -1,6 +1,6 @@
 """``--pred-format`` / ``--gt-format auto``: each side's format decided from its files — the
-suffixes found in the folder, then the first bytes of a few non-empty files of each
-(:meth:`~rpx_cli.tasks.detection.parts.DetectionFormat.sniff`). One candidate is the
+suffixes found in the folder, then, where formats share a suffix, the first bytes of a few
+non-empty files of each (:meth:`~rpx_cli.tasks.detection.parts.DetectionFormat.sniff`). One candidate is the
 decision (written to ``params.pred_format`` / ``params.gt_format``); none, or several (a
 folder of ``.txt`` files that read as YOLO and as KITTI, or ``.json`` and ``.xml`` side by
 side), is an input error naming the candidates and the flag that settles it. In-memory
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.discover import discover
+from rpx_cli.io.discover import list_stems
 from rpx_cli.io.regular import read_bytes
 from rpx_cli.tasks.base import Params
 from rpx_cli.tasks.detection.parts import FORMATS, DetectionFormat
@@ -37,7 +37,7 @@ def sniff_folder(folder: str, role: str) -> str:
     """The name of the one format the files of ``folder`` are in (see the module)."""
     flag = f"--{role}-format"
     suffixes = tuple(dict.fromkeys(s for fmt in folder_formats() for s in fmt.suffixes))
-    files = discover(folder, suffixes)
+    files = list_stems(folder, suffixes)
     by_suffix: dict[str, list[str]] = {}
     for _stem, rel in sorted(files.items()):
         by_suffix.setdefault("." + rel.rsplit(".", 1)[-1].lower(), []).append(rel)
@@ -50,10 +50,15 @@ def sniff_folder(folder: str, role: str) -> str:
                 heads.append((rel, head))
             if len(heads) >= SAMPLES:
                 break
-        for fmt in folder_formats():
-            if suffix not in fmt.suffixes:
-                continue
-            if not heads or all(fmt.sniff(head, rel) for rel, head in heads):
+        claiming = [fmt for fmt in folder_formats() if suffix in fmt.suffixes]
+        # the content decides between formats that share a suffix (.txt: YOLO, KITTI, DOTA),
+        # by the files some format reads (a broken file is its own error, later); a suffix
+        # of one format is that format
+        readable = [(rel, head) for rel, head in heads
+                    if any(fmt.sniff(head, rel) for fmt in claiming)]
+        for fmt in claiming:
+            if len(claiming) == 1 or not heads or (
+                    readable and all(fmt.sniff(head, rel) for rel, head in readable)):
                 candidates.append(fmt.name)
     candidates = list(dict.fromkeys(candidates))
     if len(candidates) == 1:

@@ -16,7 +16,13 @@ from rpx_cli.ops.geometry import Geometry
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
 from rpx_cli.params.pictures import MAX_FRAME_BOXES
 from rpx_cli.tasks.base import Params
-from rpx_cli.tasks.detection.parts import kind_of, protocol_of
+from rpx_cli.tasks.detection.parts import (
+    COCO_SECTION,
+    DEFAULT_PROTOCOL,
+    PROTOCOLS,
+    kind_of,
+    protocol_of,
+)
 from rpx_cli.tasks.detection.views import (
     by_confidence,
     confusion,
@@ -33,16 +39,23 @@ ROW_KEYS = ("precision", "recall", "f1", "tp", "fp", "fn")
 
 def filter_warnings(table: FrameTable, params: Params) -> list[str]:
     """``--conf-threshold`` above every score leaves the operating-point views nothing to
-    score (a GT file emptied by ``--class-map`` is a per-file warning, CLASS_MAP_EMPTIED)."""
+    score, and at 0 (the default) it silently drops negative scores (a GT file emptied by
+    ``--class-map`` is a per-file warning, CLASS_MAP_EMPTIED)."""
     warnings = []
     n_pred = len(table.pred)
     if n_pred and not len(table.gt):
         warnings.append(f"no GT box in any of the {table.n} image(s) while the predictions hold "
                         f"{n_pred}: {SWAP_HINT}")
-    if n_pred and not np.any(table.pred.score >= params["conf_threshold"]):
+    kept = int(np.count_nonzero(table.pred.score >= params["conf_threshold"])) if n_pred else 0
+    if n_pred and not kept:
         warnings.append(f"--conf-threshold {params['conf_threshold']:g} removed every detection "
                         f"({n_pred} before, 0 after): rows, pooled and confusion see none "
                         "(COCO AP uses every score)")
+    elif n_pred and kept < n_pred and params["conf_threshold"] <= 0:
+        # scores are any finite numbers (logits): below 0 they fall under the default threshold
+        warnings.append(f"{n_pred - kept} detection(s) score below --conf-threshold "
+                        f"{params['conf_threshold']:g} (negative scores: logits?): rows, pooled and "
+                        "confusion leave them out (COCO AP uses every score)")
     return warnings
 
 
@@ -94,8 +107,11 @@ def summarize_frames(stats: StatTable, params: Params, families: Mapping[str, An
     if "confusion" in wanted:
         dataset["confusion"] = confusion(table, ~skipped, params["iou_threshold"],
                                          params["conf_threshold"], geometry=geometry)
-    if "coco" in wanted:
-        dataset["coco"] = protocol.evaluate(table, geometry, kind, params, gt_ignore)
+    if protocol.section in wanted:
+        dataset[protocol.section] = protocol.evaluate(table, geometry, kind, params, gt_ignore)
+    if COCO_SECTION in wanted and COCO_SECTION not in dataset:  # the COCO view besides
+        dataset[COCO_SECTION] = PROTOCOLS[DEFAULT_PROTOCOL].evaluate(table, geometry, kind, params,
+                                                                     gt_ignore)
     if "errors" in wanted:
         dataset["errors"] = errors(table, geometry=geometry)
     sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}

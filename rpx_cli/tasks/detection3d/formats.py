@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.boxes3d import Boxes3D, parse_boxes3d, sample_objects
-from rpx_cli.io.discover import discover
+from rpx_cli.io.discover import list_stems
 from rpx_cli.io.json import loads_json
 from rpx_cli.io.kitti_labels import (
     KittiObjects,
@@ -103,7 +103,7 @@ def of_path(path: str) -> Format:
 def decide(folder: str, flag: str) -> str:
     """``auto`` for one folder: the one format whose files it holds (``rpx`` when it holds
     none: pairing then says so); several is an :class:`~rpx_cli.errors.InputError`."""
-    found = discover(folder, suffixes())
+    found = list_stems(folder, suffixes())
     present = {fmt.name: sorted(rel for rel in found.values()
                                 if os.path.splitext(rel)[1].lower() in fmt.suffixes)
                for fmt in FORMATS.values()}
