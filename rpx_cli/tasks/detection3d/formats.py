@@ -124,7 +124,7 @@ def settle(params: Params, folders: Mapping[str, str | None]) -> dict[str, Any]:
     for role, folder in folders.items():
         key = f"{role}_format"
         if out.get(key) is None and folder is not None:
-            decided = decide(folder, f"--{role}-format")
+            decided = decide(os.fspath(folder), f"--{role}-format")
             if decided != DEFAULT:
                 out[key] = decided
     return out
