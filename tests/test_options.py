@@ -44,6 +44,7 @@ VALID = {
     "--image-size": ("640,480",),
     "--data-yaml": (str(FIXTURES / "detection" / "formats" / "data.yaml"),),
     "--kpt-shape": ("17,3",),
+    "--recall-points": ("11",),
 }
 
 
@@ -55,6 +56,8 @@ NEEDS = {
     ("detection", "--oks-sigmas"): "--iou-type",
     ("detection", "--max-dets"): "--protocol",
     ("detection", "--ultralytics-version"): ("--protocol", "ultralytics"),
+    ("detection3d", "--recall-points"): ("--protocol", "kitti"),
+    ("detection3d", "--kitti-iou"): ("--protocol", "kitti"),
 }
 
 
