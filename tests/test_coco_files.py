@@ -218,3 +218,36 @@ def test_frame_table_round_trip() -> None:
     mapped = table.map_labels({"a": None, "b": "c"})
     assert mapped.vocabulary == ["c"]
     assert [f.gt.labels for f in mapped] == [["c"] * sum(lab != "a" for lab in f.gt.labels) for f in frames]
+
+
+def test_a_match_to_the_gt_of_id_0_counts_and_is_warned(rpx, tmp_path: Path) -> None:
+    """SPEC §11.4: a detection matched to the annotation whose id is 0 is a match (rpx, as
+    hotcoco); pycocotools stores the matched GT's id and reads 0 as "unmatched" (a false
+    positive). rpx prints one warning saying how many; numbered from 1, pycocotools agrees."""
+    import contextlib
+    import io
+
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    def pycocotools_ap() -> float:
+        with contextlib.redirect_stdout(io.StringIO()):
+            coco = COCO(str(tmp_path / "instances.json"))
+            evaluator = COCOeval(coco, coco.loadRes(str(tmp_path / "results.json")), "bbox")
+            evaluator.evaluate()
+            evaluator.accumulate()
+            evaluator.summarize()
+        return float(evaluator.stats[0])
+
+    flags = coco_files(tmp_path, generated_detections(2))
+    from_one = rpx(f"eval detection {flags}")
+    assert "id 0" not in from_one.stderr
+    assert from_one.json["dataset"]["coco"]["AP"] == pytest.approx(pycocotools_ap(), abs=1e-12)
+    document = json.loads((tmp_path / "instances.json").read_text())
+    for ann in document["annotations"]:
+        ann["id"] -= 1  # numbered from 0
+    (tmp_path / "instances.json").write_text(json.dumps(document))
+    from_zero = rpx(f"eval detection {flags}")
+    assert from_zero.json["dataset"] == from_one.json["dataset"]  # rpx: the same matches
+    assert "match the GT annotation with id 0 at IoU 0.5" in from_zero.stderr
+    assert pycocotools_ap() < from_zero.json["dataset"]["coco"]["AP"]  # one match lost there

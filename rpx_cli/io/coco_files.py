@@ -10,6 +10,7 @@ holds an object's shape is the caller's :class:`~rpx_cli.io.coco_objects.ObjectF
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
@@ -49,6 +50,8 @@ class CocoFiles:
     # each image's place in the GT file's images list (tidecv walks images in that order,
     # which decides its score ties across images)
     file_order: np.ndarray | None = None
+    # GT table rows of annotations with "id" 0 (pycocotools reads a match to one as none)
+    zero_id: np.ndarray | None = None
 
 
 @dataclass
@@ -65,6 +68,7 @@ class _Gt:
     frequency: list[str | None] | None = None
     dropped: frozenset[int] = frozenset()  # images left out (--on-error skip: a bad annotation)
     file_order: np.ndarray | None = None  # each image's place in the file's images list
+    zero_id: np.ndarray | None = None  # table rows of annotations whose "id" is 0
 
 
 def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIELD, lvis: bool = False,
@@ -146,6 +150,7 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
               _table(boxes, category, image), image_size, size)
     out.dropped = frozenset(dropped)
     out.file_order = np.array(file_order, np.int64)
+    out.zero_id = _zero_id_rows(anns, image)
     if lvis:
         out.frequency = [c.get("frequency") if isinstance(c, dict) else None for c in categories]
         out.neg = _image_categories(images, "neg_category_ids", category_index, path)
@@ -203,7 +208,8 @@ def _join(gt: _Gt, results: Results, gt_path: str, dt_path: str) -> CocoFiles:
     pred_size = None if gt.size is None else gt.image_size[pred.frame]
     return CocoFiles(gt.stems, gt.image_ids, gt.table, pred, gt.names,
                      int(np.count_nonzero(unknown)), gt.size, pred_size, gt.neg,
-                     gt.not_exhaustive, gt.frequency, file_order=gt.file_order)
+                     gt.not_exhaustive, gt.frequency, file_order=gt.file_order,
+                     zero_id=gt.zero_id)
 
 
 def _position(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -212,6 +218,18 @@ def _position(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     found = at < sorted_ids.size
     found[found] = sorted_ids[at[found]] == ids[found]
     return np.where(found, at, -1)
+
+
+def _zero_id_rows(anns: list[Any], image: np.ndarray) -> np.ndarray:
+    """The GT table rows (:func:`_table`'s order) of the annotations whose ``id`` is 0:
+    pycocotools and lvis read a match to one as no match (docs/detection.md)."""
+    ids = list(map(dict.get, anns, repeat("id")))
+    if not ids.count(0):  # (the common case, in C)
+        return np.zeros(0, np.int64)
+    zero = [n for n, value in enumerate(ids) if type(value) is int and value == 0]
+    rank = np.empty(image.size, np.int64)
+    rank[np.argsort(image, kind="stable")] = np.arange(image.size)
+    return rank[np.asarray(zero, np.int64)]
 
 
 def _table(boxes: Boxes, label: np.ndarray, image: np.ndarray) -> BoxTable:

@@ -310,3 +310,39 @@ def errors(table: FrameTable, *, geometry: Geometry = BOXES) -> dict[str, Any]:
                             None if geometry is BOXES else geometry))
     return {**result.dap, "ap50": result.ap, "counts": result.counts,
             "iou_threshold": 0.5, "background_threshold": 0.1}
+
+
+def zero_id_matches(table: FrameTable, rows: np.ndarray, similarity_of: Callable[[FrameTable], Geometry],
+                    max_dets: int) -> tuple[int, int]:
+    """How pycocotools' reading of GT id 0 as "unmatched" would differ: ``(detections that
+    match a GT of ``rows`` at IoU 0.5, matches to one over COCO's ten thresholds)``, with
+    COCOeval's matching (per image and class, at most ``max_dets`` detections by score, ties
+    to the last GT; area "all") on the frames that hold those GT only. pycocotools and lvis
+    store the matched GT's id and read 0 as no match: each such match is a false positive
+    there (rpx, like hotcoco, counts it)."""
+    from rpx_cli.ops.coco import IOU_THRESHOLDS
+
+    flag = np.zeros(len(table.gt), bool)
+    flag[rows] = True
+    frames = np.unique(table.gt.frame[rows])
+    new = np.full(table.n, -1, np.int64)
+    new[frames] = np.arange(frames.size)
+    renumbered = new[table.gt.frame]
+    kept = np.flatnonzero(renumbered >= 0)
+    flag = flag[kept[np.argsort(renumbered[kept], kind="stable")]]  # as subset() orders GT
+    sub = table.subset(frames)
+    geometry, sub = similarity_of(sub)
+    gt, pred = sub.gt, sub.pred
+    K = max(len(sub.vocabulary), 1)
+    d_group = pred.frame * K + pred.label
+    order = np.lexsort((np.arange(d_group.size), -pred.score, d_group))
+    rank = np.arange(order.size) - np.searchsorted(d_group[order], d_group[order], side="left")
+    order = order[rank < max_dets]
+    g_group = gt.frame * K + gt.label
+    gorder = np.argsort(g_group, kind="stable")
+    found = greedy_match(d_group[order], g_group[gorder],
+                         geometry.similarity(pred.shape[order], gt.shape[gorder]),
+                         np.minimum(IOU_THRESHOLDS, 1 - 1e-10), ">=", ties="last",
+                         gt_crowd=gt.crowd[gorder], return_gt=True)
+    hits = found.matched & flag[gorder][np.maximum(found.gt, 0)]
+    return int(np.count_nonzero(hits[:, 0])), int(np.count_nonzero(hits))

@@ -60,6 +60,7 @@ class CocoJson(DetectionFormat):
                                  "gt_format": self.name}
         table = FrameTable(len(coco.stems), coco.categories, coco.gt, coco.pred, coco.image_ids,
                            coco.neg, coco.not_exhaustive, coco.file_order)
+        zero_id = _zero_id_warning(table, coco.zero_id, kind, params, gt_file)
         n_gt = len(table.gt)
         table = protocol.cap(table, params).map_labels(params.get("class_map"))
         rows = [{"n_gt": a, "n_pred": b} for a, b in
@@ -68,6 +69,8 @@ class CocoJson(DetectionFormat):
         if n_gt and not len(table.gt):
             warnings.append(f"--class-map removed every GT box of {gt_file} ({n_gt} before, 0 "
                             "after): no image has an object left to find")
+        if zero_id:
+            warnings.append(zero_id)
         if coco.n_unknown_category:
             warnings.append(f"{coco.n_unknown_category} detection(s) name a category that is "
                             f"not in {gt_file}; they are not evaluated (as pycocotools)")
@@ -80,3 +83,22 @@ def _sample(table: FrameTable, i: int) -> tuple[Any, Any]:
     """Sample ``i``'s (prediction, GT) as ``read`` gives them (plugin calculators' input)."""
     frame = table[i]
     return frame.pred, frame.gt
+
+
+def _zero_id_warning(table: FrameTable, rows: Any, kind: SimilarityKind, params: Params,
+                     gt_file: str) -> str | None:
+    """One line when a detection matches the GT annotation of ``id`` 0: rpx counts the match
+    (as hotcoco); pycocotools and lvis read id 0 as "unmatched" and count a false positive,
+    so their AP is lower on such a file (docs/detection.md)."""
+    if rows is None or not len(rows):
+        return None
+    from rpx_cli.tasks.detection.views import zero_id_matches
+
+    at_50, over_all = zero_id_matches(table, rows, lambda sub: kind.similarity(sub, sub, params),
+                                      kind.coco_params.max_dets[-1])
+    if not over_all:
+        return None
+    return (f"{gt_file}: {at_50} detection(s) match the GT annotation with id 0 at IoU 0.5 "
+            f"({over_all} matches over IoU .50:.95); rpx counts them, while pycocotools and lvis "
+            "read id 0 as no match and count each as a false positive (their AP is lower): "
+            "number annotations from 1 to compare")
