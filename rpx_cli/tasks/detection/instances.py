@@ -114,9 +114,25 @@ def rle_to_json(rles: np.ndarray) -> list[dict[str, Any]]:
 
 
 def rle_from_json(values: list[dict[str, Any]]) -> np.ndarray:
+    """A ``--shard`` part's masks, checked as a file's are (its runs decoded in 64 bits:
+    none negative, summing to ``h · w`` of at most 2^31 − 1 pixels, the area its 1-runs)
+    before any intersection: a ``ValueError`` otherwise (``State.from_part`` words it as the
+    part's input error)."""
+    from rpx_cli.ops import masks
+    from rpx_cli.ops.polygon_raster import MAX_PIXELS
+
     out = np.empty(len(values), object)
     out[:] = [{"size": v["size"], "counts": v["counts"].encode("ascii"), "area": v["area"]}
               for v in values]
+    if len(values):
+        sizes = np.array([v["size"] for v in values], np.int64).reshape(len(values), 2)
+        area, total, ok = masks.totals(list(out))
+        pixels = sizes[:, 0] * sizes[:, 1]
+        given = np.array([v["area"] for v in values], np.float64)
+        wrong = ~ok | (sizes.min(axis=1) < 1) | (pixels > MAX_PIXELS) | (total != pixels) | (given != area)
+        if wrong.any():
+            raise ValueError(f"mask {int(np.argmax(wrong))} is malformed: its runs do not make "
+                             "a mask of its size and area")
     return out
 
 
