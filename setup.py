@@ -28,8 +28,8 @@ if os.environ.get("RPX_SANITIZE") == "1":
 
 native = Extension(
     "rpx_cli._native",
-    sources=sorted(glob("rpx_cli/_native/*.c")),
-    depends=sorted(glob("rpx_cli/_native/*.h")),
+    sources=sorted(glob("rpx_cli/csrc/*.c")),
+    depends=sorted(glob("rpx_cli/csrc/*.h")),
     extra_compile_args=compile_args,
     extra_link_args=link_args,
     optional=True,

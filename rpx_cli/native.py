@@ -1,6 +1,6 @@
 """Which path runs rpx's kernels: the native core or numpy.
 
-The native core is one C extension, ``rpx_cli._native`` (sources in ``rpx_cli/_native/``),
+The native core is one C extension, ``rpx_cli._native`` (sources in ``rpx_cli/csrc/``),
 built by ``pip install`` with the system C compiler when there is one (``setup.py``:
 ``optional=True``, so a machine without a compiler still installs rpx). Each kernel has a
 numpy twin named ``reference_*`` beside its call site; the numpy path runs when the

@@ -5,7 +5,7 @@ Two paths give the same numbers (:mod:`rpx_cli.native`):
 
 - **native** (the default where the extension is built): polygons rasterised as
   ``rleFrPoly`` and merged, runs encoded, strings decoded and every frame's pairs
-  intersected by the C kernels of ``rpx_cli/_native/rle.c`` (GIL released, 64-bit sums);
+  intersected by the C kernels of ``rpx_cli/csrc/rle.c`` (GIL released, 64-bit sums);
   pycocotools is not needed;
 - **numpy** (``RPX_NATIVE=0``, or no compiler at install): strings decoded and checked by
   rpx's vectorised decoder (:func:`rpx_cli.ops.rle.decode_counts`, 64-bit), polygons

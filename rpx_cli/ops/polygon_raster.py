@@ -7,7 +7,7 @@ coordinate ``int(s + slope · t + .5)``), keeps a point where the walk crosses a
 column's centre inside the image (its row: the lower of the two points, scaled back,
 clipped to ``[0, h]`` and rounded up), and reads the sorted crossings as the boundaries of
 the runs (two crossings at one pixel cancel). Parts of one object are merged as ``rleMerge``
-(union). The native core (``rpx_cli/_native/rle.c``) does the same in C; the functions here
+(union). The native core (``rpx_cli/csrc/rle.c``) does the same in C; the functions here
 are its numpy twins (``reference_*``), which the tests compare bit for bit with it and with
 pycocotools.
 

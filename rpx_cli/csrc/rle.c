@@ -447,7 +447,7 @@ typedef struct {
 } mask_t;
 
 static int decode_masks(const uint8_t *text, const int64_t *off, int64_t lo, int64_t hi, int64_t h,
-                        vec64 *runs, vec64 *iv, mask_t *masks) {
+                        int rows, vec64 *runs, vec64 *iv, mask_t *masks) {
     iv->n = 0;
     for (int64_t i = lo; i < hi; i++) {
         uint64_t total, area;
@@ -465,25 +465,46 @@ static int decode_masks(const uint8_t *text, const int64_t *off, int64_t lo, int
             if ((j & 1) && c > 0) {
                 if (vec64_push(iv, p) || vec64_push(iv, p + c)) return -1;
                 mk->count++;
-                int64_t xs = p / h, xe = (p + c - 1) / h;
-                if (xs < mk->x0) mk->x0 = xs;
-                if (xe > mk->x1) mk->x1 = xe;
-                if (xs < xe) { mk->y0 = 0; mk->y1 = h - 1; }
-                else {
-                    int64_t ys = p % h, ye = (p + c - 1) % h;
-                    if (ys < mk->y0) mk->y0 = ys;
-                    if (ye > mk->y1) mk->y1 = ye;
-                }
             }
             p += c;
+        }
+        /* the box: columns from the first and last pixel; rows from every run only when
+         * needed (rle_bbox) — the intersection walk tests columns alone */
+        if (mk->count) {
+            const int64_t *v = iv->data + 2 * mk->first;
+            mk->x0 = v[0] / h;
+            mk->x1 = (v[2 * mk->count - 1] - 1) / h;
+            if (rows) {
+                for (int64_t r = 0; r < mk->count; r++) {
+                    int64_t s0 = v[2 * r], e0 = v[2 * r + 1] - 1;
+                    if (s0 / h < e0 / h) { mk->y0 = 0; mk->y1 = h - 1; break; }
+                    if (s0 % h < mk->y0) mk->y0 = s0 % h;
+                    if (e0 % h > mk->y1) mk->y1 = e0 % h;
+                }
+            }
         }
     }
     return 0;
 }
 
+/* The first of n intervals iv[0..2n) whose end is past `at` (n when none). */
+static int64_t first_ending_after(const int64_t *iv, int64_t n, int64_t at) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (iv[2 * mid + 1] <= at) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Pixels in both sorted interval lists: the walk starts where both have begun and stops
+ * where either has ended (masks are local: most of two lists lies outside the other). */
 static int64_t intersect_intervals(const int64_t *a, int64_t na, const int64_t *b, int64_t nb) {
-    int64_t i = 0, j = 0, total = 0;
+    int64_t i = first_ending_after(a, na, b[0]), j = first_ending_after(b, nb, a[0]), total = 0;
+    int64_t a_end = a[2 * na - 1], b_end = b[2 * nb - 1];
     while (i < na && j < nb) {
+        if (a[2 * i] >= b_end || b[2 * j] >= a_end) break;
         int64_t s = a[2 * i] > b[2 * j] ? a[2 * i] : b[2 * j];
         int64_t e = a[2 * i + 1] < b[2 * j + 1] ? a[2 * i + 1] : b[2 * j + 1];
         if (e > s) total += e - s;
@@ -533,14 +554,14 @@ PyObject *rpx_rle_intersections(PyObject *self, PyObject *args) {
     for (Py_ssize_t f = 0; f < frames && !status; f++) {
         int64_t p0 = pbv[f], p1 = pbv[f + 1], g0 = gbv[f], g1 = gbv[f + 1];
         if (p0 == p1 || g0 == g1) continue;
-        status = decode_masks(gtx.buf, go.buf, g0, g1, hv[f], &runs, &giv, gm);
-        if (!status) status = decode_masks(pt.buf, po.buf, p0, p1, hv[f], &runs, &piv, pm);
+        status = decode_masks(gtx.buf, go.buf, g0, g1, hv[f], 0, &runs, &giv, gm);
+        if (!status) status = decode_masks(pt.buf, po.buf, p0, p1, hv[f], 0, &runs, &piv, pm);
         for (int64_t i = 0; i < p1 - p0 && !status; i++) {
             const mask_t *a = &pm[i];
             if (!a->count) continue;
             for (int64_t j = 0; j < g1 - g0; j++) {
                 const mask_t *b = &gm[j];
-                if (!b->count || a->x1 < b->x0 || b->x1 < a->x0 || a->y1 < b->y0 || b->y1 < a->y0) continue;
+                if (!b->count || a->x1 < b->x0 || b->x1 < a->x0) continue;
                 int64_t k = intersect_intervals(piv.data + 2 * a->first, a->count,
                                                 giv.data + 2 * b->first, b->count);
                 if (k > 0 && (vec64_push(&d, p0 + i) || vec64_push(&g, g0 + j) || vec64_push(&inter, k))) {
@@ -596,7 +617,7 @@ PyObject *rpx_rle_bbox(PyObject *self, PyObject *args) {
     mask_t mk;
     double *box = outb.buf;
     for (Py_ssize_t i = 0; i < n && !status; i++) {
-        status = decode_masks(tb.buf, ob.buf, i, i + 1, hv[i], &runs, &iv, &mk);
+        status = decode_masks(tb.buf, ob.buf, i, i + 1, hv[i], 1, &runs, &iv, &mk);
         if (status) break;
         if (!mk.count) { box[4 * i] = box[4 * i + 1] = box[4 * i + 2] = box[4 * i + 3] = 0; continue; }
         box[4 * i] = (double)mk.x0;
