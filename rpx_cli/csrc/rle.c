@@ -270,25 +270,48 @@ typedef struct {
     int failed;
 } walk_t;
 
-/* One point of the upsampled boundary: where x changes, a column crossing within the image
- * is kept as its pixel index (rleFrPoly's second loop, point by point). */
+/* A crossing of the walk from one point to the next, x changing: `xraw` is the lower of the
+ * two points' x (rleFrPoly's `u[j] < u[j-1] ? u[j] : u[j] - 1`), `vmin` the lower y. Kept
+ * where it crosses a pixel column's centre inside the image, as its pixel index. */
+static inline void crossing(walk_t *w, int xraw, int vmin) {
+    double xd = ((double)xraw + .5) / 5.0 - .5;
+    if (floor(xd) != xd || xd < 0 || xd > w->wm1) return;
+    double yd = ((double)vmin + .5) / 5.0 - .5;
+    if (yd < 0) yd = 0;
+    else if (yd > w->hd) yd = w->hd;
+    yd = ceil(yd);
+    uint32_t at = (uint32_t)((uint64_t)(int64_t)xd * (uint64_t)w->h + (uint64_t)(int64_t)yd);
+    if (vec64_push(w->a, at)) w->failed = 1;
+}
+
+/* One point of the upsampled boundary (rleFrPoly's second loop, point by point). */
 static inline void walk_point(walk_t *w, int u, int v) {
-    if (w->have && u != w->pu) {
-        double xd = (double)(u < w->pu ? u : u - 1);
-        xd = (xd + .5) / 5.0 - .5;
-        if (!(floor(xd) != xd || xd < 0 || xd > w->wm1)) {
-            double yd = (double)(v < w->pv ? v : w->pv);
-            yd = (yd + .5) / 5.0 - .5;
-            if (yd < 0) yd = 0;
-            else if (yd > w->hd) yd = w->hd;
-            yd = ceil(yd);
-            uint32_t at = (uint32_t)((uint64_t)(int64_t)xd * (uint64_t)w->h + (uint64_t)(int64_t)yd);
-            if (vec64_push(w->a, at)) w->failed = 1;
-        }
-    }
+    if (w->have && u != w->pu) crossing(w, u < w->pu ? u : u - 1, v < w->pv ? v : w->pv);
     w->have = 1;
     w->pu = u;
     w->pv = v;
+}
+
+/* An edge walked along x (|dx| >= |dy|, dx > 0): x moves by one every step, so every step is
+ * a crossing, and only those whose lower x is 2 (mod 5) — a column centre — inside the
+ * image can be kept. Those are visited directly (the others' points are never needed); the
+ * crossings are the same set as the point-by-point walk's (their order does not matter:
+ * rleFrPoly sorts them). */
+static void walk_along_x(walk_t *w, int xs, int ys, int dx, int flip, double s) {
+    int t0 = flip ? dx : 0;
+    walk_point(w, t0 + xs, to_int(ys + s * t0 + .5));
+    int64_t lo = xs > 2 ? xs : 2, hi = (int64_t)xs + dx - 1, top = 5 * (int64_t)(w->wm1) + 2;
+    if (hi > top) hi = top;
+    lo += ((2 - lo) % 5 + 5) % 5;  /* the first value >= lo that is 2 (mod 5) */
+    for (int64_t m = lo; m <= hi && !w->failed; m += 5) {
+        int d = flip ? (int)(xs + dx - m) : (int)(m - xs + 1);
+        int tp = flip ? dx - (d - 1) : d - 1, tc = flip ? dx - d : d;
+        int vp = to_int(ys + s * tp + .5), vc = to_int(ys + s * tc + .5);
+        crossing(w, (int)m, vp < vc ? vp : vc);
+    }
+    int tl = flip ? 0 : dx;
+    w->pu = tl + xs;
+    w->pv = to_int(ys + s * tl + .5);
 }
 
 static int cmp64(const void *x, const void *y) {
@@ -313,11 +336,10 @@ static int frpoly(const double *xy, int64_t k, int64_t h, int64_t w, vec64 *a, v
         int flip = (dx >= dy && xs > xe) || (dx < dy && ys > ye);
         if (flip) { t = xs; xs = xe; xe = t; t = ys; ys = ye; ye = t; }
         double s = dx >= dy ? (double)(ye - ys) / dx : (double)(xe - xs) / dy;
-        if (dx >= dy) {
-            for (int d = 0; d <= dx; d++) {
-                t = flip ? dx - d : d;
-                walk_point(&walk, t + xs, to_int(ys + s * t + .5));
-            }
+        if (dx >= dy && dx > 0) {
+            walk_along_x(&walk, xs, ys, dx, flip, s);
+        } else if (dx >= dy) {  /* one point (a repeated vertex): s is 0/0 */
+            walk_point(&walk, xs, to_int(ys + s * 0 + .5));
         } else {
             for (int d = 0; d <= dy; d++) {
                 t = flip ? dy - d : d;
