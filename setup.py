@@ -39,5 +39,6 @@ setup(
     packages=[*find_packages(include=["rpx_cli", "rpx_cli.*"]), "rpx_cli.schemas"],
     package_dir={"rpx_cli.schemas": "schemas"},
     package_data={"rpx_cli.schemas": ["*.json"]},
+    exclude_package_data={"rpx_cli": ["csrc/*"]},  # the C sources go in the sdist only
     ext_modules=[native],
 )
