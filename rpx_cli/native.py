@@ -29,8 +29,8 @@ def _load() -> ModuleType | None:
     if _loaded is None and _missing is None:
         try:
             from rpx_cli import _native
-        except ImportError as exc:
-            _missing = f"not built ({exc.__class__.__name__})"
+        except ImportError:
+            _missing = "not built"
             return None
         if getattr(_native, "ABI", None) != ABI:
             _missing = f"built for ABI {getattr(_native, 'ABI', '?')}, not {ABI}: reinstall rpx"
