@@ -34,7 +34,7 @@ import numpy as np
 
 from rpx_cli import native
 from rpx_cli.errors import MissingExtra
-from rpx_cli.ops.polygon_raster import flatten
+from rpx_cli.ops.polygon_raster import MAX_STEPS, flatten
 
 INSTALL_COCO = "pip install 'rpx-eval[coco]'"
 
@@ -85,7 +85,9 @@ def compressed(segmentations: Sequence[Any], sizes: Sequence[tuple[int, int]]) -
     if polygons:
         xy, vertex_starts, polygon_starts = flatten([segmentations[i] for i in polygons])
         hw = np.array([sizes[i] for i in polygons], np.int64).reshape(-1, 2)
-        text, offsets = core.polygons_rle(xy, vertex_starts, polygon_starts, hw, np.iinfo(np.int64).max)
+        # the kernel's own bound (the caller checked each polygon's, which is tighter)
+        most = MAX_STEPS + int(np.diff(vertex_starts).max())
+        text, offsets = core.polygons_rle(xy, vertex_starts, polygon_starts, hw, most)
         strings = _split(text, np.frombuffer(offsets, np.int64))
         for i, counts, (h, w) in zip(polygons, strings, hw.tolist(), strict=True):
             out[i] = {"size": [h, w], "counts": counts}
