@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from glob import glob
 
-from setuptools import Extension, find_packages, setup
+from setuptools import Extension, find_namespace_packages, setup
 
 compile_args = ["-std=c99", "-O2", "-ffp-contract=off", "-fno-strict-aliasing", "-Wall",
                 "-Wno-unused-function"]
@@ -36,7 +36,9 @@ native = Extension(
 )
 
 setup(
-    packages=[*find_packages(include=["rpx_cli", "rpx_cli.*"]), "rpx_cli.schemas"],
+    # namespace packages too (rpx_cli/cli has no __init__.py); the C sources are not a package
+    packages=[*find_namespace_packages(include=["rpx_cli", "rpx_cli.*"],
+                                       exclude=["rpx_cli.csrc", "*.__pycache__"]), "rpx_cli.schemas"],
     package_dir={"rpx_cli.schemas": "schemas"},
     package_data={"rpx_cli.schemas": ["*.json"]},
     exclude_package_data={"rpx_cli": ["csrc/*"]},  # the C sources go in the sdist only
