@@ -510,6 +510,22 @@ def test_segm_with_the_native_core_needs_no_pycocotools(rpx, tmp_path: Path, mon
     assert run.json["dataset"] == expected["dataset"]
 
 
+def test_segm_reports_are_the_same_on_both_paths(rpx, tmp_path: Path, monkeypatch) -> None:
+    """The native core and the numpy path (RPX_NATIVE=0: rpx's numpy decoder, pycocotools)
+    give the same report, every view, COCO files (polygons, crowd RLEs, compressed results)."""
+    pytest.importorskip("rpx_cli._native")
+    gt, results = segm_set(7, n_images=6)
+    command = f"eval detection --iou-type segm {write_coco(tmp_path, gt, results)}"
+    reports = {}
+    for value in ("1", "0"):
+        monkeypatch.setenv("RPX_NATIVE", value)
+        reports[value] = rpx(command).json
+    for key in ("dataset", "aggregate", "rows"):
+        assert reports["1"][key] == reports["0"][key]
+    assert reports["1"]["run_provenance"]["environment"]["kernels"] == "native"
+    assert reports["0"]["run_provenance"]["environment"]["kernels"] == "numpy (RPX_NATIVE=0)"
+
+
 def test_mask_totals_equal_the_reference_decoder() -> None:
     """``ops.masks.totals`` (the native core, or the reference decoder itself) gives the
     reference decoder's areas and run sums."""
