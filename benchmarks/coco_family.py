@@ -15,11 +15,12 @@ Times each tool in a fresh process on the same files (load + evaluate + summaris
 of ``--repeat`` (pycocotools and lvis: one run), with peak RSS. rpx runs ``--metrics coco``
 (like for like) as a first run (empty digest cache) and a re-run (warm cache, new
 predictions), with ``--jobs 1`` and with the default ``--jobs`` (the results file's pieces
-parsed in worker processes), and every view once. ``--mask-kernels`` also times the mask step alone:
-pycocotools' per-frame ``iou`` against rpx's own numpy RLE decoder (the decision recorded
-in RESULTS.md).
+parsed in worker processes), and every view once. ``--mask-kernels`` also times the mask step alone,
+on the native core and on the numpy path (pycocotools' rasteriser and per-frame ``iou``,
+rpx's numpy decoder); ``--mask-kernels-only`` times only that.
 
 Usage: python benchmarks/coco_family.py [--images 5000] [--lvis-images 1000] [--repeat 3]
+       python benchmarks/coco_family.py --images 5000 --mask-kernels-only
 """
 
 from __future__ import annotations
@@ -271,30 +272,46 @@ def table(title: str, results: dict, base: str, hot: str | None) -> None:
               f"{f'{seconds / h:.2f}x' if h else ''} |")
 
 
-def mask_kernels(root: Path) -> None:
-    """The mask step alone on the segm set: rpx's vectorised decoder (areas and checks)
-    and pycocotools' per-frame iou, as rpx calls them."""
+def mask_kernels(root: Path, repeat: int = 3) -> None:
+    """The mask step alone on the segm set, both paths side by side (median of ``repeat``):
+    masks made and checked (``prepare_masks``: GT polygons rasterised, every string decoded
+    and its runs checked) and every frame's intersections (``table_intersections``) — by the
+    native core, and on the numpy path (rpx's numpy decoder, pycocotools' rasteriser and
+    per-frame iou)."""
+    import os
+
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from rpx_cli.io.coco_files import load_coco
     from rpx_cli.io.coco_objects import MASK_FIELD
     from rpx_cli.ops import masks
-    from rpx_cli.ops.rle import decode_counts
     from rpx_cli.tasks.detection import instances
 
-    start = time.perf_counter()
     coco = load_coco(str(root / "instances.json"), str(root / "results.json"), shape_field=MASK_FIELD)
-    loaded = time.perf_counter()
-    pred, area = instances.prepare_masks(coco.pred.shape, coco.pred_size, "results.json", "detection")
-    gt, _ = instances.prepare_masks(coco.gt.shape, coco.gt_size, "instances.json", "annotation")
-    prepared = time.perf_counter()
-    decode_counts([rle["counts"] for rle in pred])
-    decoded = time.perf_counter()
-    masks.table_intersections(pred, gt, coco.pred.frame, coco.gt.frame, area, len(coco.stems))
-    done = time.perf_counter()
-    print(f"\nmask step ({len(pred)} detections): read COCO files {loaded - start:.2f} s; "
-          f"RLEs made and checked (polygons by pycocotools, decoder) {prepared - loaded:.2f} s; "
-          f"rpx's numpy decoder alone {decoded - prepared:.2f} s; pycocotools iou per frame "
-          f"{done - decoded:.2f} s")
+    print(f"\nmask step, {len(coco.pred)} detections and {len(coco.gt)} GT masks "
+          f"({len(coco.stems)} images), median of {repeat}")
+    print("| path | masks made and checked s | intersections s | total s |")
+    print("|---|---:|---:|---:|")
+    rows = {}
+    for path in ("native", "numpy"):
+        os.environ["RPX_NATIVE"] = "1" if path == "native" else "0"
+        made, crossed = [], []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            pred, area = instances.prepare_masks(coco.pred.shape, coco.pred_size, "results.json", "detection")
+            gt, _ = instances.prepare_masks(coco.gt.shape, coco.gt_size, "instances.json", "annotation")
+            prepared = time.perf_counter()
+            result = masks.table_intersections(pred, gt, coco.pred.frame, coco.gt.frame, area,
+                                               len(coco.stems))
+            done = time.perf_counter()
+            made.append(prepared - start)
+            crossed.append(done - prepared)
+        rows[path] = result
+        a, b = float(np.median(made)), float(np.median(crossed))
+        print(f"| {path} | {a:.2f} ({min(made):.2f}–{max(made):.2f}) | {b:.2f} ({min(crossed):.2f}–"
+              f"{max(crossed):.2f}) | {a + b:.2f} |")
+    os.environ.pop("RPX_NATIVE")
+    same = all(np.array_equal(x, y) for x, y in zip(rows["native"], rows["numpy"], strict=True))
+    print(f"identical intersections: {same}")
 
 
 def main() -> None:
@@ -304,7 +321,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", choices=("segm", "keypoints", "lvis"), action="append")
     parser.add_argument("--mask-kernels", action="store_true")
+    parser.add_argument("--mask-kernels-only", action="store_true",
+                        help="only the mask step, native and numpy paths (no peers)")
     args = parser.parse_args()
+    if args.mask_kernels_only:
+        print(f"machine: {machine()}\nload: {load()} before")
+        mask_kernels(generate_segm(DATA / f"segm-{args.images}", args.images), args.repeat)
+        print(f"load: {load()} after")
+        return
     only = args.only or ["segm", "keypoints", "lvis"]
     py = sys.executable
     rpx = rpx_command() + ["eval", "detection", "--quiet", "--jobs", "1"]

@@ -518,18 +518,51 @@ def test_options_that_do_not_go_together_are_usage_errors(rpx, tmp_path: Path, f
 
 
 def test_segm_without_pycocotools_is_one_line_naming_the_extra(rpx, tmp_path: Path, monkeypatch) -> None:
+    """On the numpy path (RPX_NATIVE=0, or no compiler at install) masks need pycocotools."""
     write_json(tmp_path / "gt" / "a.json", [{"segmentation": {"size": [2, 4], "counts": [8]}, "label": "x"}])
     write_json(tmp_path / "pred" / "a.json", [])
     monkeypatch.setitem(sys.modules, "pycocotools", None)
+    monkeypatch.setenv("RPX_NATIVE", "0")
     run = rpx(f"eval detection --iou-type segm {dirs(tmp_path)}")
     assert run.exit_code == 1 and run.stdout == ""
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install 'rpx-eval[coco]'" in lines[0], run.stderr
 
 
+def test_segm_with_the_native_core_needs_no_pycocotools(rpx, tmp_path: Path, monkeypatch) -> None:
+    """The native core rasterises, encodes and intersects masks itself."""
+    from rpx_cli import native
+
+    if native.core() is None:
+        pytest.skip("the numpy path runs (RPX_NATIVE=0 or no native core)")
+    gt, results = segm_set(2, n_images=4)
+    expected = rpx(f"eval detection --iou-type segm {write_coco(tmp_path, gt, results)}").json
+    monkeypatch.setitem(sys.modules, "pycocotools", None)
+    monkeypatch.setitem(sys.modules, "pycocotools.mask", None)
+    run = rpx(f"eval detection --iou-type segm {write_coco(tmp_path, gt, results)}")
+    assert run.exit_code == 0, run.stderr
+    assert run.json["dataset"] == expected["dataset"]
+
+
+def test_segm_reports_are_the_same_on_both_paths(rpx, tmp_path: Path, monkeypatch) -> None:
+    """The native core and the numpy path (RPX_NATIVE=0: rpx's numpy decoder, pycocotools)
+    give the same report, every view, COCO files (polygons, crowd RLEs, compressed results)."""
+    pytest.importorskip("rpx_cli._native")
+    gt, results = segm_set(7, n_images=6)
+    command = f"eval detection --iou-type segm {write_coco(tmp_path, gt, results)}"
+    reports = {}
+    for value in ("1", "0"):
+        monkeypatch.setenv("RPX_NATIVE", value)
+        reports[value] = rpx(command).json
+    for key in ("dataset", "aggregate", "rows"):
+        assert reports["1"][key] == reports["0"][key]
+    assert reports["1"]["run_provenance"]["environment"]["kernels"] == "native"
+    assert reports["0"]["run_provenance"]["environment"]["kernels"] == "numpy (RPX_NATIVE=0)"
+
+
 def test_mask_totals_equal_the_reference_decoder() -> None:
-    """``ops.masks.totals`` (pycocotools' C decoder on the mask and its complement) gives the
-    reference decoder's areas and run sums, malformed strings included."""
+    """``ops.masks.totals`` (the native core, or the reference decoder itself) gives the
+    reference decoder's areas and run sums."""
     import pycocotools.mask as mask_utils
 
     from rpx_cli.ops.masks import totals

@@ -25,15 +25,17 @@ def report_file(rpx, tmp_path: Path) -> Path:
     return out
 
 
-def test_version_names_python_and_numpy(rpx) -> None:
+def test_version_names_python_numpy_and_the_kernels(rpx) -> None:
     import platform
     from importlib import metadata
+
+    from rpx_cli.native import describe
 
     for flag in ("--version", "-V"):
         run = rpx(flag)
         assert run.exit_code == 0 and run.stdout == (
             f"rpx, version {__version__} (Python {platform.python_version()}, "
-            f"numpy {metadata.version('numpy')})\n")
+            f"numpy {metadata.version('numpy')}, kernels {describe()})\n")
 
 
 @pytest.mark.parametrize(("shell", "marker"), [("bash", "complete -o nosort -F _rpx_completion rpx"),

@@ -218,13 +218,17 @@ def one_line_warnings() -> Iterator[None]:
 
 
 def version_text() -> str:
-    """``rpx, version X (Python Y, numpy Z)``, importing nothing heavy: numpy's version is
-    read from its ``version.py`` (importing ``importlib.metadata`` to ask the package
-    metadata costs ~40 ms, a third of ``--version``), the metadata only if that fails."""
+    """``rpx, version X (Python Y, numpy Z, kernels K)``, importing nothing heavy: numpy's
+    version is read from its ``version.py`` (importing ``importlib.metadata`` to ask the
+    package metadata costs ~40 ms, a third of ``--version``), the metadata only if that
+    fails; ``K`` is ``native`` or ``numpy (why)`` (:mod:`rpx_cli.native`: the extension
+    imports no numpy)."""
     import platform
 
+    from rpx_cli.native import describe
+
     return (f"rpx, version {__version__} (Python {platform.python_version()}, "
-            f"numpy {_numpy_version()})")
+            f"numpy {_numpy_version()}, kernels {describe()})")
 
 
 def _numpy_version() -> str:

@@ -1,27 +1,40 @@
 """Instance masks (``--iou-type segm``): COCO's polygons and RLEs as compressed RLEs, their
 areas, and every frame's (prediction, GT) intersections, as pycocotools computes them.
 
-Polygons are rasterised and RLEs compressed by ``pycocotools.mask`` (the ``rpx-eval[coco]``
-extra, imported here only): its polygon rasteriser is the reference every COCO number is
-defined by, and its C run-merging intersection is what rpx measured fastest for the pairs
-of one frame (benchmarks/RESULTS.md). Areas and the checks pycocotools leaves out (runs
-summing to ``h · w``, no negative run) come from rpx's own vectorised decoder
-(:mod:`rpx_cli.ops.rle`).
+Two paths give the same numbers (:mod:`rpx_cli.native`):
+
+- **native** (the default where the extension is built): polygons rasterised as
+  ``rleFrPoly`` and merged, runs encoded, strings decoded and every frame's pairs
+  intersected by the C kernels of ``rpx_cli/csrc/rle.c`` (GIL released, 64-bit sums);
+  pycocotools is not needed;
+- **numpy** (``RPX_NATIVE=0``, or no compiler at install): strings decoded and checked by
+  rpx's vectorised decoder (:func:`rpx_cli.ops.rle.decode_counts`, 64-bit), polygons
+  rasterised and pairs intersected by ``pycocotools.mask`` (the ``rpx-eval[coco]`` extra,
+  imported here only) — on checked data only.
+
+Either way nothing reaches a rasteriser or a run walk unchecked: polygons keep the bounds
+of :mod:`rpx_cli.ops.polygon_raster` and masks at most ``2^31 - 1`` pixels (checked by the
+caller, ``tasks/detection/instances.py``), and every string is decoded in 64 bits and its
+runs checked (none negative, summing to ``h · w``) before any intersection.
 
 Intersections are exact integers: ``maskUtils.iou`` with every GT flagged as a crowd
 region gives ``intersection / prediction area`` (a double of two integers), which times the
 area and rounded is the integer again; IoU is then ``i / (a_d + a_g − i)`` — pycocotools'
 own ``(double) i / (double) u`` — in :class:`~rpx_cli.ops.geometry.OverlapTable`.
+:func:`reference_intersections` is the pixel-by-pixel twin the tests compare both with.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain, pairwise
 from typing import Any
 
 import numpy as np
 
+from rpx_cli import native
 from rpx_cli.errors import MissingExtra
+from rpx_cli.ops.polygon_raster import MAX_STEPS, flatten
 
 INSTALL_COCO = "pip install 'rpx-eval[coco]'"
 
@@ -31,18 +44,72 @@ def require_pycocotools():
     try:
         from pycocotools import mask
     except ImportError:
-        raise MissingExtra("--iou-type segm needs pycocotools (polygons and RLEs), which is not "
-                           f"installed: {INSTALL_COCO}") from None
+        raise MissingExtra("--iou-type segm without rpx's native core (RPX_NATIVE=0, or "
+                           "installed without a C compiler) needs pycocotools (polygons and "
+                           f"RLEs), which is not installed: {INSTALL_COCO}") from None
     return mask
+
+
+def require_kernels() -> None:
+    """The mask kernels can run: the native core, else pycocotools (or MissingExtra)."""
+    if native.core() is None:
+        require_pycocotools()
+
+
+def joined(strings: Sequence[bytes]) -> tuple[bytes, np.ndarray]:
+    """Compressed strings as one buffer and their offsets (N + 1, int64)."""
+    offsets = np.zeros(len(strings) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, strings), np.int64, count=len(strings)), out=offsets[1:])
+    return b"".join(strings), offsets
+
+
+def _split(text: bytes, offsets: np.ndarray) -> list[bytes]:
+    bounds = offsets.tolist()
+    return [text[a:b] for a, b in pairwise(bounds)]
 
 
 def compressed(segmentations: Sequence[Any], sizes: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
     """Each segmentation (polygons ``[[x1, y1, ...], ...]``, an uncompressed RLE
     ``{"size", "counts": [ints]}`` or a compressed one) as a compressed RLE ``{"size": [h,
     w], "counts": bytes}``, as pycocotools' ``annToRLE`` makes it (polygon parts merged).
-    ``sizes[i]`` is the image's ``(h, w)`` (polygons need it)."""
+    ``sizes[i]`` is the image's ``(h, w)`` (polygons need it). Polygons must keep
+    :mod:`rpx_cli.ops.polygon_raster`'s bounds and uncompressed runs be checked (the
+    callers do both)."""
     if all(type(s) is dict and type(s["counts"]) is bytes for s in segmentations):
         return list(segmentations)  # compressed already (a results file): nothing to make
+    core = native.core()
+    if core is None:
+        return _compressed_pycocotools(segmentations, sizes)
+    out: list[dict[str, Any] | None] = [None] * len(segmentations)
+    polygons = [i for i, s in enumerate(segmentations) if type(s) is list]
+    if polygons:
+        xy, vertex_starts, polygon_starts = flatten([segmentations[i] for i in polygons])
+        hw = np.array([sizes[i] for i in polygons], np.int64).reshape(-1, 2)
+        # the kernel's own bound (the caller checked each polygon's, which is tighter)
+        most = MAX_STEPS + int(np.diff(vertex_starts).max())
+        text, offsets = core.polygons_rle(xy, vertex_starts, polygon_starts, hw, most)
+        strings = _split(text, np.frombuffer(offsets, np.int64))
+        for i, counts, (h, w) in zip(polygons, strings, hw.tolist(), strict=True):
+            out[i] = {"size": [h, w], "counts": counts}
+    runs = [i for i, s in enumerate(segmentations) if type(s) is dict and type(s["counts"]) is not bytes]
+    if runs:
+        lists = [segmentations[i]["counts"] for i in runs]
+        starts = np.zeros(len(lists) + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, lists), np.int64, count=len(lists)), out=starts[1:])
+        counts = np.fromiter(chain.from_iterable(lists), np.int64, count=int(starts[-1]))
+        text, offsets = core.rle_encode(counts, starts)
+        for i, string in zip(runs, _split(text, np.frombuffer(offsets, np.int64)), strict=True):
+            h, w = sizes[i]
+            out[i] = {"size": [int(h), int(w)], "counts": string}
+    for i, segmentation in enumerate(segmentations):
+        if out[i] is None:
+            out[i] = {"size": segmentation["size"], "counts": segmentation["counts"]}
+    return out  # type: ignore[return-value]
+
+
+def _compressed_pycocotools(segmentations: Sequence[Any],
+                            sizes: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+    """:func:`compressed` with pycocotools (the numpy path)."""
     out: list[dict[str, Any] | None] = [None] * len(segmentations)
     # single polygons of one image size rasterised in one call (one RLE each, no merge)
     single: dict[tuple[int, int], list[int]] = {}
@@ -72,7 +139,7 @@ def compressed(segmentations: Sequence[Any], sizes: Sequence[tuple[int, int]]) -
 def frame_intersections(pred: Sequence[dict[str, Any]], gt: Sequence[dict[str, Any]],
                         pred_area: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(pred index, gt index, intersection in pixels)`` of the pairs of one frame whose
-    masks intersect (pycocotools' C run merge, boxes tested first)."""
+    masks intersect (pycocotools' C run merge, boxes tested first: the numpy path)."""
     if not len(pred) or not len(gt):
         empty = np.zeros(0, np.int64)
         return empty, empty.copy(), np.zeros(0)
@@ -86,9 +153,24 @@ def frame_intersections(pred: Sequence[dict[str, Any]], gt: Sequence[dict[str, A
 def table_intersections(pred: np.ndarray, gt: np.ndarray, pred_frame: np.ndarray,
                         gt_frame: np.ndarray, pred_area: np.ndarray, n: int):
     """:func:`frame_intersections` of every frame, ids numbered as the tables lay the masks
-    out (frames in order). One call into pycocotools per frame with both sides."""
+    out (frames in order): one native call for the whole table, else one call into
+    pycocotools per frame with both sides. Every mask must have been checked
+    (:func:`totals`)."""
     d_bounds = np.searchsorted(pred_frame, np.arange(n + 1))
     g_bounds = np.searchsorted(gt_frame, np.arange(n + 1))
+    core = native.core()
+    if core is not None:
+        heights = np.ones(n, np.int64)
+        for side, frame in ((pred, pred_frame), (gt, gt_frame)):
+            if len(side):
+                heights[frame] = [rle["size"][0] for rle in side]
+        pred_text, pred_offsets = joined([rle["counts"] for rle in pred])
+        gt_text, gt_offsets = joined([rle["counts"] for rle in gt])
+        d, g, inter = core.rle_intersections(pred_text, pred_offsets, gt_text, gt_offsets,
+                                             d_bounds.astype(np.int64), g_bounds.astype(np.int64),
+                                             heights)
+        return (np.frombuffer(d, np.int64), np.frombuffer(g, np.int64),
+                np.frombuffer(inter, np.int64).astype(np.float64))
     both = np.flatnonzero((np.diff(d_bounds) > 0) & (np.diff(g_bounds) > 0))
     ds, gs, inters = [], [], []
     for i in both.tolist():
@@ -103,52 +185,53 @@ def table_intersections(pred: np.ndarray, gt: np.ndarray, pred_frame: np.ndarray
     return np.concatenate(ds), np.concatenate(gs), np.concatenate(inters)
 
 
-def totals(rles: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each compressed RLE's area (its 1-runs), the sum of all its runs and whether its
-    first counts could be read, with pycocotools' C decoder: the sum is the area plus the
-    area of the complement mask (the same runs after a leading empty run). A well-formed
-    mask sums to ``h · w``. (As in pycocotools, runs are 32-bit unsigned: a crafted
-    negative run wraps.) ``rpx_cli.ops.rle.decode_counts`` is the reference."""
-    from rpx_cli.ops.rle import encode_values, head_groups
+def reference_intersections(pred: Sequence[np.ndarray], gt: Sequence[np.ndarray]) -> np.ndarray:
+    """The (pred, gt) intersection matrix of masks given as runs (one size), pixel by pixel:
+    the formula-shaped twin of both paths (tests only: it decodes every pixel)."""
+    def pixels(runs: np.ndarray) -> np.ndarray:
+        runs = np.asarray(runs, np.int64)
+        return np.repeat(np.arange(runs.size) % 2 == 1, runs)
 
-    mask = require_pycocotools()
+    p = np.array([pixels(r) for r in pred], np.int64).reshape(len(pred), -1)
+    g = np.array([pixels(r) for r in gt], np.int64).reshape(len(gt), -1)
+    return p @ g.T
+
+
+def totals(rles: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each compressed RLE's area (its 1-runs), the sum of all its runs and whether it is
+    well formed (every character in COCO's alphabet, no count cut short or over 12
+    characters, no negative run), decoded in 64 bits: by the native core, else by
+    :func:`rpx_cli.ops.rle.decode_counts`. A well-formed mask sums to ``h · w``."""
     n = len(rles)
     if not n:
         empty = np.zeros(0, np.int64)
         return empty, empty.copy(), np.zeros(0, bool)
     strings = [rle["counts"] for rle in rles]
-    values, found, cut, ok = head_groups(strings)
-    # the complement's first counts: 0, c0, c1, c2 - c0 (then the string's own from x3 on)
-    first = np.zeros((n, 4), np.int64)
-    first[:, 1:] = values
-    first[:, 3] = np.where(found >= 3, values[:, 2] - values[:, 0], 0)
-    keep = np.minimum(found, 3) + 1
-    chars, length = encode_values(first.ravel())
-    chars, length = chars.reshape(n, 4, -1), length.reshape(n, 4)
-    length = np.where(np.arange(4)[None, :] < keep[:, None], length, 0)
-    joined = chars[np.arange(chars.shape[2])[None, None, :] < length[:, :, None]].tobytes()
-    size = length.sum(axis=1)
-    start = (np.cumsum(size) - size).tolist()
-    size = size.tolist()
-    cuts = cut.tolist()
-    complement = [{"size": rle["size"], "counts": joined[a:a + b] + s[c:]}
-                  for rle, s, a, b, c in zip(rles, strings, start, size, cuts, strict=True)]
-    area, back = _areas(mask, list(rles)), _areas(mask, complement)
-    total = area + back
-    if not ok.all():  # a first count of more than 16 characters: decoded in full instead
-        from rpx_cli.ops.rle import decode_counts
+    core = native.core()
+    if core is not None:
+        text, offsets = joined(strings)
+        area, total, bad = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.uint8)
+        core.rle_check(text, offsets, area, total, bad)
+        return area, total, bad == 0
+    from rpx_cli.ops.rle import decode_counts
 
-        rest = np.flatnonzero(~ok)
-        decoded = decode_counts([strings[i] for i in rest.tolist()])
-        total[rest] = decoded.total
-        ok[rest] = [not problem for problem in decoded.problem]
+    # in pieces of about CHECK_CHARS characters: the decoder's ~30 array passes then stay in
+    # the CPU's caches instead of faulting in fresh memory for each (4-5x faster at 20,000
+    # strings)
+    area, total, ok = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool)
+    ends = np.cumsum(np.fromiter(map(len, strings), np.int64, count=n))
+    cuts = np.unique(np.searchsorted(ends, np.arange(CHECK_CHARS, int(ends[-1]) + CHECK_CHARS,
+                                                     CHECK_CHARS), side="right"))
+    start = 0
+    for stop in [*cuts[cuts < n].tolist(), n]:
+        if stop <= start:
+            continue
+        decoded = decode_counts(strings[start:stop])
+        area[start:stop], total[start:stop] = decoded.area, decoded.total
+        ok[start:stop] = [not problem for problem in decoded.problem]
+        start = stop
     return area, total, ok
 
 
-def _areas(mask, rles: list[dict[str, Any]]) -> np.ndarray:
-    """``mask.area`` in batches of 255: with numpy 2 it builds a uint8 array of the batch's
-    length first, which overflows past 255 (pycocotools 2.0.x)."""
-    out = np.zeros(len(rles), np.int64)
-    for start in range(0, len(rles), 255):
-        out[start:start + 255] = mask.area(rles[start:start + 255])
-    return out
+CHECK_CHARS = 1 << 18
+"""Characters of compressed strings decoded at once on the numpy path (:func:`totals`)."""

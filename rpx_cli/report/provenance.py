@@ -87,9 +87,12 @@ def directory_input(path: str, digests: Mapping[str, str]) -> dict[str, Any]:
 
 
 def collect_environment() -> dict[str, Any]:
-    """Python, platform and the versions of rpx's dependencies (read once per process: the
-    package metadata lookups cost ~20 ms)."""
-    return dict(_environment())
+    """Python, platform, the versions of rpx's dependencies (read once per process: the
+    package metadata lookups cost ~20 ms) and which path ran the kernels (``kernels``:
+    ``native`` or ``numpy (why)``; :mod:`rpx_cli.native`, read each time: ``RPX_NATIVE``)."""
+    from rpx_cli.native import describe
+
+    return {**_environment(), "kernels": describe()}
 
 
 @cache

@@ -49,7 +49,10 @@ def provenance() -> dict[str, Any]:
             "environment": {"type": "object", "required": ["python", "platform"],
                             "properties": {"python": {"type": "string"},
                                            "platform": {"type": "string"},
-                                           "numpy": {"type": ["string", "null"]}}},
+                                           "numpy": {"type": ["string", "null"]},
+                                           "kernels": {"type": "string", "description":
+                                                       "which path ran the kernels: native "
+                                                       "(rpx_cli._native) or numpy (why)"}}},
             "digests": {"type": "object", "description": "Input digests computed, and reused "
                         "from the digest cache (the only field the cache changes).",
                         "required": ["computed", "reused"],

@@ -51,6 +51,7 @@ def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
         raise InputError(f"{what} {index[unsized[0]]}: a polygon needs the image size "
                          "(a per-stem file: {\"size\": [h, w], \"objects\": [...]}; a COCO "
                          "file: images[].height and width)", path=path)
+    check_bounds(segmentations, shapes, index, path, what)
     rles = masks.compressed(list(segmentations), [tuple(s) for s in shapes.tolist()])
     area, total, readable = masks.totals(rles)
     expected = shapes[:, 0] * shapes[:, 1]
@@ -69,6 +70,35 @@ def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
     return out, area.astype(np.float64)
 
 
+def check_bounds(segmentations: np.ndarray, shapes: np.ndarray, index: np.ndarray, path: str,
+                 what: str) -> None:
+    """What must hold before a mask reaches a rasteriser or a run walk (native or
+    pycocotools): at most ``2^31 - 1`` pixels (COCO's RLE tools count in 32 bits), and each
+    polygon within :mod:`rpx_cli.ops.polygon_raster`'s bounds (coordinates near the image,
+    an outline of bounded length). An :class:`InputError` naming the object otherwise."""
+    from rpx_cli.ops.polygon_raster import MAX_PIXELS, first_problem, flatten
+
+    pixels = shapes[:, 0] * shapes[:, 1]
+    large = np.flatnonzero(pixels > MAX_PIXELS)
+    if large.size:
+        i = int(large[0])
+        raise InputError(f"{what} {index[i]}: an image of {shapes[i, 0]}×{shapes[i, 1]} = "
+                         f"{int(pixels[i])} pixels is more than the {MAX_PIXELS} (2^31 − 1) a "
+                         "COCO mask may have", path=path)
+    polygons = np.flatnonzero(np.fromiter(map(isinstance, segmentations, repeat(list)), bool,
+                                          count=len(segmentations)))
+    if not polygons.size:
+        return
+    xy, vertex_starts, polygon_starts = flatten([segmentations[i] for i in polygons.tolist()])
+    owner = np.repeat(np.arange(polygons.size), np.diff(polygon_starts))
+    found = first_problem(xy, vertex_starts, shapes[polygons][owner])
+    if found is not None:
+        q, problem = found
+        o = int(owner[q])
+        raise InputError(f"{what} {index[polygons[o]]}: polygon {q - int(polygon_starts[o])}: "
+                         f"{problem}", path=path)
+
+
 def frame_size(rles: np.ndarray) -> list[int] | None:
     """The one image size of a frame's masks (None without masks); an
     :class:`InputError` (without a path: the caller names the files) when they differ."""
@@ -84,9 +114,25 @@ def rle_to_json(rles: np.ndarray) -> list[dict[str, Any]]:
 
 
 def rle_from_json(values: list[dict[str, Any]]) -> np.ndarray:
+    """A ``--shard`` part's masks, checked as a file's are (its runs decoded in 64 bits:
+    none negative, summing to ``h · w`` of at most 2^31 − 1 pixels, the area its 1-runs)
+    before any intersection: a ``ValueError`` otherwise (``State.from_part`` words it as the
+    part's input error)."""
+    from rpx_cli.ops import masks
+    from rpx_cli.ops.polygon_raster import MAX_PIXELS
+
     out = np.empty(len(values), object)
     out[:] = [{"size": v["size"], "counts": v["counts"].encode("ascii"), "area": v["area"]}
               for v in values]
+    if len(values):
+        sizes = np.array([v["size"] for v in values], np.int64).reshape(len(values), 2)
+        area, total, ok = masks.totals(list(out))
+        pixels = sizes[:, 0] * sizes[:, 1]
+        given = np.array([v["area"] for v in values], np.float64)
+        wrong = ~ok | (sizes.min(axis=1) < 1) | (pixels > MAX_PIXELS) | (total != pixels) | (given != area)
+        if wrong.any():
+            raise ValueError(f"mask {int(np.argmax(wrong))} is malformed: its runs do not make "
+                             "a mask of its size and area")
     return out
 
 

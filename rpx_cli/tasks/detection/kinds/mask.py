@@ -8,8 +8,9 @@ read (runs summing to ``h · w``, one image size per frame). Two are compared by
 ``maskUtils.iou``: intersection over union of the pixels, over the detection's own mask for
 a crowd GT; every frame's intersections are computed at once in the summary. The area is
 the mask's pixel count — for COCO's area ranges a GT's ``area`` field when given, and a
-result's box ``w · h`` when it carries a ``bbox`` (pycocotools' ``loadRes``). Needs
-pycocotools (the ``rpx-eval[coco]`` extra). TIDE runs on it.
+result's box ``w · h`` when it carries a ``bbox`` (pycocotools' ``loadRes``). Runs on rpx's
+native core; without it (``RPX_NATIVE=0``, no compiler at install) needs pycocotools (the
+``rpx-eval[coco]`` extra). TIDE runs on it.
 """
 
 from __future__ import annotations
@@ -59,9 +60,9 @@ class Mask(SimilarityKind):
 
     def check(self, params: Params) -> None:
         super().check(params)
-        from rpx_cli.ops.masks import require_pycocotools
+        from rpx_cli.ops.masks import require_kernels
 
-        require_pycocotools()
+        require_kernels()
 
     def metric_info(self, info: dict[str, MetricInfo], params: Params) -> None:
         info.update({name: MetricInfo("higher", "pycocotools COCOeval segm (mask IoU): 10 IoU "

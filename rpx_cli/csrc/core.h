@@ -1,0 +1,64 @@
+/* rpx's native core: what every kernel file shares (docs/architecture.md, "The native core").
+ *
+ * Kernels see only flat, C-contiguous buffers (bytes, int64, float64) that the Python face
+ * (rpx_cli/native.py and the ops modules) has shaped and checked; each kernel checks again
+ * every length, offset and bound it relies on before touching memory, so no input can make
+ * it read or write out of bounds. Pure loops run with the GIL released. */
+#ifndef RPX_NATIVE_CORE_H
+#define RPX_NATIVE_CORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* A growable array of int64 (malloc'd; reserve() fails cleanly on overflow or ENOMEM). */
+typedef struct {
+    int64_t *data;
+    Py_ssize_t n, cap;
+} vec64;
+
+static inline void vec64_free(vec64 *v) { free(v->data); v->data = NULL; v->n = v->cap = 0; }
+
+static inline int vec64_reserve(vec64 *v, Py_ssize_t want) {
+    if (want <= v->cap) return 0;
+    Py_ssize_t cap = v->cap ? v->cap : 16;
+    while (cap < want) {
+        if (cap > PY_SSIZE_T_MAX / 16) return -1;
+        cap *= 2;
+    }
+    int64_t *data = realloc(v->data, (size_t)cap * sizeof(int64_t));
+    if (!data) return -1;
+    v->data = data;
+    v->cap = cap;
+    return 0;
+}
+
+static inline int vec64_push(vec64 *v, int64_t x) {
+    if (v->n == v->cap && vec64_reserve(v, v->n + 1)) return -1;
+    v->data[v->n++] = x;
+    return 0;
+}
+
+/* The buffer kinds a kernel accepts. */
+enum { BUF_BYTES = 'B', BUF_INT64 = 'q', BUF_FLOAT64 = 'd', BUF_UINT8 = 'u' };
+
+/* Get a C-contiguous buffer of `kind` (writable if asked) from `obj`; on failure set a
+ * TypeError naming `name` and return -1. Release with PyBuffer_Release. */
+int rpx_get_buffer(PyObject *obj, Py_buffer *view, int kind, int writable, const char *name);
+
+/* Offsets (n + 1 int64 values) that start at 0, never decrease and end at most at `limit`. */
+int rpx_check_offsets(const int64_t *offsets, Py_ssize_t n_plus_1, int64_t limit, const char *name);
+
+/* bytes objects holding a copy of `n` int64 values (NULL with MemoryError set). */
+PyObject *rpx_bytes_of(const void *data, Py_ssize_t n_bytes);
+
+/* the kernels of rle.c */
+PyObject *rpx_rle_check(PyObject *self, PyObject *args);
+PyObject *rpx_rle_encode(PyObject *self, PyObject *args);
+PyObject *rpx_rle_intersections(PyObject *self, PyObject *args);
+PyObject *rpx_polygons_rle(PyObject *self, PyObject *args);
+PyObject *rpx_rle_merge(PyObject *self, PyObject *args);
+PyObject *rpx_rle_bbox(PyObject *self, PyObject *args);
+
+#endif

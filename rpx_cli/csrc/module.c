@@ -1,0 +1,100 @@
+/* rpx_cli._native: the module object, its method table and the buffer helpers the kernels
+ * share. The Python face is rpx_cli/native.py (which path runs, RPX_NATIVE=0); each kernel's
+ * readable numpy twin is named reference_* beside its call site. */
+#include "core.h"
+#include <string.h>
+
+static int kind_matches(const Py_buffer *view, int kind) {
+    const char *f = view->format ? view->format : "B";
+    while (*f == '<' || *f == '=' || *f == '@' || *f == '|') f++;
+    if (f[0] == '\0' || f[1] != '\0') return 0;
+    switch (kind) {
+    case BUF_BYTES:
+    case BUF_UINT8:
+        return view->itemsize == 1 && (f[0] == 'B' || f[0] == 'b' || f[0] == 'c' || f[0] == '?');
+    case BUF_INT64:
+        return view->itemsize == 8 && (f[0] == 'q' || f[0] == 'l');
+    case BUF_FLOAT64:
+        return view->itemsize == 8 && f[0] == 'd';
+    default:
+        return 0;
+    }
+}
+
+int rpx_get_buffer(PyObject *obj, Py_buffer *view, int kind, int writable, const char *name) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a contiguous%s buffer", name,
+                     writable ? " writable" : "");
+        return -1;
+    }
+    if (!kind_matches(view, kind) || view->len % view->itemsize) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "%s: wrong element type (%s)", name,
+                     kind == BUF_INT64 ? "int64 expected" :
+                     kind == BUF_FLOAT64 ? "float64 expected" : "bytes expected");
+        return -1;
+    }
+    return 0;
+}
+
+int rpx_check_offsets(const int64_t *offsets, Py_ssize_t n_plus_1, int64_t limit, const char *name) {
+    if (n_plus_1 < 1 || offsets[0] != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: offsets must start at 0", name);
+        return -1;
+    }
+    for (Py_ssize_t i = 1; i < n_plus_1; i++) {
+        if (offsets[i] < offsets[i - 1] || offsets[i] > limit) {
+            PyErr_Format(PyExc_ValueError, "%s: offset %zd out of order or past the end", name, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+PyObject *rpx_bytes_of(const void *data, Py_ssize_t n_bytes) {
+    return PyBytes_FromStringAndSize(n_bytes ? (const char *)data : "", n_bytes);
+}
+
+static PyMethodDef methods[] = {
+    {"rle_check", rpx_rle_check, METH_VARARGS,
+     "rle_check(text, offsets, area_out, total_out, bad_out): decode every compressed RLE "
+     "string text[offsets[i]:offsets[i+1]] (64-bit) into its area, the sum of its runs and "
+     "whether it is malformed (a character outside '0'..'o', a string ending inside a count, "
+     "a count of more than 12 characters, a negative run). GIL released."},
+    {"rle_encode", rpx_rle_encode, METH_VARARGS,
+     "rle_encode(counts, starts) -> (text, offsets): counts[starts[i]:starts[i+1]] (int64, "
+     ">= 0) as pycocotools' rleToString strings."},
+    {"rle_intersections", rpx_rle_intersections, METH_VARARGS,
+     "rle_intersections(pred_text, pred_offsets, gt_text, gt_offsets, pred_bounds, gt_bounds, "
+     "heights) -> (d, g, inter) int64 bytes: every frame's (prediction, GT) pairs whose masks "
+     "intersect and the intersection in pixels. GIL released."},
+    {"polygons_rle", rpx_polygons_rle, METH_VARARGS,
+     "polygons_rle(xy, vertex_starts, polygon_starts, sizes, max_points) -> (text, offsets): each "
+     "object's polygons rasterised as pycocotools' rleFrPoly and merged as rleMerge (union), "
+     "as compressed strings. GIL released."},
+    {"rle_merge", rpx_rle_merge, METH_VARARGS,
+     "rle_merge(counts, starts, intersect) -> counts int64 bytes: pycocotools' rleMerge of the "
+     "masks counts[starts[i]:starts[i+1]] (union, or intersection when intersect is true)."},
+    {"rle_bbox", rpx_rle_bbox, METH_VARARGS,
+     "rle_bbox(text, offsets, heights, out): each compressed RLE's [x, y, w, h] bounding box "
+     "(the tight box of its pixels; zeros for an empty mask) into out (float64, N x 4)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "rpx_cli._native",
+    "rpx's native core: C kernels for COCO masks (docs/architecture.md, 'The native core').",
+    -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    /* bumped whenever a kernel's signature or meaning changes: native.py refuses another */
+    if (PyModule_AddIntConstant(m, "ABI", 1) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,66 @@
+"""Which path runs rpx's kernels: the native core or numpy.
+
+The native core is one C extension, ``rpx_cli._native`` (sources in ``rpx_cli/csrc/``),
+built by ``pip install`` with the system C compiler when there is one (``setup.py``:
+``optional=True``, so a machine without a compiler still installs rpx). Each kernel has a
+numpy twin named ``reference_*`` beside its call site; the numpy path runs when the
+extension is absent, was built for another ABI, or ``RPX_NATIVE=0`` is set (read on every
+call: a test, or a worker process, may set it). Both paths give the same numbers, which the
+suite checks by running twice (``RPX_NATIVE=0``). ``rpx --version`` and
+``run_provenance.environment.kernels`` say which path ran.
+
+Importing this module imports neither numpy nor the extension (``rpx --version`` uses it).
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+ABI = 1
+"""The kernels' signatures this Python code expects (the extension's ``ABI`` constant)."""
+
+_loaded: ModuleType | None = None
+_missing: str | None = None  # why the extension cannot be used, once an import was tried
+
+
+def _load() -> ModuleType | None:
+    global _loaded, _missing
+    if _loaded is None and _missing is None:
+        try:
+            from rpx_cli import _native
+        except ImportError:
+            _missing = "not built"
+            return None
+        if getattr(_native, "ABI", None) != ABI:
+            _missing = f"built for ABI {getattr(_native, 'ABI', '?')}, not {ABI}: reinstall rpx"
+            return None
+        _loaded = _native
+    return _loaded
+
+
+def disabled() -> bool:
+    """``RPX_NATIVE=0`` (or ``false``/``no``/``off``) is set."""
+    return os.environ.get("RPX_NATIVE", "").strip().lower() in ("0", "false", "no", "off")
+
+
+def core() -> ModuleType | None:
+    """The native module, or None when the numpy path runs."""
+    if disabled():
+        return None
+    return _load()
+
+
+def kernels() -> str:
+    """``"native"`` or ``"numpy"``: the path this process's kernels take."""
+    return "native" if core() is not None else "numpy"
+
+
+def describe() -> str:
+    """One phrase for ``rpx --version`` and provenance: ``native``, ``numpy (RPX_NATIVE=0)``
+    or ``numpy (native core not built ...)``."""
+    if disabled():
+        return "numpy (RPX_NATIVE=0)"
+    if _load() is not None:
+        return "native"
+    return f"numpy (native core {_missing})"
