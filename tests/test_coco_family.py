@@ -725,3 +725,22 @@ def test_a_result_too_large_for_every_area_range_is_refused(rpx, tmp_path: Path,
     pred_file.write_text(json.dumps(document))
     err = one_line(rpx(f"eval detection --iou-type {iou_type} {dirs(tmp_path / 'dirs')}"))
     assert str(pred_file) in err and "beyond COCO's largest area range" in err
+
+
+def test_what_loadres_fills_in_rpx_fills_in(rpx, tmp_path: Path) -> None:
+    """SPEC §11.4 (issue 38.2): box-only results under --iou-type segm are scored as the
+    box's polygon, mask-only results under bbox get the mask's bounding box — as
+    pycocotools' loadRes — where both were refused ("missing 'segmentation'" / "'bbox'")."""
+    import pycocotools.mask as mask_utils
+
+    gt, results = segm_set(2)
+    boxes_only = [{k: v for k, v in r.items() if k != "segmentation"} for r in results]
+    for r, b in zip(results, boxes_only, strict=True):
+        b["bbox"] = mask_utils.toBbox(r["segmentation"]).tolist()
+    report = rpx(f"eval detection --iou-type segm {write_coco(tmp_path, gt, boxes_only)}").json
+    evaluator = pycocotools_eval(gt, boxes_only, "segm")
+    assert_stats_equal(report["dataset"]["coco"], COCO_NAMES, evaluator.stats)
+    masks_only = [{k: v for k, v in r.items() if k != "bbox"} for r in results]
+    report = rpx(f"eval detection {write_coco(tmp_path, gt, masks_only)}").json
+    evaluator = pycocotools_eval(gt, masks_only, "bbox")
+    assert_stats_equal(report["dataset"]["coco"], COCO_NAMES, evaluator.stats)

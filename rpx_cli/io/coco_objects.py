@@ -26,6 +26,10 @@ class ObjectField:
     name: str
     instances: Callable[..., Boxes] | None = None
     sized: bool = False
+    # what pycocotools' loadRes fills in on a result that lacks this field, from another
+    # (``fill(results, path)``, in place; a kind supplies it: a box from a mask needs the
+    # mask's runs decoded)
+    fill: Callable[[list[Any], str], None] | None = None
 
 
 BOX_FIELD = ObjectField("bbox")
@@ -37,6 +41,8 @@ def read_objects(objects: list[Any], path: str, field: ObjectField, *, predictio
                  labels: np.ndarray | None = None, no_literals: bool = False) -> Boxes:
     """The shapes (``field``), scores and crowd flags of a COCO file's annotations or results
     (``labels``: boxes' label column; masks and keypoints leave it to the caller)."""
+    if prediction and field.fill is not None:
+        field.fill(objects, path)
     if field.instances is None:
         boxes = boxes_from_objects(objects, path, prediction=prediction, box_format="xywh",
                                    labels=np.zeros(len(objects), np.int64) if labels is None else labels)

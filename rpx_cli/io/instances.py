@@ -91,7 +91,13 @@ def masks(objects: list[dict[str, Any]], path: str, *, prediction: bool, box_for
     for index, item in enumerate(objects):
         where = f"{what} {index}"
         if "segmentation" not in item:
-            raise InputError(f"{where}: missing 'segmentation' (--iou-type segm)", path=path)
+            if not prediction or item.get("bbox") is None:
+                raise InputError(f"{where}: missing 'segmentation' (--iou-type segm)", path=path)
+            # a box-only result is scored as the box's polygon (pycocotools' loadRes)
+            x, y, w, h = _bbox(item["bbox"], where, path, box_format)
+            shape[index] = [[x, y, x, y + h, x + w, y + h, x + w, y]]
+            area[index] = w * h
+            continue
         shape[index] = _segmentation(item["segmentation"], where, path)
         if prediction and item.get("bbox") is not None:
             _, _, w, h = _bbox(item["bbox"], where, path, box_format)

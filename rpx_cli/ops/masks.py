@@ -235,3 +235,51 @@ def totals(rles: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.n
 
 CHECK_CHARS = 1 << 18
 """Characters of compressed strings decoded at once on the numpy path (:func:`totals`)."""
+
+
+def boxes(rles: Sequence[dict[str, Any]]) -> np.ndarray:
+    """Each well-formed compressed RLE's ``[x, y, w, h]`` bounding box (float64, pycocotools'
+    ``toBbox``: ``[0, 0, 0, 0]`` for an empty mask), by the native core, else by
+    :func:`reference_boxes`. The strings must have been checked (:func:`totals`)."""
+    n = len(rles)
+    out = np.zeros((n, 4))
+    if not n:
+        return out
+    heights = np.array([rle["size"][0] for rle in rles], np.int64)
+    core = native.core()
+    if core is not None:
+        text, offsets = joined([rle["counts"] for rle in rles])
+        core.rle_bbox(text, offsets, heights, out)
+        return out
+    return reference_boxes([rle["counts"] for rle in rles], heights)
+
+
+def reference_boxes(strings: Sequence[bytes], heights: np.ndarray) -> np.ndarray:
+    """``toBbox`` of decoded runs, vectorised: a run's pixels ``t`` (column-major) sit at
+    column ``t // h``, row ``t % h``; the box spans the first and last pixel of every 1-run,
+    and every row where a 1-run crosses from one column into the next."""
+    from rpx_cli.ops.rle import decode_counts
+
+    decoded = decode_counts(list(strings))
+    n = len(strings)
+    counts, start = decoded.counts, decoded.start
+    owner = np.repeat(np.arange(n), np.diff(start))
+    index = np.arange(counts.size) - start[owner]
+    end = np.cumsum(counts) - np.concatenate(([0], np.cumsum(counts)))[start[owner]]  # after each run
+    ones = (index % 2 == 1) & (counts > 0)
+    h = heights[owner]
+    first, last = (end - counts)[ones], (end - 1)[ones]
+    who, h1 = owner[ones], h[ones]
+    x0, y0, x1, y1 = first // h1, first % h1, last // h1, last % h1
+    out = np.zeros((n, 4))
+    has = np.bincount(who, minlength=n) > 0
+    xs = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(xs, who, x0)
+    xe = np.zeros(n, np.int64)
+    np.maximum.at(xe, who, x1)
+    ys = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(ys, who, np.where(x1 > x0, 0, y0))
+    ye = np.zeros(n, np.int64)
+    np.maximum.at(ye, who, np.where(x1 > x0, h1 - 1, y1))
+    out[has] = np.column_stack([xs, ys, xe - xs + 1, ye - ys + 1])[has]
+    return out
