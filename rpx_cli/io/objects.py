@@ -7,8 +7,9 @@ axis-aligned ``[x1, y1, x2, y2]``), ``quad`` (four corners ``(4, 2)``: YOLO obb,
 ``polygon`` (rings of ``(n, 2)`` points: YOLO segment, LabelMe, CVAT) and ``keypoints``
 (``(K, 3)`` rows ``x, y, v`` with the object's box: YOLO pose). A record holds objects of
 one form; each carries its label (text), score (predictions), crowd and ignored flags
-(VOC's and DOTA's ``difficult``, KITTI's ``DontCare``), a given area (NaN: the shape's)
-and the line (or element) it came from, for messages. A kind says which forms it is
+(VOC's and DOTA's ``difficult``), whether a crowd region's scope is every class (KITTI's
+``DontCare``), whether it is a group of objects (Open Images' ``IsGroupOf``), a given area
+(NaN: the shape's) and the line (or element) it came from, for messages. A kind says which forms it is
 built from (``SimilarityKind.forms``) and builds its shapes from them
 (``SimilarityKind.build``)."""
 
@@ -38,6 +39,8 @@ class Objects:
     area: np.ndarray | None = None  # (N,) float64, NaN: the shape's
     lines: list[str] | None = None  # where each object is, as messages name it ("12", "object 3")
     size: tuple[int, int] | None = None  # the image's (height, width), when known
+    every_class: np.ndarray | None = None  # (N,) bool: crowd regions of every class (DontCare)
+    group: np.ndarray | None = None  # (N,) bool: group-of boxes (Open Images' IsGroupOf)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -69,7 +72,17 @@ class Objects:
                        None if self.polygons is None else [self.polygons[i] for i in idx.tolist()],
                        pick(self.keypoints), pick(self.crowd), pick(self.ignore), pick(self.area),
                        None if self.lines is None else [self.lines[i] for i in idx.tolist()],
-                       self.size)
+                       self.size, pick(self.every_class), pick(self.group))
+
+    def flags(self, *, prediction: bool) -> dict[str, np.ndarray | None]:
+        """The optional flag columns a kind's :class:`~rpx_cli.io.boxes.Boxes` carries
+        (GT only; None where no object has the flag): ``ignore``, ``every_class``,
+        ``group``."""
+        out = {}
+        for key in ("ignore", "every_class", "group"):
+            column = getattr(self, key)
+            out[key] = None if prediction or column is None or not column.any() else column.copy()
+        return out
 
 
 def bounding_boxes(rings: list[list[np.ndarray]]) -> np.ndarray:

@@ -34,8 +34,11 @@ files; ``formats/``) how the files become objects.
 Crowd GT (``iscrowd``) is honoured in every view as COCO does: a detection that lands on
 a crowd region of its class (intersection over its own area >= the IoU threshold) and matches no
 regular GT is ignored — neither a true nor a false positive — and crowd regions are never
-missed. A frame whose GT file is empty is a labelled empty frame (its detections are
-false positives) unless ``--skip-empty-gt``, which leaves such frames out of rows, pooled
+missed. A crowd region whose scope is every class (KITTI's ``DontCare``,
+``Boxes.every_class``) excuses a detection of any class: each pair makes it one crowd region
+per class its detections have (``Boxes.scoped``), so every view honours it unchanged.
+
+A frame whose GT file is empty is a labelled empty frame (its detections are false positives) unless ``--skip-empty-gt``, which leaves such frames out of rows, pooled
 and confusion (not COCO), as Aquarium does by default.
 """
 
@@ -63,6 +66,7 @@ from rpx_cli.tasks.base import (
     Task,
     Warn,
     probability,
+    skip_note,
 )
 from rpx_cli.tasks.detection.params import check, normalise
 from rpx_cli.tasks.detection.parts import (
@@ -90,7 +94,6 @@ _CURVE = {"type": "object", "required": ["precision"],
 
 
 CLASS_MAP_EMPTIED = "class-map-emptied"  # a GT file whose every box --class-map dropped
-SKIPPED = "skipped:"  # a file held objects the run cannot express (what follows the colon)
 
 
 def _content(value: Any) -> Any:
@@ -282,7 +285,7 @@ class Detection(Task):
         protocol_of(params).check_format(fmt, path)
 
         def skipped(what: str, count: int) -> None:
-            warn(f"{SKIPPED}{what}", path)
+            warn(skip_note(role, what, count), path)
 
         boxes = fmt.read(_content(buffer.read(path)), path, prediction=role == "pred",
                          kind=kind_of(params), params=params, skipped=skipped)
@@ -292,9 +295,6 @@ class Detection(Task):
         return mapped
 
     def warning_text(self, kind: str, paths: list[str]) -> str:
-        if kind.startswith(SKIPPED):
-            return (f"{len(paths)} file(s) hold a {kind[len(SKIPPED):]} that rpx cannot "
-                    f"express (e.g. {paths[0]}): skipped")
         if kind == CLASS_MAP_EMPTIED:
             return (f"--class-map removed every GT box of {len(paths)} file(s) (e.g. {paths[0]}): "
                     "they are scored as images without any object")
@@ -307,6 +307,7 @@ class Detection(Task):
                  gt_path: str) -> Sample:
         n_pred = int(np.count_nonzero(pred.scores >= params["conf_threshold"])) if len(pred) else 0
         row = {"n_gt": int(np.count_nonzero(~gt.crowd & ~gt.ignored())), "n_pred": n_pred}
+        gt = gt.scoped(pred.labels)  # regions of every class: one per class detected here
         values, extra = kind_of(params).pair(pred, gt, params, pred_path=pred_path,
                                              gt_path=gt_path)
         return Sample({**row, **extra}, values)

@@ -95,8 +95,9 @@ class SimilarityKind:
 
         document = InMemory(self.rpx_objects(objects, path))
         boxes = self.read_rpx(document, path, prediction=prediction, params=self.build_params(params))
-        if not prediction and objects.ignore is not None and objects.ignore.any():
-            boxes.ignore = objects.ignore.copy()
+        for key, column in objects.flags(prediction=prediction).items():
+            if column is not None:
+                setattr(boxes, key, column)
         return boxes
 
     def rpx_objects(self, objects: Objects, path: str) -> Any:
