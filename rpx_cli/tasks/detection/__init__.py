@@ -38,8 +38,9 @@ missed. A crowd region whose scope is every class (KITTI's ``DontCare``,
 ``Boxes.every_class``) excuses a detection of any class: each pair makes it one crowd region
 per class its detections have (``Boxes.scoped``), so every view honours it unchanged.
 
-A frame whose GT file is empty is a labelled empty frame (its detections are false positives) unless ``--skip-empty-gt``, which leaves such frames out of rows, pooled
-and confusion (not COCO), as Aquarium does by default.
+A frame whose GT file is empty is a labelled empty frame (its detections are false
+positives) unless ``--skip-empty-gt``, which leaves such frames out of rows, pooled and
+confusion (not COCO), as Aquarium does by default.
 """
 
 from __future__ import annotations
