@@ -43,6 +43,8 @@ class Image:
     size: tuple[int, int]
     gt: list[Obj] = field(default_factory=list)
     pred: list[Obj] = field(default_factory=list)
+    # KITTI DontCare regions (x1 y1 x2 y2): crowd regions of every class
+    regions: list[tuple[float, float, float, float]] = field(default_factory=list)
 
 
 def quarter(rng: np.random.Generator, low: float, high: float) -> float:
@@ -50,7 +52,9 @@ def quarter(rng: np.random.Generator, low: float, high: float) -> float:
 
 
 def dataset(seed: int = 0, n: int = 12, *, difficult: bool = False, rotated: bool = False,
-            keypoints: bool = False) -> list[Image]:
+            keypoints: bool = False, regions: bool = False) -> list[Image]:
+    """``regions``: DontCare regions (KITTI) with detections of several classes on and
+    around them."""
     rng = np.random.default_rng(seed)
     images = []
     for i in range(n):
@@ -85,6 +89,15 @@ def dataset(seed: int = 0, n: int = 12, *, difficult: bool = False, rotated: boo
             if keypoints:
                 det.keypoints = _points(rng, det.box, predicted=True)
             image.pred.append(det)
+        if regions and rng.random() < 0.7:
+            x1, y1 = quarter(rng, w / 2, w - 40), quarter(rng, h / 2, h - 40)
+            region = (x1, y1, x1 + quarter(rng, 12, 36), y1 + quarter(rng, 12, 36))
+            image.regions.append(region)
+            for _ in range(int(rng.integers(1, 4))):  # detections of any class, in and out
+                dx, dy = quarter(rng, -8, 16), quarter(rng, -8, 16)
+                box = (region[0] + dx, region[1] + dy, region[0] + dx + 8, region[1] + dy + 8)
+                image.pred.append(Obj(int(rng.integers(0, len(NAMES))), box,
+                                      score=float(np.round(rng.random(), 3))))
         images.append(image)
     return images
 
@@ -172,6 +185,10 @@ def write_kitti(images: list[Image], root: Path, side: str) -> Path:
             if obj.score is not None:
                 fields.append(_num(obj.score))
             lines.append(" ".join(fields))
+        if side == "gt":
+            for x1, y1, x2, y2 in image.regions:
+                lines.append(" ".join(["DontCare", "-1", "-1", "-10", *map(_num, (x1, y1, x2, y2)),
+                                       "-1", "-1", "-1", "-1000", "-1000", "-1000", "-10"]))
         (folder / f"{image.stem}.txt").write_text("\n".join(lines) + ("\n" if lines else ""))
     return folder
 
@@ -224,6 +241,9 @@ def write_rpx(images: list[Image], root: Path, side: str, form: str = "box") -> 
             if obj.difficult:
                 item["ignore"] = 1
             objects.append(item)
+        if side == "gt":
+            for x1, y1, x2, y2 in image.regions:
+                objects.append({"label": "DontCare", "bbox": [x1, y1, x2, y2], "every_class": 1})
         (folder / f"{image.stem}.json").write_text(json.dumps(objects))
     return folder
 
@@ -262,6 +282,12 @@ def write_coco(images: list[Image], root: Path, form: str = "box") -> tuple[Path
                 else:
                     item["score"] = obj.score
                     results.append(item)
+        for x1, y1, x2, y2 in image.regions:  # DontCare: a crowd region in every category
+            for category in range(1, len(NAMES) + 1):
+                gt["annotations"].append({"id": len(gt["annotations"]) + 1, "image_id": image_id,
+                                          "category_id": category, "iscrowd": 1,
+                                          "bbox": [x1, y1, x2 - x1, y2 - y1],
+                                          "area": (x2 - x1) * (y2 - y1)})
     (root / "instances.json").write_text(json.dumps(gt))
     (root / "results.json").write_text(json.dumps(results))
     return root / "instances.json", root / "results.json"

@@ -3,7 +3,8 @@ as COCO files, so that the data can go to any other tool. Every GT file is an im
 stem the ``file_name`` with the suffix of its image under ``--images-dir``, else
 ``.jpg``); the objects are read exactly as ``rpx eval detection`` reads them (same
 options, same checks) and written in the run's kind's COCO field: boxes, masks
-(compressed RLE) or keypoints (a YOLO pose GT's area, ``0.53 · w · h``, kept). A
+(compressed RLE) or keypoints (a YOLO pose GT's area, ``0.53 · w · h``, kept); a region
+of every class (KITTI's ``DontCare``) as a crowd region in every category. A
 prediction file whose stem has no GT file is an input error. Writes
 ``OUT/instances.json`` and ``OUT/results.json`` (when predictions are given); rpx reads
 them back (``--coco-gt``/``--coco-dt``) to the same report, and pycocotools loads them."""
@@ -65,9 +66,10 @@ def convert_to_coco(gt_dir: str, out_dir: str, params: Mapping[str, Any], *,
             image.update(height=int(size[0]), width=int(size[1]))
         images.append(image)
         frames.append((gt, pred))
-    labels = vocabulary([_Frame(gt, pred) for gt, pred in frames])
+    # a region of every class (KITTI's DontCare) is a crowd region in every category
+    labels = vocabulary([_Frame(gt.scoped([]), pred) for gt, pred in frames])
     for gt, pred in frames:
-        gt_objects.append(_objects(gt, kind, prediction=False))
+        gt_objects.append(_objects(gt.scoped(labels), kind, prediction=False))
         pred_objects.append(_objects(pred, kind, prediction=True) if pred is not None else [])
     instances, results = coco_documents(images, labels, gt_objects, pred_objects)
     os.makedirs(out_dir, exist_ok=True)
