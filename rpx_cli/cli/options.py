@@ -311,11 +311,12 @@ class InputFileType(click.Path):
 def pair_options(*, default_missing: str, dirs_required: bool = True,
                  inputs: tuple[tuple[str, str], tuple[str, str]] = (
                      ("pred_dir", "Folder of predictions."), ("gt_dir", "Folder of ground truth.")),
-                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+                 files_ok: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The two folders (``--pred-dir``, ``--gt-dir``, or a task's own names: ``inputs`` =
     (name, help) of each), ``--out``, ``--missing``, ``--on-error``, ``--jobs``, ``--no-rows``,
-    ``--compact``, ``--quiet``, ``--progress/--no-progress``, ``--traceback``."""
-    dir_type = click.Path(file_okay=False, path_type=str)
+    ``--compact``, ``--quiet``, ``--progress/--no-progress``, ``--traceback``. ``files_ok``:
+    either may name a file too (one that holds the whole set: ``Task.inputs_may_be_files``)."""
+    dir_type = click.Path(file_okay=files_ok, path_type=str)
     options = [
         *(click.option("--" + name.replace("_", "-"), name, required=dirs_required, type=dir_type,
                        help=text) for name, text in inputs),

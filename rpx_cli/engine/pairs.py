@@ -101,9 +101,18 @@ class PairJob:
         def reader(role: str) -> Callable[[str, FileBuffer], Any]:
             return lambda path, buffer: task.read(path, buffer, params, worker.warn, role=role)
 
+        given = dict(pair.given)  # sides held by a file of the whole set: no file to read
+
+        def side(role: str, path: str, rel: str | None, gt: Any = None) -> Any:
+            if role not in given:
+                return worker.read(role, path, rel, reader(role))
+            if given[role] is None:  # a prediction set without this image: no detection
+                return task.empty_prediction(gt, params)
+            return task.given(given[role], path, params, worker.warn, role=role, stem=pair.stem)
+
         try:
             try:
-                gt = worker.read("gt", gt_path, pair.gt_rel, reader("gt"))
+                gt = side("gt", gt_path, pair.gt_rel)
                 if pair.aux:
                     gt = task.attach(gt, self._read_aux(worker, pair, reader), params)
             except RpxError as exc:
@@ -114,7 +123,7 @@ class PairJob:
             else:
                 try:
                     with pixel_budget(task.prediction_size(gt, params), gt_path):
-                        pred = worker.read("pred", pred_path, pair.pred_rel, reader("pred"))
+                        pred = side("pred", pred_path, pair.pred_rel, gt)
                 except RpxError as exc:
                     broken, pred = exc, task.empty_prediction(gt, params)
             empty = pred_path is None or broken is not None

@@ -26,7 +26,12 @@ class Pair:
     ``--missing empty``. ``aux``: the stem's file in each auxiliary folder a task reads
     besides the two (``(name, folder, relative path or None)``, e.g. point clouds).
     ``entry``: what a task's input files say about the pair when they list the pairs
-    (panoptic's segments of both images; ``Task.list_pairs``), None otherwise."""
+    (panoptic's segments of both images; ``Task.list_pairs``), None otherwise. ``given``:
+    the sides held by a file of the whole set (a CVAT XML, VOC's per-class results files),
+    read once before pairing: ``((role, record), ...)``, the record what the set says of
+    this stem (``Task.given`` makes it what ``Task.read`` returns; None: a prediction set
+    without this image, an image without detections); that side's ``*_rel`` names the set
+    (its file, or its folder) and is not read per pair."""
 
     stem: str
     pred_dir: str
@@ -35,6 +40,7 @@ class Pair:
     gt_rel: str
     aux: tuple[tuple[str, str, str | None], ...] = ()
     entry: Any = None
+    given: tuple[tuple[str, Any], ...] = ()
 
     @property
     def pred_path(self) -> str | None:
@@ -155,6 +161,60 @@ def _split_suffix(name: str) -> tuple[str, str]:
     if not dot or not base:
         return name, ""
     return base, "." + suffix.lower()
+
+
+@dataclass(frozen=True)
+class SetSide:
+    """One side of the pairs held by files of the whole set, read before pairing: the
+    records by stem and where they come from (``parent`` joined with ``name`` is the file,
+    or the folder of per-class files, that rows name as the side's path)."""
+
+    records: dict[str, Any]
+    parent: str
+    name: str
+
+
+def pair_sides(pred: str | SetSide, gt: str | SetSide, suffixes: Iterable[str], *, missing: str,
+               gt_suffixes: Iterable[str] | None = None) -> Pairing:
+    """Pair two sides by stem, each a folder (its files found by suffix, as
+    :func:`pair_dirs`) or a :class:`SetSide`. A GT set lists the images (a stem with no
+    record in it is not evaluated); a prediction set covers every image: a GT stem it has no
+    record of is an image without detections (given as None), never a missing prediction.
+    Unpaired stems follow ``missing`` as for folders."""
+    if isinstance(pred, str) and isinstance(gt, str):
+        return pair_dirs(pred, gt, suffixes, missing=missing, gt_suffixes=gt_suffixes)
+    suffixes = tuple(suffixes)
+    preds = pred.records if isinstance(pred, SetSide) else discover(pred, suffixes)
+    gts = gt.records if isinstance(gt, SetSide) else discover(
+        gt, suffixes if gt_suffixes is None else tuple(gt_suffixes))
+    pairs: list[Pair] = []
+    for stem in sorted(gts):
+        given: list[tuple[str, Any]] = []
+        if isinstance(gt, SetSide):
+            gt_dir, gt_rel = gt.parent, gt.name
+            given.append(("gt", gts[stem]))
+        else:
+            gt_dir, gt_rel = gt, gts[stem]
+        if isinstance(pred, SetSide):
+            pred_dir, pred_rel = pred.parent, pred.name
+            given.append(("pred", preds.get(stem)))
+        else:
+            pred_dir, pred_rel = pred, preds.get(stem)
+            if pred_rel is None and missing != "empty":
+                continue
+        pairs.append(Pair(stem, pred_dir, pred_rel, gt_dir, gt_rel, given=tuple(given)))
+    pred_only = sorted(set(preds) - set(gts))
+    gt_only = [] if isinstance(pred, SetSide) else sorted(set(gts) - set(preds))
+
+    def files(side: str | SetSide, stems: list[str], found: dict[str, Any]) -> dict[str, str]:
+        if isinstance(side, SetSide):
+            return {stem: side.name for stem in stems}
+        return {stem: found[stem] for stem in stems}
+
+    return Pairing(pairs=pairs, pred_only=pred_only, gt_only=gt_only,
+                   pred_only_files=files(pred, pred_only, preds),
+                   gt_only_files=files(gt, gt_only, gts), n_pred_files=len(preds),
+                   n_gt_files=len(gts))
 
 
 def discover(root: str, suffixes: Iterable[str]) -> dict[str, str]:

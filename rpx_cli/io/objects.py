@@ -92,3 +92,14 @@ def bounding_boxes(rings: list[list[np.ndarray]]) -> np.ndarray:
         points = np.concatenate(parts) if parts else np.zeros((1, 2))
         out[i] = (*points.min(axis=0), *points.max(axis=0))
     return out
+
+
+def by_image(ids: list[str]) -> list[tuple[str, np.ndarray]]:
+    """The rows of each image of a file of the whole set (``ids``: each row's image), images
+    in stem order, each one's rows (int64) in file order."""
+    if not ids:
+        return []
+    stems, inverse = np.unique(np.array(ids, dtype=object), return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(stems) + 1))
+    return [(stem, order[bounds[k]:bounds[k + 1]]) for k, stem in enumerate(stems.tolist())]

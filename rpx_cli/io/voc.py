@@ -12,14 +12,16 @@ and the object or line."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.errors import SWAP_HINT, InputError
-from rpx_cli.io.objects import BOX, Objects
+from rpx_cli.io.objects import BOX, Objects, by_image
 from rpx_cli.io.xml_text import number_of, parse_xml, text_of
 
 RESULTS_FILE = re.compile(r"^(?:comp\d+_det_[A-Za-z0-9]+_)?(.+)\.txt$", re.IGNORECASE)
@@ -70,25 +72,38 @@ def results_class(name: str) -> str | None:
     return match.group(1) if match else None
 
 
-def read_voc_results(data: bytes, path: str, label: str) -> dict[str, tuple[list, list]]:
-    """One class's results file: ``{image_id: (scores, boxes)}`` in file order."""
-    out: dict[str, tuple[list, list]] = {}
-    for n, line in enumerate(bytes(data).decode("utf-8", "replace").splitlines(), 1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 6:
-            raise InputError(f"{len(fields)} fields where a VOC results line has 6 (image_id "
-                             "score xmin ymin xmax ymax)", path=f"{path}:{n}")
-        try:
-            score, x1, y1, x2, y2 = map(float, fields[1:])
-        except ValueError:
-            raise InputError("not a number", path=f"{path}:{n}") from None
-        if not all(np.isfinite((score, x1, y1, x2, y2))):
-            raise InputError("not a finite number", path=f"{path}:{n}")
-        if x2 < x1 or y2 < y1:
-            raise InputError("xmax < xmin or ymax < ymin", path=f"{path}:{n}")
-        scores, boxes = out.setdefault(fields[0], ([], []))
-        scores.append(score)
-        boxes.append((x1 - 1, y1 - 1, x2, y2, n))
-    return out
+def read_voc_results(files: Mapping[str, Any], path: str) -> dict[str, Objects]:
+    """The devkit's per-class results files (``{relative path: bytes}``, the class from each
+    file's name) as each image's boxes: ``{image_id: objects}``, an image's detections in
+    the files' order (sorted by name) then line order."""
+    ids, labels, values, where = [], [], [], []
+    for rel in sorted(files):
+        label = results_class(rel)
+        if label is None:
+            raise InputError("a VOC results file is named comp4_det_<set>_<class>.txt or "
+                             "<class>.txt", path=f"{path}/{rel}")
+        at = f"{path}/{rel}" if len(files) > 1 or not path.endswith(rel) else path
+        for n, line in enumerate(bytes(files[rel]).decode("utf-8", "replace").splitlines(), 1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) != 6:
+                raise InputError(f"{len(fields)} fields where a VOC results line has 6 (image_id "
+                                 "score xmin ymin xmax ymax)", path=f"{at}:{n}")
+            try:
+                row = [float(v) for v in fields[1:]]
+            except ValueError:
+                raise InputError("not a number", path=f"{at}:{n}") from None
+            if not all(math.isfinite(v) for v in row):
+                raise InputError("not a finite number", path=f"{at}:{n}")
+            if row[3] < row[1] or row[4] < row[2]:
+                raise InputError("xmax < xmin or ymax < ymin", path=f"{at}:{n}")
+            ids.append(fields[0])
+            labels.append(label)
+            values.append(row)
+            where.append(f"{rel}:{n}")
+    table = np.asarray(values, np.float64).reshape(-1, 5)
+    boxes = table[:, 1:] - (1.0, 1.0, 0.0, 0.0)  # VOC's 1-based inclusive pixels
+    return {stem: Objects(BOX, [labels[i] for i in rows.tolist()], table[rows, 0], boxes=boxes[rows],
+                          lines=[where[i] for i in rows.tolist()])
+            for stem, rows in by_image(ids)}

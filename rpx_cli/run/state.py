@@ -72,6 +72,9 @@ class State:
     # objects the inputs held that the run cannot express, left out: input name -> kind of
     # object -> how many (run_provenance.inputs.<name>.skipped; a --shard part keeps it)
     skipped: dict[str, dict[str, int]] = field(default_factory=dict)
+    # the inputs read whole before pairing (files of the whole set, Task.read_sets): their
+    # digests are of the set's files, the same in every part (a --shard part names them)
+    whole: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.stems)
@@ -108,7 +111,8 @@ class State:
                    strata_plan=plan.strata, warnings=warnings, tally=result.tally,
                    execution=result.execution,
                    pairs=plan.part_pairs() if plan.shard is not None else None,
-                   shard_digests=plan.shard_digests, skipped=skipped)
+                   shard_digests=plan.shard_digests, skipped=skipped,
+                   whole=[name for name in task.input_names if name in plan.file_digests])
 
     # --- on disk: a --shard part ----------------------------------------------------------
 
@@ -131,6 +135,8 @@ class State:
             part["strata"] = self.strata_inputs()
         if self.skipped:
             part["skipped"] = self.skipped
+        if self.whole:
+            part["whole"] = self.whole
         return part
 
     def strata_inputs(self) -> dict[str, Any]:
@@ -170,7 +176,8 @@ class State:
                    unpaired={side: list(part["unpaired"][side]) for side in ("pred_only", "gt_only")},
                    digests=dict(state["digests"]), strata=state.get("strata"),
                    shard=(shard["index"], shard["count"]) if shard else None,
-                   include_rows="rows" in part, skipped=_skipped_of(state, path))
+                   include_rows="rows" in part, skipped=_skipped_of(state, path),
+                   whole=[str(name) for name in state.get("whole") or ()])
 
     @classmethod
     def read(cls, path: str) -> State:
@@ -191,7 +198,8 @@ class State:
                 "errors": [error.as_dict() for error in self.errors], "unpaired": self.unpaired,
                 "digests": self.digests,
                 "strata": self.strata_inputs() if self.strata_plan is not None else self.strata,
-                **({"skipped": self.skipped} if self.skipped else {})}
+                **({"skipped": self.skipped} if self.skipped else {}),
+                **({"whole": self.whole} if self.whole else {})}
 
     @classmethod
     def decode(cls, data: Mapping[str, Any]) -> State:
@@ -205,7 +213,7 @@ class State:
                    unpaired={k: list(v) for k, v in data["unpaired"].items()},
                    digests=dict(data["digests"]), strata=data.get("strata"),
                    include_rows=data.get("include_rows", data["rows"] is not None),
-                   skipped=_skipped_of(data, "a state"))
+                   skipped=_skipped_of(data, "a state"), whole=list(data.get("whole") or ()))
 
 
 def _skipped_of(state: Mapping[str, Any], path: str) -> dict[str, dict[str, int]]:
@@ -335,7 +343,8 @@ def merge_states(states: Iterable[State]) -> State:
                   for side in ("pred_only", "gt_only")},
         digests=digests, strata=strata, include_rows=first.include_rows,
         strata_plan=plans[0] if plans else None, warnings=warnings, tally=tally,
-        skipped={name: dict(sorted(counts.items())) for name, counts in sorted(skipped.items())})
+        skipped={name: dict(sorted(counts.items())) for name, counts in sorted(skipped.items())},
+        whole=first.whole)
 
 
 def finalize(state: State, *, check_errors: bool = True,
@@ -404,7 +413,7 @@ def provenance_inputs(state: State) -> dict[str, Any]:
 
 
 def skipped_lines(state: State) -> list[str]:
-    """One stderr line per input and kind of object left out (SPEC §13)."""
+    """One stderr line per input and kind of object left out (``State.skipped``)."""
     return [f"{name}: {count} {what} skipped (rpx cannot express them; counted in "
             f"run_provenance.inputs.{name}.skipped)"
             for name, counts in sorted(state.skipped.items())

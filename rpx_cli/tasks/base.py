@@ -40,7 +40,7 @@ from rpx_cli.tasks.stats import Stat, StatTable
 
 # Option and probability are re-exported: a plugin task declares its options from here
 __all__ = ["SWAP_HINT", "Band", "FileInput", "Listing", "MetricInfo", "Option", "Params", "Sample",
-           "Task", "Warn", "probability", "shape_text", "skip_note", "skipped_counts"]
+           "SetInput", "Task", "Warn", "probability", "shape_text", "skip_note", "skipped_counts"]
 
 Params = Mapping[str, Any]
 Warn = Callable[[str, str], None]  # (warning kind, path)
@@ -52,7 +52,7 @@ def skip_note(role: str, what: str, count: int) -> str:
     """The warning kind a reader notes (``warn(skip_note(...), path)``) for ``count``
     objects of kind ``what`` (``"labelme_circle"``) that the file on side ``role``
     (``"pred"``, ``"gt"``) held and the run cannot express: they are left out, and the run
-    counts them per input and kind in ``run_provenance.inputs.<input>.skipped`` (SPEC §13)
+    counts them per input and kind in ``run_provenance.inputs.<input>.skipped`` (docs/formats.md)
     with one stderr line per kind, instead of a per-file warning."""
     return f"{_SKIP}{role}\x1f{what}\x1f{count}"
 
@@ -128,6 +128,21 @@ class FileInput:
 
 
 @dataclass
+class SetInput:
+    """One side of the pairs held by files of the whole set (detection's CVAT XML, Open
+    Images CSV, VOC's per-class results files), read once before pairing
+    (:meth:`Task.read_sets`): what the set says of each stem (``records``: stem -> a record
+    :meth:`Task.given` turns into what :meth:`Task.read` returns) and the files read
+    (``digests``: relative path -> sha256 hex when the side is a folder, the file's hex when
+    it is one file) — what ``run_provenance`` digests for the side; ``path``: what rows name
+    as the side's file (the one file read, else the folder; None: the path given)."""
+
+    records: dict[str, Any]
+    digests: dict[str, str] | str
+    path: str | None = None
+
+
+@dataclass
 class Listing:
     """The pairs a task's input files list in its two folders (:meth:`Task.list_pairs`):
     ``pairing`` (stem order; each :class:`~rpx_cli.io.discover.Pair` carries its ``entry``,
@@ -179,6 +194,9 @@ class Task:
     # clouds for per-point labels): each stem's file is read with ``role`` = the option's
     # param and handed to :meth:`attach`; provenance digests them like the two folders
     aux_inputs: ClassVar[tuple[Option, ...]] = ()
+    # --pred-dir/--gt-dir may name a file: a file that holds the whole set (detection's CVAT
+    # XML, Open Images CSV), read by read_sets
+    inputs_may_be_files: ClassVar[bool] = False
     # the file_inputs list the pairs of the two folders instead of replacing them (panoptic:
     # the JSON files name each image's PNG on each side and hold its segments): the run
     # pairs with :meth:`list_pairs` instead of by stem, and :meth:`join` gives each pair its
@@ -246,6 +264,22 @@ class Task:
         Detection decides ``--pred-format``/``--gt-format auto`` here by sniffing each
         folder's files. Default: ``params`` as they are."""
         return dict(params)
+
+    def read_sets(self, params: Params, inputs: Mapping[str, str]) -> dict[str, SetInput]:
+        """The sides (``"pred"``, ``"gt"``) of ``inputs`` (role -> the path given, a folder
+        or a file) held by files of the whole set, read now, before pairing (under
+        ``params`` settled by :meth:`settle_inputs`): the run pairs their stems with the
+        other side's files (a GT set lists the images; a prediction set covers every image,
+        so an image it has nothing on has no detection) and hands each pair its records
+        (:meth:`given`). Default: none (every side a folder of one file per stem)."""
+        return {}
+
+    def given(self, record: Any, path: str, params: Params, warn: Warn, *, role: str = "gt",
+              stem: str = "") -> Any:
+        """What :meth:`read` returns for ``record``, what a side read by :meth:`read_sets`
+        says of the pair's ``stem`` (``path``: that side's file or folder, for messages);
+        ``warn`` as for :meth:`read`. Default: the record as it is."""
+        return record
 
     def suffixes_for(self, params: Params, role: str) -> tuple[str, ...]:
         """The suffixes of the files read on side ``role`` (``"pred"`` or ``"gt"``) under

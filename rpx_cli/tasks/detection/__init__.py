@@ -64,11 +64,13 @@ from rpx_cli.tasks.base import (
     Option,
     Params,
     Sample,
+    SetInput,
     Task,
     Warn,
     probability,
     skip_note,
 )
+from rpx_cli.tasks.detection import sets
 from rpx_cli.tasks.detection.params import check, normalise
 from rpx_cli.tasks.detection.parts import (
     DEFAULT_GEOMETRY,
@@ -83,6 +85,7 @@ from rpx_cli.tasks.detection.parts import (
     kind_of,
     protocol_of,
 )
+from rpx_cli.tasks.detection.sets import CLASS_MAP_EMPTIED
 from rpx_cli.tasks.detection.sniff import AUTO, settle_formats
 from rpx_cli.tasks.detection.summary import ROW_KEYS, summarize_frames
 from rpx_cli.tasks.registry import register_task
@@ -94,7 +97,6 @@ _CURVE = {"type": "object", "required": ["precision"],
           "properties": {"precision": _NUMBERS, "score": _NUMBERS}}
 
 
-CLASS_MAP_EMPTIED = "class-map-emptied"  # a GT file whose every box --class-map dropped
 
 
 def _content(value: Any) -> Any:
@@ -110,6 +112,7 @@ class Detection(Task):
                 "dataset.pooled.recall", "dataset.pooled.f1", "aggregate.f1", "dataset.errors.ap50")
     page_view = "pr_curves"
     suffixes = (".json",)
+    inputs_may_be_files = True  # a CVAT XML, an Open Images CSV
     help = ("Object detection: per-image P/R/F1 at an operating point, the Aquarium confusion "
             "matrix, and COCO AP/AR equal to pycocotools.")
     formats = (
@@ -240,6 +243,9 @@ class Detection(Task):
         Option("kpt_shape", "--kpt-shape", "parsed", None, parse=parse_kpt_shape,
                metavar="K,2|K,3", help="YOLO pose keypoints per object and values per point "
                                        "(else data.yaml's kpt_shape)."),
+        Option("oi_class_descriptions", "--oi-class-descriptions", "file", None, metavar="FILE",
+               help="Open Images class-descriptions CSV (LabelName,DisplayName): the names of "
+                    "the class ids of Open Images CSVs (else the ids are the labels)."),
     )
     # the files of the formats that hold every image (COCO's instances and results)
     file_inputs = (
@@ -279,6 +285,14 @@ class Detection(Task):
     def suffixes_for(self, params: Params, role: str) -> tuple[str, ...]:
         """Each side's files are its format's (``.txt`` for YOLO, ``.xml`` for VOC)."""
         return folder_format(params, role).suffixes
+
+    def read_sets(self, params: Params, inputs: Mapping[str, str]) -> dict[str, SetInput]:
+        """The sides held by files of the whole set (:mod:`~rpx_cli.tasks.detection.sets`)."""
+        return sets.read_sets(params, inputs)
+
+    def given(self, record: Any, path: str, params: Params, warn: Warn, *, role: str = "gt",
+              stem: str = "") -> Boxes:
+        return sets.given(record, path, params, warn, role=role, stem=stem)
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Boxes:

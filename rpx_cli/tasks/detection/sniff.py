@@ -1,6 +1,8 @@
 """``--pred-format`` / ``--gt-format auto``: each side's format decided from its files — the
 suffixes found in the folder, then the first bytes of a few non-empty files of each
-(:meth:`~rpx_cli.tasks.detection.parts.DetectionFormat.sniff`). One candidate is the
+(:meth:`~rpx_cli.tasks.detection.parts.DetectionFormat.sniff`), and files that hold the
+whole set (a folder of VOC results or Task1 files, a CVAT XML; or the one file given for the
+side: :meth:`~rpx_cli.tasks.detection.parts.DetectionFormat.sniff_set`). One candidate is the
 decision (written to ``params.pred_format`` / ``params.gt_format``); none, or several (a
 folder of ``.txt`` files that read as YOLO and as KITTI, or ``.json`` and ``.xml`` side by
 side), is an input error naming the candidates and the flag that settles it. In-memory
@@ -8,6 +10,7 @@ samples (the ``Evaluator``) have no files: ``auto`` is rpx's per-stem JSON there
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rpx_cli.errors import InputError
@@ -15,6 +18,7 @@ from rpx_cli.io.discover import discover
 from rpx_cli.io.regular import read_bytes
 from rpx_cli.tasks.base import Params
 from rpx_cli.tasks.detection.parts import FORMATS, DetectionFormat
+from rpx_cli.tasks.detection.sets import is_file
 
 AUTO = "auto"
 HEAD = 4096  # bytes of a file a sniff sees
@@ -33,9 +37,40 @@ def _head(path: str) -> bytes:
         return handle.read(HEAD)
 
 
+def set_formats() -> list[DetectionFormat]:
+    """The formats whose files can hold the whole set, in rank order."""
+    return [fmt for fmt in FORMATS.values() if fmt.set_suffixes]
+
+
+def _heads(root: str, rels: list[str], single: bool = False) -> list[tuple[str, bytes]]:
+    """The first bytes of up to :data:`SAMPLES` non-empty files of ``rels``."""
+    heads = []
+    for rel in rels:
+        head = _head(root if single else root.rstrip("/") + "/" + rel)
+        if head.strip():
+            heads.append((rel, head))
+        if len(heads) >= SAMPLES:
+            break
+    return heads
+
+
 def sniff_folder(folder: str, role: str) -> str:
-    """The name of the one format the files of ``folder`` are in (see the module)."""
+    """The name of the one format the files of ``folder`` (or the one file) are in (see the
+    module)."""
     flag = f"--{role}-format"
+    if is_file(folder):
+        name = folder.rstrip("/").rsplit("/", 1)[-1] if "://" in folder else os.path.basename(folder)
+        heads = _heads(folder, [name], single=True)
+        candidates = [fmt.name for fmt in set_formats() if fmt.set_members([name])
+                      and heads and fmt.sniff_set([name], heads[0][1])]
+        if len(candidates) == 1:
+            return candidates[0]
+        wholes = ", ".join(f"{fmt.name} ({'/'.join(fmt.set_suffixes)})" for fmt in set_formats())
+        if not candidates:
+            raise InputError(f"cannot tell which format this file is in (a file given for a "
+                             f"side holds the whole set: {wholes}); give {flag}", path=folder)
+        raise InputError(f"this file reads as {' or '.join(candidates)}: give {flag} "
+                         f"{candidates[0]} to settle it", path=folder)
     suffixes = tuple(dict.fromkeys(s for fmt in folder_formats() for s in fmt.suffixes))
     files = discover(folder, suffixes)
     by_suffix: dict[str, list[str]] = {}
@@ -43,28 +78,34 @@ def sniff_folder(folder: str, role: str) -> str:
         by_suffix.setdefault("." + rel.rsplit(".", 1)[-1].lower(), []).append(rel)
     candidates: list[str] = []
     for suffix, rels in by_suffix.items():
-        heads = []
-        for rel in rels:
-            head = _head(folder.rstrip("/") + "/" + rel)
-            if head.strip():
-                heads.append((rel, head))
-            if len(heads) >= SAMPLES:
-                break
+        heads = _heads(folder, rels)
         for fmt in folder_formats():
             if suffix not in fmt.suffixes:
                 continue
             if not heads or all(fmt.sniff(head, rel) for rel, head in heads):
                 candidates.append(fmt.name)
+    for fmt in set_formats():  # files of the whole set: VOC results, Task1, a CVAT XML
+        members = fmt.set_members(sorted(discover(folder, fmt.set_suffixes).values()))
+        heads = _heads(folder, members)
+        if members and heads and all(fmt.sniff_set(members, head) for _, head in heads):
+            candidates = [name for name in candidates if not _only_set(name, files, members)]
+            candidates.append(fmt.name)
     candidates = list(dict.fromkeys(candidates))
     if len(candidates) == 1:
         return candidates[0]
-    names = ", ".join(fmt.name for fmt in folder_formats())
+    names = ", ".join(fmt.name for fmt in FORMATS.values() if fmt.suffixes or fmt.set_suffixes)
     if not candidates:
         raise InputError(f"cannot tell which format the files of this folder are in; give "
                          f"{flag} ({names})", path=folder)
     raise InputError(f"the files of this folder read as {' or '.join(candidates)}: give "
                      f"{flag} {candidates[0]} (or another of {', '.join(candidates[1:])}) to "
                      "settle it", path=folder)
+
+
+def _only_set(name: str, files: dict[str, str], members: list[str]) -> bool:
+    """Whether the per-image candidate ``name`` was suggested by set files alone (their
+    empty heads read as anything)."""
+    return bool(files) and set(files.values()) <= set(members)
 
 
 def settle_formats(params: Params, inputs: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from rpx_cli.io.boxes import Boxes
 from rpx_cli.io.image_size import image_sizes
 from rpx_cli.io.objects import Objects
 from rpx_cli.tasks.base import Params
-from rpx_cli.tasks.detection.parts import DetectionFormat, SimilarityKind, form_for
+from rpx_cli.tasks.detection.parts import DetectionFormat, SimilarityKind
 
 Skipped = Callable[[str, int], None]  # (what was skipped, how many)
 
@@ -37,7 +37,7 @@ class LabelFormat(DetectionFormat):
     def read(self, data: Any, path: str, *, prediction: bool, kind: SimilarityKind,
              params: Params, skipped: Skipped | None = None) -> Boxes:
         objects, skips = self.objects(data, path, prediction=prediction,
-                                      form=form_for(kind, self), params=params)
+                                      form=self.form_for(kind), params=params)
         for what, count in skips.items():
             if count and skipped is not None:
                 skipped(what, count)
