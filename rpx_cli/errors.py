@@ -65,6 +65,7 @@ def unescaped(text: str) -> str:
 # the end of every warning or error about inputs that look like the other side's (GT files
 # given as predictions, predictions as GT)
 SWAP_HINT = "did you swap --pred-dir and --gt-dir?"
+SWAP_COCO_HINT = "did you swap --coco-gt and --coco-dt?"
 
 
 def first_line(value: object) -> str:

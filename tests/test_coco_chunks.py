@@ -101,7 +101,7 @@ def test_a_bad_record_in_a_later_piece_is_named_by_its_index_in_the_file(tmp_pat
     with pytest.raises(InputError) as pieces:
         read(path, "bbox", 300, monkeypatch)
     assert str(pieces.value) == str(whole.value)
-    assert f"object {len(results) - 3}: 'score' must be a number" in str(pieces.value)
+    assert f"object {len(results) - 3}: 'score' must be a finite number" in str(pieces.value)
 
 
 def test_a_results_object_with_annotations_is_read_whole(tmp_path: Path, monkeypatch) -> None:

@@ -398,6 +398,21 @@ def one_line(run) -> str:
     return run.stderr
 
 
+def test_an_xywh_box_read_as_xyxy_names_the_box_format(rpx, tmp_path: Path) -> None:
+    """A newcomer's masks with [x, y, w, h] boxes: the message says the boxes are read as
+    xyxy and names --box-format xywh (it said "negative width or height" of a box whose
+    width and height are positive)."""
+    mask = {"size": [500, 500], "counts": [0, 250000]}
+    write_json(tmp_path / "gt" / "a.json", {"size": [500, 500], "objects": [
+        {"segmentation": mask, "label": "x"}]})
+    write_json(tmp_path / "pred" / "a.json", {"size": [500, 500], "objects": [
+        {"segmentation": mask, "label": "x", "score": 0.9, "bbox": [158, 274, 114, 46]}]})
+    err = one_line(rpx(f"eval detection --iou-type segm --on-error fail {dirs(tmp_path)}"))
+    assert "as [x1, y1, x2, y2] (--box-format xyxy, the default)" in err
+    assert "need --box-format xywh" in err
+    assert rpx(f"eval detection --iou-type segm --box-format xywh {dirs(tmp_path)}").exit_code == 0
+
+
 def test_a_polygon_without_an_image_size_names_the_file_and_object(rpx, tmp_path: Path) -> None:
     write_json(tmp_path / "gt" / "a.json", [{"segmentation": [[0, 0, 5, 0, 5, 5]], "label": "x"}])
     write_json(tmp_path / "pred" / "a.json", [])
@@ -460,6 +475,25 @@ def test_a_category_without_frequency_under_lvis(rpx, tmp_path: Path) -> None:
     del gt["categories"][2]["frequency"]
     err = one_line(rpx(f"eval detection --protocol lvis {write_coco(tmp_path, gt, results)}"))
     assert "gt.json" in err and "category 'c2' has no LVIS 'frequency'" in err
+
+
+@pytest.mark.parametrize("key", ["neg_category_ids", "not_exhaustive_category_ids"])
+def test_an_lvis_image_without_its_category_lists_is_refused(rpx, tmp_path: Path, key: str) -> None:
+    """SPEC §11.4: the lvis package refuses a GT image without them; rpx ran silently and
+    moved AP. Exit 1 naming the image."""
+    gt, results = box_set_lvis(0)
+    image = gt["images"][3]
+    del image[key]
+    err = one_line(rpx(f"eval detection --protocol lvis {write_coco(tmp_path, gt, results)}"))
+    assert "gt.json" in err and f"image {image['id']}: no '{key}'" in err
+    assert "every category's frequency for APr, APc and APf" in one_line(rpx(
+        f"eval detection --protocol lvis {write_coco(tmp_path, *_no_frequency(box_set_lvis(0)))}"))
+
+
+def _no_frequency(sets):
+    gt, results = sets
+    del gt["categories"][0]["frequency"]
+    return gt, results
 
 
 def test_lvis_reads_lvis_files(rpx, tmp_path: Path) -> None:

@@ -67,6 +67,56 @@ def test_per_stem_and_coco_files_give_the_same_report(rpx, tmp_path: Path, seed:
     assert coco_a.keys() == coco_b.keys()
 
 
+@pytest.mark.parametrize("kind", ["logits", "above one"])
+def test_any_finite_score_orders_detections_as_pycocotools(rpx, tmp_path: Path, kind: str) -> None:
+    """SPEC §11.4: scores only order detections — negative logits and CrowdPose's 1.8 are
+    read (they were refused), and COCO AP equals pycocotools' on them; per-stem files too,
+    and the same detections with their scores mapped monotonically into [0, 1] give the same
+    COCO AP."""
+    import contextlib
+    import io
+
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    frames = generated_detections(4)
+    squash = (lambda s: np.log(s / (1 - s + 1e-9) + 1e-9)) if kind == "logits" else (lambda s: 1 + s)
+    raw = [(stem, gt, [{**o, "score": float(squash(o["score"]))} for o in pred])
+           for stem, gt, pred in frames]
+    assert any(o["score"] < 0 or o["score"] > 1 for _, _, pred in raw for o in pred)
+    flags = coco_files(tmp_path, raw)
+    run = rpx(f"eval detection {flags}")
+    report = run.json
+    if kind == "logits":  # the default --conf-threshold 0 leaves negative scores out of rows
+        assert "score below --conf-threshold 0 (negative scores: logits?)" in run.stderr
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco = COCO(str(tmp_path / "instances.json"))
+        evaluator = COCOeval(coco, coco.loadRes(str(tmp_path / "results.json")), "bbox")
+        evaluator.evaluate()
+        evaluator.accumulate()
+        evaluator.summarize()
+    assert report["dataset"]["coco"]["AP"] == pytest.approx(evaluator.stats[0], abs=1e-12)
+    assert report["dataset"]["coco"]["AP50"] == pytest.approx(evaluator.stats[1], abs=1e-12)
+    for stem, gt, pred in raw:
+        write_json_pair(tmp_path / "dirs", stem, gt, pred)
+    per_stem = rpx(f"eval detection {dirs(tmp_path / 'dirs')}").json
+    for stem, gt, pred in frames:
+        write_json_pair(tmp_path / "unit", stem, gt, pred)
+    unit = rpx(f"eval detection {dirs(tmp_path / 'unit')}").json
+    assert per_stem["dataset"]["coco"]["AP"] == unit["dataset"]["coco"]["AP"]
+
+
+def test_swapped_coco_files_say_so(rpx, tmp_path: Path) -> None:
+    """Each of the two files in the other's place: one line naming it and the swap."""
+    coco_files(tmp_path, generated_detections(1))
+    gt, dt = tmp_path / "instances.json", tmp_path / "results.json"
+    for flags, named in ((f"--coco-gt {dt} --coco-dt {gt}", "results.json"),
+                         (f"--coco-gt {gt} --coco-dt {gt}", "instances.json")):
+        run = rpx(f"eval detection {flags}")
+        assert run.exit_code == 1 and "Traceback" not in run.stderr, run.stderr
+        assert "did you swap --coco-gt and --coco-dt?" in run.stderr and named in run.stderr
+
+
 def test_class_map_on_coco_files(rpx, tmp_path: Path) -> None:
     frames = [("a", [box("car", [0, 0, 10, 10]), box("tree", [20, 20, 30, 30])],
                [box("automobile", [0, 0, 10, 10], 0.9), box("tree", [20, 20, 30, 30], 0.9)])]
@@ -127,7 +177,8 @@ DET = {"image_id": 1, "category_id": 1, "bbox": [0, 0, 5, 5], "score": 0.5}
      "detection 1: missing 'image_id'"),
     (GT, [{**DET, "image_id": "1"}], "results", "detection 0: image_id '1' is not an integer"),
     (GT, [DET, {**DET, "image_id": 2}], "results", "detection 1: image_id 2 is not in the GT"),
-    (GT, [DET, {**DET, "score": 2}], "results", "object 1: 'score' must be a number in [0, 1]"),
+    (GT, [DET, {**DET, "score": 1e13}], "results",
+     "object 1: 'score' must be a finite number within ±1e+12"),
     (GT, [{**DET, "bbox": [0, 0, "5", 5]}], "results", "'bbox' must be four finite numbers"),
 ])
 def test_malformed_coco_files(rpx, tmp_path: Path, gt, dets, where, message) -> None:

@@ -4,7 +4,8 @@ Per-stem JSON, either a list of objects ``[{"bbox": [...], "label": "cup", "scor
 "iscrowd": 0}, ...]`` or columns ``{"boxes": [[...]], "labels": [...], "scores": [...],
 "iscrowd": [...]}``. Boxes are ``[x1, y1, x2, y2]`` (``box_format="xyxy"``) or
 ``[x, y, w, h]``; labels are strings or integers (compared as their decimal string);
-predictions need a score in [0, 1]; GT may carry ``iscrowd`` and ``area`` (ignored on
+predictions need a score (any finite number within ±1e12: scores only order detections, so
+probabilities, CrowdPose's 1.8 and negative logits alike); GT may carry ``iscrowd`` and ``area`` (ignored on
 predictions, whose area is their box's, as pycocotools' ``loadRes``).
 """
 
@@ -135,10 +136,19 @@ def label_text(value: Any, where: str, path: str) -> str:
     return str(value)
 
 
+def box_format_problem(box: Any, box_format: str) -> str:
+    """Why a ``bbox`` has no extent under ``box_format``, naming the other format (a box
+    read as ``[x1, y1, x2, y2]`` whose corners are reversed is often ``[x, y, w, h]``)."""
+    if box_format == "xyxy":
+        return (f"'bbox' {box!r} has x2 < x1 or y2 < y1 as [x1, y1, x2, y2] (--box-format "
+                "xyxy, the default); [x, y, w, h] boxes need --box-format xywh")
+    return f"negative width or height in 'bbox' {box!r} ([x, y, w, h]: --box-format xywh)"
+
+
 def object_attributes(item: dict[str, Any], where: str, path: str,
                       prediction: bool) -> tuple[str, float | None, bool, float | None]:
-    """An object's ``(label, score, crowd, given area)``, checked: a prediction's score in
-    [0, 1] (never a bool), a GT ``iscrowd`` of 0, 1, true or false and ``area`` a finite
+    """An object's ``(label, score, crowd, given area)``, checked: a prediction's score a
+    finite number within ±1e12 (never a bool), a GT ``iscrowd`` of 0, 1, true or false and ``area`` a finite
     number >= 0 (None when absent); predictions are never crowd and have no given area."""
     if "label" not in item:
         raise InputError(f"{where}: missing 'label'", path=path)
@@ -147,9 +157,10 @@ def object_attributes(item: dict[str, Any], where: str, path: str,
         score = item.get("score")
         if score is None:
             raise InputError(f"{where}: a prediction needs a 'score' ({SWAP_HINT})", path=path)
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
-            raise InputError(f"{where}: 'score' must be a number in [0, 1], got {score!r}",
-                             path=path)
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or \
+                not abs(score) <= MAX_MAGNITUDE:  # (NaN fails too)
+            raise InputError(f"{where}: 'score' must be a finite number within "
+                             f"±{MAX_MAGNITUDE:g}, got {score!r}", path=path)
         return label, float(score), False, None
     flag = item.get("iscrowd", 0)
     if type(flag) not in (int, bool) or flag not in (0, 1):
@@ -265,7 +276,7 @@ def _fast(objects: list[Any], prediction: bool, box_format: str,
         if not set(map(type, scores)) <= _NUMBER:
             return None
         scores = np.array(scores, np.float64)
-        if not (np.isfinite(scores).all() and (scores >= 0).all() and (scores <= 1).all()):
+        if not (np.abs(scores) <= MAX_MAGNITUDE).all():  # NaN fails too
             return None
     if box_format == "xyxy":
         box[:, 2] -= box[:, 0]
@@ -344,8 +355,7 @@ def _check_one(item: Any, where: str, path: str, prediction: bool,
     x1, y1, a, b = (float(v) for v in box)
     w, h = (a - x1, b - y1) if box_format == "xyxy" else (a, b)
     if w < 0 or h < 0:
-        what = "x2 < x1 or y2 < y1" if box_format == "xyxy" else "negative width or height"
-        raise InputError(f"{where}: {what} in 'bbox' {box!r}", path=path)
+        raise InputError(f"{where}: {box_format_problem(box, box_format)}", path=path)
     label, score, flag, given = object_attributes(item, where, path, prediction)
     return (x1, y1, w, h), label, score, flag, given
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError, PairError
+from rpx_cli.errors import SWAP_COCO_HINT, InputError, PairError
 from rpx_cli.io.box_table import BoxTable
 from rpx_cli.io.boxes import Boxes, ignore_flags
 from rpx_cli.io.coco_objects import BOX_FIELD, ObjectField, read_objects
@@ -97,8 +97,9 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
     gt = read_json(path)
     if not isinstance(gt, dict) or not isinstance(gt.get("images"), list) or \
             not isinstance(gt.get("annotations"), list) or not isinstance(gt.get("categories"), list):
-        raise InputError("a COCO GT file needs 'images', 'annotations' and 'categories' lists",
-                         path=path)
+        hint = f" ({SWAP_COCO_HINT})" if isinstance(gt, list) else ""
+        raise InputError("a COCO GT file needs 'images', 'annotations' and 'categories' "
+                         f"lists{hint}", path=path)
     try:
         # images in id order; file_order: where each stood in the file (TIDE's tie order)
         file_order = sorted(range(len(gt["images"])), key=lambda i: gt["images"][i]["id"])
@@ -158,10 +159,14 @@ def _dimension(value: Any) -> int:
 
 def _image_categories(images: list[dict[str, Any]], key: str, category_index: dict[int, int],
                       path: str) -> tuple[np.ndarray, np.ndarray]:
-    """LVIS' per-image category lists as (image index, category index) pairs."""
+    """LVIS' per-image category lists as (image index, category index) pairs; every image
+    must carry the list."""
     frames, cats = [], []
     for i, image in enumerate(images):
-        ids = image.get(key, [])
+        if key not in image:  # (the lvis package refuses such a file too)
+            raise InputError(f"image {image['id']}: no '{key}' (an LVIS GT file lists it on "
+                             "every image, empty or not)", path=path)
+        ids = image[key]
         if not isinstance(ids, list) or not all(member(c, category_index) for c in ids):
             raise InputError(f"image {image['id']}: '{key}' must be a list of category ids of "
                              "this file", path=path)

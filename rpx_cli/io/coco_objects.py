@@ -14,6 +14,7 @@ import numpy as np
 from rpx_cli.errors import InputError
 from rpx_cli.io import instances
 from rpx_cli.io.boxes import Boxes, boxes_from_objects, object_problems
+from rpx_cli.io.values import MAX_MAGNITUDE
 
 
 @dataclass(frozen=True)
@@ -74,11 +75,11 @@ def _instances(objects: list[Any], path: str, read: Callable[..., Boxes], *, pre
         values = list(map(dict.get, objects, repeat("score")))
         if set(map(type, values)) <= {int, float}:
             scores = np.array(values, np.float64)
-        if not set(map(type, values)) <= {int, float} or not ((scores >= 0) & (scores <= 1)).all():
+        if not set(map(type, values)) <= {int, float} or not (np.abs(scores) <= MAX_MAGNITUDE).all():
             index = next(i for i, v in enumerate(values) if isinstance(v, bool) or
-                         not isinstance(v, (int, float)) or not 0 <= v <= 1)
-            raise InputError(f"{what} {index}: 'score' must be a number in [0, 1], got "
-                             f"{values[index]!r}", path=path)
+                         not isinstance(v, (int, float)) or not abs(v) <= MAX_MAGNITUDE)
+            raise InputError(f"{what} {index}: 'score' must be a finite number within "
+                             f"±{MAX_MAGNITUDE:g}, got {values[index]!r}", path=path)
     for index, item in enumerate(objects if not prediction else ()):
         flag = item.get("iscrowd", 0)
         if type(flag) not in (int, bool) or flag not in (0, 1):

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError, PairError
+from rpx_cli.errors import SWAP_COCO_HINT, InputError, PairError
 from rpx_cli.io.boxes import Boxes
 from rpx_cli.io.coco_objects import ObjectField, read_objects
 from rpx_cli.io.coco_records import set_aside_detections
@@ -113,6 +113,9 @@ class PendingResults:
             self._read()
         results = loads_json(self.data, self.path)
         self.data = None
+        if isinstance(results, dict) and "images" in results:
+            raise InputError("this is a COCO GT file (images, annotations), not a results list "
+                             f"({SWAP_COCO_HINT})", path=self.path)
         if isinstance(results, dict) and "annotations" in results:
             results = results["annotations"]
         if not isinstance(results, list):

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.boxes import Boxes, object_attributes
+from rpx_cli.io.boxes import Boxes, box_format_problem, object_attributes
 from rpx_cli.io.json import loads_json
 from rpx_cli.io.values import MAX_MAGNITUDE
 
@@ -311,7 +311,7 @@ def _bbox(value: Any, where: str, path: str, box_format: str) -> tuple[float, fl
     x, y, a, b = numbers.tolist()
     w, h = (a - x, b - y) if box_format == "xyxy" else (a, b)
     if w < 0 or h < 0:
-        raise InputError(f"{where}: negative width or height in 'bbox' {value!r}", path=path)
+        raise InputError(f"{where}: {box_format_problem(value, box_format)}", path=path)
     return x, y, w, h
 
 

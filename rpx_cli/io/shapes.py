@@ -135,7 +135,7 @@ def _attributes_fast(objects: list[dict[str, Any]], prediction: bool):
         if not set(map(type, scores)) <= NUMBER_TYPES:
             return None
         values = np.array(scores, np.float64)
-        if not ((values >= 0) & (values <= 1)).all():  # NaN fails too
+        if not (np.abs(values) <= MAX_MAGNITUDE).all():  # NaN fails too
             return None
         return labels, values, np.zeros(n, bool), None
     crowd = list(map(dict.get, objects, repeat("iscrowd"), repeat(0)))

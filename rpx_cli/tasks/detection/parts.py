@@ -395,10 +395,11 @@ def protocol_of(params: Params) -> DetectionProtocol:
 
 def folder_format(params: Params, role: str) -> DetectionFormat:
     """The format of one side's folder (``role``: ``gt`` or ``pred``): the one
-    ``params[role + "_format"]`` names, else the first format read from folders (rpx's)."""
-    name = params.get(f"{role}_format")
-    if name is not None:
-        return FORMATS[name]
+    ``params[role + "_format"]`` names, else — not given, or ``auto`` not settled from a
+    folder (a reader called on one file) — the first format read from folders (rpx's)."""
+    fmt = FORMATS.get(params.get(f"{role}_format"))
+    if fmt is not None:
+        return fmt
     return next(fmt for fmt in FORMATS.values() if fmt.suffixes)
 
 

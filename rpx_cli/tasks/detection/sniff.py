@@ -1,9 +1,10 @@
 """``--pred-format`` / ``--gt-format auto``: each side's format decided from its files — the
-suffixes found in the folder, then the first bytes of a few non-empty files of each
-(:meth:`~rpx_cli.tasks.detection.parts.DetectionFormat.sniff`), and files that hold the
-whole set (a folder of VOC results or Task1 files, a CVAT XML; or the one file given for the
-side: :meth:`~rpx_cli.tasks.detection.parts.DetectionFormat.sniff_set`). One candidate is the
-decision (written to ``params.pred_format`` / ``params.gt_format``); none, or several (a
+suffixes found in the folder, then, where formats share a suffix, the first bytes of a few
+non-empty files of each (:meth:`~rpx_cli.tasks.detection.parts.DetectionFormat.sniff`), and
+files that hold the whole set (a folder of VOC results or Task1 files, a CVAT XML; or the one
+file given for the side: :meth:`~rpx_cli.tasks.detection.parts.DetectionFormat.sniff_set`).
+One candidate is the decision (written to ``params.pred_format`` / ``params.gt_format``);
+none, or several (a
 folder of ``.txt`` files that read as YOLO and as KITTI, or ``.json`` and ``.xml`` side by
 side), is an input error naming the candidates and the flag that settles it. In-memory
 samples (the ``Evaluator``) have no files: ``auto`` is rpx's per-stem JSON there."""
@@ -79,10 +80,15 @@ def sniff_folder(folder: str, role: str) -> str:
     candidates: list[str] = []
     for suffix, rels in by_suffix.items():
         heads = _heads(folder, rels)
-        for fmt in folder_formats():
-            if suffix not in fmt.suffixes:
-                continue
-            if not heads or all(fmt.sniff(head, rel) for rel, head in heads):
+        claiming = [fmt for fmt in folder_formats() if suffix in fmt.suffixes]
+        # the content decides between formats that share a suffix (.txt: YOLO, KITTI, DOTA),
+        # by the files some format reads (a broken file is its own error, later); a suffix
+        # of one format is that format
+        readable = [(rel, head) for rel, head in heads
+                    if any(fmt.sniff(head, rel) for fmt in claiming)]
+        for fmt in claiming:
+            if len(claiming) == 1 or not heads or (
+                    readable and all(fmt.sniff(head, rel) for rel, head in readable)):
                 candidates.append(fmt.name)
     for fmt in set_formats():  # files of the whole set: VOC results, Task1, a CVAT XML
         members = fmt.set_members(sorted(discover(folder, fmt.set_suffixes).values()))

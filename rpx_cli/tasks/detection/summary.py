@@ -33,16 +33,23 @@ ROW_KEYS = ("precision", "recall", "f1", "tp", "fp", "fn")
 
 def filter_warnings(table: FrameTable, params: Params) -> list[str]:
     """``--conf-threshold`` above every score leaves the operating-point views nothing to
-    score (a GT file emptied by ``--class-map`` is a per-file warning, CLASS_MAP_EMPTIED)."""
+    score, and at 0 (the default) it silently drops negative scores (a GT file emptied by
+    ``--class-map`` is a per-file warning, CLASS_MAP_EMPTIED)."""
     warnings = []
     n_pred = len(table.pred)
     if n_pred and not len(table.gt):
         warnings.append(f"no GT box in any of the {table.n} image(s) while the predictions hold "
                         f"{n_pred}: {SWAP_HINT}")
-    if n_pred and not np.any(table.pred.score >= params["conf_threshold"]):
+    kept = int(np.count_nonzero(table.pred.score >= params["conf_threshold"])) if n_pred else 0
+    if n_pred and not kept:
         warnings.append(f"--conf-threshold {params['conf_threshold']:g} removed every detection "
                         f"({n_pred} before, 0 after): rows, pooled and confusion see none "
                         "(COCO AP uses every score)")
+    elif n_pred and kept < n_pred and params["conf_threshold"] <= 0:
+        # scores are any finite numbers (logits): below 0 they fall under the default threshold
+        warnings.append(f"{n_pred - kept} detection(s) score below --conf-threshold "
+                        f"{params['conf_threshold']:g} (negative scores: logits?): rows, pooled and "
+                        "confusion leave them out (COCO AP uses every score)")
     return warnings
 
 

@@ -71,7 +71,8 @@ class Lvis(DetectionProtocol):
                    if f not in FREQUENCIES]
         if missing:
             raise InputError(f"category {missing[0]!r} has no LVIS 'frequency' (r, c or f): "
-                             "--protocol lvis needs every category's", path=gt_file)
+                             "--protocol lvis needs every category's frequency for APr, APc "
+                             "and APf", path=gt_file)
         return {"category_frequency": list(coco_files.frequency)}
 
     def evaluate(self, table: FrameTable, similarity: Any, kind: Any, params: Params,
