@@ -229,30 +229,16 @@ def discover(root: str, suffixes: Iterable[str]) -> dict[str, str]:
 
         if remote.is_url(root):
             return remote.discover(root, suffixes)
-    if not os.path.isdir(root):
-        what = "does not exist" if not os.path.exists(root) else "is not a directory"
-        raise InputError(f"directory {what}", path=root)
-    wanted = {s.lower() for s in suffixes}
     found: dict[str, str] = {}
     clashes: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        rel_dir = os.path.relpath(dirpath, root)
-        prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            base, suffix = _split_suffix(name)
-            if suffix not in wanted:
-                continue
-            stem, rel = prefix + base, prefix + name
-            if stem in found:
-                clashes.append(
-                    f"two files have the stem '{stem}': "
-                    f"{os.path.join(root, found[stem])} and {os.path.join(root, rel)}"
-                )
-                continue
-            found[stem] = rel
+    for stem, rel in _walk(root, suffixes):
+        if stem in found:
+            clashes.append(
+                f"two files have the stem '{stem}': "
+                f"{os.path.join(root, found[stem])} and {os.path.join(root, rel)}"
+            )
+            continue
+        found[stem] = rel
     if clashes:
         raise InputError("; ".join(clashes), path=root)
     return found
@@ -320,3 +306,31 @@ def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: s
         n_pred_files=len(preds),
         n_gt_files=len(gts),
     )
+
+
+def find_files(root: str, suffixes: Iterable[str]) -> list[str]:
+    """The relative POSIX paths of the files under ``root`` with one of ``suffixes``, as
+    :func:`discover` finds them (walk order), without its one-stem-one-file check (for a
+    look at what a folder holds: sniffing its format)."""
+    if "://" in root:
+        return sorted(discover(root, suffixes).values())
+    return [rel for _, rel in _walk(root, suffixes)]
+
+
+def _walk(root: str, suffixes: Iterable[str]):
+    """(stem, relative path) of every file under the folder ``root`` with one of
+    ``suffixes`` (case-insensitive), hidden files and folders left out, in sorted order."""
+    if not os.path.isdir(root):
+        what = "does not exist" if not os.path.exists(root) else "is not a directory"
+        raise InputError(f"directory {what}", path=root)
+    wanted = {s.lower() for s in suffixes}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        rel_dir = os.path.relpath(dirpath, root)
+        prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            base, suffix = _split_suffix(name)
+            if suffix in wanted:
+                yield prefix + base, prefix + name

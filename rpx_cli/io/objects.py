@@ -103,3 +103,29 @@ def by_image(ids: list[str]) -> list[tuple[str, np.ndarray]]:
     order = np.argsort(inverse, kind="stable")
     bounds = np.searchsorted(inverse[order], np.arange(len(stems) + 1))
     return [(stem, order[bounds[k]:bounds[k + 1]]) for k, stem in enumerate(stems.tolist())]
+
+
+def concat_objects(parts: list[Objects], form: str, *, prediction: bool) -> Objects:
+    """The objects of many images as one record (``parts`` all in ``form``), in order: what
+    a kind builds the shapes of a whole set from at once."""
+    n = sum(len(part) for part in parts)
+    out = Objects(form, [label for part in parts for label in part.labels],
+                  np.concatenate([part.scores for part in parts]) if prediction and parts
+                  else (np.zeros(0) if prediction else None),
+                  boxes=np.concatenate([part.boxes.reshape(-1, 4) for part in parts]) if parts
+                  else np.zeros((0, 4)))
+    if form == QUAD:
+        out.quads = np.concatenate([part.quads for part in parts]) if parts else np.zeros((0, 4, 2))
+    if form == POLYGON:
+        out.polygons = [rings for part in parts for rings in (part.polygons or [])]
+    if form == KEYPOINTS:
+        out.keypoints = np.concatenate([part.keypoints for part in parts if len(part)]) if n else None
+    for name in ("crowd", "ignore", "every_class", "group"):
+        columns = [getattr(part, name) for part in parts]
+        if any(column is not None for column in columns):
+            setattr(out, name, np.concatenate([np.zeros(len(part), bool) if column is None
+                                               else column for part, column
+                                               in zip(parts, columns, strict=True)]))
+    if any(part.area is not None for part in parts):
+        out.area = np.concatenate([part.given_area() for part in parts])
+    return out

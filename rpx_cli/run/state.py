@@ -31,6 +31,7 @@ from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterErr
 from rpx_cli.io.digest_cache import DigestCache
 from rpx_cli.io.discover import Pair, layout_digest
 from rpx_cli.run.assemble import assemble
+from rpx_cli.run.at_once import read_at_once
 from rpx_cli.run.plan import Plan, plan
 from rpx_cli.tasks.base import skipped_counts
 from rpx_cli.tasks.calculators import plugin_calculators
@@ -255,9 +256,15 @@ def evaluate_batch(plan: Plan, pairs: Sequence[Pair] | None = None, *, jobs: int
     can finish."""
     task = get_task(plan.task)
     pairs = plan.pairs if pairs is None else list(pairs)
-    result = run_pairs(task, pairs, plan.params, jobs=jobs, cache=cache, progress=progress,
-                       keep_rows=keeps_rows(plan),
-                       calculators=plugin_calculators(plan.task), executor=executor)
+    calculators = plugin_calculators(plan.task)
+    result = None
+    if executor is None and not calculators:  # read every pair at once, where the task can
+        result = read_at_once(task, pairs, plan, keep_rows=keeps_rows(plan), jobs=jobs,
+                              progress=progress)
+    if result is None:
+        result = run_pairs(task, pairs, plan.params, jobs=jobs, cache=cache, progress=progress,
+                           keep_rows=keeps_rows(plan), calculators=calculators,
+                           executor=executor)
     return State.of_result(plan, result)
 
 

@@ -26,12 +26,12 @@ them. ``docs/architecture.md`` walks through adding a task.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rpx_cli.errors import SWAP_HINT, PairError
-from rpx_cli.io.discover import Pairing
+from rpx_cli.io.discover import Pair, Pairing
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.params.option import Option
 from rpx_cli.params.parsers import parse_band, probability
@@ -39,8 +39,24 @@ from rpx_cli.params.values import Band, Threshold
 from rpx_cli.tasks.stats import Stat, StatTable
 
 # Option and probability are re-exported: a plugin task declares its options from here
-__all__ = ["SWAP_HINT", "Band", "FileInput", "Listing", "MetricInfo", "Option", "Params", "Sample",
-           "SetInput", "Task", "Warn", "probability", "shape_text", "skip_note", "skipped_counts"]
+__all__ = [
+    "SWAP_HINT",
+    "Band",
+    "FileInput",
+    "Listing",
+    "MetricInfo",
+    "Option",
+    "PairsRead",
+    "Params",
+    "Sample",
+    "SetInput",
+    "Task",
+    "Warn",
+    "probability",
+    "shape_text",
+    "skip_note",
+    "skipped_counts",
+]
 
 Params = Mapping[str, Any]
 Warn = Callable[[str, str], None]  # (warning kind, path)
@@ -140,6 +156,20 @@ class SetInput:
     records: dict[str, Any]
     digests: dict[str, str] | str
     path: str | None = None
+
+
+@dataclass
+class PairsRead:
+    """Every pair of a batch read at once in this process (:meth:`Task.read_pairs`), as
+    the pair-by-pair path would have left them: the declared statistics (pair order), each
+    pair's public row (``stem``, ``pred_path``, ``gt_path`` and the task's row values),
+    the warnings the readers noted (kind -> paths) and the sha256 of every file read
+    (role -> relative path -> 32 raw bytes)."""
+
+    stats: StatTable
+    rows: list[dict[str, Any]]
+    warnings: dict[str, list[str]]
+    digests: dict[str, dict[str, bytes]]
 
 
 @dataclass
@@ -273,6 +303,15 @@ class Task:
         so an image it has nothing on has no detection) and hands each pair its records
         (:meth:`given`). Default: none (every side a folder of one file per stem)."""
         return {}
+
+    def read_pairs(self, pairs: Sequence[Pair], params: Params) -> PairsRead | None:
+        """Every pair of ``pairs`` (local files, stem order) read and scored at once in this
+        process, when the task does it faster so than pair by pair (detection: thousands of
+        small label files parsed together into one table); the same statistics, rows,
+        warnings and digests as :meth:`read` and :meth:`evaluate` pair by pair. None (the
+        default, and whenever a file needs a closer look — a malformed one's error is the
+        pair-by-pair path's): the engine reads pair by pair."""
+        return None
 
     def given(self, record: Any, path: str, params: Params, warn: Warn, *, role: str = "gt",
               stem: str = "") -> Any:

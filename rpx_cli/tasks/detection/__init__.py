@@ -45,12 +45,13 @@ confusion (not COCO), as Aquarium does by default.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.io.boxes import Boxes, apply_class_map
+from rpx_cli.io.discover import Pair
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.shapes import ANGLE_UNITS
 from rpx_cli.ops.coco import STAT_NAMES
@@ -62,6 +63,7 @@ from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
     Option,
+    PairsRead,
     Params,
     Sample,
     SetInput,
@@ -70,7 +72,7 @@ from rpx_cli.tasks.base import (
     probability,
     skip_note,
 )
-from rpx_cli.tasks.detection import sets
+from rpx_cli.tasks.detection import bulk, sets
 from rpx_cli.tasks.detection.params import check, normalise
 from rpx_cli.tasks.detection.parts import (
     DEFAULT_GEOMETRY,
@@ -293,6 +295,11 @@ class Detection(Task):
     def given(self, record: Any, path: str, params: Params, warn: Warn, *, role: str = "gt",
               stem: str = "") -> Boxes:
         return sets.given(record, path, params, warn, role=role, stem=stem)
+
+    def read_pairs(self, pairs: Sequence[Pair], params: Params) -> PairsRead | None:
+        """Label files of every pair parsed together into one table
+        (:mod:`~rpx_cli.tasks.detection.bulk`)."""
+        return bulk.read_pairs(pairs, params, self.statistics(params))
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Boxes:

@@ -132,6 +132,13 @@ class SimilarityKind:
 
         return {"frame": Frame(gt, pred)}, {}
 
+    def pair_all(self, table: FrameTable) -> dict[str, Any] | None:
+        """What :meth:`pair` makes of every frame, for a whole set read at once (``table``,
+        frames in pair order): the statistics' columns. None (the default): the kind does
+        work per frame (repairs, rasterisation, size checks), so its frames are made pair
+        by pair."""
+        return None
+
     def aggregate(self, stats: Any) -> dict[str, Any]:
         """The kind's own ``aggregate`` keys over every frame (default: none)."""
         return {}

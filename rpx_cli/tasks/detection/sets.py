@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import Boxes, apply_class_map
-from rpx_cli.io.discover import discover
+from rpx_cli.io.discover import find_files
 from rpx_cli.io.image_size import image_sizes
 from rpx_cli.io.objects import Objects
 from rpx_cli.io.regular import read_bytes
@@ -53,14 +53,14 @@ def set_layout(fmt: DetectionFormat, path: str) -> list[str] | None:
             raise InputError(f"{fmt.title} files of the whole set end with "
                              f"{' or '.join(fmt.set_suffixes)}", path=path)
         return members
-    members = sorted(fmt.set_members(sorted(discover(path, fmt.set_suffixes).values())))
+    members = sorted(fmt.set_members(find_files(path, fmt.set_suffixes)))
     if not members:
         if not fmt.suffixes:
             raise InputError(f"holds no {fmt.title} file ({' or '.join(fmt.set_suffixes)})",
                              path=path)
         return None
     if fmt.suffixes:
-        per_image = set(discover(path, fmt.suffixes).values()) - set(members)
+        per_image = set(find_files(path, fmt.suffixes)) - set(members)
         if per_image:
             raise InputError(f"holds {fmt.title} files of one image ({sorted(per_image)[0]}) "
                              f"and files of the whole set ({members[0]}): give one or the other",

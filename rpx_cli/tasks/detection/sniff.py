@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.discover import discover
+from rpx_cli.io.discover import find_files
 from rpx_cli.io.regular import read_bytes
 from rpx_cli.tasks.base import Params
 from rpx_cli.tasks.detection.parts import FORMATS, DetectionFormat
@@ -73,12 +73,13 @@ def sniff_folder(folder: str, role: str) -> str:
         raise InputError(f"this file reads as {' or '.join(candidates)}: give {flag} "
                          f"{candidates[0]} to settle it", path=folder)
     suffixes = tuple(dict.fromkeys(s for fmt in folder_formats() for s in fmt.suffixes))
-    files = discover(folder, suffixes)
-    by_suffix: dict[str, list[str]] = {}
-    for _stem, rel in sorted(files.items()):
-        by_suffix.setdefault("." + rel.rsplit(".", 1)[-1].lower(), []).append(rel)
+    whole = tuple(dict.fromkeys(s for fmt in set_formats() for s in fmt.set_suffixes))
+    found: dict[str, list[str]] = {}  # one look at the folder: its files by suffix
+    for rel in find_files(folder, suffixes + whole):
+        found.setdefault("." + rel.rsplit(".", 1)[-1].lower(), []).append(rel)
+    files = [rel for suffix in suffixes for rel in found.get(suffix, [])]
     candidates: list[str] = []
-    for suffix, rels in by_suffix.items():
+    for suffix, rels in ((suffix, found[suffix]) for suffix in suffixes if suffix in found):
         heads = _heads(folder, rels)
         claiming = [fmt for fmt in folder_formats() if suffix in fmt.suffixes]
         # the content decides between formats that share a suffix (.txt: YOLO, KITTI, DOTA),
@@ -91,10 +92,11 @@ def sniff_folder(folder: str, role: str) -> str:
                     readable and all(fmt.sniff(head, rel) for rel, head in readable)):
                 candidates.append(fmt.name)
     for fmt in set_formats():  # files of the whole set: VOC results, Task1, a CVAT XML
-        members = fmt.set_members(sorted(discover(folder, fmt.set_suffixes).values()))
+        members = fmt.set_members(sorted(rel for suffix in fmt.set_suffixes
+                                         for rel in found.get(suffix, [])))
         heads = _heads(folder, members)
         if members and heads and all(fmt.sniff_set(members, head) for _, head in heads):
-            candidates = [name for name in candidates if not _only_set(name, files, members)]
+            candidates = [name for name in candidates if not set(files) <= set(members)]
             candidates.append(fmt.name)
     candidates = list(dict.fromkeys(candidates))
     if len(candidates) == 1:
@@ -106,12 +108,6 @@ def sniff_folder(folder: str, role: str) -> str:
     raise InputError(f"the files of this folder read as {' or '.join(candidates)}: give "
                      f"{flag} {candidates[0]} (or another of {', '.join(candidates[1:])}) to "
                      "settle it", path=folder)
-
-
-def _only_set(name: str, files: dict[str, str], members: list[str]) -> bool:
-    """Whether the per-image candidate ``name`` was suggested by set files alone (their
-    empty heads read as anything)."""
-    return bool(files) and set(files.values()) <= set(members)
 
 
 def settle_formats(params: Params, inputs: dict[str, Any]) -> dict[str, Any]:

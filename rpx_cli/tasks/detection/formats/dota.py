@@ -40,7 +40,7 @@ class Dota(LabelFormat):
         return read_dota(data, path, prediction=prediction), {}
 
     def set_members(self, names: list[str]) -> list[str]:
-        return [name for name in names if task1_class(name) is not None]
+        return [name for name in names if "task1_" in name.lower() and task1_class(name) is not None]
 
     def sniff_set(self, names: list[str], head: bytes) -> bool:
         """``Task1_<class>.txt`` files of ``image score x1 y1 … x4 y4`` lines."""

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
+
 from rpx_cli.io.objects import BOX, Objects
-from rpx_cli.io.voc import read_voc, read_voc_results
+from rpx_cli.io.voc import read_voc, read_voc_many, read_voc_results
 from rpx_cli.tasks.base import Params
 from rpx_cli.tasks.detection.formats.labels import LabelFormat, first_line, is_number
 from rpx_cli.tasks.detection.parts import register_format
@@ -32,6 +34,15 @@ class Voc(LabelFormat):
     def objects(self, data: Any, path: str, *, prediction: bool, form: str,
                 params: Params) -> tuple[Objects, dict[str, int]]:
         return read_voc(data, path, prediction=prediction), {}
+
+    def read_many(self, datas: list[bytes], paths: list[str], *, prediction: bool, form: str,
+                  params: Params) -> tuple[Objects, np.ndarray, list[dict[str, int]]] | None:
+        """Every file parsed as one document (:func:`~rpx_cli.io.voc.read_voc_many`); what
+        that leaves to a closer look, file by file."""
+        found = read_voc_many(datas, prediction=prediction)
+        if found is not None:
+            return found[0], found[1], [{} for _ in datas]
+        return super().read_many(datas, paths, prediction=prediction, form=form, params=params)
 
     def sniff_set(self, names: list[str], head: bytes) -> bool:
         """``.txt`` lines of an image id, a score and a box in (1-based) pixels: a corner

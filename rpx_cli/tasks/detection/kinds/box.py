@@ -48,6 +48,9 @@ class Box(SimilarityKind):
     def empty(self, gt: Boxes) -> Boxes:
         return Boxes.empty(with_scores=True)
 
+    def pair_all(self, table):
+        return {"frame": table}  # a pair is its two sides, as they are
+
     def similarity(self, table, frames, params):
         return BOXES, table
 
