@@ -80,7 +80,8 @@ def test_at_once_with_a_class_map_and_skips(monkeypatch, tmp_path):
     """--class-map (renaming, dropping, a GT file emptied: its warning) and LabelMe shapes
     skipped: the same warnings and counts."""
     images = fd.dataset(52, n=12)
-    pred, gt = fd.write_labelme(images, tmp_path / "p", "pred"), fd.write_labelme(images, tmp_path / "g", "gt")
+    pred = fd.write_labelme(images, tmp_path / "p", "pred")
+    gt = fd.write_labelme(images, tmp_path / "g", "gt")
     document = json.loads((gt / f"{images[0].stem}.json").read_text())
     document["shapes"].append({"label": "cat", "points": [[1, 1], [3, 3]], "shape_type": "circle"})
     (gt / f"{images[0].stem}.json").write_text(json.dumps(document))
