@@ -39,55 +39,11 @@ from rpx_cli.params.values import Band, Threshold
 from rpx_cli.tasks.stats import Stat, StatTable
 
 # Option and probability are re-exported: a plugin task declares its options from here
-__all__ = [
-    "SWAP_HINT",
-    "Band",
-    "FileInput",
-    "Listing",
-    "MetricInfo",
-    "Option",
-    "PairsRead",
-    "Params",
-    "Sample",
-    "SetInput",
-    "Task",
-    "Warn",
-    "probability",
-    "shape_text",
-    "skip_note",
-    "skipped_counts",
-]
+__all__ = ["SWAP_HINT", "Band", "FileInput", "Listing", "MetricInfo", "Option", "PairsRead", "Params",
+           "Sample", "SetInput", "Task", "Warn", "probability", "shape_text"]
 
 Params = Mapping[str, Any]
 Warn = Callable[[str, str], None]  # (warning kind, path)
-
-_SKIP = "skipped\x1f"  # the prefix of a skip note (see skip_note)
-
-
-def skip_note(role: str, what: str, count: int) -> str:
-    """The warning kind a reader notes (``warn(skip_note(...), path)``) for ``count``
-    objects of kind ``what`` (``"labelme_circle"``) that the file on side ``role``
-    (``"pred"``, ``"gt"``) held and the run cannot express: they are left out, and the run
-    counts them per input and kind in ``run_provenance.inputs.<input>.skipped`` (docs/formats.md)
-    with one stderr line per kind, instead of a per-file warning."""
-    return f"{_SKIP}{role}\x1f{what}\x1f{count}"
-
-
-def skipped_counts(warnings: Mapping[str, list[str]]
-                   ) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]:
-    """A run's warnings (kind -> paths) split into the counts of its skip notes (role ->
-    kind of object -> how many) and the other warnings."""
-    counts: dict[str, dict[str, int]] = {}
-    rest: dict[str, list[str]] = {}
-    for kind, paths in warnings.items():
-        if not kind.startswith(_SKIP):
-            rest[kind] = paths
-            continue
-        role, what, count = kind[len(_SKIP):].split("\x1f")
-        side = counts.setdefault(role, {})
-        side[what] = side.get(what, 0) + int(count) * len(paths)
-    return counts, rest
-
 
 @dataclass(frozen=True)
 class MetricInfo:

@@ -70,7 +70,6 @@ from rpx_cli.tasks.base import (
     Task,
     Warn,
     probability,
-    skip_note,
 )
 from rpx_cli.tasks.detection import bulk, sets
 from rpx_cli.tasks.detection.params import check, normalise
@@ -91,6 +90,7 @@ from rpx_cli.tasks.detection.sets import CLASS_MAP_EMPTIED
 from rpx_cli.tasks.detection.sniff import AUTO, settle_formats
 from rpx_cli.tasks.detection.summary import ROW_KEYS, summarize_frames
 from rpx_cli.tasks.registry import register_task
+from rpx_cli.tasks.skipped import skip_note
 from rpx_cli.tasks.stats import Stat, StatTable
 
 _NUMBERS = {"type": "array", "items": {"type": ["number", "null"]}}
