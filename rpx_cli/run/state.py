@@ -30,12 +30,12 @@ from rpx_cli.engine.pairs import RunResult, run_pairs
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError, unescaped
 from rpx_cli.io.digest_cache import DigestCache
 from rpx_cli.io.discover import Pair, layout_digest
+from rpx_cli.io.skipped import skipped_counts
 from rpx_cli.run.assemble import assemble
 from rpx_cli.run.at_once import read_at_once
 from rpx_cli.run.plan import Plan, plan
 from rpx_cli.tasks.calculators import plugin_calculators
 from rpx_cli.tasks.registry import get_task
-from rpx_cli.tasks.skipped import skipped_counts
 from rpx_cli.tasks.stats import StatTable
 
 __all__ = ["Plan", "State", "evaluate_batch", "finalize", "merge_states", "plan", "state_report"]

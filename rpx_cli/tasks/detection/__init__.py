@@ -54,6 +54,7 @@ from rpx_cli.io.boxes import Boxes, apply_class_map
 from rpx_cli.io.discover import Pair
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.shapes import ANGLE_UNITS
+from rpx_cli.io.skipped import skip_note
 from rpx_cli.ops.coco import STAT_NAMES
 from rpx_cli.ops.tide import ERROR_TYPES
 from rpx_cli.params.parsers import parse_image_size, parse_kpt_shape
@@ -90,7 +91,6 @@ from rpx_cli.tasks.detection.sets import CLASS_MAP_EMPTIED
 from rpx_cli.tasks.detection.sniff import AUTO, settle_formats
 from rpx_cli.tasks.detection.summary import ROW_KEYS, summarize_frames
 from rpx_cli.tasks.registry import register_task
-from rpx_cli.tasks.skipped import skip_note
 from rpx_cli.tasks.stats import Stat, StatTable
 
 _NUMBERS = {"type": "array", "items": {"type": ["number", "null"]}}

@@ -29,10 +29,10 @@ from rpx_cli.io.discover import Pair
 from rpx_cli.io.objects import concat_objects
 from rpx_cli.io.pieces import run_pieces
 from rpx_cli.io.regular import read_local
+from rpx_cli.io.skipped import skip_note
 from rpx_cli.tasks.base import PairsRead, Params
 from rpx_cli.tasks.detection import sets
 from rpx_cli.tasks.detection.parts import folder_format, kind_of, protocol_of
-from rpx_cli.tasks.skipped import skip_note
 from rpx_cli.tasks.stats import StatTable
 
 ROLES = ("gt", "pred")

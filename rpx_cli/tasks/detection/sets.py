@@ -27,9 +27,9 @@ from rpx_cli.io.discover import find_files
 from rpx_cli.io.image_size import image_sizes
 from rpx_cli.io.objects import Objects
 from rpx_cli.io.regular import read_bytes
+from rpx_cli.io.skipped import skip_note
 from rpx_cli.tasks.base import Params, SetInput, Warn
 from rpx_cli.tasks.detection.parts import DetectionFormat, folder_format, kind_of, protocol_of
-from rpx_cli.tasks.skipped import skip_note
 
 CLASS_MAP_EMPTIED = "class-map-emptied"  # a GT image whose every object --class-map dropped
 
