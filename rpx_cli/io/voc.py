@@ -18,7 +18,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from itertools import chain
-from operator import attrgetter, methodcaller
+from operator import attrgetter, itemgetter, methodcaller
 from typing import Any
 
 import numpy as np
@@ -78,38 +78,57 @@ def results_class(name: str) -> str | None:
 def read_voc_results(files: Mapping[str, Any], path: str) -> dict[str, Objects]:
     """The devkit's per-class results files (``{relative path: bytes}``, the class from each
     file's name) as each image's boxes: ``{image_id: objects}``, an image's detections in
-    the files' order (sorted by name) then line order."""
-    ids, labels, values, where = [], [], [], []
+    the files' order (sorted by name) then line order. Each file's lines are taken at once
+    when they all hold six fields of plain numbers, else line by line (which names the
+    line at fault)."""
+    ids, labels, tables, where = [], [], [], []
     for rel in sorted(files):
         label = results_class(rel)
         if label is None:
             raise InputError("a VOC results file is named comp4_det_<set>_<class>.txt or "
                              "<class>.txt", path=f"{path}/{rel}")
         at = f"{path}/{rel}" if len(files) > 1 or not path.endswith(rel) else path
-        for n, line in enumerate(bytes(files[rel]).decode("utf-8", "replace").splitlines(), 1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) != 6:
-                raise InputError(f"{len(fields)} fields where a VOC results line has 6 (image_id "
-                                 "score xmin ymin xmax ymax)", path=f"{at}:{n}")
-            try:
-                row = [float(v) for v in fields[1:]]
-            except ValueError:
-                raise InputError("not a number", path=f"{at}:{n}") from None
-            if not all(math.isfinite(v) for v in row):
-                raise InputError("not a finite number", path=f"{at}:{n}")
-            if row[3] < row[1] or row[4] < row[2]:
-                raise InputError("xmax < xmin or ymax < ymin", path=f"{at}:{n}")
-            ids.append(fields[0])
-            labels.append(label)
-            values.append(row)
-            where.append(f"{rel}:{n}")
-    table = np.asarray(values, np.float64).reshape(-1, 5)
+        lines = list(map(str.split, bytes(files[rel]).decode("utf-8", "replace").splitlines()))
+        numbers = [n for n, fields in enumerate(lines, 1) if fields]
+        rows = [fields for fields in lines if fields]
+        table = _results_table(rows, at, numbers)
+        ids += [fields[0] for fields in rows]
+        labels += [label] * len(rows)
+        tables.append(table)
+        where += [f"{rel}:{n}" for n in numbers]
+    table = np.concatenate(tables) if tables else np.zeros((0, 5))
     boxes = table[:, 1:] - (1.0, 1.0, 0.0, 0.0)  # VOC's 1-based inclusive pixels
     return {stem: Objects(BOX, [labels[i] for i in rows.tolist()], table[rows, 0], boxes=boxes[rows],
                           lines=[where[i] for i in rows.tolist()])
             for stem, rows in by_image(ids)}
+
+
+def _results_table(rows: list[list[str]], at: str, numbers: list[int]) -> np.ndarray:
+    """``score xmin ymin xmax ymax`` of each results line, checked (errors name the line)."""
+    if rows and set(map(len, rows)) == {6}:
+        try:  # float itself, as the line-by-line reading
+            table = np.fromiter(map(float, chain.from_iterable(map(itemgetter(slice(1, None)), rows))),
+                                np.float64, count=5 * len(rows)).reshape(-1, 5)
+        except ValueError:
+            table = None
+        if table is not None and np.isfinite(table).all() and not (
+                (table[:, 3] < table[:, 1]) | (table[:, 4] < table[:, 2])).any():
+            return table
+    out = []
+    for n, fields in zip(numbers, rows, strict=True):
+        if len(fields) != 6:
+            raise InputError(f"{len(fields)} fields where a VOC results line has 6 (image_id "
+                             "score xmin ymin xmax ymax)", path=f"{at}:{n}")
+        try:
+            row = [float(v) for v in fields[1:]]
+        except ValueError:
+            raise InputError("not a number", path=f"{at}:{n}") from None
+        if not all(math.isfinite(v) for v in row):
+            raise InputError("not a finite number", path=f"{at}:{n}")
+        if row[3] < row[1] or row[4] < row[2]:
+            raise InputError("xmax < xmin or ymax < ymin", path=f"{at}:{n}")
+        out.append(row)
+    return np.asarray(out, np.float64).reshape(-1, 5)
 
 
 # --- many files at once ------------------------------------------------------------------------

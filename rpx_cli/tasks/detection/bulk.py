@@ -158,26 +158,33 @@ def _built(parts: list[Any], files: tuple[list[int], list[str], list[str]], role
 
 def _given(pairs: Sequence[Pair], role: str, params: Params,
            warnings: dict[str, list[str]]) -> tuple[Boxes, np.ndarray] | None:
-    """A side read whole before pairing: each pair's record built as its worker would."""
-    parts, frames = [], []
-
-    def warn(kind: str, path: str) -> None:
-        warnings.setdefault(kind, []).append(path)
-
+    """A side read whole before pairing: every pair's record built at once, as each
+    pair's worker builds its own (``sets.given``): skips noted, shapes built, class map."""
+    kind = kind_of(params)
+    records, frames, paths = [], [], []
     for k, pair in enumerate(pairs):
         record = dict(pair.given).get(role)
         if record is None:  # a prediction set without this image: no detection
             continue
         path = pair.gt_path if role == "gt" else pair.pred_path
-        try:
-            boxes = sets.given(record, path, params, warn, role=role, stem=pair.stem)
-        except InputError:
-            return None
-        parts.append(boxes)
-        frames.append(np.full(len(boxes), k, np.int64))
-    if not parts:
+        objects, skipped = record
+        for what, count in skipped.items():
+            if count:
+                warnings.setdefault(skip_note(role, what, count), []).append(path)
+        records.append(objects)
+        frames.append(k)
+        paths.append(f"{path} (image {pair.stem})")
+    if not records:
         return Boxes.empty(with_scores=role == "pred"), np.zeros(0, np.int64)
-    return _concat(parts), np.concatenate(frames)
+    form = records[0].form
+    counts = np.fromiter(map(len, records), np.int64, count=len(records))
+    try:
+        boxes = kind.build(concat_objects(records, form, prediction=role == "pred"),
+                           paths[0].split(" (image ")[0], prediction=role == "pred", params=params)
+    except InputError:
+        return None
+    index = np.asarray(frames, np.int64)
+    return _mapped(boxes, np.repeat(index, counts), role, params, paths, index, warnings)
 
 
 def _mapped(boxes: Boxes, frame: np.ndarray, role: str, params: Params, paths: list[str],
@@ -196,21 +203,6 @@ def _mapped(boxes: Boxes, frame: np.ndarray, role: str, params: Params, paths: l
             if before[file] and not after[file]:
                 warnings.setdefault(sets.CLASS_MAP_EMPTIED, []).append(paths[k])
     return mapped, frame[keep]
-
-
-def _concat(parts: list[Boxes]) -> Boxes:
-    """Boxes of many images as one (shapes of one kind)."""
-    filled = [part.shape for part in parts if len(part)]  # an empty part's shape is (0, 4)
-    shape = np.concatenate(filled) if filled else parts[0].shape
-    flags = {}
-    for key in ("ignore", "every_class", "group"):
-        columns = [getattr(part, key) for part in parts]
-        flags[key] = None if all(c is None for c in columns) else np.concatenate(
-            [np.zeros(len(part), bool) if c is None else c for part, c in zip(parts, columns, strict=True)])
-    scores = None if parts[0].scores is None else np.concatenate([part.scores for part in parts])
-    return Boxes(shape, [label for part in parts for label in part.labels], scores,
-                 np.concatenate([part.crowd for part in parts]),
-                 np.concatenate([part.area for part in parts]), **flags)
 
 
 def _table(boxes: Boxes, frame: np.ndarray, code: dict[str, int], prediction: bool) -> BoxTable:
