@@ -8,9 +8,11 @@ task does not read are ignored too.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -317,13 +319,31 @@ def find_files(root: str, suffixes: Iterable[str]) -> list[str]:
     return [rel for _, rel in _walk(root, suffixes)]
 
 
-def _walk(root: str, suffixes: Iterable[str]):
-    """(stem, relative path) of every file under the folder ``root`` with one of
-    ``suffixes`` (case-insensitive), hidden files and folders left out, in sorted order."""
+_LISTINGS: ContextVar[dict[str, list[tuple[str, str, str]]] | None] = ContextVar(
+    "rpx_listings", default=None)
+
+
+@contextlib.contextmanager
+def listed_once() -> Iterator[None]:
+    """Within the block, each folder is walked once: what one step of a run looks at several
+    times (sniffing a side's format, then pairing its files) is listed a single time."""
+    token = _LISTINGS.set({})
+    try:
+        yield
+    finally:
+        _LISTINGS.reset(token)
+
+
+def _listing(root: str) -> list[tuple[str, str, str]]:
+    """(stem, relative path, lower-case suffix) of every file under the folder ``root``,
+    hidden files and folders left out, in sorted order."""
+    memo = _LISTINGS.get()
+    if memo is not None and root in memo:
+        return memo[root]
     if not os.path.isdir(root):
         what = "does not exist" if not os.path.exists(root) else "is not a directory"
         raise InputError(f"directory {what}", path=root)
-    wanted = {s.lower() for s in suffixes}
+    out = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         rel_dir = os.path.relpath(dirpath, root)
@@ -332,5 +352,14 @@ def _walk(root: str, suffixes: Iterable[str]):
             if name.startswith("."):
                 continue
             base, suffix = _split_suffix(name)
-            if suffix in wanted:
-                yield prefix + base, prefix + name
+            out.append((prefix + base, prefix + name, suffix))
+    if memo is not None:
+        memo[root] = out
+    return out
+
+
+def _walk(root: str, suffixes: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """(stem, relative path) of every file under the folder ``root`` with one of
+    ``suffixes`` (case-insensitive), hidden files and folders left out, in sorted order."""
+    wanted = {s.lower() for s in suffixes}
+    return ((stem, rel) for stem, rel, suffix in _listing(root) if suffix in wanted)

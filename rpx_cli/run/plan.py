@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
-from rpx_cli.io.discover import Pair, Pairing, SetSide, pair_line, pair_sides, shard_layout
+from rpx_cli.io.discover import (
+    Pair,
+    Pairing,
+    SetSide,
+    listed_once,
+    pair_line,
+    pair_sides,
+    shard_layout,
+)
 from rpx_cli.io.filebuffer import sha256_file
 from rpx_cli.params import resolve
 from rpx_cli.run.options import RunOptions
@@ -100,13 +108,14 @@ def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.
         # what the folders hold can settle parameters (detection's --pred-format auto), and
         # each side is found by its own suffixes (YOLO .txt predictions, VOC .xml GT) — or
         # read whole now when files of the whole set hold it (a CVAT XML, VOC results files)
-        params = task.settle_inputs(params, {"pred": pred_dir, "gt": gt_dir})
-        pred_suffixes, gt_suffixes = task.suffixes_for(params, "pred"), task.suffixes_for(params, "gt")
-        sets = task.read_sets(params, {"pred": pred_dir, "gt": gt_dir})
-        sides = {role: _set_side(sets[role], sets[role].path or path) if role in sets else path
-                 for role, path in (("pred", pred_dir), ("gt", gt_dir))}
-        pairing = pair_sides(sides["pred"], sides["gt"], pred_suffixes,
-                             missing=str(options.missing), gt_suffixes=gt_suffixes)
+        with listed_once():  # sniffing and pairing look at each folder once
+            params = task.settle_inputs(params, {"pred": pred_dir, "gt": gt_dir})
+            pred_suffixes, gt_suffixes = task.suffixes_for(params, "pred"), task.suffixes_for(params, "gt")
+            sets = task.read_sets(params, {"pred": pred_dir, "gt": gt_dir})
+            sides = {role: _set_side(sets[role], sets[role].path or path) if role in sets else path
+                     for role, path in (("pred", pred_dir), ("gt", gt_dir))}
+            pairing = pair_sides(sides["pred"], sides["gt"], pred_suffixes,
+                                 missing=str(options.missing), gt_suffixes=gt_suffixes)
         file_digests = {task.input_names[0 if role == "pred" else 1]: given.digests
                         for role, given in sets.items()}
         check_pairing(pairing, pred_dir, gt_dir, tuple(dict.fromkeys(pred_suffixes + gt_suffixes)),

@@ -46,7 +46,8 @@ def read_pairs(pairs: Sequence[Pair], params: Params, declared: tuple) -> PairsR
         return None
     warnings: dict[str, list[str]] = {}
     digests: dict[str, dict[str, bytes]] = {}
-    files = {role: _files(pairs, role) for role in ROLES}
+    every = {role: paths_of(pairs, role) for role in ROLES}
+    files = {role: _files(pairs, role, every[role]) for role in ROLES}
     if any(paths is not None and any("://" in path for path in paths[1])
            for paths in files.values()):
         return None  # objects behind a URL: fetched pair by pair
@@ -79,7 +80,7 @@ def read_pairs(pairs: Sequence[Pair], params: Params, declared: tuple) -> PairsR
     rows = [{"stem": pair.stem, "pred_path": pred_path, "gt_path": gt_path, "n_gt": n_gt,
              "n_pred": n_pred}
             for pair, pred_path, gt_path, n_gt, n_pred in zip(
-                pairs, paths_of(pairs, "pred"), paths_of(pairs, "gt"), table.n_gt(),
+                pairs, every["pred"], every["gt"], table.n_gt(),
                 table.n_pred(params["conf_threshold"]), strict=True)]
     return PairsRead(StatTable(declared, columns, len(pairs)), rows, warnings, digests)
 
@@ -97,12 +98,13 @@ def _join(root: str, rel: str) -> str:
     return rel if not root else (root + rel if root.endswith("/") else f"{root}/{rel}")
 
 
-def _files(pairs: Sequence[Pair], role: str) -> tuple[list[int], list[str], list[str]] | None:
-    """The files of side ``role``: (the pairs that have one, their paths, their relative
-    paths); None when the side was read whole before pairing (a set: ``Pair.given``)."""
+def _files(pairs: Sequence[Pair], role: str,
+           every: list[str | None]) -> tuple[list[int], list[str], list[str]] | None:
+    """The files of side ``role`` (``every``: each pair's path): (the pairs that have one,
+    their paths, their relative paths); None when the side was read whole before pairing
+    (a set: ``Pair.given``)."""
     if pairs and any(name == role for name, _ in pairs[0].given):
         return None
-    every = paths_of(pairs, role)
     present = [k for k, path in enumerate(every) if path is not None]
     rels = [(pair.gt_rel if role == "gt" else pair.pred_rel) for pair in pairs]
     return present, [every[k] for k in present], [rels[k] for k in present]
