@@ -35,9 +35,12 @@ CLASS_MAP_EMPTIED = "class-map-emptied"  # a GT image whose every object --class
 
 
 def is_file(path: str) -> bool:
-    """Whether the side at ``path`` is one file (a URL: an object name with a suffix)."""
+    """Whether the side at ``path`` is one file (a URL: one object, not a prefix)."""
     if "://" in path:
-        return "." in path.rstrip("/").rsplit("/", 1)[-1]
+        from rpx_cli.io import remote
+
+        if remote.is_url(path):
+            return remote.is_object(path)
     return os.path.isfile(path)
 
 
