@@ -131,7 +131,10 @@ class Detection(Task):
         '  "score"}, ...]} or COCO files (needs pycocotools: pip install \'rpx-eval[coco]\').\n'
         '--iou-type keypoints: objects with "keypoints": [x1, y1, v1, ...] (GT: "bbox", "area",\n'
         '  "num_keypoints" optional) or COCO files; --oks-sigmas for skeletons other than COCO\'s.\n'
-        '--protocol lvis: LVIS files (--coco-gt/--coco-dt; categories need "frequency").'
+        '--protocol lvis: LVIS files (--coco-gt/--coco-dt; categories need "frequency").\n'
+        'Labelling tools\' files where they lie (auto by default; docs/formats.md): YOLO, VOC XML\n'
+        '  and results files, KITTI, DOTA and Task1, LabelMe, a CVAT XML or an Open Images CSV\n'
+        '  (a file of the whole set: --gt-dir annotations.xml).'
     )
     example = (
         'rpx eval detection --pred-dir fixtures/detection/shelf/pred \\\n'
