@@ -6,6 +6,7 @@ mot_data.py and stability_scene.py (fixtures/ and benchmarks/ use them too).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -92,6 +93,35 @@ def command_of(case: Path) -> list[str]:
             args = [flags[0], task.input_names[0].removesuffix("_dir"), flags[1],
                     task.input_names[1].removesuffix("_dir"), *args]
     return [*task.command, *args]
+
+
+def golden_inputs() -> list[tuple[str, str, Path, dict[str, Any]]]:
+    """Every input file the registered tasks' golden cases read, as ``(task, role, path,
+    params)``: the files of each folder a case's command names (``--pred-dir`` is role
+    ``pred``, ``--gt-dir`` ``gt``, or a task's own two folders in that order; an auxiliary
+    folder is the role of its option, e.g. ``points_dir``) whose suffix the role reads, with
+    the parameters the case ran with (its ``expected.json``'s ``params``), by case, then path.
+    A newly registered task's golden cases bring its inputs here without editing a table."""
+    from rpx_cli.tasks import TASKS
+
+    found = []
+    for case in golden_cases():
+        task = TASKS.get(case.parent.name)
+        if task is None:  # a workflow command (stability)
+            continue
+        roles = {f"--{name.replace('_', '-')}": (role, task.suffixes)
+                 for name, role in zip(task.input_names, ("pred", "gt"), strict=True)}
+        roles.update({option.flag: (option.param, option.suffixes) for option in task.aux_inputs})
+        params = json.loads((case / "expected.json").read_text())["params"]
+        argv = command_of(case)
+        for flag, value in itertools.pairwise(argv):
+            if flag not in roles:
+                continue
+            role, suffixes = roles[flag]
+            wanted = {suffix.lower() for suffix in suffixes}
+            found += [(task.name, role, path, params) for path in sorted((case / value).resolve().rglob("*"))
+                      if path.is_file() and path.suffix.lower() in wanted]
+    return found
 
 
 def dirs(root: Path) -> str:

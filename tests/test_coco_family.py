@@ -508,7 +508,7 @@ def test_lvis_reads_lvis_files(rpx, tmp_path: Path) -> None:
     ("--iou-type segm --geometry polygon", "do not go together"),
     ("--max-dets 50", "needs --protocol lvis"),
     ("--protocol lvis --iou-type keypoints", "boxes or masks"),
-    ("--iou-type keypoints --oks-sigmas 0.1,-1", "sigmas must be finite numbers > 0"),
+    ("--iou-type keypoints --oks-sigmas 0.1,-1", "sigmas must be numbers within [1e-06, 1]"),
 ])
 def test_options_that_do_not_go_together_are_usage_errors(rpx, tmp_path: Path, flags, message) -> None:
     (tmp_path / "gt").mkdir()
@@ -628,3 +628,67 @@ def test_tide_equals_tidecv_with_images_out_of_id_order(rpx, tmp_path: Path, iou
     for key, value in want.items():
         assert errors[key] == pytest.approx(value, abs=1e-12), key
     assert_jobs_and_shards_agree(rpx, command, tmp_path / "parts", shards=2)
+
+
+@pytest.mark.parametrize("given, message", [
+    ("1e-200,0.1", "sigmas must be numbers within [1e-06, 1]"),  # divided by zero inside OKS
+    ("1e200,0.1", "sigmas must be numbers within [1e-06, 1]"),  # every OKS was 1
+    ("nan,0.1", "expected a number, got 'nan'"),
+    ("[[0.1, 0.2]]", "expected a flat JSON list of numbers"),  # a nested file was flattened
+])
+def test_oks_sigmas_are_bounded(rpx, tmp_path: Path, given: str, message: str) -> None:
+    """Issue 39.4: a usage error naming the range, before anything is read."""
+    if given.startswith("["):
+        (tmp_path / "sigmas.json").write_text(given)
+        given = str(tmp_path / "sigmas.json")
+    write_json(tmp_path / "gt" / "a.json", [])
+    write_json(tmp_path / "pred" / "a.json", [])
+    run = rpx(f"eval detection --iou-type keypoints --oks-sigmas {given} {dirs(tmp_path)}")
+    assert run.exit_code == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_two_categories_of_one_name_stay_two(rpx, tmp_path: Path) -> None:
+    """Issue 39.5: one per_class entry overwrote the other. They are two categories, as in
+    pycocotools (by id): each keyed ``name (id)``, its AP pycocotools' for that id."""
+    gt, results = box_set_lvis(1)
+    for ann in gt["annotations"]:
+        ann.setdefault("iscrowd", 0)
+    gt["categories"][1]["name"] = gt["categories"][0]["name"]
+    name, first, second = gt["categories"][0]["name"], gt["categories"][0]["id"], gt["categories"][1]["id"]
+    report = rpx(f"eval detection {write_coco(tmp_path, gt, results)}").json
+    per_class = report["dataset"]["coco"]["per_class"]
+    assert name not in per_class and {f"{name} ({first})", f"{name} ({second})"} <= set(per_class)
+    evaluator = pycocotools_eval(gt, results, "bbox")
+    precision = evaluator.eval["precision"][:, :, :, 0, -1]
+    for k, category_id in ((0, first), (1, second)):
+        values = precision[:, :, k]
+        assert per_class[f"{name} ({category_id})"]["AP"] == pytest.approx(
+            float(values[values > -1].mean()), abs=1e-12)
+
+
+@pytest.mark.parametrize("iou_type", ["segm", "keypoints"])
+def test_a_result_too_large_for_every_area_range_is_refused(rpx, tmp_path: Path, iou_type: str) -> None:
+    """Issue 39.9, the gaming vector: a false positive with a huge ``bbox`` got an area past
+    COCO's "all" range (1e5²), left COCO AP and lifted it (0.5 -> 1.0) while pooled precision
+    still counted it. Such a result is an input error naming it, in COCO files and per-stem
+    files; --on-error skip scores its image's prediction as empty (never better)."""
+    gt, results = segm_set(1) if iou_type == "segm" else keypoint_set(1)
+    bad = dict(results[4])
+    bad["bbox"] = [0, 0, 2e5, 2e5]
+    results = [*results, bad]
+    err = one_line(rpx(f"eval detection --iou-type {iou_type} {write_coco(tmp_path, gt, results)}"))
+    assert f"detection {len(results) - 1}: its area 4e+10 is beyond COCO's largest area range" in err
+    assert "dt.json" in err
+    skipped = rpx(f"eval detection --iou-type {iou_type} {write_coco(tmp_path, gt, results)} "
+                  "--on-error skip")
+    assert skipped.exit_code == 0 and len(skipped.json["errors"]) == 1
+    per_stem(tmp_path / "dirs", gt, results[:-1], iou_type)
+    stem = next(i["file_name"] for i in gt["images"] if i["id"] == bad["image_id"]).rsplit(".", 1)[0]
+    pred_file = tmp_path / "dirs" / "pred" / f"{stem}.json"
+    document = json.loads(pred_file.read_text())
+    field = "segmentation" if iou_type == "segm" else "keypoints"
+    document["objects"].append({field: bad[field], "label": document["objects"][0]["label"],
+                                "score": 0.1, "bbox": [0, 0, 2e5, 2e5]})  # xyxy: 2e5 x 2e5
+    pred_file.write_text(json.dumps(document))
+    err = one_line(rpx(f"eval detection --iou-type {iou_type} {dirs(tmp_path / 'dirs')}"))
+    assert str(pred_file) in err and "beyond COCO's largest area range" in err

@@ -205,7 +205,8 @@ def test_a_metrics_mean_and_pooled_value_count_once() -> None:
 def test_the_delta_chart_scales_each_metric_and_never_cuts_a_label() -> None:
     import re
 
-    from rpx_cli.report.svg import CHAR_PX, interval_chart
+    from rpx_cli.report.svg import CHAR_PX
+    from rpx_cli.report.svg_intervals import interval_chart
 
     label = "dataset.per_class.a_very_long_class_name_for_a_traffic_light.iou_50m_inf"
     chart = interval_chart([

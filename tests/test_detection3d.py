@@ -609,7 +609,7 @@ def _street_flags(*flags: str) -> list[str]:
     ({"protocol": "bogus"}, ["--protocol", "bogus"]),
     ({"tp_error_exempt": ["car=XYZ"]}, ["--tp-error-exempt", "car=XYZ"]),
     ({"ranges": ["0:20", [0, 20.0]]}, ["--range", "0:20", "--range", "0:20.0"]),
-    ({"min_precision": 1}, ["--min-precision", "1"]),
+    ({"min_precision": "1"}, ["--min-precision", "1"]),
     ({"dist_th": []}, None),
 ])
 def test_the_python_api_refuses_what_the_cli_refuses(rpx, options: dict, flags: list[str] | None) -> None:

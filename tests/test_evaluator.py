@@ -103,7 +103,7 @@ def in_memory(path: Path, task, params: dict[str, Any]) -> Any:
             return np.concatenate([data["position"], data["orientation"]])  # pose: RPX (7,)
     if suffix == ".json":
         return json.loads(path.read_text())
-    if suffix == ".txt":
+    if suffix in (".txt", ".xml"):  # text records (YOLO, KITTI, DOTA lines; VOC XML)
         return path.read_text()
     if suffix == ".label":
         return (np.fromfile(path, np.uint32) & 0xFFFF).astype(np.int64)
@@ -117,12 +117,15 @@ def in_memory(path: Path, task, params: dict[str, Any]) -> Any:
         return np.array(image)
 
 
-def write(value: Any, folder: Path, stem: str) -> None:
+TEXT_SUFFIX: dict[str, str] = {}  # a role's text files: .txt, or .xml (VOC)
+
+
+def write(value: Any, folder: Path, stem: str, text_suffix: str = ".txt") -> None:
     (folder / stem).parent.mkdir(parents=True, exist_ok=True)
     if isinstance(value, np.ndarray):
         np.save(folder / f"{stem}.npy", value)
     elif isinstance(value, str):
-        (folder / f"{stem}.txt").write_text(value)
+        (folder / f"{stem}{text_suffix}").write_text(value)
     else:
         (folder / f"{stem}.json").write_text(json.dumps(value))
 
@@ -135,6 +138,14 @@ def samples_of(task, dirs: dict[str, Path], params: dict[str, Any]) -> dict[str,
             if path.is_file() and not path.name.startswith("."):
                 stem = str(path.relative_to(folder).with_suffix(""))
                 samples.setdefault(stem, {})[role] = in_memory(path, task, params)
+                TEXT_SUFFIX[role] = path.suffix.lower() if path.suffix.lower() == ".xml" else ".txt"
+    if task.folder_pairs:  # a pair is a folder (a scene): its files' values by name
+        grouped: dict[str, dict[str, Any]] = {}
+        for stem, values in samples.items():
+            folder, _, name = stem.rpartition("/")
+            for role, value in values.items():
+                grouped.setdefault(folder, {}).setdefault(role, {})[name] = value
+        samples = grouped
     pred, gt = task.input_names
     both = task.default_missing == "skip"  # the CLI evaluates the stems in both folders
     return {stem: values for stem, values in samples.items()
@@ -168,7 +179,11 @@ def run_case(rpx, tmp_path: Path, name: str, dirs: dict[str, Path], options: dic
     written = {role: tmp_path / role for role in dirs}
     for stem, values in samples.items():
         for role, value in values.items():
-            write(value, written[role], stem)
+            if task.folder_pairs:  # each of the folder's files
+                for file, part in value.items():
+                    write(part, written[role], f"{stem}/{file}")
+            else:
+                write(value, written[role], stem, TEXT_SUFFIX.get(role, ".txt"))
     flags = [word for role, folder in written.items()
              for word in (f"--{role.replace('_', '-')}", str(folder))]
     command = list(task.command)
@@ -203,6 +218,13 @@ def test_in_memory_equals_files(case, rpx, tmp_path: Path) -> None:
     task = TASKS[name]
     dirs = folders(task, folder, words)
     options = options_of(task, folder, words)
+    # what the folders settle (detection's --*-format auto: VOC, YOLO) an Evaluator is told
+    pred, gt = task.input_names
+    from rpx_cli.params import resolve
+
+    given = resolve(task, options)
+    settled = task.settle_inputs(given, {"pred": dirs.get(pred), "gt": dirs.get(gt)})
+    options.update({key: value for key, value in settled.items() if given.get(key) != value})
     cli_words = []
     skip = False
     for word in words:  # the case's flags without its folders (and relative files absolute)

@@ -3,10 +3,15 @@ run reads them (the task's ``read`` inside the engine's guard), must give an inp
 naming the file or a valid result — never another exception. The manifest reader too.
 
 Which readers there are comes from the task registry (``READERS``: every task's suffixes
-as GT and as prediction, and its auxiliary inputs' under their role); ``SEEDS`` holds one
-valid file per format and says which of them it serves, so a new task or suffix fails
-``test_every_reader_has_a_valid_seed_file`` by name until a seed serves it. Each seed is
-fuzzed once and every example is read by every reader it serves."""
+as GT and as prediction, and its auxiliary inputs' under their role), and the valid files
+the fuzzing starts from come from the golden fixtures (``helpers.golden_inputs``): a
+reader's seed is the first file of its own role among its task's golden inputs, else the
+first golden input of its suffix it reads as valid (another role's or another task's, with
+the task's default options), else a file of ``FORMATS`` — one valid file per format that no
+golden case holds (TIFF, JPEG, 16-bit PGM, ...). A newly registered task is covered by its
+golden cases without editing a table; a suffix that no file serves fails
+``test_every_reader_has_a_valid_seed_file`` by name. Each seed is fuzzed once and every
+example is read by every reader it serves."""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import ROOT, golden_inputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,23 +37,11 @@ from rpx_cli.params import resolve
 from rpx_cli.tasks import TASKS
 
 
-def _npy(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getvalue()
-
-
-def _npz(**arrays: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
-    return buffer.getvalue()
-
-
-def _image(array: np.ndarray, fmt: str, **options) -> bytes:
+def _image(array: np.ndarray, kind: str, **options) -> bytes:
     from PIL import Image
 
     buffer = io.BytesIO()
-    Image.fromarray(array).save(buffer, format=fmt, **options)
+    Image.fromarray(array).save(buffer, format=kind, **options)
     return buffer.getvalue()
 
 
@@ -58,98 +52,47 @@ def _json(document: object) -> bytes:
 _RAMP16 = (np.arange(48, dtype=np.uint16).reshape(6, 8) * 1000)
 _LABELS = (np.arange(48, dtype=np.uint8).reshape(6, 8) % 5)
 _EYE = np.eye(3).tolist()
-_BOX3D = {"translation": [10.0, 5.0, 0.5], "size": [1.8, 4.5, 1.5], "rotation": [1.0, 0, 0, 0],
-          "detection_name": "car"}
-_POINTS = np.array([[1.0, 2.0, 0.5, 0.1], [10, -3, 1, 0.5], [30, 40, -1, 0.9]], np.float32)
 
 
 @dataclass(frozen=True)
-class Seed:
-    """A valid file of one format: the suffixes it is written under, the readers it is a
-    valid input of (``task:role``; a bare ``task`` is its GT and prediction readers) and the
-    task options set for it (read with every other option at its default)."""
+class Format:
+    """A valid file of a format no golden case holds: the suffixes it is written under, the
+    readers it may serve (``task:role``; a bare ``task`` is its GT and prediction readers)
+    and the task options set for it (read with every other option at its default)."""
 
     data: bytes
     suffixes: tuple[str, ...]
     readers: tuple[tuple[str, str | None], ...]
     params: dict[str, object] = field(default_factory=dict)
 
-    def serves(self, task: str, role: str, suffix: str) -> bool:
+    def claims(self, task: str, role: str, suffix: str) -> bool:
         return suffix in self.suffixes and any(
             name == task and (only == role or (only is None and role in ("gt", "pred")))
             for name, only in self.readers)
 
 
-def seed(data: bytes, suffixes: str, readers: str, **params: object) -> Seed:
-    """``seed(data, ".tif .tiff", "depth coherence:gt")``"""
+def fmt(data: bytes, suffixes: str, readers: str, **params: object) -> Format:
+    """``fmt(data, ".tif .tiff", "depth coherence:gt")``"""
     pairs = tuple((name, role or None) for name, _, role in (r.partition(":") for r in readers.split()))
-    return Seed(data, tuple(suffixes.split()), pairs, params)
+    return Format(data, tuple(suffixes.split()), pairs, params)
 
 
-# The mutations start from these files; which (task, role, suffix) each one serves is said
-# here, what must be served comes from the registry (READERS).
-SEEDS: dict[str, Seed] = {
-    # dense maps (depth, coherence's depth side, sparse-depth's dense predictions; NVS)
-    "float32 map": seed(_npy(np.full((6, 8), 2.0, np.float32)), ".npy", "depth coherence:gt nvs"),
-    "npz map": seed(_npz(depth=np.full((6, 8), 2.0, np.float32)), ".npz",
-                    "depth coherence sparse-depth"),
-    "16-bit PNG": seed(_image(_RAMP16, "PNG"), ".png", "depth coherence:gt sparse-depth"),
-    "16-bit PGM": seed(b"P5\n8 6\n65535\n" + _RAMP16.astype(">u2").tobytes(), ".pgm",
-                       "depth coherence:gt sparse-depth"),
-    "float32 TIFF": seed(_image(np.full((6, 8), 2.0, np.float32), "TIFF"), ".tif .tiff",
-                         "depth coherence:gt sparse-depth nvs"),
-    # label maps and masks
-    "8-bit label PNG": seed(_image(_LABELS, "PNG"), ".png", "segmentation coherence:pred saliency-mb"),
-    "int64 label npy": seed(_npy(_LABELS.astype(np.int64)), ".npy", "segmentation coherence:pred"),
-    "8-bit label TIFF": seed(_image(_LABELS, "TIFF"), ".tif .tiff", "coherence:pred"),
-    "ASCII PGM mask": seed(b"P2\n4 2\n255\n0 255 0 255\n255 0 255 0\n", ".pgm",
-                           "saliency-mb coherence:pred"),
-    "float64 score map": seed(_npy(np.linspace(0, 3, 48).reshape(6, 8)), ".npy", "saliency-mb"),
-    # images
-    "RGB PNG": seed(_image(np.zeros((6, 8, 3), np.uint8), "PNG"), ".png", "nvs panoptic"),
-    "panoptic image JSON": seed(_json({"ids": [[0, 5], [5, 5]], "image_id": 1, "segments_info": [
+# A valid file of each format that no golden case holds, and the readers it may serve; each
+# serves only readers without a golden input of their own (see find_seeds)
+FORMATS: dict[str, Format] = {
+    "16-bit PGM": fmt(b"P5\n8 6\n65535\n" + _RAMP16.astype(">u2").tobytes(), ".pgm",
+                      "depth coherence:gt sparse-depth"),
+    "float32 TIFF": fmt(_image(np.full((6, 8), 2.0, np.float32), "TIFF"), ".tif .tiff",
+                        "depth coherence:gt sparse-depth nvs"),
+    "8-bit label TIFF": fmt(_image(_LABELS, "TIFF"), ".tif .tiff", "coherence:pred"),
+    "panoptic image JSON": fmt(_json({"ids": [[0, 5], [5, 5]], "image_id": 1, "segments_info": [
         {"id": 5, "category_id": 1}]}), ".json", "panoptic"),
-    "RGB JPEG": seed(_image(np.full((6, 8, 3), 128, np.uint8), "JPEG"), ".jpg .jpeg", "nvs"),
-    # boxes, points, poses, labels, tracks, text
-    "detection GT objects": seed(_json([{"bbox": [0, 0, 10, 10], "label": "a", "iscrowd": 0}]),
-                                 ".json", "detection:gt"),
-    "detection columns": seed(_json({"boxes": [[0, 0, 10, 10]], "labels": [1], "scores": [0.5]}),
-                              ".json", "detection:pred"),
-    "grounding GT": seed(_json({"text": "the red mug", "boxes": [[0, 0, 10, 10], [5, 5, 9, 9]]}),
-                         ".json", "grounding:gt"),
-    "grounding prediction": seed(_json({"boxes": [[0, 0, 10, 10]], "scores": [0.9]}), ".json",
-                                 "grounding:pred"),
-    "keypoints GT": seed(_json({"points0": [[0, 0], [1, 2]], "points1": [[0, 0], [1, 2]],
-                                "visibility": [1, 0]}), ".json", "keypoints:gt"),
-    "keypoints prediction": seed(_json({"points0": [[0, 0], [1, 2]], "points1": [[0.5, 0], [1, 2]]}),
-                                 ".json", "keypoints:pred"),
-    "MOT text": seed(b"1,1,0,0,10,10,1,1\n2,1,1,1,10,10,1,1\n1,2,5,5,3,3,0,1\n", ".txt", "tracking"),
-    "tracks JSON": seed(_json({"frames": [{"frame": 1, "objects": [
-        {"id": "a", "bbox": [0, 0, 10, 10], "score": 0.5}]}]}), ".json", "tracking"),
-    "sparse points JSON": seed(_json({"coordinates": [[0, 0], [3, 4]], "depths": [1.0, 2.5]}),
-                               ".json", "sparse-depth"),
-    "sparse points npy": seed(_npy(np.array([[0.0, 0.0, 1.0], [3, 4, 2]])), ".npy", "sparse-depth"),
-    "pose JSON": seed(_json({"quaternion_wxyz": [1, 0, 0, 0], "t": [0, 0, 1]}), ".json", "pose"),
-    "pose npy": seed(_npy(np.array([0, 0, 1, 0, 0, 0, 1.0])), ".npy", "pose"),
-    "pose npz": seed(_npz(position=np.zeros(3), orientation=np.array([0, 0, 0, 1.0])), ".npz", "pose"),
-    "class scores": seed(_json({"scores": {"cat": 0.7, "dog": 0.3}}), ".json", "classification:pred"),
-    "class label JSON": seed(_json({"label": "cat"}), ".json", "classification:gt"),
-    "class label text": seed(b"cat\n", ".txt", "classification"),
-    "3D boxes GT": seed(_json([_BOX3D]), ".json", "detection3d:gt"),
-    "3D boxes prediction": seed(_json([{**_BOX3D, "detection_score": 0.5}]), ".json",
-                                "detection3d:pred"),
-    "SemanticKITTI labels": seed(np.array([1, 40, 40 | 7 << 16], "<u4").tobytes(), ".label",
-                                 "segmentation3d"),
-    "lidarseg labels": seed(bytes([1, 17, 24]), ".bin", "segmentation3d",
-                            label_format="nuscenes"),
-    "point labels npy": seed(_npy(np.array([1, 40, 44], np.int32)), ".npy", "segmentation3d"),
-    "KITTI points": seed(_POINTS.tobytes(), ".bin", "segmentation3d:points_dir"),
-    "points npy": seed(_npy(_POINTS[:, :3]), ".npy", "segmentation3d:points_dir"),
-    "text line": seed("naïve café\n".encode(), ".txt", "cer"),
+    "RGB JPEG": fmt(_image(np.full((6, 8, 3), 128, np.uint8), "JPEG"), ".jpg .jpeg", "nvs"),
 }
 
+
 # readers that refuse a valid file of a format their task's suffixes list (the suffixes are
-# the task's, for both sides): the seed must be an input error there
+# the task's, for both sides): their seed, any file of the suffix, must be an input error
 REFUSED = {
     ("coherence", "pred", ".npz"): "label maps are not read from .npz",
 }
@@ -167,27 +110,70 @@ def registered_readers() -> list[tuple[str, str, str]]:
 
 
 READERS = registered_readers()
-# (seed, suffix) -> the registered readers that read it
-SERVED = {(name, suffix): [reader for reader in READERS
-                           if reader[2] == suffix and one.serves(*reader)]
-          for name, one in SEEDS.items() for suffix in one.suffixes}
 _FOLDER = Path(tempfile.mkdtemp(prefix="rpx-fuzz-"))
 
 
-def seed_for(task: str, role: str, suffix: str) -> str:
-    found = [name for name, one in SEEDS.items() if one.serves(task, role, suffix)]
-    if not found:
-        pytest.fail(f"no fuzz seed for {(task, role, suffix)}: add a valid file of that format "
-                    "to SEEDS (or name the reader in a seed that fits)")
-    if len(found) > 1:
-        pytest.fail(f"several fuzz seeds for {(task, role, suffix)}: {found}")
-    return found[0]
+@dataclass
+class Seed:
+    """A valid file the fuzzing starts from: its bytes, the suffixes it is written under,
+    and the readers it serves, each with the parameters it reads with."""
+
+    data: bytes
+    suffixes: tuple[str, ...]
+    readers: dict[tuple[str, str, str], dict] = field(default_factory=dict)
 
 
 @cache
-def params_for(task_name: str, seed_name: str) -> dict:
-    task = TASKS[task_name]
-    return resolve(task, SEEDS[seed_name].params)
+def default_params(task_name: str) -> dict:
+    return resolve(TASKS[task_name], {})
+
+
+def reads(reader: tuple[str, str, str], path: Path, params: dict) -> bool:
+    """Whether ``reader`` reads the file at ``path`` as a valid input."""
+    try:
+        return read_as_a_run_does(reader[0], reader[1], os.fspath(path), params) is None
+    except Exception:  # any failure: not a seed of this reader
+        return False
+
+
+def find_seeds() -> dict[str, Seed]:
+    """Each registered reader's seed (see the module's docstring), by name: a golden input's
+    path relative to the repository, or a format's name. A reader no file serves has none."""
+    golden: dict[tuple[str, str, str], tuple[Path, dict]] = {}
+    for task, role, path, params in golden_inputs():
+        golden.setdefault((task, role, path.suffix.lower()), (path, params))
+    seeds: dict[str, Seed] = {}
+
+    def serve(name: str, data: bytes, suffixes: tuple[str, ...], reader, params: dict) -> None:
+        seeds.setdefault(name, Seed(data, suffixes)).readers[reader] = params
+
+    for reader in READERS:
+        task, role, suffix = reader
+        if reader in golden:
+            path, params = golden[reader]
+            serve(str(path.relative_to(ROOT)), path.read_bytes(), (suffix,), reader, params)
+            continue
+        # another role's or another task's golden input of the suffix (the reader's own task first)
+        others = sorted((key for key in golden if key[2] == suffix), key=lambda key: key[0] != task)
+        found = next((key for key in others
+                      if reader in REFUSED or reads(reader, golden[key][0], default_params(task))), None)
+        if found is not None:
+            path = golden[found][0]
+            serve(str(path.relative_to(ROOT)), path.read_bytes(), (suffix,), reader, default_params(task))
+            continue
+        name = next((name for name, one in FORMATS.items() if one.claims(task, role, suffix)), None)
+        if name is not None:
+            one = FORMATS[name]
+            serve(name, one.data, one.suffixes, reader, resolve(TASKS[task], one.params))
+    return seeds
+
+
+def seed_for(task: str, role: str, suffix: str) -> str:
+    found = [name for name, one in SEEDS.items() if (task, role, suffix) in one.readers]
+    if not found:
+        pytest.fail(f"no fuzz seed for {(task, role, suffix)}: add a golden case holding a file "
+                    "of that format, or a valid file of it to FORMATS")
+    return found[0]
 
 
 def read_as_a_run_does(task_name: str, role: str, path: str, params: dict) -> InputError | None:
@@ -212,6 +198,9 @@ def read_as_a_run_does(task_name: str, role: str, path: str, params: dict) -> In
     return error
 
 
+SEEDS = find_seeds()
+
+
 def write(path: str, data: bytes) -> None:
     """Overwrite the file in place and cut it to length: ext4 flushes a file truncated to
     zero and rewritten when it is closed (``auto_da_alloc``), ~4 ms a file here, more than
@@ -224,12 +213,13 @@ def write(path: str, data: bytes) -> None:
 def read_everywhere(seed_name: str, data: bytes) -> None:
     """``data`` written under each suffix of the seed and read by each registered reader the
     seed serves (one file per suffix)."""
-    for suffix in SEEDS[seed_name].suffixes:
+    seed = SEEDS[seed_name]
+    for suffix in seed.suffixes:
         path = os.fspath(_FOLDER / f"fuzz{suffix}")
         write(path, data)
-        for task, role, _ in SERVED[seed_name, suffix]:
-            read_as_a_run_does(task, role, path, params_for(task, seed_name))
-
+        for (task, role, served), params in seed.readers.items():
+            if served == suffix:
+                read_as_a_run_does(task, role, path, params)
 
 
 def mutate(seed: bytes, edits: list[tuple[int, int, int, bytes]]) -> bytes:
@@ -258,13 +248,13 @@ FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
 
 @pytest.mark.parametrize("reader", READERS, ids="-".join)
 def test_every_reader_has_a_valid_seed_file(reader: tuple[str, str, str]) -> None:
-    """Coverage comes from the registry: a new task, role or suffix fails here until a seed
-    serves it."""
+    """Coverage comes from the registry and the golden fixtures: a new task, role or suffix
+    fails here until a golden input (or a file of FORMATS) serves it."""
     task, role, suffix = reader
     name = seed_for(task, role, suffix)
     path = os.fspath(_FOLDER / f"seed{suffix}")
     write(path, SEEDS[name].data)
-    error = read_as_a_run_does(task, role, path, params_for(task, name))
+    error = read_as_a_run_does(task, role, path, SEEDS[name].readers[reader])
     if reader in REFUSED:
         assert error is not None, f"{reader} reads {name!r}: drop it from REFUSED"
     else:
@@ -276,13 +266,22 @@ def test_a_reader_without_a_seed_is_named() -> None:
         seed_for("depth", "gt", ".exr")
 
 
-def test_every_seed_serves_a_registered_reader() -> None:
-    for name, one in SEEDS.items():
-        for task, role in one.readers:
-            for suffix in one.suffixes:
-                claimed = [r for r in READERS if r[:1] == (task,) and r[2] == suffix
-                           and (role is None or r[1] == role)]
-                assert claimed, f"seed {name!r} names {(task, role, suffix)}, which no task reads"
+def test_every_golden_task_input_is_a_seed() -> None:
+    """Every (task, role, suffix) the golden cases hold is fuzzed from their own file."""
+    held = {(task, role, path.suffix.lower()) for task, role, path, _ in golden_inputs()}
+    assert held <= set(READERS)
+    for reader in held:
+        name = seed_for(*reader)
+        assert (ROOT / name).is_file(), f"{reader} is fuzzed from {name!r}, not from its golden input"
+
+
+def test_every_format_serves_a_reader_no_golden_input_serves() -> None:
+    """FORMATS holds only what the golden fixtures lack: a format whose readers all have a
+    golden seed is dropped from it."""
+    for name, one in FORMATS.items():
+        claimed = [r for r in READERS if one.claims(*r)]
+        assert claimed, f"format {name!r} names a reader no task has: {one.readers}"
+        assert name in SEEDS, f"format {name!r} serves nothing the golden inputs do not: drop it"
 
 
 @pytest.mark.slow

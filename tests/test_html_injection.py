@@ -1,7 +1,7 @@
 """Issue 31.1: a crafted report cannot inject markup into the page `rpx report` writes.
 
 Every string a report holds is HTML-escaped once as the page starts
-(``rpx_cli.report.svg.escaped_document``); the tests put a payload into every string field
+(``rpx_cli.report.markup.escaped_document``); the tests put a payload into every string field
 (and every data key) of a report of every kind, render it and parse the page for any
 element or attribute the payload would have created. A real Chromium checks that the
 reported attack — a ``<meta http-equiv="refresh">`` smuggled in through ``metric_info``
@@ -23,7 +23,7 @@ from helpers import FIXTURES, depth_pairs, dirs, golden_cases, write_manifest
 
 from rpx_cli.cli.main import cli
 from rpx_cli.report.html import render_html
-from rpx_cli.report.svg import esc, escaped_document
+from rpx_cli.report.markup import esc, escaped_document
 
 PAYLOAD = "\"'><x-inj x-attr=1><meta http-equiv=\"refresh\" content=\"0;url=https://example.com\">"
 # keys whose children are names taken from the data (classes, metrics, sequences, params)

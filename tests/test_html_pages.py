@@ -17,7 +17,7 @@ from helpers import FIXTURES
 
 from rpx_cli.cli.main import cli
 from rpx_cli.ops.depth import METRICS as DEPTH_METRICS
-from rpx_cli.report import svg
+from rpx_cli.report import svg, svg_bars
 from rpx_cli.tasks.registry import get_task
 
 STREET = FIXTURES / "detection3d" / "street"
@@ -105,14 +105,14 @@ def test_axes_carry_units(pages) -> None:
 
 
 def test_count_axes_have_whole_number_ticks() -> None:
-    chart = svg.histogram([0.1, 0.2, 0.25, 0.9], title="t", x_label="x")
+    chart = svg_bars.histogram([0.1, 0.2, 0.25, 0.9], title="t", x_label="x")
     ticks = [float(t) for t in re.findall(r'text-anchor="end">([^<]+)</text>', chart)]
     assert ticks and all(t == int(t) for t in ticks)
-    assert svg._ticks(0, 3, integer=True) == [0, 1, 2, 3]
-    assert svg._ticks(0, 17, integer=True) == [0, 5, 10, 15]
-    assert svg._ticks(0, 1.2) == [0, 0.25, 0.5, 0.75, 1]  # other axes keep fractions
-    assert svg._ticks(0, 1.2, integer=True) == [0, 1]
-    bars = svg.bar_chart(["a", "b"], [1, 3], title="t", value_label="boxes")
+    assert svg.ticks(0, 3, integer=True) == [0, 1, 2, 3]
+    assert svg.ticks(0, 17, integer=True) == [0, 5, 10, 15]
+    assert svg.ticks(0, 1.2) == [0, 0.25, 0.5, 0.75, 1]  # other axes keep fractions
+    assert svg.ticks(0, 1.2, integer=True) == [0, 1]
+    bars = svg_bars.bar_chart(["a", "b"], [1, 3], title="t", value_label="boxes")
     assert not re.search(r'text-anchor="middle">\d+\.\d+</text>', bars)
 
 

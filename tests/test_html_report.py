@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from browser import DATA_JS, Browser
 from click.testing import CliRunner
-from helpers import FIXTURES, ROOT, depth_pairs, dirs, write_manifest
+from helpers import FIXTURES, ROOT, depth_pairs, dirs, golden_cases, write_manifest
 
 from rpx_cli.cli.main import cli
 from rpx_cli.params.values import Band
@@ -30,10 +30,30 @@ from rpx_cli.params.values import Band
 SHELF = FIXTURES / "detection" / "shelf"
 STREET3D = FIXTURES / "detection3d" / "street"
 ARTEFACTS = Path(os.environ.get("RPX_TEST_ARTEFACTS") or ROOT / "build" / "test-artefacts") / "html"
-# every task's page from its first golden case (the kinds below that run fresh are not here)
-GOLDEN_KINDS = {"pose": "pose", "keypoints": "keypoints", "grounding": "grounding",
-                "sparse-depth": "sparse-depth", "nvs": "nvs", "coherence": "coherence",
-                "segmentation3d": "segmentation3d/kitti", "panoptic": "panoptic/coco"}
+# the kinds the fixture below runs fresh (inputs the golden cases do not have: gates, strata,
+# images, --keep-worst, two models, two reports side by side)
+FRESH_KINDS = ("detection", "readiness", "compare", "detection3d", "detection-images",
+               "segmentation-frames", "depth-frames", "side-by-side")
+
+
+def golden_kinds() -> dict[str, Path]:
+    """Every other kind from the golden fixtures: each registered task and workflow command
+    with a golden case (``fixtures/<name>/<case>/``, and the test-only tasks') gets a page
+    from its first case's report, so a newly registered task is covered by its case alone."""
+    kinds: dict[str, Path] = {}
+    for case in golden_cases():
+        if case.parent.name not in FRESH_KINDS:
+            kinds.setdefault(case.parent.name, (case / "expected.json").resolve())
+    return kinds
+
+
+GOLDEN_KINDS = golden_kinds()
+
+
+def golden_report(name: str, case: str) -> Path:
+    """The report of one golden case, for a test that reads its particular numbers."""
+    return next(found / "expected.json" for found in golden_cases()
+                if (found.parent.name, found.name) == (name, case))
 
 
 def run(*args: Any) -> Any:
@@ -56,12 +76,7 @@ def reports(tmp_path_factory) -> dict[str, list[Path]]:
                "--html", root / "detection-flag.html")
     assert done.exit_code == 3, done.output  # one gate fails: the page shows it
     out["detection"] = [det]
-    for kind, case in (("segmentation", "segmentation/street"), ("depth", "depth/indoor"),
-                       ("tracking", "tracking/mot"), ("classification", "classification/pets"),
-                       ("stability", "stability/kitchen"), ("saliency-mb", "saliency-mb/ctu64"),
-                       ("plugin", "../tests/fixtures/cer/lines")):
-        path = (FIXTURES / case / "expected.json").resolve()
-        out[kind] = [path]
+    out.update({kind: [path] for kind, path in GOLDEN_KINDS.items()})
     # readiness: an eval with strata, a stability and a coherence report, cost figures
     data = root / "depth"
     stems = depth_pairs(data)
@@ -84,10 +99,6 @@ def reports(tmp_path_factory) -> dict[str, list[Path]]:
     assert run("compare", root / "base.json", root / "worse.json", "--bootstrap", "200", "-q",
                "-o", root / "compare.json").exit_code == 0
     out["compare"] = [root / "compare.json"]
-    for kind, case in GOLDEN_KINDS.items():
-        found = sorted((FIXTURES / case).glob("expected.json")) or \
-            sorted((FIXTURES / case).glob("*/expected.json"))
-        out[kind] = [found[0].resolve()]
     # 3D boxes: curves, bands, the worst frames seen from above
     out["detection3d"] = [root / "d3.json"]
     assert run("eval", "detection3d", *dirs(STREET3D).split(), "--range", "0:20", "--range", "20:",
@@ -208,15 +219,16 @@ def nonzero(matrix: list[list[int]]) -> dict[tuple[int, int], int]:
     return {(i, j): v for i, row in enumerate(matrix) for j, v in enumerate(row) if v}
 
 
-KINDS = ["detection", "segmentation", "depth", "tracking", "classification", "readiness", "compare",
-         "stability", "saliency-mb", "plugin", "side-by-side", *GOLDEN_KINDS, "detection3d",
-         "detection-images", "segmentation-frames", "depth-frames"]
+KINDS = [*FRESH_KINDS, *GOLDEN_KINDS]
 
 
 def test_every_task_has_a_page_kind() -> None:
+    """From the registry and the golden fixtures: every registered task (the test-only
+    ``cer`` too) and the workflows' golden cases (``stability``) have a page."""
     from rpx_cli.tasks import TASKS
 
-    assert set(TASKS) - {"cer"} <= set(KINDS)  # cer: the test-only plugin task, kind "plugin"
+    assert set(TASKS) <= set(KINDS)
+    assert "stability" in GOLDEN_KINDS and "cer" in GOLDEN_KINDS
 
 
 @pytest.mark.slow
@@ -285,13 +297,15 @@ def test_detection_page_shows_the_report_numbers(browser, reports, tmp_path: Pat
 
 @pytest.mark.slow
 def test_other_kinds_show_their_numbers(browser, reports, tmp_path: Path) -> None:
-    seg = json.loads(reports["segmentation"][0].read_text())
-    page, _ = page_of(browser, reports["segmentation"], tmp_path, "seg")
+    street = [golden_report("segmentation", "street")]
+    seg = json.loads(street[0].read_text())
+    page, _ = page_of(browser, street, tmp_path, "seg")
     assert bars(page, "iou-per-class") == {k: v["iou"] for k, v in seg["dataset"]["per_class"].items()}
     assert cells(page, "confusion-counts") == nonzero(seg["dataset"]["confusion"]["matrix"])
 
-    depth = json.loads(reports["depth"][0].read_text())
-    page, _ = page_of(browser, reports["depth"], tmp_path, "depth")
+    indoor = [golden_report("depth", "indoor")]
+    depth = json.loads(indoor[0].read_text())
+    page, _ = page_of(browser, indoor, tmp_path, "depth")
     absrel = {e["data"]["label"]: number(e["data"]["value"]) for e in elements(page, chart="bands")
               if e["chart"].get("metric") == "absrel" and "label" in e["data"]}
     bands = [Band.of(value) for value in depth["params"]["ranges"]]
@@ -302,16 +316,18 @@ def test_other_kinds_show_their_numbers(browser, reports, tmp_path: Path) -> Non
     assert sum(int(e["data"]["count"]) for e in histogram) == sum(
         1 for r in depth["rows"] if r["absrel"] is not None)
 
-    tracking = json.loads(reports["tracking"][0].read_text())
-    page, _ = page_of(browser, reports["tracking"], tmp_path, "mot")
+    mot = [golden_report("tracking", "mot")]
+    tracking = json.loads(mot[0].read_text())
+    page, _ = page_of(browser, mot, tmp_path, "mot")
     shown = {(e["data"]["stem"]) for e in elements(page) if e["tag"] == "tr" and "stem" in e["data"]}
     assert shown >= {r["stem"] for r in tracking["rows"]}
     values = {(e["data"]["group"], e["data"]["category"]): number(e["data"]["value"])
               for e in elements(page, chart="sequences") if "group" in e["data"]}
     assert values == {(k, r["stem"]): r[k] for r in tracking["rows"] for k in ("hota", "mota", "idf1")}
 
-    cls = json.loads(reports["classification"][0].read_text())
-    page, _ = page_of(browser, reports["classification"], tmp_path, "cls")
+    pets = [golden_report("classification", "pets")]
+    cls = json.loads(pets[0].read_text())
+    page, _ = page_of(browser, pets, tmp_path, "cls")
     assert series(page, "reliability")["model"] == cls["dataset"]["calibration"]["accuracy"]
     assert cells(page, "confusion-counts") == nonzero(cls["dataset"]["confusion"]["matrix"])
 
@@ -340,8 +356,9 @@ def test_other_kinds_show_their_numbers(browser, reports, tmp_path: Path) -> Non
             assert [number(mark["low"]), number(mark["high"])] == m["bootstrap"]["ci95"]
     assert any(m.get("bootstrap") for m in changed)
 
-    plugin = json.loads(reports["plugin"][0].read_text())
-    page, _ = page_of(browser, reports["plugin"], tmp_path, "cer")
+    lines = [golden_report("cer", "lines")]
+    plugin = json.loads(lines[0].read_text())
+    page, _ = page_of(browser, lines, tmp_path, "cer")
     histogram = [e for e in elements(page, chart="distribution") if "count" in e["data"]]
     assert sum(int(e["data"]["count"]) for e in histogram) == sum(
         1 for r in plugin["rows"] if isinstance(r.get("cer"), (int, float)) and math.isfinite(r["cer"]))
@@ -407,7 +424,7 @@ def test_a_large_confusion_matrix_is_drawn_compactly_with_every_count() -> None:
     are a path per colour step; the page stays small."""
     import re
 
-    from rpx_cli.report.svg import heatmap
+    from rpx_cli.report.svg_grids import heatmap
 
     rng = np.random.default_rng(0)
     labels = [f"class_{k}" for k in range(81)]
@@ -526,8 +543,9 @@ def test_frames_show_their_images_overlays_and_boxes(browser, reports, tmp_path:
 
 @pytest.mark.slow
 def test_classification_curves_and_both_models(browser, reports, tmp_path: Path) -> None:
-    cls = json.loads(reports["classification"][0].read_text())
-    page, _ = page_of(browser, reports["classification"], tmp_path, "cls-curves")
+    pets = [golden_report("classification", "pets")]
+    cls = json.loads(pets[0].read_text())
+    page, _ = page_of(browser, pets, tmp_path, "cls-curves")
     curves = cls["dataset"]["curves"]
     charts = by_chart(page, "class-pr")
     assert set(charts) == {k for k, v in curves["per_class"].items() if v}

@@ -12,7 +12,7 @@ from helpers import png_rgb16, write_npy, write_pgm, write_png
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.arrays import read_array
-from rpx_cli.io.discover import discover, pair_dirs
+from rpx_cli.io.discover import list_stems, pair_dirs
 from rpx_cli.io.filebuffer import FileBuffer, sha256_file
 
 SUFFIXES = (".npy", ".pgm", ".png")
@@ -30,7 +30,7 @@ def test_discover_is_recursive_case_insensitive_and_skips_hidden(tmp_path: Path)
     for rel in ["b.npy", "a.PGM", "scene1/clutter/000120.png", ".hidden.npy", ".cache/x.npy",
                 "scene1/.git/y.npy", "notes.txt", "noext"]:
         touch(tmp_path / rel)
-    found = discover(str(tmp_path), SUFFIXES)
+    found = list_stems(str(tmp_path), SUFFIXES)
     assert found == {"a": "a.PGM", "b": "b.npy", "scene1/clutter/000120": "scene1/clutter/000120.png"}
 
 
@@ -38,7 +38,7 @@ def test_two_files_with_one_stem_is_an_input_error_naming_both(tmp_path: Path) -
     touch(tmp_path / "s.npy")
     touch(tmp_path / "s.pgm")
     with pytest.raises(InputError) as info:
-        discover(str(tmp_path), SUFFIXES)
+        list_stems(str(tmp_path), SUFFIXES)
     message = str(info.value)
     assert os.path.join(str(tmp_path), "s.npy") in message
     assert os.path.join(str(tmp_path), "s.pgm") in message
@@ -46,10 +46,10 @@ def test_two_files_with_one_stem_is_an_input_error_naming_both(tmp_path: Path) -
 
 def test_missing_directory_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="does not exist"):
-        discover(str(tmp_path / "nope"), SUFFIXES)
+        list_stems(str(tmp_path / "nope"), SUFFIXES)
     touch(tmp_path / "file.npy")
     with pytest.raises(InputError, match="not a directory"):
-        discover(str(tmp_path / "file.npy"), SUFFIXES)
+        list_stems(str(tmp_path / "file.npy"), SUFFIXES)
 
 
 @pytest.mark.parametrize("missing", ["skip", "empty", "error"])

@@ -29,7 +29,8 @@ ALLOWED = {
     "engine": {"io", "tasks", "errors", "allocator", "engine"},
     "allocator": set(),
     "distributions": set(),  # installed versions and entry points, without importlib.metadata
-    "report": {"tasks", "params", "errors", "report", "__init__", "distributions"},
+    # deploy: its declarations only (DECLARATIONS)
+    "report": {"tasks", "params", "errors", "report", "__init__", "distributions", "deploy"},
     "console": {"errors"},  # escaped(): names shown as ls -b does
     "run": {"engine", "io", "ops", "params", "tasks", "report", "errors", "deploy", "run"},
     "api": {"run"},
@@ -47,6 +48,9 @@ SHAPELY = {"ops/polygons.py", "ops/geometry.py"}
 OPTIONAL = {"fsspec": "io/remote.py", "s3fs": "io/remote.py", "gcsfs": "io/remote.py",
             "adlfs": "io/remote.py", "distributed": "run/dask_executor.py",
             "dask": "run/dask_executor.py"}
+# what report/ may read of deploy/: the deployment reports' declared figures (a readiness
+# report has no metric_info), never the workflows themselves
+DECLARATIONS = {"report": {"rpx_cli.deploy.figures"}}
 # the one exception: io/json.py *parses* large JSON with orjson (a 28 MB COCO results
 # file: 0.21 s against the stdlib's 0.58 s); serialising stays in report/
 READERS = {"orjson": {"io/json.py"}}
@@ -116,6 +120,8 @@ def test_layers_point_one_way(path: Path) -> None:
             if target == "__version__":
                 target = "__init__"
             assert "*" in allowed or target in allowed, f"{layer} must not import rpx_cli.{target}"
+            if target == "deploy" and layer in DECLARATIONS:
+                assert name in DECLARATIONS[layer], f"{layer} reads deploy/'s declarations only, not {name}"
         elif top in OWNED and str(path.relative_to(PACKAGE)) in READERS.get(top, ()):
             assert "orjson.dumps" not in path.read_text(), "only report/ serialises JSON"
         elif top in OWNED:

@@ -84,7 +84,9 @@ def test_a_broken_prediction_scores_as_a_missing_one_under_on_error_skip(
         json.dumps(str(broken))[1:-1], json.dumps(str(missing))[1:-1]))
     for key in SAME:
         assert got_same[key] == expected.get(key), key
-    stem = str(rel.with_suffix(""))
+    # a folder pair (a scene of samples): the broken file's folder is the pair, the file as
+    # if it were missing (its sample empty), the folder's other files evaluated
+    stem = str(rel.parent if TASKS[task_name].folder_pairs else rel.with_suffix(""))
     assert [(e["stem"], e["side"], e["effect"]) for e in got["errors"]] == \
         [(stem, "pred", "empty_prediction")]
     assert got["errors"][0]["path"] == str(broken / rel)

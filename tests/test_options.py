@@ -40,15 +40,20 @@ VALID = {
     "--min-precision": ("0.2",),
     "--oks-sigmas": ("0.25,0.25,0.5,0.5,0.35",),
     "--iou-type": ("keypoints",),
+    "--ultralytics-version": ("8.4.190",),
+    "--image-size": ("640,480",),
+    "--kpt-shape": ("17,3",),
 }
 
 
-# options that need another one to be valid: (task, flag) -> (its flag, its value kind)
+# options that need another one to be valid: (task, flag) -> its flag (any valid value), or
+# (its flag, the value)
 NEEDS = {
     ("segmentation3d", "--range"): "--points-dir",
     ("segmentation3d", "--protocol"): "--num-classes",
     ("detection", "--oks-sigmas"): "--iou-type",
     ("detection", "--max-dets"): "--protocol",
+    ("detection", "--ultralytics-version"): ("--protocol", "ultralytics"),
 }
 
 
@@ -150,6 +155,14 @@ def valid_texts(task, option: Option, tmp_path: Path) -> tuple[str, ...]:
         path = tmp_path / "class_map.json"
         path.write_text(json.dumps({"dog": "animal"}))
         return (str(path),)
+    if kind == "file" and option.param == "data_yaml":
+        path = tmp_path / "data.yaml"
+        path.write_text("names:\n  0: car\n  1: truck\n")
+        return (str(path),)
+    if kind == "file" and option.param == "oi_class_descriptions":
+        path = tmp_path / "class-descriptions.csv"
+        path.write_text("/m/0k4j,car\n/m/07r04,truck\n")
+        return (str(path),)
     if kind == "parsed" and option.param == "categories":
         path = tmp_path / "categories.json"
         path.write_text(json.dumps([{"id": 1, "name": "person", "isthing": 1},
@@ -213,13 +226,18 @@ def test_a_valid_value_gives_the_same_params_everywhere(case, rpx, tmp_path: Pat
     texts = valid_texts(task, option, tmp_path)
     for folder in ("pred", "gt"):
         (tmp_path / folder).mkdir(exist_ok=True)
+    # a single-valued option takes one value (VALID's pair is for a repeatable flag of that
+    # name in another task: tracking3d's --dist-th and detection3d's)
+    texts = texts if option.multiple else texts[:1]
     flags = [word for text in texts for word in (option.flag, text)]
     if option.kind == "flag":
         flags = [option.flag]
     extra: dict[str, Any] = {}
     if (name, option.flag) in NEEDS:
-        other = next(o for o in options_of(task) if o.flag == NEEDS[name, option.flag])
-        extra[other.param] = valid_texts(task, other, tmp_path)[0]
+        needed = NEEDS[name, option.flag]
+        flag, value = needed if isinstance(needed, tuple) else (needed, None)
+        other = next(o for o in options_of(task) if o.flag == flag)
+        extra[other.param] = value or valid_texts(task, other, tmp_path)[0]
         flags += [other.flag, extra[other.param]]
     listed = listing_files(task, tmp_path)
     extra.update(listed)

@@ -171,3 +171,133 @@ def test_installed_versions_and_entry_points_without_importlib_metadata(tmp_path
         assert distributions.version("my-plugin") == "1.2"
     finally:
         distributions.metadata_folders.cache_clear()
+
+
+# --- a plugin's metric in every workflow (issue 37.3) -------------------------------------------
+
+
+class BoxCounts(rpx_cli.MetricCalculator):
+    """Detection: what a calculator is handed, counted (the same from files and COCO files)."""
+
+    name = "box_counts"
+    directions = {"n_pred_boxes": "none", "n_gt_boxes": "none"}
+
+    def compute(self, prediction, ground_truth):
+        return {"n_pred_boxes": float(len(prediction)), "n_gt_boxes": float(len(ground_truth))}
+
+
+class LabelCounts(rpx_cli.MetricCalculator):
+    """Classification: the GT's labels, and whether the prediction names any class."""
+
+    name = "label_counts"
+    directions = {"n_gt_labels": "none", "predicted_any": "none"}
+
+    def compute(self, prediction, ground_truth):
+        return {"n_gt_labels": float(len(ground_truth.labels)),
+                "predicted_any": float(prediction.form != "none")}
+
+
+@pytest.fixture
+def counting():
+    rpx_cli.register_metric("detection")(BoxCounts)
+    rpx_cli.register_metric("classification")(LabelCounts)
+    yield
+    rpx_cli.clear_registry()
+
+
+def _plugin_values(report: dict, keys: tuple[str, ...]) -> dict[str, tuple]:
+    """stem -> the plugin's values; every row has them, and metric_info and aggregate too."""
+    for key in keys:
+        assert key in report["metric_info"], key
+        assert report["aggregate"][key] is not None, key
+    assert report["rows"] and all(all(key in row for key in keys) for row in report["rows"]), \
+        "a row without the plugin's metric"
+    return {row["stem"]: tuple(row[key] for key in keys) for row in report["rows"]}
+
+
+def _merged(rpx, args: str, tmp_path: Path, name: str) -> dict:
+    parts = []
+    for k in (1, 2):
+        out = tmp_path / f"{name}-{k}.json"
+        assert rpx(f"{args} --shard {k}/2 -o {out}").exit_code == 0
+        parts.append(out)
+    return rpx(["merge", *parts]).json
+
+
+def test_a_plugin_metric_appears_in_every_workflows_rows(counting, rpx, tmp_path: Path) -> None:
+    """Before: COCO files and classification CSVs took a bulk path that skipped plugin
+    calculators while metric_info listed them: the metric was in no row."""
+    from helpers import generated_detections, write_json_pair
+    from test_coco_files import coco_files
+
+    frames = generated_detections(5, n_images=12)
+    for stem, gt, pred in frames:
+        write_json_pair(tmp_path, stem, gt, pred)
+    keys = ("n_pred_boxes", "n_gt_boxes")
+    expected = {stem: (float(len(pred)), float(len(gt))) for stem, gt, pred in frames}
+    folders = f"eval detection {dirs(tmp_path)}"
+    files = f"eval detection {coco_files(tmp_path, frames)}"
+    runs = {"folders": rpx(folders).json, "jobs 2": rpx(f"{folders} --jobs 2").json,
+            "folder shards": _merged(rpx, folders, tmp_path, "folders"),
+            "COCO files": rpx(files).json, "COCO files, jobs 2": rpx(f"{files} --jobs 2").json,
+            "COCO file shards": _merged(rpx, files, tmp_path, "files")}
+    evaluator = rpx_cli.Evaluator("detection")
+    for stem, gt, pred in frames:
+        evaluator.update(stem, pred, gt)
+    runs["Evaluator"] = evaluator.report()
+    for name, report in runs.items():
+        assert _plugin_values(report, keys) == expected, name
+    assert runs["COCO files"]["aggregate"]["n_pred_boxes"] == pytest.approx(
+        sum(n for n, _ in expected.values()) / len(expected))
+
+    csv = FIXTURES / "classification" / "imagenet-csv"
+    labels = ("n_gt_labels", "predicted_any")
+    tables = f"eval classification --gt-file {csv / 'gt.csv'} --pred-file {csv / 'pred.csv'}"
+    for report in (rpx(tables).json, _merged(rpx, tables, tmp_path, "csv")):
+        values = _plugin_values(report, labels)
+        assert set(values.values()) <= {(1.0, 1.0), (1.0, 0.0)} and (1.0, 1.0) in values.values()
+    pets = FIXTURES / "classification" / "pets"
+    values = _plugin_values(rpx(f"eval classification {dirs(pets)}").json, labels)
+    assert set(values.values()) == {(1.0, 1.0)}
+
+
+def test_a_broken_prediction_record_is_empty_for_plugins_too(counting, rpx, tmp_path: Path) -> None:
+    """--on-error skip: the image of a bad detection is scored as predicting nothing, by
+    the task and by the plugin alike (as a broken prediction file is)."""
+    from helpers import box
+    from test_coco_files import coco_files
+
+    frames = [("a", [box("car", [0, 0, 10, 10])], [box("car", [0, 0, 10, 10], 0.9)]),
+              ("b", [box("car", [0, 0, 10, 10])], [box("car", [0, 0, 10, 10], 0.8),
+                                                   box("car", [5, 5, 10, 10], 0.7)])]
+    args = coco_files(tmp_path, frames)
+    results = tmp_path / "results.json"
+    detections = json.loads(results.read_text())
+    detections[-1]["bbox"] = [1, 2, 3]  # image b's second detection is malformed
+    results.write_text(json.dumps(detections))
+    report = rpx(f"eval detection {args} --on-error skip").json
+    rows = {row["stem"]: row for row in report["rows"]}
+    assert rows["b"]["n_pred"] == 0 and rows["b"]["n_pred_boxes"] == 0.0
+    assert rows["a"]["n_pred_boxes"] == 1.0 and report["errors"][0]["stem"] == "b"
+
+
+def test_a_bulk_input_without_samples_refuses_plugins(counting, monkeypatch, tmp_path) -> None:
+    """A task whose input files give no sample one by one cannot run calculators: refused,
+    never a metric listed and missing from the rows."""
+    from rpx_cli.api import run_file_evaluation
+    from rpx_cli.errors import ParameterError
+    from rpx_cli.tasks import TASKS
+
+    task = TASKS["classification"]
+    reader = type(task).read_files
+
+    def without_samples(self, files, params):
+        loaded = reader(self, files, params)
+        loaded.sample = None
+        return loaded
+
+    monkeypatch.setattr(type(task), "read_files", without_samples)
+    csv = FIXTURES / "classification" / "imagenet-csv"
+    with pytest.raises(ParameterError, match="label_counts of classification need each sample"):
+        run_file_evaluation("classification", {"gt_file": csv / "gt.csv",
+                                               "pred_file": csv / "pred.csv"}, {})

@@ -176,6 +176,17 @@ def test_label_map_equals_a_dict_lookup(seed: int, dtype, wide: bool) -> None:
     assert mapped[listed].tolist() == [m for m in expected if m is not None]
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int32, np.int64])
+@pytest.mark.parametrize("wide", [False, True])
+def test_label_map_of_an_empty_scan_is_empty(dtype, wide: bool) -> None:
+    """An empty scan (an empty .label file) maps to no labels and nothing unmapped: there is
+    no extreme to look for (the fuzzing found the reduction over nothing)."""
+    mapping = {0: 0, 1: -1 if wide else 1, 40: 2}
+    mapped, unmapped = LabelMap(mapping).apply(np.zeros(0, dtype))
+    assert mapped.size == 0 and unmapped.size == 0
+    assert reference_label_map(mapping, np.zeros(0, dtype)) == ([], [])
+
+
 def test_range_intervals_equal_searchsorted() -> None:
     rng = np.random.default_rng(0)
     distance = np.concatenate([rng.uniform(-5, 120, 1000), [0.0, 20.0, 50.0, 90.0, np.nan, np.inf]])

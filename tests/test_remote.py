@@ -20,7 +20,7 @@ from s3_server import CREDENTIALS, SECRET_KEY, filesystem, s3_server, upload
 
 from rpx_cli.errors import InputError
 from rpx_cli.io import remote
-from rpx_cli.io.discover import discover
+from rpx_cli.io.discover import list_stems
 
 
 @pytest.fixture(scope="module")
@@ -337,11 +337,11 @@ def test_listing_pairs_like_a_folder_walk(tmp_path: Path) -> None:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes(b"")
     suffixes = (".npy", ".png")
-    assert discover(f"file://{tmp_path}", suffixes) == discover(str(tmp_path), suffixes)
+    assert list_stems(f"file://{tmp_path}", suffixes) == list_stems(str(tmp_path), suffixes)
     (tmp_path / "a.png").write_bytes(b"")
     for root in (str(tmp_path), f"file://{tmp_path}"):
         with pytest.raises(InputError, match="two files have the stem 'a'"):
-            discover(root, suffixes)
+            list_stems(root, suffixes)
 
 
 def test_a_local_run_never_imports_fsspec(tmp_path: Path) -> None:

@@ -224,7 +224,7 @@ def test_report_package_names_no_task() -> None:
 
 def _strings_outside_workflows(path: Path) -> list[tuple[int, str]]:
     """String constants of a module, leaving out a module or function named after a
-    workflow kind (``readiness_view.py``, ``schema_defs.stability``)."""
+    workflow kind (``readiness_view.py``, ``schema_workflows.stability``)."""
     if path.stem.startswith(WORKFLOW_KINDS):
         return []
     out: list[tuple[int, str]] = []
@@ -240,3 +240,28 @@ def _strings_outside_workflows(path: Path) -> list[tuple[int, str]]:
 
     visit(ast.parse(path.read_text()))
     return out
+
+
+def test_the_deployment_reports_directions_come_from_deploys_declarations() -> None:
+    """A readiness report has no metric_info: the page reads which way each summary figure
+    is better from deploy/'s declarations (the stability score's, the coherence task's, the
+    cost's, the primary metric's for the phase scores), and rpx stability writes its
+    metric_info from the same declaration."""
+    from rpx_cli.deploy.figures import COST_METRICS, STABILITY_METRICS
+    from rpx_cli.deploy.readiness import COST_KEYS
+    from rpx_cli.deploy.stability import METRIC_INFO
+
+    readiness = {"schema": "rpx.readiness", "direction": "lower", "summary": {}}
+    assert direction(readiness, "summary.ts_score") == STABILITY_METRICS["ts_score"].direction == "higher"
+    assert direction(readiness, "summary.sgc") == Coherence.metrics["sgc"].direction == "higher"
+    assert tuple(COST_METRICS) == COST_KEYS
+    for key, info in COST_METRICS.items():
+        assert direction(readiness, f"summary.{key}") == info.direction == "lower"
+    for key in ("s_clutter", "s_overall", "primary_aggregate"):
+        assert direction(readiness, f"summary.{key}") == "lower"
+        assert direction({**readiness, "direction": None}, f"summary.{key}") == "none"
+    for key in ("delta_int", "delta_rec", "degrades", "recovers"):
+        assert direction(readiness, f"summary.{key}") == "none"
+    assert {name: info.as_dict() for name, info in STABILITY_METRICS.items()} == METRIC_INFO
+    stability = load(FIXTURES / "stability" / "kitchen" / "expected.json")
+    assert stability["metric_info"] == METRIC_INFO

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from helpers import FIXTURES, ROOT, command_of
 
-from rpx_cli.report import schema_defs
+from rpx_cli.report import schema_catalogue
 from rpx_cli.report.schemas import load_schema, validation_errors
 from rpx_cli.tasks.registry import builtin_tasks
 
@@ -130,7 +130,7 @@ def test_every_broken_report_fails_check_jsonschema(reports, tmp_path) -> None:
     for path in files:
         task = json.loads(path.read_text()).get("task")
         if task in CASES:
-            by_schema.setdefault(schema_defs.file_name(task, builtin_tasks()), []).append(path)
+            by_schema.setdefault(schema_catalogue.file_name(task, builtin_tasks()), []).append(path)
     for name, paths in by_schema.items():
         result = CliRunner().invoke(check_jsonschema.main,
                                     ["--schemafile", str(ROOT / "schemas" / name), *map(str, paths)])

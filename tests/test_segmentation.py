@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rpx_cli.ops.confusion import class_scores, frame_confusion
+from rpx_cli.ops.confusion import confusion_scores, frame_confusion
 from rpx_cli.tasks.segmentation import frame_scores
 
 
@@ -241,7 +241,7 @@ def test_invariants(gt, data) -> None:
     assert confusion.total == gt.size
     dense = np.zeros((7, 7), np.int64)
     np.add.at(dense, (gt.ravel(), pred.ravel()), 1)
-    scores = class_scores(dense)
+    scores = confusion_scores(dense)
     miou, acc = frame_scores(confusion)
     assert acc == pytest.approx(scores.tp.sum() / gt.size)
     assert miou == pytest.approx(scores.iou[scores.support > 0].mean())

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rpx_cli.io.filebuffer import PAGE_BYTES, FileBuffer, page_aligned
-from rpx_cli.ops.confusion import average_scores, class_scores, not_in
+from rpx_cli.ops.confusion import average_scores, confusion_scores, not_in
 from rpx_cli.ops.lidar import RangeIntervals, _root_floor, point_distances
 from rpx_cli.tasks.segmentation3d.scores import averaging, scan_scores
 
@@ -124,7 +124,7 @@ def test_scan_scores_equal_average_scores_of_each_matrix_bit_for_bit(protocol: s
     for matrix, (miou, acc) in zip(matrices, got, strict=True):
         dense = np.zeros((classes.size, classes.size), np.int64)
         dense[np.ix_(np.searchsorted(classes, gt_values), np.searchsorted(classes, pred_values))] = matrix
-        means = average_scores(class_scores(dense), **averaging(scored, protocol))
+        means = average_scores(confusion_scores(dense), **averaging(scored, protocol))
         assert (miou, acc) == (means["miou"], means["acc"])  # exactly, None included
     assert got[-1] == (None, None)
 
@@ -155,8 +155,8 @@ def test_class_scores_of_a_stack_equal_each_matrix() -> None:
     rng = np.random.default_rng(7)
     stack = rng.integers(0, 30, (3, 5, 6))  # 5 classes and an "other" column
     stack[1, 2] = 0
-    stacked = class_scores(stack)
+    stacked = confusion_scores(stack)
     for k, matrix in enumerate(stack):
-        alone = class_scores(matrix)
+        alone = confusion_scores(matrix)
         for field in ("support", "tp", "iou", "precision", "recall", "f1", "predicted"):
             np.testing.assert_array_equal(getattr(stacked, field)[k], getattr(alone, field))

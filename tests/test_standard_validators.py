@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from helpers import FIXTURES, ROOT, command_of, golden_cases
 
-from rpx_cli.report import schema_defs
+from rpx_cli.report import schema_catalogue
 from rpx_cli.report.schemas import schema_kinds
 
 check_jsonschema = pytest.importorskip("check_jsonschema.cli.main_command")
@@ -103,7 +103,7 @@ def committed_kinds() -> list[str]:
     """The report kinds with a committed schema: every kind but a test-only task's own."""
     from rpx_cli.tasks.registry import builtin_tasks
 
-    return [kind for kind in schema_kinds() if kind in schema_defs.kinds(builtin_tasks())]
+    return [kind for kind in schema_kinds() if kind in schema_catalogue.kinds(builtin_tasks())]
 
 
 @pytest.mark.parametrize("kind", committed_kinds())
@@ -113,7 +113,7 @@ def test_check_jsonschema_validates_with_the_committed_schema(reports, kind: str
     builtin = builtin_tasks()
     files = [p for p in reports[kind] if json.loads(p.read_text()).get("task", "") in
              (*builtin, "")] if kind == "eval" else reports[kind]
-    code, output = check(ROOT / "schemas" / schema_defs.file_name(kind, builtin), *files)
+    code, output = check(ROOT / "schemas" / schema_catalogue.file_name(kind, builtin), *files)
     assert code == 0, output
 
 
@@ -130,7 +130,7 @@ def test_a_report_without_an_always_present_key_fails(reports, kind: str, tmp_pa
     them fails check-jsonschema; a full eval report needs ``aggregate``, a --shard part not."""
     from rpx_cli.tasks.registry import builtin_tasks
 
-    schema_file = ROOT / "schemas" / schema_defs.file_name(kind, builtin_tasks())
+    schema_file = ROOT / "schemas" / schema_catalogue.file_name(kind, builtin_tasks())
     schema = json.loads(schema_file.read_text())
 
     full = [p for p in reports[kind] if "state" not in json.loads(p.read_text())]

@@ -30,7 +30,7 @@ def config_path_from_args(args: list[str]) -> str | None:
     return None
 
 
-def discover(start: Path) -> Path | None:
+def find_config(start: Path) -> Path | None:
     """The nearest rpx.toml, or pyproject.toml holding [tool.rpx], from ``start`` up."""
     for folder in (start, *start.parents):
         candidate = folder / "rpx.toml"
@@ -71,7 +71,7 @@ def toml_module(path: Path) -> Any:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     from rpx_cli.errors import InputError
-    from rpx_cli.io.regular import open_regular
+    from rpx_cli.io.local_files import open_regular
 
     tomllib = toml_module(path)
     try:
@@ -157,7 +157,7 @@ def resolve(group: click.Group, ctx: click.Context, args: list[str]) -> tuple[di
         if not path.is_file():
             raise click.UsageError(f"--config {named}: no such file")
     else:
-        path = discover(Path(os.getcwd()))
+        path = find_config(Path(os.getcwd()))
         if path is None:
             return {}, None
     return default_map(group, ctx, load(path), path), str(path)

@@ -1,6 +1,8 @@
 """The flags commands share (pairs, output paths, gates, jobs and shards, digest cache, object
 storage, executors) and their click types; what a command then writes is in
-:mod:`rpx_cli.cli.output`."""
+:mod:`rpx_cli.cli.output`. Every option that is declared (a task's, and the workflows':
+:mod:`rpx_cli.params.workflows`) becomes its click flag here (:func:`click_option`), its
+values checked by the declaration itself (:class:`OptionType`)."""
 
 from __future__ import annotations
 
@@ -12,16 +14,84 @@ from typing import Any
 import click
 
 SHOW_TRACEBACK = {"enabled": False}
-INT64_MAX = 2**63 - 1
-MAX_JOBS = 4096  # worker processes; more than any machine's CPUs
-MAX_SHARDS = 1_000_000
+_UNSET: Any = object()
 
 
-def int_range(minimum: int | None = None, maximum: int = INT64_MAX, *,
-              min_open: bool = False) -> click.IntRange:
-    """An integer option: every one is bounded (at most 64 bits by default), so a value of
-    99999999999999999999999 is a usage error (exit 2), never an overflow further on."""
-    return click.IntRange(min=minimum, max=maximum, min_open=min_open)
+class OptionType(click.ParamType):
+    """The click type of a declared :class:`~rpx_cli.params.Option`: click hands every value
+    (a flag's text, a ``rpx.toml`` value, a default) to :meth:`Option.convert_one`, the very
+    check the Python API runs, so a bad value gets the same message on every path (a usage
+    error, exit 2)."""
+
+    _METAVARS = {"int": "INTEGER", "float": "FLOAT", "file": "FILE", "dir": "DIR", "str": "TEXT"}
+
+    def __init__(self, option: Any) -> None:
+        self.option = option
+        self.name = option.kind
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:  # type: ignore[override]
+        option = self.option
+        if option.metavar:
+            return option.metavar
+        if option.choices:
+            return "[" + "|".join(option.choices) + "]"
+        return self._METAVARS.get(option.kind, "VALUE")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from rpx_cli.errors import ParameterError
+
+        try:
+            return self.option.convert_one(value)
+        except ParameterError as exc:
+            raise click.UsageError(str(exc), ctx=ctx) from None
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str):
+        from click.shell_completion import CompletionItem
+
+        option = self.option
+        if option.choices:
+            return [CompletionItem(choice) for choice in option.choices if choice.startswith(incomplete)]
+        if option.kind in ("file", "dir"):
+            return [CompletionItem(incomplete, type=option.kind)]
+        return []
+
+
+def cli_name(option: Any) -> str:
+    """The name click parses a declared option into: its ``param``, or for a flag that
+    switches a value off (``--no-rows``, :attr:`Option.switches_off`) the flag's own name
+    (``no_rows``, True when given)."""
+    return option.name.replace("-", "_") if option.switches_off else option.param
+
+
+def cli_value(option: Any, value: Any) -> Any:
+    """The option's value from what click parsed into :func:`cli_name`."""
+    return option.convert(not value) if option.switches_off else value
+
+
+def click_option(option: Any, *, default: Any = _UNSET, **extra: Any) -> Callable[..., Any]:
+    """The click option of a declared :class:`~rpx_cli.params.Option` (a task's or a
+    workflow's). ``default``: the command's own default when it differs from the
+    declaration's (``--missing``: the task's); ``extra``: click's own settings (an
+    environment variable, a callback, ``required``)."""
+    names = [*([option.short] if option.short else []), option.flag, cli_name(option)]
+    if option.kind == "flag":  # a value only from rpx.toml: checked by the option too
+        return click.option(*names, is_flag=True, type=OptionType(option),
+                            default=False if option.switches_off else bool(option.default),
+                            help=option.help, **extra)
+    default = option.default if default is _UNSET else default
+    return click.option(*names, type=OptionType(option), default=default, help=option.help,
+                        multiple=option.multiple, show_default=default not in (None, ()), **extra)
+
+
+def declared_options(options: tuple[Any, ...], **defaults: Any) -> Callable[..., Any]:
+    """A decorator adding the click options of ``options`` in their order (``defaults``:
+    a command's own default by option name)."""
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            func = click_option(option, default=defaults.get(option.param, _UNSET))(func)
+        return func
+
+    return decorate
 
 
 def enable_traceback(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
@@ -62,22 +132,6 @@ def traceback_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--traceback", is_flag=True, expose_value=False, is_eager=True,
                         callback=enable_traceback,
                         help="Show the stack of an unexpected error.")(func)
-
-
-class ShardType(click.ParamType):
-    """``K/N``: shard K (1-based) of N."""
-
-    name = "K/N"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
-        if isinstance(value, tuple):
-            return value
-        head, sep, tail = str(value).partition("/")
-        if not (sep and head.isdigit() and tail.isdigit() and 1 <= int(head) <= int(tail)):
-            self.fail(f"expected K/N with 1 <= K <= N (e.g. 2/4), got {value!r}", param, ctx)
-        if int(tail) > MAX_SHARDS:
-            self.fail(f"at most {MAX_SHARDS:,} shards, got {tail}", param, ctx)
-        return int(head), int(tail)
 
 
 class GateType(click.ParamType):
@@ -224,13 +278,6 @@ def html_option(func: Callable[..., Any]) -> Callable[..., Any]:
                              "(as `rpx report` does).")(func)
 
 
-def depth_scale_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--depth-scale", type=click.FloatRange(min=0.0, min_open=True),
-                        default=1000.0, show_default=True,
-                        help="Integer depth (16-bit PNG/PGM/TIFF, integer .npy) is divided by "
-                             "this to get metres: 1000 = millimetres.")(func)
-
-
 def require_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--require", "require", type=GateType(), multiple=True, metavar="EXPR",
                         help="Gate on the report, e.g. aggregate.absrel<=0.12 (repeatable): "
@@ -238,13 +285,13 @@ def require_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def digest_cache_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--digest-cache DIR`` / ``--no-digest-cache`` (the stat-keyed cache of file sha256s)."""
+    """``--digest-cache DIR`` (declared) and ``--no-digest-cache``, the CLI's spelling of
+    ``digest_cache=False`` (the stat-keyed cache of file sha256s)."""
+    from rpx_cli.params.workflows import DIGEST_CACHE
+
     func = click.option("--no-digest-cache", is_flag=True,
                         help="Hash every input file, neither reusing nor storing digests.")(func)
-    return click.option("--digest-cache", metavar="DIR", default=None,
-                        help="Where file digests are cached, keyed by inode, size, mtime and "
-                             "ctime [default: $RPX_DIGEST_CACHE, else ~/.cache/rpx]. Reports "
-                             "are identical with or without it.")(func)
+    return click_option(DIGEST_CACHE)(func)
 
 
 def digest_cache_setting(directory: str | None, off: bool) -> str | bool | None:
@@ -257,55 +304,29 @@ def digest_cache_setting(directory: str | None, off: bool) -> str | bool | None:
 # --- object storage and distributed execution (docs/remote.md, docs/distributed.md) -----------
 
 
-def set_storage_options(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """``--storage-options JSON``: checked now (bad JSON is a usage error) and used for
-    every URL this process opens. Only the standard library is imported."""
-    from rpx_cli.errors import ParameterError
+def set_storage_options(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """``--storage-options JSON``, converted by its declaration: used for every URL this
+    process opens. Only the standard library is imported."""
     from rpx_cli.io import remote
 
-    try:
-        remote.configure(remote.parse_options(value))
-    except ParameterError as exc:
-        raise click.BadParameter(str(exc).removeprefix("--storage-options: "), ctx=ctx,
-                                 param=param) from None
+    remote.configure(value)
     return value
 
 
 def storage_options_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--storage-options JSON`` (fsspec keyword arguments for URLs; secrets never shown)."""
-    return click.option("--storage-options", metavar="JSON", default=None,
-                        callback=set_storage_options, envvar="RPX_STORAGE_OPTIONS",
-                        help="Options of the object store for s3:// gs:// az:// URLs as a JSON "
-                             "object, e.g. '{\"endpoint_url\": \"http://127.0.0.1:9000\"}' "
-                             "[default: the store's usual environment, AWS_* etc.]. Secret "
-                             "values are never written to a report or a message.")(func)
+    from rpx_cli.params.workflows import STORAGE_OPTIONS
+
+    return click_option(STORAGE_OPTIONS, callback=set_storage_options,
+                        envvar="RPX_STORAGE_OPTIONS")(func)
 
 
 def executor_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--executor local|dask`` and ``--scheduler ADDRESS``."""
-    func = click.option("--scheduler", metavar="ADDRESS", default=None,
-                        envvar="DASK_SCHEDULER_ADDRESS",
-                        help="The Dask scheduler for --executor dask, e.g. tcp://10.0.0.5:8786 "
-                             "[default: $DASK_SCHEDULER_ADDRESS].")(func)
-    return click.option("--executor", type=click.Choice(["local", "dask"]), default="local",
-                        show_default=True,
-                        help="Where pairs are evaluated: worker processes here (--jobs), or the "
-                             "workers of a Dask cluster (rpx[dask]; --scheduler). Never "
-                             "changes a number.")(func)
+    from rpx_cli.params.workflows import EXECUTOR, SCHEDULER
 
-
-class InputFileType(click.Path):
-    """An input file: a local path that must exist, or a URL (``s3://...``) read later."""
-
-    def __init__(self) -> None:
-        super().__init__(exists=True, dir_okay=False)
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
-        from rpx_cli.io.remote import is_url
-
-        if isinstance(value, str) and is_url(value):
-            return value
-        return super().convert(value, param, ctx)
+    func = click_option(SCHEDULER, envvar="DASK_SCHEDULER_ADDRESS")(func)
+    return click_option(EXECUTOR)(func)
 
 
 def pair_options(*, default_missing: str, dirs_required: bool = True,
@@ -313,31 +334,24 @@ def pair_options(*, default_missing: str, dirs_required: bool = True,
                      ("pred_dir", "Folder of predictions."), ("gt_dir", "Folder of ground truth.")),
                  files_ok: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The two folders (``--pred-dir``, ``--gt-dir``, or a task's own names: ``inputs`` =
-    (name, help) of each), ``--out``, ``--missing``, ``--on-error``, ``--jobs``, ``--no-rows``,
-    ``--compact``, ``--quiet``, ``--progress/--no-progress``, ``--traceback``. ``files_ok``:
-    either may name a file too (one that holds the whole set: ``Task.inputs_may_be_files``)."""
+    (name, help) of each), ``--out``, the run options (``--missing``, ``--on-error``,
+    ``--jobs``, ``--shard``, ``--no-rows``, the digest cache, ``--storage-options``,
+    ``--executor``: :data:`rpx_cli.params.workflows.RUN_OPTIONS`), ``--compact``,
+    ``--quiet``, ``--progress/--no-progress``, ``--traceback``. ``files_ok``: either folder
+    may name a file too (one that holds the whole set: ``Task.inputs_may_be_files``)."""
+    from rpx_cli.params.workflows import INCLUDE_ROWS, JOBS, MISSING, ON_ERROR, SHARD
+
     dir_type = click.Path(file_okay=files_ok, path_type=str)
     options = [
         *(click.option("--" + name.replace("_", "-"), name, required=dirs_required, type=dir_type,
                        help=text) for name, text in inputs),
         out_option(),
-        click.option("--missing", type=click.Choice(["error", "skip", "empty"]),
-                     default=default_missing, show_default=True,
-                     help="Unpaired stems: fail, evaluate the stems in both (listing the "
-                          "rest under 'unpaired'), or score a missing prediction as empty."),
-        click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail",
-                     show_default=True,
-                     help="A pair that cannot be read: list every such pair and exit 1 "
-                          "without a report, or record it under 'errors' and go on."),
-        click.option("-j", "--jobs", type=int_range(1, MAX_JOBS), default=None,
-                     help="Worker processes [default: as many as the work pays for, up to the "
-                          "CPUs available: run_provenance.executor says how many and why]. "
-                          "Never changes a number."),
-        click.option("--shard", type=ShardType(), default=None,
-                     help="Evaluate only shard K of N (stable hash of the stem) and write a "
-                          "partial report for `rpx merge`."),
+        click_option(MISSING, default=default_missing),
+        click_option(ON_ERROR),
+        click_option(JOBS),
+        click_option(SHARD),
         require_option,
-        click.option("--no-rows", is_flag=True, help="Omit per-pair rows from the report."),
+        click_option(INCLUDE_ROWS),
         digest_cache_options,
         storage_options_option,
         executor_options,

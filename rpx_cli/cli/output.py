@@ -171,11 +171,12 @@ def invocation_of(ctx: click.Context, out: str):
     argv = ctx.meta.get("rpx.argv") or ["rpx", *sys.argv[1:]]
     args = dict(ctx.params)
     if args.get("storage_options") is not None or any("--storage-options" in a for a in argv):
-        from rpx_cli.io.remote import parse_options, redact, redacted_argv
+        from rpx_cli.io.remote import redact, redacted_argv
+        from rpx_cli.params.workflows import storage_settings
 
         argv = redacted_argv(argv)  # credentials never reach a report
         if args.get("storage_options") is not None:
-            args["storage_options"] = redact(parse_options(args["storage_options"]))
+            args["storage_options"] = redact(storage_settings(args["storage_options"]))
     if ctx.meta.get("rpx.config"):
         args["config"] = ctx.meta["rpx.config"]
     return Invocation(command=ctx.command_path, argv=list(argv), args=args, out=out)
@@ -200,24 +201,23 @@ def finish(evaluation: Any, *, out: str, compact: bool, quiet: bool, verbose: bo
 
 
 
-def run_options(*, missing: str | None, on_error: str, jobs: int | None,
-                shard: tuple[int, int] | None, no_rows: bool, digest_cache: str | None = None,
-                no_digest_cache: bool = False, storage_options: str | None = None,
-                executor: str = "local", scheduler: str | None = None,
-                strata: dict[str, Any] | None = None) -> Any:
-    """The shared flags of every pair-reading command as the run layer's ``RunOptions``."""
+def run_options(flags: dict[str, Any], strata: dict[str, Any] | None = None) -> Any:
+    """The run options of a pair-reading command (``flags``: what click parsed, each value
+    already converted by its declaration; taken out of ``flags``) as the run layer's
+    ``RunOptions``. ``--no-digest-cache`` is the CLI's spelling of ``digest_cache=False``;
+    ``--storage-options`` was applied by its click callback."""
+    from rpx_cli.cli.options import cli_name, cli_value
+    from rpx_cli.params.workflows import RUN_OPTIONS, STORAGE_OPTIONS
     from rpx_cli.run.options import RunOptions, Strata
 
-    if executor != "local" and not scheduler:
-        raise click.UsageError("--executor dask needs --scheduler tcp://HOST:PORT (or "
-                               "DASK_SCHEDULER_ADDRESS)")
-    given_strata = None
+    values = {option.param: cli_value(option, flags.pop(cli_name(option)))
+              for option in RUN_OPTIONS if cli_name(option) in flags}
+    values.pop(STORAGE_OPTIONS.param, None)  # configured while parsing (io.remote.configure)
+    values["digest_cache"] = digest_cache_setting(values.get("digest_cache"),
+                                                  flags.pop("no_digest_cache", False))
     if strata and strata.get("manifest"):
-        given_strata = Strata(strata["manifest"], strata.get("primary_metric"),
-                              strata.get("bootstrap", 0), strata.get("seed", 0))
-    return RunOptions(missing=missing, on_error=on_error, jobs=jobs, include_rows=not no_rows,
-                      shard=shard, digest_cache=digest_cache_setting(digest_cache, no_digest_cache),
-                      executor=executor, scheduler=scheduler, strata=given_strata)
+        values["strata"] = Strata(**strata)
+    return RunOptions(**values)
 
 
 def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, pred_dir: str | None,
@@ -228,7 +228,7 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
                      aux: dict[str, str | None] | None = None, html: str | None = None,
                      **flags: Any) -> None:
     """The body every pair-reading command shares: evaluate, warn, write, summarise.
-    ``flags``: the shared run flags (:func:`run_options`)."""
+    ``flags``: the run options' flags (:func:`run_options`)."""
     from rpx_cli.console import ProgressBar
     from rpx_cli.tasks.registry import get_task
 
@@ -240,8 +240,7 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
         settle(params, html=True)
     verbose = show_progress(quiet, progress)
     plain = plain_progress(quiet, progress)
-    flags.pop("storage_options", None)  # applied by its click callback (io.remote.configure)
-    options = run_options(strata=strata, **flags)
+    options = run_options(flags, strata)
     given = {k: v for k, v in (files or {}).items() if v is not None}
     from rpx_cli.tasks.registry import get_task
 
@@ -271,7 +270,7 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
     skipped = capped([f"{'scored as empty' if e.get('effect') == 'empty_prediction' else 'skipped'}"
                       f": {located(e['path'], e['message'])}"
                       for e in evaluation.report["errors"]], more=" (see 'errors' in the report)")
-    skipped += unpaired_note(evaluation.report, str(flags.get("missing")))
+    skipped += unpaired_note(evaluation.report, str(options.missing))
     # the one-line summary: always, unless --quiet (a CI log too)
     finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,
            notes=plugin_warnings() + skipped, html=html)

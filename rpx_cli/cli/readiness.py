@@ -9,6 +9,7 @@ import click
 from rpx_cli.cli.options import (
     compact_option,
     config_option,
+    declared_options,
     html_option,
     out_option,
     refuse_overwriting_inputs,
@@ -16,9 +17,9 @@ from rpx_cli.cli.options import (
     traceback_option,
 )
 from rpx_cli.cli.output import finish, invocation_of
+from rpx_cli.params.workflows import COST_OPTIONS, MODEL_NAME
 
 _FILE = click.Path(exists=True, dir_okay=False)
-_COST = click.FloatRange(min=0.0)
 
 
 @click.command()
@@ -28,11 +29,7 @@ _COST = click.FloatRange(min=0.0)
               help="An rpx stability report of the same task.")
 @click.option("--coherence", type=_FILE, default=None, metavar="FILE",
               help="An rpx coherence report (mask/depth boundary agreement).")
-@click.option("--params-m", type=_COST, default=None, help="Parameters, millions.")
-@click.option("--flops-g", type=_COST, default=None, help="GFLOPs per sample.")
-@click.option("--latency-ms", type=_COST, default=None, help="Latency per sample, ms.")
-@click.option("--actmem-gb", type=_COST, default=None, help="Peak activation memory, GB (fp16).")
-@click.option("--model-name", default=None, metavar="NAME", help="The model's name.")
+@declared_options((*COST_OPTIONS, MODEL_NAME))
 @out_option()
 @compact_option
 @html_option

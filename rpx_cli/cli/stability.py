@@ -5,51 +5,32 @@ from __future__ import annotations
 import click
 
 from rpx_cli.cli.options import (
-    MAX_JOBS,
+    click_option,
     compact_option,
     config_option,
-    depth_scale_option,
+    declared_options,
     digest_cache_options,
     digest_cache_setting,
     html_option,
-    int_range,
     out_option,
     refuse_overwriting_inputs,
     require_option,
     traceback_option,
 )
 from rpx_cli.cli.output import finish, invocation_of, plain_progress, show_progress
+from rpx_cli.params.workflows import STABILITY_OPTIONS, STABILITY_TASK
 
 _DIR = click.Path(file_okay=False, path_type=str)
 
 
 @click.command("stability")
-@click.option("--task", required=True, type=click.Choice(["depth", "segmentation"]),
-              help="What the predictions are: depth maps or label maps.")
+@click_option(STABILITY_TASK, required=True)
 @click.option("--pred-dir", required=True, type=_DIR,
               help="Folder of predictions, one file per frame, named by the manifest's stems.")
 @click.option("--manifest", required=True, type=click.Path(dir_okay=False, path_type=str),
               help="Per-stem sequence, frame, pose (4x4 camera-to-world) and intrinsics "
                    "[fx, fy, cx, cy].")
-@click.option("--warp", type=click.Choice(["auto", "reproject", "inplane", "none"]),
-              default="auto", show_default=True,
-              help="How frame t+1 is brought into frame t: reproject with depth and poses, "
-                   "the RPX in-plane rotation, or not at all. auto = reproject when possible, "
-                   "else inplane when poses exist, else none.")
-@click.option("--depth-dir", type=_DIR, default=None,
-              help="GT depth per stem (segmentation): drives the reprojection and the "
-                   "occlusion test.")
-@depth_scale_option
-@click.option("--ignore-index", type=int, multiple=True, default=(-1,), show_default=True,
-              help="Segmentation: a label to leave out of both maps (repeatable; PNG users "
-                   "usually pass 255).")
-@click.option("--missing", type=click.Choice(["error", "skip"]), default="error",
-              show_default=True,
-              help="A stem in the manifest or the folder only, a frame without a number or GT "
-                   "depth, two frames with one number: fail, or leave those frames out and "
-                   "list them under 'unpaired' / 'skipped'.")
-@click.option("-j", "--jobs", type=int_range(1, MAX_JOBS), default=None,
-              help="Worker processes [default: CPUs available]. Never changes a number.")
+@declared_options(STABILITY_OPTIONS[1:])
 @out_option()
 @digest_cache_options
 @require_option

@@ -8,10 +8,10 @@ import click
 
 from rpx_cli.cli.options import (
     GateType,
+    click_option,
     compact_option,
     config_option,
     html_option,
-    int_range,
     out_option,
     refuse_overwriting_inputs,
     storage_options_option,
@@ -25,6 +25,7 @@ from rpx_cli.cli.output import (
     write_html,
     write_stdout,
 )
+from rpx_cli.params.workflows import COMPARE_BOOTSTRAP, COMPARE_SEED, FORCE, NO_REGRESSION
 
 
 @click.command()
@@ -121,32 +122,15 @@ def check(report: str, require: tuple, compact: bool) -> None:
     print_lines([f"rpx: check PASS — all {len(results)} gate(s) passed"])
 
 
-class NoRegressionType(click.ParamType):
-    name = "METRIC[:TOL]"
-
-    def convert(self, value, param, ctx):
-        from rpx_cli.report.compare import parse_no_regression
-
-        try:
-            parse_no_regression(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-        return str(value)
-
-
 @click.command()
 @click.argument("base", type=click.Path(dir_okay=False, allow_dash=True))
 @click.argument("new", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--require-no-regression", "no_regression", type=NoRegressionType(), multiple=True,
-              help="Exit 3 if NEW is worse than BASE on METRIC by more than TOL (absolute, or "
-                   "'5%' relative; default 0). A bare name means aggregate.<name>. Repeatable.")
-@click.option("--bootstrap", type=int_range(0), default=1000, show_default=True,
-              help="Paired bootstrap resamples over the shared stems (0 = off; needs rows).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click_option(NO_REGRESSION)
+@click_option(COMPARE_BOOTSTRAP)
+@click_option(COMPARE_SEED)
 @click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json",
               show_default=True, help="JSON on stdout, or a Markdown table for a PR comment.")
-@click.option("--force", is_flag=True,
-              help="Compare reports of different tasks or parameters (a warning, not an error).")
+@click_option(FORCE)
 @out_option("JSON comparison")
 @compact_option
 @html_option

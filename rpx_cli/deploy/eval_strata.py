@@ -37,7 +37,8 @@ class StrataPlan:
 
 def plan(path: str, task: Any, params: Any, stems: list[str], *, primary_metric: str | None,
          bootstrap: int, seed: int, missing: str) -> StrataPlan:
-    """Read and check the manifest. Label and pairing problems are input errors under
+    """Read and check the manifest (the values come converted by their declarations:
+    :class:`rpx_cli.run.options.Strata`). Label and pairing problems are input errors under
     ``--missing error``; otherwise they are reported under ``strata.problems``."""
     metric = primary_metric or task.primary_metric
     info = task.metric_info(params)
@@ -50,8 +51,6 @@ def plan(path: str, task: Any, params: Any, stems: list[str], *, primary_metric:
             raise ParameterError(f"primary metric {metric!r} is computed by the metric family "
                                  f"{family!r}, which --metrics leaves out: include it, or "
                                  "choose another --primary-metric")
-    if bootstrap < 0:
-        raise ParameterError(f"bootstrap must be >= 0, got {bootstrap}")
     manifest = read_manifest(path, load_poses=False)
     sha256 = hashlib.sha256(read_bytes(path)).hexdigest()
     problems = manifest.problems + manifest.check_stems(stems)

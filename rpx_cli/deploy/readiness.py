@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rpx_cli.deploy.figures import COST_METRICS
 from rpx_cli.errors import InputError
 
-COST_KEYS = ("params_m", "flops_g", "latency_ms", "actmem_gb")
+COST_KEYS = tuple(COST_METRICS)
 
 
 def _source(path: str, sha256: str, report: Mapping[str, Any]) -> dict[str, Any]:

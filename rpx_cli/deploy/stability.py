@@ -64,17 +64,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rpx_cli.deploy.figures import STABILITY_METRICS
 from rpx_cli.errors import ParameterError
 from rpx_cli.ops import reprojection
 from rpx_cli.ops import warp as ops
 from rpx_cli.ops.reduce import mean_present
+from rpx_cli.params.workflows import IGNORE_INDEX, WARPS, stability_task
 
 SCHEMA = "rpx.stability"
 SCHEMA_VERSION = 1
-TASKS = ("depth", "segmentation")
-WARPS = ("reproject", "inplane", "none")
-WARP_CHOICES = ("auto", *WARPS)
-MISSING_POLICIES = ("error", "skip")
 OCCLUSION_RELATIVE = 0.01
 OCCLUSION_ABSOLUTE_M = 0.01
 EDGE_RELATIVE = 0.05  # a bilinear cell spans a depth edge when max > min (1 + 5 %) + 5 cm
@@ -82,14 +80,7 @@ EDGE_ABSOLUTE_M = 0.05
 MIN_RANGE_M = 1e-3
 DEPTH_SUFFIXES = (".npy", ".npz", ".png", ".pgm", ".tif", ".tiff")
 LABEL_SUFFIXES = (".png", ".npy")
-METRIC_INFO = {
-    "ts_score": {
-        "direction": "higher",
-        "description": "mean over consecutive frame pairs of IoU(P_t, warp(P_t+1)) (segmentation, "
-                       "mean over classes present) or max(0, 1 - mean|D_t - warp(D_t+1)| / "
-                       "max(range(D_t), 1e-3)) (depth); 1.0 = perfectly stable",
-    },
-}
+METRIC_INFO = {name: info.as_dict() for name, info in STABILITY_METRICS.items()}
 
 Intrinsics = tuple[float, float, float, float]
 Progress = Callable[[int], None]
@@ -248,8 +239,8 @@ def sequence_stability(task: str, maps: Sequence[np.ndarray], *, warp: str = "no
     >>> sequence_stability("segmentation", [a, b])["ts_score"]
     0.75
     """
-    if task not in TASKS:
-        raise ParameterError(f"unknown task {task!r} (expected one of {', '.join(TASKS)})")
+    task = stability_task(task)
+    ignore_index = IGNORE_INDEX.convert(ignore_index)
     if task == "depth":
         for index, depth in enumerate(maps):
             if not np.isfinite(depth).all():

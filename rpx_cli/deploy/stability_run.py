@@ -21,13 +21,10 @@ from rpx_cli.deploy.stability import (
     DEPTH_SUFFIXES,
     LABEL_SUFFIXES,
     METRIC_INFO,
-    MISSING_POLICIES,
     OCCLUSION_ABSOLUTE_M,
     OCCLUSION_RELATIVE,
     SCHEMA,
     SCHEMA_VERSION,
-    TASKS,
-    WARP_CHOICES,
     Intrinsics,
     PairScore,
     Progress,
@@ -42,7 +39,7 @@ from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterErr
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.depth_maps import to_depth
 from rpx_cli.io.digest_cache import DigestCache
-from rpx_cli.io.discover import discover
+from rpx_cli.io.discover import list_stems
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.label_images import read_label_image
 from rpx_cli.io.manifest import Manifest, ManifestEntry, read_manifest
@@ -90,13 +87,9 @@ def plan_stability(task: str, pred_dir: str, manifest_path: str, *, warp: str = 
     """Pair the manifest with the prediction files, group and order the frames, pick the
     warp. Problems (a stem on one side only, a frame that cannot be ordered, two frames
     with one number, a frame without GT depth) are input errors under ``missing="error"``;
-    under ``"skip"`` those frames are left out and listed."""
-    if task not in TASKS:
-        raise ParameterError(f"unknown task {task!r} (expected one of {', '.join(TASKS)})")
-    if warp not in WARP_CHOICES:
-        raise ParameterError(f"unknown warp {warp!r} (expected one of {', '.join(WARP_CHOICES)})")
-    if missing not in MISSING_POLICIES:
-        raise ParameterError(f"missing must be one of {', '.join(MISSING_POLICIES)}")
+    under ``"skip"`` those frames are left out and listed. The values are converted by their
+    declarations (:data:`rpx_cli.params.workflows.STABILITY_OPTIONS`) before they come here
+    (:func:`rpx_cli.run.stability.run_stability_report`)."""
     if depth_dir is not None and task == "depth":
         raise ParameterError("--depth-dir (GT depth) is for --task segmentation: the depth task "
                              "reprojects with its own predictions")
@@ -104,7 +97,7 @@ def plan_stability(task: str, pred_dir: str, manifest_path: str, *, warp: str = 
         raise ParameterError("--warp reproject for segmentation needs --depth-dir (GT depth of "
                              "the frames)")
     manifest = read_manifest(manifest_path)
-    preds = discover(pred_dir, DEPTH_SUFFIXES if task == "depth" else LABEL_SUFFIXES)
+    preds = list_stems(pred_dir, DEPTH_SUFFIXES if task == "depth" else LABEL_SUFFIXES)
     problems: list[PairError] = [PairError("", manifest_path, text) for text in manifest.problems]
     skipped: list[dict[str, str]] = [{"stem": "", "reason": text} for text in manifest.problems]
 
@@ -148,7 +141,7 @@ def plan_stability(task: str, pred_dir: str, manifest_path: str, *, warp: str = 
     used, warnings = _choose_warp(task, warp, kept, depth_dir, manifest)
     depth_files: dict[str, str] = {}
     if used == "reproject" and task == "segmentation":
-        depth_files = discover(depth_dir, DEPTH_SUFFIXES)
+        depth_files = list_stems(depth_dir, DEPTH_SUFFIXES)
         for name, members in groups.items():
             for sample in members:
                 if sample.stem not in depth_files:
@@ -360,13 +353,8 @@ def run_stability(plan: StabilityPlan, *, depth_scale: float = 1000.0, ignore_in
                   cache: DigestCache | None = None) -> StabilityRun:
     """Score every consecutive pair of every sequence of ``plan`` on the engine's workers;
     raises :class:`EvaluationFailed` listing every file that could not be used."""
-    if not (isinstance(depth_scale, int | float) and math.isfinite(depth_scale) and depth_scale > 0):
-        raise ParameterError(f"depth scale must be a positive number, got {depth_scale}")
-    if jobs < 1:
-        raise ParameterError(f"jobs must be >= 1, got {jobs}")
-    ignore = tuple(sorted({int(i) for i in ignore_index}))
-    settings = Settings(plan.task, plan.warp, plan.pred_dir, plan.depth_dir, float(depth_scale),
-                        ignore)
+    ignore = tuple(sorted(set(ignore_index)))
+    settings = Settings(plan.task, plan.warp, plan.pred_dir, plan.depth_dir, depth_scale, ignore)
     units = _units(plan, jobs)
     n_pairs = sum(max(len(f) - 1, 0) for f in plan.sequences.values())
     advance = progress(n_pairs) if progress is not None else None

@@ -32,7 +32,7 @@ from rpx_cli.io.digest_cache import DigestCache
 from rpx_cli.io.discover import Pair
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.tasks.base import Params, Task
-from rpx_cli.tasks.calculators import run_calculator
+from rpx_cli.tasks.calculators import run_calculators
 from rpx_cli.tasks.stats import Collector, StatTable
 
 
@@ -64,11 +64,7 @@ def score_pair(task: Task, params: Params, pred: Any, gt: Any, *, stem: str,
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         sample = task.evaluate(pred, gt, params, pred_path=pred_path, gt_path=gt_path)
-        extra = None
-        if calculators:
-            extra = {}
-            for calculator in calculators:
-                extra.update(run_calculator(calculator, pred, gt))
+        extra = run_calculators(calculators, pred, gt) if calculators else None
     if warn is not None:
         for record in caught:  # one line each, never a library's source line
             warn(warning_kind(record), pred_path or gt_path)
@@ -77,6 +73,39 @@ def score_pair(task: Task, params: Params, pred: Any, gt: Any, *, stem: str,
         row = {"stem": stem, "pred_path": pred_path, "gt_path": gt_path, **sample.row,
                **(extra or {})}
     return sample.values, extra, row
+
+
+class PartlyRead(Exception):
+    """A folder pair's prediction of which some files could not be read: ``value`` combines
+    the others (a broken file counts as a missing one), ``error`` is the first failure."""
+
+    def __init__(self, error: RpxError, value: Any) -> None:
+        super().__init__(str(error))
+        self.error, self.value = error, value
+
+
+Scored = tuple[Any, "dict[str, Any] | None", "dict[str, Any] | None"]
+
+
+def score_or_empty(score: Callable[[Any, bool], Scored], pred: Any,
+                   empty_prediction: Callable[[], Any], *, empty: bool) -> tuple[Scored, RpxError | None]:
+    """The rule of a broken prediction, written once for every pair (read from files by
+    :class:`PairJob`, given in memory to :func:`score_loaded`): ``score(pred, empty)``, and
+    a prediction that cannot be scored against a GT that can is scored as the task's
+    :meth:`~rpx_cli.tasks.base.Task.empty_prediction` (``empty_prediction()``) instead, its
+    error returned beside the scores — a model never improves its score by breaking a
+    prediction. ``empty``: ``pred`` is already the empty prediction (a missing prediction,
+    or one that could not be read). Raises the first error when the pair cannot be scored
+    even so: the GT is at fault, and the pair is dropped."""
+    try:
+        return score(pred, empty), None
+    except RpxError as exc:
+        if empty:
+            raise
+        try:
+            return score(empty_prediction(), True), exc
+        except RpxError:
+            raise exc from None
 
 
 @dataclass
@@ -103,56 +132,82 @@ class PairJob:
 
         given = dict(pair.given)  # sides held by a file of the whole set: no file to read
 
-        def side(role: str, path: str, rel: str | None, gt: Any = None) -> Any:
+        def side(role: str, gt: Any = None) -> Any:
             if role not in given:
-                return worker.read(role, path, rel, reader(role))
+                return self._read(worker, pair, role, reader)
             if given[role] is None:  # a prediction set without this image: no detection
                 return task.empty_prediction(gt, params)
-            return task.given(given[role], path, params, worker.warn, role=role, stem=pair.stem)
+            return task.given(given[role], gt_path if role == "gt" else str(pred_path), params,
+                              worker.warn, role=role, stem=pair.stem)
 
         try:
             try:
-                gt = side("gt", gt_path, pair.gt_rel)
+                gt = side("gt")
                 if pair.aux:
                     gt = task.attach(gt, self._read_aux(worker, pair, reader), params)
             except RpxError as exc:
                 return self._failed(worker, pair, exc, "gt", gt_path)
             broken: RpxError | None = None
+            partly = False
             if pred_path is None:
                 pred = task.empty_prediction(gt, params)
             else:
                 try:
                     with pixel_budget(task.prediction_size(gt, params), gt_path):
-                        pred = side("pred", pred_path, pair.pred_rel, gt)
+                        pred = side("pred", gt)
+                except PartlyRead as exc:  # a folder pair: the files that read, scored
+                    broken, pred, partly = exc.error, exc.value, True
                 except RpxError as exc:
                     broken, pred = exc, task.empty_prediction(gt, params)
-            empty = pred_path is None or broken is not None
+
+            def score(pred: Any, empty: bool) -> Scored:
+                return self._score(worker, pair, *self._joined(pair, pred, gt, empty),
+                                   None if empty else pred_path)
+
             try:
-                scored = self._score(worker, pair, *self._joined(pair, pred, gt, empty),
-                                     None if broken else pred_path)
+                scored, unscorable = score_or_empty(
+                    score, pred, lambda: task.empty_prediction(gt, params),
+                    empty=pred_path is None or (broken is not None and not partly))
             except RpxError as exc:
-                if empty:
-                    return self._failed(worker, pair, exc, "gt", gt_path)
-                # the prediction read but cannot be scored: scored empty if the GT alone can be
-                try:
-                    scored = self._score(worker, pair, *self._joined(
-                        pair, task.empty_prediction(gt, params), gt, True), None)
-                except RpxError:
-                    return self._failed(worker, pair, exc, "gt", gt_path)
-                broken = exc
-            if broken is not None:
+                return self._failed(worker, pair, exc, "gt", gt_path)
+            if unscorable is not None:  # (a folder pair's files too: all scored as empty)
+                broken, partly = unscorable, False
+            if broken is not None and not partly:
                 worker.forget("pred")  # the broken prediction is not among the files evaluated
             digests = worker.take_digests()
         except Exception as exc:
             raise RuntimeError(f"unexpected error while evaluating '{pair.stem}': {exc!r}") from exc
+        where = str(broken.path) if partly and broken is not None else str(pred_path)
         error = None if broken is None else replace(
-            pair_error(broken, pair.stem, str(pred_path), side="pred"), path=str(pred_path))
+            pair_error(broken, pair.stem, where, side="pred"), path=where)
         return Outcome(*scored, error, digests, worker.take_warnings(), worker.take_tally())
+
+    def _read(self, worker: Worker, pair: Pair, role: str,
+              reader: Callable[[str], Callable[[str, FileBuffer], Any]]) -> Any:
+        """One side of the pair: its file, or (``task.folder_pairs``) every file of its
+        folder, each into a slot of its own (each digested), combined by the task."""
+        root, rel = (pair.gt_dir, pair.gt_rel) if role == "gt" else (pair.pred_dir, pair.pred_rel)
+        path = os.path.join(root, str(rel))
+        if not self.task.folder_pairs:
+            return worker.read(role, path, rel, reader(role))
+        values, failed = [], None
+        for slot, (name, file) in enumerate(pair.entry.files(role)):
+            try:
+                values.append((name, worker.read(role, os.path.join(root, file), file,
+                                                 reader(role), slot=slot)))
+            except RpxError as exc:
+                if role == "gt":
+                    raise
+                failed = failed or exc  # a broken prediction file: as if it were missing
+        value = self.task.combine(values, self.params, role=role, path=path)
+        if failed is not None:
+            raise PartlyRead(failed, value)
+        return value
 
     def _joined(self, pair: Pair, pred: Any, gt: Any, empty: bool) -> tuple[Any, Any]:
         """The pair with its listed entry joined (``task.join``); ``empty``: ``pred`` is the
         task's empty prediction (the entry's prediction side is not joined to it)."""
-        if pair.entry is None:
+        if pair.entry is None or self.task.folder_pairs:
             return pred, gt
         return self.task.join(pred, gt, pair.entry, self.params, prediction=not empty)
 
@@ -189,26 +244,24 @@ def score_loaded(task: Task, params: Params, stem: str, pred: Any, gt: Any, *,
     samples in messages only; the rows' ``pred_path``/``gt_path`` are null (no files).
     ``broken``: the error of a prediction record that could not be read (``pred`` is then
     the task's empty prediction, and the outcome carries both the scores and the error); a
-    prediction that cannot be scored against a GT that can is scored empty the same way."""
+    prediction that cannot be scored against a GT that can is scored empty the same way
+    (:func:`score_or_empty`)."""
     noted: list[tuple[str, str]] = []
 
-    def score(pred: Any, pred_path: str | None) -> tuple[Any, Any, Any]:
-        return score_pair(task, params, pred, gt, stem=stem, pred_path=pred_path,
-                          gt_path=gt_path, calculators=calculators, keep_rows=keep_rows,
+    def score(pred: Any, empty: bool) -> Scored:
+        return score_pair(task, params, pred, gt, stem=stem,
+                          pred_path=None if empty else pred_path, gt_path=gt_path,
+                          calculators=calculators, keep_rows=keep_rows,
                           warn=lambda kind, path: noted.append((kind, path)))
 
     try:
-        scored = score(pred, None if broken is not None else pred_path)
+        scored, unscorable = score_or_empty(score, pred, lambda: task.empty_prediction(gt, params),
+                                            empty=broken is not None or pred_path is None)
     except RpxError as exc:
-        if broken is not None or pred_path is None:
-            return Outcome(None, None, None, pair_error(exc, stem, pred_path or gt_path), {},
-                           noted, CacheTally())
-        try:  # a prediction that cannot be scored against a GT that can: scored as empty
-            scored = score(task.empty_prediction(gt, params), None)
-        except RpxError:
-            return Outcome(None, None, None, pair_error(exc, stem, gt_path, side="gt"), {},
-                           noted, CacheTally())
-        broken = PairError(stem, pred_path, str(exc), "pred")
+        return Outcome(None, None, None, pair_error(exc, stem, gt_path, side="gt"), {}, noted,
+                       CacheTally())
+    if unscorable is not None:
+        broken = PairError(stem, str(pred_path), str(unscorable), "pred")
     row = scored[2]
     if row is not None and not files:  # every path in the row (mask_path too): none
         names = {pred_path, gt_path} - {None}

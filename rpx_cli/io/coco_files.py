@@ -109,6 +109,7 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
     except (KeyError, TypeError, AttributeError):
         raise InputError("every image and category needs an 'id'", path=path) from None
     image_ids, category_ids = (list(map(itemgetter("id"), x)) for x in (images, categories))
+    names = _distinct_names(names, category_ids)
     for what, ids in (("image", image_ids), ("category", category_ids)):
         if not set(map(type, ids)) <= {int}:
             raise InputError(f"{what} ids must be integers", path=path)
@@ -151,6 +152,19 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
         out.not_exhaustive = _image_categories(images, "not_exhaustive_category_ids",
                                                category_index, path)
     return out
+
+
+def _distinct_names(names: list[str], ids: list[Any]) -> list[str]:
+    """Category names as labels: two categories of one name stay two categories (as
+    pycocotools keeps them by id), each named ``name (id)`` — one would otherwise overwrite
+    the other in ``per_class``."""
+    seen: dict[str, int] = {}
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+    if all(count == 1 for count in seen.values()):
+        return names
+    return [f"{name} ({category_id})" if seen[name] > 1 else name
+            for name, category_id in zip(names, ids, strict=True)]
 
 
 def _dimension(value: Any) -> int:

@@ -14,7 +14,7 @@ import numpy as np
 from rpx_cli.errors import InputError
 from rpx_cli.io import instances
 from rpx_cli.io.boxes import Boxes, boxes_from_objects, object_problems
-from rpx_cli.io.values import MAX_MAGNITUDE
+from rpx_cli.io.values import MAX_DETECTION_AREA, MAX_MAGNITUDE, area_problem
 
 
 @dataclass(frozen=True)
@@ -38,22 +38,37 @@ def read_objects(objects: list[Any], path: str, field: ObjectField, *, predictio
     """The shapes (``field``), scores and crowd flags of a COCO file's annotations or results
     (``labels``: boxes' label column; masks and keypoints leave it to the caller)."""
     if field.instances is None:
-        return boxes_from_objects(objects, path, prediction=prediction, box_format="xywh",
-                                  labels=np.zeros(len(objects), np.int64) if labels is None else labels)
-    return _instances(objects, path, field.instances, prediction=prediction, no_literals=no_literals)
+        boxes = boxes_from_objects(objects, path, prediction=prediction, box_format="xywh",
+                                   labels=np.zeros(len(objects), np.int64) if labels is None else labels)
+    else:
+        boxes = _instances(objects, path, field.instances, prediction=prediction,
+                           no_literals=no_literals)
+    problem = area_problem(boxes.area, "detection") if prediction else None
+    if problem is not None:
+        raise InputError(problem, path=path)
+    return boxes
 
 
 def record_problems(objects: list[Any], path: str, field: ObjectField, *, prediction: bool,
                     what: str) -> dict[int, InputError]:
     """Every bad object of a COCO file's list (index -> its error), each checked alone as
-    the bulk reader would: what ``--on-error skip`` sets aside."""
+    the bulk reader would (a result's area too): what ``--on-error skip`` sets aside."""
     if field.instances is None:
-        return object_problems(objects, path, prediction=prediction, box_format="xywh",
-                               where=what, labelled=False)
+        problems = object_problems(objects, path, prediction=prediction, box_format="xywh",
+                                   where=what, labelled=False)
+        if prediction:
+            good = [n for n in range(len(objects)) if n not in problems]
+            area = boxes_from_objects([objects[n] for n in good], path, prediction=True,
+                                      box_format="xywh", labels=np.zeros(len(good), np.int64)).area
+            for k in np.flatnonzero(area > MAX_DETECTION_AREA).tolist():
+                n = good[k]
+                problems[n] = InputError(area_problem(area[k:k + 1], what).replace(
+                    f"{what} 0", f"{what} {n}", 1), path=path)
+        return problems
     problems = {}
     for index, item in enumerate(objects):
         try:
-            _instances([item], path, field.instances, prediction=prediction)
+            read_objects([item], path, field, prediction=prediction)
         except InputError as exc:
             problems[index] = InputError(str(exc).replace(f"{what} 0", f"{what} {index}", 1),
                                          path=path)

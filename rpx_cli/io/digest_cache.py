@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.regular import open_regular
+from rpx_cli.io.local_files import open_regular
 
 MAGIC = b"RPXDGST1"
 RECORD = struct.Struct("<5Q32s")  # st_dev, st_ino, size, mtime_ns, ctime_ns, sha256

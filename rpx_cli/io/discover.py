@@ -1,24 +1,25 @@
-"""File discovery and pairing by stem.
+"""Pairing by stem: the files of two folders (or URL prefixes) that share a stem
+(:mod:`rpx_cli.io.stems`) are one pair; ``--shard`` parts and what a part carries so that
+``rpx merge`` can verify it.
 
-A stem is the path of a file relative to the directory it was found under, without its
-suffix, in POSIX form (``scene1/clutter/000120``). Suffixes match case-insensitively;
-hidden files and folders (a name starting with ``.``) are ignored; files whose suffix the
-task does not read are ignored too.
+:func:`list_stems` lists a folder on disk (:func:`rpx_cli.io.stems.folder_stems`) or the
+objects under a URL prefix (:func:`rpx_cli.io.remote.prefix_stems`, only then is fsspec
+imported); the listings below know nothing of each other or of pairing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-from collections.abc import Iterable, Iterator
-from contextvars import ContextVar
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rpx_cli.errors import InputError, escaped
+from rpx_cli.io.stems import folder_files, folder_stems, listed_once
 
-MISSING_POLICIES = ("error", "skip", "empty")
+__all__ = ["Pair", "Pairing", "SetSide", "find_files", "list_stems", "listed_once", "pair_dirs",
+           "pair_sides", "shard_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +40,17 @@ class Pair:
     pred_dir: str
     pred_rel: str | None
     gt_dir: str
-    gt_rel: str
+    gt_rel: str | None  # None: a record of input files (Pair.record)
     aux: tuple[tuple[str, str, str | None], ...] = ()
     entry: Any = None
     given: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def record(cls, stem: str, index: int | None, pred_file: str, gt_file: str) -> Pair:
+        """A sample of input files that replace the folders (an image of COCO files, a row
+        of CSV tables): no file of its own; ``entry`` its index in what the task read (None:
+        a sample whose GT record could not be read, left out but still its shard's)."""
+        return cls(stem, pred_file, None, gt_file, None, entry=index)
 
     @property
     def pred_path(self) -> str | None:
@@ -50,7 +58,29 @@ class Pair:
 
     @property
     def gt_path(self) -> str:
-        return os.path.join(self.gt_dir, self.gt_rel)
+        return self.gt_dir if self.gt_rel is None else os.path.join(self.gt_dir, self.gt_rel)
+
+    @property
+    def stored(self) -> list[str | None]:
+        """What a ``--shard`` part stores of the pair, and its line in the shard's digest:
+        its stem, prediction and GT files; a record's stem alone."""
+        return [self.stem] if self.gt_rel is None else [self.stem, self.pred_rel, self.gt_rel]
+
+
+@dataclass(frozen=True, slots=True)
+class FolderEntry:
+    """The files of a pair whose unit is a folder on each side (``pair_folders``): each
+    file's name within the folder (its stem there, sorted) and its path relative to each
+    side's root (None: no such file among the predictions)."""
+
+    names: tuple[str, ...]
+    gt_rels: tuple[str, ...]
+    pred_rels: tuple[str | None, ...]
+
+    def files(self, role: str) -> list[tuple[str, str]]:
+        """``(name, relative path)`` of the side's files, in name order."""
+        rels = self.gt_rels if role == "gt" else self.pred_rels
+        return [(name, rel) for name, rel in zip(self.names, rels, strict=True) if rel is not None]
 
 
 @dataclass
@@ -79,10 +109,17 @@ class Pairing:
             digest.update(_raw(f"gt_only\t{stem}\n"))
         return digest.hexdigest()
 
+    def lines(self) -> list[tuple[str, str]]:
+        """(stem, line) of every pair and unpaired stem, for :func:`shard_layout`."""
+        lines = [(pair.stem, pair_line(pair.stored)) for pair in self.pairs]
+        lines += [(stem, pair_line((side, stem))) for side, stems in self.unpaired.items()
+                  for stem in stems]
+        return lines
+
     def with_aux(self, name: str, root: str, suffixes: Iterable[str]) -> Pairing:
         """Attach each pair's file in the auxiliary folder ``root`` (None where the folder
         has no file with the stem: the task reports it when it reads the pair)."""
-        files = discover(root, suffixes)
+        files = list_stems(root, suffixes)
         self.pairs = [replace(pair, aux=(*pair.aux, (name, root, files.get(pair.stem))))
                       for pair in self.pairs]
         return self
@@ -158,11 +195,25 @@ def _raw(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def _split_suffix(name: str) -> tuple[str, str]:
-    base, dot, suffix = name.rpartition(".")
-    if not dot or not base:
-        return name, ""
-    return base, "." + suffix.lower()
+def list_stems(root: str, suffixes: Iterable[str]) -> dict[str, str]:
+    """Map stem -> relative POSIX path for every readable file under ``root``: a folder
+    (:func:`~rpx_cli.io.stems.folder_stems`), or a URL (``s3://bucket/prefix``), whose
+    objects under the prefix are listed (:func:`~rpx_cli.io.remote.prefix_stems`)."""
+    if "://" in root:
+        from rpx_cli.io import remote
+
+        if remote.is_url(root):
+            return remote.prefix_stems(root, suffixes)
+    return folder_stems(root, suffixes)
+
+
+def find_files(root: str, suffixes: Iterable[str]) -> list[str]:
+    """The relative POSIX paths of the files under ``root`` with one of ``suffixes``, as
+    :func:`list_stems` finds them, without its one-stem-one-file check (a look at what a
+    folder holds: sniffing its format)."""
+    if "://" in root:
+        return sorted(list_stems(root, suffixes).values())
+    return folder_files(root, suffixes)
 
 
 @dataclass(frozen=True)
@@ -186,8 +237,8 @@ def pair_sides(pred: str | SetSide, gt: str | SetSide, suffixes: Iterable[str], 
     if isinstance(pred, str) and isinstance(gt, str):
         return pair_dirs(pred, gt, suffixes, missing=missing, gt_suffixes=gt_suffixes)
     suffixes = tuple(suffixes)
-    preds = pred.records if isinstance(pred, SetSide) else discover(pred, suffixes)
-    gts = gt.records if isinstance(gt, SetSide) else discover(
+    preds = pred.records if isinstance(pred, SetSide) else list_stems(pred, suffixes)
+    gts = gt.records if isinstance(gt, SetSide) else list_stems(
         gt, suffixes if gt_suffixes is None else tuple(gt_suffixes))
     pairs: list[Pair] = []
     for stem in sorted(gts):
@@ -219,78 +270,20 @@ def pair_sides(pred: str | SetSide, gt: str | SetSide, suffixes: Iterable[str], 
                    n_gt_files=len(gts))
 
 
-def discover(root: str, suffixes: Iterable[str]) -> dict[str, str]:
-    """Map stem -> relative POSIX path for every readable file under ``root``.
-
-    Raises :class:`InputError` when ``root`` is not a directory, or when two files share
-    one stem (``a.npy`` and ``a.PGM``): which one is meant cannot be guessed. A URL
-    (``s3://bucket/prefix``) lists the objects under the prefix (:mod:`rpx_cli.io.remote`).
-    """
-    if "://" in root:
-        from rpx_cli.io import remote
-
-        if remote.is_url(root):
-            return remote.discover(root, suffixes)
-    found: dict[str, str] = {}
-    clashes: list[str] = []
-    for stem, rel in _walk(root, suffixes):
-        if stem in found:
-            clashes.append(
-                f"two files have the stem '{stem}': "
-                f"{os.path.join(root, found[stem])} and {os.path.join(root, rel)}"
-            )
-            continue
-        found[stem] = rel
-    if clashes:
-        raise InputError("; ".join(clashes), path=root)
-    return found
-
-
-def index_paths(root: str, rels: Iterable[str], suffixes: Iterable[str]) -> dict[str, str]:
-    """:func:`discover` over relative POSIX paths listed by other means (the objects under
-    a URL prefix, sorted): the same stems, hidden names, suffixes and clashes."""
-    wanted = {s.lower() for s in suffixes}
-    found: dict[str, str] = {}
-    clashes: list[str] = []
-    join = root.rstrip("/") + "/"
-    for rel in rels:
-        parts = rel.split("/")
-        odd = [part for part in parts if part in ("", ".", "..")]
-        if odd and _split_suffix(parts[-1])[1] in wanted:
-            # an object key no file path can be: never silently left out
-            raise InputError(f"object {join}{rel}: its key has an empty ('//'), '.' or '..' "
-                             "segment, which no file path has; rename it (or move it out of "
-                             "the prefix)", path=root)
-        if any(part.startswith(".") or not part for part in parts):
-            continue
-        base, suffix = _split_suffix(parts[-1])
-        if suffix not in wanted:
-            continue
-        stem = "/".join([*parts[:-1], base])
-        if stem in found:
-            clashes.append(f"two files have the stem '{stem}': {join}{found[stem]} and {join}{rel}")
-            continue
-        found[stem] = rel
-    if clashes:
-        raise InputError("; ".join(clashes), path=root)
-    return found
-
-
 def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: str,
               gt_suffixes: Iterable[str] | None = None) -> Pairing:
     """Pair the files of two directories by stem, rows ordered by stem (``suffixes``: the
     files read on both sides, or on the prediction side when ``gt_suffixes`` names the GT
     side's: YOLO ``.txt`` predictions against VOC ``.xml`` GT).
 
-    ``missing``: ``error`` leaves unpaired stems for the caller to reject, ``skip`` pairs the
-    intersection, ``empty`` also keeps GT stems without a prediction (``pred_path`` None).
-    Unpaired stems are always listed.
+    ``missing`` (``--missing``, checked by its declaration:
+    :data:`rpx_cli.params.workflows.MISSING`): ``error`` leaves unpaired stems for the
+    caller to reject, ``skip`` pairs the intersection, ``empty`` also keeps GT stems without
+    a prediction (``pred_path`` None). Unpaired stems are always listed.
     """
-    if missing not in MISSING_POLICIES:
-        raise ValueError(f"missing must be one of {MISSING_POLICIES}, got {missing!r}")
     suffixes = tuple(suffixes)
-    preds = discover(pred_dir, suffixes)
-    gts = discover(gt_dir, suffixes if gt_suffixes is None else tuple(gt_suffixes))
+    preds = list_stems(pred_dir, suffixes)
+    gts = list_stems(gt_dir, suffixes if gt_suffixes is None else tuple(gt_suffixes))
     pairs: list[Pair] = []
     for stem in sorted(gts):
         pred_rel = preds.get(stem)
@@ -310,56 +303,56 @@ def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: s
     )
 
 
-def find_files(root: str, suffixes: Iterable[str]) -> list[str]:
-    """The relative POSIX paths of the files under ``root`` with one of ``suffixes``, as
-    :func:`discover` finds them (walk order), without its one-stem-one-file check (for a
-    look at what a folder holds: sniffing its format)."""
-    if "://" in root:
-        return sorted(discover(root, suffixes).values())
-    return [rel for _, rel in _walk(root, suffixes)]
+def pair_folders(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: str) -> Pairing:
+    """Pair two directories by the folders that hold their files (a task whose unit is a
+    folder: tracking3d's ``<scene>/<sample>.json``): a pair's stem is the folder's relative
+    path, its :class:`FolderEntry` lists the GT files and the prediction of each.
 
+    A GT folder without a prediction folder follows ``missing`` like a stem (``empty``: an
+    empty prediction). Within a pair, a GT file without a prediction file is listed in
+    ``gt_only`` (as ``folder/name``) and its prediction left empty; a prediction file
+    without a GT file is listed in ``pred_only`` and not read. Files directly in a root
+    (no folder) are an input error.
+    """
+    suffixes = tuple(suffixes)
+    preds, gts = list_stems(pred_dir, suffixes), list_stems(gt_dir, suffixes)
+    for root, found in ((gt_dir, gts), (pred_dir, preds)):
+        loose = sorted(stem for stem in found if "/" not in stem)
+        if loose:
+            raise InputError(f"{os.path.join(root, found[loose[0]])} is not in a folder: each "
+                             "folder is one unit (e.g. a scene of samples), "
+                             "<folder>/<name>", path=root)
 
-_LISTINGS: ContextVar[dict[str, list[tuple[str, str, str]]] | None] = ContextVar(
-    "rpx_listings", default=None)
+    def grouped(found: dict[str, str]) -> dict[str, dict[str, str]]:
+        folders: dict[str, dict[str, str]] = {}
+        for stem in sorted(found):
+            folder, _, name = stem.rpartition("/")
+            folders.setdefault(folder, {})[name] = found[stem]
+        return folders
 
-
-@contextlib.contextmanager
-def listed_once() -> Iterator[None]:
-    """Within the block, each folder is walked once: what one step of a run looks at several
-    times (sniffing a side's format, then pairing its files) is listed a single time."""
-    token = _LISTINGS.set({})
-    try:
-        yield
-    finally:
-        _LISTINGS.reset(token)
-
-
-def _listing(root: str) -> list[tuple[str, str, str]]:
-    """(stem, relative path, lower-case suffix) of every file under the folder ``root``,
-    hidden files and folders left out, in sorted order."""
-    memo = _LISTINGS.get()
-    if memo is not None and root in memo:
-        return memo[root]
-    if not os.path.isdir(root):
-        what = "does not exist" if not os.path.exists(root) else "is not a directory"
-        raise InputError(f"directory {what}", path=root)
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        rel_dir = os.path.relpath(dirpath, root)
-        prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            base, suffix = _split_suffix(name)
-            out.append((prefix + base, prefix + name, suffix))
-    if memo is not None:
-        memo[root] = out
-    return out
-
-
-def _walk(root: str, suffixes: Iterable[str]) -> Iterator[tuple[str, str]]:
-    """(stem, relative path) of every file under the folder ``root`` with one of
-    ``suffixes`` (case-insensitive), hidden files and folders left out, in sorted order."""
-    wanted = {s.lower() for s in suffixes}
-    return ((stem, rel) for stem, rel, suffix in _listing(root) if suffix in wanted)
+    pred_folders, gt_folders = grouped(preds), grouped(gts)
+    pairs: list[Pair] = []
+    pred_only = sorted(set(pred_folders) - set(gt_folders))
+    gt_only = sorted(set(gt_folders) - set(pred_folders))
+    pred_only_files = {stem: next(iter(pred_folders[stem].values())) for stem in pred_only}
+    gt_only_files = {stem: next(iter(gt_folders[stem].values())) for stem in gt_only}
+    for folder in sorted(gt_folders):
+        gt_files, pred_files = gt_folders[folder], pred_folders.get(folder)
+        if pred_files is None and missing != "empty":
+            continue
+        names = tuple(gt_files)
+        pred_rels = tuple((pred_files or {}).get(name) for name in names)
+        if pred_files is not None:
+            for name in names:
+                if name not in pred_files:
+                    gt_only.append(f"{folder}/{name}")
+                    gt_only_files[f"{folder}/{name}"] = gt_files[name]
+            for name in sorted(set(pred_files) - set(gt_files)):
+                pred_only.append(f"{folder}/{name}")
+                pred_only_files[f"{folder}/{name}"] = pred_files[name]
+        entry = FolderEntry(names, tuple(gt_files[name] for name in names), pred_rels)
+        pairs.append(Pair(folder, pred_dir, folder if pred_files is not None else None, gt_dir,
+                          folder, entry=entry))
+    return Pairing(pairs=pairs, pred_only=sorted(pred_only), gt_only=sorted(gt_only),
+                   pred_only_files=pred_only_files, gt_only_files=gt_only_files,
+                   n_pred_files=len(preds), n_gt_files=len(gts))

@@ -26,7 +26,7 @@ import numpy as np
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.digest_cache import DigestCache, Key, stat_key
-from rpx_cli.io.regular import open_regular
+from rpx_cli.io.local_files import open_regular
 from rpx_cli.io.remote import is_url
 from rpx_cli.io.remote import read as read_object
 

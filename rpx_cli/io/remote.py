@@ -1,11 +1,12 @@
 """Object storage: inputs and outputs given as URLs (``s3://``, ``gs://``, ``az://``,
 ``file://``, ``memory://``), through fsspec (the ``rpx[remote]`` extra).
 
-This module imports only the standard library; fsspec is imported the first time a URL is
-used, so a run on local paths never loads it. Everything else rpx does with a file is the
+This module imports only the standard library (and rpx's rules for local files and stems,
+:mod:`~rpx_cli.io.local_files`, :mod:`~rpx_cli.io.stems`); fsspec is imported the first
+time a URL is used, so a run on local paths never loads it. Everything else rpx does with a file is the
 same for an object:
 
-- **Pairing**: :func:`discover` lists a prefix once (one ``LIST`` per 1,000 objects) and
+- **Pairing**: :func:`prefix_stems` lists a prefix once (one ``LIST`` per 1,000 objects) and
   gives the same ``stem -> relative path`` map as a folder walk (recursive, hidden names
   ignored, suffixes case-insensitive, two objects with one stem an input error).
 - **Reading**: :func:`read` fetches an object whole in one request; the engine's
@@ -35,8 +36,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rpx_cli.errors import InputError, ParameterError, first_line
+from rpx_cli.io.local_files import read_local
+from rpx_cli.io.stems import path_stems
 
-__all__ = ["configure", "discover", "glob", "is_url", "read", "redact", "scrub", "write"]
+__all__ = ["configure", "glob", "is_url", "prefix_stems", "read", "redact", "scrub", "write"]
 
 EXTRA = "pip install 'rpx-eval[remote]'"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -208,11 +211,9 @@ def _etag(info: Mapping[str, Any]) -> str | None:
 # --- listing, reading, writing -----------------------------------------------------------------
 
 
-def discover(root: str, suffixes: Iterable[str]) -> dict[str, str]:
-    """The objects under the prefix ``root`` as :func:`rpx_cli.io.discover.discover` gives a
-    folder's files (stem -> relative path); their ETags are kept for provenance."""
-    from rpx_cli.io.discover import index_paths
-
+def prefix_stems(root: str, suffixes: Iterable[str]) -> dict[str, str]:
+    """The objects under the prefix ``root`` as :func:`~rpx_cli.io.stems.folder_stems`
+    gives a folder's files (stem -> relative path); their ETags are kept for provenance."""
     fs, path = _filesystem(root)
     base = path.rstrip("/")
     try:
@@ -233,7 +234,7 @@ def discover(root: str, suffixes: Iterable[str]) -> dict[str, str]:
             is_file = False
         raise InputError("is an object, not a folder (prefix)" if is_file
                          else "no such folder (no object under this prefix)", path=root)
-    found = index_paths(root, sorted(rels), suffixes)
+    found = path_stems(root, sorted(rels), suffixes)
     join = root.rstrip("/") + "/"
     for rel in found.values():
         _etags[join + rel] = _etag(rels[rel])
@@ -252,9 +253,7 @@ def is_object(url: str) -> bool:
 def read(url: str) -> bytes:
     """The whole object, in one request (``file://``: a regular file only, as on disk)."""
     if protocol_of(url) == "file":
-        from rpx_cli.io.regular import read_bytes
-
-        return read_bytes(_local(url))
+        return read_local(_local(url))
     fs, path = _filesystem(url)
     # s3fs asks for the size first (a HEAD) to fetch big objects in parallel ranges: one
     # GET per object is what a folder of maps wants

@@ -18,6 +18,10 @@ from typing import Any
 import numpy as np
 
 MAX_MAGNITUDE = 1e12
+# the largest area a detection may have: where COCO's "all" area range ends (1e5²). A result
+# of a larger area would fall outside every range and leave COCO AP unseen — a false
+# positive made to vanish (a huge "bbox" on a mask or keypoint result) — so it is refused
+MAX_DETECTION_AREA = 1e10
 NUMBER_TYPES = frozenset({int, float})  # what a JSON number parses to (never bool)
 MIN_DEPTH = 1e-6
 # the smallest size of an object with an extent (a rotated box's width and height, a cuboid's
@@ -79,3 +83,14 @@ def shown(value: Any, limit: int = 80) -> str:
     """``repr(value)`` cut to ``limit`` characters, for messages."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def area_problem(area: np.ndarray, what: str) -> str | None:
+    """Why a detection's area cannot be (the first beyond :data:`MAX_DETECTION_AREA`, named
+    ``f"{what} {index}"``), or None."""
+    beyond_all = np.flatnonzero(np.asarray(area, np.float64) > MAX_DETECTION_AREA)
+    if not beyond_all.size:
+        return None
+    k = int(beyond_all[0])
+    return (f"{what} {k}: its area {float(area[k]):g} is beyond COCO's largest area range "
+            f"(1e5² = {MAX_DETECTION_AREA:g} px²): it would leave COCO AP unseen")

@@ -42,9 +42,11 @@ def confusion_counts(truth: np.ndarray, pred: np.ndarray, n_classes: int) -> np.
 
 
 @dataclass
-class ClassScores:
-    """Per-class figures from counts; every 0/0 is 0 (scikit-learn's ``zero_division=0``,
-    Aquarium)."""
+class CountScores:
+    """Per-class precision, recall and F1 from TP/FP/FN counts (a sample without a
+    prediction is a false negative and in no confusion cell); every 0/0 is 0
+    (scikit-learn's ``zero_division=0``, Aquarium). The per-class scores of a confusion
+    matrix, IoU included, are :class:`rpx_cli.ops.confusion.ConfusionScores`."""
 
     tp: np.ndarray
     fp: np.ndarray
@@ -58,11 +60,11 @@ class ClassScores:
         return self.tp + self.fn
 
 
-def class_scores(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> ClassScores:
+def count_scores(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> CountScores:
     """Precision TP/(TP+FP), recall TP/(TP+FN), F1 2TP/(2TP+FP+FN) (the harmonic mean of the
     two, written from counts), each 0 when its denominator is 0."""
     tp, fp, fn = (np.asarray(x, dtype=np.int64) for x in (tp, fp, fn))
-    return ClassScores(tp, fp, fn, _ratio(tp, tp + fp), _ratio(tp, tp + fn),
+    return CountScores(tp, fp, fn, _ratio(tp, tp + fp), _ratio(tp, tp + fn),
                        _ratio(2 * tp, 2 * tp + fp + fn))
 
 

@@ -7,7 +7,7 @@ exactly (integer counts) into one dataset matrix of any size.
 Shared by 2D and 3D segmentation: per frame :func:`frame_confusion` (or
 :func:`interval_confusions`, one matrix per distance interval of a point cloud), then
 :func:`add_confusions` (the exact, associative sum), :func:`dense_matrix` over the class
-axis with the ``"other"`` column, :func:`class_scores` and :func:`average_scores` (the
+axis with the ``"other"`` column, :func:`confusion_scores` and :func:`average_scores` (the
 averaging rule: over classes with GT support, or over a given set of classes).
 """
 
@@ -352,8 +352,9 @@ def _compact(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class ClassScores:
-    """Per-class figures from a confusion matrix (rows GT, columns predicted)."""
+class ConfusionScores:
+    """Per-class figures from a confusion matrix (rows GT, columns predicted): support, TP,
+    IoU, precision, recall, F1 and the predictions of each class."""
 
     support: np.ndarray  # GT pixels per class
     tp: np.ndarray
@@ -364,7 +365,7 @@ class ClassScores:
     predicted: np.ndarray  # pixels predicted as the class (among those with a GT class)
 
 
-def class_scores(matrix: np.ndarray) -> ClassScores:
+def confusion_scores(matrix: np.ndarray) -> ConfusionScores:
     """IoU = TP / (TP + FP + FN), precision = TP / (TP + FP), recall = TP / (TP + FN),
     F1 = 2PR / (P + R); a 0/0 is 0 (a class that is never predicted has precision 0).
 
@@ -379,14 +380,14 @@ def class_scores(matrix: np.ndarray) -> ClassScores:
     with np.errstate(divide="ignore", invalid="ignore"):
         iou = np.where(support + predicted - tp > 0, tp / (support + predicted - tp), 0.0)
     scores = prf_arrays(tp, predicted - tp, support - tp, empty=None)
-    return ClassScores(support, tp, iou, scores["precision"], scores["recall"], scores["f1"],
+    return ConfusionScores(support, tp, iou, scores["precision"], scores["recall"], scores["f1"],
                        predicted)
 
 
 AVERAGES = ("miou", "fwiou", "acc", "mprecision", "mrecall", "mf1")
 
 
-def average_scores(scores: ClassScores, averaged: np.ndarray | None = None, *,
+def average_scores(scores: ConfusionScores, averaged: np.ndarray | None = None, *,
                    accuracy: str = "labelled") -> dict[str, float | None]:
     """The dataset figures of a confusion matrix, under an averaging rule.
 

@@ -54,9 +54,11 @@ class LabelMap:
             small = bool(labels.min() >= 0) and bool(labels.max() < _LUT_SIZE)
         if small:
             mapped = np.take(self._lut, labels)  # ~2x faster than self._lut[labels]
+            if not mapped.size:  # an empty scan: nothing to reduce
+                return mapped, np.zeros(0, np.int64)
             # the spare code is the largest uint8 or the smallest int64: one reduction
             extreme = mapped.max() if self.dtype == np.uint8 else mapped.min()
-            if not mapped.size or extreme != self.unmapped:
+            if extreme != self.unmapped:
                 return mapped, np.zeros(0, np.int64)
             missing = mapped == self.unmapped
         else:

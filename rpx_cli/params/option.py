@@ -1,8 +1,10 @@
-"""One declaration per option: :class:`Option` says what a task parameter is (its flag,
-type, choices, bounds, default, help and parser), and :meth:`Option.convert` is the one
-place any value of it is checked — the text of a flag or a ``rpx.toml`` key (click calls it
-while parsing) or the Python value of an API keyword (:func:`resolve`). The messages are
-the same on every path: ``--box-format: 'cxcywh' is not one of xyxy, xywh``."""
+"""One declaration per option: :class:`Option` says what a parameter is (its flag, type,
+choices, bounds, default, help and parser), and :meth:`Option.convert` is the one place any
+value of it is checked — the text of a flag or a ``rpx.toml`` key (click calls it while
+parsing) or the Python value of an API keyword (:func:`resolve` for a task's options,
+:func:`convert_all` for a workflow's: ``--jobs``, ``--shard``, ``--bootstrap``, stability's
+``--warp``). The messages are the same on every path: ``--box-format: 'cxcywh' is not one
+of xyxy, xywh``."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from rpx_cli.errors import ParameterError
@@ -36,7 +39,9 @@ class Option:
     ``suffixes`` are the files read from it), or ``parsed`` (``parse`` takes the text of a
     flag or a Python value and returns the value, raising ``ValueError`` with the reason).
     ``multiple`` options repeat (a tuple). ``minimum``/``maximum`` (``open_min``/``open_max``
-    for strict bounds) bound numbers.
+    for strict bounds) bound numbers. ``short``: a one-letter flag too (``-j``). A ``flag``
+    whose default is True is switched off by its flag (``--no-rows`` sets ``include_rows``
+    False; :attr:`switches_off`).
     """
 
     param: str
@@ -55,6 +60,7 @@ class Option:
     suffixes: tuple[str, ...] = ()
     urls: bool = False  # a "file" may be a URL (s3://...): read later through fsspec
     unique: bool = False  # a repeatable option whose values must differ (--range 0:2 twice)
+    short: str | None = None  # a one-letter flag besides the long one: "-j"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -155,6 +161,11 @@ class Option:
         """The long flag without its dashes: the ``rpx.toml`` key (``depth-scale``)."""
         return self.flag.lstrip("-")
 
+    @property
+    def switches_off(self) -> bool:
+        """A flag whose value is True unless its flag is given (``--no-rows``)."""
+        return self.kind == "flag" and self.default is True
+
 
 def _items(value: Any) -> tuple[Any, ...]:
     """The occurrences of a repeatable option: a text, a number or a structured value is
@@ -229,6 +240,15 @@ def unknown_names(given: Mapping[str, Any], known: list[str], what: str) -> None
                          f"(known: {', '.join(sorted(known))})")
 
 
+def convert_all(options: tuple[Option, ...], given: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """The values given by name (an API caller's keywords), each converted by its
+    :class:`Option`; a name no option has is refused with the closest names (``what``
+    names the workflow in that message). Options not given are left out."""
+    declared = {option.param: option for option in options}
+    unknown_names(given, list(declared), what)
+    return {param: declared[param].convert(value) for param, value in given.items()}
+
+
 def resolve(task: Task, given: Mapping[str, Any]) -> dict[str, Any]:
     """The task's parameters from the values given by name (an API caller's keywords, the
     CLI's parsed flags), every one converted by its :class:`Option` and the rest at their
@@ -241,7 +261,7 @@ def resolve(task: Task, given: Mapping[str, Any]) -> dict[str, Any]:
     unknown_names(given, list(options), task.name)
     values = {param: option.convert(given[param]) if param in given else option.default
               for param, option in options.items()}
-    values.update(select_families(task, chosen))
+    values.update(select_families(task, chosen, values))
     from rpx_cli.params.pictures import settle
 
     settle(values)
@@ -250,24 +270,56 @@ def resolve(task: Task, given: Mapping[str, Any]) -> dict[str, Any]:
     return resolved
 
 
-def select_families(task: Task, chosen: Any) -> dict[str, Any]:
-    """``--metrics``: the families to run (``"rows,pooled"`` or a list; default every family
-    but the task's optional ones) as ``metrics``, and the others as ``skipped_metrics``."""
+def families_option(task: Task) -> Option | None:
+    """``--metrics``: the metric families of ``task`` to run, declared like every option
+    (None for a task without families). The value is kept as given (``"rows,pooled"`` or a
+    list of names), checked against the task's families; :func:`select_families` orders it."""
     if not task.families:
+        return None
+    names = ",".join(task.families)
+    return Option("metrics", "--metrics", "parsed", None, parse=partial(_family_names, task),
+                  metavar="NAME,...",
+                  help=f"Run only these metric families ({names}) [default: all]; the others are "
+                       "left out of the report and named in params.skipped_metrics.")
+
+
+def _family_names(task: Task, value: Any) -> Any:
+    """``value`` when it names families of ``task`` (a comma list, or a list of names)."""
+    if isinstance(value, str):
+        chosen = [part.strip() for part in value.split(",") if part.strip()]
+    elif isinstance(value, (list, tuple)) and all(isinstance(name, str) for name in value):
+        chosen = list(value)
+    else:
+        raise ValueError(f"expected family names, got {value!r}")
+    unknown = [name for name in chosen if name not in task.families]
+    if unknown or not chosen:
+        raise ValueError(f"unknown metric famil{'ies' if len(unknown) > 1 else 'y'} "
+                         f"{', '.join(unknown) or '(none given)'} for {task.name} "
+                         f"(known: {', '.join(task.families)})")
+    return value
+
+
+def select_families(task: Task, chosen: Any, values: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``--metrics``: the families to run (``"rows,pooled"`` or a list, checked by
+    :func:`families_option`; default those the task runs by default under the options
+    ``values``) as ``metrics``, and the others it could run as ``skipped_metrics``
+    (:meth:`Task.family_choice`: detection's protocol decides)."""
+    option = families_option(task)
+    if option is None:
         if chosen:
             raise ParameterError(f"{task.name} has no metric families to choose from")
         return {}
-    names = list(task.families)
+    names, default = task.family_choice(values or {})
+    names = list(names)
+    chosen = option.convert(chosen)
     if chosen is None:
-        chosen = [name for name in names if name not in task.optional_families]
-    if isinstance(chosen, str):
+        chosen = list(default)
+    elif isinstance(chosen, str):
         chosen = [part.strip() for part in chosen.split(",") if part.strip()]
-    if not isinstance(chosen, (list, tuple)) or not all(isinstance(n, str) for n in chosen):
-        raise ParameterError(f"--metrics: expected family names, got {chosen!r}")
-    unknown = [name for name in chosen if name not in task.families]
-    if unknown or not chosen:
+    unknown = [name for name in chosen if name not in names]
+    if unknown:  # a family of the task that these options do not run (a protocol's view)
         raise ParameterError(f"--metrics: unknown metric famil{'ies' if len(unknown) > 1 else 'y'} "
-                             f"{', '.join(unknown) or '(none given)'} for {task.name} "
+                             f"{', '.join(unknown)} for {task.name} with these options "
                              f"(known: {', '.join(names)})")
     return {"metrics": [n for n in names if n in chosen],
             "skipped_metrics": [n for n in names if n not in chosen]}

@@ -1,12 +1,15 @@
-"""Parsers of option values, shared by every task that has such an option. Each takes the
-text of a flag (or a ``rpx.toml`` value) or the Python value an API caller passes, and
-returns the typed value or raises ``ValueError`` with the reason (the :class:`Option` adds
-the flag's name)."""
+"""Parsers of option values, shared by every task or workflow that has such an option. Each
+takes the text of a flag (or a ``rpx.toml`` value) or the Python value an API caller passes,
+and returns the typed value or raises ``ValueError`` with the reason (the :class:`Option`
+adds the flag's name). Also here: a report path (``dataset.per_class["car"].iou``), what a
+gate and a no-regression gate name, so that ``report/`` and the options read it alike."""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rpx_cli.params.values import Band
@@ -83,6 +86,31 @@ def iou_threshold(value: Any) -> float:
     return result
 
 
+MAX_SHARDS = 1_000_000
+
+
+def shard(value: Any) -> tuple[int, int]:
+    """``K/N``: shard K (1-based) of N, with 1 <= K <= N (``(k, n)`` from Python)."""
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        index, count = integer(value[0]), integer(value[1])
+    elif isinstance(value, str):
+        head, sep, tail = value.partition("/")
+        if not (sep and _digits(head) and _digits(tail)):
+            raise ValueError(f"expected K/N with 1 <= K <= N (e.g. 2/4), got {value!r}")
+        index, count = int(head), int(tail)
+    else:
+        raise ValueError(f"expected K/N with 1 <= K <= N (e.g. 2/4), got {value!r}")
+    if not 1 <= index <= count:
+        raise ValueError(f"expected K/N with 1 <= K <= N (e.g. 2/4), got {index}/{count}")
+    if count > MAX_SHARDS:
+        raise ValueError(f"at most {MAX_SHARDS:,} shards, got {count}")
+    return index, count
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
 def parse_band(value: Any) -> Band:
     """``A:B`` or ``A:`` metres (a :class:`Band`; ``[low, high]`` from Python)."""
     return Band.of(value)
@@ -105,9 +133,14 @@ def name_and_number(what: str, parse_number: Callable[[Any], float]) -> Callable
     return parse
 
 
+SIGMA_RANGE = (1e-6, 1.0)  # OKS sigmas: COCO's are 0.025-0.107 (of the object's scale)
+
+
 def sigmas(value: Any) -> list[float]:
     """Keypoint sigmas (``--oks-sigmas``): a comma list ``0.26,0.25,...``, a file holding
-    such a list or a JSON list, or a Python sequence; each a finite number > 0."""
+    such a list or a flat JSON list, or a Python sequence; each a number within
+    :data:`SIGMA_RANGE` (below it the OKS divides by zero, above it every prediction is close
+    to every GT: 1e200 scored a point 1,000 px off as OKS 1)."""
     items: Any = value
     if isinstance(value, str):
         text = value.strip()
@@ -115,19 +148,29 @@ def sigmas(value: Any) -> list[float]:
             import os
 
             if not os.path.isfile(text):
-                raise ValueError(f"expected a comma list of numbers > 0 or a file, got {_shown(value)}")
+                raise ValueError(f"expected a comma list of numbers or a file, got {_shown(value)}")
             with open(text, encoding="utf-8") as handle:
                 text = handle.read().strip()
             if text.startswith("["):
-                text = text.strip("[] \n")
-        items = [part for part in text.replace("\n", ",").split(",") if part.strip()]
+                import json
+
+                try:
+                    items = json.loads(text)
+                except ValueError as exc:
+                    raise ValueError(f"{value}: not a JSON list of numbers ({exc})") from None
+                if not isinstance(items, list) or any(isinstance(i, (list, dict)) for i in items):
+                    raise ValueError(f"{value}: expected a flat JSON list of numbers")
+        if isinstance(items, str):
+            items = [part for part in text.replace("\n", ",").split(",") if part.strip()]
     if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
-        raise ValueError(f"expected a list of numbers > 0, got {_shown(value)}")
+        raise ValueError(f"expected a list of numbers, got {_shown(value)}")
+    low, high = SIGMA_RANGE
     out = []
     for item in items:
         result = number(item)
-        if not math.isfinite(result) or result <= 0:
-            raise ValueError(f"sigmas must be finite numbers > 0, got {_shown(item)}")
+        if not low <= result <= high:  # (NaN fails too)
+            raise ValueError(f"sigmas must be numbers within [{low:g}, {high:g}] (COCO's are "
+                             f"0.025-0.107), got {_shown(item)}")
         out.append(result)
     if not out:
         raise ValueError("expected at least one sigma")
@@ -154,6 +197,18 @@ def parse_kpt_shape(value: Any) -> tuple[int, int]:
     return k, d
 
 
+def parse_ultralytics_version(value: Any) -> str:
+    """``--ultralytics-version 8.4.190`` (or ``8.3``): a release 8.0 or later, recorded as
+    ``MAJOR.MINOR.PATCH``."""
+    parts = str(value).strip().lstrip("v").split(".")
+    if not 1 < len(parts) <= 3 or not all(part.isdigit() for part in parts):
+        raise ValueError(f"an Ultralytics release is MAJOR.MINOR[.PATCH], e.g. 8.4.190: got {value!r}")
+    version = tuple(int(part) for part in parts) + (0,) * (3 - len(parts))
+    if version < (8, 0, 0):
+        raise ValueError(f"Ultralytics {value}: rpx knows the rules of releases 8.0 and later")
+    return ".".join(map(str, version))
+
+
 def parse_image_size(value: Any) -> tuple[int, int]:
     """``--image-size W,H`` (pixels, each >= 1)."""
     parts = value if isinstance(value, (list, tuple)) else str(value).split(",")
@@ -164,3 +219,56 @@ def parse_image_size(value: Any) -> tuple[int, int]:
     if w < 1 or h < 1:
         raise ValueError(f"expected W,H >= 1, got {value!r}")
     return w, h
+
+
+# --- report paths (gates) -----------------------------------------------------------------
+
+_SEGMENT = re.compile(r'\["((?:[^"\\]|\\.)*)"\]|([^.\[\]<>=]+)')
+
+
+def parse_path(text: str) -> tuple[str, ...]:
+    """``a.b["c.d"].e`` -> ``("a", "b", "c.d", "e")``; ValueError when malformed."""
+    segments: list[str] = []
+    position = 0
+    text = text.strip()
+    while position < len(text):
+        if text[position] == "." and segments:
+            position += 1
+        match = _SEGMENT.match(text, position)
+        if match is None:
+            raise ValueError(f"cannot read the path {text!r} at character {position + 1}")
+        quoted, plain = match.groups()
+        segments.append(plain.strip() if quoted is None else quoted.replace('\\"', '"'))
+        position = match.end()
+    if not segments or any(not s for s in segments):
+        raise ValueError(f"empty path in {text!r}")
+    return tuple(segments)
+
+
+@dataclass(frozen=True)
+class NoRegression:
+    """``METRIC[:TOL]``: TOL absolute (``0.01``) or relative (``5%``), default 0."""
+
+    text: str
+    path: tuple[str, ...]
+    tolerance: float
+    relative: bool
+
+
+def parse_no_regression(text: str) -> NoRegression:
+    """``METRIC[:TOL]`` (``absrel:5%``, ``dataset.miou``); ValueError when malformed."""
+    metric, sep, tol = text.rpartition(":") if ":" in text else (text, "", "")
+    if not sep:
+        metric, tol = text, "0"
+    tol = tol.strip()
+    relative = tol.endswith("%")
+    try:
+        value = float(tol[:-1] if relative else tol)
+    except ValueError:
+        raise ValueError(f"tolerance {tol!r} is not a number or a percentage (in {text!r})") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"tolerance must be a non-negative number (in {text!r})")
+    path = parse_path(metric)
+    if len(path) == 1:
+        path = ("aggregate", *path)  # a bare metric name means aggregate.<name>
+    return NoRegression(text.strip(), path, value / 100 if relative else value, relative)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from rpx_cli.report.gates import parse_path, resolve, suggestions
+from rpx_cli.params.parsers import NoRegression, parse_no_regression  # noqa: F401 (re-exported)
+from rpx_cli.report.gates import resolve, suggestions
 
 _SKIP_SECTIONS = {"run_provenance", "metric_info", "params", "rows", "state", "gates", "unpaired",
                   "errors", "confusion", "worst_frames"}
@@ -108,34 +108,6 @@ def paired_bootstrap(base_rows: list[dict[str, Any]], new_rows: list[dict[str, A
 
 def _num(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
-
-
-@dataclass(frozen=True)
-class NoRegression:
-    """``METRIC[:TOL]``: TOL absolute (``0.01``) or relative (``5%``), default 0."""
-
-    text: str
-    path: tuple[str, ...]
-    tolerance: float
-    relative: bool
-
-
-def parse_no_regression(text: str) -> NoRegression:
-    metric, sep, tol = text.rpartition(":") if ":" in text else (text, "", "")
-    if not sep:
-        metric, tol = text, "0"
-    tol = tol.strip()
-    relative = tol.endswith("%")
-    try:
-        value = float(tol[:-1] if relative else tol)
-    except ValueError:
-        raise ValueError(f"tolerance {tol!r} is not a number or a percentage (in {text!r})") from None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"tolerance must be a non-negative number (in {text!r})")
-    path = parse_path(metric)
-    if len(path) == 1:
-        path = ("aggregate", *path)  # a bare metric name means aggregate.<name>
-    return NoRegression(text.strip(), path, value / 100 if relative else value, relative)
 
 
 def check_no_regression(base: Mapping[str, Any], new: Mapping[str, Any],

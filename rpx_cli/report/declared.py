@@ -34,9 +34,16 @@ def task_of(report: Mapping[str, Any]) -> Task | None:
 
 
 def headline(report: Mapping[str, Any]) -> tuple[str, ...]:
-    """The dotted paths the task declares a reader looks at first (present or not)."""
+    """The dotted paths the task declares a reader looks at first (present or not), as the
+    report's ``params`` choose them (detection: the protocol's figures)."""
     task = task_of(report)
-    return task.headline if task is not None else ()
+    if task is None:
+        return ()
+    params = report.get("params")
+    try:
+        return task.headline_for(params if isinstance(params, Mapping) else {})
+    except (TypeError, ValueError, KeyError):  # a hand-edited report: the task's own
+        return task.headline
 
 
 def bands(report: Mapping[str, Any]) -> list[Band]:

@@ -21,10 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rpx_cli.params.parsers import parse_path
+
 _OPERATORS = {"<=": operator.le, ">=": operator.ge, "==": operator.eq, "<": operator.lt,
               ">": operator.gt}
 _EXPR = re.compile(r"^\s*(?P<path>.+?)\s*(?P<op><=|>=|==|<|>)\s*(?P<number>[^<>=\s]+)\s*$")
-_SEGMENT = re.compile(r'\["((?:[^"\\]|\\.)*)"\]|([^.\[\]<>=]+)')
 
 
 @dataclass(frozen=True)
@@ -33,25 +34,6 @@ class Gate:
     path: tuple[str, ...]
     op: str
     threshold: float
-
-
-def parse_path(text: str) -> tuple[str, ...]:
-    """``a.b["c.d"].e`` -> ``("a", "b", "c.d", "e")``; ValueError when malformed."""
-    segments: list[str] = []
-    position = 0
-    text = text.strip()
-    while position < len(text):
-        if text[position] == "." and segments:
-            position += 1
-        match = _SEGMENT.match(text, position)
-        if match is None:
-            raise ValueError(f"cannot read the path {text!r} at character {position + 1}")
-        quoted, plain = match.groups()
-        segments.append(plain.strip() if quoted is None else quoted.replace('\\"', '"'))
-        position = match.end()
-    if not segments or any(not s for s in segments):
-        raise ValueError(f"empty path in {text!r}")
-    return tuple(segments)
 
 
 def parse_gate(text: str) -> Gate:

@@ -31,11 +31,10 @@ from rpx_cli.report.html_blocks import (
 )
 from rpx_cli.report.html_frames import frames_section
 from rpx_cli.report.html_sections import (
-    READINESS,
     WORST_N,
     all_metrics_section,
+    card_paths,
     gates_section,
-    headline_paths,
     headline_section,
     provenance_section,
     summary_text,
@@ -43,10 +42,10 @@ from rpx_cli.report.html_sections import (
 )
 from rpx_cli.report.html_task_views import task_view
 from rpx_cli.report.html_workflow_views import WORKFLOW_VIEWS
+from rpx_cli.report.markup import esc, escaped_document, short
 from rpx_cli.report.render import lookup
-from rpx_cli.report.svg import esc, escaped_document, short
 
-__all__ = ["CSS", "READINESS", "WORST_N", "direction", "render_html"]
+__all__ = ["CSS", "WORST_N", "direction", "render_html"]
 
 CSS = """
 :root{--bg:#fff;--fg:#1b1f24;--muted:#5b6570;--line:#d0d7de;--grid:#eaeef2;--panel:#f6f8fa;
@@ -123,9 +122,9 @@ def _article(index: int, name: str, report: Mapping[str, Any]) -> str:
 
 def _side_by_side(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     first = reports[0][1]
-    paths = headline_paths(first)
+    paths = card_paths(first)
     for _, report in reports[1:]:
-        paths += [p for p in headline_paths(report) if p not in paths]
+        paths += [p for p in card_paths(report) if p not in paths]
     rows, attrs = [], []
     for path in paths:
         values = [lookup(report, path) for _, report in reports]

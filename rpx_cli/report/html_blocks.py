@@ -9,11 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rpx_cli.deploy.figures import readiness_direction
 from rpx_cli.report.declared import metric_direction, unit
-from rpx_cli.report.svg import datum, esc, short
-
-_READINESS_WAY = {"ts_score": "higher", "sgc": "higher", "latency_ms": "lower", "params_m": "lower",
-                  "flops_g": "lower", "actmem_gb": "lower"}
+from rpx_cli.report.markup import datum, esc, short
 
 
 def kind_name(report: Mapping[str, Any]) -> str:
@@ -29,10 +27,8 @@ def is_number(value: Any) -> bool:
 
 def direction(report: Mapping[str, Any], path: str) -> str:
     name = path.rsplit(".", 1)[-1]
-    if report.get("schema") == "rpx.readiness":
-        if name in ("s_overall", "primary_aggregate") or name.startswith("s_"):
-            return str(report.get("direction") or "none")
-        return _READINESS_WAY.get(name, "none")
+    if report.get("schema") == "rpx.readiness":  # no metric_info: rpx readiness declares them
+        return readiness_direction(name, report.get("direction"))
     return metric_direction(report, name)
 
 

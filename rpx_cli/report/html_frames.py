@@ -9,7 +9,7 @@ from typing import Any
 
 from rpx_cli.report import svg_frames
 from rpx_cli.report.html_blocks import ARROW, section_html
-from rpx_cli.report.svg import datum, esc, short
+from rpx_cli.report.markup import datum, esc, short
 
 # what the page says of the overlays the tasks draw (rpx_cli.tasks.base.Task.frame_overlays)
 OVERLAY_NOTES = {"errors": "<b>errors</b>: wrong pixels vermillion, ignored ones grey",

@@ -16,12 +16,10 @@ from rpx_cli.report.html_blocks import (
     section_html,
     table_html,
 )
+from rpx_cli.report.markup import datum, esc, short
 from rpx_cli.report.render import lookup
-from rpx_cli.report.svg import datum, esc, short
 
 WORST_N = 10
-READINESS = ("summary.s_overall", "summary.primary_aggregate", "summary.delta_int", "summary.delta_rec",
-             "summary.ts_score", "summary.sgc", "summary.latency_ms", "summary.params_m", "summary.flops_g")
 
 
 def summary_text(report: Mapping[str, Any]) -> str:
@@ -70,13 +68,14 @@ def gates_section(report: Mapping[str, Any]) -> str:
                         note, kind="gates")
 
 
-def headline_paths(report: Mapping[str, Any]) -> list[str]:
+def card_paths(report: Mapping[str, Any]) -> list[str]:
+    """The figures the page shows as headline cards: the headline's paths that hold a
+    number, filled up to four (and at most eight) from the report's top-level figures."""
     from rpx_cli.report import render
 
-    preferred = READINESS if report.get("schema") == "rpx.readiness" else render.headline_paths(report)
-    paths = [p for p in preferred if is_number(lookup(report, p))]
+    paths = [p for p in render.headline_paths(report) if is_number(lookup(report, p))]
     if len(paths) < 4:
-        for path, value in render.headline(report):
+        for path, value in render.figures(report):
             last = path.rsplit(".", 1)[-1]
             if path in paths or last.startswith("n_") or last in ("schema_version",) or path.count(".") > 1:
                 continue
@@ -91,7 +90,7 @@ def headline_section(report: Mapping[str, Any]) -> str:
     if report.get("schema") == "rpx.compare":
         return ""
     cards = []
-    for path in headline_paths(report):
+    for path in card_paths(report):
         value = lookup(report, path)
         way = direction(report, path)
         cards.append(f'<div class="card" data-metric="{esc(path)}" data-value="{datum(value)}" '
@@ -104,12 +103,12 @@ def headline_section(report: Mapping[str, Any]) -> str:
 
 
 def all_metrics_section(report: Mapping[str, Any]) -> str:
-    from rpx_cli.report.render import headline
+    from rpx_cli.report.render import figures
 
     if report.get("schema") == "rpx.compare":
         return ""
     rows = []
-    for path, value in headline(report):
+    for path, value in figures(report):
         rows.append((f"<code>{esc(path)}</code>", cell_html(value, path), ARROW.get(direction(report, path), "")))
     if not rows:
         return ""

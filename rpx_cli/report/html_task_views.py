@@ -1,15 +1,16 @@
 """The pictures of a task's report on the HTML page (:mod:`rpx_cli.report.html`): the views
 a task names as its ``page_view`` (COCO-style PR curves, IoU per class, depth errors per
-band, tracking sequences, calibration) and the generic view every other task gets (a plugin
-task too): per-class bars, confusion matrices, per-band bars and the distribution of the
-row metric the worst rows are ranked by."""
+band, tracking sequences, calibration, 3D curves per band, things and stuff) and the generic
+view every other task gets (a plugin task too): per-class bars, confusion matrices, per-band
+bars and the distribution of the row metric the worst rows are ranked by. The sections the
+views share are in :mod:`rpx_cli.report.html_task_sections`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rpx_cli.report import declared, svg
+from rpx_cli.report import declared, svg, svg_bars, svg_grids, svg_lines
 from rpx_cli.report.html_blocks import (
     axis_label,
     cell_html,
@@ -19,38 +20,16 @@ from rpx_cli.report.html_blocks import (
     section_html,
     table_html,
 )
+from rpx_cli.report.html_mota_recall import mota_recall_view
+from rpx_cli.report.html_task_sections import (
+    bands_section,
+    class_band_grid,
+    confusion_section,
+    distribution_section,
+    per_class_bars,
+)
+from rpx_cli.report.markup import data_list, esc, short
 from rpx_cli.report.render import lookup
-from rpx_cli.report.svg import data_list, esc, short
-
-
-def _confusion(confusion: Mapping[str, Any], what: str) -> str:
-    labels, matrix = confusion.get("labels"), confusion.get("matrix")
-    if not labels or not matrix:
-        return ""
-    columns = confusion.get("columns") or labels
-    counts = svg.heatmap(labels, columns, matrix, title=f"{what} confusion matrix (counts)",
-                         normalise_rows=False, attrs={"name": "confusion-counts"})
-    shares = svg.heatmap(labels, columns, matrix, title=f"{what} confusion matrix (row-normalised)",
-                         normalise_rows=True, attrs={"name": "confusion-rows"})
-    return section_html("confusion matrix", counts + shares,
-                        "<b>rows are ground truth, columns are predictions</b>; the second matrix divides each "
-                        "row by its total (recall on the diagonal)", kind="confusion")
-
-
-def _per_class_bars(per_class: Mapping[str, Any], field: str, *, title: str, way: str,
-                    domain: tuple[float, float] | None = (0.0, 1.0), name: str = "per-class",
-                    label: str | None = None) -> str:
-    entries = [(label, entry.get(field) if isinstance(entry, Mapping) else None)
-               for label, entry in per_class.items()]
-    if not any(is_number(v) for _, v in entries):
-        return ""
-    # the worst first: where it fails
-    entries.sort(key=lambda e: (e[1] is None, e[1] if way != "lower" else -(e[1] or 0.0)))
-    notes = [f"n={entry.get('support')}" if isinstance(entry, Mapping) and "support" in entry else ""
-             for entry in (per_class[label] for label, _ in entries)]
-    return svg.bar_chart([label for label, _ in entries], [v for _, v in entries], title=title,
-                         value_label=label or field, domain=domain, notes=notes,
-                         attrs={"name": name, "field": field})
 
 
 def _pr_curves(report: Mapping[str, Any]) -> str:
@@ -60,7 +39,7 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
     curves = coco.get("curves")
     if curves:
         recall = curves["recall"]
-        out.append(section_html("precision–recall", svg.line_chart(
+        out.append(section_html("precision–recall", svg_lines.line_chart(
             [{"name": "IoU 0.5", "y": curves["iou50"]["overall"]["precision"]},
              {"name": "IoU 0.5:0.95 (mean)", "y": curves["iou50_95"]["overall"]["precision"], "dash": "6 3"}],
             x=recall, title="precision–recall, mean over classes with GT", x_label="recall",
@@ -68,7 +47,7 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
             "COCO's 101-point interpolated curves (area all, 100 detections per image); the area under "
             "each is AP50 and AP", kind="pr"))
     if coco.get("per_class"):
-        out.append(section_html("where it fails: AP per class", _per_class_bars(
+        out.append(section_html("where it fails: AP per class", per_class_bars(
             coco["per_class"], "AP", title="COCO AP per class (IoU 0.5:0.95), worst first", way="higher",
             name="ap-per-class"), "n/a: no GT box of the class", kind="ap-per-class"))
     pooled = dataset.get("pooled") or {}
@@ -77,7 +56,7 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
         threshold = lookup(report, "params.conf_threshold")
         markers = [{"x": threshold, "y": pooled.get(k), "label": f"{k} {short(pooled.get(k))}"}
                    for k in ("precision", "recall", "f1")] if threshold is not None else []
-        out.append(section_html("precision, recall and F1 against confidence", svg.line_chart(
+        out.append(section_html("precision, recall and F1 against confidence", svg_lines.line_chart(
             [{"name": "precision", "y": curve["precision"]}, {"name": "recall", "y": curve["recall"], "dash": "6 3"},
              {"name": "F1", "y": curve["f1"], "dash": "2 2"}], x=curve["conf_threshold"],
             title="pooled P/R/F1 against the confidence threshold", x_label="confidence threshold (score >=)",
@@ -85,7 +64,7 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
             f"rings: the operating point (--conf-threshold {esc(short(threshold))}, IoU "
             f"{esc(short(lookup(report, 'params.iou_threshold')))}), dataset.pooled", kind="prf"))
     if dataset.get("confusion"):
-        out.append(_confusion(dataset["confusion"], "detection (Aquarium: background last)"))
+        out.append(confusion_section(dataset["confusion"], "detection (Aquarium: background last)"))
     errors = dataset.get("errors")
     if errors:
         names = ["cls", "loc", "both", "dupe", "bkg", "miss", "fp", "fn"]
@@ -93,7 +72,7 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
                    "bkg": "background", "miss": "missed GT", "fp": "all false positives",
                    "fn": "all false negatives"}
         counts = errors.get("counts") or {}
-        out.append(section_html("error breakdown (TIDE)", svg.bar_chart(
+        out.append(section_html("error breakdown (TIDE)", svg_bars.bar_chart(
             [f"{n} — {meaning[n]}" for n in names], [errors.get(n) for n in names],
             title="TIDE: AP50 gained by fixing each error type", value_label="dAP (0–1 scale)",
             notes=[plural(counts[n], "error") if n in counts else "" for n in names],
@@ -108,7 +87,7 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
         per_class = curves["iou50"]["per_class"]
         ap = {k: (v or {}).get("AP") for k, v in (coco.get("per_class") or {}).items()}
         order = sorted(per_class, key=lambda k: (ap.get(k) is None, ap.get(k) or 0.0))
-        charts = [svg.line_chart(
+        charts = [svg_lines.line_chart(
             [{"name": "IoU 0.5", "y": per_class[k]["precision"]},
              {"name": "0.5:0.95", "y": curves["iou50_95"]["per_class"][k]["precision"], "dash": "6 3"}],
             x=curves["recall"], x_attr=False, title=f"{k}: precision–recall",
@@ -124,55 +103,14 @@ def _class_iou(report: Mapping[str, Any]) -> str:
     dataset = report.get("dataset") or {}
     out = []
     if dataset.get("per_class"):
-        out.append(section_html("where it fails: IoU per class", _per_class_bars(
+        out.append(section_html("where it fails: IoU per class", per_class_bars(
             dataset["per_class"], "iou", title="IoU per class (pooled), worst first", way="higher",
             name="iou-per-class"), "n = GT pixels (support); n/a: no GT support", kind="iou-per-class"))
-    out.append(_bands(report))
+    out.append(bands_section(report))
     if dataset.get("confusion"):
-        out.append(_confusion(dataset["confusion"], str(report.get("task") or "")))
-    out.append(_distribution(report))
+        out.append(confusion_section(dataset["confusion"], str(report.get("task") or "")))
+    out.append(distribution_section(report))
     return "".join(out)
-
-
-def _bands(report: Mapping[str, Any]) -> str:
-    """One bar chart per metric the task charts per band (its ``band_metrics``, in order),
-    a bar per band of the report's ``params`` (depth bands, 3D ranges), labelled ``[A, B) m``:
-    the values of ``band.key(metric)`` in ``dataset``, else in ``aggregate``."""
-    bands = declared.bands(report)
-    charts, sections = [], []
-    for metric in declared.band_metrics(report) if bands else ():
-        keys = [band.key(metric) for band in bands]
-        section = next((name for name in ("dataset", "aggregate") if isinstance(report.get(name), Mapping)
-                        and any(key in report[name] for key in keys)), None)
-        if section is None:
-            continue
-        values = [report[section].get(key) for key in keys]
-        charts.append(svg.bar_chart([band.label for band in bands],
-                                    [v if is_number(v) else None for v in values],
-                                    title=f"{metric} per band ({section})",
-                                    value_label=axis_label(report, metric),
-                                    domain=None, width=420, attrs={"name": "bands", "metric": metric}))
-        if section not in sections:
-            sections.append(section)
-    if not charts:
-        return ""
-    return section_html(f"per band ({', '.join(sections)})", f'<div class="multiples">{"".join(charts)}</div>',
-                        "bands are [min, max) of the GT (depth: metres; 3D: range from the sensor)", kind="bands")
-
-
-def _distribution(report: Mapping[str, Any], metric: str | None = None) -> str:
-    rows = report.get("rows") or []
-    if metric is None:
-        metric, _ = declared.rank_metric(report)
-    if not rows or metric is None:
-        return ""
-    values = [r.get(metric) for r in rows if is_number(r.get(metric))]
-    if len(values) < 2:
-        return ""
-    return section_html(f"per-row distribution of {metric}", svg.histogram(
-        values, title=f"{metric} over {len(values)} rows", x_label=axis_label(report, metric, way=False),
-        attrs={"name": "distribution", "metric": metric}),
-        f"{len(rows) - len(values)} row(s) without a value left out", kind="distribution")
 
 
 def _by_depth(report: Mapping[str, Any]) -> str:
@@ -187,8 +125,8 @@ def _by_depth(report: Mapping[str, Any]) -> str:
         return ""
     labels = [f"[{short(lo)}, {short(hi) if hi is not None else 'inf'}) m" for lo, hi in by_depth["bins"]]
     notes = [f"n={n:,}" for n in by_depth["n"]]
-    charts = [svg.bar_chart(labels, by_depth[key], title=f"{key} per bin of GT depth", value_label=key,
-                            notes=notes, width=420, attrs={"name": "by-depth", "metric": key})
+    charts = [svg_bars.bar_chart(labels, by_depth[key], title=f"{key} per bin of GT depth", value_label=key,
+                                 notes=notes, width=420, attrs={"name": "by-depth", "metric": key})
               for key in ("absrel", "rmse")]
     out = [section_html("error by depth", f'<div class="multiples">{"".join(charts)}</div>',
                         "bins of GT depth a quarter octave wide (×1.19), pooled over every valid pixel; "
@@ -203,7 +141,7 @@ def _by_depth(report: Mapping[str, Any]) -> str:
         names = [short(edges[k]) for k in span]
         matrix = [[sum(counts[i][:lo]), *(counts[i][j] for j in span), sum(counts[i][hi:])] for i in rows]
         columns = [f"< {short(edges[lo])}", *names, f">= {short(edges[hi]) if hi < len(edges) else 'inf'}"]
-        out.append(section_html("predicted against GT depth", svg.heatmap(
+        out.append(section_html("predicted against GT depth", svg_grids.heatmap(
             [short(edges[i]) for i in rows], columns, matrix, title="pixels per GT and predicted depth bin",
             normalise_rows=True, row_label="GT depth (bin start, m)", column_label="predicted depth (bin start, m)",
             attrs={"name": "pred-vs-gt"}), "<b>rows are GT depth, columns the prediction</b>, each row "
@@ -213,9 +151,9 @@ def _by_depth(report: Mapping[str, Any]) -> str:
 
 
 def _error_bands(report: Mapping[str, Any]) -> str:
-    out = [_bands(report), _by_depth(report), _distribution(report, "absrel")]
+    out = [bands_section(report), _by_depth(report), distribution_section(report, "absrel")]
     if (report.get("rows") or [{}])[0].get("rmse") is not None:
-        out.append(_distribution(report, "rmse"))
+        out.append(distribution_section(report, "rmse"))
     return "".join(out)
 
 
@@ -230,14 +168,14 @@ def _sequences(report: Mapping[str, Any]) -> str:
                            attrs=[f'data-stem="{esc(r.get("stem"))}"' for r in rows], table="sequences")
         out.append(section_html("per sequence", table, "dataset = summed over sequences (not a mean of rows)",
                                 kind="sequences"))
-        out.append(section_html("HOTA and MOTA per sequence", svg.grouped_bars(
+        out.append(section_html("HOTA and MOTA per sequence", svg_bars.grouped_bars(
             [str(r.get("stem")) for r in rows], ["hota", "mota", "idf1"],
             [[r.get(k) for r in rows] for k in ("hota", "mota", "idf1")], title="per-sequence scores",
             y_label="score", x_label="sequence", domain=None, attrs={"name": "sequences"}), kind="sequence-bars"))
     alpha = lookup(report, "dataset.hota_alpha")
     if isinstance(alpha, Mapping) and alpha.get("alpha"):
         series = [{"name": k, "y": alpha[k]} for k in ("hota", "deta", "assa") if isinstance(alpha.get(k), list)]
-        out.append(section_html("HOTA against the localisation threshold α", svg.line_chart(
+        out.append(section_html("HOTA against the localisation threshold α", svg_lines.line_chart(
             series, x=alpha["alpha"], x_domain=(0.0, 1.0), title="HOTA, DetA, AssA against α",
             x_label="α (IoU threshold)", y_label="score", attrs={"name": "hota-alpha"}), kind="hota-alpha"))
     return "".join(out)
@@ -253,7 +191,7 @@ def _calibration(report: Mapping[str, Any]) -> str:
         xs = [c for c in conf]
         markers = [{"x": c, "y": a, "label": ""} for c, a in zip(conf, acc, strict=False)
                    if c is not None and a is not None]
-        chart = svg.line_chart(
+        chart = svg_lines.line_chart(
             [{"name": "perfect calibration", "x": [0.0, 1.0], "y": [0.0, 1.0], "dash": "4 4",
               "colour": svg.NEUTRAL},
              {"name": "model", "x": xs, "y": acc}], title="reliability diagram",
@@ -264,12 +202,12 @@ def _calibration(report: Mapping[str, Any]) -> str:
                                 f"({len(counts)} equal-width bins)", kind="calibration"))
     if dataset.get("per_class"):
         field = "f1" if any(isinstance(e, Mapping) and "f1" in e for e in dataset["per_class"].values()) else "ap"
-        out.append(section_html(f"where it fails: {field} per class", _per_class_bars(
+        out.append(section_html(f"where it fails: {field} per class", per_class_bars(
             dataset["per_class"], field, title=f"{field} per class, worst first", way="higher",
             name="f1-per-class"), "n = support", kind="per-class"))
     out.append(_class_pr_curves(dataset))
     if dataset.get("confusion"):
-        out.append(_confusion(dataset["confusion"], str(report.get("task") or "")))
+        out.append(confusion_section(dataset["confusion"], str(report.get("task") or "")))
     return "".join(out)
 
 
@@ -285,7 +223,7 @@ def _class_pr_curves(dataset: Mapping[str, Any]) -> str:
     ap = {k: (per_class.get(k) or {}).get("ap") for k in curves["per_class"]}
     order = [k for k in sorted(curves["per_class"], key=lambda k: (ap.get(k) is None, ap.get(k) or 0.0))
              if curves["per_class"][k]]
-    charts = [svg.line_chart(
+    charts = [svg_lines.line_chart(
         [{"name": "precision", "y": curves["per_class"][k]["precision"]},
          {"name": "score", "y": curves["per_class"][k]["score"], "dash": "4 3"}],
         x=curves["recall"], x_attr=False, title=f"{k}: precision–recall", x_label=f"recall — {k} (AP {short(ap.get(k))})",
@@ -312,8 +250,8 @@ def _things_and_stuff(report: Mapping[str, Any]) -> str:
         for flag, kind in ((True, "things"), (False, "stuff")):
             entries = {name: entry for name, entry in per_class.items()
                        if isinstance(entry, Mapping) and bool(entry.get("isthing")) is flag}
-            chart = _per_class_bars(entries, "pq", title=f"PQ per class: {kind}, worst first",
-                                    way="higher", name=f"pq-{kind}") if entries else ""
+            chart = per_class_bars(entries, "pq", title=f"PQ per class: {kind}, worst first",
+                                   way="higher", name=f"pq-{kind}") if entries else ""
             if chart:
                 mean = dataset.get(f"pq_{kind}")
                 charts.append(chart)
@@ -328,15 +266,15 @@ def _things_and_stuff(report: Mapping[str, Any]) -> str:
                   and is_number(entry.get("rq")) and is_number(entry.get("sq"))]
         if points:
             markers = [{"x": rq, "y": sq, "label": name} for name, rq, sq, _ in points]
-            chart = svg.line_chart([], title="SQ against RQ per class", x_label="RQ (recognition: "
-                                   "TP / (TP + FP/2 + FN/2))", y_label="SQ (mean IoU of the matches)",
-                                   y_domain=(0.0, 1.0),
-                                   markers=markers, legend=False,
-                                   attrs={"name": "sq-rq", "classes": data_list([p[0] for p in points])})
+            chart = svg_lines.line_chart([], title="SQ against RQ per class", x_label="RQ (recognition: "
+                                         "TP / (TP + FP/2 + FN/2))", y_label="SQ (mean IoU of the matches)",
+                                         y_domain=(0.0, 1.0),
+                                         markers=markers, legend=False,
+                                         attrs={"name": "sq-rq", "classes": data_list([p[0] for p in points])})
             out.append(section_html("SQ against RQ", chart, "PQ = SQ × RQ: a class low on the x axis "
                                     "misses or invents segments, one low on the y axis outlines them "
                                     "poorly; SQ is 0 for a class without a match", kind="sq-rq"))
-    out.append(_distribution(report))
+    out.append(distribution_section(report))
     return "".join(out)
 
 
@@ -351,39 +289,18 @@ def generic(report: Mapping[str, Any]) -> str:
         field = next((f for f in ("iou", "AP", "ap", "f1", "recall") if f in fields), fields[0] if fields else None)
         if field:
             way = direction(report, field)
-            out.append(section_html(f"{field} per class", _per_class_bars(
+            out.append(section_html(f"{field} per class", per_class_bars(
                 per_class, field, title=f"{field} per class, worst first", way=way, domain=None,
                 name="per-class", label=axis_label(report, field)), kind="per-class"))
     confusion = dataset.get("confusion")
     if isinstance(confusion, Mapping):
-        out.append(_confusion(confusion, str(report.get("task") or "")))
-    out.append(_bands(report))
+        out.append(confusion_section(confusion, str(report.get("task") or "")))
+    out.append(bands_section(report))
     if isinstance(per_class, Mapping) and per_class:
-        out.append(_class_band_grid(report, next((f for f in ("iou", "AP", "ap", "f1") if any(
+        out.append(class_band_grid(report, next((f for f in ("iou", "AP", "ap", "f1") if any(
             isinstance(e, Mapping) and f in e for e in per_class.values())), "")))
-    out.append(_distribution(report))
+    out.append(distribution_section(report))
     return "".join(out)
-
-
-def _class_band_grid(report: Mapping[str, Any], field: str) -> str:
-    """``per_class.<name>.<field>`` over the whole range and per band (``band.key(field)``),
-    one row per class (the worst overall first), one column per band."""
-    per_class = (report.get("dataset") or {}).get("per_class")
-    bands = declared.bands(report)
-    if not field or not bands or not isinstance(per_class, Mapping):
-        return ""
-    keys = [field, *(band.key(field) for band in bands)]
-    entries = {k: v for k, v in per_class.items() if isinstance(v, Mapping) and any(key in v for key in keys[1:])}
-    if not entries:
-        return ""
-    names = sorted(entries, key=lambda k: (not is_number(entries[k].get(field)), entries[k].get(field) or 0.0))
-    values = [[entries[k].get(key) if is_number(entries[k].get(key)) else None for key in keys] for k in names]
-    return section_html(f"{field} per class and range", svg.value_grid(
-        names, ["all", *(band.label for band in bands)], values, title=f"{field} per class and range band",
-        value_label=field, row_label="class", column_label="range band (distance from the sensor)",
-        attrs={"name": "class-bands", "field": field}),
-        f"per_class.&lt;name&gt;.{esc(field)} and its per-band keys; the worst class overall first; "
-        "n/a: nothing to score in that band", kind="class-bands")
 
 
 ERROR_CURVES = {"trans_err": "ATE (m)", "scale_err": "ASE", "orient_err": "AOE (rad)", "vel_err": "AVE (m/s)",
@@ -396,7 +313,7 @@ def _curves_bev(report: Mapping[str, Any]) -> str:
     threshold (from ``dataset.curves``), and the distribution of the rank metric."""
     dataset = report.get("dataset") or {}
     per_class = dataset.get("per_class") or {}
-    out = [_bands(report), _class_band_grid(report, "AP")]
+    out = [bands_section(report), class_band_grid(report, "AP")]
     curves = dataset.get("curves")
     thresholds, operating = declared.thresholds(report)
     if isinstance(curves, Mapping) and thresholds:
@@ -408,9 +325,9 @@ def _curves_bev(report: Mapping[str, Any]) -> str:
             series = [{"name": t.label, "y": curves[k][t.token]["precision"], "x": curves[k][t.token]["recall"],
                        "dash": "" if i == 0 else ("6 3", "2 2", "8 2 2 2")[(i - 1) % 3]}
                       for i, t in enumerate(thresholds) if curves[k].get(t.token)]
-            charts.append(svg.line_chart(series, title=f"{k}: precision–recall", x_label=f"recall — {k} "
-                                         f"(AP {short(ap.get(k))})", y_label="precision", width=270, height=210,
-                                         legend=k == order[0], attrs={"name": "pr-threshold", "class": k}))
+            charts.append(svg_lines.line_chart(series, title=f"{k}: precision–recall", x_label=f"recall — {k} "
+                                               f"(AP {short(ap.get(k))})", y_label="precision", width=270, height=210,
+                                               legend=k == order[0], attrs={"name": "pr-threshold", "class": k}))
         more = f"; {len(order) - MAX_CLASS_CHARTS} more in dataset.curves" if len(order) > MAX_CLASS_CHARTS else ""
         out.append(section_html("precision–recall per class and match threshold",
                                 f'<div class="multiples">{"".join(charts)}</div>',
@@ -425,10 +342,10 @@ def _curves_bev(report: Mapping[str, Any]) -> str:
                 peak = max([v for key in ERROR_CURVES for v in curve[key] if v is not None] or [1.0])
                 series = [{"name": label, "y": curve[key], "x": curve["recall"]}
                           for key, label in ERROR_CURVES.items()]
-                charts.append(svg.line_chart(series, title=f"{k}: TP errors against recall",
-                                             x_label=f"recall — {k}", y_label="error", y_domain=(0.0, max(peak, 1e-9)),
-                                             width=270, height=210, legend=k == order[0],
-                                             attrs={"name": "tp-errors", "class": k}))
+                charts.append(svg_lines.line_chart(series, title=f"{k}: TP errors against recall",
+                                                   x_label=f"recall — {k}", y_label="error", y_domain=(0.0, max(peak, 1e-9)),
+                                                   width=270, height=210, legend=k == order[0],
+                                                   attrs={"name": "tp-errors", "class": k}))
             out.append(section_html(f"TP errors against recall (matches at {operating.label})",
                                     f'<div class="multiples">{"".join(charts)}</div>',
                                     "the errors of the matches as recall grows, as dataset.curves holds them "
@@ -436,7 +353,7 @@ def _curves_bev(report: Mapping[str, Any]) -> str:
     elif "curves" in (lookup(report, "params.skipped_metrics") or []):
         out.append(section_html("precision–recall per class and match threshold", "", "not computed: run "
                                 "without <code>--metrics</code>, or add <code>curves</code> to it", kind="pr-threshold"))
-    out.append(_distribution(report))
+    out.append(distribution_section(report))
     return "".join(out)
 
 
@@ -444,6 +361,7 @@ def _curves_bev(report: Mapping[str, Any]) -> str:
 TASK_VIEWS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "pr_curves": _pr_curves, "class_iou": _class_iou, "error_bands": _error_bands, "sequences": _sequences,
     "calibration": _calibration, "curves_bev": _curves_bev, "things_and_stuff": _things_and_stuff,
+    "mota_recall": mota_recall_view,
 }
 
 

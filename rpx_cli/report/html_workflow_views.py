@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rpx_cli.report import svg
+from rpx_cli.report import svg_bars, svg_intervals
 from rpx_cli.report.html_blocks import ARROW, cell_html, is_number, section_html, table_html
 from rpx_cli.report.html_sections import gates_section
-from rpx_cli.report.svg import datum, esc, short
+from rpx_cli.report.markup import datum, esc, short
 
 
 def _readiness(report: Mapping[str, Any]) -> str:
@@ -24,7 +24,7 @@ def _readiness(report: Mapping[str, Any]) -> str:
     if cells:
         values = [[(cells.get(p, {}).get(d) or {}).get("mean") for p in PHASES] for d in DIFFICULTIES]
         values.append([wps.get(p) for p in PHASES])
-        out.append(section_html("phase chart", svg.grouped_bars(
+        out.append(section_html("phase chart", svg_bars.grouped_bars(
             list(PHASES), [*DIFFICULTIES, "S_p"], values, title=f"{metric} per phase and difficulty",
             y_label=f"{metric} ({ARROW.get(str(way), '')})", x_label="phase", domain=None,
             attrs={"name": "phases"}), f"S_p = (0.25 E + 0.35 M + 0.40 H) / weights present; overall "
@@ -57,7 +57,7 @@ def _compare(report: Mapping[str, Any]) -> str:
               "significant": m.get("significant")}
              for m in shown[:80]]
     if items:
-        out.append(section_html("what changed", svg.interval_chart(
+        out.append(section_html("what changed", svg_intervals.interval_chart(
             items, title="delta (new − base) per metric, each on its own scale", x_label="delta (new − base)",
             attrs={"name": "deltas"}), f"{len(shown)} metric(s) changed{', first 80 shown' if len(shown) > 80 else ''}"
             "; each row on its own scale (the numbers on the right are the delta and its interval); whiskers: "
@@ -95,8 +95,8 @@ def _both_models(metrics: list[Mapping[str, Any]]) -> str:
             values, intervals = [m.get("base"), m.get("new")], [None, None]
         if all(v is None for v in values):
             continue
-        charts.append(svg.model_intervals([{"label": m["metric"], "values": values, "intervals": intervals}],
-                                          title=m["metric"], attrs={"name": "models", "metric": m["metric"]}))
+        charts.append(svg_intervals.model_intervals([{"label": m["metric"], "values": values, "intervals": intervals}],
+                                                    title=m["metric"], attrs={"name": "models", "metric": m["metric"]}))
     if not charts:
         return ""
     more = f"; the first {MAX_MODEL_CHARTS} shown" if len(metrics) > MAX_MODEL_CHARTS else ""
@@ -112,13 +112,13 @@ def _stability(report: Mapping[str, Any]) -> str:
     out = []
     if sequences:
         names = sorted(sequences)
-        out.append(section_html("temporal stability per sequence", svg.bar_chart(
+        out.append(section_html("temporal stability per sequence", svg_bars.bar_chart(
             names, [sequences[n].get("ts_score") for n in names], title="TS per sequence", value_label="ts_score",
             domain=None, notes=[f"{sequences[n].get('num_pairs')} pairs" for n in names],
             attrs={"name": "ts-per-sequence"}), f"warp {esc(report.get('warp'))}", kind="stability"))
         pairs = [v for n in names for v in (sequences[n].get("per_pair") or []) if is_number(v)]
         if len(pairs) > 1:
-            out.append(section_html("per-pair distribution", svg.histogram(
+            out.append(section_html("per-pair distribution", svg_bars.histogram(
                 pairs, title="TS per frame pair", x_label="ts", attrs={"name": "distribution", "metric": "ts"}),
                 kind="distribution"))
     return "".join(out)

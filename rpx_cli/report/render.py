@@ -6,10 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from rpx_cli.deploy.figures import READINESS_HEADLINE, STABILITY_HEADLINE
 from rpx_cli.report import declared
 
 _SKIP_TOP = {"schema_version", "n_pairs", "block_size", "threshold"}
-STABILITY_HEADLINE = ("ts_score",)  # an rpx stability report's figure a reader looks at first
 
 
 def _scalars(prefix: str, value: Any, out: list[tuple[str, Any]], depth: int = 0) -> None:
@@ -24,28 +24,31 @@ def _scalars(prefix: str, value: Any, out: list[tuple[str, Any]], depth: int = 0
         out.append((prefix, value))
 
 
-def headline(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def figures(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """The report's metrics as (dotted path, value) pairs: its top-level figures (those its
     headline names first, in that order; the rest alphabetical), then its sections'."""
     lead = headline_paths(report)
-    figures: list[tuple[str, Any]] = []
+    found: list[tuple[str, Any]] = []
     for key in sorted(report, key=lambda k: (lead.index(k) if k in lead else len(lead), k)):
         value = report[key]
         if key in _SKIP_TOP or isinstance(value, bool):
             continue
         if isinstance(value, (int, float)) or (value is None and key.endswith("iou")):
-            figures.append((key, value))
+            found.append((key, value))
     for section in ("aggregate", "dataset", "totals"):
         if isinstance(report.get(section), Mapping):
-            _scalars(section, report[section], figures)
-    return figures
+            _scalars(section, report[section], found)
+    return found
 
 
 def headline_paths(report: Mapping[str, Any]) -> tuple[str, ...]:
-    """The dotted paths a reader looks at first: what the report's task declares (an
-    ``rpx stability`` report: its TS score)."""
+    """The dotted paths a reader looks at first: what the report's task declares, or for a
+    workflow's report what the workflow declares (``rpx stability``: its TS score; ``rpx
+    readiness``: its summary's scores and cost, :mod:`rpx_cli.deploy.figures`)."""
     if report.get("schema") == "rpx.stability":
         return STABILITY_HEADLINE
+    if report.get("schema") == "rpx.readiness":
+        return READINESS_HEADLINE
     return declared.headline(report)
 
 
@@ -60,7 +63,7 @@ def metric_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, 
         names += [k for k in dataset if k not in aggregate and not isinstance(dataset[k], Mapping)]
         rows = [(name, fmt(aggregate.get(name, "")) if name in aggregate else "",
                  fmt(dataset[name]) if name in dataset else "") for name in sorted(names)]
-        nested = [(name, value) for name, value in headline({"dataset": dataset})
+        nested = [(name, value) for name, value in figures({"dataset": dataset})
                   if name.count(".") > 1 and not name.startswith("dataset.per_class.")]
         rows += [(name, "", fmt(value)) for name, value in nested]
         # what the task declares a reader looks at first leads, in its order (detection3d:
@@ -74,7 +77,7 @@ def metric_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, 
 
         rows.sort(key=first)  # stable: the alphabetical order stays within the rest
         return ["metric", "aggregate (mean of rows)", "dataset (pooled)"], rows
-    return ["metric", "value"], [(name, fmt(value)) for name, value in headline(report)]
+    return ["metric", "value"], [(name, fmt(value)) for name, value in figures(report)]
 
 
 def context(report: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -141,21 +144,21 @@ def summary_line(report: Mapping[str, Any], out: str) -> str:
     if report.get("schema") == "rpx.readiness":
         summary = report.get("summary") or {}
         where = "stdout" if out == "-" else out
-        figures = ", ".join(f"{k} {fmt(summary.get(k))}" for k in ("s_overall", "delta_int", "delta_rec",
-                                                                    "ts_score", "sgc") if k in summary)
-        return f"readiness {report.get('task')} ({report.get('primary_metric')}): {figures} -> {where}"
+        shown = ", ".join(f"{k} {fmt(summary.get(k))}" for k in ("s_overall", "delta_int", "delta_rec",
+                                                                  "ts_score", "sgc") if k in summary)
+        return f"readiness {report.get('task')} ({report.get('primary_metric')}): {shown} -> {where}"
     metrics = [(path, lookup(report, path)) for path in headline_paths(report)
                if isinstance(lookup(report, path), (int, float))]
-    metrics += [(name, value) for name, value in headline(report)
+    metrics += [(name, value) for name, value in figures(report)
                 if not name.startswith("totals.") and name not in dict(metrics)
                 and not name.rsplit(".", 1)[-1].startswith("n_")]
-    figures = ", ".join(f"{name} {fmt(value)}" for name, value in metrics[:4])
+    shown = ", ".join(f"{name} {fmt(value)}" for name, value in metrics[:4])
     where = "stdout" if out == "-" else out
     unpaired = report.get("unpaired") or {}
     n_unpaired = sum(len(v) for v in unpaired.values() if isinstance(v, list))
     shard = " (--shard part)" if report.get("state") else ""
     return (f"{report.get('task')}: {report.get('n_pairs')} pairs, {n_unpaired} unpaired, "
-            f"{errors_text(report.get('errors') or [])}{shard}; {figures} -> {where}")
+            f"{errors_text(report.get('errors') or [])}{shard}; {shown} -> {where}")
 
 
 def errors_text(errors: list[Any]) -> str:
@@ -289,7 +292,7 @@ def rows_table(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ..
 
 def metrics_rows(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Every headline figure as ``metric,value`` (full precision)."""
-    return ["metric", "value"], [(name, value) for name, value in headline(report)]
+    return ["metric", "value"], [(name, value) for name, value in figures(report)]
 
 
 def compare_table(document: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]]:

@@ -1,6 +1,6 @@
 """JSON Schemas of the report kinds, and validation against them.
 
-Schemas are generated from the task registry (:mod:`rpx_cli.report.schema_defs`), so a
+Schemas are generated from the task registry (:mod:`rpx_cli.report.schema_catalogue`), so a
 registered plugin task's reports validate too; the built-in tasks' schemas are also
 committed in ``schemas/`` and shipped in the wheel as ``rpx_cli/schemas/``. jsonschema is
 imported only when a report is validated.
@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from rpx_cli.errors import InputError
-from rpx_cli.report import schema_defs
+from rpx_cli.report import schema_catalogue
 from rpx_cli.tasks.registry import TASKS, load_builtin_tasks
 
 WORKFLOW_SCHEMAS = {"rpx.stability": "stability", "rpx.readiness": "readiness",
@@ -26,12 +26,12 @@ def _tasks() -> dict[str, Any]:
 
 def schema_kinds() -> list[str]:
     """Every kind ``rpx schema`` accepts."""
-    return schema_defs.kinds(_tasks())
+    return schema_catalogue.kinds(_tasks())
 
 
 def load_schema(kind: str) -> dict[str, Any]:
     try:
-        return schema_defs.build(kind, _tasks())
+        return schema_catalogue.build(kind, _tasks())
     except KeyError as exc:
         raise InputError(str(exc.args[0])) from None
 
@@ -136,7 +136,7 @@ def _validator_of(kind: str, tasks: dict[str, Any]):
     if key not in _VALIDATORS:
         from jsonschema import Draft202012Validator
 
-        _VALIDATORS[key] = Draft202012Validator(schema_defs.build(kind, tasks))
+        _VALIDATORS[key] = Draft202012Validator(schema_catalogue.build(kind, tasks))
     return _VALIDATORS[key]
 
 

@@ -9,7 +9,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from rpx_cli.report.svg import BAD, CHAR_PX, GOOD, datum, document, esc, short
+from rpx_cli.report.markup import datum, esc, short
+from rpx_cli.report.svg import BAD, CHAR_PX, GOOD, document
 
 FOUND, MISSED, FALSE = GOOD, BAD, "#E69F00"  # matched, a GT missed, a false positive
 FRAME_PX = 320.0

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rpx_cli.errors import InputError
+from rpx_cli.params.option import convert_all
+from rpx_cli.params.workflows import COMPARE_OPTIONS
 from rpx_cli.report.compare import (
     check_no_regression,
     compare_reports,
@@ -32,7 +34,12 @@ def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), boots
                 seed: int = 0, force: bool = False,
                 invocation: Invocation | None = None) -> Comparison:
     """Compare the reports at ``base`` and ``new``. Reports of different tasks or
-    parameters are an input error unless ``force`` (then a warning)."""
+    parameters are an input error unless ``force`` (then a warning). ``no_regression``,
+    ``bootstrap``, ``seed`` and ``force`` are converted by their declarations
+    (:data:`rpx_cli.params.workflows.COMPARE_OPTIONS`), as the CLI's flags are."""
+    given = convert_all(COMPARE_OPTIONS, {"no_regression": no_regression, "bootstrap": bootstrap,
+                                          "seed": seed, "force": force}, "rpx compare")
+    no_regression, bootstrap, seed, force = (given[option.param] for option in COMPARE_OPTIONS)
     stopwatch = Stopwatch()
     (base_doc, base_bytes), (new_doc, new_bytes) = read_valid_report(base), read_valid_report(new)
     problems = []

@@ -20,7 +20,7 @@ import numpy as np
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.boxes import Boxes
 from rpx_cli.io.coco_writer import coco_documents, write_json
-from rpx_cli.io.discover import discover
+from rpx_cli.io.discover import list_stems
 from rpx_cli.io.image_size import image_sizes
 from rpx_cli.io.memory import MemoryBuffer
 from rpx_cli.io.pictures import find_image
@@ -44,11 +44,11 @@ def convert_to_coco(gt_dir: str, out_dir: str, params: Mapping[str, Any], *,
     # each side a folder of one file per image, or files of the whole set (a CVAT XML, VOC
     # results): read as `rpx eval detection` reads them
     sets = task.read_sets(params, {"gt": gt_dir, **({"pred": pred_dir} if pred_dir else {})})
-    gts = sets["gt"].records if "gt" in sets else discover(gt_dir, task.suffixes_for(params, "gt"))
+    gts = sets["gt"].records if "gt" in sets else list_stems(gt_dir, task.suffixes_for(params, "gt"))
     preds: dict[str, Any] = {}
     if pred_dir:
         preds = sets["pred"].records if "pred" in sets else \
-            discover(pred_dir, task.suffixes_for(params, "pred"))
+            list_stems(pred_dir, task.suffixes_for(params, "pred"))
     stray = sorted(set(preds) - set(gts))
     if stray:
         raise InputError(f"{len(stray)} prediction(s) name an image the GT does not have (e.g. "

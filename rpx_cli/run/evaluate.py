@@ -13,6 +13,7 @@ from typing import Any
 from rpx_cli.engine import CacheTally
 from rpx_cli.errors import EvaluationFailed
 from rpx_cli.io.digest_cache import DigestCache
+from rpx_cli.params.option import unknown_names
 from rpx_cli.report.provenance import Stopwatch
 from rpx_cli.run.invocation import (
     Evaluation,
@@ -22,7 +23,7 @@ from rpx_cli.run.invocation import (
     open_digest_cache,
     stamp,
 )
-from rpx_cli.run.options import RunOptions, Strata
+from rpx_cli.run.options import RUN_KEYWORDS, RunOptions
 from rpx_cli.run.pictures import attach_pictures
 from rpx_cli.run.plan import Plan, plan_folders
 from rpx_cli.run.state import (
@@ -50,7 +51,7 @@ def run_evaluation(task_name: str, pred_dir: str, gt_dir: str, params: Mapping[s
     the pairs of the folders (panoptic's ``gt_json``, ``pred_json``). Raises
     :class:`rpx_cli.errors.RpxError`."""
     task = get_task(task_name)
-    options = (options or RunOptions()).checked(task.default_missing)
+    options = (options or RunOptions()).for_task(task.default_missing)
     if options.storage_options is not None:
         from rpx_cli.io import remote
 
@@ -131,29 +132,23 @@ def save_digest_cache(cache: DigestCache | None, tally: CacheTally) -> list[str]
     return [text.removeprefix("warning: ") for text in cache.warnings]
 
 
-RUN_KEYWORDS = ("missing", "on_error", "jobs", "include_rows", "shard", "digest_cache",
-                "executor", "scheduler", "storage_options", "manifest", "primary_metric",
-                "bootstrap", "seed")
-
-
 def split_keywords(task_name: str, options: Mapping[str, Any]) -> tuple[dict[str, Any], RunOptions,
                                                                        dict[str, Any]]:
     """The Python API's keywords as ``(params, run options, auxiliary folders)``: the run's
-    own keywords (``missing``, ``jobs``, ``manifest``, ...; :data:`RUN_KEYWORDS`), the task's
+    own keywords (``missing``, ``jobs``, ``manifest``, ...; :data:`RUN_KEYWORDS`, the names
+    of the run options' declarations, each converted by its declaration), the task's
     auxiliary folders (``points_dir=``), and the rest the task's parameters."""
     options = dict(options)
-    run = {key: options.pop(key) for key in list(options) if key in RUN_KEYWORDS}
     task = get_task(task_name)
     # a task's auxiliary folders, and the input files that list its pairs (panoptic)
     aux_names = {option.param for option in task.aux_inputs}
     if task.files_list_pairs:
         aux_names |= {option.param for option in task.file_inputs}
+    unknown_names(options, [*(option.param for option in task.options), *aux_names,
+                            *(["metrics"] if task.families else []), *RUN_KEYWORDS], task.name)
+    run = {key: options.pop(key) for key in list(options) if key in RUN_KEYWORDS}
     aux = {key: None if options[key] is None else os.fspath(options.pop(key))
            for key in list(options) if key in aux_names}
-    strata_keys = ("manifest", "primary_metric", "bootstrap", "seed")
-    strata = {key: run.pop(key) for key in strata_keys if key in run}
-    if strata.get("manifest") is not None:
-        run["strata"] = Strata(**strata)
     return options, RunOptions.of(**run), aux
 
 
@@ -185,5 +180,5 @@ def default_params(task: str) -> dict[str, Any]:
     return dict(get_task(task).default_params)
 
 
-__all__ = ["Plan", "conclude", "default_params", "evaluate_dirs", "run_evaluation",
+__all__ = ["RUN_KEYWORDS", "Plan", "conclude", "default_params", "evaluate_dirs", "run_evaluation",
            "save_digest_cache", "split_keywords"]

@@ -33,6 +33,7 @@ from rpx_cli.engine.workers import guarded_parse
 from rpx_cli.errors import InputError, ParameterError, escaped
 from rpx_cli.io.memory import memory_path, read_in_memory
 from rpx_cli.params import resolve
+from rpx_cli.params.workflows import INCLUDE_ROWS
 from rpx_cli.report.provenance import Stopwatch
 from rpx_cli.run.invocation import Invocation, stamp
 from rpx_cli.run.state import State, finalize, merge_states
@@ -49,7 +50,8 @@ class Evaluator:
     checked exactly as the CLI flags are (``ranges=["0:50"]``, ``protocol="autoware"``;
     a bad value is the CLI's :class:`~rpx_cli.errors.ParameterError`, before any update);
     ``metrics``: the metric families to compute (``"ap,tp"`` or a list; the others are
-    named in ``params.skipped_metrics``); ``include_rows``: keep a row per sample."""
+    named in ``params.skipped_metrics``); ``include_rows``: keep a row per sample (checked
+    by the declaration of ``--no-rows``)."""
 
     def __init__(self, task: str, *, include_rows: bool = True, **options: Any) -> None:
         try:
@@ -64,7 +66,7 @@ class Evaluator:
         self.params: dict[str, Any] = {**spec.settle_inputs(resolve(spec, {**options, **aux}),
                                                             {"pred": None, "gt": None}),
                                        "missing": spec.default_missing, "on_error": "fail"}
-        self.include_rows = include_rows
+        self.include_rows = INCLUDE_ROWS.convert(include_rows)
         self._calculators = plugin_calculators(spec.name)
         self._aux_names = {option.param.removesuffix("_dir"): option.param
                            for option in spec.aux_inputs}

@@ -2,8 +2,10 @@
 ``rpx eval detection --coco-gt F --coco-dt F``): the task reads the files
 (:meth:`~rpx_cli.tasks.base.Task.read_files`), each sample goes through the same per-pair
 step as a pair of files (:func:`rpx_cli.engine.pairs.score_loaded`) into a
-:class:`~rpx_cli.run.state.State` — or the task builds the statistics in bulk — and the
-report is concluded exactly as for folders."""
+:class:`~rpx_cli.run.state.State` — or the task builds the statistics in bulk, and the
+plugin calculators score each sample it gives (:attr:`FileInput.sample`). The samples are
+the pairs of a :class:`~rpx_cli.io.discover.Pairing` (``--shard`` chooses them as it
+chooses the pairs of folders), and the report is concluded exactly as for folders."""
 
 from __future__ import annotations
 
@@ -17,8 +19,8 @@ from rpx_cli.engine import CacheTally, tune_allocator
 from rpx_cli.engine.jobs import processes_for
 from rpx_cli.engine.pairs import RunResult, collect, score_loaded
 from rpx_cli.engine.workers import map_in_processes
-from rpx_cli.errors import EvaluationFailed, InputError, ParameterError
-from rpx_cli.io.discover import pair_line, shard_layout, shard_of
+from rpx_cli.errors import EvaluationFailed, InputError, ParameterError, RpxError
+from rpx_cli.io.discover import Pair, Pairing, shard_layout, shard_of
 from rpx_cli.io.filebuffer import cached_sha256_file, in_digest_thread
 from rpx_cli.io.pieces import lent
 from rpx_cli.params import resolve
@@ -28,7 +30,8 @@ from rpx_cli.run.invocation import Evaluation, Invocation, open_digest_cache
 from rpx_cli.run.options import RunOptions
 from rpx_cli.run.plan import Plan
 from rpx_cli.run.state import State
-from rpx_cli.tasks.calculators import plugin_calculators
+from rpx_cli.tasks.base import FileInput, Task
+from rpx_cli.tasks.calculators import plugin_calculators, run_calculators
 from rpx_cli.tasks.registry import get_task
 
 
@@ -40,7 +43,7 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
     ``options`` as for folders (``on_error``, ``include_rows``, ``shard``, ``digest_cache``;
     ``missing`` does not apply)."""
     task = get_task(task_name)
-    options = (options or RunOptions()).checked("error")
+    options = (options or RunOptions()).for_task("error")
     declared = {option.param: option for option in task.file_inputs}
     if sorted(files) != sorted(declared):
         raise ParameterError(f"{task.name} needs the files {', '.join(declared)}")
@@ -73,24 +76,37 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
     order = sorted(range(len(stems)), key=stems.__getitem__)
     whole = hashlib.sha256("".join(f"{stems[i]}\n" for i in order).encode(
         "utf-8", "surrogateescape")).hexdigest()
+    pred_path = loaded.pred_path or files[expected[-1]]
+    gt_path = loaded.gt_path or files[expected[0]]
+    # every sample is a pair of the run, and so is one whose GT record is bad (left out, but
+    # its shard's): sharded by Pairing as the pairs of folders are
+    dropped = {error.stem for error in loaded.errors if error.side == "gt" and error.stem}
+    dropped -= set(stems)
+    pairing = Pairing(sorted([*(Pair.record(stems[i], i, pred_path, gt_path) for i in order),
+                              *(Pair.record(stem, None, pred_path, gt_path) for stem in dropped)],
+                             key=lambda pair: pair.stem))
+    shard_digests = None
     # bad records (docs/usage.md, --on-error): a prediction record's sample is scored with its empty
     # prediction, a GT record's sample is not in ``stems``; --on-error decides
     record_errors = loaded.errors
     if options.shard is not None:
-        order = [i for i in order if shard_of(stems[i], options.shard[1]) == options.shard[0]]
-        record_errors = [error for error in record_errors
-                         if shard_of(error.stem, options.shard[1]) == options.shard[0]]
+        shard_digests = shard_layout(pairing.lines(), options.shard[1])
+        pairing = pairing.shard(*options.shard)
+        mine = {pair.stem for pair in pairing.pairs}
+        # a record that names no sample goes with the shard of the stem "" (one of them)
+        mine |= {""} if shard_of("", options.shard[1]) == options.shard[0] else set()
+        record_errors = [error for error in record_errors if error.stem in mine]
+    order = [pair.entry for pair in pairing.pairs if pair.entry is not None]
     stems = [stems[i] for i in order]
     n_samples = len(stems) + sum(error.side != "pred" for error in record_errors)
     if record_errors and options.on_error == "fail":
         raise EvaluationFailed(sorted(record_errors, key=lambda error: error.stem), n_samples)
     broken = {error.stem: error for error in record_errors if error.side == "pred"}
-    pred_path = loaded.pred_path or files[expected[-1]]
-    gt_path = loaded.gt_path or files[expected[0]]
-    plan = Plan(task.name, params, [], whole, {"pred_only": [], "gt_only": []}, dict(files),
-                options.include_rows, shard=options.shard)
+    plan = Plan(task.name, params, pairing.pairs, whole, {"pred_only": [], "gt_only": []},
+                dict(files), options.include_rows, shard=options.shard,
+                shard_digests=shard_digests)
+    calculators = plugin_calculators(task_name)
     if loaded.samples is not None:
-        calculators = plugin_calculators(task_name)
         outcomes = (score_loaded(task, params, stem, *loaded.samples[i], pred_path=pred_path,
                                  gt_path=gt_path, calculators=calculators,
                                  keep_rows=options.include_rows, broken=broken.get(stem))
@@ -100,29 +116,47 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
         if result.errors and options.on_error == "fail":
             raise EvaluationFailed(result.errors, n_samples)
     else:
-        assert loaded.stats is not None and loaded.rows is not None
-        rows = [{"stem": stem, "pred_path": None if stem in broken else pred_path,
-                 "gt_path": gt_path, **loaded.rows[i]}
-                for stem, i in zip(stems, order, strict=True)] if options.include_rows else []
-        result = RunResult(stats=loaded.stats.take(order), stems=stems, rows=rows,
-                           errors=list(record_errors))
+        result = _bulk_result(task, loaded, stems, order, calculators, broken,
+                              keep_rows=options.include_rows, pred_path=pred_path,
+                              gt_path=gt_path)
+        result.errors = list(record_errors)
     if not len(result.stems) and options.shard is None:
         raise InputError("no sample could be evaluated", path=gt_path)
     digests, tally = digesting.result()
     result.tally = tally
     state = State.of_result(plan, result, digests=digests)
-    if options.shard is not None:  # what lets `rpx merge` verify the part (see run/merge.py)
-        dropped = sorted({error.stem for error in loaded.errors if error.side == "gt"})
-        state.shard_digests = shard_layout([(stem, pair_line((stem,)))
-                                            for stem in [*loaded.stems, *dropped]],
-                                           options.shard[1])
-        state.pairs = [[stem] for stem in [*stems, *(stem for stem in dropped
-                                                      if shard_of(stem, options.shard[1])
-                                                      == options.shard[0])]]
     invocation = invocation or Invocation(command=f"rpx_cli.run_file_evaluation({task_name!r})")
     return conclude(state, invocation, stopwatch,
                     warnings=list(loaded.warnings or []) + save_digest_cache(cache, tally),
                     executor={"name": "local", **execution})
+
+
+def _bulk_result(task: Task, loaded: FileInput, stems: list[str], order: list[int],
+                 calculators: list[Any], broken: Mapping[str, Any], *, keep_rows: bool,
+                 pred_path: str, gt_path: str) -> RunResult:
+    """The samples a task scored in bulk (``loaded.stats``), in stem order, with their rows;
+    the plugin calculators run on each sample as :meth:`FileInput.sample` gives it (the
+    reader gave a broken prediction record as the sample's empty prediction), so their
+    values join the rows and ``aggregate`` as for folders."""
+    extras: list[dict[str, Any]] = []
+    if calculators:
+        if loaded.sample is None:
+            names = ", ".join(calculator.name for calculator in calculators)
+            raise ParameterError(f"the plugin calculator(s) {names} of {task.name} need each "
+                                 f"sample, which {task.name}'s input files do not give one by "
+                                 "one: evaluate --pred-dir/--gt-dir")
+        for stem, i in zip(stems, order, strict=True):
+            try:
+                extras.append(run_calculators(calculators, *loaded.sample(i)))
+            except RpxError:
+                raise
+            except Exception as exc:
+                raise RuntimeError(f"unexpected error while evaluating '{stem}': {exc!r}") from exc
+    assert loaded.stats is not None and loaded.rows is not None
+    rows = [{"stem": stem, "pred_path": None if stem in broken else pred_path,
+             "gt_path": gt_path, **loaded.rows[i], **(extras[k] if extras else {})}
+            for k, (stem, i) in enumerate(zip(stems, order, strict=True))] if keep_rows else []
+    return RunResult(stats=loaded.stats.take(order), stems=stems, extras=extras, rows=rows)
 
 
 def _digests(files: Mapping[str, str], cache: Any) -> tuple[dict[str, str], CacheTally]:

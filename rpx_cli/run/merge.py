@@ -236,6 +236,8 @@ def _verify_part(path: str, part: dict[str, Any]) -> None:
         known = state["digests"].get(role)
         if role in (state.get("whole") or ()):  # files of the whole set: every part reads them
             continue
+        if isinstance(known, dict) and task.folder_pairs:  # a pair's files are in its folder
+            known = {rel.rpartition("/")[0]: None for rel in known}
         if isinstance(known, dict) and not set(known) <= files[name]:
             stray = sorted(set(known) - files[name])[:3]
             raise InputError(f"its digests name files that are not its pairs' ({stray})",

@@ -1,7 +1,7 @@
 """The first step of every run over folders: :func:`plan_folders` resolves the task's
-parameters (each option through its declaration), checks the run's options, pairs the
-files by stem (auxiliary folders too), reads the ``--manifest`` and chooses the
-``--shard`` — all before any pair is read. The :class:`Plan` it returns is what every batch
+parameters (each option through its declaration), pairs the files by stem (auxiliary
+folders too), reads the ``--manifest`` and chooses the ``--shard`` — all before any pair
+is read. The :class:`Plan` it returns is what every batch
 of the run shares (:mod:`rpx_cli.run.state` evaluates and merges them)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rpx_cli.io.discover import (
     Pairing,
     SetSide,
     listed_once,
-    pair_line,
+    pair_folders,
     pair_sides,
     shard_layout,
 )
@@ -56,8 +56,9 @@ class Plan:
     shard_digests: list[str] | None = None
 
     def part_pairs(self) -> list[list[str | None]]:
-        """This shard's pairs as a part stores them: (stem, prediction file, GT file)."""
-        return [[pair.stem, pair.pred_rel, pair.gt_rel] for pair in self.pairs]
+        """This shard's pairs as a part stores them: (stem, prediction file, GT file), a
+        record of input files by its stem."""
+        return [pair.stored for pair in self.pairs]
 
     def batches(self, size: int) -> list[list[Pair]]:
         """The pairs cut into batches of ``size`` (the last one shorter)."""
@@ -82,19 +83,20 @@ def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.
                  aux: Mapping[str, str | os.PathLike[str] | None] | None = None,
                  files: Mapping[str, str | os.PathLike[str] | None] | None = None) -> Plan:
     """The plan of a run over two folders: parameters resolved (every option through its
-    declaration, :func:`rpx_cli.params.resolve`), the run options checked, the files
-    paired by stem (auxiliary folders too) — or, for a task whose input files list the
+    declaration, :func:`rpx_cli.params.resolve`; the run options were converted by theirs
+    when made), ``missing`` at the task's default when not given, the files paired by stem
+    (auxiliary folders too) — or, for a task whose input files list the
     pairs (``files_list_pairs``), as ``files`` (option name -> path) list them — the
     manifest of ``--manifest`` read, and the pairs of ``--shard`` chosen. Raises before any
     pair is evaluated."""
-    options = options.checked(task.default_missing)
+    options = options.for_task(task.default_missing)
     # the auxiliary folders given are parameters too (their presence can change numbers);
     # the task's normalise_params decides how they are recorded
     aux_dirs = {option.param: None if (aux or {}).get(option.param) is None
                 else os.fspath((aux or {})[option.param]) for option in task.aux_inputs}
     params = {**resolve(task, {**params, **aux_dirs}), **options.policies}
     pred_dir, gt_dir = os.fspath(pred_dir), os.fspath(gt_dir)
-    file_digests: dict[str, str] = {}
+    file_digests: dict[str, str | dict[str, str]] = {}
     if task.files_list_pairs:
         given = _listing_files(task, files)
         listing = task.list_pairs(given, pred_dir, gt_dir, params, missing=str(options.missing))
@@ -107,15 +109,19 @@ def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.
                                  "not both")
         # what the folders hold can settle parameters (detection's --pred-format auto), and
         # each side is found by its own suffixes (YOLO .txt predictions, VOC .xml GT) — or
-        # read whole now when files of the whole set hold it (a CVAT XML, VOC results files)
+        # read whole now when files of the whole set hold it (a CVAT XML, VOC results files);
+        # a task whose pair is a folder of files on each side pairs folders (tracking3d's)
         with listed_once():  # sniffing and pairing look at each folder once
             params = task.settle_inputs(params, {"pred": pred_dir, "gt": gt_dir})
             pred_suffixes, gt_suffixes = task.suffixes_for(params, "pred"), task.suffixes_for(params, "gt")
             sets = task.read_sets(params, {"pred": pred_dir, "gt": gt_dir})
-            sides = {role: _set_side(sets[role], sets[role].path or path) if role in sets else path
-                     for role, path in (("pred", pred_dir), ("gt", gt_dir))}
-            pairing = pair_sides(sides["pred"], sides["gt"], pred_suffixes,
-                                 missing=str(options.missing), gt_suffixes=gt_suffixes)
+            if task.folder_pairs:
+                pairing = pair_folders(pred_dir, gt_dir, pred_suffixes, missing=str(options.missing))
+            else:
+                sides = {role: _set_side(sets[role], sets[role].path or path) if role in sets
+                         else path for role, path in (("pred", pred_dir), ("gt", gt_dir))}
+                pairing = pair_sides(sides["pred"], sides["gt"], pred_suffixes,
+                                     missing=str(options.missing), gt_suffixes=gt_suffixes)
         file_digests = {task.input_names[0 if role == "pred" else 1]: given.digests
                         for role, given in sets.items()}
         check_pairing(pairing, pred_dir, gt_dir, tuple(dict.fromkeys(pred_suffixes + gt_suffixes)),
@@ -138,7 +144,7 @@ def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.
         params = {**params, "strata": strata.params}
     shard_digests = None
     if options.shard is not None:
-        shard_digests = shard_layout(pairing_lines(pairing), options.shard[1])
+        shard_digests = shard_layout(pairing.lines(), options.shard[1])
         pairing = pairing.shard(*options.shard)
     return Plan(task.name, params, pairing.pairs, whole, pairing.unpaired,
                 {**inputs, **{name: path for name, path in (files or {}).items()
@@ -165,15 +171,6 @@ def _listing_files(task: Task, files: Mapping[str, Any] | None) -> dict[str, str
                              f"--{task.input_names[1].replace('_', '-')}")
     return {option.param: option.convert(os.fspath(given[option.param]))
             for option in task.file_inputs}
-
-
-def pairing_lines(pairing: Pairing) -> list[tuple[str, str]]:
-    """(stem, line) of every pair and unpaired stem, for :func:`shard_layout`."""
-    lines = [(pair.stem, pair_line((pair.stem, pair.pred_rel, pair.gt_rel)))
-             for pair in pairing.pairs]
-    lines += [(stem, pair_line((side, stem))) for side, stems in pairing.unpaired.items()
-              for stem in stems]
-    return lines
 
 
 def check_pairing(pairing: Pairing, pred_dir: str, gt_dir: str, suffixes: tuple[str, ...],

@@ -77,8 +77,10 @@ class FileInput:
     """Inputs a task read from files that replace the two folders (:attr:`Task.file_inputs`,
     e.g. COCO files), one entry per stem. Either ``samples`` — (prediction, GT) pairs in the
     form ``read`` returns, evaluated like pairs read from folders — or, when the task can
-    build its statistics faster in bulk, ``stats`` with the public ``rows`` values. A bad
-    record is not the whole file's error: it is listed in ``errors`` (a bad prediction
+    build its statistics faster in bulk, ``stats`` with the public ``rows`` values, and
+    ``sample``: sample i's (prediction, GT) in the form ``read`` returns, built on demand,
+    for the plugin calculators (a task that cannot give it refuses a run with plugins). A
+    bad record is not the whole file's error: it is listed in ``errors`` (a bad prediction
     record scored as the sample's empty prediction, a bad GT record's sample left out), and
     ``--on-error`` decides (:func:`rpx_cli.run.files.run_file_evaluation`)."""
 
@@ -86,6 +88,7 @@ class FileInput:
     samples: list[tuple[Any, Any]] | None = None
     stats: StatTable | None = None
     rows: list[dict[str, Any]] | None = None
+    sample: Callable[[int], tuple[Any, Any]] | None = None  # bulk: stem i's (pred, gt)
     params: dict[str, Any] | None = None  # added to the report's params (e.g. categories)
     warnings: list[str] | None = None
     # the files the rows name as pred_path/gt_path (default: the last and the first of
@@ -188,6 +191,10 @@ class Task:
     # pairs with :meth:`list_pairs` instead of by stem, and :meth:`join` gives each pair its
     # entry once its files are read — in the worker, like any pair of files
     files_list_pairs: ClassVar[bool] = False
+    # a pair is a folder of files on each side (tracking3d: a scene's samples,
+    # <scene>/<sample>.json): the stem is the folder's path, every file is read with read()
+    # (and digested like any file) and each side's values handed to combine()
+    folder_pairs: ClassVar[bool] = False
 
     # --- parameters ---------------------------------------------------------------------
     # the task's parameters, one declaration each (rpx_cli.params.Option): the CLI flags,
@@ -300,6 +307,23 @@ class Task:
         errors against recall there), when it is one of :meth:`thresholds`."""
         return None
 
+    def family_choice(self, params: Params) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(the --metrics families a run with these options can choose, those it runs by
+        default)``; ``params``: the options' converted values. Default: every family, all
+        but :attr:`optional_families` by default (detection: its protocol decides)."""
+        names = tuple(self.families)
+        return names, tuple(name for name in names if name not in self.optional_families)
+
+    def headline_for(self, params: Mapping[str, Any]) -> tuple[str, ...]:
+        """The :attr:`headline` of a report whose ``params`` are these (detection: its
+        protocol's figures first). Default: :attr:`headline`."""
+        return self.headline
+
+    def headline_variants(self) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
+        """Every headline a report can have, each with the ``params`` values that choose it
+        (``{}``: any report): what the schema requires of a full report."""
+        return [({}, self.headline)]
+
     def family_keys(self, family: str, params: Params) -> set[str]:
         """The row and ``aggregate`` keys of metric family ``family`` under ``params``: its
         declared keys, and each of them per band (``absrel`` and ``absrel_0m_2m``)."""
@@ -360,6 +384,13 @@ class Task:
         :meth:`evaluate` wants them. ``prediction`` False: ``pred`` is the empty prediction
         (a missing or unreadable file): the entry's prediction side is not joined to it."""
         return pred, gt
+
+    def combine(self, values: list[tuple[str, Any]], params: Params, *, role: str,
+                path: str) -> Any:
+        """With :attr:`folder_pairs`: one side of a pair from what :meth:`read` returned for
+        each of its files (``(name within the folder, value)``, in name order; ``path`` is
+        the folder, for messages)."""
+        raise NotImplementedError(f"{self.name} pairs files, not folders")
 
     def read_files(self, files: Mapping[str, str], params: Params) -> FileInput:
         """Read the :attr:`file_inputs` (option name -> path) given instead of folders."""

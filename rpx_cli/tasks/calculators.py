@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from rpx_cli.tasks.registry import TASKS
@@ -143,6 +143,16 @@ def compute_metrics(task: str, prediction: Any, ground_truth: Any, **params: Any
         else:
             out.update(run_calculator(calculator, prediction, ground_truth))
     return out
+
+
+def run_calculators(calculators: Sequence[MetricCalculator], prediction: Any,
+                    ground_truth: Any) -> dict[str, Any]:
+    """Every plugin calculator's values of one sample, merged (each through
+    :func:`run_calculator`)."""
+    values: dict[str, Any] = {}
+    for calculator in calculators:
+        values.update(run_calculator(calculator, prediction, ground_truth))
+    return values
 
 
 def run_calculator(calculator: MetricCalculator, prediction: Any, ground_truth: Any) -> dict[str, Any]:

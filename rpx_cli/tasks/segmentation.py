@@ -31,7 +31,7 @@ from rpx_cli.ops.confusion import (
     TooManyLabels,
     average_scores,
     class_axis,
-    class_scores,
+    confusion_scores,
     decode_confusion,
     dense_matrix,
     encode_confusion,
@@ -220,7 +220,7 @@ def pooled_dataset(frames: list[FrameConfusion], params: Params) -> dict[str, An
     other = has_other(pooled, classes)
     matrix = dense_matrix(pooled, classes, other=other)
     labels = [names[int(c)] if names else str(int(c)) for c in classes]
-    scores = class_scores(matrix)
+    scores = confusion_scores(matrix)
     supported = scores.support > 0
     dataset: dict[str, Any] = {
         "confusion": {"labels": labels, "columns": labels + ([OTHER] if other else []),

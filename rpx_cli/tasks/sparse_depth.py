@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.errors import InputError
 from rpx_cli.io.arrays import read_array
 from rpx_cli.io.depth_maps import DepthMap, to_depth
 from rpx_cli.io.filebuffer import FileBuffer
@@ -72,12 +72,6 @@ class SparseDepth(Task):
                     "points, anything else a map]."),
     )
     stats = tuple(Stat(name) for name in SUMS)
-
-    def validate_params(self, params: Params) -> None:
-        if not (math.isfinite(params["radius"]) and params["radius"] >= 0):
-            raise ParameterError(f"radius must be a non-negative number, got {params['radius']}")
-        if not (math.isfinite(params["depth_scale"]) and params["depth_scale"] > 0):
-            raise ParameterError(f"depth scale must be positive, got {params['depth_scale']}")
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Points | DepthMap:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.errors import InputError
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.tracks import Tracks, read_tracks
 from rpx_cli.ops import mot
@@ -34,7 +34,6 @@ from rpx_cli.tasks.base import (
     Sample,
     Task,
     Warn,
-    probability,
 )
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
@@ -109,8 +108,8 @@ class Tracking(Task):
         "num_pred_ids": MetricInfo("none", "predicted tracks"),
     }
     options = (
-        Option("iou_threshold", "--iou-threshold", "parsed", 0.5,
-               parse=probability("IoU threshold"), metavar="T",
+        Option("iou_threshold", "--iou-threshold", "float", 0.5, minimum=0.0, open_min=True,
+               maximum=1.0, metavar="T",
                help="IoU a CLEAR or Identity match needs (HOTA always sweeps 0.05 ... 0.95)."),
         Option("box_format", "--box-format", "choice", "xyxy", choices=("xyxy", "xywh"),
                help="Boxes in JSON files are [x1, y1, x2, y2] or [x, y, w, h] (MOT text is "
@@ -121,15 +120,6 @@ class Tracking(Task):
     )
     # TrackEval's summed fields of one sequence, named by ops.mot.STAT_NAMES
     stats = (Stat("mot", width=mot.WIDTH),)
-
-    def normalise_params(self, params: Params) -> dict[str, Any]:
-        return {**params, "iou_threshold": float(params["iou_threshold"])}
-
-    def validate_params(self, params: Params) -> None:
-        if not 0.0 < params["iou_threshold"] <= 1.0:
-            raise ParameterError(f"IoU threshold must be in (0, 1], got {params['iou_threshold']}")
-        if params["benchmark"] not in BENCHMARKS:
-            raise ParameterError(f"benchmark must be one of {', '.join(BENCHMARKS)}")
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Tracks:

@@ -23,6 +23,7 @@ same vectorised code for per-stem files and CSV tables.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ from rpx_cli.io.regular import read_bytes
 from rpx_cli.tasks.base import FileInput, MetricInfo, Option, Params, Sample, Task, Warn, probability
 from rpx_cli.tasks.classification.columns import (
     MAX_CLASSES,
+    Columns,
     Labels,
     LabelSet,
     Record,
@@ -158,14 +160,6 @@ class Classification(Task):
                 "multi_label": bool(params.get("multi_label", False)),
                 "threshold": float(params.get("threshold", 0.5)),
                 "ece_bins": int(params.get("ece_bins", 15))}
-
-    def validate_params(self, params: Params) -> None:
-        if any(k < 1 for k in params["top_k"]):
-            raise ParameterError(f"top-k must be >= 1, got {params['top_k']}")
-        if not 0.0 <= params["threshold"] <= 1.0:
-            raise ParameterError(f"threshold must be in [0, 1], got {params['threshold']}")
-        if params["ece_bins"] < 1:
-            raise ParameterError(f"ece bins must be >= 1, got {params['ece_bins']}")
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         info = dict(self.metrics)
@@ -344,7 +338,8 @@ class Classification(Task):
         stats = StatTable(self.stats, {"record": columns}, len(stems))
         errors = [*dropped.values(), *(e for s, e in emptied.items() if s not in dropped), *loose]
         return FileInput(stems, stats=stats, rows=[{} for _ in stems],
-                         pred_path=files["pred_file"], gt_path=files["gt_file"], errors=errors)
+                         pred_path=files["pred_file"], gt_path=files["gt_file"], errors=errors,
+                         sample=partial(_sample, columns))
 
     # --- over all stems -------------------------------------------------------------------
 
@@ -362,3 +357,10 @@ class Classification(Task):
         rows = [dict(zip(keys, row, strict=True)) for row in zip(*values.values(), strict=True)] \
             if keys else [{} for _ in range(len(columns))]
         return {"aggregate": aggregate, "dataset": dataset}, rows
+
+
+def _sample(columns: Columns, i: int) -> tuple[Labels, Labels]:
+    """Stem i's (prediction, GT) labels of the CSV tables, as ``read`` gives a pair
+    (calculators)."""
+    record = columns.record(i)
+    return record.pred, Labels(record.gt)

@@ -181,6 +181,10 @@ class Columns:
                        None if self.scores is None else self.scores[index],
                        self.has_table[index], self.form, [self.paths[i] for i in index.tolist()])
 
+    def record(self, i: int) -> Record:
+        """Stem i's record alone."""
+        return next(iter(self.take([i])))
+
     def __iter__(self):
         """Per-stem records (what a ``--shard`` part writes)."""
         table = label_set(tuple(self.classes)) if self.scores is not None else None

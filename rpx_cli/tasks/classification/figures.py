@@ -14,8 +14,8 @@ from rpx_cli.ops.classification import (
     RECALL_GRID,
     average_precision,
     calibration,
-    class_scores,
     confusion_counts,
+    count_scores,
     positive_points,
     pr_curves,
     top1,
@@ -110,7 +110,7 @@ def single_label_figures(columns: Columns, params: Params, wanted: set[str]):
     tp = np.diagonal(matrix).astype(np.int64)
     support = np.bincount(truth, minlength=n_classes)
     predicted = matrix.sum(axis=0)
-    figures = class_scores(tp, predicted - tp, support - tp)
+    figures = count_scores(tp, predicted - tp, support - tp)
     ap = points = None
     if "ranking" in wanted and ranks is not None:
         assert columns.scores is not None
@@ -180,7 +180,7 @@ def multi_label_figures(columns: Columns, params: Params, wanted: set[str]):
     tp = np.count_nonzero(truth & predicted, axis=0)
     fp = np.count_nonzero(~truth & predicted, axis=0)
     fn = np.count_nonzero(truth & ~predicted, axis=0)
-    figures = class_scores(tp, fp, fn)
+    figures = count_scores(tp, fp, fn)
     ap = points = None
     if "ranking" in wanted and columns.form == "scores":
         assert columns.scores is not None
@@ -191,7 +191,7 @@ def multi_label_figures(columns: Columns, params: Params, wanted: set[str]):
         assert columns.scores is not None
         dataset["curves"] = _curves(classes, columns.scores, truth, points)
     if "report" in wanted:
-        micro = class_scores(tp.sum(keepdims=True), fp.sum(keepdims=True), fn.sum(keepdims=True))
+        micro = count_scores(tp.sum(keepdims=True), fp.sum(keepdims=True), fn.sum(keepdims=True))
         dataset.update({"micro_precision": float(micro.precision[0]),
                         "micro_recall": float(micro.recall[0]), "micro_f1": float(micro.f1[0])})
         dataset.update(_averages(figures))

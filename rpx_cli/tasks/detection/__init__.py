@@ -50,14 +50,16 @@ from typing import Any
 
 import numpy as np
 
+from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import Boxes, apply_class_map
 from rpx_cli.io.discover import Pair
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.shapes import ANGLE_UNITS
 from rpx_cli.io.skipped import skip_note
+from rpx_cli.io.values import area_problem
 from rpx_cli.ops.coco import STAT_NAMES
 from rpx_cli.ops.tide import ERROR_TYPES
-from rpx_cli.params.parsers import parse_image_size, parse_kpt_shape
+from rpx_cli.params.parsers import parse_image_size, parse_kpt_shape, parse_ultralytics_version
 from rpx_cli.params.parsers import sigmas as parse_sigmas
 from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import (
@@ -75,6 +77,7 @@ from rpx_cli.tasks.base import (
 from rpx_cli.tasks.detection import bulk, sets
 from rpx_cli.tasks.detection.params import check, normalise
 from rpx_cli.tasks.detection.parts import (
+    COCO_SECTION,
     DEFAULT_GEOMETRY,
     DEFAULT_IOU_TYPE,
     DEFAULT_PROTOCOL,
@@ -99,6 +102,9 @@ _CURVE = {"type": "object", "required": ["precision"],
           "properties": {"precision": _NUMBERS, "score": _NUMBERS}}
 
 
+# the operating point's figures, after the protocol's in every headline
+SHARED_HEADLINE = ("dataset.pooled.precision", "dataset.pooled.recall", "dataset.pooled.f1",
+                   "aggregate.f1", "dataset.errors.ap50")
 
 
 def _content(value: Any) -> Any:
@@ -110,8 +116,7 @@ def _content(value: Any) -> Any:
 class Detection(Task):
     name = "detection"
     primary_metric = "f1"
-    headline = ("dataset.coco.AP", "dataset.coco.AP50", "dataset.coco.AP75", "dataset.pooled.precision",
-                "dataset.pooled.recall", "dataset.pooled.f1", "aggregate.f1", "dataset.errors.ap50")
+    headline = ("dataset.coco.AP", "dataset.coco.AP50", "dataset.coco.AP75", *SHARED_HEADLINE)
     page_view = "pr_curves"
     suffixes = (".json",)
     inputs_may_be_files = True  # a CVAT XML, an Open Images CSV
@@ -171,8 +176,10 @@ class Detection(Task):
         "ap50": MetricInfo("higher", "TIDE's own AP at IoU 0.5 (tidecv's matching and means, 0-1), "
                            "the base of dataset.errors"),
     }
+    # the views, then each protocol's own (dataset.<section>: coco for COCO and LVIS)
     families = {"rows": (ROW_KEYS, ()), "pooled": ((), ("dataset.pooled",)),
-                "confusion": ((), ("dataset.confusion",)), "coco": ((), ("dataset.coco",)),
+                "confusion": ((), ("dataset.confusion",)), COCO_SECTION: ((), ("dataset.coco",)),
+                **{part.section: ((), (f"dataset.{part.section}",)) for part in PROTOCOLS.values()},
                 "errors": ((), ("dataset.errors",))}
     optional_families = ("errors",)
     report_properties = {"dataset": {"type": "object", "properties": {
@@ -212,11 +219,20 @@ class Detection(Task):
                help="Per-keypoint OKS sigmas (--iou-type keypoints) as a comma list or a file; "
                     "default COCO's 17 person keypoints."),
         Option("protocol", "--protocol", "choice", DEFAULT_PROTOCOL, choices=tuple(PROTOCOLS),
-               help="COCO AP as pycocotools, or LVIS' federated evaluation (LVISEval 0.5.3; "
-                    "--coco-gt/--coco-dt LVIS files)."),
+               help="The benchmark's own AP (docs/protocols.md), under dataset.<protocol>: "
+                    "COCO as pycocotools (dataset.coco), LVIS' federated evaluation (LVISEval "
+                    "0.5.3, LVIS files; dataset.coco), PASCAL VOC 2007 11-point or 2010+ "
+                    "all-point AP (the devkit's voc_eval), DOTA task 1 (polygons), or what "
+                    "`yolo val` prints (Ultralytics)."),
         Option("max_dets", "--max-dets", "int", None, minimum=1, metavar="N",
                help="--protocol lvis: detections kept per image, highest scores first "
                     "(default 300)."),
+        Option("ultralytics_version", "--ultralytics-version", "parsed", None,
+               parse=parse_ultralytics_version, metavar="VERSION",
+               help="--protocol ultralytics: the Ultralytics release whose `yolo val` rules to "
+                    "follow (default 8.3.0, the YOLOv8/YOLO11 releases': matching by IoU, AP "
+                    "ramping to recall 1; 8.4.37 closes the curve at the last recall, 8.4.176 "
+                    "matches by confidence)."),
         Option("iou_threshold", "--iou-threshold", "parsed", 0.5, parse=probability("IoU threshold"),
                metavar="T", help="IoU a match needs (>=), for rows, pooled and confusion."),
         Option("conf_threshold", "--conf-threshold", "parsed", 0.0,
@@ -261,6 +277,21 @@ class Detection(Task):
                help="COCO results JSON [{image_id, category_id, bbox, score}] instead of "
                     "--pred-dir."),
     )
+
+    def family_choice(self, params: Params) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The protocol's view runs by default, the other protocols' are not this run's to
+        choose (COCO's view is one family more under the others)."""
+        return protocol_of(params).families(tuple(self.families), self.optional_families)
+
+    def headline_for(self, params: Mapping[str, Any]) -> tuple[str, ...]:
+        """The protocol's headline figures (``dataset.<section>.<figure>``), then the
+        operating point's."""
+        protocol = PROTOCOLS.get(params.get("protocol", DEFAULT_PROTOCOL)) or PROTOCOLS[DEFAULT_PROTOCOL]
+        return (*(f"dataset.{protocol.section}.{figure}" for figure in protocol.headline),
+                *SHARED_HEADLINE)
+
+    def headline_variants(self) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
+        return [({"protocol": name}, self.headline_for({"protocol": name})) for name in PROTOCOLS]
 
     def normalise_params(self, params: Params) -> dict[str, Any]:
         """``geometry`` is recorded unless it is ``box`` (so box reports stay as they were),
@@ -314,6 +345,9 @@ class Detection(Task):
 
         boxes = fmt.read(_content(buffer.read(path)), path, prediction=role == "pred",
                          kind=kind_of(params), params=params, skipped=skipped)
+        problem = area_problem(boxes.area, "object") if role == "pred" else None
+        if problem is not None:
+            raise InputError(problem, path=path)
         mapped = apply_class_map(boxes, params.get("class_map"))
         if role == "gt" and len(boxes) and not len(mapped):
             warn(CLASS_MAP_EMPTIED, path)

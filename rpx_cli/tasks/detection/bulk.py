@@ -26,10 +26,11 @@ from rpx_cli.errors import InputError
 from rpx_cli.io.box_table import BoxTable, FrameTable
 from rpx_cli.io.boxes import Boxes, apply_class_map, label_order
 from rpx_cli.io.discover import Pair
+from rpx_cli.io.local_files import read_local_files
 from rpx_cli.io.objects import concat_objects
 from rpx_cli.io.pieces import run_pieces
-from rpx_cli.io.regular import read_local
 from rpx_cli.io.skipped import skip_note
+from rpx_cli.io.values import area_problem
 from rpx_cli.tasks.base import PairsRead, Params
 from rpx_cli.tasks.detection import sets
 from rpx_cli.tasks.detection.parts import folder_format, kind_of, protocol_of
@@ -122,7 +123,7 @@ def _piece(piece: tuple[str, int], files: dict[str, Any], params: Params) -> Any
     try:
         if paths:
             protocol_of(params).check_format(fmt, paths[0])
-        datas = read_local(paths)
+        datas = read_local_files(paths)
     except InputError:
         return None
     found = read_many(datas, paths, prediction=role == "pred", form=fmt.form_for(kind_of(params)),
@@ -152,6 +153,8 @@ def _built(parts: list[Any], files: tuple[list[int], list[str], list[str]], role
                            params=params)
     except InputError:
         return None
+    if role == "pred" and area_problem(boxes.area, "object") is not None:
+        return None  # a detection beyond COCO's areas: the pair's error (Detection.read)
     index = np.asarray(present, np.int64)
     frame = index[image] if len(image) else np.zeros(0, np.int64)
     digests[role] = dict(zip(rels, (value for part in parts for value in part[3]), strict=True))
@@ -185,6 +188,8 @@ def _given(pairs: Sequence[Pair], role: str, params: Params,
                            paths[0].split(" (image ")[0], prediction=role == "pred", params=params)
     except InputError:
         return None
+    if role == "pred" and area_problem(boxes.area, "object") is not None:
+        return None  # a detection beyond COCO's areas: the pair's error (sets.given)
     index = np.asarray(frames, np.int64)
     return _mapped(boxes, np.repeat(index, counts), role, params, paths, index, warnings)
 

@@ -15,6 +15,7 @@ from rpx_cli.tasks.detection.parts import (
     DEFAULT_IOU_TYPE,
     DEFAULT_PROTOCOL,
     FORMATS,
+    PROTOCOL_OPTIONS,
     kind_of,
     protocol_of,
 )
@@ -28,7 +29,7 @@ def normalise(params: Params) -> dict[str, Any]:
     """The report's ``params``: thresholds as floats, the class map loaded, the iou type and
     protocol always; the kind's own (``geometry`` for shapes other than boxes, with
     ``angle_unit`` for rotated boxes and without ``box_format``; ``oks_sigmas`` for
-    keypoints) and the protocol's (``max_dets`` for LVIS)."""
+    keypoints) and the protocol's (``max_dets`` for LVIS, ``ultralytics_version``)."""
     mapping = params.get("class_map")
     if isinstance(mapping, str):
         mapping = load_class_map(mapping)
@@ -39,9 +40,9 @@ def normalise(params: Params) -> dict[str, Any]:
     given = {name: out.pop(name, None) for name in _PART_OPTIONS}
     given["geometry"] = given["geometry"] or DEFAULT_GEOMETRY
     given["angle_unit"] = given["angle_unit"] or "deg"
-    max_dets = out.pop("max_dets", None)
+    own = {name: out.pop(name, None) for name in PROTOCOL_OPTIONS}
     kind_of({**out, "geometry": given["geometry"]}).normalise(out, given)
-    protocol_of(out).normalise(out, max_dets)
+    protocol_of(out).normalise(out, own)
     # the formats' options: recorded when given (the formats themselves always)
     out.setdefault("pred_format", "auto")
     out.setdefault("gt_format", "auto")

@@ -33,6 +33,11 @@ if TYPE_CHECKING:
     from rpx_cli.ops.coco import CocoParams
     from rpx_cli.ops.geometry import Geometry
 
+COCO_SECTION = "coco"  # dataset.coco: the COCO view (pycocotools), whatever the protocol
+# the options only some protocols read (param -> flag): DetectionProtocol.options
+PROTOCOL_OPTIONS = {"max_dets": "--max-dets", "ultralytics_version": "--ultralytics-version"}
+
+
 class SimilarityKind:
     """What an object is, and so how two are compared — one per ``--iou-type`` /
     ``--geometry`` (box, rotated, polygon, cuboid, mask, keypoints).
@@ -172,29 +177,53 @@ class SimilarityKind:
 
 
 class DetectionProtocol:
-    """How a benchmark scores detections — one per ``--protocol`` (coco, lvis, and §14's to
-    come): which objects take part (:meth:`frames`), how the AP view is computed
-    (:meth:`evaluate`, under ``dataset.coco``), its keys and what ``metric_info`` says of
-    them, and what it needs of the files (:attr:`needs`)."""
+    """How a benchmark scores detections — one per ``--protocol`` (coco, lvis, voc07, voc,
+    dota, ultralytics): which objects take part (:meth:`frames`), how its AP view is
+    computed (:meth:`evaluate`, written under ``dataset.<section>``: ``dataset.coco`` for
+    COCO and LVIS, ``dataset.voc07`` …), its keys and headline, what ``metric_info`` says
+    of them, and what it needs of the files (:attr:`needs`).
+
+    The ``--metrics`` family of its view is named like its section; a protocol whose section
+    is not COCO's runs its own view by default and the COCO view only when ``--metrics``
+    names ``coco`` (:meth:`families`)."""
 
     name: ClassVar[str]
     rank: ClassVar[int]
+    section: ClassVar[str] = "coco"  # dataset.<section>: where evaluate's figures go
+    # the figures of dataset.<section> a reader looks at first (the task adds its own)
+    headline: ClassVar[tuple[str, ...]] = ("AP", "AP50", "AP75")
+    # pages: the view's title ("PASCAL VOC 2007 (11-point AP)"), what its curves are drawn at
+    title: ClassVar[str] = ""
     iou_types: ClassVar[tuple[str, ...] | None] = None  # the kinds it scores (None: every one)
+    kinds: ClassVar[tuple[str, ...] | None] = None  # ... or by kind name (None: by iou type)
     iou_types_text: ClassVar[str] = ""  # what it scores, as its refusal says
     tide: ClassVar[bool] = True
     no_tide: ClassVar[str] = ""
+    options: ClassVar[tuple[str, ...]] = ()  # the PROTOCOL_OPTIONS it reads
     needs: ClassVar[frozenset[str]] = frozenset()  # what a format must provide
     needs_text: ClassVar[str] = ""  # why, when a format does not
     # it scores group-of boxes (Open Images' IsGroupOf; Boxes.group); without it a format
     # skips them and counts them (inexpressible is a counted skip: docs/formats.md)
     group_of: ClassVar[bool] = False
 
-    def normalise(self, out: dict[str, Any], max_dets: int | None) -> None:
-        """Record the protocol's own parameters (``max_dets``) in ``out``."""
+    def normalise(self, out: dict[str, Any], given: Mapping[str, Any]) -> None:
+        """Record the protocol options (``given``: :data:`PROTOCOL_OPTIONS` as resolved,
+        None where not given) in ``out``: each given one (:meth:`check` refuses those that
+        are not the protocol's own, :attr:`options`)."""
+        for name, value in given.items():
+            if value is not None:
+                out[name] = value
 
     def check(self, params: Params, kind: SimilarityKind) -> None:
-        """Refuse a kind the protocol does not score, and TIDE where it has none."""
-        if self.iou_types is not None and kind.iou_type not in self.iou_types:
+        """Refuse a kind the protocol does not score, another protocol's option, and TIDE
+        where it has none."""
+        for name, flag in PROTOCOL_OPTIONS.items():
+            if name not in self.options and params.get(name) is not None:
+                owners = [part.name for part in PROTOCOLS.values() if name in part.options]
+                raise ParameterError(f"{flag} is an option of --protocol {' or '.join(owners)}, "
+                                     f"not of --protocol {self.name}")
+        if (self.iou_types is not None and kind.iou_type not in self.iou_types) or \
+                (self.kinds is not None and kind.name not in self.kinds):
             raise ParameterError(f"--protocol {self.name} evaluates {self.iou_types_text}")
         if "errors" in (params.get("metrics") or ()) and not self.tide:
             raise ParameterError(self.no_tide)
@@ -221,8 +250,20 @@ class DetectionProtocol:
 
     def evaluate(self, table: FrameTable, similarity: Geometry, kind: SimilarityKind,
                  params: Params, gt_ignore: np.ndarray | None = None) -> dict[str, Any]:
-        """``dataset.coco``: AP/AR, per class, curves (``gt_ignore``: the kind's)."""
+        """``dataset.<section>``: its AP figures, per class, curves (``gt_ignore``: GT
+        ignored though not crowd — the kind's and the files' — or None)."""
         raise NotImplementedError
+
+    def families(self, names: tuple[str, ...],
+                 optional: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(the --metrics families a run under it can choose, those it runs by default)``
+        out of the task's ``names`` (every protocol's section among them) and ``optional``
+        (those no run does by default): the other protocols' sections are not its to run,
+        and COCO's view is a default only where it is the protocol's own."""
+        others = {part.section for part in PROTOCOLS.values()} - {self.section, COCO_SECTION}
+        available = tuple(name for name in names if name not in others)
+        left_out = {*optional, *({COCO_SECTION} - {self.section})}
+        return available, tuple(name for name in available if name not in left_out)
 
 
 class DetectionFormat:

@@ -28,6 +28,7 @@ from rpx_cli.io.image_size import image_sizes
 from rpx_cli.io.objects import Objects
 from rpx_cli.io.regular import read_bytes
 from rpx_cli.io.skipped import skip_note
+from rpx_cli.io.values import area_problem
 from rpx_cli.tasks.base import Params, SetInput, Warn
 from rpx_cli.tasks.detection.parts import DetectionFormat, folder_format, kind_of, protocol_of
 
@@ -122,6 +123,9 @@ def given(record: tuple[Objects, Mapping[str, int]], path: str, params: Params, 
     if objects.size is None and (params.get("image_size") or params.get("images_dir")):
         objects.size = image_sizes(params.get("images_dir"), params.get("image_size")).of(stem)
     boxes = kind_of(params).build(objects, path, prediction=role == "pred", params=params)
+    problem = area_problem(boxes.area, "object") if role == "pred" else None
+    if problem is not None:  # as Detection.read refuses it
+        raise InputError(f"image {stem!r}: {problem}", path=path)
     mapped = apply_class_map(boxes, params.get("class_map"))
     if role == "gt" and len(boxes) and not len(mapped):
         warn(CLASS_MAP_EMPTIED, f"{path} (image {stem})")

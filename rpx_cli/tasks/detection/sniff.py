@@ -78,6 +78,8 @@ def sniff_folder(folder: str, role: str) -> str:
     for rel in find_files(folder, suffixes + whole):
         found.setdefault("." + rel.rsplit(".", 1)[-1].lower(), []).append(rel)
     files = [rel for suffix in suffixes for rel in found.get(suffix, [])]
+    if not found:  # nothing any format reads: pairing says so (no files to pair)
+        return folder_formats()[0].name
     candidates: list[str] = []
     for suffix, rels in ((suffix, found[suffix]) for suffix in suffixes if suffix in found):
         heads = _heads(folder, rels)

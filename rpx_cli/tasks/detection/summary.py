@@ -16,7 +16,13 @@ from rpx_cli.ops.geometry import Geometry
 from rpx_cli.ops.reduce import mean_present, prf, prf_arrays
 from rpx_cli.params.pictures import MAX_FRAME_BOXES
 from rpx_cli.tasks.base import Params
-from rpx_cli.tasks.detection.parts import kind_of, protocol_of
+from rpx_cli.tasks.detection.parts import (
+    COCO_SECTION,
+    DEFAULT_PROTOCOL,
+    PROTOCOLS,
+    kind_of,
+    protocol_of,
+)
 from rpx_cli.tasks.detection.views import (
     by_confidence,
     confusion,
@@ -101,8 +107,11 @@ def summarize_frames(stats: StatTable, params: Params, families: Mapping[str, An
     if "confusion" in wanted:
         dataset["confusion"] = confusion(table, ~skipped, params["iou_threshold"],
                                          params["conf_threshold"], geometry=geometry)
-    if "coco" in wanted:
-        dataset["coco"] = protocol.evaluate(table, geometry, kind, params, gt_ignore)
+    if protocol.section in wanted:
+        dataset[protocol.section] = protocol.evaluate(table, geometry, kind, params, gt_ignore)
+    if COCO_SECTION in wanted and COCO_SECTION not in dataset:  # the COCO view besides
+        dataset[COCO_SECTION] = PROTOCOLS[DEFAULT_PROTOCOL].evaluate(table, geometry, kind, params,
+                                                                     gt_ignore)
     if "errors" in wanted:
         dataset["errors"] = errors(table, geometry=geometry)
     sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}

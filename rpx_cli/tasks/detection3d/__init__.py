@@ -217,9 +217,9 @@ class Detection3D(Task):
                     "num_pts == 0 filter; autoware: 0]."),
         Option("min_recall", "--min-recall", "parsed", 0.1, parse=probability("min recall"),
                metavar="R", help="AP and TP errors start past this recall."),
-        Option("min_precision", "--min-precision", "parsed", 0.1,
-               parse=probability("min precision"), metavar="P",
-               help="Precision below this counts 0 in AP."),
+        Option("min_precision", "--min-precision", "float", 0.1, minimum=0.0, maximum=1.0,
+               open_max=True, metavar="P",
+               help="Precision below this counts 0 in AP (AP divides by 1 - P)."),
         KEEP_WORST,
     )
     file_inputs = (

@@ -129,10 +129,10 @@ def resolve_params(params: Params, defaults: Params) -> dict[str, Any]:
 
 def check_params(params: Params) -> None:
     """Refuse resolved params no run can use (:class:`ParameterError`). Each value was
-    checked by its option's declaration (choices, bounds, parsers); what is left is what
-    depends on several values: an empty list of thresholds, a min precision of 1 (AP
-    divides by 1 - min precision), repeated class names, a class range of a class not
-    evaluated."""
+    checked by its option's declaration (choices, bounds — a min precision below 1, as AP
+    divides by 1 - min precision — parsers); what is left is what a declaration cannot say:
+    an empty list of thresholds, thresholds too close for their keys, repeated class names,
+    a class range of a class not evaluated."""
     for key, flag, unit in (("dist_th", "--dist-th", "m"), ("iou_th", "--iou-th", "iou")):
         if not params[key]:
             raise ParameterError(f"{flag}: give at least one threshold")
@@ -140,8 +140,6 @@ def check_params(params: Params) -> None:
         if len(set(tokens)) != len(tokens):  # e.g. 1 and 1.0000001: one key AP_1m for both
             raise ParameterError(f"{flag}: thresholds {', '.join(f'{v!r}' for v in params[key])} "
                                  "are too close to tell apart in the report's keys")
-    if params["min_precision"] >= 1:
-        raise ParameterError("--min-precision must be below 1 (AP divides by 1 - min precision)")
     names = params["class_names"]
     if names is not None:
         repeated = sorted({n for n in names if names.count(n) > 1})

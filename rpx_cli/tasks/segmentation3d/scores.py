@@ -12,7 +12,7 @@ import numpy as np
 from rpx_cli.ops.confusion import (
     AVERAGES,
     average_scores,
-    class_scores,
+    confusion_scores,
     not_in,
 )
 from rpx_cli.params.values import Band, banded
@@ -33,7 +33,7 @@ def scan_scores(gt_values: np.ndarray, pred_values: np.ndarray, matrices: np.nda
     """``(miou, acc)`` of a scan's dense matrices ``matrices[t]`` over ``gt_values`` x
     ``pred_values`` (the scan, then each range bucket) under the protocol; None without a
     labelled point. The class axis is every label of either side (and ``0 ..
-    num_classes - 1``). The same figures as :func:`average_scores` of :func:`class_scores`
+    num_classes - 1``). The same figures as :func:`average_scores` of :func:`confusion_scores`
     of each matrix (the same float operations in the same order), for all buckets at once."""
     size, rows, cols, scored = _class_axis(gt_values.astype(np.int64).tobytes(),
                                            pred_values.astype(np.int64).tobytes(),
@@ -41,7 +41,7 @@ def scan_scores(gt_values: np.ndarray, pred_values: np.ndarray, matrices: np.nda
                                            tuple(params["ignore_index"]))
     dense = np.zeros((matrices.shape[0], size, size), dtype=np.int64)
     dense[:, rows[:, None], cols[None, :]] = matrices
-    scores = class_scores(dense)  # every bucket at once
+    scores = confusion_scores(dense)  # every bucket at once
     tp, support, predicted, iou = scores.tp, scores.support, scores.predicted, scores.iou
     # sums of counts are exact in float64, so their order does not matter; each mean of
     # IoUs is np.mean's sum of the selected values (np.add.reduce) over their number
@@ -85,7 +85,7 @@ def bucket_metrics(matrix: np.ndarray, scored: np.ndarray, protocol: str,
                    band: Band | None) -> dict[str, Any]:
     """The dataset means of one bucket's matrix (the scan's when ``band`` is None, else the
     band's keys)."""
-    scores = class_scores(matrix)
+    scores = confusion_scores(matrix)
     means = average_scores(scores, **averaging(scored, protocol))
     out = {banded(key, band): means[key] for key in AVERAGES}
     out[banded("n_labelled", band)] = int(scores.support.sum())
@@ -98,7 +98,7 @@ def class_metrics(matrix: np.ndarray, scored: np.ndarray,
     and ``support``. Null for an ignored class (not scored) and in an empty bucket; under
     autoware also null for a class without GT support (it is left out of the means); under
     semantickitti such a class scores 0."""
-    scores = class_scores(matrix)
+    scores = confusion_scores(matrix)
     empty = scores.support.sum() == 0
     out = {}
     for c in range(scored.size):  # one dict per class: the report's shape

@@ -15,6 +15,7 @@ express rotated boxes, polygons or cuboids (COCO has no field for them).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from rpx_cli.errors import InputError, ParameterError
@@ -72,4 +73,10 @@ class CocoJson(DetectionFormat):
                             f"not in {gt_file}; they are not evaluated (as pycocotools)")
         return FileInput(coco.stems, stats=StatTable(declared, {"frame": table}, table.n),
                          rows=rows, params={"categories": table.vocabulary, **extra},
-                         warnings=warnings, errors=coco.errors)
+                         warnings=warnings, errors=coco.errors, sample=partial(_sample, table))
+
+
+def _sample(table: FrameTable, i: int) -> tuple[Any, Any]:
+    """Sample ``i``'s (prediction, GT) as ``read`` gives them (plugin calculators' input)."""
+    frame = table[i]
+    return frame.pred, frame.gt

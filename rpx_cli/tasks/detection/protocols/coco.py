@@ -30,15 +30,11 @@ from rpx_cli.tasks.detection.views import coco
 class Coco(DetectionProtocol):
     name, rank = "coco", 0
 
-    def normalise(self, out: dict[str, Any], max_dets: int | None) -> None:
-        if max_dets is not None:
-            out["max_dets"] = max_dets  # refused by check
-
     def check(self, params: Params, kind: Any) -> None:
-        super().check(params, kind)
         if params.get("max_dets") is not None:
             raise ParameterError("--max-dets is LVIS' per-image cap: it needs --protocol lvis "
                                  "(COCO's maxDets are fixed: 1/10/100, keypoints 20)")
+        super().check(params, kind)
 
     def evaluate(self, table: FrameTable, similarity: Any, kind: Any, params: Params,
                  gt_ignore: np.ndarray | None = None) -> dict[str, Any]:

@@ -45,8 +45,11 @@ class Lvis(DetectionProtocol):
     needs_text = ("--protocol lvis reads LVIS files (--coco-gt/--coco-dt): categories' "
                   "frequency and images' neg_category_ids are not in per-stem files")
 
-    def normalise(self, out: dict[str, Any], max_dets: int | None) -> None:
-        out["max_dets"] = 300 if max_dets is None else int(max_dets)
+    options = ("max_dets",)
+
+    def normalise(self, out: dict[str, Any], given: Any) -> None:
+        super().normalise(out, given)
+        out["max_dets"] = 300 if given.get("max_dets") is None else int(given["max_dets"])
 
     def metric_info(self, info: dict[str, MetricInfo], params: Params) -> None:
         n = params.get("max_dets", 300)
