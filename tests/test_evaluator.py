@@ -238,7 +238,8 @@ def test_in_memory_equals_files(case, rpx, tmp_path: Path) -> None:
     pred, gt = task.input_names
     from rpx_cli.params import resolve
 
-    given = resolve(task, options)
+    given = resolve(task, {**options, **{o.param: str(dirs[o.param]) for o in task.aux_inputs
+                                          if o.param in dirs}})
     settled = task.settle_inputs(given, {"pred": dirs.get(pred), "gt": dirs.get(gt)})
     options.update({key: value for key, value in settled.items() if given.get(key) != value})
     cli_words = []

@@ -42,7 +42,9 @@ VALID = {
     "--iou-type": ("keypoints",),
     "--ultralytics-version": ("8.4.190",),
     "--image-size": ("640,480",),
+    "--data-yaml": (str(FIXTURES / "detection" / "formats" / "data.yaml"),),
     "--kpt-shape": ("17,3",),
+    "--recall-points": ("11",),
 }
 
 
@@ -54,6 +56,8 @@ NEEDS = {
     ("detection", "--oks-sigmas"): "--iou-type",
     ("detection", "--max-dets"): "--protocol",
     ("detection", "--ultralytics-version"): ("--protocol", "ultralytics"),
+    ("detection3d", "--recall-points"): ("--protocol", "kitti"),
+    ("detection3d", "--kitti-iou"): ("--protocol", "kitti"),
 }
 
 
@@ -154,10 +158,6 @@ def valid_texts(task, option: Option, tmp_path: Path) -> tuple[str, ...]:
     if kind == "file" and option.param == "class_map":
         path = tmp_path / "class_map.json"
         path.write_text(json.dumps({"dog": "animal"}))
-        return (str(path),)
-    if kind == "file" and option.param == "data_yaml":
-        path = tmp_path / "data.yaml"
-        path.write_text("names:\n  0: car\n  1: truck\n")
         return (str(path),)
     if kind == "file" and option.param == "oi_class_descriptions":
         path = tmp_path / "class-descriptions.csv"

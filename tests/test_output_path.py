@@ -12,12 +12,14 @@ import pytest
 from helpers import FIXTURES, dirs
 
 from rpx_cli.cli.main import cli
+from rpx_cli.cli.options import check_output_path
 
 DEPTH = FIXTURES / "depth" / "indoor"
 
 
 def writing_commands() -> list[list[str]]:
-    """Every command (eval subcommands included) that has an ``-o/--out`` option."""
+    """Every command (eval subcommands included) whose ``-o/--out`` names the report it
+    writes."""
     found = []
 
     def walk(group: click.Group, path: list[str]) -> None:
@@ -26,7 +28,8 @@ def writing_commands() -> list[list[str]]:
             command = group.get_command(ctx, name)
             if isinstance(command, click.Group):
                 walk(command, [*path, name])
-            elif any("--out" in getattr(p, "opts", ()) for p in command.params):
+            elif any("--out" in getattr(p, "opts", ()) and p.callback is check_output_path
+                     for p in command.params):  # (rpx convert's -o is a folder it fills)
                 found.append([*path, name])
 
     walk(cli, [])

@@ -180,7 +180,9 @@ def test_summary_line_and_cards_use_the_declared_headline(rpx, tmp_path: Path) -
     assert summary_line(detection3d, "-").split("; ", 1)[1].startswith("dataset.mAP ")
     page = render_html([("street.json", detection3d)])
     cards = re.findall(r'<div class="card" data-metric="([^"]+)"', page)
-    assert cards == list(find_task("detection3d").headline)
+    # the declared paths the report holds (a nuScenes report has no KITTI means)
+    held = [p for p in find_task("detection3d").headline if p.split(".")[1] in detection3d["dataset"]]
+    assert cards == held
 
 
 def test_rpx_show_puts_the_declared_headline_first(rpx, monkeypatch: pytest.MonkeyPatch) -> None:

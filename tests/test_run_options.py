@@ -208,7 +208,7 @@ def test_stability_and_compare_through_the_api_equal_the_cli(rpx, tmp_path: Path
 # --- a declaration says its bound: no hand check refuses what it accepts ---------------------
 
 # values a declaration may accept that a later check of several options refuses
-ACROSS = {("segmentation3d", "--range")}
+ACROSS = {("segmentation3d", "--range"), ("tracking3d", "--class-range")}  # (--class-names)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case[0]}{case[1].flag}")
@@ -222,8 +222,10 @@ def test_what_a_declaration_accepts_resolves(case, tmp_path: Path) -> None:
         return
     extra: dict[str, Any] = {}
     if (name, option.flag) in NEEDS:
-        other = next(o for o in options_of(task) if o.flag == NEEDS[name, option.flag])
-        extra[other.param] = valid_texts(task, other, tmp_path)[0]
+        needed = NEEDS[name, option.flag]
+        flag, value = needed if isinstance(needed, tuple) else (needed, None)
+        other = next(o for o in options_of(task) if o.flag == flag)
+        extra[other.param] = value if value is not None else valid_texts(task, other, tmp_path)[0]
     for text in (*CANDIDATES, *MORE):
         try:
             option.convert_one(text)

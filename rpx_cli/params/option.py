@@ -61,6 +61,9 @@ class Option:
     urls: bool = False  # a "file" may be a URL (s3://...): read later through fsspec
     unique: bool = False  # a repeatable option whose values must differ (--range 0:2 twice)
     short: str | None = None  # a one-letter flag besides the long one: "-j"
+    # False: an option added after the task's reports were frozen, left out of
+    # run_provenance.args when not given (its value None), so older reports stay byte-identical
+    args_when_unset: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rpx_cli.report import svg
 from rpx_cli.report.html_blocks import is_number, section_html
+from rpx_cli.report.svg_bars import bar_chart
+from rpx_cli.report.svg_lines import line_chart
 
 
 def _bars(per_class: Mapping[str, Any], field: str, title: str, domain: tuple[float, float] | None,
@@ -18,7 +19,7 @@ def _bars(per_class: Mapping[str, Any], field: str, title: str, domain: tuple[fl
     if not any(is_number(v) for _, v in entries):
         return ""
     entries.sort(key=lambda e: (e[1] is None, e[1] if way != "lower" else -(e[1] or 0.0)))
-    return svg.bar_chart([name for name, _ in entries], [v for _, v in entries], title=title,
+    return bar_chart([name for name, _ in entries], [v for _, v in entries], title=title,
                          value_label=field, domain=domain, attrs={"name": "per-class", "field": field})
 
 
@@ -45,7 +46,7 @@ def mota_recall_view(report: Mapping[str, Any]) -> str:
             if points:
                 series.append({"name": name, "x": [r for r, _ in points], "y": [m for _, m in points]})
         if series:
-            chart = svg.line_chart(series, title="MOTA against recall", x_label="recall (target)",
+            chart = line_chart(series, title="MOTA against recall", x_label="recall (target)",
                                    y_label="MOTA", attrs={"name": "mota-recall"})
             out.append(section_html("MOTA against recall", chart,
                                     "each class's MOTA at the recall targets it reached (the score threshold "

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rpx_cli.report import declared, svg, svg_bars, svg_grids, svg_lines
+from rpx_cli.report.html_benchmark import benchmark_grid
 from rpx_cli.report.html_blocks import (
     axis_label,
     cell_html,
@@ -313,7 +314,7 @@ def _curves_bev(report: Mapping[str, Any]) -> str:
     threshold (from ``dataset.curves``), and the distribution of the rank metric."""
     dataset = report.get("dataset") or {}
     per_class = dataset.get("per_class") or {}
-    out = [bands_section(report), class_band_grid(report, "AP")]
+    out = [bands_section(report), class_band_grid(report, "AP"), benchmark_grid(report)]
     curves = dataset.get("curves")
     thresholds, operating = declared.thresholds(report)
     if isinstance(curves, Mapping) and thresholds:
@@ -350,7 +351,7 @@ def _curves_bev(report: Mapping[str, Any]) -> str:
                                     f'<div class="multiples">{"".join(charts)}</div>',
                                     "the errors of the matches as recall grows, as dataset.curves holds them "
                                     "(the per-class ATE … AAE read them past the minimum recall)", kind="tp-errors"))
-    elif "curves" in (lookup(report, "params.skipped_metrics") or []):
+    elif "curves" in (lookup(report, "params.skipped_metrics") or []) and "per_class" in dataset:
         out.append(section_html("precision–recall per class and match threshold", "", "not computed: run "
                                 "without <code>--metrics</code>, or add <code>curves</code> to it", kind="pr-threshold"))
     out.append(distribution_section(report))

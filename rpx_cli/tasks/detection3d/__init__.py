@@ -1,24 +1,28 @@
-"""``rpx eval detection3d``: 3D boxes scored as the nuScenes devkit or autoware-ml scores them.
+"""``rpx eval detection3d``: 3D boxes scored as the nuScenes devkit, autoware-ml or the KITTI
+object benchmark scores them.
 
 Per stem (a sample): a JSON list of boxes, nuScenes-style or compact
-(:mod:`rpx_cli.io.boxes3d`), or one nuScenes submission file each (``--pred-file``,
-``--gt-file``). Every pair's boxes are kept as its statistic; matching, AP, APH, TP errors
-and NDS are computed over all samples at once (:mod:`rpx_cli.ops.detection3d`), so shards,
+(:mod:`rpx_cli.io.boxes3d`), or a KITTI label file (:mod:`rpx_cli.io.kitti_labels`;
+``--pred-format``/``--gt-format``, :mod:`rpx_cli.tasks.detection3d.formats`), or one
+nuScenes submission file each (``--pred-file``, ``--gt-file``). Every pair's boxes are kept
+as its statistic; matching and AP are computed over all samples at once, so shards,
 ``rpx merge`` and ``--jobs`` give the same numbers bit for bit: every tie is broken by the
 prediction's place over all samples (stem order, then its index in the file).
 
-``--protocol nuscenes|autoware`` sets every convention (match test, score ties, precision
-envelope, absent classes, class caps, TP-error selection, the barrier's orientation period,
-the point filter; the table is in docs/detection3d.md); a flag overrides one item, and the
-report's ``params`` records every resolved value. Rows (per sample, at ``--tp-threshold``, the
-predictions with score >= ``--conf-threshold``): ``tp``, ``fp``, ``fn``, ``n_gt``,
-``n_pred``, ``mean_center_error``, and ``precision``, ``recall``, ``f1`` (both empty: 1).
+``--protocol`` is a declared part (:mod:`rpx_cli.tasks.detection3d.protocol`), which the
+task asks for its params, its reading, its figures and its keys:
 
-The task's parts are beside it: the protocols, flag parsers, resolved params and the run's
-:class:`~rpx_cli.tasks.detection3d.params.Conventions` (every convention, typed, read once
-from the params) in :mod:`rpx_cli.tasks.detection3d.params`, the samples in
-:mod:`rpx_cli.tasks.detection3d.samples`, the figures over all samples in
-:mod:`rpx_cli.tasks.detection3d.summary`.
+- ``nuscenes`` and ``autoware`` (:mod:`rpx_cli.tasks.detection3d.nuscenes`): mAP, NDS, TP
+  errors and APH, every convention (match test, score ties, precision envelope, absent
+  classes, class caps, TP-error selection, the barrier's orientation period, the point
+  filter; the table is in docs/detection3d.md) set by the protocol, a flag overriding one
+  item, ``params`` recording every resolved value. Rows (per sample, at ``--tp-threshold``,
+  the predictions with score >= ``--conf-threshold``): ``tp``, ``fp``, ``fn``, ``n_gt``,
+  ``n_pred``, ``mean_center_error``, and ``precision``, ``recall``, ``f1`` (both empty: 1).
+- ``kitti`` (:mod:`rpx_cli.tasks.detection3d.kitti`): the KITTI object benchmark's AP_R40
+  (or AP_R11) for bbox, bev, 3d and aos at easy / moderate / hard.
+
+A flag only another protocol reads is a usage error when given.
 """
 
 from __future__ import annotations
@@ -26,21 +30,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
-from rpx_cli.errors import InputError, PairError
-from rpx_cli.io.boxes3d import (
-    BOX_ORIGINS,
-    Boxes3D,
-    boxes3d_from_objects,
-    parse_boxes3d,
-    read_submission,
-    sample_objects,
-)
+from rpx_cli.errors import InputError, PairError, ParameterError
+from rpx_cli.io.boxes3d import BOX_ORIGINS, read_submission, sample_objects
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.regular import read_bytes
 from rpx_cli.ops.detection3d_curves import CURVE_ERRORS
-from rpx_cli.params.parsers import iou_threshold, parse_band, positive
+from rpx_cli.params.parsers import integer, iou_threshold, parse_band, positive
 from rpx_cli.params.pictures import KEEP_WORST
 from rpx_cli.params.values import Threshold
 from rpx_cli.tasks.base import (
@@ -53,24 +48,19 @@ from rpx_cli.tasks.base import (
     Warn,
     probability,
 )
-from rpx_cli.tasks.detection3d.params import (
-    ERRORS,
-    MATCHES,
-    PROTOCOLS,
-    Conventions,
-    check_params,
-    parse_class_range,
-    parse_exempt,
-    resolve_params,
-)
+from rpx_cli.tasks.detection3d import formats as file_formats
+from rpx_cli.tasks.detection3d import kitti as _kitti  # noqa: F401 (registers the protocol)
+from rpx_cli.tasks.detection3d import nuscenes as _nuscenes  # noqa: F401 (registers two)
+from rpx_cli.tasks.detection3d.kitti import RECALL_POINTS
+from rpx_cli.tasks.detection3d.params import ERRORS, MATCHES, parse_class_range, parse_exempt
+from rpx_cli.tasks.detection3d.protocol import PROTOCOLS, Protocol, others_own
 from rpx_cli.tasks.detection3d.samples import (
     SamplePair,
     check_count,
-    check_frame,
     decode_pair,
     encode_pair,
 )
-from rpx_cli.tasks.detection3d.summary import ROW_KEYS, summarize_pairs
+from rpx_cli.tasks.detection3d.summary import ROW_KEYS
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
 
@@ -90,30 +80,47 @@ _CURVES = {
             "additionalProperties": False}]}}}
 
 
+def _recall_points(value: Any) -> int:
+    """``--recall-points``: 40 or 11."""
+    points = integer(value)
+    if points not in RECALL_POINTS:
+        raise ValueError(f"expected 40 or 11, got {value!r}")
+    return points
+
+
+
 @register_task
 class Detection3D(Task):
     name = "detection3d"
     primary_metric = "f1"
     headline = ("dataset.mAP", "dataset.NDS", "dataset.mAPH", "dataset.mATE", "dataset.mASE",
-                "dataset.mAOE", "dataset.mAVE", "dataset.mAAE")
+                "dataset.mAOE", "dataset.mAVE", "dataset.mAAE", "dataset.mAP_3d_moderate",
+                "dataset.mAP_bev_moderate", "dataset.mAP_bbox_moderate", "dataset.mAP_aos_moderate")
     band_metrics = ("mAP", "NDS", "mAPH", "mATE", "mASE", "mAOE", "mAVE", "mAAE", "f1")
     page_view = "curves_bev"
-    suffixes = (".json",)
+    suffixes = file_formats.suffixes()
     help = ("3D object detection: nuScenes mAP, NDS, TP errors (ATE ASE AOE AVE AAE) and "
-            "heading-weighted AP, as the nuScenes devkit or autoware-ml computes them.")
+            "heading-weighted AP, as the nuScenes devkit or autoware-ml computes them; KITTI's "
+            "AP_R40 (bbox, bev, 3d, aos at easy/moderate/hard).")
     formats = (
         'One JSON per sample (a list, or {"boxes": [...]}; GT without a score), each box\n'
         '  nuScenes-style: {"translation": [x, y, z], "size": [w, l, h], "rotation": [w, x, y, z],\n'
         '                   "velocity": [vx, vy], "detection_name": "car", "detection_score": 0.9}\n'
         '  or compact:     {"box": [x, y, z, l, w, h, yaw(, vx, vy)], "label": "car", "score": 0.9}\n'
         'yaw in radians, CCW about +z; --box-origin bottom when z is the box bottom.\n'
-        'Or one nuScenes submission file per side: --pred-file/--gt-file {"results": {sample: [boxes]}}.'
+        'Or one nuScenes submission file per side: --pred-file/--gt-file {"results": {sample: [boxes]}}.\n'
+        'Or KITTI labels, one .txt per frame (--pred-format/--gt-format kitti, auto by suffix):\n'
+        '  type truncated occluded alpha x1 y1 x2 y2 h w l x y z rotation_y [score]\n'
+        'With --protocol kitti, rpx boxes add "bbox_2d": [x1, y1, x2, y2] and on GT "truncated",\n'
+        '"occluded" (and "alpha", optional).'
     )
     example = (
         'rpx eval detection3d --pred-dir fixtures/detection3d/street/pred \\\n'
         '    --gt-dir fixtures/detection3d/street/gt --range 0:20 --range 20: | jq .dataset.NDS\n'
         'rpx eval detection3d --pred-dir fixtures/detection3d/street/pred \\\n'
-        '    --gt-dir fixtures/detection3d/street/gt --protocol autoware | jq .dataset.mAP'
+        '    --gt-dir fixtures/detection3d/street/gt --protocol autoware | jq .dataset.mAP\n'
+        'rpx eval detection3d --pred-dir fixtures/detection3d/kitti/pred \\\n'
+        '    --gt-dir fixtures/detection3d/kitti/gt --protocol kitti | jq .dataset.kitti.mAP_3d_moderate'
     )
     stats = (Stat("sample", encode=encode_pair, decode=decode_pair),)
     report_properties = {"dataset": {
@@ -151,11 +158,32 @@ class Detection3D(Task):
         "tp": (tuple(f"m{e}" for e in ERRORS) + ERRORS, ()),
         "aph": (("mAPH", "APH"), ()),
         "curves": ((), ()),
+        "kitti": ((), ("dataset.kitti",)),
     }
     options = (
         Option("protocol", "--protocol", "choice", "nuscenes", choices=tuple(PROTOCOLS),
                help="Every convention of the nuScenes devkit or of autoware-ml (the flags below "
-                    "override single items)."),
+                    "override single items), or the KITTI object benchmark (AP_R40)."),
+        Option("pred_format", "--pred-format", "choice", None,
+               choices=(file_formats.AUTO, *file_formats.FORMATS),
+               args_when_unset=False,
+               help="Prediction files: rpx JSON, or KITTI results (.txt, 16 fields) [default: "
+                    "auto, by the folder's suffixes]."),
+        Option("gt_format", "--gt-format", "choice", None,
+               choices=(file_formats.AUTO, *file_formats.FORMATS),
+               args_when_unset=False,
+               help="GT files: rpx JSON, or KITTI labels (.txt, 15 fields) [default: auto, by "
+                    "the folder's suffixes]."),
+        Option("recall_points", "--recall-points", "parsed", None, parse=_recall_points,
+               metavar="40|11",
+               args_when_unset=False,
+               help="--protocol kitti: AP over 40 recall positions (AP_R40) or 11 (AP_R11) "
+                    "[default: 40]."),
+        Option("kitti_iou", "--kitti-iou", "choice", None, choices=("strict", "loose"),
+               args_when_unset=False,
+               help="--protocol kitti: the class IoU thresholds (strict: Car 0.7, Pedestrian and "
+                    "Cyclist 0.5) or the loose table (bev and 3d at 0.5 / 0.25 / 0.25) "
+                    "[default: strict]."),
         Option("match", "--match", "choice", "center", choices=MATCHES,
                help="Match by BEV centre distance (--dist-th), or by BEV footprint or 3D IoU "
                     "(--iou-th)."),
@@ -234,47 +262,73 @@ class Detection3D(Task):
     # --- parameters -------------------------------------------------------------------
 
     def normalise_params(self, params: Params) -> dict[str, Any]:
-        return resolve_params(params, self.default_params)
+        """Every option over its default; the options only other protocols read must be at
+        their defaults (else a usage error) and are left out; ``auto`` formats are left out
+        (decided per folder by :meth:`settle_inputs`); the rest resolved by the protocol."""
+        defaults = self.default_params
+        out = {**defaults, **params}
+        name = out["protocol"]
+        if name not in PROTOCOLS:  # the option refuses it; this is for callers that skip it
+            raise ParameterError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {name!r}")
+        protocol = PROTOCOLS[name]
+        flags = {option.param: option.flag for option in self.options}
+        for key in others_own(protocol):
+            if _plain(out.get(key)) != _plain(defaults[key]):
+                owners = [p.name for p in PROTOCOLS.values() if key in p.own]
+                raise ParameterError(f"{flags[key]} applies to --protocol {' or '.join(owners)}, "
+                                     f"not {name}")
+            out.pop(key, None)
+        for role in ("pred", "gt"):
+            if out.get(f"{role}_format") in (None, file_formats.AUTO):
+                out.pop(f"{role}_format", None)
+        if "metrics" in out:  # --metrics: the protocol's families (the others are skipped)
+            chosen = [family for family in out["metrics"] if family in protocol.families]
+            if not chosen:
+                raise ParameterError(f"--metrics: --protocol {name} computes the families "
+                                     f"{', '.join(protocol.families)}, not "
+                                     f"{', '.join(out['metrics'])}")
+            out["metrics"] = chosen
+            out["skipped_metrics"] = [family for family in self.families if family not in chosen
+                                      and (family in protocol.families or protocol.skips_others)]
+        return protocol.resolve(out)
 
     def validate_params(self, params: Params) -> None:
-        check_params(params)
+        self.protocol(params).check(params)
+
+    def settle_inputs(self, params: Params, inputs: Mapping[str, str | None]) -> dict[str, Any]:
+        return file_formats.settle(params, inputs)
+
+    def suffixes_for(self, params: Params, role: str) -> tuple[str, ...]:
+        return file_formats.suffixes_of(params, role)
+
+    def protocol(self, params: Params) -> Protocol:
+        return PROTOCOLS[params["protocol"]]
 
     def thresholds(self, params: Params) -> list[Threshold]:
-        return list(Conventions.of(params).thresholds)
+        return self.protocol(params).thresholds(params)
 
     def operating_threshold(self, params: Params) -> Threshold | None:
-        c = Conventions.of(params)
-        return c.tp_threshold if c.tp_threshold in c.thresholds else None
+        return self.protocol(params).operating_threshold(params)
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
-        info = dict(self.metrics)
-        for threshold in Conventions.of(params).thresholds:
-            info[threshold.key("AP")] = MetricInfo("higher", "per class: AP at match threshold "
-                                                   f"{threshold.token}")
-            info[threshold.key("APH")] = MetricInfo("higher", "per class: APH at match threshold "
-                                                    f"{threshold.token}")
-        base = dict(info)
-        for band in self.bands(params):
-            for name, item in base.items():
-                info[band.key(name)] = MetricInfo(item.direction, f"{item.description}; boxes "
-                                                  f"whose centre is in {band.label}")
-        return info
+        return self.protocol(params).metric_info(self.metrics, params, self.bands(params))
 
     # --- per pair ---------------------------------------------------------------------
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
-             role: str = "gt") -> Boxes3D:
-        boxes = parse_boxes3d(buffer.read(path).tobytes(), path, prediction=role == "pred",
-                              box_origin=params["box_origin"], classes=params["class_names"])
+             role: str = "gt") -> Any:
+        fmt = file_formats.of_role(params, role, path)
+        boxes = self.protocol(params).read(fmt, buffer.read(path).tobytes(), path,
+                                           prediction=role == "pred", params=params)
         if role == "pred":
             check_count(boxes, params, path, "")
-        check_frame(boxes.distance, params, path, role)
+        self.protocol(params).check_side(boxes, params, path, role)
         return boxes
 
-    def empty_prediction(self, gt: Boxes3D, params: Params) -> Boxes3D:
-        return Boxes3D.empty(with_scores=True)
+    def empty_prediction(self, gt: Any, params: Params) -> Any:
+        return self.protocol(params).empty()
 
-    def evaluate(self, pred: Boxes3D, gt: Boxes3D, params: Params, *, pred_path: str | None,
+    def evaluate(self, pred: Any, gt: Any, params: Params, *, pred_path: str | None,
                  gt_path: str) -> Sample:
         return Sample({"n_gt": len(gt), "n_pred": len(pred)}, {"sample": SamplePair(gt, pred)})
 
@@ -302,20 +356,19 @@ class Detection3D(Task):
         if not gt:
             raise InputError("the GT file has no sample", path=gt_path)
         stems, samples, errors = [], [], []
-        origin, classes = params["box_origin"], params["class_names"]
+        protocol = self.protocol(params)
         for stem in gt:
             where = f"sample {stem!r}: "
             try:
-                gt_boxes = boxes3d_from_objects(sample_objects(gt[stem], gt_path, where), gt_path,
-                                                prediction=False, box_origin=origin,
-                                                classes=classes, where=where)
+                gt_boxes = protocol.from_objects(sample_objects(gt[stem], gt_path, where), gt_path,
+                                                 prediction=False, params=params, where=where)
             except InputError as exc:  # the sample is dropped
                 errors.append(PairError.of(exc, stem, side="gt", path=gt_path))
                 continue
             try:
-                pred_boxes = boxes3d_from_objects(sample_objects(pred[stem], pred_path, where),
-                                                  pred_path, prediction=True, box_origin=origin,
-                                                  classes=classes, where=where)
+                pred_boxes = protocol.from_objects(sample_objects(pred[stem], pred_path, where),
+                                                   pred_path, prediction=True, params=params,
+                                                   where=where)
                 check_count(pred_boxes, params, pred_path, where)
             except InputError as exc:  # scored as the empty prediction
                 errors.append(PairError.of(exc, stem, side="pred", path=pred_path))
@@ -324,8 +377,7 @@ class Detection3D(Task):
             samples.append((pred_boxes, gt_boxes))
         if samples:
             for role, path, index in (("gt", gt_path, 1), ("pred", pred_path, 0)):
-                distances = [sample[index].distance for sample in samples]
-                check_frame(np.concatenate(distances), params, path, role)
+                protocol.check_sides([sample[index] for sample in samples], params, path, role)
         return FileInput(stems, samples=samples, pred_path=pred_path, gt_path=gt_path,
                          errors=errors)
 
@@ -336,4 +388,10 @@ class Detection3D(Task):
 
     def summarize_rows(self, stats: StatTable, params: Params):
         wanted = set(params.get("metrics") or self.families)
-        return summarize_pairs(list(stats["sample"]), params, self.bands(params), wanted)
+        return self.protocol(params).summarize(list(stats["sample"]), params, self.bands(params),
+                                               wanted)
+
+
+def _plain(value: Any) -> Any:
+    """A parameter's value comparable with its default (sequences as lists)."""
+    return list(value) if isinstance(value, (list, tuple)) else value

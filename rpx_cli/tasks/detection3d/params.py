@@ -1,9 +1,10 @@
-"""The parameters of ``rpx eval detection3d`` (:mod:`rpx_cli.tasks.detection3d` has the task):
-the conventions each ``--protocol`` fixes (:data:`PROTOCOLS`, the one table of them), the
-parsers of the flags, the params resolved (a convention no flag sets comes from the protocol)
-and checked, and :class:`Conventions`, every convention of a run as one typed value read from
-the resolved params: the samples, the summary and the task read the conventions there and
-nowhere else."""
+"""The parameters of the nuScenes-style protocols of ``rpx eval detection3d``
+(:mod:`rpx_cli.tasks.detection3d` has the task, :mod:`rpx_cli.tasks.detection3d.nuscenes`
+the protocols): the conventions each of them fixes (:data:`CONVENTIONS`, the one table of
+them), the parsers of the flags, the params resolved (a convention no flag sets comes from
+the protocol) and checked, and :class:`Conventions`, every convention of a run as one typed
+value read from the resolved params: the samples, the summary and the task read the
+conventions there and nowhere else."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ MATCHES = ("center", "bev-iou", "iou3d")
 ERRORS = d3.ERRORS
 # every convention a protocol fixes, and its value under each protocol as its flag spells it
 # (resolve_params fills the flags left unset from here; Conventions.of reads the result)
-PROTOCOLS: dict[str, dict[str, Any]] = {
+CONVENTIONS: dict[str, dict[str, Any]] = {
     "nuscenes": {"dist_rule": "lt", "score_ties": "later", "precision_curve": "raw",
                  "absent_class": "zero", "cap_rule": "lt", "cap_predictions": "yes",
                  "tp_errors": "nuscenes", "pi_period_classes": ["barrier"],
@@ -90,15 +91,12 @@ def unique_floats(values: Any) -> list[float]:
     return list(dict.fromkeys(float(v) for v in values))
 
 
-def resolve_params(params: Params, defaults: Params) -> dict[str, Any]:
-    """``params`` over the task's ``defaults``, every convention a flag leaves unset taken
-    from ``--protocol`` (as if its flag were given), every value in the form the report's
-    ``params`` records."""
-    out = {**defaults, **params}
-    protocol = out["protocol"]
-    if protocol not in PROTOCOLS:  # the option refuses it; this is for callers that skip it
-        raise ParameterError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-    for key, value in PROTOCOLS[protocol].items():
+def resolve_params(params: Params) -> dict[str, Any]:
+    """``params`` (every option present), every convention a flag leaves unset taken from
+    ``--protocol``'s column of :data:`CONVENTIONS` (as if its flag were given), every value
+    in the form the report's ``params`` records."""
+    out = dict(params)
+    for key, value in CONVENTIONS[out["protocol"]].items():
         given = out.get(key)
         if given is None or (isinstance(given, (tuple, list)) and not given):
             out[key] = value
@@ -157,7 +155,7 @@ _RULES: dict[str, Rule] = {"lt": "<", "le": "<="}
 @dataclass(frozen=True)
 class Conventions:
     """How a run filters, matches and scores boxes: every convention of ``--protocol``
-    (:data:`PROTOCOLS`, a flag overriding one item) and the match settings, typed, read once
+    (:data:`CONVENTIONS`, a flag overriding one item) and the match settings, typed, read once
     from the resolved params by :meth:`of`. Nothing else compares a protocol's name or a
     convention's spelling."""
 

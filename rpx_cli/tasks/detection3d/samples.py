@@ -15,6 +15,7 @@ import numpy as np
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.boxes3d import Boxes3D
+from rpx_cli.io.kitti_labels import KittiObjects
 from rpx_cli.ops import detection3d as d3
 from rpx_cli.ops.matching import passes
 from rpx_cli.params.values import Band
@@ -24,10 +25,11 @@ from rpx_cli.tasks.detection3d.params import Conventions
 
 @dataclass
 class SamplePair:
-    """One sample's boxes, as read (the statistic every pair keeps)."""
+    """One sample's boxes, as read (the statistic every pair keeps): rpx 3D boxes, or KITTI's
+    camera-frame objects under ``--protocol kitti``."""
 
-    gt: Boxes3D
-    pred: Boxes3D
+    gt: Boxes3D | KittiObjects
+    pred: Boxes3D | KittiObjects
 
 
 def encode_pair(pair: SamplePair) -> dict[str, Any]:
@@ -35,7 +37,8 @@ def encode_pair(pair: SamplePair) -> dict[str, Any]:
 
 
 def decode_pair(data: dict[str, Any]) -> SamplePair:
-    return SamplePair(Boxes3D.from_json(data["gt"]), Boxes3D.from_json(data["pred"]))
+    kind = KittiObjects if data["gt"].get("kitti") else Boxes3D
+    return SamplePair(kind.from_json(data["gt"]), kind.from_json(data["pred"]))
 
 
 def check_count(boxes: Boxes3D, params: Params, path: str, where: str) -> None:
