@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+import numpy as np
 import pytest
 
 from tests import format_data as fd
@@ -270,3 +271,33 @@ def test_a_folder_of_both_layouts_is_refused(rpx, tmp_path):
                   "--gt-dir", str(gt), "--pred-format", "dota"])
     assert result.exit_code == 1
     assert "files of one image" in result.stderr and "files of the whole set" in result.stderr
+
+
+def test_group_of_boxes_kept_for_a_protocol_that_scores_them(rpx, tmp_path, monkeypatch):
+    """A protocol with group-of (the openimages protocol to come) gets IsGroupOf boxes with
+    their flag (Boxes.group, BoxTable.group), written into --shard parts only then."""
+    from rpx_cli.io.box_table import BoxTable
+    from rpx_cli.io.boxes import Boxes
+    from rpx_cli.tasks.detection.parts import PROTOCOLS
+
+    images = [image for image in fd.dataset(45) if image.gt]
+    groups = [(images[0].stem, 1, (8.0, 8.0, 40.0, 40.0))]
+    args = ["eval", "detection", "--pred-dir", str(fd.write_openimages(images, tmp_path / "p.csv", "pred")),
+            "--gt-dir", str(fd.write_openimages(images, tmp_path / "g.csv", "gt", groups)),
+            "--image-size", "512,512", "--shard", "1/1"]
+    assert rpx([*args, "-o", str(tmp_path / "skipped.json")]).exit_code == 0
+    frames = json.loads((tmp_path / "skipped.json").read_text())["state"]["stats"]["frame"]
+    assert not any("group" in frame["gt"] for frame in frames)
+    monkeypatch.setattr(type(PROTOCOLS["coco"]), "group_of", True)
+    result = rpx([*args, "-o", str(tmp_path / "kept.json")])
+    assert result.exit_code == 0, result.stderr
+    kept = json.loads((tmp_path / "kept.json").read_text())
+    assert "skipped" not in kept["run_provenance"]["inputs"]["gt_dir"]
+    flagged = [frame["gt"] for frame in kept["state"]["stats"]["frame"] if "group" in frame["gt"]]
+    assert len(flagged) == 1 and sum(flagged[0]["group"]) == 1
+    boxes = Boxes.from_json(flagged[0])
+    assert boxes.group.tolist() == flagged[0]["group"]
+    table = BoxTable.from_boxes([boxes, boxes.select(~boxes.group)], {label: k for k, label in
+                                                                       enumerate(sorted(set(boxes.labels)))},
+                                False)
+    assert table.group.sum() == 1 and table.take(np.arange(len(table))).group.sum() == 1
