@@ -55,8 +55,9 @@ def set_layout(fmt: DetectionFormat, path: str) -> list[str] | None:
         name = path.rstrip("/").rsplit("/", 1)[-1] if "://" in path else os.path.basename(path)
         members = fmt.set_members([name])
         if not members:
-            raise InputError(f"{fmt.title} files of the whole set end with "
-                             f"{' or '.join(fmt.set_suffixes)}", path=path)
+            raise InputError(f"a file given for a side holds the whole set ({fmt.title}: "
+                             f"{' or '.join(fmt.set_suffixes)}); files of one image are "
+                             "given as their folder", path=path)
         return members
     members = sorted(fmt.set_members(find_files(path, fmt.set_suffixes)))
     if not members:
