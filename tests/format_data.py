@@ -43,6 +43,8 @@ class Image:
     size: tuple[int, int]
     gt: list[Obj] = field(default_factory=list)
     pred: list[Obj] = field(default_factory=list)
+    # KITTI DontCare regions (x1 y1 x2 y2): crowd regions of every class
+    regions: list[tuple[float, float, float, float]] = field(default_factory=list)
 
 
 def quarter(rng: np.random.Generator, low: float, high: float) -> float:
@@ -50,7 +52,9 @@ def quarter(rng: np.random.Generator, low: float, high: float) -> float:
 
 
 def dataset(seed: int = 0, n: int = 12, *, difficult: bool = False, rotated: bool = False,
-            keypoints: bool = False) -> list[Image]:
+            keypoints: bool = False, regions: bool = False) -> list[Image]:
+    """``regions``: DontCare regions (KITTI) with detections of several classes on and
+    around them."""
     rng = np.random.default_rng(seed)
     images = []
     for i in range(n):
@@ -85,6 +89,15 @@ def dataset(seed: int = 0, n: int = 12, *, difficult: bool = False, rotated: boo
             if keypoints:
                 det.keypoints = _points(rng, det.box, predicted=True)
             image.pred.append(det)
+        if regions and rng.random() < 0.7:
+            x1, y1 = quarter(rng, w / 2, w - 40), quarter(rng, h / 2, h - 40)
+            region = (x1, y1, x1 + quarter(rng, 12, 36), y1 + quarter(rng, 12, 36))
+            image.regions.append(region)
+            for _ in range(int(rng.integers(1, 4))):  # detections of any class, in and out
+                dx, dy = quarter(rng, -8, 16), quarter(rng, -8, 16)
+                box = (region[0] + dx, region[1] + dy, region[0] + dx + 8, region[1] + dy + 8)
+                image.pred.append(Obj(int(rng.integers(0, len(NAMES))), box,
+                                      score=float(np.round(rng.random(), 3))))
         images.append(image)
     return images
 
@@ -172,6 +185,10 @@ def write_kitti(images: list[Image], root: Path, side: str) -> Path:
             if obj.score is not None:
                 fields.append(_num(obj.score))
             lines.append(" ".join(fields))
+        if side == "gt":
+            for x1, y1, x2, y2 in image.regions:
+                lines.append(" ".join(["DontCare", "-1", "-1", "-10", *map(_num, (x1, y1, x2, y2)),
+                                       "-1", "-1", "-1", "-1000", "-1000", "-1000", "-10"]))
         (folder / f"{image.stem}.txt").write_text("\n".join(lines) + ("\n" if lines else ""))
     return folder
 
@@ -224,6 +241,9 @@ def write_rpx(images: list[Image], root: Path, side: str, form: str = "box") -> 
             if obj.difficult:
                 item["ignore"] = 1
             objects.append(item)
+        if side == "gt":
+            for x1, y1, x2, y2 in image.regions:
+                objects.append({"label": "DontCare", "bbox": [x1, y1, x2, y2], "every_class": 1})
         (folder / f"{image.stem}.json").write_text(json.dumps(objects))
     return folder
 
@@ -262,6 +282,108 @@ def write_coco(images: list[Image], root: Path, form: str = "box") -> tuple[Path
                 else:
                     item["score"] = obj.score
                     results.append(item)
+        for x1, y1, x2, y2 in image.regions:  # DontCare: a crowd region in every category
+            for category in range(1, len(NAMES) + 1):
+                gt["annotations"].append({"id": len(gt["annotations"]) + 1, "image_id": image_id,
+                                          "category_id": category, "iscrowd": 1,
+                                          "bbox": [x1, y1, x2 - x1, y2 - y1],
+                                          "area": (x2 - x1) * (y2 - y1)})
     (root / "instances.json").write_text(json.dumps(gt))
     (root / "results.json").write_text(json.dumps(results))
     return root / "instances.json", root / "results.json"
+
+
+# --- files of the whole set ---------------------------------------------------------------------
+
+
+def write_cvat(images: list[Image], path: Path, side: str, form: str = "box") -> Path:
+    """One CVAT for images 1.1 XML: every image (``name`` = stem + ``.jpg``) with its
+    objects as ``<box>`` (``form`` box; ``rotated``: the box turned by the object's angle,
+    CVAT's ``rotation`` clockwise on screen) or ``<polygon>`` of the box's corners
+    (``polygon``); a prediction's score as ``<attribute name="score">``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    parts = ['<?xml version="1.0" encoding="utf-8"?>\n<annotations><version>1.1</version>'
+             '<meta><task><name>generated</name></task></meta>']
+    for index, image in enumerate(images):
+        w, h = image.size
+        parts.append(f'<image id="{index}" name="{image.stem}.jpg" width="{w}" height="{h}">')
+        for obj in getattr(image, side):
+            x1, y1, x2, y2 = obj.box
+            score = "" if obj.score is None else f'<attribute name="score">{_num(obj.score)}</attribute>'
+            label = NAMES[obj.label]
+            if form == "polygon":
+                points = ";".join(f"{_num(x)},{_num(y)}" for x, y in ((x1, y1), (x2, y1), (x2, y2), (x1, y2)))
+                parts.append(f'<polygon label="{label}" source="manual" occluded="0" points="{points}" '
+                             f'z_order="0">{score}</polygon>')
+                continue
+            rotation = f' rotation="{_num(-obj.angle)}"' if form == "rotated" and obj.angle else ""
+            parts.append(f'<box label="{label}" source="manual" occluded="0" xtl="{_num(x1)}" '
+                         f'ytl="{_num(y1)}" xbr="{_num(x2)}" ybr="{_num(y2)}"{rotation} z_order="0">'
+                         f'{score}</box>')
+        parts.append("</image>")
+    parts.append("</annotations>\n")
+    path.write_text("".join(parts))
+    return path
+
+
+OI_IDS = {name: f"/m/0{name}" for name in NAMES}  # Open Images class ids of the names
+
+
+def write_openimages(images: list[Image], path: Path, side: str,
+                     groups: list[tuple[str, int, tuple[float, float, float, float]]] = ()) -> Path:
+    """An Open Images box CSV (normalised coordinates, class ids ``/m/0<name>``): GT with
+    the challenge's columns, ``groups`` (stem, label, box) appended as IsGroupOf boxes;
+    predictions with their columns in another order than the GT's."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if side == "gt":
+        lines = ["ImageID,Source,LabelName,Confidence,XMin,XMax,YMin,YMax,IsOccluded,IsTruncated,"
+                 "IsGroupOf,IsDepiction,IsInside"]
+    else:
+        lines = ["XMin,ImageID,YMin,XMax,Score,YMax,LabelName"]
+    sizes = {image.stem: image.size for image in images}
+    rows = [(image.stem, obj.label, obj.box, obj.score, 0) for image in images
+            for obj in getattr(image, side)]
+    rows += [(stem, label, box, None, 1) for stem, label, box in groups]
+    for stem, label, (x1, y1, x2, y2), score, group in rows:
+        w, h = sizes[stem]
+        xmin, xmax, ymin, ymax = (_num(v) for v in (x1 / w, x2 / w, y1 / h, y2 / h))
+        if side == "gt":
+            lines.append(f"{stem},xclick,{OI_IDS[NAMES[label]]},1,{xmin},{xmax},{ymin},{ymax},0,0,"
+                         f"{group},0,0")
+        else:
+            lines.append(f"{xmin},{stem},{ymin},{xmax},{_num(score)},{ymax},{OI_IDS[NAMES[label]]}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_class_descriptions(path: Path) -> Path:
+    path.write_text("".join(f"{OI_IDS[name]},{name}\n" for name in NAMES))
+    return path
+
+
+def write_voc_results(images: list[Image], root: Path, prefix: str = "comp4_det_test_") -> Path:
+    """The devkit's per-class results files: ``image_id score xmin ymin xmax ymax``, 1-based."""
+    folder = _folder(root)
+    for label, name in enumerate(NAMES):
+        lines = [" ".join([image.stem, _num(obj.score), _num(obj.box[0] + 1), _num(obj.box[1] + 1),
+                           _num(obj.box[2]), _num(obj.box[3])])
+                 for image in images for obj in image.pred if obj.label == label]
+        (folder / f"{prefix}{name}.txt").write_text("".join(line + "\n" for line in lines))
+    return folder
+
+
+def write_task1(images: list[Image], root: Path) -> Path:
+    """DOTA Task1 results: ``Task1_<class>.txt`` of ``image score x1 y1 ... x4 y4``."""
+    folder = _folder(root)
+    for label, name in enumerate(NAMES):
+        lines = [" ".join([image.stem, _num(obj.score), *map(_num, obj.quad().reshape(-1))])
+                 for image in images for obj in image.pred if obj.label == label]
+        (folder / f"Task1_{name}.txt").write_text("".join(line + "\n" for line in lines))
+    return folder
+
+
+def by_class(images: list[Image]) -> list[Image]:
+    """The same images with each one's detections in class order (stable): the order a
+    per-class results set hands them over in."""
+    return [Image(image.stem, image.size, image.gt, sorted(image.pred, key=lambda obj: obj.label),
+                  image.regions) for image in images]

@@ -36,10 +36,26 @@ def golden_cases() -> list[tuple[str, Path, list[str]]]:
         name = args.parent.parent.name
         task = TASKS.get(name)
         words = shlex.split(args.read_text())
-        if task is None or NOT_IN_MEMORY & set(words):
+        if task is None or NOT_IN_MEMORY & set(words) or (
+                name == "detection" and holds_a_set(args.parent, words)):
             continue
         cases.append((name, args.parent, words))
     return cases
+
+
+def holds_a_set(case: Path, words: list[str]) -> bool:
+    """A side given as files of the whole set (a CVAT XML, VOC results files): no sample of
+    its own to hold in memory."""
+    from rpx_cli.tasks.detection.parts import FORMATS
+    from rpx_cli.tasks.detection.sets import set_layout
+    from rpx_cli.tasks.detection.sniff import sniff_folder
+
+    for flag, value in itertools.pairwise(words):
+        if flag in ("--pred-dir", "--gt-dir"):
+            path = case / value
+            if path.is_file() or set_layout(FORMATS[sniff_folder(str(path), "gt")], str(path)):
+                return True
+    return False
 
 
 CASES = golden_cases()

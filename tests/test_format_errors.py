@@ -95,14 +95,52 @@ def test_auto_refuses_an_ambiguous_folder(rpx, tmp_path):
 
 
 def test_labelme_skips_what_it_cannot_express(rpx, tmp_path):
+    """SPEC §13: inexpressible shapes are skipped, counted per kind in
+    run_provenance.inputs.<input>.skipped (only when something was), one line each."""
     import json
 
     shapes = [{"label": "cat", "points": [[1, 1], [9, 9]], "shape_type": "rectangle"},
-              {"label": "cat", "points": [[5, 5], [7, 7]], "shape_type": "circle"}]
+              {"label": "cat", "points": [[5, 5], [7, 7]], "shape_type": "circle"},
+              {"label": "cat", "points": [[5, 5], [7, 7]], "shape_type": "line"}]
     gt = json.dumps({"shapes": shapes, "imageWidth": 20, "imageHeight": 20})
     pred = json.dumps({"shapes": [{**shapes[0], "score": 0.5}], "imageWidth": 20, "imageHeight": 20})
     pred_dir, gt_dir = _pair(tmp_path, pred, gt, ".json")
+    (gt_dir / "b.json").write_text(gt)
+    (pred_dir / "b.json").write_text(pred)
     result = rpx(["eval", "detection", "--pred-dir", str(pred_dir), "--gt-dir", str(gt_dir)])
     assert result.exit_code == 0, result.stderr
-    assert "LabelMe shape of another type" in result.stderr and "skipped" in result.stderr
-    assert '"f1": 1.0' in result.stdout
+    assert "gt_dir: 2 labelme_circle skipped" in result.stderr
+    assert "gt_dir: 2 labelme_line skipped" in result.stderr
+    report = json.loads(result.stdout)
+    inputs = report["run_provenance"]["inputs"]
+    assert inputs["gt_dir"]["skipped"] == {"labelme_circle": 2, "labelme_line": 2}
+    assert "skipped" not in inputs["pred_dir"]
+    assert report["dataset"]["pooled"]["f1"] == 1.0
+
+
+def test_skipped_counts_survive_shards(rpx, tmp_path):
+    """Each shard counts what its pairs skipped; rpx merge sums them."""
+    import json
+
+    circle = {"label": "cat", "points": [[5, 5], [7, 7]], "shape_type": "circle"}
+    box = {"label": "cat", "points": [[1, 1], [9, 9]], "shape_type": "rectangle"}
+    pred_dir, gt_dir = tmp_path / "pred", tmp_path / "gt"
+    pred_dir.mkdir()
+    gt_dir.mkdir()
+    for i in range(8):
+        shapes = [box] + [circle] * (i % 3)
+        (gt_dir / f"s{i}.json").write_text(json.dumps({"shapes": shapes, "imageWidth": 20,
+                                                       "imageHeight": 20}))
+        (pred_dir / f"s{i}.json").write_text(json.dumps({"shapes": [{**box, "score": 0.5}],
+                                                         "imageWidth": 20, "imageHeight": 20}))
+    parts = []
+    for k in (1, 2, 3):
+        out = tmp_path / f"part{k}.json"
+        result = rpx(["eval", "detection", "--pred-dir", str(pred_dir), "--gt-dir", str(gt_dir),
+                      "--shard", f"{k}/3", "-o", str(out)])
+        assert result.exit_code == 0, result.stderr
+        parts.append(str(out))
+    merged = rpx(["merge", *parts, "--out", str(tmp_path / "merged.json")])
+    assert merged.exit_code == 0, merged.stderr
+    inputs = json.loads((tmp_path / "merged.json").read_text())["run_provenance"]["inputs"]
+    assert inputs["gt_dir"]["skipped"] == {"labelme_circle": sum(i % 3 for i in range(8))}

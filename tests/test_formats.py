@@ -37,7 +37,8 @@ def assert_close(a, b, path="") -> None:
 
 
 def run(rpx, *args) -> dict:
-    result = rpx(["eval", "detection", *map(str, args), "--metrics", "rows,pooled,confusion,coco"])
+    metrics = [] if "--metrics" in args else ["--metrics", "rows,pooled,confusion,coco"]
+    result = rpx(["eval", "detection", *map(str, args), *metrics])
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
 

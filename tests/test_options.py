@@ -159,6 +159,10 @@ def valid_texts(task, option: Option, tmp_path: Path) -> tuple[str, ...]:
         path = tmp_path / "class_map.json"
         path.write_text(json.dumps({"dog": "animal"}))
         return (str(path),)
+    if kind == "file" and option.param == "oi_class_descriptions":
+        path = tmp_path / "class-descriptions.csv"
+        path.write_text("/m/0k4j,car\n/m/07r04,truck\n")
+        return (str(path),)
     if kind == "parsed" and option.param == "categories":
         path = tmp_path / "categories.json"
         path.write_text(json.dumps([{"id": 1, "name": "person", "isthing": 1},

@@ -37,10 +37,11 @@ def build_convert() -> click.Command:
 @click.command("convert")
 @click.option("--to", "target", type=click.Choice(["coco"]), default="coco", show_default=True,
               help="The format written.")
-@click.option("--gt-dir", type=click.Path(exists=True, file_okay=False), required=True,
-              help="Folder of GT files (any format).")
-@click.option("--pred-dir", type=click.Path(exists=True, file_okay=False), default=None,
-              help="Folder of prediction files.")
+@click.option("--gt-dir", type=click.Path(exists=True), required=True,
+              help="Folder of GT files (any format), or the file of the whole set (a CVAT "
+                   "XML, an Open Images CSV).")
+@click.option("--pred-dir", type=click.Path(exists=True), default=None,
+              help="Folder of prediction files, or the file of the whole set.")
 @click.option("-o", "--out", "out_dir", required=True, metavar="DIR",
               help="Folder to write instances.json (and results.json) into.")
 def convert_command(target: str, gt_dir: str, pred_dir: str | None, out_dir: str, **params: Any) -> None:

@@ -48,7 +48,8 @@ def build_command(task) -> click.Command:
         callback = declared_options(STRATA_OPTIONS)(callback)
     callback = pair_options(default_missing=task.default_missing,
                             dirs_required=not task.file_inputs or task.files_list_pairs,
-                            inputs=tuple(zip(task.input_names, task.input_help, strict=True)))(callback)
+                            inputs=tuple(zip(task.input_names, task.input_help, strict=True)),
+                            files_ok=task.inputs_may_be_files)(callback)
     return click.command(task.command[-1], help=help_text(task))(callback)
 
 

@@ -332,15 +332,16 @@ def executor_options(func: Callable[..., Any]) -> Callable[..., Any]:
 def pair_options(*, default_missing: str, dirs_required: bool = True,
                  inputs: tuple[tuple[str, str], tuple[str, str]] = (
                      ("pred_dir", "Folder of predictions."), ("gt_dir", "Folder of ground truth.")),
-                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+                 files_ok: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The two folders (``--pred-dir``, ``--gt-dir``, or a task's own names: ``inputs`` =
     (name, help) of each), ``--out``, the run options (``--missing``, ``--on-error``,
     ``--jobs``, ``--shard``, ``--no-rows``, the digest cache, ``--storage-options``,
     ``--executor``: :data:`rpx_cli.params.workflows.RUN_OPTIONS`), ``--compact``,
-    ``--quiet``, ``--progress/--no-progress``, ``--traceback``."""
+    ``--quiet``, ``--progress/--no-progress``, ``--traceback``. ``files_ok``: either folder
+    may name a file too (one that holds the whole set: ``Task.inputs_may_be_files``)."""
     from rpx_cli.params.workflows import INCLUDE_ROWS, JOBS, MISSING, ON_ERROR, SHARD
 
-    dir_type = click.Path(file_okay=False, path_type=str)
+    dir_type = click.Path(file_okay=files_ok, path_type=str)
     options = [
         *(click.option("--" + name.replace("_", "-"), name, required=dirs_required, type=dir_type,
                        help=text) for name, text in inputs),

@@ -130,9 +130,19 @@ class PairJob:
         def reader(role: str) -> Callable[[str, FileBuffer], Any]:
             return lambda path, buffer: task.read(path, buffer, params, worker.warn, role=role)
 
+        given = dict(pair.given)  # sides held by a file of the whole set: no file to read
+
+        def side(role: str, gt: Any = None) -> Any:
+            if role not in given:
+                return self._read(worker, pair, role, reader)
+            if given[role] is None:  # a prediction set without this image: no detection
+                return task.empty_prediction(gt, params)
+            return task.given(given[role], gt_path if role == "gt" else str(pred_path), params,
+                              worker.warn, role=role, stem=pair.stem)
+
         try:
             try:
-                gt = self._read(worker, pair, "gt", reader)
+                gt = side("gt")
                 if pair.aux:
                     gt = task.attach(gt, self._read_aux(worker, pair, reader), params)
             except RpxError as exc:
@@ -144,7 +154,7 @@ class PairJob:
             else:
                 try:
                     with pixel_budget(task.prediction_size(gt, params), gt_path):
-                        pred = self._read(worker, pair, "pred", reader)
+                        pred = side("pred", gt)
                 except PartlyRead as exc:  # a folder pair: the files that read, scored
                     broken, pred, partly = exc.error, exc.value, True
                 except RpxError as exc:

@@ -73,6 +73,8 @@ class BoxTable:
     score: np.ndarray | None  # (N,) float64 for predictions
     # (N,) bool: GT ignored though not crowd (Boxes.ignore); None: none is
     ignore: np.ndarray | None = None
+    # (N,) bool: group-of boxes (Boxes.group); None: none is
+    group: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.frame.size)
@@ -81,7 +83,8 @@ class BoxTable:
         return BoxTable(self.frame[index] if frame is None else frame, self.label[index],
                         self.shape[index], self.crowd[index], self.area[index],
                         None if self.score is None else self.score[index],
-                        None if self.ignore is None else self.ignore[index])
+                        None if self.ignore is None else self.ignore[index],
+                        None if self.group is None else self.group[index])
 
     def ignored(self) -> np.ndarray:
         """(N,) bool: the ignored GT (all False without an ``ignore`` column)."""
@@ -116,13 +119,20 @@ class BoxTable:
             joined = np.concatenate(arrays)
             return joined if dtype is None else joined.astype(dtype, copy=False)
 
-        ignore = None
-        if any(part.ignore is not None and part.ignore.any() for part in nonempty):
-            ignore = np.concatenate([part.ignored() for part in nonempty])
+        def flags(field: str) -> np.ndarray | None:
+            columns = [getattr(part, field) for part in nonempty]
+            if all(column is None or not column.any() for column in columns):
+                return None
+            return np.concatenate([np.zeros(len(part), bool) if column is None else column
+                                   for part, column in zip(nonempty, columns, strict=True)])
+
+        if any(part.every_class is not None and part.every_class.any() for part in nonempty):
+            raise ValueError("regions of every class must be scoped (Boxes.scoped) first")
         # the shapes keep their geometry's dtype (float64 boxes; WKB bytes for polygons)
         return cls(np.repeat(np.arange(len(parts)), counts), label, cat("shape", None, (0, 4)),
                    cat("crowd", bool, (0,)), cat("area", np.float64, (0,)),
-                   cat("scores", np.float64, (0,)) if with_scores else None, ignore)
+                   cat("scores", np.float64, (0,)) if with_scores else None, flags("ignore"),
+                   flags("group"))
 
 
 @dataclass
@@ -169,7 +179,8 @@ class FrameTable(Sequence):
         names = [self.vocabulary[k] for k in table.label[lo:hi].tolist()]
         return Boxes(table.shape[lo:hi], names, None if table.score is None else table.score[lo:hi],
                      table.crowd[lo:hi], table.area[lo:hi],
-                     None if table.ignore is None else table.ignore[lo:hi])
+                     None if table.ignore is None else table.ignore[lo:hi],
+                     group=None if table.group is None else table.group[lo:hi])
 
     @classmethod
     def from_frames(cls, frames: Sequence[Frame], vocabulary: list[str]) -> FrameTable:

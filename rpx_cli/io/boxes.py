@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any
@@ -41,10 +41,18 @@ class Boxes:
     crowd: np.ndarray  # (N,) bool
     area: np.ndarray  # (N,) float64: the given area, else w * h
     # (N,) bool: GT that is *ignored* though not a crowd region (VOC's and DOTA's
-    # ``difficult``, KITTI's ``DontCare``): a detection matched to one is neither a true nor
-    # a false positive, and it is not counted in recall (COCOeval's gtIgnore with the
-    # ordinary IoU); None: none is
+    # ``difficult``): a detection matched to one is neither a true nor a false positive,
+    # and it is not counted in recall (COCOeval's gtIgnore with the ordinary IoU); None:
+    # none is
     ignore: np.ndarray | None = None
+    # (N,) bool: crowd regions whose class scope is every class (KITTI's ``DontCare``): a
+    # detection of any class on one is ignored, not only one of the region's own label.
+    # :meth:`scoped` makes them one crowd region per class a frame's detections have,
+    # before the views see them; None: none is
+    every_class: np.ndarray | None = None
+    # (N,) bool: group-of boxes (Open Images' ``IsGroupOf``), kept for a protocol that
+    # scores them (DetectionProtocol.group_of); None: none is
+    group: np.ndarray | None = None
 
     @classmethod
     def empty(cls, with_scores: bool) -> Boxes:
@@ -54,15 +62,39 @@ class Boxes:
     def __len__(self) -> int:
         return len(self.labels)
 
+    def take(self, index: np.ndarray) -> Boxes:
+        """The objects at ``index`` (int64), in that order."""
+        labels = self.labels
+        return Boxes(self.shape[index], [labels[i] for i in index.tolist()],
+                     None if self.scores is None else self.scores[index],
+                     self.crowd[index], self.area[index],
+                     *(None if column is None else column[index]
+                       for column in (self.ignore, self.every_class, self.group)))
+
     def select(self, keep: np.ndarray) -> Boxes:
-        labels = [label for label, k in zip(self.labels, keep, strict=True) if k]
-        return Boxes(self.shape[keep], labels, None if self.scores is None else self.scores[keep],
-                     self.crowd[keep], self.area[keep],
-                     None if self.ignore is None else self.ignore[keep])
+        return self.take(np.flatnonzero(keep))
 
     def ignored(self) -> np.ndarray:
         """(N,) bool: the ignored objects (all False without an ``ignore`` column)."""
         return np.zeros(len(self), bool) if self.ignore is None else self.ignore
+
+    def scoped(self, labels: list[str]) -> Boxes:
+        """The objects with each region of every class (:attr:`every_class`) replaced by one
+        crowd region per label of ``labels`` (a frame's detections': only they can land on
+        one), in :func:`label_order`, after the other objects (crowd regions come last
+        wherever COCO compares): a detection of any class is then excused by a region of
+        its own class, and every view honours the scope as it honours crowd regions."""
+        if self.every_class is None or not self.every_class.any():
+            return self if self.every_class is None else replace(self, every_class=None)
+        names = sorted(set(labels), key=label_order)
+        regions = np.flatnonzero(self.every_class)
+        index = np.concatenate([np.flatnonzero(~self.every_class),
+                                np.repeat(regions, len(names))]).astype(np.int64)
+        out = replace(self, every_class=None).take(index)
+        n_kept = len(self) - regions.size
+        out.labels[n_kept:] = names * regions.size
+        out.crowd[n_kept:] = True
+        return out
 
     def as_json(self, encode: Callable[[Any], Any] | None = None) -> dict[str, Any]:
         """JSON; ``encode`` writes the shapes of a geometry other than boxes."""
@@ -70,8 +102,10 @@ class Boxes:
                "labels": self.labels, "crowd": self.crowd.tolist(), "area": self.area.tolist()}
         if self.scores is not None:
             out["scores"] = self.scores.tolist()
-        if self.ignore is not None and self.ignore.any():
-            out["ignore"] = self.ignore.tolist()
+        for key in FLAG_COLUMNS:
+            column = getattr(self, key)
+            if column is not None and column.any():
+                out[key] = column.tolist()
         return out
 
     @classmethod
@@ -79,11 +113,21 @@ class Boxes:
         """The inverse of :meth:`as_json` (``decode`` inverts its ``encode``)."""
         scores = data.get("scores")
         box = np.asarray(data["box"], np.float64).reshape(-1, 4) if decode is None else decode(data["box"])
-        ignore = data.get("ignore")
+        flags = {key: None if data.get(key) is None else np.asarray(data[key], bool)
+                 for key in FLAG_COLUMNS}
         return cls(box, list(data["labels"]),
                    None if scores is None else np.asarray(scores, np.float64),
-                   np.asarray(data["crowd"], bool), np.asarray(data["area"], np.float64),
-                   None if ignore is None else np.asarray(ignore, bool))
+                   np.asarray(data["crowd"], bool), np.asarray(data["area"], np.float64), **flags)
+
+
+# the optional flag columns of Boxes (and BoxTable), written only when one is set
+FLAG_COLUMNS = ("ignore", "every_class", "group")
+
+
+def label_order(label: str) -> tuple[int, int, str]:
+    """The order of labels everywhere (the vocabulary's): integers by value first, then
+    text."""
+    return (0, int(label), "") if label.lstrip("-").isdigit() else (1, 0, label)
 
 
 def label_text(value: Any, where: str, path: str) -> str:
@@ -132,31 +176,35 @@ def object_attributes(item: dict[str, Any], where: str, path: str,
 
 
 IGNORE_KEYS = ("ignore", "difficult")  # an ignored GT object's flag, either name
+EVERY_CLASS_KEYS = ("every_class",)  # a crowd region of every class (KITTI's DontCare)
 
 
-def ignore_flags(objects: Any, path: str, *, what: str = "object") -> np.ndarray | None:
+def ignore_flags(objects: Any, path: str, *, what: str = "object",
+                 keys: tuple[str, ...] = IGNORE_KEYS) -> np.ndarray | None:
     """The ignored-GT flags of a per-stem document's objects (a list of objects, columns
     with an ``"ignore"`` list, or ``{"objects": [...]}``) or of a COCO file's annotations:
     ``"ignore"`` (or VOC's ``"difficult"``) 0, 1, true or false on an object; None when no
-    object has one (the common case costs one scan of the keys)."""
+    object has one (the common case costs one scan of the keys). ``keys``: another flag's
+    names (``"every_class"``: :data:`EVERY_CLASS_KEYS`)."""
     if isinstance(objects, dict):
         if "objects" in objects:
             objects = objects["objects"]
         else:
-            column = next((objects[key] for key in IGNORE_KEYS if key in objects), None)
-            if column is None:
+            name = next((key for key in keys if key in objects), None)
+            if name is None:
                 return None
+            column = objects[name]
             if not isinstance(column, list) or any(type(v) not in (int, bool) or v not in (0, 1)
                                                    for v in column):
-                raise InputError("'ignore' must be a list of 0, 1, true or false", path=path)
+                raise InputError(f"'{name}' must be a list of 0, 1, true or false", path=path)
             return np.asarray(column, bool)
     if not isinstance(objects, list) or not objects:
         return None
-    if not any(isinstance(item, dict) and (item.keys() & IGNORE_KEYS) for item in objects):
+    if not any(isinstance(item, dict) and not item.keys().isdisjoint(keys) for item in objects):
         return None
     out = np.zeros(len(objects), bool)
     for index, item in enumerate(objects):
-        for key in IGNORE_KEYS:
+        for key in keys:
             flag = item.get(key, 0) if isinstance(item, dict) else 0
             if type(flag) not in (int, bool) or flag not in (0, 1):
                 raise InputError(f"{what} {index}: '{key}' must be 0, 1, true or false, got "

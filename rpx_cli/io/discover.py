@@ -16,7 +16,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rpx_cli.errors import InputError, escaped
-from rpx_cli.io.stems import folder_stems
+from rpx_cli.io.stems import folder_files, folder_stems, listed_once
+
+__all__ = ["Pair", "Pairing", "SetSide", "find_files", "list_stems", "listed_once", "pair_dirs",
+           "pair_sides", "shard_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +29,12 @@ class Pair:
     ``--missing empty``. ``aux``: the stem's file in each auxiliary folder a task reads
     besides the two (``(name, folder, relative path or None)``, e.g. point clouds).
     ``entry``: what a task's input files say about the pair when they list the pairs
-    (panoptic's segments of both images; ``Task.list_pairs``), None otherwise."""
+    (panoptic's segments of both images; ``Task.list_pairs``), None otherwise. ``given``:
+    the sides held by a file of the whole set (a CVAT XML, VOC's per-class results files),
+    read once before pairing: ``((role, record), ...)``, the record what the set says of
+    this stem (``Task.given`` makes it what ``Task.read`` returns; None: a prediction set
+    without this image, an image without detections); that side's ``*_rel`` names the set
+    (its file, or its folder) and is not read per pair."""
 
     stem: str
     pred_dir: str
@@ -35,6 +43,7 @@ class Pair:
     gt_rel: str | None  # None: a record of input files (Pair.record)
     aux: tuple[tuple[str, str, str | None], ...] = ()
     entry: Any = None
+    given: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def record(cls, stem: str, index: int | None, pred_file: str, gt_file: str) -> Pair:
@@ -196,6 +205,69 @@ def list_stems(root: str, suffixes: Iterable[str]) -> dict[str, str]:
         if remote.is_url(root):
             return remote.prefix_stems(root, suffixes)
     return folder_stems(root, suffixes)
+
+
+def find_files(root: str, suffixes: Iterable[str]) -> list[str]:
+    """The relative POSIX paths of the files under ``root`` with one of ``suffixes``, as
+    :func:`list_stems` finds them, without its one-stem-one-file check (a look at what a
+    folder holds: sniffing its format)."""
+    if "://" in root:
+        return sorted(list_stems(root, suffixes).values())
+    return folder_files(root, suffixes)
+
+
+@dataclass(frozen=True)
+class SetSide:
+    """One side of the pairs held by files of the whole set, read before pairing: the
+    records by stem and where they come from (``parent`` joined with ``name`` is the file,
+    or the folder of per-class files, that rows name as the side's path)."""
+
+    records: dict[str, Any]
+    parent: str
+    name: str
+
+
+def pair_sides(pred: str | SetSide, gt: str | SetSide, suffixes: Iterable[str], *, missing: str,
+               gt_suffixes: Iterable[str] | None = None) -> Pairing:
+    """Pair two sides by stem, each a folder (its files found by suffix, as
+    :func:`pair_dirs`) or a :class:`SetSide`. A GT set lists the images (a stem with no
+    record in it is not evaluated); a prediction set covers every image: a GT stem it has no
+    record of is an image without detections (given as None), never a missing prediction.
+    Unpaired stems follow ``missing`` as for folders."""
+    if isinstance(pred, str) and isinstance(gt, str):
+        return pair_dirs(pred, gt, suffixes, missing=missing, gt_suffixes=gt_suffixes)
+    suffixes = tuple(suffixes)
+    preds = pred.records if isinstance(pred, SetSide) else list_stems(pred, suffixes)
+    gts = gt.records if isinstance(gt, SetSide) else list_stems(
+        gt, suffixes if gt_suffixes is None else tuple(gt_suffixes))
+    pairs: list[Pair] = []
+    for stem in sorted(gts):
+        given: list[tuple[str, Any]] = []
+        if isinstance(gt, SetSide):
+            gt_dir, gt_rel = gt.parent, gt.name
+            given.append(("gt", gts[stem]))
+        else:
+            gt_dir, gt_rel = gt, gts[stem]
+        if isinstance(pred, SetSide):
+            pred_dir, pred_rel = pred.parent, pred.name
+            given.append(("pred", preds.get(stem)))
+        else:
+            pred_dir, pred_rel = pred, preds.get(stem)
+            if pred_rel is None and missing != "empty":
+                continue
+        pairs.append(Pair(stem, pred_dir, pred_rel, gt_dir, gt_rel, given=tuple(given)))
+    pred_only = sorted(set(preds) - set(gts))
+    gt_only = [] if isinstance(pred, SetSide) else sorted(set(gts) - set(preds))
+
+    def files(side: str | SetSide, stems: list[str], found: dict[str, Any]) -> dict[str, str]:
+        if isinstance(side, SetSide):
+            return {stem: side.name for stem in stems}
+        return {stem: found[stem] for stem in stems}
+
+    return Pairing(pairs=pairs, pred_only=pred_only, gt_only=gt_only,
+                   pred_only_files=files(pred, pred_only, preds),
+                   gt_only_files=files(gt, gt_only, gts), n_pred_files=len(preds),
+                   n_gt_files=len(gts))
 
 
 def pair_dirs(pred_dir: str, gt_dir: str, suffixes: Iterable[str], *, missing: str,

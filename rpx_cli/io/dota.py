@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.errors import InputError
-from rpx_cli.io.objects import QUAD, Objects
+from rpx_cli.io.objects import QUAD, Objects, by_image
 
 TASK1_FILE = re.compile(r"^Task1_(.+)\.txt$", re.IGNORECASE)
 
@@ -63,20 +64,32 @@ def read_dota(data: Any, path: str, *, prediction: bool) -> Objects:
 
 
 def task1_class(name: str) -> str | None:
+    """The class of a Task1 results file name (``Task1_plane.txt`` → ``plane``), or None."""
     match = TASK1_FILE.match(os.path.basename(name))
     return match.group(1) if match else None
 
 
-def read_task1(data: bytes, path: str) -> dict[str, tuple[list, list, list]]:
-    """One class's Task1 results: ``{image: (scores, quads, lines)}``."""
-    out: dict[str, tuple[list, list, list]] = {}
-    for n, fields in _lines(data, path):
-        if len(fields) != 10:
-            raise InputError(f"{len(fields)} fields where a Task1 line has 10 (image score x1 y1 "
-                             "... x4 y4)", path=f"{path}:{n}")
-        values = _numbers(fields[1:], path, n)
-        scores, quads, lines = out.setdefault(fields[0], ([], [], []))
-        scores.append(values[0])
-        quads.append(values[1:].reshape(4, 2))
-        lines.append(f"{os.path.basename(path)}:{n}")
-    return out
+def read_task1(files: Mapping[str, Any], path: str) -> dict[str, Objects]:
+    """DOTA Task1 results (``{relative path: bytes}`` of ``Task1_<class>.txt`` files) as each
+    image's quads: ``{image: objects}``, an image's detections in the files' order (sorted by
+    name) then line order."""
+    ids, labels, values, where = [], [], [], []
+    for rel in sorted(files):
+        label = task1_class(rel)
+        if label is None:
+            raise InputError("a DOTA Task1 results file is named Task1_<class>.txt",
+                             path=f"{path}/{rel}")
+        at = f"{path}/{rel}" if len(files) > 1 or not path.endswith(rel) else path
+        for n, fields in _lines(files[rel], at):
+            if len(fields) != 10:
+                raise InputError(f"{len(fields)} fields where a Task1 line has 10 (image score x1 "
+                                 "y1 ... x4 y4)", path=f"{at}:{n}")
+            values.append(_numbers(fields[1:], at, n))
+            ids.append(fields[0])
+            labels.append(label)
+            where.append(f"{rel}:{n}")
+    table = np.asarray(values, np.float64).reshape(-1, 9)
+    return {stem: Objects(QUAD, [labels[i] for i in rows.tolist()], table[rows, 0],
+                          quads=table[rows, 1:].reshape(-1, 4, 2),
+                          lines=[where[i] for i in rows.tolist()])
+            for stem, rows in by_image(ids)}

@@ -18,8 +18,9 @@ from rpx_cli.io.objects import BOX, POLYGON, Objects, bounding_boxes
 SHAPE_TYPES = ("rectangle", "polygon")
 
 
-def read_labelme(data: Any, path: str, *, prediction: bool, form: str) -> tuple[Objects, int]:
-    """``(objects in form BOX or POLYGON, number of shapes skipped)``."""
+def read_labelme(data: Any, path: str, *, prediction: bool,
+                 form: str) -> tuple[Objects, dict[str, int]]:
+    """``(objects in form BOX or POLYGON, {shape type: number skipped})``."""
     document = loads_json(data, path)
     if not isinstance(document, dict) or not isinstance(document.get("shapes"), list):
         raise InputError('expected a LabelMe document {"shapes": [...], "imageWidth", '
@@ -27,14 +28,15 @@ def read_labelme(data: Any, path: str, *, prediction: bool, form: str) -> tuple[
     size = None
     if isinstance(document.get("imageWidth"), int) and isinstance(document.get("imageHeight"), int):
         size = (document["imageHeight"], document["imageWidth"])
-    labels, rings, scores, where, skipped = [], [], [], [], 0
+    labels, rings, scores, where, skipped = [], [], [], [], {}
     for index, shape in enumerate(document["shapes"]):
         at = f"shape {index}"
         if not isinstance(shape, dict):
             raise InputError(f"{at}: expected an object", path=path)
         kind = shape.get("shape_type") or "polygon"
         if kind not in SHAPE_TYPES:
-            skipped += 1
+            name = str(kind)
+            skipped[name] = skipped.get(name, 0) + 1
             continue
         label = shape.get("label")
         if not isinstance(label, str) or not label:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 from rpx_cli.errors import InputError
 
-__all__ = ["open_regular", "read_local", "relative_to"]
+__all__ = ["open_regular", "read_local", "read_local_files", "relative_to"]
 
 _base = threading.local()  # .directory: where this thread's relative paths start (None: cwd)
 
@@ -84,3 +84,40 @@ def read_local(path: str) -> bytes:
             return handle.read()
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+
+
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def read_local_files(paths: list[str]) -> list[bytes]:
+    """Every local file of ``paths``, whole, in order: the lean loop of a reader that takes
+    thousands of small files at once (a label file per image). The same refusals as
+    :func:`open_regular` — opened non-blocking, a FIFO, a socket or a device refused before
+    a byte is read — at a third of its cost (no ``stat`` before the open, no file object)."""
+    out = []
+    for path in paths:
+        target = _located(path)
+        try:
+            fd = os.open(target, _FLAGS)
+        except FileNotFoundError:
+            raise InputError("file not found", path=path) from None
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+        try:
+            st = os.fstat(fd)
+            _refuse_irregular(st.st_mode, path)
+            data = os.read(fd, st.st_size) if st.st_size else b""
+            while len(data) < st.st_size:  # short reads
+                more = os.read(fd, st.st_size - len(data))
+                if not more:
+                    raise InputError(f"file shrank while being read ({len(data)} of {st.st_size} "
+                                     "bytes)", path=path)
+                data += more
+        except BlockingIOError:
+            raise InputError("cannot read: the file is not ready (a special file?)", path=path) from None
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+        finally:
+            os.close(fd)
+        out.append(data)
+    return out

@@ -241,6 +241,15 @@ def prefix_stems(root: str, suffixes: Iterable[str]) -> dict[str, str]:
     return found
 
 
+def is_object(url: str) -> bool:
+    """Whether ``url`` names one object (not a prefix of several)."""
+    fs, path = _filesystem(url)
+    try:
+        return bool(fs.isfile(path.rstrip("/")))
+    except Exception as exc:
+        raise _failed(exc, url) from None
+
+
 def read(url: str) -> bytes:
     """The whole object, in one request (``file://``: a regular file only, as on disk)."""
     if protocol_of(url) == "file":

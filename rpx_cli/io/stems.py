@@ -10,8 +10,10 @@ the objects under a URL prefix (:func:`path_stems`, which :mod:`rpx_cli.io.remot
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 
 from rpx_cli.errors import InputError
 
@@ -24,18 +26,31 @@ def split_suffix(name: str) -> tuple[str, str]:
     return base, "." + suffix.lower()
 
 
-def folder_stems(root: str, suffixes: Iterable[str]) -> dict[str, str]:
-    """Map stem -> relative POSIX path for every readable file under the folder ``root``.
+_LISTINGS: ContextVar[dict[str, list[tuple[str, str, str]]] | None] = ContextVar(
+    "rpx_listings", default=None)
 
-    Raises :class:`InputError` when ``root`` is not a directory, or when two files share
-    one stem (``a.npy`` and ``a.PGM``): which one is meant cannot be guessed.
-    """
+
+@contextlib.contextmanager
+def listed_once() -> Iterator[None]:
+    """Within the block, each folder is walked once: what one step of a run looks at several
+    times (sniffing a side's format, then pairing its files) is listed a single time."""
+    token = _LISTINGS.set({})
+    try:
+        yield
+    finally:
+        _LISTINGS.reset(token)
+
+
+def _listing(root: str) -> list[tuple[str, str, str]]:
+    """(stem, relative path, lower-case suffix) of every file under the folder ``root``,
+    hidden files and folders left out, in sorted order."""
+    memo = _LISTINGS.get()
+    if memo is not None and root in memo:
+        return memo[root]
     if not os.path.isdir(root):
         what = "does not exist" if not os.path.exists(root) else "is not a directory"
         raise InputError(f"directory {what}", path=root)
-    wanted = {s.lower() for s in suffixes}
-    found: dict[str, str] = {}
-    clashes: list[str] = []
+    out = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         rel_dir = os.path.relpath(dirpath, root)
@@ -44,16 +59,38 @@ def folder_stems(root: str, suffixes: Iterable[str]) -> dict[str, str]:
             if name.startswith("."):
                 continue
             base, suffix = split_suffix(name)
-            if suffix not in wanted:
-                continue
-            stem, rel = prefix + base, prefix + name
-            if stem in found:
-                clashes.append(
-                    f"two files have the stem '{stem}': "
-                    f"{os.path.join(root, found[stem])} and {os.path.join(root, rel)}"
-                )
-                continue
-            found[stem] = rel
+            out.append((prefix + base, prefix + name, suffix))
+    if memo is not None:
+        memo[root] = out
+    return out
+
+
+def folder_files(root: str, suffixes: Iterable[str]) -> list[str]:
+    """The relative POSIX paths of the files under the folder ``root`` with one of
+    ``suffixes``, in walk order, without :func:`folder_stems`' one-stem-one-file check."""
+    wanted = {s.lower() for s in suffixes}
+    return [rel for _, rel, suffix in _listing(root) if suffix in wanted]
+
+
+def folder_stems(root: str, suffixes: Iterable[str]) -> dict[str, str]:
+    """Map stem -> relative POSIX path for every readable file under the folder ``root``.
+
+    Raises :class:`InputError` when ``root`` is not a directory, or when two files share
+    one stem (``a.npy`` and ``a.PGM``): which one is meant cannot be guessed.
+    """
+    wanted = {s.lower() for s in suffixes}
+    found: dict[str, str] = {}
+    clashes: list[str] = []
+    for stem, rel, suffix in _listing(root):
+        if suffix not in wanted:
+            continue
+        if stem in found:
+            clashes.append(
+                f"two files have the stem '{stem}': "
+                f"{os.path.join(root, found[stem])} and {os.path.join(root, rel)}"
+            )
+            continue
+        found[stem] = rel
     if clashes:
         raise InputError("; ".join(clashes), path=root)
     return found

@@ -40,7 +40,15 @@ def provenance() -> dict[str, Any]:
                                "etags": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$",
                                          "description": "A prefix given by URL: sha256 of the "
                                          "'<etag>  <relative path>' lines of the objects "
-                                         "evaluated (null: the store gives no ETags)."}}}},
+                                         "evaluated (null: the store gives no ETags)."},
+                               "skipped": {"type": "object", "description": "Objects the input "
+                                           "held that the run cannot express (a LabelMe circle, "
+                                           "an Open Images group-of box under a protocol "
+                                           "without group-of), left out: how many of each "
+                                           "kind, among the pairs evaluated (present only "
+                                           "when something was skipped).",
+                                           "additionalProperties": {"type": "integer",
+                                                                    "minimum": 1}}}}},
             "outputs": {"type": "object", "additionalProperties": {
                 "type": "object", "required": ["path"], "properties": {"path": {"type": "string"}}}},
             "started_at": {"type": "string", "pattern": ISO_TIME},

@@ -3,7 +3,8 @@ as COCO files, so that the data can go to any other tool. Every GT file is an im
 stem the ``file_name`` with the suffix of its image under ``--images-dir``, else
 ``.jpg``); the objects are read exactly as ``rpx eval detection`` reads them (same
 options, same checks) and written in the run's kind's COCO field: boxes, masks
-(compressed RLE) or keypoints (a YOLO pose GT's area, ``0.53 · w · h``, kept). A
+(compressed RLE) or keypoints (a YOLO pose GT's area, ``0.53 · w · h``, kept); a region
+of every class (KITTI's ``DontCare``) as a crowd region in every category. A
 prediction file whose stem has no GT file is an input error. Writes
 ``OUT/instances.json`` and ``OUT/results.json`` (when predictions are given); rpx reads
 them back (``--coco-gt``/``--coco-dt``) to the same report, and pycocotools loads them."""
@@ -40,34 +41,47 @@ def convert_to_coco(gt_dir: str, out_dir: str, params: Mapping[str, Any], *,
     if kind.coco_field is None:
         raise ParameterError(f"COCO files cannot hold what {kind.flag} evaluates: convert boxes, "
                              "masks (--iou-type segm) or keypoints (--iou-type keypoints)")
-    gts = list_stems(gt_dir, task.suffixes_for(params, "gt"))
-    preds = list_stems(pred_dir, task.suffixes_for(params, "pred")) if pred_dir else {}
+    # each side a folder of one file per image, or files of the whole set (a CVAT XML, VOC
+    # results): read as `rpx eval detection` reads them
+    sets = task.read_sets(params, {"gt": gt_dir, **({"pred": pred_dir} if pred_dir else {})})
+    gts = sets["gt"].records if "gt" in sets else list_stems(gt_dir, task.suffixes_for(params, "gt"))
+    preds: dict[str, Any] = {}
+    if pred_dir:
+        preds = sets["pred"].records if "pred" in sets else \
+            list_stems(pred_dir, task.suffixes_for(params, "pred"))
     stray = sorted(set(preds) - set(gts))
     if stray:
-        raise InputError(f"{len(stray)} prediction file(s) have no GT file (e.g. {stray[0]}): "
-                         "every image of the COCO files is a GT file", path=pred_dir)
+        raise InputError(f"{len(stray)} prediction(s) name an image the GT does not have (e.g. "
+                         f"{stray[0]}): every image of the COCO files is a GT image", path=pred_dir)
     stems = sorted(gts)
 
-    def read(folder: str, rel: str, role: str) -> Boxes:
-        path = os.path.join(folder, rel)
+    def read(folder: str, stem: str, found: dict[str, Any], role: str) -> Boxes:
+        if role in sets:
+            return task.given(found[stem], folder, params, lambda *_: None, role=role, stem=stem)
+        path = os.path.join(folder, found[stem])
         return task.read(path, MemoryBuffer(read_bytes(path)), params, lambda *_: None, role=role)
 
     images, gt_objects, pred_objects, frames = [], [], [], []
     sizes = image_sizes(params.get("images_dir"), params.get("image_size"))
     fmt = FORMATS[params["gt_format"]]
     for stem in stems:
-        path = os.path.join(gt_dir, gts[stem])
-        gt = read(gt_dir, gts[stem], "gt")
-        pred = read(pred_dir, preds[stem], "pred") if stem in preds else None
+        gt = read(gt_dir, stem, gts, "gt")
+        pred = read(pred_dir, stem, preds, "pred") if stem in preds else None
         image: dict[str, Any] = {"file_name": _file_name(params, stem)}
-        size = _size(fmt, path, params, sizes)
+        if "gt" not in sets:
+            size = _size(fmt, os.path.join(gt_dir, gts[stem]), params, sizes)
+        elif params.get("image_size") or params.get("images_dir"):
+            size = sizes.of(stem)
+        else:
+            size = gts[stem][0].size  # the set's own (a CVAT image's width and height)
         if size is not None:
             image.update(height=int(size[0]), width=int(size[1]))
         images.append(image)
         frames.append((gt, pred))
-    labels = vocabulary([_Frame(gt, pred) for gt, pred in frames])
+    # a region of every class (KITTI's DontCare) is a crowd region in every category
+    labels = vocabulary([_Frame(gt.scoped([]), pred) for gt, pred in frames])
     for gt, pred in frames:
-        gt_objects.append(_objects(gt, kind, prediction=False))
+        gt_objects.append(_objects(gt.scoped(labels), kind, prediction=False))
         pred_objects.append(_objects(pred, kind, prediction=True) if pred is not None else [])
     instances, results = coco_documents(images, labels, gt_objects, pred_objects)
     os.makedirs(out_dir, exist_ok=True)

@@ -26,7 +26,14 @@ from rpx_cli.run.invocation import (
 from rpx_cli.run.options import RUN_KEYWORDS, RunOptions
 from rpx_cli.run.pictures import attach_pictures
 from rpx_cli.run.plan import Plan, plan_folders
-from rpx_cli.run.state import State, evaluate_batch, finalize, part_seal, provenance_inputs
+from rpx_cli.run.state import (
+    State,
+    evaluate_batch,
+    finalize,
+    part_seal,
+    provenance_inputs,
+    skipped_lines,
+)
 from rpx_cli.tasks.registry import get_task
 
 
@@ -99,6 +106,7 @@ def conclude(state: State, invocation: Invocation, stopwatch: Stopwatch, *,
           executor=executor)
     lines = list(warnings or [])
     lines += task.warning_lines(state.warnings)
+    lines += skipped_lines(state)
     lines += list(report.get("warnings") or ())  # the summary's: filters that emptied a class
     lines += pictures
     return Evaluation(report=report, warnings=lines)

@@ -12,11 +12,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError
-from rpx_cli.io.discover import Pair, Pairing, pair_dirs, pair_folders, shard_layout
+from rpx_cli.io.discover import (
+    Pair,
+    Pairing,
+    SetSide,
+    listed_once,
+    pair_folders,
+    pair_sides,
+    shard_layout,
+)
 from rpx_cli.io.filebuffer import sha256_file
 from rpx_cli.params import resolve
 from rpx_cli.run.options import RunOptions
-from rpx_cli.tasks.base import Task
+from rpx_cli.tasks.base import SetInput, Task
 from rpx_cli.tasks.registry import get_task
 
 __all__ = ["Plan", "check_pairing", "plan", "plan_folders"]
@@ -38,8 +46,10 @@ class Plan:
     include_rows: bool = True
     strata: Any = None  # rpx_cli.deploy.eval_strata.StrataPlan (--manifest)
     shard: tuple[int, int] | None = None
-    # input files read besides the folders (a task's listing files): name -> sha256 hex
-    file_digests: dict[str, str] = field(default_factory=dict)
+    # input files read besides the folders (a task's listing files): name -> sha256 hex;
+    # and the sides read whole before pairing (Task.read_sets): name -> {relative path: hex}
+    # of a folder's files read, or the file's hex
+    file_digests: dict[str, str | dict[str, str]] = field(default_factory=dict)
     # --shard: the digest of every shard's pairs (io.discover.shard_layout), what lets `rpx
     # merge` verify that the parts make up the run (a part's state carries its own and the
     # digest of them all)
@@ -86,7 +96,7 @@ def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.
                 else os.fspath((aux or {})[option.param]) for option in task.aux_inputs}
     params = {**resolve(task, {**params, **aux_dirs}), **options.policies}
     pred_dir, gt_dir = os.fspath(pred_dir), os.fspath(gt_dir)
-    file_digests: dict[str, str] = {}
+    file_digests: dict[str, str | dict[str, str]] = {}
     if task.files_list_pairs:
         given = _listing_files(task, files)
         listing = task.list_pairs(given, pred_dir, gt_dir, params, missing=str(options.missing))
@@ -98,17 +108,24 @@ def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.
             raise ParameterError(f"{task.name} reads --pred-dir/--gt-dir or its input files, "
                                  "not both")
         # what the folders hold can settle parameters (detection's --pred-format auto), and
-        # each side is found by its own suffixes (YOLO .txt predictions, VOC .xml GT); a task
-        # whose pair is a folder of files on each side pairs folders (tracking3d's scenes)
-        params = task.settle_inputs(params, {"pred": pred_dir, "gt": gt_dir})
-        pred_suffixes, gt_suffixes = task.suffixes_for(params, "pred"), task.suffixes_for(params, "gt")
-        if task.folder_pairs:
-            pairing = pair_folders(pred_dir, gt_dir, pred_suffixes, missing=str(options.missing))
-        else:
-            pairing = pair_dirs(pred_dir, gt_dir, pred_suffixes, missing=str(options.missing),
-                                gt_suffixes=gt_suffixes)
+        # each side is found by its own suffixes (YOLO .txt predictions, VOC .xml GT) — or
+        # read whole now when files of the whole set hold it (a CVAT XML, VOC results files);
+        # a task whose pair is a folder of files on each side pairs folders (tracking3d's)
+        with listed_once():  # sniffing and pairing look at each folder once
+            params = task.settle_inputs(params, {"pred": pred_dir, "gt": gt_dir})
+            pred_suffixes, gt_suffixes = task.suffixes_for(params, "pred"), task.suffixes_for(params, "gt")
+            sets = task.read_sets(params, {"pred": pred_dir, "gt": gt_dir})
+            if task.folder_pairs:
+                pairing = pair_folders(pred_dir, gt_dir, pred_suffixes, missing=str(options.missing))
+            else:
+                sides = {role: _set_side(sets[role], sets[role].path or path) if role in sets
+                         else path for role, path in (("pred", pred_dir), ("gt", gt_dir))}
+                pairing = pair_sides(sides["pred"], sides["gt"], pred_suffixes,
+                                     missing=str(options.missing), gt_suffixes=gt_suffixes)
+        file_digests = {task.input_names[0 if role == "pred" else 1]: given.digests
+                        for role, given in sets.items()}
         check_pairing(pairing, pred_dir, gt_dir, tuple(dict.fromkeys(pred_suffixes + gt_suffixes)),
-                      str(options.missing))
+                      str(options.missing), sets=tuple(sets))
     whole = pairing.digest()
     inputs = {task.input_names[0]: pred_dir, task.input_names[1]: gt_dir}
     for option in task.aux_inputs:
@@ -135,6 +152,15 @@ def plan_folders(task: Task, pred_dir: str | os.PathLike[str], gt_dir: str | os.
                 options.include_rows, strata, options.shard, file_digests, shard_digests)
 
 
+def _set_side(given: SetInput, path: str) -> SetSide:
+    """The side at ``path`` (a file, or a folder of per-class files) as pairing sees it."""
+    if "://" in path:
+        parent, _, name = path.rstrip("/").rpartition("/")
+    else:
+        parent, name = os.path.split(os.path.normpath(path))
+    return SetSide(given.records, parent, name)
+
+
 def _listing_files(task: Task, files: Mapping[str, Any] | None) -> dict[str, str]:
     """The listing files of ``task``, every one given, each checked by its declaration."""
     given = {option.param: (files or {}).get(option.param) for option in task.file_inputs}
@@ -148,10 +174,17 @@ def _listing_files(task: Task, files: Mapping[str, Any] | None) -> dict[str, str
 
 
 def check_pairing(pairing: Pairing, pred_dir: str, gt_dir: str, suffixes: tuple[str, ...],
-                  missing: str) -> None:
+                  missing: str, sets: tuple[str, ...] = ()) -> None:
     """Unpaired stems under ``--missing error``, or nothing to evaluate: an error naming the
-    files, before any pair is read. An empty side is said first and alone (not one line per
-    file of the other side)."""
+    files (a side held by files of the whole set, ``sets``: the set and the stem), before
+    any pair is read. An empty side is said first and alone (not one line per file of the
+    other side)."""
+
+    def where(role: str, folder: str, files: dict[str, str], stem: str) -> tuple[str, str]:
+        if role in sets:
+            return folder, f"image '{stem}': "
+        return os.path.join(folder, files[stem]), ""
+
     kinds = "/".join(suffixes)
     if missing == "error" and (pairing.pred_only or pairing.gt_only):
         for name, folder, n, other, n_other, hint in (
@@ -161,15 +194,13 @@ def check_pairing(pairing: Pairing, pred_dir: str, gt_dir: str, suffixes: tuple[
             if not n:
                 raise InputError(f"{name} {folder} holds 0 {kinds} files, against {n_other:,} in "
                                  f"{other}: nothing to pair (a wrong path?{hint})", path=folder)
-        problems = [
-            PairError(stem, os.path.join(gt_dir, pairing.gt_only_files[stem]),
-                      f"no prediction with this stem in {pred_dir}")
-            for stem in pairing.gt_only
-        ] + [
-            PairError(stem, os.path.join(pred_dir, pairing.pred_only_files[stem]),
-                      f"no ground truth with this stem in {gt_dir}")
-            for stem in pairing.pred_only
-        ]
+        problems = []
+        for stem in pairing.gt_only:
+            path, image = where("gt", gt_dir, pairing.gt_only_files, stem)
+            problems.append(PairError(stem, path, f"{image}no prediction with this stem in {pred_dir}"))
+        for stem in pairing.pred_only:
+            path, image = where("pred", pred_dir, pairing.pred_only_files, stem)
+            problems.append(PairError(stem, path, f"{image}no ground truth with this stem in {gt_dir}"))
         raise EvaluationFailed(
             problems,
             len(problems),

@@ -30,7 +30,9 @@ from rpx_cli.engine.pairs import RunResult, run_pairs
 from rpx_cli.errors import EvaluationFailed, InputError, PairError, ParameterError, unescaped
 from rpx_cli.io.digest_cache import DigestCache
 from rpx_cli.io.discover import Pair, layout_digest
+from rpx_cli.io.skipped import skipped_counts
 from rpx_cli.run.assemble import assemble
+from rpx_cli.run.at_once import read_at_once
 from rpx_cli.run.plan import Plan, plan
 from rpx_cli.tasks.calculators import plugin_calculators
 from rpx_cli.tasks.registry import get_task
@@ -68,6 +70,12 @@ class State:
     # its part carries so that `rpx merge` can verify it (run/merge.py)
     pairs: list[list[str | None]] | None = None
     shard_digests: list[str] | None = None
+    # objects the inputs held that the run cannot express, left out: input name -> kind of
+    # object -> how many (run_provenance.inputs.<name>.skipped; a --shard part keeps it)
+    skipped: dict[str, dict[str, int]] = field(default_factory=dict)
+    # the inputs read whole before pairing (files of the whole set, Task.read_sets): their
+    # digests are of the set's files, the same in every part (a --shard part names them)
+    whole: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.stems)
@@ -93,15 +101,19 @@ class State:
                        if name not in plan.file_digests}
             digests.update(plan.file_digests)  # files a task's listing read
         keep = keeps_rows(plan)
+        notes, warnings = skipped_counts(result.warnings)
+        names = {role: name for name, role in _roles(task, plan.inputs)}
+        skipped = {names.get(role, role): counts for role, counts in notes.items()}
         return cls(task=plan.task, params=plan.params, pairing=plan.pairing,
                    inputs=dict(plan.inputs), stems=result.stems, stats=result.stats,
                    rows=result.rows if keep else None, extras=result.extras,
                    errors=result.errors, unpaired={k: list(v) for k, v in plan.unpaired.items()},
                    digests=dict(digests), shard=plan.shard, include_rows=plan.include_rows,
-                   strata_plan=plan.strata, warnings=result.warnings, tally=result.tally,
+                   strata_plan=plan.strata, warnings=warnings, tally=result.tally,
                    execution=result.execution,
                    pairs=plan.part_pairs() if plan.shard is not None else None,
-                   shard_digests=plan.shard_digests)
+                   shard_digests=plan.shard_digests, skipped=skipped,
+                   whole=[name for name in task.input_names if name in plan.file_digests])
 
     # --- on disk: a --shard part ----------------------------------------------------------
 
@@ -122,6 +134,10 @@ class State:
             part["layout"] = layout_digest(self.shard_digests)
         if self.strata_plan is not None or self.strata is not None:
             part["strata"] = self.strata_inputs()
+        if self.skipped:
+            part["skipped"] = self.skipped
+        if self.whole:
+            part["whole"] = self.whole
         return part
 
     def strata_inputs(self) -> dict[str, Any]:
@@ -161,7 +177,8 @@ class State:
                    unpaired={side: list(part["unpaired"][side]) for side in ("pred_only", "gt_only")},
                    digests=dict(state["digests"]), strata=state.get("strata"),
                    shard=(shard["index"], shard["count"]) if shard else None,
-                   include_rows="rows" in part)
+                   include_rows="rows" in part, skipped=_skipped_of(state, path),
+                   whole=[str(name) for name in state.get("whole") or ()])
 
     @classmethod
     def read(cls, path: str) -> State:
@@ -181,7 +198,9 @@ class State:
                 "rows": self.rows, "include_rows": self.include_rows, "extras": self.extras,
                 "errors": [error.as_dict() for error in self.errors], "unpaired": self.unpaired,
                 "digests": self.digests,
-                "strata": self.strata_inputs() if self.strata_plan is not None else self.strata}
+                "strata": self.strata_inputs() if self.strata_plan is not None else self.strata,
+                **({"skipped": self.skipped} if self.skipped else {}),
+                **({"whole": self.whole} if self.whole else {})}
 
     @classmethod
     def decode(cls, data: Mapping[str, Any]) -> State:
@@ -194,7 +213,18 @@ class State:
                    errors=[PairError.from_dict(error) for error in data["errors"]],
                    unpaired={k: list(v) for k, v in data["unpaired"].items()},
                    digests=dict(data["digests"]), strata=data.get("strata"),
-                   include_rows=data.get("include_rows", data["rows"] is not None))
+                   include_rows=data.get("include_rows", data["rows"] is not None),
+                   skipped=_skipped_of(data, "a state"), whole=list(data.get("whole") or ()))
+
+
+def _skipped_of(state: Mapping[str, Any], path: str) -> dict[str, dict[str, int]]:
+    """A part's (or an encoded state's) ``skipped`` counts, checked."""
+    given = state.get("skipped") or {}
+    if not isinstance(given, Mapping) or not all(
+            isinstance(counts, Mapping) and all(type(n) is int and n > 0 for n in counts.values())
+            for counts in given.values()):
+        raise InputError("its 'skipped' counts are not {input: {kind: count}}", path=path)
+    return {str(name): dict(counts) for name, counts in given.items()}
 
 
 def part_seal(report: Mapping[str, Any], *, parsed: bool = False) -> str:
@@ -226,9 +256,15 @@ def evaluate_batch(plan: Plan, pairs: Sequence[Pair] | None = None, *, jobs: int
     can finish."""
     task = get_task(plan.task)
     pairs = plan.pairs if pairs is None else list(pairs)
-    result = run_pairs(task, pairs, plan.params, jobs=jobs, cache=cache, progress=progress,
-                       keep_rows=keeps_rows(plan),
-                       calculators=plugin_calculators(plan.task), executor=executor)
+    calculators = plugin_calculators(plan.task)
+    result = None
+    if executor is None and not calculators:  # read every pair at once, where the task can
+        result = read_at_once(task, pairs, plan, keep_rows=keeps_rows(plan), jobs=jobs,
+                              progress=progress)
+    if result is None:
+        result = run_pairs(task, pairs, plan.params, jobs=jobs, cache=cache, progress=progress,
+                           keep_rows=keeps_rows(plan), calculators=calculators,
+                           executor=executor)
     return State.of_result(plan, result)
 
 
@@ -295,10 +331,15 @@ def merge_states(states: Iterable[State]) -> State:
         inputs.update(state.inputs)
     warnings: dict[str, list[str]] = {}
     tally = CacheTally()
+    skipped: dict[str, dict[str, int]] = {}
     for state in states:
         for kind, paths in state.warnings.items():
             warnings.setdefault(kind, []).extend(paths)
         tally.add(state.tally)
+        for name, counts in state.skipped.items():
+            side = skipped.setdefault(name, {})
+            for what, count in counts.items():
+                side[what] = side.get(what, 0) + count
     return State(
         task=first.task, params=first.params, pairing=first.pairing, inputs=inputs, stems=stems,
         stats=StatTable.concat(first.stats.declared, [state.stats for state in states]),
@@ -308,7 +349,9 @@ def merge_states(states: Iterable[State]) -> State:
         unpaired={side: sorted({stem for state in states for stem in state.unpaired[side]})
                   for side in ("pred_only", "gt_only")},
         digests=digests, strata=strata, include_rows=first.include_rows,
-        strata_plan=plans[0] if plans else None, warnings=warnings, tally=tally)
+        strata_plan=plans[0] if plans else None, warnings=warnings, tally=tally,
+        skipped={name: dict(sorted(counts.items())) for name, counts in sorted(skipped.items())},
+        whole=first.whole)
 
 
 def finalize(state: State, *, check_errors: bool = True,
@@ -368,8 +411,20 @@ def provenance_inputs(state: State) -> dict[str, Any]:
     """``run_provenance.inputs`` of the folders or files a state was evaluated from."""
     from rpx_cli.run.invocation import input_entry
 
-    return {name: input_entry(path, state.digests.get(name, {}))
-            for name, path in state.inputs.items()}
+    out = {name: input_entry(path, state.digests.get(name, {}))
+           for name, path in state.inputs.items()}
+    for name, counts in state.skipped.items():  # what the input held that the run cannot express
+        if name in out and counts:
+            out[name]["skipped"] = dict(sorted(counts.items()))
+    return out
+
+
+def skipped_lines(state: State) -> list[str]:
+    """One stderr line per input and kind of object left out (``State.skipped``)."""
+    return [f"{name}: {count} {what} skipped (rpx cannot express them; counted in "
+            f"run_provenance.inputs.{name}.skipped)"
+            for name, counts in sorted(state.skipped.items())
+            for what, count in sorted(counts.items())]
 
 
 def state_report(state: State, *, invocation: Any = None) -> dict[str, Any]:

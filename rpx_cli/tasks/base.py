@@ -26,12 +26,12 @@ them. ``docs/architecture.md`` walks through adding a task.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rpx_cli.errors import SWAP_HINT, PairError
-from rpx_cli.io.discover import Pairing
+from rpx_cli.io.discover import Pair, Pairing
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.params.option import Option
 from rpx_cli.params.parsers import parse_band, probability
@@ -39,12 +39,11 @@ from rpx_cli.params.values import Band, Threshold
 from rpx_cli.tasks.stats import Stat, StatTable
 
 # Option and probability are re-exported: a plugin task declares its options from here
-__all__ = ["SWAP_HINT", "Band", "FileInput", "Listing", "MetricInfo", "Option", "Params", "Sample",
-           "Task", "Warn", "probability", "shape_text"]
+__all__ = ["SWAP_HINT", "Band", "FileInput", "Listing", "MetricInfo", "Option", "PairsRead", "Params",
+           "Sample", "SetInput", "Task", "Warn", "probability", "shape_text"]
 
 Params = Mapping[str, Any]
 Warn = Callable[[str, str], None]  # (warning kind, path)
-
 
 @dataclass(frozen=True)
 class MetricInfo:
@@ -104,6 +103,35 @@ class FileInput:
 
 
 @dataclass
+class SetInput:
+    """One side of the pairs held by files of the whole set (detection's CVAT XML, Open
+    Images CSV, VOC's per-class results files), read once before pairing
+    (:meth:`Task.read_sets`): what the set says of each stem (``records``: stem -> a record
+    :meth:`Task.given` turns into what :meth:`Task.read` returns) and the files read
+    (``digests``: relative path -> sha256 hex when the side is a folder, the file's hex when
+    it is one file) — what ``run_provenance`` digests for the side; ``path``: what rows name
+    as the side's file (the one file read, else the folder; None: the path given)."""
+
+    records: dict[str, Any]
+    digests: dict[str, str] | str
+    path: str | None = None
+
+
+@dataclass
+class PairsRead:
+    """Every pair of a batch read at once in this process (:meth:`Task.read_pairs`), as
+    the pair-by-pair path would have left them: the declared statistics (pair order), each
+    pair's public row (``stem``, ``pred_path``, ``gt_path`` and the task's row values),
+    the warnings the readers noted (kind -> paths) and the sha256 of every file read
+    (role -> relative path -> 32 raw bytes)."""
+
+    stats: StatTable
+    rows: list[dict[str, Any]]
+    warnings: dict[str, list[str]]
+    digests: dict[str, dict[str, bytes]]
+
+
+@dataclass
 class Listing:
     """The pairs a task's input files list in its two folders (:meth:`Task.list_pairs`):
     ``pairing`` (stem order; each :class:`~rpx_cli.io.discover.Pair` carries its ``entry``,
@@ -155,6 +183,9 @@ class Task:
     # clouds for per-point labels): each stem's file is read with ``role`` = the option's
     # param and handed to :meth:`attach`; provenance digests them like the two folders
     aux_inputs: ClassVar[tuple[Option, ...]] = ()
+    # --pred-dir/--gt-dir may name a file: a file that holds the whole set (detection's CVAT
+    # XML, Open Images CSV), read by read_sets
+    inputs_may_be_files: ClassVar[bool] = False
     # the file_inputs list the pairs of the two folders instead of replacing them (panoptic:
     # the JSON files name each image's PNG on each side and hold its segments): the run
     # pairs with :meth:`list_pairs` instead of by stem, and :meth:`join` gives each pair its
@@ -226,6 +257,31 @@ class Task:
         Detection decides ``--pred-format``/``--gt-format auto`` here by sniffing each
         folder's files. Default: ``params`` as they are."""
         return dict(params)
+
+    def read_sets(self, params: Params, inputs: Mapping[str, str]) -> dict[str, SetInput]:
+        """The sides (``"pred"``, ``"gt"``) of ``inputs`` (role -> the path given, a folder
+        or a file) held by files of the whole set, read now, before pairing (under
+        ``params`` settled by :meth:`settle_inputs`): the run pairs their stems with the
+        other side's files (a GT set lists the images; a prediction set covers every image,
+        so an image it has nothing on has no detection) and hands each pair its records
+        (:meth:`given`). Default: none (every side a folder of one file per stem)."""
+        return {}
+
+    def read_pairs(self, pairs: Sequence[Pair], params: Params) -> PairsRead | None:
+        """Every pair of ``pairs`` (local files, stem order) read and scored at once in this
+        process, when the task does it faster so than pair by pair (detection: thousands of
+        small label files parsed together into one table); the same statistics, rows,
+        warnings and digests as :meth:`read` and :meth:`evaluate` pair by pair. None (the
+        default, and whenever a file needs a closer look — a malformed one's error is the
+        pair-by-pair path's): the engine reads pair by pair."""
+        return None
+
+    def given(self, record: Any, path: str, params: Params, warn: Warn, *, role: str = "gt",
+              stem: str = "") -> Any:
+        """What :meth:`read` returns for ``record``, what a side read by :meth:`read_sets`
+        says of the pair's ``stem`` (``path``: that side's file or folder, for messages);
+        ``warn`` as for :meth:`read`. Default: the record as it is."""
+        return record
 
     def suffixes_for(self, params: Params, role: str) -> tuple[str, ...]:
         """The suffixes of the files read on side ``role`` (``"pred"`` or ``"gt"``) under

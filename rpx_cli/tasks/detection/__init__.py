@@ -34,22 +34,28 @@ files; ``formats/``) how the files become objects.
 Crowd GT (``iscrowd``) is honoured in every view as COCO does: a detection that lands on
 a crowd region of its class (intersection over its own area >= the IoU threshold) and matches no
 regular GT is ignored — neither a true nor a false positive — and crowd regions are never
-missed. A frame whose GT file is empty is a labelled empty frame (its detections are
-false positives) unless ``--skip-empty-gt``, which leaves such frames out of rows, pooled
-and confusion (not COCO), as Aquarium does by default.
+missed. A crowd region whose scope is every class (KITTI's ``DontCare``,
+``Boxes.every_class``) excuses a detection of any class: each pair makes it one crowd region
+per class its detections have (``Boxes.scoped``), so every view honours it unchanged.
+
+A frame whose GT file is empty is a labelled empty frame (its detections are false
+positives) unless ``--skip-empty-gt``, which leaves such frames out of rows, pooled and
+confusion (not COCO), as Aquarium does by default.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import Boxes, apply_class_map
+from rpx_cli.io.discover import Pair
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.shapes import ANGLE_UNITS
+from rpx_cli.io.skipped import skip_note
 from rpx_cli.io.values import area_problem
 from rpx_cli.ops.coco import STAT_NAMES
 from rpx_cli.ops.tide import ERROR_TYPES
@@ -60,12 +66,15 @@ from rpx_cli.tasks.base import (
     FileInput,
     MetricInfo,
     Option,
+    PairsRead,
     Params,
     Sample,
+    SetInput,
     Task,
     Warn,
     probability,
 )
+from rpx_cli.tasks.detection import bulk, sets
 from rpx_cli.tasks.detection.params import check, normalise
 from rpx_cli.tasks.detection.parts import (
     COCO_SECTION,
@@ -81,6 +90,7 @@ from rpx_cli.tasks.detection.parts import (
     kind_of,
     protocol_of,
 )
+from rpx_cli.tasks.detection.sets import CLASS_MAP_EMPTIED
 from rpx_cli.tasks.detection.sniff import AUTO, settle_formats
 from rpx_cli.tasks.detection.summary import ROW_KEYS, summarize_frames
 from rpx_cli.tasks.registry import register_task
@@ -95,8 +105,6 @@ _CURVE = {"type": "object", "required": ["precision"],
 # the operating point's figures, after the protocol's in every headline
 SHARED_HEADLINE = ("dataset.pooled.precision", "dataset.pooled.recall", "dataset.pooled.f1",
                    "aggregate.f1", "dataset.errors.ap50")
-CLASS_MAP_EMPTIED = "class-map-emptied"  # a GT file whose every box --class-map dropped
-SKIPPED = "skipped:"  # a file held objects the run cannot express (what follows the colon)
 
 
 def _content(value: Any) -> Any:
@@ -111,6 +119,7 @@ class Detection(Task):
     headline = ("dataset.coco.AP", "dataset.coco.AP50", "dataset.coco.AP75", *SHARED_HEADLINE)
     page_view = "pr_curves"
     suffixes = (".json",)
+    inputs_may_be_files = True  # a CVAT XML, an Open Images CSV
     help = ("Object detection: per-image P/R/F1 at an operating point, the Aquarium confusion "
             "matrix, and COCO AP/AR equal to pycocotools.")
     formats = (
@@ -127,7 +136,10 @@ class Detection(Task):
         '  "score"}, ...]} or COCO files (needs pycocotools: pip install \'rpx-eval[coco]\').\n'
         '--iou-type keypoints: objects with "keypoints": [x1, y1, v1, ...] (GT: "bbox", "area",\n'
         '  "num_keypoints" optional) or COCO files; --oks-sigmas for skeletons other than COCO\'s.\n'
-        '--protocol lvis: LVIS files (--coco-gt/--coco-dt; categories need "frequency").'
+        '--protocol lvis: LVIS files (--coco-gt/--coco-dt; categories need "frequency").\n'
+        'Labelling tools\' files where they lie (auto by default; docs/formats.md): YOLO, VOC XML\n'
+        '  and results files, KITTI, DOTA and Task1, LabelMe, a CVAT XML or an Open Images CSV\n'
+        '  (a file of the whole set: --gt-dir annotations.xml).'
     )
     example = (
         'rpx eval detection --pred-dir fixtures/detection/shelf/pred \\\n'
@@ -252,6 +264,9 @@ class Detection(Task):
         Option("kpt_shape", "--kpt-shape", "parsed", None, parse=parse_kpt_shape,
                metavar="K,2|K,3", help="YOLO pose keypoints per object and values per point "
                                        "(else data.yaml's kpt_shape)."),
+        Option("oi_class_descriptions", "--oi-class-descriptions", "file", None, metavar="FILE",
+               help="Open Images class-descriptions CSV (LabelName,DisplayName): the names of "
+                    "the class ids of Open Images CSVs (else the ids are the labels)."),
     )
     # the files of the formats that hold every image (COCO's instances and results)
     file_inputs = (
@@ -307,13 +322,26 @@ class Detection(Task):
         """Each side's files are its format's (``.txt`` for YOLO, ``.xml`` for VOC)."""
         return folder_format(params, role).suffixes
 
+    def read_sets(self, params: Params, inputs: Mapping[str, str]) -> dict[str, SetInput]:
+        """The sides held by files of the whole set (:mod:`~rpx_cli.tasks.detection.sets`)."""
+        return sets.read_sets(params, inputs)
+
+    def given(self, record: Any, path: str, params: Params, warn: Warn, *, role: str = "gt",
+              stem: str = "") -> Boxes:
+        return sets.given(record, path, params, warn, role=role, stem=stem)
+
+    def read_pairs(self, pairs: Sequence[Pair], params: Params) -> PairsRead | None:
+        """Label files of every pair parsed together into one table
+        (:mod:`~rpx_cli.tasks.detection.bulk`)."""
+        return bulk.read_pairs(pairs, params, self.statistics(params))
+
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Boxes:
         fmt = folder_format(params, role)
         protocol_of(params).check_format(fmt, path)
 
         def skipped(what: str, count: int) -> None:
-            warn(f"{SKIPPED}{what}", path)
+            warn(skip_note(role, what, count), path)
 
         boxes = fmt.read(_content(buffer.read(path)), path, prediction=role == "pred",
                          kind=kind_of(params), params=params, skipped=skipped)
@@ -326,9 +354,6 @@ class Detection(Task):
         return mapped
 
     def warning_text(self, kind: str, paths: list[str]) -> str:
-        if kind.startswith(SKIPPED):
-            return (f"{len(paths)} file(s) hold a {kind[len(SKIPPED):]} that rpx cannot "
-                    f"express (e.g. {paths[0]}): skipped")
         if kind == CLASS_MAP_EMPTIED:
             return (f"--class-map removed every GT box of {len(paths)} file(s) (e.g. {paths[0]}): "
                     "they are scored as images without any object")
@@ -341,6 +366,7 @@ class Detection(Task):
                  gt_path: str) -> Sample:
         n_pred = int(np.count_nonzero(pred.scores >= params["conf_threshold"])) if len(pred) else 0
         row = {"n_gt": int(np.count_nonzero(~gt.crowd & ~gt.ignored())), "n_pred": n_pred}
+        gt = gt.scoped(pred.labels)  # regions of every class: one per class detected here
         values, extra = kind_of(params).pair(pred, gt, params, pred_path=pred_path,
                                              gt_path=gt_path)
         return Sample({**row, **extra}, values)

@@ -16,14 +16,13 @@ from rpx_cli.tasks.detection.parts import (
     DEFAULT_PROTOCOL,
     FORMATS,
     PROTOCOL_OPTIONS,
-    form_for,
     kind_of,
     protocol_of,
 )
 
 # options only some parts read: each part records them (or not) in normalise
 _PART_OPTIONS = ("geometry", "angle_unit", "oks_sigmas")
-_FORMAT_OPTIONS = ("image_size", "data_yaml", "class_names", "kpt_shape")
+_FORMAT_OPTIONS = ("image_size", "data_yaml", "class_names", "kpt_shape", "oi_class_descriptions")
 
 
 def normalise(params: Params) -> dict[str, Any]:
@@ -65,8 +64,9 @@ def check(params: Params) -> None:
         fmt = FORMATS.get(name)
         if fmt is None:
             continue
-        if not fmt.suffixes:
-            raise ParameterError(f"--{role}-format {name}: {fmt.title} files hold the whole set "
-                                 "(--coco-gt/--coco-dt), not a folder of one file per image")
+        if fmt.file_options:
+            flags = "/".join("--" + option.replace("_", "-") for option in fmt.file_options)
+            raise ParameterError(f"--{role}-format {name}: {fmt.title} files are given as "
+                                 f"{flags}, not as --pred-dir/--gt-dir")
         if not fmt.expresses(kind):
-            form_for(kind, fmt)  # the ParameterError naming what is missing
+            fmt.form_for(kind)  # the ParameterError naming what is missing

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
@@ -100,8 +100,9 @@ class SimilarityKind:
 
         document = InMemory(self.rpx_objects(objects, path))
         boxes = self.read_rpx(document, path, prediction=prediction, params=self.build_params(params))
-        if not prediction and objects.ignore is not None and objects.ignore.any():
-            boxes.ignore = objects.ignore.copy()
+        for key, column in objects.flags(prediction=prediction).items():
+            if column is not None:
+                setattr(boxes, key, column)
         return boxes
 
     def rpx_objects(self, objects: Objects, path: str) -> Any:
@@ -135,6 +136,13 @@ class SimilarityKind:
         from rpx_cli.io.box_table import Frame
 
         return {"frame": Frame(gt, pred)}, {}
+
+    def pair_all(self, table: FrameTable) -> dict[str, Any] | None:
+        """What :meth:`pair` makes of every frame, for a whole set read at once (``table``,
+        frames in pair order): the statistics' columns. None (the default): the kind does
+        work per frame (repairs, rasterisation, size checks), so its frames are made pair
+        by pair."""
+        return None
 
     def aggregate(self, stats: Any) -> dict[str, Any]:
         """The kind's own ``aggregate`` keys over every frame (default: none)."""
@@ -194,6 +202,9 @@ class DetectionProtocol:
     options: ClassVar[tuple[str, ...]] = ()  # the PROTOCOL_OPTIONS it reads
     needs: ClassVar[frozenset[str]] = frozenset()  # what a format must provide
     needs_text: ClassVar[str] = ""  # why, when a format does not
+    # it scores group-of boxes (Open Images' IsGroupOf; Boxes.group); without it a format
+    # skips them and counts them (inexpressible is a counted skip: docs/formats.md)
+    group_of: ClassVar[bool] = False
 
     def normalise(self, out: dict[str, Any], given: Mapping[str, Any]) -> None:
         """Record the protocol options (``given``: :data:`PROTOCOL_OPTIONS` as resolved,
@@ -258,9 +269,11 @@ class DetectionProtocol:
 class DetectionFormat:
     """How detections are written on disk — one per ``--pred-format``/``--gt-format`` (rpx,
     coco, yolo, voc, kitti, dota, labelme, cvat, openimages): how its files are recognised
-    (:meth:`sniff`), how a GT and a prediction record become objects (:meth:`read` for one
-    image's file, :meth:`read_set` / :meth:`read_files` for files that hold every image),
-    which kinds it can express (:attr:`forms`, :meth:`expresses`) and what it provides a
+    (:meth:`sniff`, :meth:`sniff_set`), how a GT and a prediction record become objects
+    (:meth:`read` for one image's file; :meth:`read_set` for a side held by files of the
+    whole set — one file, or a folder of per-class files —, paired with the other side by
+    stem; :meth:`read_files` for files that replace both folders, COCO's), which kinds it
+    can express (:attr:`forms`, :meth:`expresses`, :meth:`form_for`) and what it provides a
     protocol (:attr:`provides`). A format whose objects are normalised needs image sizes
     (:attr:`needs_sizes`)."""
 
@@ -280,23 +293,39 @@ class DetectionFormat:
         """Whether a file whose first bytes are ``head`` is in this format."""
         raise NotImplementedError
 
+    def set_members(self, names: list[str]) -> list[str]:
+        """Of ``names`` (a folder's files with a :attr:`set_suffixes` suffix, relative
+        paths, or the one file given), those that hold the set in this format (default: all
+        of them; VOC's results files, DOTA's ``Task1_<class>.txt``)."""
+        return [name for name in names if name.lower().endswith(self.set_suffixes)] \
+            if self.set_suffixes else []
+
     def sniff_set(self, names: list[str], head: bytes) -> bool:
-        """Whether a folder of files ``names`` (the first one's first bytes ``head``) holds
-        this format's per-class results files (default: no)."""
+        """Whether files ``names`` (:meth:`set_members`; the first one's first bytes
+        ``head``) hold this format's set (default: no)."""
         return False
 
     def expresses(self, kind: SimilarityKind) -> bool:
         return any(form in self.forms for form in kind.forms)
+
+    def form_for(self, kind: SimilarityKind) -> str:
+        """The form this format hands ``kind`` its objects in (:func:`form_for`)."""
+        return form_for(kind, self)
 
     def read(self, data: Any, path: str, *, prediction: bool, kind: SimilarityKind,
              params: Params) -> Boxes:
         """One image's file as :class:`Boxes` of ``kind``."""
         raise NotImplementedError
 
-    def read_set(self, path: str, *, prediction: bool, kind: SimilarityKind,
-                 params: Params) -> tuple[dict[str, Boxes], list[str], dict[str, int]]:
-        """Files that hold every image (one file, or a folder of per-class files):
-        ``({stem: objects}, the files read, {what was skipped: count})``."""
+    def read_set(self, files: Mapping[str, bytes], path: str, *, prediction: bool, form: str,
+                 params: Params, size: Callable[[str], tuple[int, int]]
+                 ) -> dict[str, tuple[Objects, dict[str, int]]]:
+        """A side held by files of the whole set: ``files`` (relative path — or the file's
+        name, when ``path`` is the one file — to its bytes, :meth:`set_members`) as
+        ``{stem: (objects in form, {what was skipped: count})}``; a prediction set lists
+        the images with detections. ``size(stem)``: the image's ``(height, width)``
+        (``--image-size``, ``--images-dir``) for normalised coordinates. Malformed is an
+        :class:`~rpx_cli.errors.InputError` naming ``file:line``."""
         raise NotImplementedError(f"{self.name} is read one file per image")
 
     def read_files(self, files: Mapping[str, str], params: Params, kind: SimilarityKind,

@@ -59,6 +59,12 @@ class RectangleKind(ShapeKind):
         return {"frame": Frame(replace(gt, shape=rectangles.rectangles_of(gt.shape)),
                                replace(pred, shape=rectangles.rectangles_of(pred.shape)))}, {}
 
+    def pair_all(self, table: FrameTable) -> dict[str, Any]:
+        from rpx_cli.ops import rectangles
+
+        return {"frame": replace(table, gt=replace(table.gt, shape=rectangles.rectangles_of(table.gt.shape)),
+                                 pred=replace(table.pred, shape=rectangles.rectangles_of(table.pred.shape)))}
+
     def overlaps(self, frames: Any, table: FrameTable) -> OverlapTable:
         from rpx_cli.ops import rectangles
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.io.box_table import BoxTable, Frame, FrameTable
+from rpx_cli.io.boxes import label_order
 from rpx_cli.ops.coco import BOX_PARAMS, RECALL_THRESHOLDS, CocoInput, CocoParams
 from rpx_cli.ops.coco import evaluate as coco_evaluate
 from rpx_cli.ops.geometry import BOXES, Geometry
@@ -24,9 +25,9 @@ BACKGROUND = "background"
 
 
 def vocabulary(stats: list[Frame]) -> list[str]:
+    """Every label of the frames, in :func:`~rpx_cli.io.boxes.label_order`."""
     labels = {label for frame in stats for label in (*frame.gt.labels, *frame.pred.labels)}
-    return sorted(labels, key=lambda label: (0, int(label), "") if label.lstrip("-").isdigit()
-                  else (1, 0, label))
+    return sorted(labels, key=label_order)
 
 
 def operating_point(table: FrameTable, iou_threshold: float, conf_threshold: float, *,

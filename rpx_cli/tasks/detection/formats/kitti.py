@@ -1,7 +1,8 @@
 """KITTI object labels for 2D detection (:mod:`rpx_cli.io.kitti_objects`): one ``.txt`` per
 frame, the 2D box ``x1 y1 x2 y2`` (pixels) of each object, class = ``type``; a prediction
-line adds its score. ``DontCare`` regions are left out and counted (a warning). Boxes
-only."""
+line adds its score. A GT ``DontCare`` region is an ignore region of every class (a crowd
+region whose scope is every class: ``Objects.every_class``); a ``DontCare`` prediction is
+skipped and counted. Boxes only (and the kinds built from boxes)."""
 
 from __future__ import annotations
 
@@ -28,5 +29,5 @@ class Kitti(LabelFormat):
 
     def objects(self, data: Any, path: str, *, prediction: bool, form: str,
                 params: Params) -> tuple[Objects, dict[str, int]]:
-        objects, regions = read_kitti_2d(data, path, prediction=prediction)
-        return objects, {"KITTI DontCare region": regions}
+        objects, skipped = read_kitti_2d(data, path, prediction=prediction)
+        return objects, {"kitti_dontcare_prediction": skipped}

@@ -1,7 +1,7 @@
 """LabelMe (:mod:`rpx_cli.io.labelme`): one JSON per image, ``rectangle`` and ``polygon``
 shapes in pixels with the image's size; under boxes a polygon is its bounding box, under
 polygons and masks a rectangle its four corners. Other shape types are skipped and
-counted (a warning)."""
+counted per type (``labelme_circle``, ``labelme_line``, ...: ``inputs.<side>.skipped``)."""
 
 from __future__ import annotations
 
@@ -26,4 +26,4 @@ class LabelMe(LabelFormat):
     def objects(self, data: Any, path: str, *, prediction: bool, form: str,
                 params: Params) -> tuple[Objects, dict[str, int]]:
         objects, skipped = read_labelme(data, path, prediction=prediction, form=form)
-        return objects, {"LabelMe shape of another type (circle, line, point)": skipped}
+        return objects, {f"labelme_{shape_type}": n for shape_type, n in skipped.items()}

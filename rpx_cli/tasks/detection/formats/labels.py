@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import Boxes
 from rpx_cli.io.image_size import image_sizes
-from rpx_cli.io.objects import Objects
+from rpx_cli.io.objects import Objects, concat_objects
 from rpx_cli.tasks.base import Params
-from rpx_cli.tasks.detection.parts import DetectionFormat, SimilarityKind, form_for
+from rpx_cli.tasks.detection.parts import DetectionFormat, SimilarityKind
 
 Skipped = Callable[[str, int], None]  # (what was skipped, how many)
 
@@ -37,13 +40,34 @@ class LabelFormat(DetectionFormat):
     def read(self, data: Any, path: str, *, prediction: bool, kind: SimilarityKind,
              params: Params, skipped: Skipped | None = None) -> Boxes:
         objects, skips = self.objects(data, path, prediction=prediction,
-                                      form=form_for(kind, self), params=params)
+                                      form=self.form_for(kind), params=params)
         for what, count in skips.items():
             if count and skipped is not None:
                 skipped(what, count)
         if objects.size is None and (params.get("image_size") or params.get("images_dir")):
             objects.size = size_source(params, path)()
         return kind.build(objects, path, prediction=prediction, params=params)
+
+
+    def read_many(self, datas: list[bytes], paths: list[str], *, prediction: bool, form: str,
+                  params: Params) -> tuple[Objects, np.ndarray, list[dict[str, int]]] | None:
+        """Many files' objects as one record: ``(objects in form, each object's file index,
+        each file's {what was skipped: count})``; None when a file needs reading alone (a
+        malformed one: its error is then the file's own, on the pair-by-pair path). Each
+        file read by :meth:`objects` (a format overrides it where a vectorised reader of
+        many files pays)."""
+        parts, skipped = [], []
+        for data, path in zip(datas, paths, strict=True):
+            try:
+                objects, skips = self.objects(data, path, prediction=prediction, form=form,
+                                              params=params)
+            except InputError:
+                return None
+            parts.append(objects)
+            skipped.append(skips)
+        counts = np.fromiter(map(len, parts), np.int64, count=len(parts))
+        return (concat_objects(parts, form, prediction=prediction),
+                np.repeat(np.arange(len(parts)), counts), skipped)
 
 
 def first_line(head: bytes) -> list[str]:

@@ -7,7 +7,8 @@ or columns ``{"boxes": [...], "labels": [...], "scores": [...]}`` (masks and key
 ``"bbox"`` as ``--box-format``, rotated boxes ``"bbox"`` of five, cuboids ``"center"``,
 ``"size"``, ``"yaw"``, polygons ``"polygons"``, masks ``"segmentation"``, keypoints
 ``"keypoints"``), read by the kind (``read_rpx``). GT has no ``score``; labels are strings or
-integers; a GT object with ``"ignore"`` (or ``"difficult"``) 1 is ignored GT. It expresses
+integers; a GT object with ``"ignore"`` (or ``"difficult"``) 1 is ignored GT, one with
+``"every_class": 1`` a crowd region of every class (KITTI's ``DontCare``). It expresses
 every kind; it cannot carry what a set-wide file does (LVIS' category frequencies and
 per-image category lists), so ``--protocol lvis`` refuses it.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rpx_cli.io.boxes import Boxes, ignore_flags
+from rpx_cli.io.boxes import EVERY_CLASS_KEYS, Boxes, ignore_flags
 from rpx_cli.io.json import loads_json
 from rpx_cli.io.memory import InMemory
 from rpx_cli.tasks.base import Params
@@ -46,4 +47,8 @@ class RpxJson(DetectionFormat):
         boxes = kind.read_rpx(InMemory(document), path, prediction=prediction, params=params)
         if not prediction:
             boxes.ignore = ignore_flags(document, path)
+            regions = ignore_flags(document, path, keys=EVERY_CLASS_KEYS)
+            if regions is not None and regions.any():
+                boxes.every_class = regions
+                boxes.crowd = boxes.crowd | regions
         return boxes

@@ -13,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from rpx_cli.errors import InputError
 from rpx_cli.io.class_names import read_class_names
+from rpx_cli.io.image_size import image_sizes
 from rpx_cli.io.objects import BOX, KEYPOINTS, POLYGON, QUAD, Objects
-from rpx_cli.io.yolo import TOLERANCE, read_data_yaml, read_yolo
+from rpx_cli.io.yolo import TOLERANCE, read_data_yaml, read_yolo, read_yolo_boxes
 from rpx_cli.tasks.base import Params
 from rpx_cli.tasks.detection.formats.labels import LabelFormat, first_line, is_number, size_source
 from rpx_cli.tasks.detection.parts import register_format
@@ -69,3 +71,26 @@ class Yolo(LabelFormat):
             height = objects.boxes[:, 3] - objects.boxes[:, 1]
             objects.area = POSE_AREA * width * height
         return objects, {}
+
+    def read_many(self, datas: list[bytes], paths: list[str], *, prediction: bool, form: str,
+                  params: Params) -> tuple[Objects, np.ndarray, list[dict[str, int]]] | None:
+        """Detect lines of every file at once (:func:`~rpx_cli.io.yolo.read_yolo_boxes`);
+        other forms, and anything that reader leaves to a closer look, file by file."""
+        if form == BOX:
+            names, _ = names_and_shape(params)
+            sizes = np.zeros((len(datas), 2))
+            source = image_sizes(params.get("images_dir"), params.get("image_size"))
+            try:
+                if source.fixed is not None:
+                    sizes[:] = source.fixed
+                else:
+                    for k, (data, path) in enumerate(zip(datas, paths, strict=True)):
+                        if data.strip():  # read_yolo asks for the size of a file with objects
+                            sizes[k] = source.of(path)
+            except InputError:
+                sizes = None
+            found = None if sizes is None else read_yolo_boxes(
+                datas, prediction=prediction, sizes=sizes, names=names)
+            if found is not None:
+                return found[0], found[1], [{} for _ in datas]
+        return super().read_many(datas, paths, prediction=prediction, form=form, params=params)

@@ -73,13 +73,15 @@ class Box(SimilarityKind):
         shape = np.concatenate([xyxy[:, :2], xyxy[:, 2:] - xyxy[:, :2]], axis=1)
         area = objects.given_area()
         area = np.where(np.isnan(area), shape[:, 2] * shape[:, 3], area)
-        ignore = objects.ignore if not prediction and objects.ignore is not None \
-            and objects.ignore.any() else None
         return Boxes(shape, list(objects.labels), None if not prediction else
-                     np.asarray(objects.scores, np.float64), objects.crowds().copy(), area, ignore)
+                     np.asarray(objects.scores, np.float64), objects.crowds().copy(), area,
+                     **objects.flags(prediction=prediction))
 
     def empty(self, gt: Boxes) -> Boxes:
         return Boxes.empty(with_scores=True)
+
+    def pair_all(self, table):
+        return {"frame": table}  # a pair is its two sides, as they are
 
     def similarity(self, table, frames, params):
         return BOXES, table

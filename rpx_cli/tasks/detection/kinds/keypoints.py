@@ -84,6 +84,9 @@ class Keypoints(SimilarityKind):
     def statistics(self) -> tuple[Stat, ...]:
         return (frame_stat(rows_codec(-1)),)
 
+    def pair_all(self, table):
+        return {"frame": table}  # a pair is its two sides, as they are
+
     def similarity(self, table, frames, params):
         similarity = instances.keypoint_geometry(table, params["oks_sigmas"],
                                                  floor=min(params["iou_threshold"], 0.5))

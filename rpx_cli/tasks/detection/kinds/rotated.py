@@ -50,10 +50,9 @@ class Rotated(RectangleKind):
                              np.zeros(len(xyxy))], axis=1)
         area = objects.given_area()
         area = np.where(np.isnan(area), rows[:, 2] * rows[:, 3], area)
-        ignore = objects.ignore if not prediction and objects.ignore is not None \
-            and objects.ignore.any() else None
         return Boxes(rows, list(objects.labels), None if not prediction else
-                     np.asarray(objects.scores, np.float64), objects.crowds().copy(), area, ignore)
+                     np.asarray(objects.scores, np.float64), objects.crowds().copy(), area,
+                     **objects.flags(prediction=prediction))
 
 
 RECTANGLE_TOLERANCE = 1e-3  # of the longer side: how far four corners may be from a rectangle
