@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rpx_cli.ops.depth_bins import BIN_OFFSET, EDGES, N_BINS, DepthHistogram, depth_bins
+from rpx_cli.ops.depth_log import log_ratio32
 
 METRICS = ("absrel", "sqrel", "rmse", "rmse_log", "log10", "silog", "delta1", "delta2", "delta3")
 PRED_FLOOR = 1e-6
@@ -217,8 +218,10 @@ class DepthKernel:
     metrics agree with float64 to ~1e-7 for realistic errors. Two details keep it exact
     where it must be:
 
-    - log terms use ``log1p((p − g)/g)`` (accurate when p ≈ g) and ``log(p/g)`` where
-      p < g/2 (where log1p's argument would be near −1);
+    - the log ratio is :func:`~rpx_cli.ops.depth_log.log_ratio32`: ``log`` of the ratio's
+      mantissa plus its exponent times ln 2, corrected with the accurately known p/g − 1
+      so that p ≈ g and p << g stay accurate, from ufuncs numpy vectorises on every CPU
+      (``log1p`` is a scalar loop without AVX-512);
     - deltas are decided in float32 unless a pixel lies within 4e-7 (relative) of a
       threshold; those few are re-decided in float64 from the exact inputs with the
       reference expression ``max(p/g, g/p) < T``, so the counts are exact.
@@ -226,7 +229,7 @@ class DepthKernel:
 
     _AMBIGUOUS = 4e-7
     _FLOATS = ("p", "g", "d", "r", "q", "l", "w", "x", "s", "y", "c")
-    _BOOLS = ("invalid", "far", "hit", "band")
+    _BOOLS = ("invalid", "hit", "band")
     _INTS = ("gbin", "pbin", "bits")
 
     def __init__(self, dtype: type = np.float32, chunk: int = 1 << 17) -> None:
@@ -302,11 +305,7 @@ class DepthKernel:
         q = np.divide(p, g, out=f["q"])
         log_ratio = f["l"]
         if self.dtype == np.float32:
-            with np.errstate(divide="ignore"):  # r = -1 where p << g: replaced just below
-                np.log1p(r, out=log_ratio)
-            far = np.less(q, self.dtype.type(0.5), out=b["far"])
-            if far.any():
-                log_ratio[far] = np.log(q[far])
+            log_ratio32(q, r, p, g, out=log_ratio, scratch=(f["w"], f["x"], f["s"], f["y"]))
         else:
             np.log(q, out=log_ratio)
         worst = np.divide(g, p, out=f["w"])
