@@ -218,10 +218,10 @@ class DepthKernel:
     metrics agree with float64 to ~1e-7 for realistic errors. Two details keep it exact
     where it must be:
 
-    - the log ratio is :func:`~rpx_cli.ops.depth_log.log_ratio32`: ``log`` of the ratio's
-      mantissa plus its exponent times ln 2, corrected with the accurately known p/g − 1
-      so that p ≈ g and p << g stay accurate, from ufuncs numpy vectorises on every CPU
-      (``log1p`` is a scalar loop without AVX-512);
+    - the log ratio is :func:`~rpx_cli.ops.depth_log.log_ratio32`: the ratio's exponent
+      times ln 2 plus fdlibm's log1p polynomial of its mantissa, with (p − g)/g itself
+      where the ratio is near 1, so p ≈ g and p << g keep full accuracy; only arithmetic
+      numpy vectorises on every CPU (its ``log1p`` is a scalar loop without AVX-512);
     - deltas are decided in float32 unless a pixel lies within 4e-7 (relative) of a
       threshold; those few are re-decided in float64 from the exact inputs with the
       reference expression ``max(p/g, g/p) < T``, so the counts are exact.
@@ -305,7 +305,7 @@ class DepthKernel:
         q = np.divide(p, g, out=f["q"])
         log_ratio = f["l"]
         if self.dtype == np.float32:
-            log_ratio32(q, r, p, g, out=log_ratio, scratch=(f["w"], f["x"], f["s"], f["y"]))
+            log_ratio32(q, r, out=log_ratio, scratch=(f["w"], f["x"], f["s"], f["y"]))
         else:
             np.log(q, out=log_ratio)
         worst = np.divide(g, p, out=f["w"])
