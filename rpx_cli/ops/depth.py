@@ -296,10 +296,12 @@ class DepthKernel:
             invalid = np.logical_not(mask, out=b["invalid"])
             np.copyto(p, one, where=invalid)
             np.copyto(g, one, where=invalid)
-        finite = int(np.count_nonzero(np.isfinite(p, out=b["hit"])))
-        if finite != size:
-            return size - finite
-        np.maximum(p, self.dtype.type(PRED_FLOOR), out=p)
+        floor = self.dtype.type(PRED_FLOOR)
+        lowest, highest = np.min(p), np.max(p)  # NaN if any is: the check and the clip in two reductions
+        if not (np.isfinite(lowest) and np.isfinite(highest)):
+            return size - int(np.count_nonzero(np.isfinite(p, out=b["hit"])))
+        if lowest < floor:
+            np.maximum(p, floor, out=p)
         d = np.subtract(p, g, out=f["d"])
         r = np.divide(d, g, out=f["r"])
         q = np.divide(p, g, out=f["q"])

@@ -3,14 +3,15 @@ every CPU.
 
 Why not numpy's transcendental ufuncs: float32 ``log1p`` (like ``expm1``, ``log2``,
 ``log10``, ``arctan2``, ``power``) has a SIMD loop only with AVX-512 (SVML); on AVX2 CPUs,
-Apple Silicon and the x86-64 baseline it is a scalar loop — 3.7 ms for a 480×640 frame on
-an AVX2 EPYC against 0.5 ms for ``log``. Float32 ``log`` is vectorised for AVX2 and
-AVX-512 only, and its error (up to ~4 ulps) varies smoothly with the argument: correlated
-with d, which silog does not forgive (below). :func:`log_ratio32` uses only ``add``,
-``subtract``, ``multiply``, ``divide`` (IEEE, correctly rounded, vectorised everywhere) and
-integer bit operations: the same passes, and the same bits, on every CPU.
+Apple Silicon and the x86-64 baseline it is a scalar loop — 1.5 to 4 ms for a 480×640
+frame on an AVX2 EPYC, depending on the values, against 0.5 ms for ``log``. Float32
+``log`` is vectorised for AVX2 and AVX-512 only, and its error (up to ~4 ulps) varies
+smoothly with the argument: correlated with d, which silog does not forgive (below).
+:func:`log_ratio32` uses only ``add``, ``subtract``, ``multiply``, ``divide`` (IEEE,
+correctly rounded, vectorised everywhere) and integer bit operations: the same passes,
+and the same bits, on every CPU.
 
-The method (fdlibm's / musl's ``logf``, fed the ratio with care). With ``q = p/g`` and
+The method (the reduction of fdlibm's ``logf``, fed the ratio with care). With ``q = p/g`` and
 ``r = (p − g)/g`` each rounded once to float32 (p − g is exact when g/2 ≤ p ≤ 2g,
 Sterbenz):
 
@@ -18,8 +19,8 @@ Sterbenz):
 - where k = 0, m = q and f = q − 1 carries q's rounding (~6e-8 absolute: all of d when
   p ≈ g), so f is replaced there by r, which holds p/g − 1 to an ulp. (``log1p(r)``
   everywhere would fail for p << g, where r rounds to −1; f from m has no such case.)
-- ln(1 + f) = f − f²/2 + s (f²/2 + R(s²)), s = f / (2 + f), R fdlibm's minimax
-  polynomial: within 1 ulp;
+- ln(1 + f) = 2 atanh(s) = f − s (f − R(s²)), s = f / (2 + f), R a three-term minimax
+  polynomial (:data:`B1` … :data:`B3`): within 1 ulp, and as often above as below;
 - d = k · LN2_HI + (k · LN2_LO + ln(1 + f)): ln 2 split so that k · LN2_HI is exact, the
   small parts added first;
 - p = g gives r = 0, f = 0 and d = 0 exactly;
@@ -41,15 +42,17 @@ import math
 
 import numpy as np
 
-LN2_HI = np.float32(0.693145751953125)  # ln 2 to 15 bits: k · LN2_HI is exact for |k| < 2^8
-LN2_LO = np.float32(math.log(2.0) - 0.693145751953125)
-# ln(1 + f) = f − f²/2 + s (f²/2 + R), s = f / (2 + f), R = z (LG1 + z (LG2 + z (LG3 + z LG4))),
-# z = s²: the minimax coefficients of fdlibm's / musl's logf (error < 1 ulp on [√½, √2))
-LG1, LG2, LG3, LG4 = (np.float32(0xAAAAAA * 2.0**-24), np.float32(0xCCCE13 * 2.0**-25),
-                      np.float32(0x91E9EE * 2.0**-25), np.float32(0xF89E26 * 2.0**-26))
+# ln 2 = LN2_HI + LN2_LO, LN2_HI to 15 bits: k · LN2_HI is exact for |k| < 2^8. Both are
+# scaled by 2^−23 to multiply k · 2^23, the exponent as it sits in the bits (exactly)
+LN2_HI = np.float32(0.693145751953125 * 2.0**-23)
+LN2_LO = np.float32((math.log(2.0) - 0.693145751953125) * 2.0**-23)
+# R(z) = (2 atanh(s) − 2s) / s = 2 (z/3 + z²/5 + ...), z = s², s in [−(3 − 2√2), 3 − 2√2]
+# (|f| up to √2 − 1): a minimax fit z (B1 + z (B2 + z B3)) off by < 1.7e-9 (Lawson's
+# iteration on Chebyshev nodes), so s · R is exact to a few 1e-10 of ln(1 + f)
+B1, B2, B3 = np.float32(0.6666677594184875), np.float32(0.3997754156589508), np.float32(0.29871729016304016)
 _SQRT_HALF_BITS = 0x3F3504F3  # float32 bits of √½ (rounded): the mantissa range's lower end
-_MANTISSA = 0x007FFFFF
-_ONE, _TWO, _HALF = np.float32(1), np.float32(2), np.float32(0.5)
+_EXPONENT = -0x00800000  # 0xFF800000 as int32: sign and exponent bits
+_ONE, _TWO = np.float32(1), np.float32(2)
 
 
 def log_ratio32(q: np.ndarray, r: np.ndarray, *, out: np.ndarray,
@@ -59,43 +62,36 @@ def log_ratio32(q: np.ndarray, r: np.ndarray, *, out: np.ndarray,
     arrays of the same size. Within about an ulp of ln p − ln g (see the module
     docstring)."""
     a, b, c, d = scratch
-    shifted = np.subtract(q.view(np.int32), _SQRT_HALF_BITS, out=c.view(np.int32))
-    bits = np.bitwise_and(shifted, _MANTISSA, out=out.view(np.int32))
-    bits += _SQRT_HALF_BITS  # the bits of m = q / 2^k, in [√½, √2)
+    bits = q.view(np.int32)
+    shifted = np.subtract(bits, _SQRT_HALF_BITS, out=c.view(np.int32))
+    k_bits = np.bitwise_and(shifted, _EXPONENT, out=d.view(np.int32))  # k · 2^23
+    np.subtract(bits, k_bits, out=out.view(np.int32))  # the bits of m = q / 2^k, in [√½, √2)
     f = out
     f -= _ONE  # m − 1, exact
-    k = np.right_shift(shifted, 23, out=shifted)  # floor(log2(q / √½))
     # where k = 0, m = q and f = q − 1 exactly: take r instead (q's rounding undone)
-    near = np.equal(k, 0, out=a, casting="unsafe")  # 1.0 where k = 0, else 0.0
+    near = np.equal(k_bits, 0, out=a, casting="unsafe")  # 1.0 where k = 0, else 0.0
     correction = np.subtract(r, f, out=b)
     correction *= near
     f += correction  # f + (r − f) = r exactly where k = 0
-    _log1p_reduced(f, a, b, d)  # ln m, into f
-    k_float = a
-    np.copyto(k_float, k, casting="unsafe")
-    f += np.multiply(k_float, LN2_LO, out=b)  # + k ln 2, the small part first
-    k_float *= LN2_HI
-    f += k_float
-    return out
-
-
-def _log1p_reduced(f: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
-    """ln(1 + f) into ``f``, for f in [√½ − 1, √2 − 1) (given exactly), within 1 ulp:
-    s = f / (2 + f), ln(1 + f) = 2 atanh(s) = f − f²/2 + s (f²/2 + R(s²)), R the minimax
-    polynomial :data:`LG1` … :data:`LG4`. ``a``, ``b``, ``c``: scratch."""
+    # ln(1 + f) = 2 atanh(s) = 2s + s R = f − s (f − R), s = f / (2 + f)
     s = np.add(f, _TWO, out=a)
     np.divide(f, s, out=s)
     z = np.multiply(s, s, out=b)
-    poly = np.multiply(z, LG4, out=c)
-    for coefficient in (LG3, LG2, LG1):
-        poly += coefficient
-        poly *= z
-    half_square = np.multiply(f, f, out=b)
-    half_square *= _HALF
-    poly += half_square
+    poly = np.multiply(z, B3, out=c)
+    poly += B2
+    poly *= z
+    poly += B1
+    poly *= z
+    np.subtract(f, poly, out=poly)
     poly *= s
-    poly -= half_square
-    f += poly
+    f -= poly
+    # + k ln 2, the small part first
+    k = a
+    np.copyto(k, k_bits, casting="unsafe")  # k · 2^23, exact in float32
+    f += np.multiply(k, LN2_LO, out=b)
+    k *= LN2_HI
+    f += k
+    return out
 
 
 def reference_log_ratio(pred: np.ndarray, gt: np.ndarray) -> np.ndarray:
