@@ -47,7 +47,7 @@ import numpy as np
 LN2_HI = np.float32(0.693145751953125 * 2.0**-23)
 LN2_LO = np.float32((math.log(2.0) - 0.693145751953125) * 2.0**-23)
 # R(z) = (2 atanh(s) − 2s) / s = 2 (z/3 + z²/5 + ...), z = s², s in [−(3 − 2√2), 3 − 2√2]
-# (|f| up to √2 − 1): a minimax fit z (B1 + z (B2 + z B3)) off by < 1.7e-9 (Lawson's
+# (|f| up to √2 − 1): a minimax fit z (B1 + z (B2 + z B3)) off by < 2e-9 (Lawson's
 # iteration on Chebyshev nodes), so s · R is exact to a few 1e-10 of ln(1 + f)
 B1, B2, B3 = np.float32(0.6666677594184875), np.float32(0.3997754156589508), np.float32(0.29871729016304016)
 _SQRT_HALF_BITS = 0x3F3504F3  # float32 bits of √½ (rounded): the mantissa range's lower end
