@@ -229,7 +229,7 @@ class DepthKernel:
 
     _AMBIGUOUS = 4e-7
     _FLOATS = ("p", "g", "d", "r", "q", "l", "w", "x", "s", "y", "c")
-    _BOOLS = ("invalid", "hit", "band")
+    _BOOLS = ("invalid", "hit", "band", "far")
     _INTS = ("gbin", "pbin", "bits")
 
     def __init__(self, dtype: type = np.float32, chunk: int = 1 << 17) -> None:
@@ -307,7 +307,8 @@ class DepthKernel:
         q = np.divide(p, g, out=f["q"])
         log_ratio = f["l"]
         if self.dtype == np.float32:
-            log_ratio32(q, r, out=log_ratio, scratch=(f["w"], f["x"], f["s"], f["y"]))
+            log_ratio32(q, r, out=log_ratio, scratch=(f["w"], f["x"], f["s"], f["y"]),
+                        outside=b["far"])
         else:
             np.log(q, out=log_ratio)
         worst = np.divide(g, p, out=f["w"])
