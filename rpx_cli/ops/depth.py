@@ -222,12 +222,14 @@ class DepthKernel:
       times ln 2 plus fdlibm's log1p polynomial of its mantissa, with (p − g)/g itself
       where the ratio is near 1, so p ≈ g and p << g keep full accuracy; only arithmetic
       numpy vectorises on every CPU (its ``log1p`` is a scalar loop without AVX-512);
-    - deltas are decided in float32 unless a pixel lies within 4e-7 (relative) of a
-      threshold; those few are re-decided in float64 from the exact inputs with the
-      reference expression ``max(p/g, g/p) < T``, so the counts are exact.
+    - deltas are decided in float32 from |d| < ln T (|d| < ln T ⇔ max(p/g, g/p) < T)
+      unless |d| lies within 1e-6 (relative) of ln T; those few are re-decided in float64
+      from the exact inputs with the reference expression ``max(p/g, g/p) < T``, so the
+      counts are exact. (|d| is within 3e-7 of itself, and rounding integer GT / scale to
+      float32 moves it by at most 6e-8, 2.7e-7 of ln 1.25.)
     """
 
-    _AMBIGUOUS = 4e-7
+    _AMBIGUOUS = 1e-6
     _FLOATS = ("p", "g", "d", "r", "q", "l", "w", "x", "s", "y", "c")
     _BOOLS = ("invalid", "hit", "band", "far")
     _INTS = ("gbin", "pbin", "bits")
@@ -311,12 +313,15 @@ class DepthKernel:
                         outside=b["far"])
         else:
             np.log(q, out=log_ratio)
-        worst = np.divide(g, p, out=f["w"])
-        np.maximum(q, worst, out=worst)  # max(p/g, g/p), the reference's expression
         sq_err = np.multiply(d, d, out=f["x"])
         sq_rel = np.multiply(d, r, out=f["s"])
         abs_rel = np.abs(r, out=r)
         abs_log = np.abs(log_ratio, out=f["y"])
+        if self.dtype == np.float32:
+            worst = abs_log  # deltas from |d| (see _count)
+        else:
+            worst = np.divide(g, p, out=f["w"])
+            np.maximum(q, worst, out=worst)  # max(p/g, g/p), the reference's expression
         terms = (abs_rel, sq_rel, sq_err, abs_log)
         if histogram is not None:
             self._histogram(p, g, abs_rel, sq_err, size - n, histogram)
@@ -357,7 +362,8 @@ class DepthKernel:
 
     def _count(self, worst, threshold, mask, neutral, hit, start, pred, gt, gt_scale) -> int:
         """Pixels (of ``mask``) with max(p/g, g/p) < threshold; ``neutral`` pixels (ratio 1,
-        always counted when no mask is given) are subtracted."""
+        always counted when no mask is given) are subtracted. ``worst``: max(p/g, g/p) in
+        float64, |d| in float32."""
         def below(limit: float) -> int:
             np.less(worst, self.dtype.type(limit), out=hit)
             if mask is not None:
@@ -366,12 +372,12 @@ class DepthKernel:
 
         if self.dtype == np.float64:
             return below(threshold) - neutral
-        low = below(threshold * (1 - self._AMBIGUOUS))
-        high = below(threshold * (1 + self._AMBIGUOUS))
+        lower, upper = (math.log(threshold) * (1 + side * self._AMBIGUOUS) for side in (-1, 1))
+        low = below(lower)
+        high = below(upper)
         if low == high:  # no pixel near the threshold: float32 decided every one exactly
             return low - neutral
-        near = (worst >= np.float32(threshold * (1 - self._AMBIGUOUS))) & (
-            worst < np.float32(threshold * (1 + self._AMBIGUOUS)))
+        near = (worst >= np.float32(lower)) & (worst < np.float32(upper))
         if mask is not None:
             near &= mask
         index = np.flatnonzero(near) + start
