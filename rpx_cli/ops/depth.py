@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rpx_cli.ops.depth_bins import BIN_OFFSET, EDGES, N_BINS, DepthHistogram, depth_bins
+from rpx_cli.ops.depth_log import log_ratio32
 
 METRICS = ("absrel", "sqrel", "rmse", "rmse_log", "log10", "silog", "delta1", "delta2", "delta3")
 PRED_FLOOR = 1e-6
@@ -217,16 +218,20 @@ class DepthKernel:
     metrics agree with float64 to ~1e-7 for realistic errors. Two details keep it exact
     where it must be:
 
-    - log terms use ``log1p((p − g)/g)`` (accurate when p ≈ g) and ``log(p/g)`` where
-      p < g/2 (where log1p's argument would be near −1);
-    - deltas are decided in float32 unless a pixel lies within 4e-7 (relative) of a
-      threshold; those few are re-decided in float64 from the exact inputs with the
-      reference expression ``max(p/g, g/p) < T``, so the counts are exact.
+    - the log ratio is :func:`~rpx_cli.ops.depth_log.log_ratio32`: the ratio's exponent
+      times ln 2 plus fdlibm's log1p polynomial of its mantissa, with (p − g)/g itself
+      where the ratio is near 1, so p ≈ g and p << g keep full accuracy; only arithmetic
+      numpy vectorises on every CPU (its ``log1p`` is a scalar loop without AVX-512);
+    - deltas are decided in float32 from |d| < ln T (|d| < ln T ⇔ max(p/g, g/p) < T)
+      unless |d| lies within 1e-6 (relative) of ln T; those few are re-decided in float64
+      from the exact inputs with the reference expression ``max(p/g, g/p) < T``, so the
+      counts are exact. (|d| is within 3e-7 of itself, and rounding integer GT / scale to
+      float32 moves it by at most 6e-8, 2.7e-7 of ln 1.25.)
     """
 
-    _AMBIGUOUS = 4e-7
+    _AMBIGUOUS = 1e-6
     _FLOATS = ("p", "g", "d", "r", "q", "l", "w", "x", "s", "y", "c")
-    _BOOLS = ("invalid", "far", "hit", "band")
+    _BOOLS = ("invalid", "hit", "band", "far")
     _INTS = ("gbin", "pbin", "bits")
 
     def __init__(self, dtype: type = np.float32, chunk: int = 1 << 17) -> None:
@@ -293,28 +298,30 @@ class DepthKernel:
             invalid = np.logical_not(mask, out=b["invalid"])
             np.copyto(p, one, where=invalid)
             np.copyto(g, one, where=invalid)
-        finite = int(np.count_nonzero(np.isfinite(p, out=b["hit"])))
-        if finite != size:
-            return size - finite
-        np.maximum(p, self.dtype.type(PRED_FLOOR), out=p)
+        floor = self.dtype.type(PRED_FLOOR)
+        lowest, highest = np.min(p), np.max(p)  # NaN if any is: the check and the clip in two reductions
+        if not (np.isfinite(lowest) and np.isfinite(highest)):
+            return size - int(np.count_nonzero(np.isfinite(p, out=b["hit"])))
+        if lowest < floor:
+            np.maximum(p, floor, out=p)
         d = np.subtract(p, g, out=f["d"])
         r = np.divide(d, g, out=f["r"])
         q = np.divide(p, g, out=f["q"])
         log_ratio = f["l"]
         if self.dtype == np.float32:
-            with np.errstate(divide="ignore"):  # r = -1 where p << g: replaced just below
-                np.log1p(r, out=log_ratio)
-            far = np.less(q, self.dtype.type(0.5), out=b["far"])
-            if far.any():
-                log_ratio[far] = np.log(q[far])
+            log_ratio32(q, r, out=log_ratio, scratch=(f["w"], f["x"], f["s"], f["y"]),
+                        outside=b["far"])
         else:
             np.log(q, out=log_ratio)
-        worst = np.divide(g, p, out=f["w"])
-        np.maximum(q, worst, out=worst)  # max(p/g, g/p), the reference's expression
         sq_err = np.multiply(d, d, out=f["x"])
         sq_rel = np.multiply(d, r, out=f["s"])
         abs_rel = np.abs(r, out=r)
         abs_log = np.abs(log_ratio, out=f["y"])
+        if self.dtype == np.float32:
+            worst = abs_log  # deltas from |d| (see _count)
+        else:
+            worst = np.divide(g, p, out=f["w"])
+            np.maximum(q, worst, out=worst)  # max(p/g, g/p), the reference's expression
         terms = (abs_rel, sq_rel, sq_err, abs_log)
         if histogram is not None:
             self._histogram(p, g, abs_rel, sq_err, size - n, histogram)
@@ -355,7 +362,8 @@ class DepthKernel:
 
     def _count(self, worst, threshold, mask, neutral, hit, start, pred, gt, gt_scale) -> int:
         """Pixels (of ``mask``) with max(p/g, g/p) < threshold; ``neutral`` pixels (ratio 1,
-        always counted when no mask is given) are subtracted."""
+        always counted when no mask is given) are subtracted. ``worst``: max(p/g, g/p) in
+        float64, |d| in float32."""
         def below(limit: float) -> int:
             np.less(worst, self.dtype.type(limit), out=hit)
             if mask is not None:
@@ -364,12 +372,12 @@ class DepthKernel:
 
         if self.dtype == np.float64:
             return below(threshold) - neutral
-        low = below(threshold * (1 - self._AMBIGUOUS))
-        high = below(threshold * (1 + self._AMBIGUOUS))
+        lower, upper = (math.log(threshold) * (1 + side * self._AMBIGUOUS) for side in (-1, 1))
+        low = below(lower)
+        high = below(upper)
         if low == high:  # no pixel near the threshold: float32 decided every one exactly
             return low - neutral
-        near = (worst >= np.float32(threshold * (1 - self._AMBIGUOUS))) & (
-            worst < np.float32(threshold * (1 + self._AMBIGUOUS)))
+        near = (worst >= np.float32(lower)) & (worst < np.float32(upper))
         if mask is not None:
             near &= mask
         index = np.flatnonzero(near) + start
