@@ -150,6 +150,8 @@ class FrameTable(Sequence):
     not_exhaustive: tuple[np.ndarray, np.ndarray] | None = None
     # each frame's place in its GT file's images list (COCO files); None: frame order
     file_order: np.ndarray | None = None
+    # each frame's stem (the summary sets them where the run knows them); None: unknown
+    stems: list[str] | None = None
 
     def __len__(self) -> int:
         return self.n

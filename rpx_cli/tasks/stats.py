@@ -68,6 +68,9 @@ class StatTable:
         self.declared = tuple(declared)
         self.columns = dict(columns)
         self.n = n
+        # each row's stem (the report's order), where the run knows them: a summary that
+        # reads per-image data keyed by stem (Open Images' image-level labels) looks here
+        self.stems: list[str] | None = None
 
     def __len__(self) -> int:
         return self.n

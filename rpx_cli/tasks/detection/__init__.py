@@ -222,8 +222,9 @@ class Detection(Task):
                help="The benchmark's own AP (docs/protocols.md), under dataset.<protocol>: "
                     "COCO as pycocotools (dataset.coco), LVIS' federated evaluation (LVISEval "
                     "0.5.3, LVIS files; dataset.coco), PASCAL VOC 2007 11-point or 2010+ "
-                    "all-point AP (the devkit's voc_eval), DOTA task 1 (polygons), or what "
-                    "`yolo val` prints (Ultralytics)."),
+                    "all-point AP (the devkit's voc_eval), DOTA task 1 (polygons), what "
+                    "`yolo val` prints (Ultralytics), or the Open Images challenge metric "
+                    "(hotcoco's oid_style)."),
         Option("max_dets", "--max-dets", "int", None, minimum=1, metavar="N",
                help="--protocol lvis: detections kept per image, highest scores first "
                     "(default 300)."),
@@ -233,6 +234,13 @@ class Detection(Task):
                     "follow (default 8.3.0, the YOLOv8/YOLO11 releases': matching by IoU, AP "
                     "ramping to recall 1; 8.4.37 closes the curve at the last recall, 8.4.176 "
                     "matches by confidence)."),
+        Option("oi_hierarchy", "--oi-hierarchy", "file", None, metavar="FILE",
+               help="--protocol openimages: the challenge's class hierarchy JSON (LabelName, "
+                    "Subcategory): GT and predictions count for every ancestor class too."),
+        Option("oi_image_labels", "--oi-image-labels", "file", None, metavar="FILE",
+               help="--protocol openimages: image-level labels CSV (ImageID,Source,LabelName,"
+                    "Confidence: 1 verified present, 0 verified absent); only an image's "
+                    "verified classes are scored on it (else every class, with a warning)."),
         Option("iou_threshold", "--iou-threshold", "parsed", 0.5, parse=probability("IoU threshold"),
                metavar="T", help="IoU a match needs (>=), for rows, pooled and confusion."),
         Option("conf_threshold", "--conf-threshold", "parsed", 0.0,

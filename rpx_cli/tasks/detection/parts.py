@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 COCO_SECTION = "coco"  # dataset.coco: the COCO view (pycocotools), whatever the protocol
 # the options only some protocols read (param -> flag): DetectionProtocol.options
-PROTOCOL_OPTIONS = {"max_dets": "--max-dets", "ultralytics_version": "--ultralytics-version"}
+PROTOCOL_OPTIONS = {"max_dets": "--max-dets", "ultralytics_version": "--ultralytics-version",
+                    "oi_hierarchy": "--oi-hierarchy", "oi_image_labels": "--oi-image-labels"}
 
 
 class SimilarityKind:
@@ -253,6 +254,10 @@ class DetectionProtocol:
         """``dataset.<section>``: its AP figures, per class, curves (``gt_ignore``: GT
         ignored though not crowd — the kind's and the files' — or None)."""
         raise NotImplementedError
+
+    def warnings(self, params: Params) -> list[str]:
+        """What the report's ``warnings`` say of a run under it (default: nothing)."""
+        return []
 
     def families(self, names: tuple[str, ...],
                  optional: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -108,6 +108,7 @@ def summarize_frames(stats: StatTable, params: Params, families: Mapping[str, An
         dataset["confusion"] = confusion(table, ~skipped, params["iou_threshold"],
                                          params["conf_threshold"], geometry=geometry)
     if protocol.section in wanted:
+        table.stems = getattr(stats, "stems", None)
         dataset[protocol.section] = protocol.evaluate(table, geometry, kind, params, gt_ignore)
     if COCO_SECTION in wanted and COCO_SECTION not in dataset:  # the COCO view besides
         dataset[COCO_SECTION] = PROTOCOLS[DEFAULT_PROTOCOL].evaluate(table, geometry, kind, params,
@@ -116,6 +117,8 @@ def summarize_frames(stats: StatTable, params: Params, families: Mapping[str, An
         dataset["errors"] = errors(table, geometry=geometry)
     sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}
     warnings = filter_warnings(table, params)
+    if protocol.section in wanted:
+        warnings += protocol.warnings(params)
     if warnings:
         sections["warnings"] = warnings
     if params.get("keep_worst"):
