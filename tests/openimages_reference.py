@@ -9,16 +9,19 @@ from typing import Any
 
 
 def hotcoco_oid(images: list[tuple[list[dict], list[dict]]], classes: list[str],
-                parents: dict[str, str] | None = None, *, expand_dt: bool = True) -> dict[str, Any]:
+                parents: dict[str, str] | None = None, *, expand_dt: bool = True,
+                image_ids: list[int] | None = None) -> dict[str, Any]:
     """``{"mAP", "per_class": {name: AP or None}}`` of hotcoco on ``images``, each ``(GT,
     predictions)`` with ``{"bbox": [x, y, w, h], "label", "group": bool, "score"}``; image
     ids 1.. in list order (ties across images go to the lower id), annotation ids in list
     order. ``parents``: child -> parent class (the tree without its root); ``expand_dt``:
-    hotcoco expands the predictions too (else they are given expanded)."""
+    hotcoco expands the predictions too (else they are given expanded); ``image_ids``: the
+    images' ids (default 1..n)."""
     hotcoco = __import__("hotcoco")
     cat = {name: k + 1 for k, name in enumerate(classes)}
     gt_anns, dt_anns = [], []
-    for i, (gt, pred) in enumerate(images, 1):
+    ids = image_ids or list(range(1, len(images) + 1))
+    for i, (gt, pred) in zip(ids, images, strict=True):
         for obj in gt:
             x, y, w, h = obj["bbox"]
             gt_anns.append({"id": len(gt_anns) + 1, "image_id": i, "category_id": cat[obj["label"]],
@@ -30,7 +33,7 @@ def hotcoco_oid(images: list[tuple[list[dict], list[dict]]], classes: list[str],
                             "bbox": [x, y, w, h], "area": w * h, "iscrowd": 0,
                             "score": obj["score"]})
     dataset = {"images": [{"id": i, "width": 1000, "height": 1000, "file_name": f"{i}.jpg"}
-                          for i in range(1, len(images) + 1)],
+                          for i in ids],
                "annotations": gt_anns,
                "categories": [{"id": k, "name": name} for name, k in cat.items()]}
     gt_coco = hotcoco.COCO(dataset)

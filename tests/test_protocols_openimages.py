@@ -278,6 +278,37 @@ def test_equals_hotcoco_oid_style(rpx, tmp_path, seed):
     _assert_equal(flat, hotcoco_oid(_reference_images(images), CLASSES))
 
 
+def test_coco_files_equal_hotcoco(rpx, tmp_path):
+    """COCO files: classes matched to the hierarchy by category name; tied scores across
+    images fall in image id order (hotcoco's), not file-name order."""
+    images = _oid_dataset(4, n=24)
+    reference = _reference_images(images)
+    for gt, _ in reference:
+        for obj in gt:
+            obj["group"] = False  # COCO files have crowd regions, which hotcoco's OID mode
+            # scores as ordinary GT (rpx: as group-of boxes)
+    ids = [int(v) for v in np.random.default_rng(9).permutation(len(images)) + 1]
+    cat = {name: k for k, name in enumerate(CLASSES, 11)}
+    objects = [(i, o) for i, (gt, _) in zip(ids, reference, strict=True) for o in gt]
+    instances = {"images": [{"id": i, "file_name": f"{stem}.jpg", "width": 1000, "height": 1000}
+                            for i, (stem, _, _) in zip(ids, images, strict=True)],
+                 "annotations": [{"id": n, "image_id": i, "category_id": cat[o["label"]],
+                                  "bbox": o["bbox"], "area": o["bbox"][2] * o["bbox"][3],
+                                  "iscrowd": 0} for n, (i, o) in enumerate(objects, 1)],
+                 "categories": [{"id": k, "name": name} for name, k in cat.items()]}
+    results = [{"image_id": i, "category_id": cat[o["label"]], "bbox": o["bbox"], "score": o["score"]}
+               for i, (_, pred) in zip(ids, reference, strict=True) for o in pred]
+    (tmp_path / "instances.json").write_text(json.dumps(instances))
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    (tmp_path / "h.json").write_text(json.dumps(NESTED))
+    run = rpx(["eval", "detection", "--coco-gt", tmp_path / "instances.json", "--coco-dt",
+               tmp_path / "results.json", "--protocol", "openimages", "--oi-hierarchy",
+               tmp_path / "h.json"])
+    assert run.exit_code == 0, run.stderr
+    _assert_equal(run.json["dataset"]["openimages"],
+                  hotcoco_oid(reference, CLASSES, PARENTS, image_ids=ids))
+
+
 def _expanded(images, verified):
     """The predictions as the image-level labels leave them: expanded up the tree as hotcoco
     expands them (a copy the input already holds is skipped), then those of a class not

@@ -21,9 +21,9 @@ checked by its authors against the TensorFlow Object Detection API's challenge e
   later one inside the same box is ignored. A group-of box no detection lies in is one
   miss: each counts once in ``n_gt``.
 - **AP**: per class, the scored detections of every image by descending score (ties: the
-  earlier image — hotcoco's image id order, here the run's stem order — then the pair's
-  order), all-point area under the precision envelope (VOC2010's, :func:`rpx_cli.ops.voc.
-  voc_ap`); the mean over the classes with GT.
+  earlier image in hotcoco's image id order — COCO files' ids, else the stem order —, then
+  the pair's order), all-point area under the precision envelope (VOC2010's,
+  :func:`rpx_cli.ops.voc.voc_ap`); the mean over the classes with GT.
 """
 
 from __future__ import annotations

@@ -124,10 +124,17 @@ def openimages_view(table: FrameTable, params: Params,
     gt, pred = table.gt, table.pred
     ignored = np.zeros(len(gt), bool) if gt_ignore is None else gt_ignore.astype(bool)
     group = gt.crowd.astype(bool) if gt.group is None else gt.crowd.astype(bool) | gt.group
+    # images in hotcoco's order: by COCO image id where the files give them, else stem order
+    place = np.arange(table.n)
+    if table.image_ids is not None:
+        place[np.argsort(table.image_ids, kind="stable")] = np.arange(table.n)
+    verified = _verified(table, params, vocabulary, tree)
+    if verified is not None:
+        verified = (place[verified[0]], verified[1])
     result = evaluate(OiInput(
-        len(vocabulary), gt.frame, gt.label, gt.shape.astype(np.float64), group, ignored & ~group,
-        pred.frame, pred.label, pred.shape.astype(np.float64), pred.score, tree,
-        _verified(table, params, vocabulary, tree)))
+        len(vocabulary), place[gt.frame], gt.label, gt.shape.astype(np.float64), group,
+        ignored & ~group, place[pred.frame], pred.label, pred.shape.astype(np.float64),
+        pred.score, tree, verified))
     curves, npos = result.curves, result.npos
     ap = curves.ap[:, 0]
     listed = np.zeros(len(vocabulary), bool)
