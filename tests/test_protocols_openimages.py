@@ -370,3 +370,17 @@ def test_jobs_and_shards_change_nothing(rpx, tmp_path):
         rpx, f"eval detection --gt-dir {tmp_path / 'gt.csv'} --pred-dir {tmp_path / 'pred.csv'} "
              f"--image-size 1000,1000 --protocol openimages --oi-hierarchy {tmp_path / 'h.json'} "
              f"--oi-image-labels {tmp_path / 'labels.csv'}", tmp_path)
+
+
+def test_group_of_boxes_are_regions_for_the_other_views(rpx):
+    """The challenge fixture: street1's group-of box of cars is a region for rows and
+    pooled (as a crowd region): not a GT to find, and the two car detections inside it no
+    false positives; under --protocol coco (which skips it) they are two."""
+    root = Path(__file__).resolve().parent.parent / "fixtures/detection/openimages_challenge"
+    argv = ["eval", "detection", "--pred-dir", root / "predictions.csv", "--gt-dir",
+            root / "annotations-bbox.csv", "--image-size", "640,480"]
+    oi = rpx([*argv, "--protocol", "openimages"]).json
+    coco = rpx([*argv, "--protocol", "coco"]).json
+    assert [row["n_gt"] for row in oi["rows"]] == [2, 2, 1, 1]  # park1, park2, street1, street2
+    assert oi["dataset"]["pooled"]["fp"] == coco["dataset"]["pooled"]["fp"] - 2
+    assert oi["dataset"]["pooled"]["tp"] == coco["dataset"]["pooled"]["tp"]

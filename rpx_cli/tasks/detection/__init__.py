@@ -373,7 +373,10 @@ class Detection(Task):
     def evaluate(self, pred: Boxes, gt: Boxes, params: Params, *, pred_path: str | None,
                  gt_path: str) -> Sample:
         n_pred = int(np.count_nonzero(pred.scores >= params["conf_threshold"])) if len(pred) else 0
-        row = {"n_gt": int(np.count_nonzero(~gt.crowd & ~gt.ignored())), "n_pred": n_pred}
+        counted = ~gt.crowd & ~gt.ignored()
+        if gt.group is not None:  # group-of boxes (--protocol openimages): regions, as crowd
+            counted &= ~gt.group
+        row = {"n_gt": int(np.count_nonzero(counted)), "n_pred": n_pred}
         gt = gt.scoped(pred.labels)  # regions of every class: one per class detected here
         values, extra = kind_of(params).pair(pred, gt, params, pred_path=pred_path,
                                              gt_path=gt_path)

@@ -18,6 +18,7 @@ GT (VOC, ``ignore``) are ignored GT. Keys (``dataset.openimages``): ``mAP``,
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,14 @@ class OpenImages(DetectionProtocol):
     def metric_info(self, info: dict[str, MetricInfo], params: Params) -> None:
         info.update({key: MetricInfo("none" if key == "n_ignored" else "higher", text)
                      for key, text in INFO.items()})
+
+    def frames(self, table: FrameTable, params: Params) -> FrameTable:
+        """Group-of boxes are crowd regions for every other view (rows, pooled, confusion,
+        COCO's): a region, not an object to find."""
+        gt = table.gt
+        if gt.group is None:
+            return table
+        return replace(table, gt=replace(gt, crowd=gt.crowd.astype(bool) | gt.group))
 
     def warnings(self, params: Params) -> list[str]:
         return [] if params.get("oi_image_labels") else [NO_LABELS]
