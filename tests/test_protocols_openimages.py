@@ -384,3 +384,59 @@ def test_group_of_boxes_are_regions_for_the_other_views(rpx):
     assert [row["n_gt"] for row in oi["rows"]] == [2, 2, 1, 1]  # park1, park2, street1, street2
     assert oi["dataset"]["pooled"]["fp"] == coco["dataset"]["pooled"]["fp"] - 2
     assert oi["dataset"]["pooled"]["tp"] == coco["dataset"]["pooled"]["tp"]
+
+
+# hotcoco's own Open Images cases (crates/hotcoco/tests/integration_test.rs of its 1.3.0 sdist:
+# test_oid_group_of_multi_match, _matches_on_ioa_not_iou, _undetected_group_of_is_a_miss,
+# test_oid_hierarchy_evaluation, test_oid_dt_expansion): its objects, its expected AP
+ORDINARY, GROUP_OF = [300.0, 300.0, 100.0, 100.0], [0.0, 0.0, 200.0, 200.0]
+HOTCOCO_CASES = {
+    "group_of_multi_match": (
+        [("person", ORDINARY, False), ("person", GROUP_OF, True)],
+        [("person", ORDINARY, 0.9), ("person", GROUP_OF, 0.8), ("person", [10.0, 10.0, 80.0, 80.0], 0.7)],
+        {}, 1.0, {"person": 1.0}),
+    "group_of_matches_on_ioa_not_iou": (
+        [("person", ORDINARY, False), ("person", GROUP_OF, True)],
+        [("person", [10.0, 10.0, 80.0, 80.0], 0.9), ("person", ORDINARY, 0.8)], {}, 1.0, {}),
+    "undetected_group_of_is_a_miss": (
+        [("person", [0.0, 0.0, 100.0, 100.0], False), ("person", [400.0, 400.0, 100.0, 100.0], True)],
+        [("person", [0.0, 0.0, 100.0, 100.0], 0.9)], {}, 0.5, {}),
+    "hierarchy_evaluation": (
+        [("poodle", [10.0, 10.0, 100.0, 100.0], False)], [("dog", [10.0, 10.0, 100.0, 100.0], 0.9)],
+        {"poodle": "dog", "dog": "animal"}, None, {"dog": 1.0}),
+    "dt_expansion": (
+        [("animal", [10.0, 10.0, 100.0, 100.0], False)], [("dog", [10.0, 10.0, 100.0, 100.0], 0.9)],
+        {"dog": "animal"}, 1.0, {"animal": 1.0, "dog": None}),
+}
+
+
+def _tree(parents: dict[str, str], classes: list[str]) -> dict:
+    def node(name):
+        return {"LabelName": name,
+                "Subcategory": [node(c) for c in classes if parents.get(c) == name]}
+
+    return {"LabelName": "/m/0bl9f",
+            "Subcategory": [node(c) for c in classes if c not in parents]}
+
+
+@pytest.mark.parametrize("case", sorted(HOTCOCO_CASES))
+def test_hotcoco_own_cases(rpx, tmp_path, case):
+    gt, pred, parents, m_ap, per_class = HOTCOCO_CASES[case]
+    classes = sorted({label for label, *_ in gt + pred} | set(parents) | set(parents.values()))
+    write_json_pair(tmp_path, "img1",
+                    [{"bbox": box, "label": label, **({"iscrowd": 1} if group else {})}
+                     for label, box, group in gt],
+                    [{"bbox": box, "label": label, "score": score} for label, box, score in pred])
+    extra = ()
+    if parents:
+        (tmp_path / "h.json").write_text(json.dumps(_tree(parents, classes)))
+        extra = ("--oi-hierarchy", str(tmp_path / "h.json"))
+    got = _run(rpx, tmp_path, *extra).json["dataset"]["openimages"]
+    want = hotcoco_oid([([{"bbox": box, "label": label, "group": group} for label, box, group in gt],
+                         [{"bbox": box, "label": label, "score": score}
+                          for label, box, score in pred])], classes, parents)
+    _assert_equal(got, want)
+    if m_ap is not None:
+        assert got["mAP"] == pytest.approx(m_ap, abs=1e-12)
+    for name, ap in per_class.items():
+        assert got["per_class"][name]["AP"] == (None if ap is None else pytest.approx(ap, abs=1e-12))
