@@ -24,13 +24,17 @@ report equals ``rpx eval`` on the same samples written as files (``.npy`` for ar
 from __future__ import annotations
 
 import hashlib
+import re
 import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from rpx_cli.engine.pairs import Gathering, score_loaded
 from rpx_cli.engine.workers import guarded_parse
 from rpx_cli.errors import InputError, ParameterError, escaped
+from rpx_cli.io.mask_arrays import as_array
 from rpx_cli.io.memory import memory_path, read_in_memory
 from rpx_cli.params import resolve
 from rpx_cli.params.workflows import INCLUDE_ROWS
@@ -66,6 +70,7 @@ class Evaluator:
         self.params: dict[str, Any] = {**spec.settle_inputs(resolve(spec, {**options, **aux}),
                                                             {"pred": None, "gt": None}),
                                        "missing": spec.default_missing, "on_error": "fail"}
+        spec.check_in_memory(self.params)
         self.include_rows = INCLUDE_ROWS.convert(include_rows)
         self._calculators = plugin_calculators(spec.name)
         self._aux_names = {option.param.removesuffix("_dir"): option.param
@@ -100,6 +105,13 @@ class Evaluator:
             known = ", ".join(sorted(self._aux_names)) or "none"
             raise ParameterError(f"{self.task} takes no {', '.join(unknown)} (auxiliary "
                                  f"inputs: {known})")
+        try:
+            self._update(stem, pred, gt, extra)
+        except InputError as exc:  # the readers' words for files, as this caller gave them
+            raise InputError(in_memory_words(self._spec, exc.args[0] if exc.args else ""),
+                             path=exc.path) from None
+
+    def _update(self, stem: str, pred: Any, gt: Any, extra: Mapping[str, Any]) -> None:
         task, params = self._spec, self.params
         gt_value, gt_path = self._read(gt, f"gt/{stem}", "gt")
         aux = {}
@@ -127,7 +139,9 @@ class Evaluator:
         stands for names it in messages): what the reader returns, and that name."""
         task, params = self._spec, self.params
         suffixes = task.suffixes if role in ("gt", "pred") else self._aux_suffixes(role)
-        path = memory_path(value, name, suffixes)
+        path = memory_path(value, name, suffixes, task.array_suffix)
+        if not isinstance(value, np.ndarray) and as_array(value) is not None:
+            value = as_array(value)  # a tensor-like (torch, jax): its array
 
         def read(path: str, buffer: Any) -> Any:
             return task.read(path, buffer, params, _ignore, role=role)
@@ -199,6 +213,27 @@ class Evaluator:
                               "n_files": 0, "n_samples": len(state), "sha256": None}}
         return stamp(report, Invocation(command=f"rpx_cli.Evaluator({self.task!r})",
                                         args=_args(self.params)), inputs, stopwatch)
+
+
+def in_memory_words(task: Any, message: str) -> str:
+    """A reader's message as an Evaluator's caller reads it: the task's flags named by the
+    keywords that set them (``--range`` → ``ranges=``, ``--box-format`` → ``box_format=``)."""
+    if "--" not in message:
+        return message
+    options = {option.flag: option for option in task.options if option.flag}
+    if not options:
+        return message
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(options, key=len,
+                                                                        reverse=True))) +
+                         r")(?![\w-])(?: ([\w.:-]+))?")
+
+    def keyword(match: re.Match[str]) -> str:
+        option, value = options[match.group(1)], match.group(2)
+        if value is not None and value in option.choices:  # --box-format xywh
+            return f"{option.param}={value!r}"
+        return f"{option.param}=" + ("" if value is None else f" {value}")
+
+    return pattern.sub(keyword, message)
 
 
 def _ignore(kind: str, path: str) -> None:

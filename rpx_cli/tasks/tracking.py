@@ -62,6 +62,7 @@ class Tracking(Task):
     headline = ("dataset.hota", "dataset.mota", "dataset.idf1", "dataset.motp", "dataset.idsw")
     page_view = "sequences"
     suffixes = (".txt", ".json")
+    array_suffix = ".txt"  # in memory: MOT rows as an (N, >= 6) array
     heavy_pairs = True  # a sequence / an image pair: tens of ms to seconds each
     help = "Multi-object tracking: CLEAR-MOT, IDF1 and HOTA equal to TrackEval."
     formats = (
