@@ -23,9 +23,7 @@ report equals ``rpx eval`` on the same samples written as files (``.npy`` for ar
 
 from __future__ import annotations
 
-import hashlib
 import re
-import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -33,19 +31,18 @@ import numpy as np
 
 from rpx_cli.engine.pairs import Gathering, score_loaded
 from rpx_cli.engine.workers import guarded_parse
-from rpx_cli.errors import InputError, ParameterError, escaped
+from rpx_cli.errors import InputError, ParameterError, RpxError, escaped, first_line
 from rpx_cli.io.mask_arrays import as_array
 from rpx_cli.io.memory import memory_path, read_in_memory
 from rpx_cli.params import resolve
 from rpx_cli.params.workflows import INCLUDE_ROWS
 from rpx_cli.report.provenance import Stopwatch
+from rpx_cli.run.evaluator_state import decode_state, encode_state, pairing_of
 from rpx_cli.run.invocation import Invocation, stamp
 from rpx_cli.run.state import State, finalize, merge_states
 from rpx_cli.tasks.calculators import plugin_calculators
 from rpx_cli.tasks.registry import get_task
 
-MAGIC = b"rpx-state\n"
-VERSION = 1
 IN_MEMORY = "<in memory>"  # an auxiliary input given with each update, not as a folder
 
 
@@ -156,7 +153,7 @@ class Evaluator:
 
     def _state(self) -> State:
         result = self._gathering.result()
-        state = State(task=self.task, params=self.params, pairing=_pairing(self.task, self.params),
+        state = State(task=self.task, params=self.params, pairing=pairing_of(self.task, self.params),
                       inputs={}, stems=list(result.stems), stats=result.stats,
                       rows=list(result.rows) if self.include_rows else None,
                       extras=list(result.extras), errors=[], digests={},
@@ -166,12 +163,11 @@ class Evaluator:
         return merge_states([self._base, state]) if len(state) else self._base
 
     def state(self) -> bytes:
-        """This evaluator's samples as compact, versioned bytes (JSON, zlib-compressed; no
-        pickle): send them to another process and fold them there with :meth:`merged`."""
-        from rpx_cli.report.serialize import dumps
-
-        data = self._state().encode()
-        return MAGIC + bytes([VERSION]) + zlib.compress(dumps(data, compact=True), 1)
+        """This evaluator's samples as compact, versioned bytes (JSON, zlib-compressed, with
+        its length and sha256; no pickle): send them to another process and fold them there
+        with :meth:`merged`, which checks them as strictly as a file
+        (:mod:`rpx_cli.run.evaluator_state`)."""
+        return encode_state(self._state().encode())
 
     @classmethod
     def merged(cls, states: Iterable[bytes | Evaluator]) -> Evaluator:
@@ -179,13 +175,18 @@ class Evaluator:
         evaluators), in any number and order: exact. The states must come from evaluators of
         one task with the same options; a key in two states is an
         :class:`~rpx_cli.errors.InputError` naming it."""
-        decoded = [item._state() if isinstance(item, Evaluator) else _decode(item)
+        states = list(states)
+        decoded = [item._state() if isinstance(item, Evaluator) else decode_state(item)
                    for item in states]
         if not decoded:
             raise ParameterError("nothing to merge: give at least one state")
         merged = merge_states(decoded)
         evaluator = cls.__new__(cls)
         evaluator._from_state(merged)
+        # states that came as bytes passed decode_state's checks; what a summary of edited
+        # parameters could still trip on is that state's error, not a raw exception
+        evaluator._decoded = any(not isinstance(item, Evaluator) for item in states) or \
+            any(getattr(item, "_decoded", False) for item in states if isinstance(item, Evaluator))
         return evaluator
 
     def _from_state(self, state: State) -> None:
@@ -208,7 +209,16 @@ class Evaluator:
         state = self._state()
         if not len(state):
             raise InputError("no sample was given: nothing to report")
-        report = finalize(state)
+        try:
+            report = finalize(state)
+        except RpxError:
+            raise
+        except Exception as exc:
+            if not getattr(self, "_decoded", False):
+                raise
+            raise InputError(f"a merged Evaluator state cannot be summarised "
+                             f"({type(exc).__name__}: {first_line(exc)}): was it edited, or "
+                             "made by another rpx version?") from None
         inputs = {"samples": {"path": IN_MEMORY, "kind": "in-memory", "exists": True,
                               "n_files": 0, "n_samples": len(state), "sha256": None}}
         return stamp(report, Invocation(command=f"rpx_cli.Evaluator({self.task!r})",
@@ -240,30 +250,5 @@ def _ignore(kind: str, path: str) -> None:
     """Reader warnings of in-memory samples (e.g. an 8-bit PNG holding 255) are dropped."""
 
 
-def _pairing(task: str, params: Mapping[str, Any]) -> str:
-    """What states of one evaluation share: the task and its parameters."""
-    from rpx_cli.report.serialize import dumps
-
-    return "in-memory:" + hashlib.sha256(task.encode() + dumps(dict(params), compact=True)).hexdigest()
-
-
 def _args(params: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in params.items() if key not in ("missing", "on_error")}
-
-
-def _decode(data: bytes) -> State:
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise ParameterError(f"a state is bytes from Evaluator.state(), got {type(data).__name__}")
-    data = bytes(data)
-    if not data.startswith(MAGIC) or len(data) <= len(MAGIC):
-        raise InputError("not an rpx Evaluator state (bytes from Evaluator.state())")
-    version = data[len(MAGIC)]
-    if version != VERSION:
-        raise InputError(f"an Evaluator state of version {version}; this rpx reads version "
-                         f"{VERSION}: produce the states with the same rpx version")
-    from rpx_cli.report.serialize import loads
-
-    try:
-        return State.decode(loads(zlib.decompress(data[len(MAGIC) + 1:])))
-    except (zlib.error, ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"a damaged Evaluator state ({exc})") from None

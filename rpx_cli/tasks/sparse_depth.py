@@ -71,7 +71,7 @@ class SparseDepth(Task):
                help="Predictions are points or dense maps [auto: JSON and (N, 3) .npy are "
                     "points, anything else a map]."),
     )
-    stats = tuple(Stat(name) for name in SUMS)
+    stats = tuple(Stat(name, minimum=0) for name in SUMS)  # counts and error sums
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Points | DepthMap:

@@ -120,7 +120,7 @@ class Tracking(Task):
                     "zero-marked GT, pedestrians only) [none: drop GT lines whose flag is 0]."),
     )
     # TrackEval's summed fields of one sequence, named by ops.mot.STAT_NAMES
-    stats = (Stat("mot", width=mot.WIDTH),)
+    stats = (Stat("mot", width=mot.WIDTH, minimum=0),)  # counts and sums of similarities
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Tracks:
