@@ -182,7 +182,7 @@ def test_no_edit_of_a_state_is_a_raw_exception(task) -> None:
             Evaluator.merged([state]).report()
         except RpxError:
             pass
-        except Exception as exc:  # noqa: BLE001 — the point of the test
+        except Exception as exc:
             raise AssertionError(f"{task} {path} = {value!r}: {type(exc).__name__}: {exc}") from exc
 
 

@@ -293,7 +293,10 @@ def _segmentation(value: Any, where: str, path: str) -> Any:
                 raise InputError(f"{where}: polygon {part} must be [x1, y1, x2, y2, ...] with at "
                                  f"least 3 points of finite numbers, got {_short(polygon)}", path=path)
         return value
-    mask = as_array(value)
+    try:
+        mask = as_array(value)
+    except InputError as exc:
+        raise InputError(f"{where}: 'segmentation' is {exc.args[0]}", path=path) from None
     if mask is not None:
         value = mask_runs(mask, where, path)
     if isinstance(value, dict) and "counts" in value and "size" in value:

@@ -27,12 +27,18 @@ MAX_SIDE = 1_000_000  # an RLE's h and w, as the readers bound a file's
 
 
 def as_array(value: Any) -> np.ndarray | None:
-    """``value`` as a numpy array when it is one or tensor-like (``__array__``, or a
+    """``value`` as a plain numpy array when it is an array (a subclass such as ``np.matrix``
+    as its values; a masked array is refused) or tensor-like (``__array__``, or a
     ``.numpy()`` method), else None. A tensor-like that cannot be converted (a torch tensor
     on a GPU, or one that requires grad) is an :class:`InputError` saying how to hand it
     over."""
-    if isinstance(value, np.ndarray):
+    if type(value) is np.ndarray:
         return value
+    if isinstance(value, np.ma.MaskedArray):
+        raise InputError("a masked array: fill its masked values first (np.ma.filled), as a "
+                         "file would hold them")
+    if isinstance(value, np.ndarray):  # np.matrix, memmap, ...: the values as a plain array
+        return np.asarray(value)
     if value is None or isinstance(value, (str, bytes, bytearray, memoryview, dict, list, tuple,
                                            int, float, bool, np.generic)):
         return None
@@ -80,7 +86,8 @@ def rows_shape(value: list[Any]) -> tuple[int, int] | None:
             not set(map(type, value)) <= {list}:
         return None
     width = len(value[0])
-    if set(map(len, value)) != {width} or not set(value[0][:16]) <= {0, 1}:
+    if set(map(len, value)) != {width} or not set(map(type, value[0][:16])) <= {int, float, bool} \
+            or not set(value[0][:16]) <= {0, 1}:
         return None
     items = list(chain.from_iterable(value))
     if not set(map(type, items)) <= {int, float, bool} or not set(items) <= {0, 1}:

@@ -117,14 +117,18 @@ _SCALARS = {int, float, str, bool, type(None)}
 
 def read_in_memory(read: Any, value: Any, path: str) -> Any:
     """``read(path, MemoryBuffer(value))``, a reader on an in-memory value; a structure the
-    reader refuses as given is read again as :func:`plain` makes it (numpy values as JSON's),
-    and refused then, it is the reader's error on the plain form."""
+    reader refuses as given — or trips on: numpy values where a reader expects JSON's — is
+    read again as :func:`plain` makes it (numpy values as JSON's), and refused then, it is
+    the reader's error on the plain form, the one its file would give."""
     try:
         return read(path, MemoryBuffer(value))
-    except InputError:
+    except (InputError, TypeError, ValueError, AttributeError, IndexError, KeyError):
         if isinstance(value, np.ndarray) or not isinstance(value, (dict, list, tuple)):
             raise
-        converted = plain(value)
+        try:
+            converted = plain(value)
+        except InputError as exc:  # a tensor-like that is no array: named by the value's path
+            raise InputError(exc.args[0], path=path) from None
         if converted is value:
             raise
     return read(path, MemoryBuffer(converted))

@@ -27,8 +27,6 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import numpy as np
-
 from rpx_cli.engine.pairs import Gathering, score_loaded
 from rpx_cli.engine.workers import guarded_parse
 from rpx_cli.errors import InputError, ParameterError, RpxError, escaped, first_line
@@ -136,9 +134,12 @@ class Evaluator:
         stands for names it in messages): what the reader returns, and that name."""
         task, params = self._spec, self.params
         suffixes = task.suffixes if role in ("gt", "pred") else self._aux_suffixes(role)
+        try:  # a tensor-like (torch, jax) or an ndarray subclass: its plain array
+            array = as_array(value)
+        except InputError as exc:
+            raise InputError(exc.args[0], path=name) from None
+        value = value if array is None else array
         path = memory_path(value, name, suffixes, task.array_suffix)
-        if not isinstance(value, np.ndarray) and as_array(value) is not None:
-            value = as_array(value)  # a tensor-like (torch, jax): its array
 
         def read(path: str, buffer: Any) -> Any:
             return task.read(path, buffer, params, _ignore, role=role)
@@ -235,12 +236,12 @@ def in_memory_words(task: Any, message: str) -> str:
         return message
     pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(options, key=len,
                                                                         reverse=True))) +
-                         r")(?![\w-])(?: ([\w.:-]+))?")
+                         r")(?![\w-])(?: ([\w.:|-]+))?")
 
     def keyword(match: re.Match[str]) -> str:
         option, value = options[match.group(1)], match.group(2)
-        if value is not None and value in option.choices:  # --box-format xywh
-            return f"{option.param}={value!r}"
+        if value is not None and set(value.split("|")) <= set(option.choices):  # --box-format xywh
+            return f"{option.param}=" + "|".join(map(repr, value.split("|")))
         return f"{option.param}=" + ("" if value is None else f" {value}")
 
     return pattern.sub(keyword, message)

@@ -360,18 +360,10 @@ def merge_states(states: Iterable[State]) -> State:
 
 
 def params_difference(a: Mapping[str, Any], b: Mapping[str, Any], most: int = 3) -> str:
-    """The parameters two states disagree on, each with both values (``max_depth 5.0 vs
-    None``; at most ``most`` named, then how many more)."""
-    keys = sorted(key for key in {*a, *b} if a.get(key, None) != b.get(key, None) or
-                  (key in a) != (key in b))
-    shown = [f"{key} {_short(a.get(key))} vs {_short(b.get(key))}" for key in keys[:most]]
-    more = f" and {len(keys) - most} more" if len(keys) > most else ""
-    return ", ".join(shown) + more
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    """The parameters two states disagree on, with both values (``max_depth 5.0 vs None``)."""
+    keys = sorted(key for key in {*a, *b} if (key in a) != (key in b) or a[key] != b[key])
+    shown = [f"{key} {a.get(key)!r:.40} vs {b.get(key)!r:.40}" for key in keys[:most]]
+    return ", ".join(shown) + (f" and {len(keys) - most} more" if len(keys) > most else "")
 
 
 def finalize(state: State, *, check_errors: bool = True,
