@@ -3,11 +3,13 @@ file readers' checks on what it is given — wrong types, shapes and dtypes, NaN
 numpy subclasses, tensor-likes, values placed anywhere in a per-stem structure — and a value
 a file could not hold is one :class:`~rpx_cli.errors.InputError` at ``update`` naming the key
 (``pred/<key>`` or ``gt/<key>``), never an AttributeError/TypeError/IndexError/KeyError
-there or later in ``report()`` and ``merged()``."""
+there or later in ``report()`` and ``merged()``; worded as the caller gave it (no flag, no
+file)."""
 
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import numpy as np
@@ -16,6 +18,8 @@ import pytest
 from rpx_cli import Evaluator
 from rpx_cli.errors import InputError, RpxError
 
+# what a caller of update never used: a flag, a file
+CLI_WORDS = re.compile(r"(?<![\w])--|\bfiles?\b")
 M = np.zeros((8, 10), np.uint8)
 M[2:5, 2:6] = 1
 BOX3D = {"translation": [1.0, 2.0, 0.0], "size": [2.0, 4.0, 1.5], "rotation": [1, 0, 0, 0],
@@ -173,6 +177,7 @@ def test_hostile_arrays(case) -> None:
             if error is not None:
                 assert isinstance(error, InputError), (name, error)
                 assert f"{side}/k" in str(error), (task, name, str(error))
+                assert not CLI_WORDS.search(str(error)), (task, name, str(error))
 
 
 @pytest.mark.parametrize("case", sorted(DOCUMENTS), ids=lambda case: "-".join([case[0], *(
@@ -188,6 +193,7 @@ def test_hostile_values_anywhere_in_a_structure(case) -> None:
                 if error is not None:
                     assert isinstance(error, InputError), (path, value, error)
                     assert f"{side}/k" in str(error), (task, path, value, str(error))
+                    assert not CLI_WORDS.search(str(error)), (task, path, value, str(error))
 
 
 @pytest.mark.parametrize("task, pred, gt, message", [

@@ -35,8 +35,7 @@ def as_array(value: Any) -> np.ndarray | None:
     if type(value) is np.ndarray:
         return value
     if isinstance(value, np.ma.MaskedArray):
-        raise InputError("a masked array: fill its masked values first (np.ma.filled), as a "
-                         "file would hold them")
+        raise InputError("a masked array: fill its masked values first (np.ma.filled)")
     if isinstance(value, np.ndarray):  # np.matrix, memmap, ...: the values as a plain array
         return np.asarray(value)
     if value is None or isinstance(value, (str, bytes, bytearray, memoryview, dict, list, tuple,

@@ -29,7 +29,7 @@ from typing import Any
 
 from rpx_cli.engine.pairs import Gathering, score_loaded
 from rpx_cli.engine.workers import guarded_parse
-from rpx_cli.errors import InputError, ParameterError, RpxError, escaped, first_line
+from rpx_cli.errors import SWAP_HINT, InputError, ParameterError, RpxError, escaped, first_line
 from rpx_cli.io.mask_arrays import as_array
 from rpx_cli.io.memory import memory_path, read_in_memory
 from rpx_cli.params import resolve
@@ -86,7 +86,8 @@ class Evaluator:
     def update(self, key: str, pred: Any, gt: Any, **extra: Any) -> None:
         """Add one sample: ``key`` its stem (unique over every evaluator merged), ``pred`` and
         ``gt`` what the task reads from one file (an array for a map or labels; the per-stem
-        JSON structure as dicts and lists, numpy arrays allowed; text), ``pred=None`` a
+        JSON structure as dicts and lists, numpy arrays allowed; text; any tensor-like as its
+        array; tracking's MOT rows as an ``(N, >= 6)`` array), ``pred=None`` a
         missing prediction (scored as ``--missing empty`` scores it); ``extra``: the task's
         auxiliary inputs (segmentation3d: ``points=``). A bad sample raises the file
         reader's :class:`~rpx_cli.errors.InputError`, naming the key."""
@@ -138,6 +139,8 @@ class Evaluator:
             array = as_array(value)
         except InputError as exc:
             raise InputError(exc.args[0], path=name) from None
+        if array is not None and array.dtype == object:  # what the .npy reader refuses
+            raise InputError("an array of Python objects: give an array of numbers", path=name)
         value = value if array is None else array
         path = memory_path(value, name, suffixes, task.array_suffix)
 
@@ -231,6 +234,7 @@ def in_memory_words(task: Any, message: str) -> str:
     keywords that set them (``--range`` → ``ranges=``, ``--box-format`` → ``box_format=``)."""
     if "--" not in message:
         return message
+    message = message.replace(SWAP_HINT, "did you swap pred and gt?")
     options = {option.flag: option for option in task.options if option.flag}
     if not options:
         return message
