@@ -171,6 +171,8 @@ class Task:
 
     # --- inputs -------------------------------------------------------------------------
     suffixes: ClassVar[tuple[str, ...]] = ()
+    # the file an array given to Evaluator.update stands for (tracking: MOT text's rows)
+    array_suffix: ClassVar[str] = ".npy"
     default_missing: ClassVar[str] = "error"
     # how run_provenance names the two folders (coherence: mask_dir, depth_dir)
     input_names: ClassVar[tuple[str, str]] = ("pred_dir", "gt_dir")
@@ -250,6 +252,10 @@ class Task:
 
     def validate_params(self, params: Params) -> None:
         """Raise :class:`rpx_cli.errors.ParameterError` for a value the task cannot use."""
+
+    def check_in_memory(self, params: Params) -> None:
+        """Raise :class:`rpx_cli.errors.ParameterError` for parameters that samples given in
+        memory (the ``Evaluator``) cannot serve — before any sample. Default: none."""
 
     def settle_inputs(self, params: Params, inputs: Mapping[str, str | None]) -> dict[str, Any]:
         """``params`` with what the inputs decide, before they are paired: ``inputs`` is

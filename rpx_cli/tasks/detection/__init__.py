@@ -322,6 +322,13 @@ class Detection(Task):
 
     # --- per pair ---------------------------------------------------------------------
 
+    def check_in_memory(self, params: Params) -> None:
+        """A protocol that needs what in-memory samples (per-stem structures) do not carry
+        (LVIS' category table) is refused when the Evaluator is made."""
+        protocol = protocol_of(params)
+        for role in ("pred", "gt"):
+            protocol.check_memory(folder_format(params, role))
+
     def settle_inputs(self, params: Params, inputs: Mapping[str, str | None]) -> dict[str, Any]:
         """``--pred-format``/``--gt-format auto`` decided from each folder's files."""
         return settle_formats(params, dict(inputs))

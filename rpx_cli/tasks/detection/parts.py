@@ -203,6 +203,7 @@ class DetectionProtocol:
     options: ClassVar[tuple[str, ...]] = ()  # the PROTOCOL_OPTIONS it reads
     needs: ClassVar[frozenset[str]] = frozenset()  # what a format must provide
     needs_text: ClassVar[str] = ""  # why, when a format does not
+    memory_text: ClassVar[str] = ""  # why, to an Evaluator (samples in memory)
     # it scores group-of boxes (Open Images' IsGroupOf; Boxes.group); without it a format
     # skips them and counts them (inexpressible is a counted skip: docs/formats.md)
     group_of: ClassVar[bool] = False
@@ -236,6 +237,12 @@ class DetectionProtocol:
         """Refuse a format that lacks what the protocol needs (an input error naming it)."""
         if not self.needs <= fmt.provides:
             raise InputError(self.needs_text, path=path)
+
+    def check_memory(self, fmt: DetectionFormat) -> None:
+        """Refuse samples given in memory in ``fmt`` when it lacks what the protocol needs:
+        the ``Evaluator``'s :class:`ParameterError` (:attr:`memory_text`), at construction."""
+        if not self.needs <= fmt.provides:
+            raise ParameterError(self.memory_text or self.needs_text)
 
     def cap(self, table: FrameTable, params: Params) -> FrameTable:
         """The detections that exist for the protocol, as they are read (default: all)."""

@@ -44,6 +44,11 @@ class Lvis(DetectionProtocol):
     needs = frozenset({"lvis_categories"})
     needs_text = ("--protocol lvis reads LVIS files (--coco-gt/--coco-dt): categories' "
                   "frequency and images' neg_category_ids are not in per-stem files")
+    memory_text = ("Evaluator('detection', protocol='lvis'): LVIS needs the GT's category table "
+                   "(each category's 'frequency') and each image's neg_category_ids and "
+                   "not_exhaustive_category_ids, which samples given in memory do not carry; "
+                   "evaluate the LVIS files instead (rpx_cli.api.run_file_evaluation, or "
+                   "rpx eval detection --protocol lvis with the LVIS GT and results files)")
 
     options = ("max_dets",)
 
