@@ -34,6 +34,7 @@ KEYPOINT_STAT_NAMES = ("AR", "AR50", "AR75")
 @register_kind
 class Keypoints(SimilarityKind):
     name, rank, iou_type = "keypoints", 5, "keypoints"
+    title = "keypoints"
     noun = "object"
     measure = "OKS"
     no_tide = ("--metrics errors (TIDE) is for boxes and masks; --iou-type keypoints supports "

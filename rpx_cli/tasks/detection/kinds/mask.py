@@ -36,6 +36,7 @@ from rpx_cli.tasks.stats import Stat
 @register_kind
 class Mask(SimilarityKind):
     name, rank, iou_type = "mask", 4, "segm"
+    title = "masks"
     noun = "object"
     tide = True
     area_given = True
