@@ -145,3 +145,22 @@ def test_pq_captions_sit_with_their_chart(pages, browser) -> None:
         kind = chart["chart"].removeprefix("pq-")
         assert chart["caption"] and chart["caption"].startswith(f"PQ {kind} ="), chart
         assert chart["nearest"].startswith(f"PQ {kind} ="), chart
+
+
+def test_crowded_marker_labels_are_moved_or_left_out(browser, tmp_path: Path) -> None:
+    """Classes at almost the same (RQ, SQ): each label beside its ring where it overlaps no
+    other, the rest left to the rings' tooltips; every ring drawn."""
+    from rpx_cli.report import svg_lines
+
+    markers = [{"x": 0.5 + 0.005 * k, "y": 0.5, "label": f"class-{k}"} for k in range(8)]
+    chart = svg_lines.line_chart([], title="crowded", x_label="RQ", y_label="SQ", markers=markers,
+                                 legend=False, attrs={"name": "crowded"})
+    assert chart.count("<circle") == 8
+    page_file = tmp_path / "crowded.html"
+    page_file.write_text(f"<!DOCTYPE html><html><body style='width:600px'>{chart}</body></html>")
+    page = browser.open(page_file)
+    boxes = json.loads(page.evaluate(MARKER_LABELS_JS))[0]["boxes"]
+    assert 2 <= len(boxes) < 8
+    overlapping = [(a[4], b[4]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+                   if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]]
+    assert not overlapping, overlapping
