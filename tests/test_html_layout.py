@@ -53,7 +53,8 @@ CAPTIONS_JS = """JSON.stringify(Array.from(document.querySelectorAll(
     '[data-section="pq-per-class"] svg.chart'))
   .map(svg => { const own = svg.closest('figure'); const caption = own && own.querySelector('figcaption');
     const box = svg.getBoundingClientRect();
-    const nearest = Array.from(document.querySelectorAll('[data-section="pq-per-class"] .note'))
+    const nearest = Array.from(document.querySelectorAll(
+        '[data-section="pq-per-class"] .note, [data-section="pq-per-class"] figcaption'))
       .map(n => [Math.abs(n.getBoundingClientRect().bottom - box.top), n.textContent])
       .sort((a, b) => a[0] - b[0])[0];
     return {chart: svg.dataset.name, caption: caption ? caption.textContent : null,
@@ -83,6 +84,20 @@ def pages(tmp_path_factory) -> dict[str, Path]:
                                     str(root / "detection__tide.html")], catch_exceptions=False)
     assert done.exit_code == 0, done.output
     out["detection__tide"] = root / "detection__tide.html"
+    # the worst frames: boxes, masks, keypoints
+    masks, hands = FIXTURES / "detection" / "masks", FIXTURES / "detection" / "hands"
+    frames = {"shelf": ["--pred-dir", str(shelf / "pred"), "--gt-dir", str(shelf / "gt")],
+              "masks": ["--iou-type", "segm", "--coco-gt", str(masks / "instances.json"), "--coco-dt",
+                        str(masks / "results.json")],
+              "hands": ["--pred-dir", str(hands / "pred"), "--gt-dir", str(hands / "gt"),
+                        *(hands / "args").read_text().split()]}
+    for name, words in frames.items():
+        page = root / f"frames__{name}.html"
+        done = CliRunner().invoke(cli, ["eval", "detection", *words, "--keep-worst", "3", "--jobs", "1",
+                                        "-o", str(root / f"{name}.json"), "--html", str(page)],
+                                  catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+        out[f"frames__{name}"] = page
     return out
 
 
@@ -103,7 +118,8 @@ def rgb(css: str) -> tuple[float, ...]:
     return tuple(float(v) for v in css[css.index("(") + 1:css.index(")")].split(",")[:3])
 
 
-@pytest.mark.parametrize("name", [*sorted(CASES), "detection__tide"])
+@pytest.mark.parametrize("name", [*sorted(CASES), "detection__tide", "frames__shelf", "frames__masks",
+                                  "frames__hands"])
 def test_no_chart_text_leaves_its_chart(name: str, pages, browser) -> None:
     page = browser.open(pages[name])
     outside = json.loads(page.evaluate(OUTSIDE_JS))

@@ -259,7 +259,7 @@ def _things_and_stuff(report: Mapping[str, Any]) -> str:
                                    way="higher", name=f"pq-{kind}") if entries else ""
             if chart:  # each caption with its chart, above it: one figure per kind
                 mean = dataset.get(f"pq_{kind}")
-                charts.append(f'<figure data-kind="{esc(kind)}"><figcaption class="note">PQ {esc(kind)} = '
+                charts.append(f'<figure class="captioned" data-kind="{esc(kind)}"><figcaption class="note-text">PQ {esc(kind)} = '
                               f"{esc(short(mean))} (the mean over {esc(dataset.get(f'n_classes_{kind}'))} "
                               f"classes seen)</figcaption>{chart}</figure>")
         if charts:
@@ -355,7 +355,8 @@ def _curves_bev(report: Mapping[str, Any]) -> str:
                                     f'<div class="multiples">{"".join(charts)}</div>',
                                     "the errors of the matches as recall grows, as dataset.curves holds them "
                                     "(the per-class ATE … AAE read them past the minimum recall)", kind="tp-errors"))
-    elif "curves" in (lookup(report, "params.skipped_metrics") or []) and "per_class" in dataset:
+    elif "curves" in (lookup(report, "params.skipped_metrics") or []) and "per_class" in dataset \
+            and declared.accepts_family(report, "curves"):
         out.append(section_html("precision–recall per class and match threshold", "", "not computed: run "
                                 "without <code>--metrics</code>, or add <code>curves</code> to it", kind="pr-threshold"))
     out.append(distribution_section(report))

@@ -149,6 +149,15 @@ class SimilarityKind:
         """The kind's own ``aggregate`` keys over every frame (default: none)."""
         return {}
 
+    def frame_objects(self, shapes: np.ndarray) -> dict[str, list]:
+        """What the page draws of objects ``shapes`` among the worst frames (``--keep-worst``):
+        ``box`` (``[x, y, w, h]`` px) and what the kind adds (default: the shapes as boxes)."""
+        return {"box": np.asarray(shapes, np.float64).tolist()}
+
+    def frame_skeleton(self, params: Params) -> list[list[int]] | None:
+        """The pairs of point indices the page joins by lines (keypoints), or None."""
+        return None
+
     # --- over every frame --------------------------------------------------------------------
 
     def similarity(self, table: FrameTable, frames: list[Frame] | FrameTable,
