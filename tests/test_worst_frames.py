@@ -376,3 +376,21 @@ def test_hands_frames_have_points_and_no_skeleton(rpx, tmp_path: Path) -> None:
     first = page.split('data-name="frame"')[1].split("</svg>")[0]
     assert first.count("data-point=") == n_points
     assert "keypoints: GT as rings" in page
+
+
+def test_masks_whose_counts_hold_markup_characters_draw_as_given() -> None:
+    """COCO's RLE alphabet holds '<' and '>', which the page escapes with every string of
+    the report: the drawing decodes the counts as written. Counts "5<3": runs 5, 12 ('<' is
+    48 + 12), 3 of a 4 x 5 mask: column 1 rows 1-3, columns 2 and 3 whole, column 4 row 0."""
+    from rpx_cli.report.html_frames import frames_section
+    from rpx_cli.report.markup import escaped_document
+    from rpx_cli.report.svg_frames import frame_picture
+
+    frame = {"stem": "a", "value": 0.0, "gt": {"label": ["cell"], "box": [[1, 0, 4, 4]], "matched": [False],
+             "crowd": [False], "mask": [{"size": [4, 5], "counts": "5<3"}]}, "pred": {}}
+    page = frames_section(escaped_document({"worst_frames": {"metric": "f1", "direction": "higher",
+                                                             "frames": [frame]}}))
+    drawn = frame_picture(frame, title="t")
+    path = drawn.split('<path d="')[1].split('"')[0]
+    assert f'<path d="{path}"' in page
+    assert path.count("M") == 4  # columns 1 to 4

@@ -5,6 +5,7 @@ alone, like every chart of :mod:`rpx_cli.report.svg`."""
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -176,7 +177,7 @@ def _instances(side: str, data: dict[str, Any], scale: float, top: float, skelet
         faint = side == "pred" and scores[i] < conf_threshold
         d = _mask_path(rle, scale, top)
         if d:
-            out.append(f'<path d="{d}" stroke="{colour}" stroke-width="{max(scale, 0.5):.2f}" '
+            out.append(f'<path d="{d}" stroke="{colour}" stroke-width="{max(scale, 1.0):.2f}" '
                        f'stroke-opacity="{0.15 if faint else 0.4}" fill="none" data-side="{side}" '
                        f'data-mask="{i}" data-label="{esc(data["label"][i])}"/>')
     for i, flat in enumerate(data.get("points") or []):
@@ -216,19 +217,34 @@ def rle_counts(text: str) -> list[int]:
 
 
 def _mask_path(rle: dict[str, Any], scale: float, top: float) -> str:
-    """A mask as vertical strokes, one per column of each run of 1s, at ``scale``."""
+    """A mask as vertical strokes at ``scale``: one per column of the picture (a source
+    column when the picture is larger, else the source columns that fall in one picture
+    pixel, merged), each covering that column's runs of 1s where they meet or overlap."""
     height = int(rle["size"][0])
     if height <= 0:
         return ""
-    parts, t = [], 0
-    for k, run in enumerate(rle_counts(str(rle["counts"]))):
+    step = scale if scale >= 1 else 1.0  # a stroke's width: one source or picture column
+    spans: dict[int, list[list[float]]] = {}
+    t = 0
+    # the page escaped every string of the report once (markup.escaped_document), and COCO's
+    # alphabet ('0' to 'o') holds '<' and '>'
+    for k, run in enumerate(rle_counts(html.unescape(str(rle["counts"])))):
         if k % 2:
             end = t + run
-            while t < end:  # a run crosses into the next column: one stroke per column
+            while t < end:  # a run crosses into the next column: one span per column
                 column, row = divmod(t, height)
                 length = min(end - t, height - row)
-                parts.append(f"M{(column + 0.5) * scale:.1f},{top + row * scale:.1f}v{length * scale:.1f}")
+                spans.setdefault(int(column * scale / step), []).append([row * scale, (row + length) * scale])
                 t += length
         else:
             t += run
+    parts = []
+    for key in sorted(spans):
+        merged: list[list[float]] = []
+        for y0, y1 in sorted(spans[key]):
+            if merged and y0 <= merged[-1][1] + 0.5:
+                merged[-1][1] = max(merged[-1][1], y1)
+            else:
+                merged.append([y0, y1])
+        parts += [f"M{(key + 0.5) * step:.1f},{top + y0:.1f}v{y1 - y0:.1f}" for y0, y1 in merged]
     return "".join(parts)
