@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError
+from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.boxes import Boxes, apply_class_map
 from rpx_cli.io.discover import Pair
 from rpx_cli.io.filebuffer import FileBuffer
@@ -63,6 +63,7 @@ from rpx_cli.params.parsers import parse_image_size, parse_kpt_shape, parse_ultr
 from rpx_cli.params.parsers import sigmas as parse_sigmas
 from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import (
+    Evaluated,
     FileInput,
     MetricInfo,
     Option,
@@ -75,7 +76,7 @@ from rpx_cli.tasks.base import (
     probability,
 )
 from rpx_cli.tasks.detection import bulk, sets
-from rpx_cli.tasks.detection.params import check, normalise
+from rpx_cli.tasks.detection.params import check, check_parts, normalise
 from rpx_cli.tasks.detection.parts import (
     COCO_SECTION,
     DEFAULT_GEOMETRY,
@@ -290,6 +291,27 @@ class Detection(Task):
         """The protocol's view runs by default, the other protocols' are not this run's to
         choose (COCO's view is one family more under the others)."""
         return protocol_of(params).families(tuple(self.families), self.optional_families)
+
+    def accepts_family(self, family: str, params: Params) -> bool:
+        """One of the protocol's families that the run's parts do not refuse (TIDE is not
+        for keypoints, nor under LVIS)."""
+        try:
+            check_parts({**params, "metrics": [family]})
+        except ParameterError:
+            return False
+        return family in self.family_choice(params)[0]
+
+    def evaluated(self, params: Mapping[str, Any]) -> Evaluated:
+        """``detection · <the kind's title> · <the protocol's label>``, the kind's measure
+        (IoU, OKS) and the maxDets of ``dataset.coco`` (the COCO view: the protocol's own,
+        else COCO's)."""
+        try:
+            kind, protocol = kind_of(params), protocol_of(params)
+        except ParameterError:  # a hand-edited report: the task's name alone
+            return Evaluated(self.name)
+        view = protocol if protocol.section == COCO_SECTION else PROTOCOLS[DEFAULT_PROTOCOL]
+        return Evaluated(f"{self.name} · {kind.title} · {protocol.label}", kind.measure,
+                         view.coco_params(kind, params).max_dets[-1])
 
     def headline_for(self, params: Mapping[str, Any]) -> tuple[str, ...]:
         """The protocol's headline figures (``dataset.<section>.<figure>``), then the

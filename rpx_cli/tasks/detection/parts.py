@@ -56,6 +56,7 @@ class SimilarityKind:
     rank: ClassVar[int]  # its place among the flags' choices
     iou_type: ClassVar[str]  # the --iou-type that chooses it
     geometry: ClassVar[str | None] = None  # and the --geometry (None: the iou type alone)
+    title: ClassVar[str] = "boxes"  # what views name the run by ("detection · masks · LVIS")
     noun: ClassVar[str] = "box"  # "no GT {noun} in this area range", pages' labels
     measure: ClassVar[str] = "IoU"  # the similarity's name on pages (OKS for keypoints)
     # TIDE (--metrics errors) runs on it; else the refusal (a ParameterError's text)
@@ -149,6 +150,15 @@ class SimilarityKind:
         """The kind's own ``aggregate`` keys over every frame (default: none)."""
         return {}
 
+    def frame_objects(self, shapes: np.ndarray) -> dict[str, list]:
+        """What the page draws of objects ``shapes`` among the worst frames (``--keep-worst``):
+        ``box`` (``[x, y, w, h]`` px) and what the kind adds (default: the shapes as boxes)."""
+        return {"box": np.asarray(shapes, np.float64).tolist()}
+
+    def frame_skeleton(self, params: Params) -> list[list[int]] | None:
+        """The pairs of point indices the page joins by lines (keypoints), or None."""
+        return None
+
     # --- over every frame --------------------------------------------------------------------
 
     def similarity(self, table: FrameTable, frames: list[Frame] | FrameTable,
@@ -195,6 +205,7 @@ class DetectionProtocol:
     headline: ClassVar[tuple[str, ...]] = ("AP", "AP50", "AP75")
     # pages: the view's title ("PASCAL VOC 2007 (11-point AP)"), what its curves are drawn at
     title: ClassVar[str] = ""
+    label: ClassVar[str] = ""  # what views name the run by ("detection · masks · LVIS")
     iou_types: ClassVar[tuple[str, ...] | None] = None  # the kinds it scores (None: every one)
     kinds: ClassVar[tuple[str, ...] | None] = None  # ... or by kind name (None: by iou type)
     iou_types_text: ClassVar[str] = ""  # what it scores, as its refusal says
@@ -255,6 +266,11 @@ class DetectionProtocol:
     def file_params(self, coco: CocoFiles, gt_file: str) -> dict[str, Any]:
         """What the protocol reads of COCO files into ``params`` (default: nothing)."""
         return {}
+
+    def coco_params(self, kind: SimilarityKind, params: Params) -> CocoParams:
+        """The COCO-style summary of ``dataset.coco`` under it (its maxDets are the pages'):
+        the kind's (:attr:`SimilarityKind.coco_params`) unless the protocol fixes its own."""
+        return kind.coco_params
 
     def evaluate(self, table: FrameTable, similarity: Geometry, kind: SimilarityKind,
                  params: Params, gt_ignore: np.ndarray | None = None) -> dict[str, Any]:

@@ -55,6 +55,7 @@ NO_LABELS = ("--protocol openimages without --oi-image-labels: every class prese
 class OpenImages(DetectionProtocol):
     name, rank, section = "openimages", 6, "openimages"
     title = "Open Images (challenge metric)"
+    label = "Open Images"
     kinds = ("box",)
     iou_types_text = "axis-aligned boxes (--iou-type bbox, --geometry box)"
     headline = ("mAP",)
