@@ -22,6 +22,7 @@ from rpx_cli.report.html_blocks import (
     table_html,
 )
 from rpx_cli.report.html_mota_recall import mota_recall_view
+from rpx_cli.report.html_protocol import protocol_view
 from rpx_cli.report.html_task_sections import (
     bands_section,
     class_band_grid,
@@ -35,9 +36,9 @@ from rpx_cli.report.render import lookup
 
 def _pr_curves(report: Mapping[str, Any]) -> str:
     dataset = report.get("dataset") or {}
-    out = []
-    coco = dataset.get("coco") or {}
     run = declared.evaluated(report)  # OKS for keypoints, the run's maxDets
+    out = [protocol_view(dataset.get(run.view), run)] if run.view else []
+    coco = dataset.get("coco") or {}
     at = run.measure
     per_image = f"{run.max_dets} detections per image" if run.max_dets else "every detection"
     curves = coco.get("curves")
