@@ -12,6 +12,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from helpers import FIXTURES
 from panoptic_data import flags, half_iou_pair, write_set
 from test_hostile import assert_refused, run_child
 
@@ -116,3 +117,90 @@ def test_panoptic_gt_warnings_name_the_gt_png(tmp_path: Path, area: int | None,
     assert child.returncode == 0, child.stderr
     line = next(line for line in child.stderr.splitlines() if words in line)
     assert str(paths["gt_dir"] / "half.png") in line and "pred" not in line, line
+
+
+# --- 8. rpx merge re-checks what a part holds, and can require a keyed seal ----------------------
+
+MASKS = FIXTURES / "detection" / "masks"
+HANDS = FIXTURES / "detection" / "hands"
+
+
+def _parts(tmp_path: Path, kind: str, key: str | None = None) -> list[Path]:
+    """Both --shard parts of a run on a fixture (``key``: RPX_PART_KEY while writing)."""
+    if kind == "segm":
+        args = ["eval", "detection", "--iou-type", "segm", "--coco-gt", str(MASKS / "instances.json"),
+                "--coco-dt", str(MASKS / "results.json")]
+    else:
+        args = ["eval", "detection", *(HANDS / "args").read_text().split(), "--pred-dir",
+                str(HANDS / "pred"), "--gt-dir", str(HANDS / "gt")]
+    tmp_path.mkdir(exist_ok=True)
+    paths = [tmp_path / f"part{k}.json" for k in (1, 2)]
+    for k, path in enumerate(paths, 1):
+        child = run_child([*args, "--shard", f"{k}/2", "-o", str(path)], tmp_path,
+                          env=None if key is None else {"RPX_PART_KEY": key})
+        assert child.returncode == 0, child.stderr
+    return paths
+
+
+def _forge(path: Path, change) -> None:
+    """Change a part's first frame and recompute its plain seal (what anyone can do)."""
+    from rpx_cli.run.state import part_seal
+
+    part = json.loads(path.read_text())
+    frames = part["state"]["stats"]["frame"]
+    change(next(frame for frame in frames if frame["pred"]["area"]))
+    part["state"]["seal"] = part_seal(part, parsed=True)
+    path.write_text(json.dumps(part))
+
+
+def _merge(paths: list[Path], tmp_path: Path, key: str | None = None):
+    return run_child(["merge", *map(str, paths), "-o", str(tmp_path / "merged.json")], tmp_path,
+                     env=None if key is None else {"RPX_PART_KEY": key})
+
+
+def _set(side: str, key: str, index: int, value) -> object:
+    def change(frame: dict) -> None:
+        frame[side][key][0] = value if index < 0 else [*frame[side][key][0][:index], value,
+                                                       *frame[side][key][0][index + 1:]]
+    return change
+
+
+@pytest.mark.parametrize("kind, change", [
+    ("segm", _set("pred", "area", -1, 1e11)),  # beyond COCO's "all" range: an FP made to vanish
+    ("segm", _set("pred", "scores", -1, 1e308)),
+    ("segm", _set("gt", "area", -1, -5.0)),
+    ("keypoints", _set("pred", "box", 2, 7)),  # a visibility no reader accepts
+    ("keypoints", _set("pred", "area", -1, 1.0)),  # not its box's w·h
+], ids=["mask-area-1e11", "score-1e308", "gt-area-negative", "visibility-7", "keypoint-area"])
+def test_merge_rechecks_a_resealed_part(tmp_path: Path, kind: str, change) -> None:
+    paths = _parts(tmp_path, kind)
+    _forge(paths[0], change)
+    assert_refused(_merge(paths, tmp_path), paths[0], "malformed", tmp_path / "merged.json")
+
+
+def test_merge_with_a_part_key_refuses_unsigned_and_resealed_parts(tmp_path: Path) -> None:
+    """An edited GT area within every bound (the AP changes, the seal is recomputed) is
+    found only by the keyed seal: with RPX_PART_KEY, parts are signed when written and a
+    part that is unsigned, resealed or signed with another key is refused."""
+    out = tmp_path / "merged.json"
+    signed = _parts(tmp_path / "signed", "segm", key="s3cret")
+    assert all("signature" in json.loads(p.read_text())["state"] for p in signed)
+    child = _merge(signed, tmp_path, key="s3cret")
+    assert child.returncode == 0, child.stderr
+    out.unlink()
+    assert_refused(_merge(signed, tmp_path, key="another"), signed[0],
+                   "its signature does not verify with RPX_PART_KEY", out)
+    _forge(signed[1], _set("gt", "area", -1, 5000.0))
+    assert _merge(signed, tmp_path).returncode == 0  # without the key: as before
+    out.unlink()
+    assert_refused(_merge(signed, tmp_path, key="s3cret"), signed[1],
+                   "its signature does not verify with RPX_PART_KEY", out)
+    plain = _parts(tmp_path / "plain", "segm")
+    assert_refused(_merge(plain, tmp_path, key="s3cret"), plain[0], "is not signed", out)
+
+
+def test_an_empty_part_key_is_a_usage_error(tmp_path: Path) -> None:
+    paths = _parts(tmp_path, "segm")
+    child = _merge(paths, tmp_path, key="")
+    assert child.returncode == 2 and "RPX_PART_KEY is set but empty" in child.stderr, child.stderr
+    assert "Traceback" not in child.stderr and not (tmp_path / "merged.json").exists()
