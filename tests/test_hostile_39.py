@@ -7,6 +7,7 @@ broken prediction is scored as an empty one under ``--on-error skip``."""
 from __future__ import annotations
 
 import json
+import shutil
 import struct
 import zlib
 from pathlib import Path
@@ -148,7 +149,7 @@ def _forge(path: Path, change) -> None:
 
     part = json.loads(path.read_text())
     frames = part["state"]["stats"]["frame"]
-    change(next(frame for frame in frames if frame["pred"]["area"]))
+    change(next(frame for frame in frames if frame["pred"]["area"] and frame["gt"]["area"]))
     part["state"]["seal"] = part_seal(part, parsed=True)
     path.write_text(json.dumps(part))
 
@@ -169,7 +170,7 @@ def _set(side: str, key: str, index: int, value) -> object:
     ("segm", _set("pred", "area", -1, 1e11)),  # beyond COCO's "all" range: an FP made to vanish
     ("segm", _set("pred", "scores", -1, 1e308)),
     ("segm", _set("gt", "area", -1, -5.0)),
-    ("keypoints", _set("pred", "box", 2, 7)),  # a visibility no reader accepts
+    ("keypoints", _set("gt", "box", 2, 7)),  # a GT visibility no reader accepts
     ("keypoints", _set("pred", "area", -1, 1.0)),  # not its box's w·h
 ], ids=["mask-area-1e11", "score-1e308", "gt-area-negative", "visibility-7", "keypoint-area"])
 def test_merge_rechecks_a_resealed_part(tmp_path: Path, kind: str, change) -> None:
@@ -204,3 +205,120 @@ def test_an_empty_part_key_is_a_usage_error(tmp_path: Path) -> None:
     child = _merge(paths, tmp_path, key="")
     assert child.returncode == 2 and "RPX_PART_KEY is set but empty" in child.stderr, child.stderr
     assert "Traceback" not in child.stderr and not (tmp_path / "merged.json").exists()
+
+
+# --- low: values a reader took that no format allows --------------------------------------------
+
+
+def _copy(source: Path, tmp_path: Path) -> Path:
+    target = tmp_path / source.name
+    shutil.copytree(source, target)
+    return target
+
+
+@pytest.mark.parametrize("value", [3, -1, 0.5])
+def test_a_gt_keypoint_visibility_outside_0_1_2_is_refused(tmp_path: Path, value) -> None:
+    hands = _copy(HANDS, tmp_path)
+    gt = hands / "gt" / "im001.json"
+    objects = json.loads(gt.read_text())
+    objects[1]["keypoints"][2] = value
+    gt.write_text(json.dumps(objects))
+    child = run_child(["eval", "detection", *(HANDS / "args").read_text().split(), "--pred-dir",
+                       str(hands / "pred"), "--gt-dir", str(hands / "gt"), "-o",
+                       str(tmp_path / "r.json")], tmp_path)
+    assert_refused(child, gt, f"object 1: keypoint 0 has visibility {value:g}", tmp_path / "r.json")
+
+
+def test_a_prediction_keypoint_third_value_is_not_read(tmp_path: Path) -> None:
+    """A prediction's v may be a confidence (pycocotools' OKS reads only the GT's)."""
+    hands = _copy(HANDS, tmp_path)
+    pred = hands / "pred" / "im001.json"
+    objects = json.loads(pred.read_text())
+    objects[0]["keypoints"][2] = 0.37
+    pred.write_text(json.dumps(objects))
+    child = run_child(["eval", "detection", *(HANDS / "args").read_text().split(), "--pred-dir",
+                       str(hands / "pred"), "--gt-dir", str(hands / "gt"), "-o",
+                       str(tmp_path / "r.json")], tmp_path)
+    assert child.returncode == 0, child.stderr
+
+
+@pytest.mark.parametrize("key", ["neg_category_ids", "not_exhaustive_category_ids"])
+def test_lvis_category_lists_refuse_booleans(tmp_path: Path, key: str) -> None:
+    """``true`` is not category 1 (bool is an int in Python)."""
+    lvis = _copy(FIXTURES / "detection" / "lvis", tmp_path)
+    gt = lvis / "lvis_val.json"
+    data = json.loads(gt.read_text())
+    data["images"][0][key] = [True]
+    gt.write_text(json.dumps(data))
+    child = run_child(["eval", "detection", "--protocol", "lvis", "--coco-gt", str(gt),
+                       "--coco-dt", str(lvis / "results.json"), "-o", str(tmp_path / "r.json")],
+                      tmp_path)
+    assert_refused(child, gt, f"'{key}' must be a list of category ids", tmp_path / "r.json")
+
+
+SCORE_CASES = {
+    "detection": ("detection/shelf", "shelf_00.json", '"score": 0.43', '"score": 1e308'),
+    "detection3d": ("detection3d/street", "frame_000.json", '"detection_score": 0.46',
+                    '"detection_score": 1e308'),
+    "tracking": ("tracking/json", "aisle.json", '"score": 0.9', '"score": 1e308'),
+    "tracking-mot": ("tracking/mot", "walk-a.txt", "0.57,", "1e308,"),
+    "grounding": ("grounding/refer", "expr0.json", "0.8]", "1e308]"),
+    "classification": ("classification/pets", "img_000.json", "0.42", "1e308"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCORE_CASES))
+def test_a_score_of_1e308_is_refused_in_every_scored_task(tmp_path: Path, case: str) -> None:
+    folder, name, before, after = SCORE_CASES[case]
+    root = _copy(FIXTURES / folder, tmp_path)
+    pred = root / "pred" / name
+    text = pred.read_text()
+    assert before in text
+    pred.write_text(text.replace(before, after, 1))
+    args = (root / "args").read_text().split() if (root / "args").exists() else []
+    kept = [word for i, word in enumerate(args) if word not in ("--pred-dir", "--gt-dir")
+            and (i == 0 or args[i - 1] not in ("--pred-dir", "--gt-dir"))]
+    child = run_child(["eval", case.split("-")[0], "--pred-dir", str(root / "pred"), "--gt-dir",
+                       str(root / "gt"), *kept, "-o", str(tmp_path / "r.json")], root)
+    assert child.returncode == 1, child.stderr
+    assert "Traceback" not in child.stderr and "internal error" not in child.stderr
+    assert str(pred) in child.stderr and "score" in child.stderr, child.stderr
+    assert not (tmp_path / "r.json").exists()
+
+
+# --- low: rpx report / rpx show on schema-valid reports rpx never writes -------------------------
+
+
+def _confusion_cell_text(report: dict) -> None:
+    report["dataset"]["confusion"]["matrix"][0][0] = "x"
+
+
+def _per_class_number(report: dict) -> None:
+    per_class = report["dataset"]["coco"]["per_class"]
+    per_class[next(iter(per_class))] = 3
+
+
+def _calibration_without_accuracy(report: dict) -> None:
+    del report["dataset"]["calibration"]["accuracy"]
+
+
+@pytest.mark.parametrize("fixture, change", [
+    ("classification/imagenet-csv", _confusion_cell_text),
+    ("detection/aerial", _confusion_cell_text),
+    ("detection/aerial", _per_class_number),
+    ("classification/imagenet-csv", _calibration_without_accuracy),
+], ids=["classification-confusion-text", "detection-confusion-text", "coco-per-class-number",
+        "calibration-without-accuracy"])
+def test_report_and_show_draw_what_a_schema_valid_report_gives(tmp_path: Path, fixture: str,
+                                                              change) -> None:
+    report = json.loads((FIXTURES / fixture / "expected.json").read_text())
+    change(report)
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(report))
+    for args in (["show", str(path)], ["show", str(path), "--format", "markdown"],
+                 ["report", str(path), "-o", str(tmp_path / "odd.html")]):
+        child = run_child(args, tmp_path)
+        assert child.returncode == 0, (args, child.stderr)
+        assert "Traceback" not in child.stderr and "internal error" not in child.stderr
+    page = (tmp_path / "odd.html").read_text()
+    assert "<h3>headline</h3>" in page or "data-section" in page  # the rest is drawn

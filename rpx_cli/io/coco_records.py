@@ -79,6 +79,9 @@ def set_aside_detections(results: list[Any], gt: Any, path: str, errors: list[Pa
 
 
 def member(value: Any, index: dict) -> bool:
+    """``value`` is a key of ``index`` (an id): never a boolean, though ``True == 1``."""
+    if isinstance(value, bool):
+        return False
     try:
         return value in index
     except TypeError:  # unhashable: a list where an id belongs

@@ -21,6 +21,7 @@ import numpy as np
 from rpx_cli.io import instances as read_instances
 from rpx_cli.io.boxes import Boxes
 from rpx_cli.io.coco_objects import KEYPOINT_FIELD
+from rpx_cli.io.instances import VISIBILITY
 from rpx_cli.io.objects import KEYPOINTS, Objects
 from rpx_cli.tasks.base import MetricInfo, Params
 from rpx_cli.tasks.detection import instances
@@ -113,7 +114,7 @@ class Keypoints(SimilarityKind):
 
 def check_keypoint_rows(frame) -> None:
     """A frame's keypoint rows read back from a ``--shard`` part, as the reader makes them:
-    ``[x, y, v] * K`` (v 0, 1 or 2), the box ``[bx, by, bw, bh]`` (w, h >= 0) and the count;
+    ``[x, y, v] * K`` (a GT's v 0, 1 or 2), the box ``[bx, by, bw, bh]`` (w, h >= 0) and the count;
     a prediction's count is its points with v > 0 and its area ``bw · bh`` (``loadRes``).
     A ``ValueError`` naming the first object otherwise."""
     for side, boxes in (("GT", frame.gt), ("prediction", frame.pred)):
@@ -124,9 +125,10 @@ def check_keypoint_rows(frame) -> None:
             raise ValueError(f"{side} keypoint rows of width {rows.shape[-1]}")
         v = rows[:, 2:-5:3]
         count = rows[:, -1]
-        wrong = ~np.isin(v, (0, 1, 2)).all(axis=1) | (rows[:, -3:-1] < 0).any(axis=1)
-        wrong |= (count < 0) | (count != np.round(count))
-        if side == "prediction":
+        wrong = (rows[:, -3:-1] < 0).any(axis=1) | (count < 0) | (count != np.round(count))
+        if side == "GT":
+            wrong |= ~np.isin(v, VISIBILITY).all(axis=1)
+        else:
             wrong |= (count != np.count_nonzero(v > 0, axis=1))
             wrong |= boxes.area != rows[:, -3] * rows[:, -2]
         if wrong.any():
