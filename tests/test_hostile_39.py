@@ -322,3 +322,46 @@ def test_report_and_show_draw_what_a_schema_valid_report_gives(tmp_path: Path, f
         assert "Traceback" not in child.stderr and "internal error" not in child.stderr
     page = (tmp_path / "odd.html").read_text()
     assert "<h3>headline</h3>" in page or "data-section" in page  # the rest is drawn
+
+
+def test_a_class_map_cannot_sum_scores_to_infinity(tmp_path: Path) -> None:
+    """Merged classes' scores add: two of 1.5e308 summed to inf (each finite)."""
+    pets = _copy(FIXTURES / "classification" / "pets", tmp_path)
+    pred = pets / "pred" / "img_000.json"
+    pred.write_text(json.dumps({"scores": {"cat": 1.5e308, "dog": 1.5e308, "bird": 0.1,
+                                           "ferret": 0.1}}))
+    (tmp_path / "map.json").write_text(json.dumps({"cat": "pet", "dog": "pet", "bird": "bird",
+                                                   "ferret": "ferret"}))
+    child = run_child(["eval", "classification", "--pred-dir", str(pets / "pred"), "--gt-dir",
+                       str(pets / "gt"), "--class-map", str(tmp_path / "map.json"), "-o",
+                       str(tmp_path / "r.json")], tmp_path)
+    assert child.returncode == 1, child.stderr
+    assert "Traceback" not in child.stderr and "internal error" not in child.stderr
+    assert str(pred) in child.stderr and "1e+12" in child.stderr, child.stderr
+
+
+# --- low: a URL of a scheme rpx does not read ---------------------------------------------------
+
+STREET = FIXTURES / "segmentation" / "street"
+
+
+@pytest.mark.parametrize("args, url", [
+    (["eval", "segmentation", "--pred-dir", "ftp://host/pred", "--gt-dir", str(STREET / "gt")],
+     "ftp://host/pred"),
+    (["eval", "segmentation", "--pred-dir", str(STREET / "pred"), "--gt-dir", "ftp://host/gt"],
+     "ftp://host/gt"),
+    (["eval", "detection", "--coco-gt", "ftp://host/gt.json", "--coco-dt", "ftp://host/dt.json"],
+     "ftp://host/gt.json"),
+    (["eval", "segmentation", "--pred-dir", str(STREET / "pred"), "--gt-dir", str(STREET / "gt"),
+      "-o", "ftp://host/r.json"], "ftp://host/r.json"),
+    (["show", "ftp://host/r.json"], "ftp://host/r.json"),
+    (["merge", "ftp://host/part-*.json"], "ftp://host/part-*.json"),
+], ids=["pred-dir", "gt-dir", "coco-gt", "out", "show", "merge"])
+def test_an_unsupported_url_scheme_is_a_usage_error(tmp_path: Path, args: list[str],
+                                                    url: str) -> None:
+    child = run_child(args, tmp_path)
+    assert child.returncode == 2, child.stderr
+    assert "Traceback" not in child.stderr and "internal error" not in child.stderr, child.stderr
+    assert "Exception ignored" not in child.stderr, child.stderr
+    assert f"{url}: unsupported scheme ftp://" in child.stderr and "s3://" in child.stderr
+    assert child.stdout == ""
