@@ -365,3 +365,37 @@ def test_an_unsupported_url_scheme_is_a_usage_error(tmp_path: Path, args: list[s
     assert "Exception ignored" not in child.stderr, child.stderr
     assert f"{url}: unsupported scheme ftp://" in child.stderr and "s3://" in child.stderr
     assert child.stdout == ""
+
+
+# --- 39 #9, second half: a detection box far beyond its image -----------------------------------
+
+COCO = FIXTURES / "detection" / "coco"
+
+
+@pytest.mark.parametrize("bbox", [[5000, 5000, 10, 10], [-700, 10, 20, 20], [10, 10, 1500, 20]])
+def test_a_detection_box_beyond_its_image_by_its_size_is_refused(tmp_path: Path,
+                                                                  bbox: list[float]) -> None:
+    results = json.loads((COCO / "results.json").read_text())
+    results[3]["bbox"] = bbox  # image 102 (shelf_01) is 640x480
+    assert results[3]["image_id"] == 102
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results))
+    args = ["eval", "detection", "--coco-gt", str(COCO / "instances.json"), "--coco-dt", str(path),
+            "-o", str(tmp_path / "r.json")]
+    child = run_child(args, tmp_path)
+    assert_refused(child, path, "detection 3: its bbox", tmp_path / "r.json")
+    assert "beyond its 640x480 image by more than the image's own size" in child.stderr
+    child = run_child([*args, "--on-error", "skip"], tmp_path)
+    assert child.returncode == 0, child.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [(e["stem"], e["effect"]) for e in report["errors"]] == [("shelf_01", "empty_prediction")]
+
+
+def test_a_detection_box_within_its_image_size_of_it_is_scored(tmp_path: Path) -> None:
+    results = json.loads((COCO / "results.json").read_text())
+    results[3]["bbox"] = [-639, 470, 1919, 489]  # just within: x >= -w, x + w <= 2w, ...
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results))
+    child = run_child(["eval", "detection", "--coco-gt", str(COCO / "instances.json"),
+                       "--coco-dt", str(path), "-o", str(tmp_path / "r.json")], tmp_path)
+    assert child.returncode == 0, child.stderr
