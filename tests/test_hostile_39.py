@@ -399,3 +399,31 @@ def test_a_detection_box_within_its_image_size_of_it_is_scored(tmp_path: Path) -
     child = run_child(["eval", "detection", "--coco-gt", str(COCO / "instances.json"),
                        "--coco-dt", str(path), "-o", str(tmp_path / "r.json")], tmp_path)
     assert child.returncode == 0, child.stderr
+
+
+# --- low: an empty polygon ring ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("side", ["gt", "pred"])
+@pytest.mark.parametrize("polygons", [[{"exterior": []}], [[]]], ids=["exterior", "ring"])
+def test_an_empty_polygon_ring_is_refused_naming_the_object(tmp_path: Path, side: str,
+                                                            polygons: list) -> None:
+    """A file whose every ring is empty (no coordinate at all) was an internal error."""
+    square = [[[0, 0], [4, 0], [4, 4], [0, 4]]]
+    for role in ("gt", "pred"):
+        (tmp_path / role).mkdir()
+        for stem in ("a", "b"):
+            obj = {"label": "x", "polygons": polygons if (role, stem) == (side, "a") else square}
+            if role == "pred":
+                obj["score"] = 0.5
+            (tmp_path / role / f"{stem}.json").write_text(json.dumps([obj]))
+    args = ["eval", "detection", "--geometry", "polygon", "--pred-dir", str(tmp_path / "pred"),
+            "--gt-dir", str(tmp_path / "gt"), "-o", str(tmp_path / "r.json")]
+    bad = tmp_path / side / "a.json"
+    assert_refused(run_child(args, tmp_path), bad, "object 0: ring 0 of polygon 0 has 0 point(s)",
+                   tmp_path / "r.json")
+    child = run_child([*args, "--on-error", "skip"], tmp_path)
+    assert child.returncode == 0, child.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [e["stem"] for e in report["errors"]] == ["a"]
+    assert [r["stem"] for r in report["rows"]] == (["a", "b"] if side == "pred" else ["b"])
