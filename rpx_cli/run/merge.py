@@ -36,7 +36,8 @@ def merge_reports(parts: list[Part], *, invocation: Invocation | None = None,
     at once) are then taken as written in the parts (:mod:`rpx_cli.report.written`): the
     report's ``rows`` is an :class:`orjson.Fragment`, the bytes ``dumps`` would write for
     the merged rows. ``warnings``: the lines for stderr are added to it (an image of a
-    worst frame that could not be read)."""
+    worst frame that could not be read). With ``RPX_PART_KEY`` in the environment, every
+    part must carry a valid signature (:mod:`rpx_cli.run.part_key`)."""
     stopwatch = Stopwatch()
     _check_parts(parts, part_key())
     states = [State.from_part(path, part) for path, part, _ in parts]
