@@ -91,7 +91,8 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
                                 f"{esc(','.join([*ran, 'errors']))}</code> to add it", kind="tide"))
     if curves:
         per_class = curves["iou50"]["per_class"]
-        ap = {k: (v or {}).get("AP") for k, v in (coco.get("per_class") or {}).items()}
+        ap = {k: v.get("AP") if isinstance(v, Mapping) else None
+              for k, v in (coco.get("per_class") or {}).items()}
         order = sorted(per_class, key=lambda k: (ap.get(k) is None, ap.get(k) or 0.0))
         charts = [svg_lines.line_chart(
             [{"name": f"{at} 0.5", "y": per_class[k]["precision"]},
@@ -191,7 +192,8 @@ def _calibration(report: Mapping[str, Any]) -> str:
     dataset = report.get("dataset") or {}
     out = []
     calibration = dataset.get("calibration")
-    if isinstance(calibration, Mapping) and calibration.get("confidence"):
+    if isinstance(calibration, Mapping) and isinstance(calibration.get("confidence"), list) \
+            and isinstance(calibration.get("accuracy"), list):
         conf, acc = calibration["confidence"], calibration["accuracy"]
         counts = calibration.get("count") or []
         xs = [c for c in conf]
