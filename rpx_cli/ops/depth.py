@@ -231,7 +231,7 @@ class DepthKernel:
 
     _AMBIGUOUS = 1e-6
     _FLOATS = ("p", "g", "d", "r", "q", "l", "w", "x", "s", "y", "c")
-    _BOOLS = ("invalid", "hit", "band", "far")
+    _BOOLS = ("hit", "band", "far")
     _INTS = ("gbin", "pbin", "bits")
 
     def __init__(self, dtype: type = np.float32, chunk: int = 1 << 17) -> None:
@@ -239,6 +239,13 @@ class DepthKernel:
         self.chunk = chunk
         self._f = {name: np.empty(chunk, self.dtype) for name in self._FLOATS}
         self._b = {name: np.empty(chunk, bool) for name in self._BOOLS}
+        # invalid pixels made neutral by bit selection: ``keep`` all ones where valid,
+        # ``ones`` the bits of 1.0 where not (a select whose cost does not follow the mask:
+        # np.copyto(where=) branches per element, ~6x slower on a scattered mask)
+        bits = np.dtype(f"u{self.dtype.itemsize}")
+        self._u = {name: np.empty(chunk, bits) for name in ("keep", "ones")}
+        self._all_ones = np.iinfo(bits).max
+        self._one_bits = np.array(1, self.dtype).view(bits)[()]
         self._i: dict[str, np.ndarray] = {}  # the histogram's bins, made when first asked
 
     def sums(self, pred: np.ndarray, gt: np.ndarray, *, valid: np.ndarray | None = None,
@@ -286,18 +293,19 @@ class DepthKernel:
         n = size if mask is None else int(np.count_nonzero(mask))
         if n == 0:
             return 0
-        one = self.dtype.type(1)
         p, g = f["p"], f["g"]
         np.copyto(p, pred[start:stop], casting="unsafe")
         if gt_scale is None:
             np.copyto(g, gt[start:stop], casting="unsafe")
         else:
             np.divide(gt[start:stop], gt_scale, out=g, casting="unsafe")
-        invalid = None
         if n < size:
-            invalid = np.logical_not(mask, out=b["invalid"])
-            np.copyto(p, one, where=invalid)
-            np.copyto(g, one, where=invalid)
+            keep, ones = (buffer[:size] for buffer in self._u.values())
+            np.multiply(mask, self._all_ones, out=keep, dtype=keep.dtype, casting="unsafe")
+            np.bitwise_and(np.invert(keep, out=ones), self._one_bits, out=ones)
+            for values in (p.view(keep.dtype), g.view(keep.dtype)):
+                np.bitwise_and(values, keep, out=values)
+                np.bitwise_or(values, ones, out=values)
         floor = self.dtype.type(PRED_FLOOR)
         lowest, highest = np.min(p), np.max(p)  # NaN if any is: the check and the clip in two reductions
         if not (np.isfinite(lowest) and np.isfinite(highest)):
