@@ -548,7 +548,9 @@ PyObject *rpx_coco_results(PyObject *self, PyObject *args) {
     PyTuple_SET_ITEM(result, 0, count);
     for (int k = 0; k < 8; k++) {
         if (parts[k]->n > (size_t)PY_SSIZE_T_MAX) { PyErr_NoMemory(); Py_CLEAR(result); goto done; }
-        PyObject *b = rpx_bytes_of(parts[k]->data, (Py_ssize_t)parts[k]->n);
+        /* bytearray: numpy views it writable, as the arrays the Python path makes */
+        PyObject *b = PyByteArray_FromStringAndSize(parts[k]->n ? (const char *)parts[k]->data : "",
+                                                    (Py_ssize_t)parts[k]->n);
         bbuf_free(parts[k]);  /* each copy made, its buffer goes: the peak stays one column */
         if (!b) { Py_CLEAR(result); goto done; }
         PyTuple_SET_ITEM(result, k + 1, b);

@@ -82,7 +82,7 @@ static PyMethodDef methods[] = {
     {"coco_results", rpx_coco_results, METH_VARARGS,
      "coco_results(data, field) -> (n, image, category, score, bbox, has_bbox, shape, offsets, "
      "sizes) or None: a COCO results list (field 0 bbox, 1 segmentation as compressed RLEs, 2 "
-     "keypoints) as columns of bytes: int64 ids, float64 scores, float64 boxes (n x 4) and "
+     "keypoints) as columns of bytearrays: int64 ids, float64 scores, float64 boxes (n x 4) and "
      "whether each was given, the shapes (keypoints: float64 values; RLEs: their strings) cut "
      "by int64 offsets (n + 1), RLE sizes (n x 2 int64). None for anything but the ordinary "
      "case (bad JSON, a missing or mistyped field, polygons, ...): the Python path reads it. "

@@ -188,7 +188,6 @@ def _fast_keypoints(objects: list[dict[str, Any]], prediction: bool, box_format:
         values = np.fromiter(chain.from_iterable(points), np.float64, count=n * width).reshape(n, width)
     if not (np.abs(values) <= MAX_MAGNITUDE).all():
         return None
-    x, y, v = values[:, 0::3], values[:, 1::3], values[:, 2::3]
     boxes = list(map(dict.get, objects, repeat("bbox")))
     given_box = None
     if set(map(type, boxes)) != {type(None)}:
@@ -202,20 +201,30 @@ def _fast_keypoints(objects: list[dict[str, Any]], prediction: bool, box_format:
             given_box[:, 2:] -= given_box[:, :2]
         if (given_box[:, 2:] < 0).any():
             return None
-    if prediction:
-        seen = np.ones(v.shape, bool)  # every point, as loadRes
-        count = np.count_nonzero(v > 0, axis=1).astype(np.float64)
-    else:
-        seen = v > 0
+    given_count = None
+    if not prediction:
         counts = list(map(dict.get, objects, repeat("num_keypoints")))
-        if set(map(type, counts)) == {type(None)}:
-            count = np.count_nonzero(seen, axis=1).astype(np.float64)
-        elif set(map(type, counts)) == {int}:
-            count = np.array(counts, np.float64)
-            if (count < 0).any():
+        if set(map(type, counts)) == {int}:
+            given_count = np.array(counts, np.float64)
+            if (given_count < 0).any():
                 return None
-        else:
+        elif set(map(type, counts)) != {type(None)}:
             return None
+    return keypoint_boxes(values, given_box, prediction=prediction, given_count=given_count,
+                          given_area=given_area)
+
+
+def keypoint_boxes(values: np.ndarray, given_box: np.ndarray | None, *, prediction: bool,
+                   given_count: np.ndarray | None, given_area: np.ndarray) -> Boxes:
+    """Checked keypoint values (N, 3K) as :class:`Boxes` rows ``[x1, y1, v1, ..., bx, by,
+    bw, bh, num_keypoints]``: the box ``given_box`` (N, 4 xywh), else the extent of the
+    points (a prediction's every point, as ``loadRes``; a GT's visible ones), the count
+    ``given_count``, else the points with ``v > 0``; the area the given one (GT), else the
+    box's."""
+    x, y, v = values[:, 0::3], values[:, 1::3], values[:, 2::3]
+    seen = np.ones(v.shape, bool) if prediction else v > 0  # loadRes: every point
+    count = np.count_nonzero(v > 0, axis=1).astype(np.float64) if given_count is None \
+        else given_count
     if given_box is None:
         any_seen = seen.any(axis=1)
         x0 = np.where(any_seen, np.min(np.where(seen, x, np.inf), axis=1), 0.0)
@@ -226,7 +235,7 @@ def _fast_keypoints(objects: list[dict[str, Any]], prediction: bool, box_format:
     box_area = given_box[:, 2] * given_box[:, 3]
     area = box_area if prediction else np.where(np.isnan(given_area), box_area, given_area)
     rows = np.concatenate([values, given_box, count[:, None]], axis=1)
-    return Boxes(rows, [], None, np.zeros(n, bool), area)
+    return Boxes(rows, [], None, np.zeros(len(values), bool), area)
 
 
 def _fast_rles(objects: list[dict[str, Any]], prediction: bool, given_area: np.ndarray,
