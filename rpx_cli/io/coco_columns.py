@@ -56,10 +56,9 @@ def native_columns(data: Any, field_name: str) -> tuple[np.ndarray, np.ndarray, 
             given = box
         boxes = _masks(shape, offsets, sizes, n, given) if code == 1 else \
             _keypoints(shape, offsets, n, given)
-        if boxes is None:
-            return None
-        boxes.scores = score
-    if area_problem(boxes.area, "detection") is not None:
+        if boxes is not None:
+            boxes.scores = score
+    if boxes is None or area_problem(boxes.area, "detection") is not None:
         return None
     return np.frombuffer(image, np.int64), np.frombuffer(category, np.int64), boxes
 

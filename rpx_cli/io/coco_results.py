@@ -41,6 +41,8 @@ def read_results(path: str, shape_field: ObjectField, gt: Any = None,
         pending.close()
 
 
+INT64 = (-(1 << 63), (1 << 63) - 1)
+
 # a results file is parsed in pieces of about this size: the Python objects of one piece at a
 # time, not the whole file's (keypoints: 25 million floats, ~1 GB, for 5,000 images)
 CHUNK_BYTES = 16 << 20
@@ -215,10 +217,17 @@ def _results_of(results: list[Any], path: str, shape_field: ObjectField, no_lite
     if not set(map(type, image)) <= {int}:
         n = next(n for n, value in enumerate(image) if type(value) is not int)
         raise InputError(f"detection {n}: image_id {image[n]!r} is not an integer", path=path)
+    if min(image, default=0) < INT64[0] or max(image, default=0) > INT64[1]:
+        n = next(n for n, value in enumerate(image) if not INT64[0] <= value <= INT64[1])
+        raise InputError(f"detection {n}: image_id {image[n]} is beyond 64-bit integers (no GT "
+                         f"image has it)", path=path)
     usable = np.ones(len(results), bool)
-    if not set(map(type, category)) <= {int}:  # another type names no GT category
-        usable = np.array([type(value) is int for value in category], bool)
-        category = [value if type(value) is int else 0 for value in category]
+    if not set(map(type, category)) <= {int} or \
+            min(category, default=0) < INT64[0] or max(category, default=0) > INT64[1]:
+        # another type, or an integer beyond 64 bits, names no GT category
+        usable = np.array([type(value) is int and INT64[0] <= value <= INT64[1]
+                           for value in category], bool)
+        category = [value if ok else 0 for value, ok in zip(category, usable.tolist(), strict=True)]
     boxes = read_objects(results, path, shape_field, prediction=True, no_literals=no_literals)
     # the parsed objects are not kept: a results file's Python objects are most of the
     # memory a run needs (5,000 images of keypoints: ~1 GB), and everything is in arrays now

@@ -185,7 +185,10 @@ def _fast_keypoints(objects: list[dict[str, Any]], prediction: bool, box_format:
     else:
         if not set(map(type, chain.from_iterable(points))) <= {int, float}:
             return None
-        values = np.fromiter(chain.from_iterable(points), np.float64, count=n * width).reshape(n, width)
+        try:  # (an integer beyond float64: the per-object checks word it)
+            values = np.fromiter(chain.from_iterable(points), np.float64, count=n * width).reshape(n, width)
+        except OverflowError:
+            return None
     if not (np.abs(values) <= MAX_MAGNITUDE).all():
         return None
     boxes = list(map(dict.get, objects, repeat("bbox")))
@@ -194,7 +197,10 @@ def _fast_keypoints(objects: list[dict[str, Any]], prediction: bool, box_format:
         if set(map(type, boxes)) != {list} or set(map(len, boxes)) != {4} or \
                 not set(map(type, chain.from_iterable(boxes))) <= {int, float}:
             return None
-        given_box = np.array(boxes, np.float64)
+        try:
+            given_box = np.array(boxes, np.float64)
+        except OverflowError:
+            return None
         if not (np.abs(given_box) <= MAX_MAGNITUDE).all():
             return None
         if box_format == "xyxy":
@@ -270,7 +276,10 @@ def _fast_rles(objects: list[dict[str, Any]], prediction: bool, given_area: np.n
             if kinds != {list} or set(map(len, boxes)) != {4} or \
                     not set(map(type, chain.from_iterable(boxes))) <= {int, float}:
                 return None
-            xywh = np.array(boxes, np.float64)
+            try:
+                xywh = np.array(boxes, np.float64)
+            except OverflowError:
+                return None
             if not (np.abs(xywh) <= MAX_MAGNITUDE).all() or (xywh[:, 2:] < 0).any():
                 return None
             if box_format == "xyxy":
@@ -335,7 +344,10 @@ def _numbers(value: Any) -> np.ndarray | None:
     if not isinstance(value, list) or not all(
             type(v) in (int, float) for v in value):
         return None
-    out = np.asarray(value, np.float64)
+    try:
+        out = np.asarray(value, np.float64)
+    except OverflowError:  # an integer beyond float64
+        return None
     if out.size and not (np.abs(out) <= MAX_MAGNITUDE).all():
         return None
     return out
