@@ -130,7 +130,25 @@ def test_numbers_convert_as_python_float(texts: list[str]) -> None:
         assert struct.pack("<d", value) == struct.pack("<d", python_float(text)), text
 
 
-@pytest.mark.parametrize("text", ["-0", "-0.0", "0e5", "-0e-5", "1e-400", "4.9e-324", "2.5e-324",
+@settings(max_examples=1000, deadline=None)
+@given(st.text("0123456789", min_size=16, max_size=19), st.integers(0, 19), st.integers(-30, 30),
+       st.booleans())
+def test_long_mantissas_convert_as_python_float(digits: str, point: int, exponent: int,
+                                                negative: bool) -> None:
+    """16 to 19 significant digits (Python's repr writes 17) and powers of ten near the
+    extended-precision path's limits: Python's ``float()``, bit for bit."""
+    digits = digits.lstrip("0") or "0"
+    point = min(point, len(digits) - 1)
+    text = ("-" if negative else "") + digits[:len(digits) - point] + \
+        ("." + digits[len(digits) - point:] if point else "") + f"e{exponent}"
+    record = f'{{"image_id":1,"category_id":1,"score":{text},"bbox":[0,0,0,0]}}'
+    value = np.frombuffer(core.coco_results(f"[{record}]".encode(), 0)[3], np.float64)[0]
+    assert struct.pack("<d", value) == struct.pack("<d", float(text)), text
+
+
+@pytest.mark.parametrize("text", ["9007199254740993.0", "9007199254740993e0", "9007199254740995.0",
+                                  "-9007199254740993.0", "18014398509481986e0", "0.1e-27", "1e27",
+                                  "1234567890123456789e-27", "-0", "-0.0", "0e5", "-0e-5", "1e-400", "4.9e-324", "2.5e-324",
                                   "1.7976931348623157e308", "9007199254740993", "0.1", "123456789012345678",
                                   "9223372036854775807", "-9223372036854775808", "9223372036854775808",
                                   "2.2250738585072011e-308", "1" + "0" * 22 + ".5",

@@ -14,14 +14,18 @@
  * Numbers are converted as Python's float() converts their text (correctly rounded): an
  * integer token within int64 exactly and then to double (so "-0" is +0.0, as Python's int),
  * a decimal of at most 15 significant digits and a power of ten within 1e±22 by one exact
- * division or multiplication (Clinger's fast path), every other token by strtod on a
- * bounded, NUL-terminated copy (the caller checks that the locale's decimal point is '.').
+ * division or multiplication (Clinger's fast path), one of at most 19 digits and 1e±27 the
+ * same way in x87 extended precision where that is exact (Python's repr writes 17 digits),
+ * every other token by strtod on a bounded, NUL-terminated copy (the caller checks that the
+ * locale's decimal point is '.').
  *
  * The numpy twin is the Python path itself: rpx_cli/io/coco_results.py (orjson, then the
  * checks of rpx_cli/io/boxes.py and rpx_cli/io/instances.py); tests/test_native_coco_reader.py
  * compares the two bit for bit. */
 #include "core.h"
+#include <float.h>
 #include <locale.h>
+#include <math.h>
 #include <string.h>
 
 #define MAX_DEPTH 64     /* the top-level list is depth 1, a record 2 */
@@ -268,6 +272,25 @@ static int scan_number(scanner *s, double *value, int *is_int, int64_t *integer)
         *value = neg ? -0.0 : 0.0;
         return SCAN_OK;
     }
+#if LDBL_MANT_DIG == 64
+    else if (!truncated && exp10 >= -27 && exp10 <= 27) {
+        /* x87 extended precision: the mantissa (< 10^19 < 2^64) and 10^|exp10| (5^27 < 2^64)
+         * are exact, so one operation rounds correctly to 64 bits; rounding that to 53 bits is
+         * then correct unless it lands exactly on a midpoint between two doubles (its low 11
+         * bits 0x400), the one case where two roundings may differ from one: strtod then.
+         * (The results lie within 1e-27..1e46: normal doubles.) */
+        long double p = 1.0L;
+        for (int64_t k = exp10 < 0 ? -exp10 : exp10; k > 0; k--) p *= 10.0L;  /* exact */
+        long double r = exp10 < 0 ? (long double)mant / p : (long double)mant * p;
+        int e2;
+        uint64_t bits = (uint64_t)ldexpl(frexpl(r, &e2), 64);
+        if ((bits & 0x7FF) != 0x400) {
+            double v = (double)r;
+            *value = neg ? -v : v;
+            return SCAN_OK;
+        }
+    }
+#endif
     char copy[MAX_NUMBER + 1], *stop = NULL;
     size_t n = (size_t)(q - start);
     memcpy(copy, start, n);
