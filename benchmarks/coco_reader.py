@@ -29,9 +29,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import coco_family  # noqa: E402
-import detection  # noqa: E402
-from _common import DATA, DigestRuns, load, machine, rpx_command  # noqa: E402
+import coco_family
+import detection
+from _common import DATA, DigestRuns, load, machine, rpx_command
 
 HOTCOCO_LOAD = textwrap.dedent("""
     import sys, time, contextlib, io

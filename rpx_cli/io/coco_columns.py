@@ -32,11 +32,23 @@ def native_columns(data: Any, field_name: str) -> tuple[np.ndarray, np.ndarray, 
     """``(image ids, category ids, boxes)`` of the results list ``data`` (bytes) whose
     shapes are in ``field_name``, as the Python path reads them; None when the native core
     is not in use or the file is not the ordinary case."""
+    return columns(scan(data, field_name), field_name)
+
+
+def scan(data: Any, field_name: str) -> tuple | None:
+    """The native scanner's raw columns of ``data`` (the GIL released meanwhile: a thread
+    may scan while another parses), or None (no native core, or declined)."""
     core = native.core()
     code = FIELD_CODES.get(field_name)
     if core is None or code is None:
         return None
-    read = core.coco_results(data, code)
+    return core.coco_results(data, code)
+
+
+def columns(read: tuple | None, field_name: str) -> tuple[np.ndarray, np.ndarray, Boxes] | None:
+    """:func:`scan`'s raw columns checked as the Python path checks its values and made
+    into arrays (None when any check fails: the Python path words the error)."""
+    code = FIELD_CODES.get(field_name)
     if read is None or read[0] == 0:  # (an empty list: the Python path's empty arrays)
         return None
     n, image, category, score, bbox, has_bbox, shape, offsets, sizes = read

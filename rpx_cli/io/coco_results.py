@@ -5,6 +5,7 @@ side by side in worker processes when the run lends them (:mod:`rpx_cli.io.piece
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
@@ -16,7 +17,7 @@ import numpy as np
 from rpx_cli import native
 from rpx_cli.errors import SWAP_COCO_HINT, InputError, PairError
 from rpx_cli.io.boxes import Boxes
-from rpx_cli.io.coco_columns import FIELD_CODES, native_columns
+from rpx_cli.io.coco_columns import FIELD_CODES, columns, scan
 from rpx_cli.io.coco_objects import ObjectField, read_objects
 from rpx_cli.io.coco_records import set_aside_detections
 from rpx_cli.io.json import loads_json
@@ -69,15 +70,30 @@ class PendingResults:
         self.data: bytes | None = None
         self.no_literals = False
         self.running: Iterator[Results | None] | None = None
-        # the native reader goes first where it can: one pass in C beats pieces in workers
+        # the native reader goes first where it can: one pass in C beats pieces in workers;
+        # with pieces allowed, a thread reads and scans the file while the caller parses the
+        # GT file (the scan releases the GIL)
         self.columns_first = shape_field.name in FIELD_CODES and native.core() is not None
-        if pieces and elsewhere() and not self.columns_first:
+        self.scanned: tuple | None = None
+        self.scanning: threading.Thread | None = None
+        if pieces and self.columns_first:
+            self.scanning = threading.Thread(target=self._scan, daemon=True,
+                                             name="rpx-coco-results")
+            self.scanning.start()
+        elif pieces and elsewhere():
             try:
                 self._read()
             except Exception as exc:  # raised by collect(), after the GT file's errors
                 self.failure = exc
                 return
             self._start()
+
+    def _scan(self) -> None:
+        try:
+            self._read()
+            self.scanned = scan(self.data, self.shape_field.name)
+        except Exception as exc:  # raised by collect(), after the GT file's errors
+            self.failure = exc
 
     def _read(self) -> None:
         from rpx_cli.io.regular import read_bytes
@@ -104,18 +120,25 @@ class PendingResults:
 
     def collect(self, gt: Any = None,
                 errors: list[PairError] | None = None) -> Results:
+        if self.scanning is not None:
+            self.scanning.join()
+            self.scanning = None
         if self.failure is not None:
             raise self.failure
-        if self.data is None and self.running is None:  # not read yet: read it now
+        fresh = self.data is None and self.running is None
+        if fresh:  # not read yet: read it now
             self._read()
             # (--on-error skip sets bad records aside: the Python path, record by record)
-            read = native_columns(self.data, self.shape_field.name) \
-                if self.columns_first and errors is None else None
+            if self.columns_first and errors is None:
+                self.scanned = scan(self.data, self.shape_field.name)
+        if self.scanned is not None:
+            read, self.scanned = columns(self.scanned, self.shape_field.name), None
             if read is not None:
                 self.data = None
                 image, category, boxes = read
                 return Results([], image, category, np.ones(len(image), bool), boxes)
-            self._start()
+        if fresh or (self.columns_first and self.running is None and self.data is not None):
+            self._start()  # (declined by the native reader: pieces, as on the numpy path)
         if self.running is not None:
             parts = list(self.running)
             self.running = None
