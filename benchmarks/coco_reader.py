@@ -74,16 +74,18 @@ def reader_seconds(data: bytes, kind: str, repeat: int) -> tuple[float, float]:
     return statistics.median(native), statistics.median(python)
 
 
-def wall(argv: list[str], repeat: int, env: dict[str, str] | None = None,
-         before=None) -> float:
-    times = []
+def walls(commands: list[tuple[list[str], dict[str, str], object]], repeat: int) -> list[float]:
+    """Median wall seconds of each ``(argv, env, before)``, run in turn ``repeat`` times
+    (interleaved: a loaded machine's swings fall on every command alike)."""
+    times: list[list[float]] = [[] for _ in commands]
     for _ in range(repeat):
-        extra = before() if before else []
-        t = time.perf_counter()
-        subprocess.run([*argv, *extra], check=True, stdout=subprocess.DEVNULL,
-                       env={**os.environ, **(env or {})})
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        for k, (argv, env, before) in enumerate(commands):
+            extra = before() if before else []
+            t = time.perf_counter()
+            subprocess.run([*argv, *extra], check=True, stdout=subprocess.DEVNULL,
+                           env={**os.environ, **env})
+            times[k].append(time.perf_counter() - t)
+    return [statistics.median(t) for t in times]
 
 
 def main() -> None:
@@ -115,9 +117,9 @@ def main() -> None:
         command = rpx_command() + ["eval", "detection", "--quiet", "--coco-gt", gt, "--coco-dt", dt,
                                    "--iou-type", kind, "--metrics", "coco", "-o", "/dev/null"]
         runs = DigestRuns(f"coco-reader-{kind}", predictions=[dt], ground_truth=[gt])
-        on = wall(command, args.repeat, {"RPX_NATIVE": "1"}, runs.first)
-        off = wall(command, args.repeat, {"RPX_NATIVE": "0"}, runs.first)
-        hotcoco = wall([py, "-c", HOTCOCO_EVAL, gt, dt, kind], args.repeat)
+        on, off, hotcoco = walls([(command, {"RPX_NATIVE": "1"}, runs.first),
+                                  (command, {"RPX_NATIVE": "0"}, runs.first),
+                                  ([py, "-c", HOTCOCO_EVAL, gt, dt, kind], {}, None)], args.repeat)
         runs.cleanup()
         print(f"  rpx --metrics coco, first run (wall s): native {on:.2f} | RPX_NATIVE=0 {off:.2f} "
               f"| hotcoco 1.3 {hotcoco:.2f} -> {on / hotcoco:.2f}x hotcoco (was {off / hotcoco:.2f}x)")
