@@ -42,22 +42,28 @@ typedef struct {
 
 static void bbuf_free(bbuf *b) { free(b->data); b->data = NULL; b->n = b->cap = 0; }
 
-static int bbuf_put(bbuf *b, const void *x, size_t size) {
+static int bbuf_grow(bbuf *b, size_t want);
+
+static inline int bbuf_put(bbuf *b, const void *x, size_t size) {
     if (size > SIZE_MAX - b->n) return SCAN_NOMEM;
     size_t want = b->n + size;
-    if (want > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < want) {
-            if (cap > SIZE_MAX / 2) return SCAN_NOMEM;
-            cap *= 2;
-        }
-        uint8_t *data = realloc(b->data, cap);
-        if (!data) return SCAN_NOMEM;
-        b->data = data;
-        b->cap = cap;
-    }
+    if (want > b->cap && bbuf_grow(b, want)) return SCAN_NOMEM;
     if (size) memcpy(b->data + b->n, x, size);
     b->n = want;
+    return SCAN_OK;
+}
+
+/* Room for `want` bytes (capacity doubled). */
+static int bbuf_grow(bbuf *b, size_t want) {
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap < want) {
+        if (cap > SIZE_MAX / 2) return SCAN_NOMEM;
+        cap *= 2;
+    }
+    uint8_t *data = realloc(b->data, cap);
+    if (!data) return SCAN_NOMEM;
+    b->data = data;
+    b->cap = cap;
     return SCAN_OK;
 }
 

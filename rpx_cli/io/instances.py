@@ -228,10 +228,13 @@ def keypoint_boxes(values: np.ndarray, given_box: np.ndarray | None, *, predicti
     ``given_count``, else the points with ``v > 0``; the area the given one (GT), else the
     box's."""
     x, y, v = values[:, 0::3], values[:, 1::3], values[:, 2::3]
-    seen = np.ones(v.shape, bool) if prediction else v > 0  # loadRes: every point
     count = np.count_nonzero(v > 0, axis=1).astype(np.float64) if given_count is None \
         else given_count
-    if given_box is None:
+    if given_box is None and prediction:  # every point, as loadRes
+        x0, x1, y0, y1 = x.min(axis=1), x.max(axis=1), y.min(axis=1), y.max(axis=1)
+        given_box = np.stack([x0, y0, x1 - x0, y1 - y0], axis=1)
+    elif given_box is None:  # the visible points
+        seen = v > 0
         any_seen = seen.any(axis=1)
         x0 = np.where(any_seen, np.min(np.where(seen, x, np.inf), axis=1), 0.0)
         x1 = np.where(any_seen, np.max(np.where(seen, x, -np.inf), axis=1), 0.0)
