@@ -381,3 +381,50 @@ def test_a_category_beyond_64_bits_names_no_category() -> None:
     data = b'[{"image_id": 1, "category_id": 9223372036854775808, "bbox": [1, 2, 3, 4], "score": 1}]'
     got = python_path(data, "bbox")
     assert got.usable.tolist() == [False] and native_path(data, "bbox") is None
+
+
+# --- inside load_coco: a thread scans while the GT file is read ---------------------------
+
+
+def test_the_thread_reads_and_a_gt_error_comes_first(tmp_path) -> None:
+    """With the native core the results file is scanned in a thread while the GT file is
+    read: the same arrays as the numpy path; a GT error is still the error, also when the
+    results file cannot be read."""
+    from rpx_cli.io import coco_files
+
+    gt, results = box_set_lvis(3)
+    (tmp_path / "gt.json").write_text(json.dumps(gt))
+    (tmp_path / "dt.json").write_text(json.dumps(results))
+    read = {}
+    for flag in ("1", "0"):
+        with mock.patch.dict(os.environ, {"RPX_NATIVE": flag}):
+            read[flag] = coco_files.load_coco(str(tmp_path / "gt.json"), str(tmp_path / "dt.json"))
+    for name in ("frame", "label", "shape", "area", "score"):
+        assert bits(getattr(read["1"].pred, name)) == bits(getattr(read["0"].pred, name)), name
+    gt["annotations"][0]["category_id"] = 999
+    (tmp_path / "gt.json").write_text(json.dumps(gt))
+    with mock.patch.dict(os.environ, {"RPX_NATIVE": "1"}):
+        for dt in ("dt.json", "missing.json"):
+            with pytest.raises(InputError, match="category_id 999"):
+                coco_files.load_coco(str(tmp_path / "gt.json"), str(tmp_path / dt))
+
+
+def test_a_declined_file_is_read_in_pieces(tmp_path, monkeypatch) -> None:
+    """A file the reader declines (a category id that is not an integer) goes the numpy
+    path's way: in pieces, with the same arrays as the whole file."""
+    results = box_set_lvis(3)[1]
+    results[5]["category_id"] = "cat"
+    path = tmp_path / "dt.json"
+    path.write_text(json.dumps(results))
+    calls = []
+    real = coco_results.loads_json
+    monkeypatch.setattr(coco_results, "loads_json", lambda data, p: calls.append(len(data)) or real(data, p))
+    with mock.patch.dict(os.environ, {"RPX_NATIVE": "1"}):
+        whole = coco_results.read_results(str(path), BOX_FIELD)
+        monkeypatch.setattr(coco_results, "CHUNK_BYTES", 2000)
+        calls.clear()
+        pieces = coco_results.read_results(str(path), BOX_FIELD)
+    assert len(calls) > 5
+    assert not whole.usable[5] and bits(pieces.usable) == bits(whole.usable)
+    assert bits(pieces.boxes.shape) == bits(whole.boxes.shape)
+    assert bits(pieces.image) == bits(whole.image) and bits(pieces.category) == bits(whole.category)
