@@ -69,6 +69,7 @@ static int bbuf_grow(bbuf *b, size_t want) {
 
 typedef struct {
     const uint8_t *p, *end;
+    int extended;  /* long double arithmetic carries 64 bits here (x87's precision control) */
 } scanner;
 
 typedef struct {
@@ -279,7 +280,7 @@ static int scan_number(scanner *s, double *value, int *is_int, int64_t *integer)
         return SCAN_OK;
     }
 #if LDBL_MANT_DIG == 64
-    else if (!truncated && exp10 >= -27 && exp10 <= 27) {
+    else if (s->extended && !truncated && exp10 >= -27 && exp10 <= 27) {
         /* x87 extended precision: the mantissa (< 10^19 < 2^64) and 10^|exp10| (5^27 < 2^64)
          * are exact, so one operation rounds correctly to 64 bits; rounding that to 53 bits is
          * then correct unless it lands exactly on a midpoint between two doubles (its low 11
@@ -524,8 +525,19 @@ static int read_record(scanner *s, columns *c, int field) {
 }
 
 /* The whole document: a list of records, nothing after it but white space. */
+/* Whether long double arithmetic rounds to 64 bits in this thread (x87 precision control
+ * set to extended, as on Linux and the BSDs; not when something set it to double). */
+static int extended_precision(void) {
+#if LDBL_MANT_DIG == 64
+    volatile long double one = 1.0L, tiny = LDBL_EPSILON;  /* 2^-63 */
+    return one + tiny != one;
+#else
+    return 0;
+#endif
+}
+
 static int read_results(const uint8_t *data, size_t len, int field, columns *c) {
-    scanner s = {data, data + len};
+    scanner s = {data, data + len, extended_precision()};
     int64_t zero = 0;
     int r;
     if ((r = bbuf_put(&c->offsets, &zero, 8))) return r;
