@@ -68,7 +68,7 @@ padding:3px 8px;text-align:right;vertical-align:top}th:first-child,td:first-chil
 td.code,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;word-break:break-all}
 .pass{color:var(--good);font-weight:600}.fail{color:var(--bad);font-weight:600}
 .good{color:var(--good)}.bad{color:var(--bad)}
-details{margin:8px 0}summary{cursor:pointer;font-weight:600}
+details{margin:8px 0}figure.captioned{margin:10px 0 4px}summary{cursor:pointer;font-weight:600}
 .multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:6px 14px}
 svg.chart{width:100%;height:auto;display:block;margin:4px 0;font-size:11px}
 svg .ax{stroke:var(--fg);fill:none;stroke-width:1}svg .grid{stroke:var(--grid);stroke-width:1}

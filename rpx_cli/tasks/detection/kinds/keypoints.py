@@ -34,11 +34,13 @@ KEYPOINT_STAT_NAMES = ("AR", "AR50", "AR75")
 @register_kind
 class Keypoints(SimilarityKind):
     name, rank, iou_type = "keypoints", 5, "keypoints"
+    title = "keypoints"
     noun = "object"
     measure = "OKS"
     no_tide = ("--metrics errors (TIDE) is for boxes and masks; --iou-type keypoints supports "
                "rows, pooled, confusion and coco")
     area_given = True
+    draws_frames = True  # the worst frames: each object's points, skeleton and box
     coco_field = KEYPOINT_FIELD
     forms = (KEYPOINTS,)
 
@@ -91,6 +93,21 @@ class Keypoints(SimilarityKind):
         similarity = instances.keypoint_geometry(table, params["oks_sigmas"],
                                                  floor=min(params["iou_threshold"], 0.5))
         return similarity, table.as_ids()
+
+    def frame_objects(self, shapes: np.ndarray) -> dict[str, list]:
+        """Each object's box and its points ``[x1, y1, v1, ...]`` (v 0: not labelled)."""
+        rows = np.asarray(shapes, np.float64).reshape(len(shapes), -1)
+        k3 = rows.shape[1] - 5
+        return {"box": rows[:, k3:k3 + 4].tolist(), "points": rows[:, :k3].tolist()}
+
+    def frame_skeleton(self, params: Params) -> list[list[int]] | None:
+        """COCO's person skeleton when the points are COCO's 17 (its sigmas)."""
+        from rpx_cli.ops.oks import COCO_SIGMAS, COCO_SKELETON
+
+        sigmas = params.get("oks_sigmas")
+        if sigmas is not None and len(sigmas) == COCO_SIGMAS.size and np.allclose(sigmas, COCO_SIGMAS):
+            return [list(pair) for pair in COCO_SKELETON]
+        return None
 
     def gt_ignore(self, table) -> np.ndarray:
         return table.gt.shape[:, -1] == 0 if len(table.gt) else np.zeros(0, bool)

@@ -51,6 +51,7 @@ INFO = {
 @register_protocol
 class Ultralytics(DetectionProtocol):
     name, rank, section = "ultralytics", 5, "ultralytics"
+    label = "Ultralytics"
     title = "Ultralytics (yolo val)"
     headline = ("mAP50_95", "mAP50", "precision", "recall")
     options = ("ultralytics_version",)

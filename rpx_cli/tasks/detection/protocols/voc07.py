@@ -62,4 +62,5 @@ class VocFamily(DetectionProtocol):
 @register_protocol
 class Voc07(VocFamily):
     name, rank, section = "voc07", 2, "voc07"
+    label = "VOC07"
     title = "PASCAL VOC 2007 (11-point AP)"
