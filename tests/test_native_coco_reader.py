@@ -343,6 +343,9 @@ def test_arguments_checked() -> None:
     with pytest.raises(TypeError):
         core.coco_results(np.zeros(3, np.float64), 0)
     assert core.coco_results(np.frombuffer(GOOD, np.uint8), 0) is not None
+    from rpx_cli.io.memory import InMemory
+
+    assert native_path(InMemory([]), "bbox") is None  # a document given parsed: Python's
 
 
 def test_the_numpy_path_reads_the_same(tmp_path) -> None:

@@ -42,7 +42,10 @@ def scan(data: Any, field_name: str) -> tuple | None:
     code = FIELD_CODES.get(field_name)
     if core is None or code is None:
         return None
-    return core.coco_results(data, code)
+    try:
+        return core.coco_results(data, code)
+    except TypeError:  # not bytes (a document given in memory): the Python path takes it
+        return None
 
 
 def columns(read: tuple | None, field_name: str) -> tuple[np.ndarray, np.ndarray, Boxes] | None:
