@@ -216,6 +216,22 @@ static int put_ascii(const uint8_t *raw, size_t len, bbuf *out) {
 static const double POW10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
                                  1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/* strtod on a NUL-terminated copy of the n <= MAX_NUMBER bytes of a checked number token
+ * (out of line: the common paths keep a small frame). */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int convert_slowly(const uint8_t *start, size_t n, double *value) {
+    char copy[MAX_NUMBER + 1], *stop = NULL;
+    if (n > MAX_NUMBER) return SCAN_DECLINE;
+    memcpy(copy, start, n);
+    copy[n] = '\0';
+    double v = strtod(copy, &stop);
+    if (stop != copy + n) return SCAN_DECLINE;
+    *value = v;
+    return SCAN_OK;
+}
+
 /* A number at s->p, strictly as JSON writes one: its value as Python's float() of the text
  * would give (float() of the int for an integer token), and (is_int) whether it is an
  * integer token within int64 (then `integer` holds it). */
@@ -298,14 +314,7 @@ static int scan_number(scanner *s, double *value, int *is_int, int64_t *integer)
         }
     }
 #endif
-    char copy[MAX_NUMBER + 1], *stop = NULL;
-    size_t n = (size_t)(q - start);
-    memcpy(copy, start, n);
-    copy[n] = '\0';
-    double v = strtod(copy, &stop);
-    if (stop != copy + n) return SCAN_DECLINE;
-    *value = v;
-    return SCAN_OK;
+    return convert_slowly(start, (size_t)(q - start), value);
 }
 
 static int expect_literal(scanner *s, const char *word, size_t n) {
