@@ -15,6 +15,7 @@ import pytest
 from browser import Browser
 from click.testing import CliRunner
 from helpers import FIXTURES, golden_cases
+from test_html_protocol import PROTOCOL_RUNS
 
 from rpx_cli.cli.main import cli
 from rpx_cli.report.html import render_html
@@ -98,6 +99,14 @@ def pages(tmp_path_factory) -> dict[str, Path]:
                                   catch_exceptions=False)
         assert done.exit_code == 0, done.output
         out[f"frames__{name}"] = page
+    # each protocol's own view (its curves, AP bars, tables)
+    for name, words in PROTOCOL_RUNS.items():
+        page = root / f"protocol__{name}.html"
+        done = CliRunner().invoke(cli, ["eval", "detection", *words, "--jobs", "1", "-o",
+                                        str(root / f"protocol-{name}.json"), "--html", str(page)],
+                                  catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+        out[f"protocol__{name}"] = page
     return out
 
 
@@ -119,7 +128,7 @@ def rgb(css: str) -> tuple[float, ...]:
 
 
 @pytest.mark.parametrize("name", [*sorted(CASES), "detection__tide", "frames__shelf", "frames__masks",
-                                  "frames__hands"])
+                                  "frames__hands", *(f"protocol__{name}" for name in PROTOCOL_RUNS)])
 def test_no_chart_text_leaves_its_chart(name: str, pages, browser) -> None:
     page = browser.open(pages[name])
     outside = json.loads(page.evaluate(OUTSIDE_JS))

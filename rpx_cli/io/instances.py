@@ -36,6 +36,11 @@ from rpx_cli.io.json import loads_json
 from rpx_cli.io.mask_arrays import as_array, mask_runs, rows_shape
 from rpx_cli.io.values import MAX_MAGNITUDE
 
+# a GT keypoint's v (COCO): 0 not labelled, 1 labelled but hidden, 2 visible. A prediction's
+# third values are not read (pycocotools' OKS looks at the GT's; some tools write each
+# point's confidence there)
+VISIBILITY = (0, 1, 2)
+
 
 def parse_instances(data: bytes, path: str, *, prediction: bool,
                     read_objects: Callable[..., Boxes],
@@ -130,6 +135,10 @@ def keypoints(objects: list[dict[str, Any]], path: str, *, prediction: bool, box
                              f"{width // 3}", path=path)
         width = values.size
         x, y, v = values[0::3], values[1::3], values[2::3]
+        if not prediction and not np.isin(v, VISIBILITY).all():
+            k = int(np.argmin(np.isin(v, VISIBILITY)))
+            raise InputError(f"{where}: keypoint {k} has visibility {v[k]:g}; a GT point's v is 0 "
+                             "(not labelled), 1 (labelled, hidden) or 2 (visible)", path=path)
         bbox = item.get("bbox")
         if bbox is not None:
             bbox = _bbox(bbox, where, path, box_format)
@@ -192,6 +201,8 @@ def _fast_keypoints(objects: list[dict[str, Any]], prediction: bool, box_format:
             return None
     if not (np.abs(values) <= MAX_MAGNITUDE).all():
         return None
+    if not prediction and not np.isin(values[:, 2::3], VISIBILITY).all():
+        return None  # the per-object reading names it
     boxes = list(map(dict.get, objects, repeat("bbox")))
     given_box = None
     if set(map(type, boxes)) != {type(None)}:

@@ -115,6 +115,9 @@ def _mot_table(table: np.ndarray, line_numbers: np.ndarray, path: str, unit: str
     _first_error(bad, line_numbers, "a value is not a finite number", path, unit)
     _first_error((np.abs(table[:, 2:6]) > MAX_MAGNITUDE).any(axis=1), line_numbers,
                  f"a box value is beyond ±{MAX_MAGNITUDE:g} (pixels)", path, unit)
+    if width > 6:  # the confidence (a flag in GT files): a float64 beyond it has no int64
+        _first_error(np.abs(table[:, 6]) > MAX_MAGNITUDE, line_numbers,
+                     f"the score (column 7) is beyond ±{MAX_MAGNITUDE:g}", path, unit)
     for column, name in ((0, "frame"), (1, "id")):
         _first_error(table[:, column] != np.floor(table[:, column]), line_numbers,
                      f"{name} must be an integer", path, unit)
@@ -256,8 +259,10 @@ def _tracks_from_objects(frame: np.ndarray, objects: list[tuple[int, Any]], path
             raise InputError(f"{where}: 'bbox' must be four numbers, got {box!r}", path=path)
         boxes.append(box)
         score = obj.get("score")
-        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-            raise InputError(f"{where}: 'score' must be a number, got {score!r}", path=path)
+        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)
+                                  or not abs(score) <= MAX_MAGNITUDE):
+            raise InputError(f"{where}: 'score' must be a number within ±{MAX_MAGNITUDE:g}, "
+                             f"got {score!r}", path=path)
     # ids numbered in sorted order (integers numerically, then strings), as TrackEval
     # relabels MOT ids: the order of ids decides assignment ties and summation order
     codes = {track: code for code, track in enumerate(

@@ -22,6 +22,7 @@ from rpx_cli.report.html_blocks import (
     table_html,
 )
 from rpx_cli.report.html_mota_recall import mota_recall_view
+from rpx_cli.report.html_protocol import protocol_view
 from rpx_cli.report.html_task_sections import (
     bands_section,
     class_band_grid,
@@ -35,9 +36,9 @@ from rpx_cli.report.render import lookup
 
 def _pr_curves(report: Mapping[str, Any]) -> str:
     dataset = report.get("dataset") or {}
-    out = []
-    coco = dataset.get("coco") or {}
     run = declared.evaluated(report)  # OKS for keypoints, the run's maxDets
+    out = [protocol_view(dataset.get(run.view), run)] if run.view else []
+    coco = dataset.get("coco") or {}
     at = run.measure
     per_image = f"{run.max_dets} detections per image" if run.max_dets else "every detection"
     curves = coco.get("curves")
@@ -90,7 +91,8 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
                                 f"{esc(','.join([*ran, 'errors']))}</code> to add it", kind="tide"))
     if curves:
         per_class = curves["iou50"]["per_class"]
-        ap = {k: (v or {}).get("AP") for k, v in (coco.get("per_class") or {}).items()}
+        ap = {k: v.get("AP") if isinstance(v, Mapping) else None
+              for k, v in (coco.get("per_class") or {}).items()}
         order = sorted(per_class, key=lambda k: (ap.get(k) is None, ap.get(k) or 0.0))
         charts = [svg_lines.line_chart(
             [{"name": f"{at} 0.5", "y": per_class[k]["precision"]},
@@ -190,7 +192,8 @@ def _calibration(report: Mapping[str, Any]) -> str:
     dataset = report.get("dataset") or {}
     out = []
     calibration = dataset.get("calibration")
-    if isinstance(calibration, Mapping) and calibration.get("confidence"):
+    if isinstance(calibration, Mapping) and isinstance(calibration.get("confidence"), list) \
+            and isinstance(calibration.get("accuracy"), list):
         conf, acc = calibration["confidence"], calibration["accuracy"]
         counts = calibration.get("count") or []
         xs = [c for c in conf]

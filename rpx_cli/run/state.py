@@ -235,7 +235,8 @@ def part_seal(report: Mapping[str, Any], *, parsed: bool = False) -> str:
     verify. ``parsed``: ``report`` was read back from JSON."""
     from rpx_cli.report.serialize import content_digest
 
-    state = {key: value for key, value in report["state"].items() if key != "seal"}
+    state = {key: value for key, value in report["state"].items()
+             if key not in ("seal", "signature")}
     sealed = {key: report.get(key) for key in SEALED}
     sealed["state"] = state
     sealed["row_stems"] = [row.get("stem") if isinstance(row, Mapping) else None

@@ -56,6 +56,12 @@ class Evaluated:
     title: str
     measure: str = "IoU"
     max_dets: int | None = None
+    # a protocol's own AP view beside the COCO one (detection --protocol voc07): its
+    # dataset section, its name, what its curves are drawn at, the per-class AP it charts
+    view: str | None = None
+    view_label: str = ""
+    view_at: str = ""
+    view_ap: str = "AP"
 
 
 @dataclass(frozen=True)

@@ -303,15 +303,18 @@ class Detection(Task):
 
     def evaluated(self, params: Mapping[str, Any]) -> Evaluated:
         """``detection · <the kind's title> · <the protocol's label>``, the kind's measure
-        (IoU, OKS) and the maxDets of ``dataset.coco`` (the COCO view: the protocol's own,
-        else COCO's)."""
+        (IoU, OKS), the maxDets of ``dataset.coco`` (the COCO view: the protocol's own,
+        else COCO's) and the protocol's own view when it has one (``dataset.voc07``)."""
         try:
             kind, protocol = kind_of(params), protocol_of(params)
         except ParameterError:  # a hand-edited report: the task's name alone
             return Evaluated(self.name)
-        view = protocol if protocol.section == COCO_SECTION else PROTOCOLS[DEFAULT_PROTOCOL]
+        own = protocol.section != COCO_SECTION
+        view = PROTOCOLS[DEFAULT_PROTOCOL] if own else protocol
         return Evaluated(f"{self.name} · {kind.title} · {protocol.label}", kind.measure,
-                         view.coco_params(kind, params).max_dets[-1])
+                         view.coco_params(kind, params).max_dets[-1],
+                         view=protocol.section if own else None, view_label=protocol.label,
+                         view_at=protocol.curves_at, view_ap=protocol.class_ap)
 
     def headline_for(self, params: Mapping[str, Any]) -> tuple[str, ...]:
         """The protocol's headline figures (``dataset.<section>.<figure>``), then the

@@ -206,6 +206,10 @@ class DetectionProtocol:
     # pages: the view's title ("PASCAL VOC 2007 (11-point AP)"), what its curves are drawn at
     title: ClassVar[str] = ""
     label: ClassVar[str] = ""  # what views name the run by ("detection · masks · LVIS")
+    # a view of its own (section not COCO's): the match its curves are drawn at, the
+    # per-class AP its pages chart
+    curves_at: ClassVar[str] = ""
+    class_ap: ClassVar[str] = "AP"
     iou_types: ClassVar[tuple[str, ...] | None] = None  # the kinds it scores (None: every one)
     kinds: ClassVar[tuple[str, ...] | None] = None  # ... or by kind name (None: by iou type)
     iou_types_text: ClassVar[str] = ""  # what it scores, as its refusal says

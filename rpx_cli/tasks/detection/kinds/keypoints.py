@@ -21,6 +21,7 @@ import numpy as np
 from rpx_cli.io import instances as read_instances
 from rpx_cli.io.boxes import Boxes
 from rpx_cli.io.coco_objects import KEYPOINT_FIELD
+from rpx_cli.io.instances import VISIBILITY
 from rpx_cli.io.objects import KEYPOINTS, Objects
 from rpx_cli.tasks.base import MetricInfo, Params
 from rpx_cli.tasks.detection import instances
@@ -84,7 +85,7 @@ class Keypoints(SimilarityKind):
         return boxes
 
     def statistics(self) -> tuple[Stat, ...]:
-        return (frame_stat(rows_codec(-1)),)
+        return (frame_stat(rows_codec(-1), check_keypoint_rows),)
 
     def pair_all(self, table):
         return {"frame": table}  # a pair is its two sides, as they are
@@ -126,3 +127,27 @@ class Keypoints(SimilarityKind):
                 item["num_keypoints"] = int(row[-1])
             out.append(item)
         return out
+
+
+def check_keypoint_rows(frame) -> None:
+    """A frame's keypoint rows read back from a ``--shard`` part, as the reader makes them:
+    ``[x, y, v] * K`` (a GT's v 0, 1 or 2), the box ``[bx, by, bw, bh]`` (w, h >= 0) and the count;
+    a prediction's count is its points with v > 0 and its area ``bw · bh`` (``loadRes``).
+    A ``ValueError`` naming the first object otherwise."""
+    for side, boxes in (("GT", frame.gt), ("prediction", frame.pred)):
+        rows = boxes.shape
+        if not len(rows):
+            continue
+        if rows.ndim != 2 or rows.shape[1] < 8 or (rows.shape[1] - 5) % 3:
+            raise ValueError(f"{side} keypoint rows of width {rows.shape[-1]}")
+        v = rows[:, 2:-5:3]
+        count = rows[:, -1]
+        wrong = (rows[:, -3:-1] < 0).any(axis=1) | (count < 0) | (count != np.round(count))
+        if side == "GT":
+            wrong |= ~np.isin(v, VISIBILITY).all(axis=1)
+        else:
+            wrong |= (count != np.count_nonzero(v > 0, axis=1))
+            wrong |= boxes.area != rows[:, -3] * rows[:, -2]
+        if wrong.any():
+            raise ValueError(f"{side} object {int(np.argmax(wrong))} is malformed: its keypoints, "
+                             "box or area are not what a reader makes of a file")

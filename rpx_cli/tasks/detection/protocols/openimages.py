@@ -56,6 +56,7 @@ class OpenImages(DetectionProtocol):
     name, rank, section = "openimages", 6, "openimages"
     title = "Open Images (challenge metric)"
     label = "Open Images"
+    curves_at = "IoU ≥ 0.5"
     kinds = ("box",)
     iou_types_text = "axis-aligned boxes (--iou-type bbox, --geometry box)"
     headline = ("mAP",)

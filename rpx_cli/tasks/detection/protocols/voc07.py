@@ -44,6 +44,7 @@ class VocFamily(DetectionProtocol):
     iou_types_text = "axis-aligned boxes (--iou-type bbox, --geometry box): the devkit's IoU"
     headline = ("mAP", "mAP_coco_style")
     interpolation = "11-point"
+    curves_at = "IoU > 0.5"
 
     def metric_info(self, info: dict[str, MetricInfo], params: Params) -> None:
         for key, text in VOC_INFO.items():
