@@ -2,7 +2,9 @@
 (``rpx_cli.io.coco_results.CHUNK_BYTES``): every array equal to parsing the file at once, for
 boxes, masks and keypoints, however the JSON is spaced; a cut that would fall inside a
 string, or a bad record in any piece, falls back to the whole file (whose error names the
-record's index in the file)."""
+record's index in the file). Pieces are the numpy path's (``RPX_NATIVE=0`` here): the native
+core reads an ordinary file whole in one pass (``tests/test_native_coco_reader.py``), and
+falls back to pieces only for a file it declines."""
 
 from __future__ import annotations
 
@@ -18,6 +20,11 @@ from rpx_cli.io import coco_files, coco_results
 from rpx_cli.io.coco_objects import BOX_FIELD, KEYPOINT_FIELD, MASK_FIELD
 
 FIXTURES = Path(__file__).parent / "fixtures" / "coco_family"
+
+
+@pytest.fixture(autouse=True)
+def numpy_path(monkeypatch) -> None:
+    monkeypatch.setenv("RPX_NATIVE", "0")
 
 
 FIELDS = {"bbox": BOX_FIELD, "segm": MASK_FIELD, "keypoints": KEYPOINT_FIELD}

@@ -61,4 +61,7 @@ PyObject *rpx_polygons_rle(PyObject *self, PyObject *args);
 PyObject *rpx_rle_merge(PyObject *self, PyObject *args);
 PyObject *rpx_rle_bbox(PyObject *self, PyObject *args);
 
+/* the reader of coco_json.c */
+PyObject *rpx_coco_results(PyObject *self, PyObject *args);
+
 #endif

@@ -79,12 +79,20 @@ static PyMethodDef methods[] = {
     {"rle_bbox", rpx_rle_bbox, METH_VARARGS,
      "rle_bbox(text, offsets, heights, out): each compressed RLE's [x, y, w, h] bounding box "
      "(the tight box of its pixels; zeros for an empty mask) into out (float64, N x 4)."},
+    {"coco_results", rpx_coco_results, METH_VARARGS,
+     "coco_results(data, field) -> (n, image, category, score, bbox, has_bbox, shape, offsets, "
+     "sizes) or None: a COCO results list (field 0 bbox, 1 segmentation as compressed RLEs, 2 "
+     "keypoints) as columns of bytearrays: int64 ids, float64 scores, float64 boxes (n x 4) and "
+     "whether each was given, the shapes (keypoints: float64 values; RLEs: their strings) cut "
+     "by int64 offsets (n + 1), RLE sizes (n x 2 int64). None for anything but the ordinary "
+     "case (bad JSON, a missing or mistyped field, polygons, ...): the Python path reads it. "
+     "GIL released."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "rpx_cli._native",
-    "rpx's native core: C kernels for COCO masks (docs/architecture.md, 'The native core').",
+    "rpx's native core: C kernels for COCO masks and results files (docs/architecture.md, 'The native core').",
     -1, methods,
 };
 
@@ -92,7 +100,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     /* bumped whenever a kernel's signature or meaning changes: native.py refuses another */
-    if (PyModule_AddIntConstant(m, "ABI", 1) < 0) {
+    if (PyModule_AddIntConstant(m, "ABI", 2) < 0) {
         Py_DECREF(m);
         return NULL;
     }

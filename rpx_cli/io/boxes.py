@@ -264,7 +264,10 @@ def _fast(objects: list[Any], prediction: bool, box_format: str,
     if set(map(type, bbox)) != {list} or set(map(len, bbox)) != {4} or \
             not set(map(type, chain.from_iterable(bbox))) <= _NUMBER:
         return None
-    box = np.fromiter(chain.from_iterable(bbox), np.float64, count=4 * n).reshape(n, 4)
+    try:  # (an integer beyond float64: the closer look words it)
+        box = np.fromiter(chain.from_iterable(bbox), np.float64, count=4 * n).reshape(n, 4)
+    except OverflowError:
+        return None
     if not (np.abs(box) <= MAX_MAGNITUDE).all():  # NaN and inf fail too
         return None
     if codes is None:
@@ -275,7 +278,10 @@ def _fast(objects: list[Any], prediction: bool, box_format: str,
     if scores is not None:
         if not set(map(type, scores)) <= _NUMBER:
             return None
-        scores = np.array(scores, np.float64)
+        try:
+            scores = np.array(scores, np.float64)
+        except OverflowError:
+            return None
         if not (np.abs(scores) <= MAX_MAGNITUDE).all():  # NaN fails too
             return None
     if box_format == "xyxy":
@@ -346,8 +352,8 @@ def _check_one(item: Any, where: str, path: str, prediction: bool,
         raise InputError(f"{where}: missing 'bbox'", path=path)
     box = item["bbox"]
     if not (isinstance(box, (list, tuple)) and len(box) == 4 and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            and abs(v) <= MAX_MAGNITUDE for v in box)):
+            isinstance(v, (int, float)) and not isinstance(v, bool)
+            and abs(v) <= MAX_MAGNITUDE and math.isfinite(v) for v in box)):
         hint = (" (rotated boxes [xc, yc, w, h, angle] need --geometry rotated)"
                 if isinstance(box, (list, tuple)) and len(box) == 5 else "")
         raise InputError(f"{where}: 'bbox' must be four finite numbers within ±{MAX_MAGNITUDE:g} "

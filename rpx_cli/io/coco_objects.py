@@ -95,7 +95,10 @@ def _instances(objects: list[Any], path: str, read: Callable[..., Boxes], *, pre
     if prediction:
         values = list(map(dict.get, objects, repeat("score")))
         if set(map(type, values)) <= {int, float}:
-            scores = np.array(values, np.float64)
+            try:
+                scores = np.array(values, np.float64)
+            except OverflowError:  # an integer beyond float64: worded below
+                scores = np.full(len(values), np.inf)
         if not set(map(type, values)) <= {int, float} or not (np.abs(scores) <= MAX_MAGNITUDE).all():
             index = next(i for i, v in enumerate(values) if isinstance(v, bool) or
                          not isinstance(v, (int, float)) or not abs(v) <= MAX_MAGNITUDE)

@@ -5,6 +5,7 @@ side by side in worker processes when the run lends them (:mod:`rpx_cli.io.piece
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
@@ -13,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from rpx_cli import native
 from rpx_cli.errors import SWAP_COCO_HINT, InputError, PairError
 from rpx_cli.io.boxes import Boxes
+from rpx_cli.io.coco_columns import FIELD_CODES, columns, scan
 from rpx_cli.io.coco_objects import ObjectField, read_objects
 from rpx_cli.io.coco_records import set_aside_detections
 from rpx_cli.io.json import loads_json
@@ -38,6 +41,8 @@ def read_results(path: str, shape_field: ObjectField, gt: Any = None,
     finally:
         pending.close()
 
+
+INT64 = (-(1 << 63), (1 << 63) - 1)
 
 # a results file is parsed in pieces of about this size: the Python objects of one piece at a
 # time, not the whole file's (keypoints: 25 million floats, ~1 GB, for 5,000 images)
@@ -65,7 +70,17 @@ class PendingResults:
         self.data: bytes | None = None
         self.no_literals = False
         self.running: Iterator[Results | None] | None = None
-        if pieces and elsewhere():
+        # the native reader goes first where it can: one pass in C beats pieces in workers;
+        # with pieces allowed, a thread reads and scans the file while the caller parses the
+        # GT file (the scan releases the GIL)
+        self.columns_first = shape_field.name in FIELD_CODES and native.core() is not None
+        self.scanned: tuple | None = None
+        self.scanning: threading.Thread | None = None
+        if pieces and self.columns_first:
+            self.scanning = threading.Thread(target=self._scan, daemon=True,
+                                             name="rpx-coco-results")
+            self.scanning.start()
+        elif pieces and elsewhere():
             try:
                 self._read()
             except Exception as exc:  # raised by collect(), after the GT file's errors
@@ -73,16 +88,26 @@ class PendingResults:
                 return
             self._start()
 
+    def _scan(self) -> None:
+        try:
+            self._read()
+            self.scanned = scan(self.data, self.shape_field.name)
+        except Exception as exc:  # raised by collect(), after the GT file's errors
+            self.failure = exc
+
     def _read(self) -> None:
         from rpx_cli.io.regular import read_bytes
 
         self.data = read_bytes(self.path)
+
+    def _literals(self) -> None:
         # no JSON true/false anywhere: a list of numbers holds no bool (numpy would take one
         # as 1); masks and keypoints read their number lists with numpy (boxes check types)
         self.no_literals = self.shape_field.instances is not None and self.data.find(b"true") < 0 and \
             self.data.find(b"false") < 0
 
     def _start(self) -> None:
+        self._literals()
         bounds = _piece_bounds(self.data) if self.pieces and self.data is not None else None
         if not bounds:
             return
@@ -95,11 +120,25 @@ class PendingResults:
 
     def collect(self, gt: Any = None,
                 errors: list[PairError] | None = None) -> Results:
+        if self.scanning is not None:
+            self.scanning.join()
+            self.scanning = None
         if self.failure is not None:
             raise self.failure
-        if self.data is None and self.running is None:  # not read yet: read it now
+        fresh = self.data is None and self.running is None
+        if fresh:  # not read yet: read it now
             self._read()
-            self._start()
+            # (--on-error skip sets bad records aside: the Python path, record by record)
+            if self.columns_first and errors is None:
+                self.scanned = scan(self.data, self.shape_field.name)
+        if self.scanned is not None:
+            read, self.scanned = columns(self.scanned, self.shape_field.name), None
+            if read is not None:
+                self.data = None
+                image, category, boxes = read
+                return Results([], image, category, np.ones(len(image), bool), boxes)
+        if fresh or (self.columns_first and self.running is None and self.data is not None):
+            self._start()  # (declined by the native reader: pieces, as on the numpy path)
         if self.running is not None:
             parts = list(self.running)
             self.running = None
@@ -111,6 +150,7 @@ class PendingResults:
                                 _concatenate([p.boxes for p in parts]))
         if self.data is None:
             self._read()
+            self._literals()
         results = loads_json(self.data, self.path)
         self.data = None
         if isinstance(results, dict) and "images" in results:
@@ -200,10 +240,17 @@ def _results_of(results: list[Any], path: str, shape_field: ObjectField, no_lite
     if not set(map(type, image)) <= {int}:
         n = next(n for n, value in enumerate(image) if type(value) is not int)
         raise InputError(f"detection {n}: image_id {image[n]!r} is not an integer", path=path)
+    if min(image, default=0) < INT64[0] or max(image, default=0) > INT64[1]:
+        n = next(n for n, value in enumerate(image) if not INT64[0] <= value <= INT64[1])
+        raise InputError(f"detection {n}: image_id {image[n]} is beyond 64-bit integers (no GT "
+                         f"image has it)", path=path)
     usable = np.ones(len(results), bool)
-    if not set(map(type, category)) <= {int}:  # another type names no GT category
-        usable = np.array([type(value) is int for value in category], bool)
-        category = [value if type(value) is int else 0 for value in category]
+    if not set(map(type, category)) <= {int} or \
+            min(category, default=0) < INT64[0] or max(category, default=0) > INT64[1]:
+        # another type, or an integer beyond 64 bits, names no GT category
+        usable = np.array([type(value) is int and INT64[0] <= value <= INT64[1]
+                           for value in category], bool)
+        category = [value if ok else 0 for value, ok in zip(category, usable.tolist(), strict=True)]
     boxes = read_objects(results, path, shape_field, prediction=True, no_literals=no_literals)
     # the parsed objects are not kept: a results file's Python objects are most of the
     # memory a run needs (5,000 images of keypoints: ~1 GB), and everything is in arrays now

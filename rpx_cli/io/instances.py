@@ -195,11 +195,13 @@ def _fast_keypoints(objects: list[dict[str, Any]], prediction: bool, box_format:
     else:
         if not set(map(type, chain.from_iterable(points))) <= {int, float}:
             return None
-        values = np.fromiter(chain.from_iterable(points), np.float64, count=n * width).reshape(n, width)
+        try:  # (an integer beyond float64: the per-object checks word it)
+            values = np.fromiter(chain.from_iterable(points), np.float64, count=n * width).reshape(n, width)
+        except OverflowError:
+            return None
     if not (np.abs(values) <= MAX_MAGNITUDE).all():
         return None
-    x, y, v = values[:, 0::3], values[:, 1::3], values[:, 2::3]
-    if not prediction and not np.isin(v, VISIBILITY).all():
+    if not prediction and not np.isin(values[:, 2::3], VISIBILITY).all():
         return None  # the per-object reading names it
     boxes = list(map(dict.get, objects, repeat("bbox")))
     given_box = None
@@ -207,28 +209,44 @@ def _fast_keypoints(objects: list[dict[str, Any]], prediction: bool, box_format:
         if set(map(type, boxes)) != {list} or set(map(len, boxes)) != {4} or \
                 not set(map(type, chain.from_iterable(boxes))) <= {int, float}:
             return None
-        given_box = np.array(boxes, np.float64)
+        try:
+            given_box = np.array(boxes, np.float64)
+        except OverflowError:
+            return None
         if not (np.abs(given_box) <= MAX_MAGNITUDE).all():
             return None
         if box_format == "xyxy":
             given_box[:, 2:] -= given_box[:, :2]
         if (given_box[:, 2:] < 0).any():
             return None
-    if prediction:
-        seen = np.ones(v.shape, bool)  # every point, as loadRes
-        count = np.count_nonzero(v > 0, axis=1).astype(np.float64)
-    else:
-        seen = v > 0
+    given_count = None
+    if not prediction:
         counts = list(map(dict.get, objects, repeat("num_keypoints")))
-        if set(map(type, counts)) == {type(None)}:
-            count = np.count_nonzero(seen, axis=1).astype(np.float64)
-        elif set(map(type, counts)) == {int}:
-            count = np.array(counts, np.float64)
-            if (count < 0).any():
+        if set(map(type, counts)) == {int}:
+            given_count = np.array(counts, np.float64)
+            if (given_count < 0).any():
                 return None
-        else:
+        elif set(map(type, counts)) != {type(None)}:
             return None
-    if given_box is None:
+    return keypoint_boxes(values, given_box, prediction=prediction, given_count=given_count,
+                          given_area=given_area)
+
+
+def keypoint_boxes(values: np.ndarray, given_box: np.ndarray | None, *, prediction: bool,
+                   given_count: np.ndarray | None, given_area: np.ndarray) -> Boxes:
+    """Checked keypoint values (N, 3K) as :class:`Boxes` rows ``[x1, y1, v1, ..., bx, by,
+    bw, bh, num_keypoints]``: the box ``given_box`` (N, 4 xywh), else the extent of the
+    points (a prediction's every point, as ``loadRes``; a GT's visible ones), the count
+    ``given_count``, else the points with ``v > 0``; the area the given one (GT), else the
+    box's."""
+    x, y, v = values[:, 0::3], values[:, 1::3], values[:, 2::3]
+    count = np.count_nonzero(v > 0, axis=1).astype(np.float64) if given_count is None \
+        else given_count
+    if given_box is None and prediction:  # every point, as loadRes
+        x0, x1, y0, y1 = x.min(axis=1), x.max(axis=1), y.min(axis=1), y.max(axis=1)
+        given_box = np.stack([x0, y0, x1 - x0, y1 - y0], axis=1)
+    elif given_box is None:  # the visible points
+        seen = v > 0
         any_seen = seen.any(axis=1)
         x0 = np.where(any_seen, np.min(np.where(seen, x, np.inf), axis=1), 0.0)
         x1 = np.where(any_seen, np.max(np.where(seen, x, -np.inf), axis=1), 0.0)
@@ -238,7 +256,7 @@ def _fast_keypoints(objects: list[dict[str, Any]], prediction: bool, box_format:
     box_area = given_box[:, 2] * given_box[:, 3]
     area = box_area if prediction else np.where(np.isnan(given_area), box_area, given_area)
     rows = np.concatenate([values, given_box, count[:, None]], axis=1)
-    return Boxes(rows, [], None, np.zeros(n, bool), area)
+    return Boxes(rows, [], None, np.zeros(len(values), bool), area)
 
 
 def _fast_rles(objects: list[dict[str, Any]], prediction: bool, given_area: np.ndarray,
@@ -273,7 +291,10 @@ def _fast_rles(objects: list[dict[str, Any]], prediction: bool, given_area: np.n
             if kinds != {list} or set(map(len, boxes)) != {4} or \
                     not set(map(type, chain.from_iterable(boxes))) <= {int, float}:
                 return None
-            xywh = np.array(boxes, np.float64)
+            try:
+                xywh = np.array(boxes, np.float64)
+            except OverflowError:
+                return None
             if not (np.abs(xywh) <= MAX_MAGNITUDE).all() or (xywh[:, 2:] < 0).any():
                 return None
             if box_format == "xyxy":
@@ -355,7 +376,10 @@ def _numbers(value: Any) -> np.ndarray | None:
     if not isinstance(value, list) or not all(
             type(v) in (int, float) for v in value):
         return None
-    out = np.asarray(value, np.float64)
+    try:
+        out = np.asarray(value, np.float64)
+    except OverflowError:  # an integer beyond float64
+        return None
     if out.size and not (np.abs(out) <= MAX_MAGNITUDE).all():
         return None
     return out
