@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -394,3 +395,17 @@ def test_masks_whose_counts_hold_markup_characters_draw_as_given() -> None:
     path = drawn.split('<path d="')[1].split('"')[0]
     assert f'<path d="{path}"' in page
     assert path.count("M") == 4  # columns 1 to 4
+
+
+@pytest.mark.parametrize("side", ["pred", "gt"])
+def test_keypoint_frames_with_an_empty_side(rpx, tmp_path: Path, side: str) -> None:
+    """A keypoints frame whose prediction (or GT) holds no object is drawn with its other
+    side only (it was an internal error: an empty shape table reshaped to (0, -1))."""
+    hands = FIXTURES / "detection" / "hands"
+    shutil.copytree(hands, tmp_path / "hands")
+    (tmp_path / "hands" / side / "im001.json").write_text("[]")
+    words = (hands / "args").read_text()
+    report = rpx(f"eval detection {dirs(tmp_path / 'hands')} {words} --keep-worst 3").json
+    frames = {frame["stem"]: frame for frame in report["worst_frames"]["frames"]}
+    empty = frames["im001"]["pred" if side == "pred" else "gt"]
+    assert empty == [] or all(not objects for objects in empty.values())

@@ -96,7 +96,10 @@ class Keypoints(SimilarityKind):
         return similarity, table.as_ids()
 
     def frame_objects(self, shapes: np.ndarray) -> dict[str, list]:
-        """Each object's box and its points ``[x1, y1, v1, ...]`` (v 0: not labelled)."""
+        """Each object's box and its points ``[x1, y1, v1, ...]`` (v 0: not labelled); a side
+        without objects has none."""
+        if not len(shapes):
+            return {"box": [], "points": []}
         rows = np.asarray(shapes, np.float64).reshape(len(shapes), -1)
         k3 = rows.shape[1] - 5
         return {"box": rows[:, k3:k3 + 4].tolist(), "points": rows[:, :k3].tolist()}
