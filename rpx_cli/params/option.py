@@ -69,6 +69,10 @@ class Option:
     # False: the option changes what a report shows, never a number (--keep-worst,
     # --images-dir): two reports that differ only in such options compare without --force
     changes_numbers: bool = True
+    # the JSON Schema of the value ``params`` records, when the kind does not say it (the
+    # task's normalisation records it in another form: a names file as its list of names);
+    # a ``parsed`` option's parser may declare it instead (parsers.recorded)
+    recorded: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
