@@ -130,6 +130,7 @@ def compare() -> dict[str, Any]:
                                                             ("ci95", "base_ci95", "new_ci95")}}}}},
             "gates": GATES, "run_provenance": PROVENANCE_REF,
         },
+        "additionalProperties": False,
     })
 
 

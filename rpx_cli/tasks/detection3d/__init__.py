@@ -180,7 +180,7 @@ class Detection3D(Task):
                help="GT files: rpx JSON, or KITTI labels (.txt, 15 fields) [default: auto, by "
                     "the folder's suffixes]."),
         Option("recall_points", "--recall-points", "parsed", None, parse=_recall_points,
-               metavar="40|11",
+               metavar="40|11", recorded={"enum": [40, 11]},
                args_when_unset=False,
                help="--protocol kitti: AP over 40 recall positions (AP_R40) or 11 (AP_R11) "
                     "[default: 40]."),

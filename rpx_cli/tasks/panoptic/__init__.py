@@ -99,7 +99,10 @@ class Panoptic(Task):
     )
     options = (
         Option("categories", "--categories", "parsed", None, parse=read_categories,
-               metavar="FILE",
+               metavar="FILE", recorded={"type": "array", "items": {
+                   "type": "object", "required": ["id", "name", "isthing"],
+                   "properties": {"id": {"type": "integer"}, "name": {"type": "string"},
+                                  "isthing": {"type": "boolean"}}}},
                help="The categories, a JSON list of {id, name, isthing} (or a COCO file with "
                     "'categories') [default: the GT JSON's]. rpx_cli.Evaluator takes the list."),
     )
