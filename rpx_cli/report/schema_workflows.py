@@ -87,8 +87,8 @@ def compare() -> dict[str, Any]:
         "$schema": DRAFT, "$id": "urn:rpx:schema:compare:v1",
         "title": "rpx comparison of two reports (rpx.compare v1)",
         "type": "object",
-        "required": ["schema", "schema_version", "base", "new", "params_differ", "summary",
-                     "metrics", "run_provenance"],
+        "required": ["schema", "schema_version", "base", "new", "params_differ",
+                     "presentation_params_differ", "summary", "metrics", "run_provenance"],
         "properties": {
             "schema": {"const": "rpx.compare"}, "schema_version": {"const": 1},
             "base": {"type": "object"}, "new": {"type": "object"},
