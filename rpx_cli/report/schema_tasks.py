@@ -52,16 +52,18 @@ def covering_families(task: Task, path: str) -> list[str] | None:
     return found or None
 
 
-def when_run(task: Task, path: str) -> dict[str, Any]:
-    """The condition under which a full report of ``task`` holds ``path``, a key it always
-    writes (``rows.absrel`` for a key of every row): not a ``--shard`` part, and no
-    ``--metrics`` family that holds it skipped (:func:`covering_families`; a key no family
-    holds is written by every run)."""
+def holding_families(task: Task, path: str) -> tuple[str, ...]:
+    """The ``--metrics`` families whose skipping removes ``path``, a key the task always
+    writes (``rows.absrel`` for a key of every row; :func:`covering_families`); none for a
+    key every run writes."""
     parts = path.split(".")
     if parts[0] == "rows":
-        families = [name for name, (keys, _) in task.families.items() if parts[1] in keys]
-    else:
-        families = covering_families(task, path) or []
+        return tuple(name for name, (keys, _) in task.families.items() if parts[1] in keys)
+    return tuple(covering_families(task, path) or ())
+
+
+def when_run(families: tuple[str, ...]) -> dict[str, Any]:
+    """A full report (not a ``--shard`` part) in which none of ``families`` was skipped."""
     kept = {"properties": {"params": {"properties": {"skipped_metrics": {
         "not": {"anyOf": [{"contains": {"const": name}} for name in families]}}}}}} \
         if families else {}
@@ -69,19 +71,24 @@ def when_run(task: Task, path: str) -> dict[str, Any]:
 
 
 def always_written(task: Task) -> list[dict[str, Any]]:
-    """``task.always``: every key a full report writes, required (``dataset`` itself too,
-    when the task pools anything) — a key a ``--metrics`` family holds only when that family
-    ran (:func:`when_run`)."""
-    checks = []
+    """``task.always``: every key a full report writes, required (``dataset`` itself too)
+    — a key a ``--metrics`` family holds only when that family ran (:func:`when_run`); keys
+    under one condition share one check."""
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for section, keys in task.always.items():
         for key in keys:
             path = f"{section}.{key}" if key else section
-            condition = when_run(task, path)
-            if section == "rows":
-                need = {"properties": {"rows": {"items": {"required": [key]}}}}
-            else:
-                need = nested(path.split("."), {}, required=True)
-            checks.append({"if": condition, "then": need})
+            where = section if key else ""
+            groups.setdefault((where, holding_families(task, path)), []).append(key or section)
+    checks = []
+    for (where, families), keys in groups.items():
+        if where == "rows":
+            need = {"properties": {"rows": {"items": {"required": keys}}}}
+        elif where:
+            need = {"properties": {where: {"required": keys}}, "required": [where]}
+        else:
+            need = {"required": keys}
+        checks.append({"if": when_run(families), "then": need})
     return checks
 
 
