@@ -84,6 +84,11 @@ def located(path: str | None, message: str) -> str:
     return message if not path or message.startswith(path) else f"{path}: {message}"
 
 
+class GroundTruthWarning(UserWarning):
+    """A task's warning about a pair's ground truth (a GT segment's JSON area that differs
+    from its pixels): shown naming the GT file, where other warnings name the prediction."""
+
+
 class ExitStatus(IntEnum):
     """Process exit codes."""
 

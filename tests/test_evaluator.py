@@ -451,7 +451,7 @@ def test_numpy_values_in_a_structure_read_as_their_json() -> None:
 
 def test_ranges_need_the_points_of_every_scan() -> None:
     evaluator = Evaluator("segmentation3d", ranges=["0:10"])
-    with pytest.raises(InputError, match=r"gt/a\.npy: --range buckets points .* \(points=\)"):
+    with pytest.raises(InputError, match=r"gt/a\.npy: ranges= buckets points .* \(points=\)"):
         evaluator.update("a", np.array([1, 2, 3]), np.array([1, 2, 2]))
     evaluator.update("a", np.array([1, 2, 3]), np.array([1, 2, 2]),
                      points=np.array([[1.0, 0.0], [5.0, 5.0], [20.0, 0.0]]))
@@ -470,3 +470,92 @@ def test_the_docs_training_loop_example_runs() -> None:
     namespace: dict[str, Any] = {}
     exec(compile(code, "docs/python-api.md", "exec"), namespace)
     assert namespace["report"]["n_pairs"] == 4
+
+
+# --- the in-memory forms of issue 38 #8 -------------------------------------------------------
+
+
+def mot_rows() -> np.ndarray:
+    """Two tracks over three frames (MOT columns frame, id, x, y, w, h, conf, x, y, z)."""
+    return np.array([[f, i, 10.0 * i + f, 5.0, 20.0, 30.0, 1, -1, -1, -1]
+                     for f in (1, 2, 3) for i in (1, 2)])
+
+
+def test_tracking_takes_mot_rows_as_an_array() -> None:
+    gt = mot_rows()
+    pred = gt.copy()
+    pred[::2, 2] += 12.0  # track 1 shifted: IoU 8 / 32 in every frame, below 0.5
+    text = "\n".join(",".join(f"{v:g}" for v in row) for row in pred.tolist()) + "\n"
+    gt_text = "\n".join(",".join(f"{v:g}" for v in row) for row in gt.tolist()) + "\n"
+    reports = []
+    for p, g in ((text, gt_text), (pred, gt), (pred[:, :6], gt.astype(np.float32))):
+        evaluator = Evaluator("tracking")
+        evaluator.update("seq", p, g)
+        reports.append(comparable(evaluator.report()))
+    assert reports[0] == reports[1] == reports[2]
+    assert reports[0]["dataset"]["mota"] == pytest.approx(1 - (3 + 3) / 6)  # 3 FN + 3 FP of 6 GT
+    bad = gt.copy()
+    bad[3, 4] = np.nan
+    with pytest.raises(InputError, match=r"pred/seq\.txt: row 4: a value is not a finite number"):
+        Evaluator("tracking").update("seq", bad, gt)
+    with pytest.raises(InputError, match=r"gt/seq\.txt: MOT rows must be an \(N, >= 6\) array"):
+        Evaluator("tracking").update("seq", gt, gt[0])
+    with pytest.raises(InputError, match=r"gt/seq\.txt: row 1: 5 columns, need at least 6"):
+        Evaluator("tracking").update("seq", gt, gt[:, :5])
+
+
+def test_pose_takes_the_rpx_forms() -> None:
+    """RPX's (7,) ``[x, y, z, qx, qy, qz, qw]`` and its .npz ``{position, orientation}`` (as a
+    dict of arrays) score as the JSON form of the same pose."""
+    half = np.sqrt(0.5)
+    gt_json = {"quaternion_xyzw": [0.0, 0.0, half, half], "t": [1.0, 2.0, 3.0]}  # 90° about z
+    pred_json = {"quaternion_xyzw": [0.0, 0.0, 0.0, 1.0], "t": [1.0, 2.0, 4.0]}
+    forms = {
+        "json": (pred_json, gt_json),
+        "array": (np.array([1.0, 2.0, 4.0, 0, 0, 0, 1]), np.array([1.0, 2.0, 3.0, 0, 0, half, half])),
+        "npz": ({"position": np.array([1.0, 2.0, 4.0]), "orientation": np.array([0, 0, 0, 1.0])},
+                {"position": [1.0, 2.0, 3.0], "orientation": np.array([0, 0, half, half], np.float32)}),
+    }
+    rows = {}
+    for name, (pred, gt) in forms.items():
+        evaluator = Evaluator("pose")
+        evaluator.update("a", pred, gt)
+        rows[name] = evaluator.report()["rows"][0]
+    assert rows["json"]["rotation_error_deg"] == pytest.approx(90.0)
+    assert rows["json"]["translation_error_m"] == pytest.approx(1.0)
+    for name in ("array", "npz"):
+        assert rows[name]["rotation_error_deg"] == pytest.approx(90.0, abs=1e-5)
+        assert rows[name]["translation_error_m"] == rows["json"]["translation_error_m"]
+    with pytest.raises(InputError, match=r"gt/a\.json: 'orientation' \(x, y, z, w\) must be \[4\]"):
+        Evaluator("pose").update("a", pred_json, {"position": [0, 0, 0], "orientation": [0, 0, 1]})
+
+
+def test_lvis_without_a_category_table_fails_at_construction() -> None:
+    with pytest.raises(ParameterError, match=r"protocol='lvis'.*category table.*'frequency'"):
+        Evaluator("detection", protocol="lvis")
+
+
+def test_states_of_different_params_name_the_params_and_both_values() -> None:
+    a, b = Evaluator("depth", max_depth=5), Evaluator("depth", min_depth=0.5)
+    a.update(*depth_samples(2)[0])
+    b.update(*depth_samples(2)[1])
+    with pytest.raises(InputError, match=r"params differ: max_depth 5\.0 vs None, min_depth "
+                                         r"None vs 0\.5"):
+        Evaluator.merged([a.state(), b.state()])
+
+
+@pytest.mark.parametrize("task, options, pred, gt, words", [
+    ("depth", {}, {"depth": [1.0]}, np.ones((2, 2), np.float32), "takes an array, not a dict"),
+    ("tracking", {}, 3.5, mot_rows(), "takes an array or a dict or list or text, not a float"),
+    ("segmentation3d", {"ranges": ["0:10"]}, np.array([1]), np.array([1]), "ranges= buckets points"),
+    ("detection", {"box_format": "xywh"}, [{"bbox": [0, 0, -1, 2], "label": "a", "score": 1.0}],
+     [], "box_format='xywh'"),
+])
+def test_messages_name_what_the_caller_gave(task, options, pred, gt, words) -> None:
+    """Never a file or a flag the caller of update did not use: the task's flags are named by
+    their keywords, the value by its in-memory form."""
+    with pytest.raises(InputError) as caught:
+        Evaluator(task, **options).update("k", pred, gt)
+    message = str(caught.value)
+    assert words in message, message
+    assert " --" not in message and "file" not in message, message

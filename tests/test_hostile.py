@@ -52,17 +52,21 @@ class Child:
     stderr: str
 
 
-def start_child(args: list[str], cwd: Path, *, memory_mb: int = MEMORY_MB) -> subprocess.Popen:
-    """``python -m rpx_cli ARGS`` in ``cwd`` with its address space capped."""
+def start_child(args: list[str], cwd: Path, *, memory_mb: int = MEMORY_MB,
+                env: dict[str, str] | None = None) -> subprocess.Popen:
+    """``python -m rpx_cli ARGS`` in ``cwd`` with its address space capped (``env``: more
+    environment variables)."""
     limit = memory_mb << 20
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-    env.pop("SOURCE_DATE_EPOCH", None)
-    return subprocess.Popen([sys.executable, "-m", "rpx_cli", *args], cwd=cwd, env=env,
+    environ = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+               "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    environ.pop("SOURCE_DATE_EPOCH", None)
+    environ.pop("RPX_PART_KEY", None)
+    environ.update(env or {})
+    return subprocess.Popen([sys.executable, "-m", "rpx_cli", *args], cwd=cwd, env=environ,
                             preexec_fn=cap, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -78,8 +82,8 @@ def finish_child(process: subprocess.Popen, *, timeout: float = TIMEOUT_S) -> Ch
 
 
 def run_child(args: list[str], cwd: Path, *, memory_mb: int = MEMORY_MB,
-              timeout: float = TIMEOUT_S) -> Child:
-    return finish_child(start_child(args, cwd, memory_mb=memory_mb), timeout=timeout)
+              timeout: float = TIMEOUT_S, env: dict[str, str] | None = None) -> Child:
+    return finish_child(start_child(args, cwd, memory_mb=memory_mb, env=env), timeout=timeout)
 
 
 def leftovers(folder: Path) -> list[str]:

@@ -56,6 +56,8 @@ NEEDS = {
     ("detection", "--oks-sigmas"): "--iou-type",
     ("detection", "--max-dets"): "--protocol",
     ("detection", "--ultralytics-version"): ("--protocol", "ultralytics"),
+    ("detection", "--oi-hierarchy"): ("--protocol", "openimages"),
+    ("detection", "--oi-image-labels"): ("--protocol", "openimages"),
     ("detection3d", "--recall-points"): ("--protocol", "kitti"),
     ("detection3d", "--kitti-iou"): ("--protocol", "kitti"),
 }
@@ -162,6 +164,14 @@ def valid_texts(task, option: Option, tmp_path: Path) -> tuple[str, ...]:
     if kind == "file" and option.param == "oi_class_descriptions":
         path = tmp_path / "class-descriptions.csv"
         path.write_text("/m/0k4j,car\n/m/07r04,truck\n")
+        return (str(path),)
+    if kind == "file" and option.param == "oi_hierarchy":
+        path = tmp_path / "hierarchy.json"
+        path.write_text(json.dumps({"LabelName": "/m/0bl9f", "Subcategory": [{"LabelName": "car"}]}))
+        return (str(path),)
+    if kind == "file" and option.param == "oi_image_labels":
+        path = tmp_path / "image-labels.csv"
+        path.write_text("ImageID,Source,LabelName,Confidence\nimg1,human,car,1\n")
         return (str(path),)
     if kind == "parsed" and option.param == "categories":
         path = tmp_path / "categories.json"

@@ -321,7 +321,7 @@ BAD_JSON = [
     ({"R": np.eye(3).tolist(), "quaternion_wxyz": [1, 0, 0, 0], "t": [0, 0, 1]},
      "more than one pose form (R, quaternion_wxyz)"),
     ({"quaternion": [1, 0, 0, 0], "t": [0, 0, 1]}, "does not name its order"),
-    ({"position": [0, 0, 0]}, "expected one of"),
+    ({"position": [0, 0, 0]}, "'orientation' (x, y, z, w) must be [4] numbers"),  # RPX's .npz members
     ({"R": [[1, 0], [0, 1]], "t": [0, 0, 1]}, "'R' must be 3x3 numbers"),
     ({"R": np.eye(3).tolist(), "t": [0, 1]}, "'t' must be [3] numbers"),
     ({"R": np.eye(3).tolist(), "t": [0, "a", 1]}, "'t' must be [3] numbers"),

@@ -111,7 +111,8 @@ def test_summary_line_off_a_terminal(rpx, tmp_path: Path) -> None:
     out = tmp_path / "det.json"
     run = rpx(f"eval detection {dirs(SHELF)} -o {out}")
     line = run.stderr.strip().splitlines()[-1]
-    assert line.startswith("detection: 6 pairs, 0 unpaired, 0 skipped on error; dataset.coco.AP ")
+    assert line.startswith("detection · boxes · COCO: 6 pairs, 0 unpaired, 0 skipped on error; "
+                           "dataset.coco.AP ")
     assert line.endswith(f"-> {out}")
     assert rpx(f"eval detection {dirs(SHELF)} -o {out} --quiet").stderr == ""
 

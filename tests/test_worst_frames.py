@@ -284,3 +284,113 @@ def test_an_images_dir_that_is_not_there_is_one_warning(rpx, tmp_path: Path) -> 
         in done.stderr
     frames = done.json["worst_frames"]["frames"]
     assert len(frames) == 6 and all("image" not in f for f in frames)
+
+
+MASKS = FIXTURES / "detection" / "masks"
+HANDS = FIXTURES / "detection" / "hands"
+COCO_KEYPOINTS = Path(__file__).parent / "fixtures" / "coco_family"
+
+
+def assert_matches_rows(report: dict) -> None:
+    """Each frame's matched flags are the rows' counts (the run's similarity, not boxes)."""
+    rows = {row["stem"]: row for row in report["rows"]}
+    for frame in report["worst_frames"]["frames"]:
+        row, pred, gt = rows[frame["stem"]], frame["pred"], frame["gt"]
+        assert sum(pred["matched"]) == row["tp"] == sum(gt["matched"]), frame["stem"]
+
+
+def test_mask_frames_hold_each_mask_matched_by_mask_iou(rpx) -> None:
+    report = rpx(f"eval detection --iou-type segm --coco-gt {MASKS / 'instances.json'} "
+                 f"--coco-dt {MASKS / 'results.json'} --keep-worst 4").json
+    assert_matches_rows(report)
+    gt_file = json.loads((MASKS / "instances.json").read_text())
+    sizes = {image["id"]: [image["height"], image["width"]] for image in gt_file["images"]}
+    for frame in report["worst_frames"]["frames"]:
+        for side in ("gt", "pred"):
+            objects = frame[side]
+            assert len(objects["mask"]) == len(objects["box"]) == len(objects["label"])
+            assert all(m["size"] in sizes.values() and isinstance(m["counts"], str) for m in objects["mask"])
+
+
+def test_the_page_decodes_rle_as_the_native_core(rpx) -> None:
+    """The page's pure-Python decoder of compressed counts against rpx's numpy one."""
+    from rpx_cli.ops.rle import decode_counts
+    from rpx_cli.report.svg_frames import rle_counts
+
+    report = rpx(f"eval detection --iou-type segm --coco-gt {MASKS / 'instances.json'} "
+                 f"--coco-dt {MASKS / 'results.json'} --keep-worst 6").json
+    strings = [m["counts"] for f in report["worst_frames"]["frames"] for side in ("gt", "pred")
+               for m in f[side]["mask"]]
+    assert strings
+    decoded = decode_counts([s.encode() for s in strings])
+    for i, text in enumerate(strings):
+        assert rle_counts(text) == decoded.counts[decoded.start[i]:decoded.start[i + 1]].tolist()
+
+
+def test_a_mask_is_drawn_on_its_pixels() -> None:
+    """A mask of h 4, w 3 whose 1s are column 1's rows 1-3 and column 2's row 0 (COCO's runs
+    are column-major: 5 zeros, 4 ones, 3 zeros): one stroke per column, through the middle
+    of the column. Without an image the picture is the mask's 3 x 4 pixels grown to
+    40 px (at least), x 6 to reach 240 px: each pixel 6 px; the legend takes two rows
+    above it (240 px is too narrow for one), so the picture starts at y = 18 + 15."""
+    from rpx_cli.report.svg_frames import frame_picture
+
+    counts = "".join(chr(48 + v) for v in (5, 4, 3))  # runs below 16: one character each
+    frame = {"stem": "a", "gt": {"label": ["cell"], "box": [[1, 0, 2, 4]], "mask": [{"size": [4, 3],
+             "counts": counts}], "matched": [False], "crowd": [False]}, "pred": {}}
+    svg = frame_picture(frame, title="t")
+    pixel, top = 6.0, 18.0 + 15.0
+    expected = (f"M{1.5 * pixel:.1f},{top + 1 * pixel:.1f}v{3 * pixel:.1f}"
+                f"M{2.5 * pixel:.1f},{top:.1f}v{1 * pixel:.1f}")
+    assert f'<path d="{expected}"' in svg and 'data-mask="0"' in svg
+
+
+def test_keypoint_frames_hold_points_and_coco_skeleton(rpx) -> None:
+    report = rpx(f"eval detection --iou-type keypoints --coco-gt {COCO_KEYPOINTS / 'keypoints_gt.json'} "
+                 f"--coco-dt {COCO_KEYPOINTS / 'keypoints_dt.json'} --keep-worst 1").json
+    assert_matches_rows(report)
+    worst = report["worst_frames"]
+    from rpx_cli.ops.oks import COCO_SKELETON
+
+    assert worst["skeleton"] == [list(pair) for pair in COCO_SKELETON]
+    gt_file = json.loads((COCO_KEYPOINTS / "keypoints_gt.json").read_text())
+    one_based = gt_file["categories"][0]["skeleton"]
+    assert sorted(map(sorted, worst["skeleton"])) == sorted(sorted([a - 1, b - 1]) for a, b in one_based)
+    frame = worst["frames"][0]
+    given = sorted(a["keypoints"] for a in gt_file["annotations"] if not a.get("iscrowd"))
+    assert sorted(frame["gt"]["points"]) == given[:len(frame["gt"]["points"])] or \
+        all(p in given for p in frame["gt"]["points"])
+    assert all(len(p) == 51 for p in frame["gt"]["points"] + frame["pred"]["points"])
+
+
+def test_hands_frames_have_points_and_no_skeleton(rpx, tmp_path: Path) -> None:
+    words = (HANDS / "args").read_text().split()
+    report = rpx(f"eval detection {dirs(HANDS)} {' '.join(words)} --keep-worst 3 "
+                 f"--html {tmp_path / 'p.html'}").json
+    assert_matches_rows(report)
+    assert "skeleton" not in report["worst_frames"]
+    page = (tmp_path / "p.html").read_text()
+    frame = report["worst_frames"]["frames"][0]
+    n_points = sum(sum(1 for k in range(2, len(p), 3) if p[k] > 0) for p in frame["gt"]["points"]) + \
+        sum(len(p) // 3 for p in frame["pred"]["points"])
+    first = page.split('data-name="frame"')[1].split("</svg>")[0]
+    assert first.count("data-point=") == n_points
+    assert "keypoints: GT as rings" in page
+
+
+def test_masks_whose_counts_hold_markup_characters_draw_as_given() -> None:
+    """COCO's RLE alphabet holds '<' and '>', which the page escapes with every string of
+    the report: the drawing decodes the counts as written. Counts "5<3": runs 5, 12 ('<' is
+    48 + 12), 3 of a 4 x 5 mask: column 1 rows 1-3, columns 2 and 3 whole, column 4 row 0."""
+    from rpx_cli.report.html_frames import frames_section
+    from rpx_cli.report.markup import escaped_document
+    from rpx_cli.report.svg_frames import frame_picture
+
+    frame = {"stem": "a", "value": 0.0, "gt": {"label": ["cell"], "box": [[1, 0, 4, 4]], "matched": [False],
+             "crowd": [False], "mask": [{"size": [4, 5], "counts": "5<3"}]}, "pred": {}}
+    page = frames_section(escaped_document({"worst_frames": {"metric": "f1", "direction": "higher",
+                                                             "frames": [frame]}}))
+    drawn = frame_picture(frame, title="t")
+    path = drawn.split('<path d="')[1].split('"')[0]
+    assert f'<path d="{path}"' in page
+    assert path.count("M") == 4  # columns 1 to 4

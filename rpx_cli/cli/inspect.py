@@ -129,7 +129,7 @@ def _show(document: dict, report: str, fmt: str, which: str | None) -> None:
     if fmt == "markdown":
         click.echo(render.markdown(document), nl=False)
         return
-    title = f"rpx {document.get('task', document.get('schema', ''))} — {report}"
+    title = f"rpx {render.title(document)} — {report}"
     columns, rows = render.metric_table(document)
     render_table(title, columns, rows)
     columns, rows = render.per_class_table(document)

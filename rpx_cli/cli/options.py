@@ -163,10 +163,15 @@ class OutputPathError(click.BadParameter):
 
 def output_path_problem(path: str, example: str = "report.json") -> str | None:
     """Why a report cannot be written to ``path``, or None when it can: checked before any
-    work, so a run never ends in a failed write. ``-`` (stdout) and URLs are not checked; a
+    work, so a run never ends in a failed write. ``-`` (stdout) is not checked, a URL only
+    for its scheme (:func:`~rpx_cli.io.remote.scheme_problem`); a
     missing folder is fine when it can be created (the write creates it)."""
-    if path == "-" or "://" in path:
+    if path == "-":
         return None
+    if "://" in path:
+        from rpx_cli.io.remote import is_url, scheme_problem
+
+        return scheme_problem(path) if is_url(path) else None
     if not path.strip():
         return "'': the path is empty (give a file name, or '-' for stdout)"
     if os.path.isdir(path):

@@ -26,7 +26,7 @@ from rpx_cli.engine.workers import (
     run_units,
     warning_kind,
 )
-from rpx_cli.errors import InputError, PairError, RpxError
+from rpx_cli.errors import GroundTruthWarning, InputError, PairError, RpxError
 from rpx_cli.io.budget import pixel_budget
 from rpx_cli.io.digest_cache import DigestCache
 from rpx_cli.io.discover import Pair
@@ -67,7 +67,8 @@ def score_pair(task: Task, params: Params, pred: Any, gt: Any, *, stem: str,
         extra = run_calculators(calculators, pred, gt) if calculators else None
     if warn is not None:
         for record in caught:  # one line each, never a library's source line
-            warn(warning_kind(record), pred_path or gt_path)
+            about_gt = issubclass(record.category, GroundTruthWarning)
+            warn(warning_kind(record), gt_path if about_gt else pred_path or gt_path)
     row = None
     if keep_rows:
         row = {"stem": stem, "pred_path": pred_path, "gt_path": gt_path, **sample.row,

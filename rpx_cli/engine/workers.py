@@ -27,7 +27,14 @@ from typing import Any, Protocol, TypeVar
 
 from rpx_cli.allocator import tune_allocator
 from rpx_cli.engine.jobs import Probe, default_jobs, idle_now
-from rpx_cli.errors import InputError, PairError, RpxError, WorkerCrashed, first_line
+from rpx_cli.errors import (
+    GroundTruthWarning,
+    InputError,
+    PairError,
+    RpxError,
+    WorkerCrashed,
+    first_line,
+)
 from rpx_cli.io.digest_cache import DigestCache
 from rpx_cli.io.filebuffer import FileBuffer, shutdown_digest_thread
 
@@ -171,6 +178,8 @@ def warning_kind(record: warnings.WarningMessage) -> str:
     if record.category.__name__ == "DecompressionBombWarning":  # Pillow's, between 1x and 2x
         return ("very large image (over the decoder's decompression-bomb warning limit of "
                 "89,478,485 pixels; read anyway)")
+    if issubclass(record.category, GroundTruthWarning):  # rpx's own words
+        return first_line(record.message)
     return f"{record.category.__name__}: {first_line(record.message)}"
 
 

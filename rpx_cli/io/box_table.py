@@ -91,8 +91,10 @@ class BoxTable:
         return np.zeros(len(self), bool) if self.ignore is None else self.ignore
 
     def counted(self) -> np.ndarray:
-        """(N,) bool: the GT recall counts: neither a crowd region nor ignored."""
-        return ~self.crowd if self.ignore is None else ~self.crowd & ~self.ignore
+        """(N,) bool: the GT recall counts: neither a crowd region, ignored nor a group-of
+        box (a region too, kept only under ``--protocol openimages``, which counts it itself)."""
+        counted = ~self.crowd if self.ignore is None else ~self.crowd & ~self.ignore
+        return counted if self.group is None else counted & ~self.group
 
     def where(self, keep: np.ndarray) -> BoxTable:
         return self if keep.all() else self.take(np.flatnonzero(keep))
@@ -150,6 +152,8 @@ class FrameTable(Sequence):
     not_exhaustive: tuple[np.ndarray, np.ndarray] | None = None
     # each frame's place in its GT file's images list (COCO files); None: frame order
     file_order: np.ndarray | None = None
+    # each frame's stem (the summary sets them where the run knows them); None: unknown
+    stems: list[str] | None = None
 
     def __len__(self) -> int:
         return self.n

@@ -23,6 +23,7 @@ from rpx_cli.io.coco_objects import BOX_FIELD, ObjectField, read_objects
 from rpx_cli.io.coco_records import member, set_aside_annotations
 from rpx_cli.io.coco_results import PendingResults, Results, read_results
 from rpx_cli.io.json import loads_json
+from rpx_cli.io.values import beyond_image, beyond_image_problem
 
 
 @dataclass
@@ -201,6 +202,13 @@ def _join(gt: _Gt, results: Results, gt_path: str, dt_path: str) -> CocoFiles:
         raise InputError(f"detection {n}: image_id {int(results.image[n])} is not in the GT file "
                          f"{gt_path}", path=dt_path)
     category = np.where(results.usable, _position(gt.category_ids, results.category), -1)
+    shape = results.boxes.shape
+    if isinstance(shape, np.ndarray) and shape.ndim == 2 and shape.shape[1] == 4 and len(shape):
+        far = beyond_image(shape, gt.image_size[image]) & (category >= 0)
+        if far.any():  # (under --on-error skip, set aside before: coco_records)
+            n = int(np.argmax(far))
+            raise InputError(beyond_image_problem(shape[n], gt.image_size[image[n]],
+                                                  f"detection {n}"), path=dt_path)
     pred = _table(results.boxes, category, image)
     unknown = pred.label < 0  # pycocotools evaluates only the GT's categories
     if unknown.any():

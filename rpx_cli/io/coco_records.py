@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from rpx_cli.errors import InputError, PairError
 from rpx_cli.io.coco_objects import ObjectField, record_problems
+from rpx_cli.io.values import beyond_image, beyond_image_problem
 
 
 def set_aside_annotations(anns: list[Any], stems: list[str], image_index: dict[int, int],
@@ -45,6 +48,7 @@ def set_aside_detections(results: list[Any], gt: Any, path: str, errors: list[Pa
     """``--on-error skip``: every bad detection listed in ``errors``; the detections left
     (none of an image that had a bad one: it is scored as predicting nothing)."""
     image_index = {int(image_id): i for i, image_id in enumerate(gt.image_ids.tolist())}
+    category_ids = {int(c): None for c in gt.category_ids.tolist()}
     problems = record_problems(results, path, shape_field, prediction=True, what="detection")
     # the detections of an image left out (a bad annotation) leave with it, unlisted
     gone = {n for n, item in enumerate(results) if isinstance(item, dict)
@@ -62,6 +66,12 @@ def set_aside_detections(results: list[Any], gt: Any, path: str, errors: list[Pa
             if type(item["image_id"]) is not int or item["image_id"] not in image_index:
                 problems[n] = InputError(f"detection {n}: image_id {item['image_id']!r} is not "
                                          "an image of the GT file", path=path)
+            elif shape_field.instances is None:  # a box: within reach of its image
+                box = np.array([item["bbox"]], np.float64)
+                size = gt.image_size[[image_index[item["image_id"]]]]
+                if beyond_image(box, size)[0] and member(item["category_id"], category_ids):
+                    problems[n] = InputError(beyond_image_problem(box[0], size[0],
+                                                                  f"detection {n}"), path=path)
     if not problems and not gone:
         return results
     emptied: set[int] = set()
@@ -79,6 +89,9 @@ def set_aside_detections(results: list[Any], gt: Any, path: str, errors: list[Pa
 
 
 def member(value: Any, index: dict) -> bool:
+    """``value`` is a key of ``index`` (an id): never a boolean, though ``True == 1``."""
+    if isinstance(value, bool):
+        return False
     try:
         return value in index
     except TypeError:  # unhashable: a list where an id belongs

@@ -33,7 +33,13 @@ import numpy as np
 from rpx_cli.errors import InputError
 from rpx_cli.io.boxes import Boxes, box_format_problem, object_attributes
 from rpx_cli.io.json import loads_json
+from rpx_cli.io.mask_arrays import as_array, mask_runs, rows_shape
 from rpx_cli.io.values import MAX_MAGNITUDE
+
+# a GT keypoint's v (COCO): 0 not labelled, 1 labelled but hidden, 2 visible. A prediction's
+# third values are not read (pycocotools' OKS looks at the GT's; some tools write each
+# point's confidence there)
+VISIBILITY = (0, 1, 2)
 
 
 def parse_instances(data: bytes, path: str, *, prediction: bool,
@@ -129,6 +135,10 @@ def keypoints(objects: list[dict[str, Any]], path: str, *, prediction: bool, box
                              f"{width // 3}", path=path)
         width = values.size
         x, y, v = values[0::3], values[1::3], values[2::3]
+        if not prediction and not np.isin(v, VISIBILITY).all():
+            k = int(np.argmin(np.isin(v, VISIBILITY)))
+            raise InputError(f"{where}: keypoint {k} has visibility {v[k]:g}; a GT point's v is 0 "
+                             "(not labelled), 1 (labelled, hidden) or 2 (visible)", path=path)
         bbox = item.get("bbox")
         if bbox is not None:
             bbox = _bbox(bbox, where, path, box_format)
@@ -189,6 +199,8 @@ def _fast_keypoints(objects: list[dict[str, Any]], prediction: bool, box_format:
     if not (np.abs(values) <= MAX_MAGNITUDE).all():
         return None
     x, y, v = values[:, 0::3], values[:, 1::3], values[:, 2::3]
+    if not prediction and not np.isin(v, VISIBILITY).all():
+        return None  # the per-object reading names it
     boxes = list(map(dict.get, objects, repeat("bbox")))
     given_box = None
     if set(map(type, boxes)) != {type(None)}:
@@ -273,19 +285,36 @@ def _fast_rles(objects: list[dict[str, Any]], prediction: bool, given_area: np.n
 
 
 def _segmentation(value: Any, where: str, path: str) -> Any:
-    """A segmentation checked for its form (the runs are checked once decoded)."""
+    """A segmentation checked for its form (the runs are checked once decoded). In memory
+    a binary mask array (or tensor-like) becomes its RLE and pycocotools' ``encode`` output
+    (``counts`` as bytes) is read as the string; rows of 0/1 are refused, never read as
+    polygons (:mod:`rpx_cli.io.mask_arrays`)."""
     if isinstance(value, list):
         if not value:
             raise InputError(f"{where}: 'segmentation' is an empty list of polygons", path=path)
+        rows = rows_shape(value)
+        if rows is not None:
+            raise InputError(f"{where}: 'segmentation' looks like a binary mask ({rows[0]} rows "
+                             f"of {rows[1]} values, each 0 or 1), not polygons: write RLE "
+                             "{\"size\": [h, w], \"counts\": ...} (pycocotools.mask.encode); "
+                             "in memory, give the mask as a 2-D array", path=path)
         for part, polygon in enumerate(value):
             numbers = _numbers(polygon)
             if numbers is None or numbers.size < 6 or numbers.size % 2:
                 raise InputError(f"{where}: polygon {part} must be [x1, y1, x2, y2, ...] with at "
                                  f"least 3 points of finite numbers, got {_short(polygon)}", path=path)
         return value
+    try:
+        mask = as_array(value)
+    except InputError as exc:
+        raise InputError(f"{where}: 'segmentation' is {exc.args[0]}", path=path) from None
+    if mask is not None:
+        value = mask_runs(mask, where, path)
     if isinstance(value, dict) and "counts" in value and "size" in value:
         size = _size(value["size"], path, f"{where}: RLE 'size'")
         counts = value["counts"]
+        if isinstance(counts, bytes):  # pycocotools.mask.encode's output, in memory
+            counts = counts.decode("latin-1")
         if isinstance(counts, str):
             if not counts.isascii():
                 raise InputError(f"{where}: malformed RLE: a character outside COCO's RLE "

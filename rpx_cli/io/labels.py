@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ import numpy as np
 
 from rpx_cli.errors import InputError, RecordError
 from rpx_cli.io.json import loads_json
+from rpx_cli.io.values import MAX_MAGNITUDE
 
 _INTEGER = re.compile(r"-?[0-9]+\Z")
 
@@ -72,8 +72,9 @@ def _number(value: Any, where: str, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"{where} must be a number, got {value!r}", path=path)
     number = float(value)
-    if not math.isfinite(number):
-        raise InputError(f"{where} is not finite ({value!r})", path=path)
+    if not abs(number) <= MAX_MAGNITUDE:  # (NaN fails too)
+        raise InputError(f"{where} is not finite within ±{MAX_MAGNITUDE:g} ({value!r})",
+                         path=path)
     return number
 
 
@@ -133,10 +134,10 @@ def _score_table(table: Any, path: str) -> dict[str, Any]:
                     if isinstance(v, bool) or not isinstance(v, (int, float))), classes[0])
         raise InputError(f"scores: the score of {bad!r} must be a number, got {table[bad]!r}",
                          path=path) from None
-    if not np.isfinite(scores).all():
-        bad = classes[int(np.flatnonzero(~np.isfinite(scores))[0])]
-        raise InputError(f"scores: the score of {bad!r} is not finite ({table[bad]!r})",
-                         path=path)
+    if not (np.abs(scores) <= MAX_MAGNITUDE).all():
+        bad = classes[int(np.flatnonzero(~(np.abs(scores) <= MAX_MAGNITUDE))[0])]
+        raise InputError(f"scores: the score of {bad!r} is not finite within "
+                         f"±{MAX_MAGNITUDE:g} ({table[bad]!r})", path=path)
     return {"classes": classes, "scores": scores}
 
 
@@ -275,15 +276,15 @@ def _numbers(tokens: list[str], path: str, *, start_line: int, column: str = "sc
         values = np.array(tokens, dtype=np.float64) if tokens else np.zeros(0)
     except ValueError:
         values = None
-    if values is None or not np.isfinite(values).all():
+    if values is None or not (np.abs(values) <= MAX_MAGNITUDE).all():
         for i, token in enumerate(tokens):
             try:
-                good = math.isfinite(float(token))
+                good = abs(float(token)) <= MAX_MAGNITUDE
             except ValueError:
                 good = False
             if not good:
-                raise RecordError(start_line + i, f"{column} {token!r} is not a finite number",
-                                  path=path)
+                raise RecordError(start_line + i, f"{column} {token!r} is not a finite number "
+                                  f"within ±{MAX_MAGNITUDE:g}", path=path)
     assert values is not None
     return values
 
@@ -333,10 +334,10 @@ def _score_block(body: bytes, width: int, path: str) -> tuple[list[str], np.ndar
     if scores is None or scores.size != len(stems) * n_classes:
         scores = _parse_cells(numbers.tobytes(), len(stems), n_classes, path)
     scores = scores.reshape(len(stems), n_classes)
-    if not np.isfinite(scores).all():
-        row, column = (int(x[0]) for x in np.nonzero(~np.isfinite(scores)))
-        raise RecordError(row + 2, f"the score in column {column + 2} is not finite",
-                          path=path, stem=stems[row])
+    if not (np.abs(scores) <= MAX_MAGNITUDE).all():
+        row, column = (int(x[0]) for x in np.nonzero(~(np.abs(scores) <= MAX_MAGNITUDE)))
+        raise RecordError(row + 2, f"the score in column {column + 2} is not finite within "
+                          f"±{MAX_MAGNITUDE:g}", path=path, stem=stems[row])
     return stems, scores
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import InputError
+from rpx_cli.io.mask_arrays import as_array
 
 
 class InMemory:
@@ -53,24 +54,31 @@ class MemoryBuffer:
 _SUFFIXES = {"array": (".npy",), "document": (".json",), "text": (".txt", ".json")}
 
 
-def memory_path(value: Any, name: str, suffixes: tuple[str, ...]) -> str:
+def memory_path(value: Any, name: str, suffixes: tuple[str, ...], array_suffix: str = ".npy") -> str:
     """``name`` with the suffix of the file format ``value`` stands for among the task's
-    ``suffixes`` (an array: ``.npy``; a dict or list: ``.json``; text: ``.txt``). A value the
-    task has no file format for is an :class:`InputError` naming ``name``."""
-    if isinstance(value, np.ndarray):
+    ``suffixes`` (an array or tensor-like: ``array_suffix``, ``.npy`` unless the task's
+    arrays stand for text rows; a dict or list: ``.json``; text: ``.txt``). A value the task
+    has no in-memory form for is an :class:`InputError` naming ``name`` and the forms it
+    takes."""
+    if isinstance(value, np.ndarray) or as_array(value) is not None:
         kind = "array"
     elif isinstance(value, (dict, list, tuple)):
         kind = "document"
     elif isinstance(value, (str, bytes)):
         kind = "text"
     else:
-        raise InputError(f"expected an array, a dict or list, or text, got "
-                         f"{type(value).__name__}", path=name)
-    for suffix in _SUFFIXES[kind]:
+        kind = ""
+    tried = {**_SUFFIXES, "array": (array_suffix,)}
+    for suffix in tried.get(kind, ()):
         if suffix in suffixes:
             return name + suffix
-    what = {"array": "an array", "document": "a dict or list", "text": "text"}[kind]
-    raise InputError(f"this task reads {'/'.join(suffixes)} files, not {what}", path=name)
+    forms = [what for form, what in _FORMS.items()
+             if any(suffix in suffixes for suffix in tried[form])]
+    got = "None" if value is None else f"a {type(value).__name__}"
+    raise InputError(f"takes {' or '.join(forms) or 'nothing in memory'}, not {got}", path=name)
+
+
+_FORMS = {"array": "an array", "document": "a dict or list", "text": "text"}
 
 
 def plain(value: Any) -> Any:
@@ -80,7 +88,10 @@ def plain(value: Any) -> Any:
     if isinstance(value, dict):
         changed = {}
         for key, item in value.items():
-            new = item if type(item) in _SCALARS else plain(item)
+            # a binary mask stays an array: its JSON form is RLE, made by the mask reader
+            # (rpx_cli.io.mask_arrays), never the rows its list would be
+            new = item if type(item) in _SCALARS or (key == "segmentation" and as_array(item)
+                                                     is not None) else plain(item)
             if new is not item or not isinstance(key, str):
                 changed[key] = new
         if not changed:
@@ -97,7 +108,8 @@ def plain(value: Any) -> Any:
         return value.tolist()
     if isinstance(value, np.generic):
         return value.item()
-    return value
+    array = as_array(value)  # a tensor-like (torch, jax): its values as lists
+    return value if array is None else array.tolist()
 
 
 _SCALARS = {int, float, str, bool, type(None)}
@@ -105,14 +117,18 @@ _SCALARS = {int, float, str, bool, type(None)}
 
 def read_in_memory(read: Any, value: Any, path: str) -> Any:
     """``read(path, MemoryBuffer(value))``, a reader on an in-memory value; a structure the
-    reader refuses as given is read again as :func:`plain` makes it (numpy values as JSON's),
-    and refused then, it is the reader's error on the plain form."""
+    reader refuses as given — or trips on: numpy values where a reader expects JSON's — is
+    read again as :func:`plain` makes it (numpy values as JSON's), and refused then, it is
+    the reader's error on the plain form, the one its file would give."""
     try:
         return read(path, MemoryBuffer(value))
-    except InputError:
+    except (InputError, TypeError, ValueError, AttributeError, IndexError, KeyError):
         if isinstance(value, np.ndarray) or not isinstance(value, (dict, list, tuple)):
             raise
-        converted = plain(value)
+        try:
+            converted = plain(value)
+        except InputError as exc:  # a tensor-like that is no array: named by the value's path
+            raise InputError(exc.args[0], path=path) from None
         if converted is value:
             raise
     return read(path, MemoryBuffer(converted))

@@ -156,3 +156,81 @@ def read_class_descriptions(path: str) -> dict[str, str]:
     if not out:
         raise InputError("no class description (LabelName,DisplayName rows)", path=path)
     return out
+
+
+def read_hierarchy(path: str, names: dict[str, str] | None) -> tuple[str, dict[str, list[str]]]:
+    """``--oi-hierarchy``: the challenge's class tree (``{"LabelName": ..., "Subcategory":
+    [...]}``, nested; other keys such as ``Part`` are not read) as ``(root, {class: its
+    direct parents})``, every class below the root listed, in the order first met; a class
+    met under two parents has both. Class ids are named by ``names`` (the class
+    descriptions) where they name them."""
+    import json
+
+    try:
+        tree = json.loads(read_bytes(path).decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"not an Open Images hierarchy (JSON): {exc}", path=path) from None
+
+    def label(node: Any) -> str:
+        if not isinstance(node, dict) or not isinstance(node.get("LabelName"), str):
+            raise InputError("not an Open Images hierarchy: a node without a LabelName string "
+                             f"({str(node)[:60]})", path=path)
+        children = node.get("Subcategory", [])
+        if not isinstance(children, list):
+            raise InputError(f"not an Open Images hierarchy: the Subcategory of "
+                             f"{node['LabelName']!r} is not a list", path=path)
+        name = node["LabelName"]
+        return names.get(name, name) if names else name
+
+    root = label(tree)
+    parents: dict[str, list[str]] = {}
+    stack = [(tree, root)]
+    while stack:
+        node, name = stack.pop()
+        for child in reversed(node.get("Subcategory", [])):
+            child_name = label(child)
+            if child_name == root:
+                raise InputError(f"class {child_name!r} is the hierarchy's root and a "
+                                 "subcategory", path=path)
+            own = parents.setdefault(child_name, [])
+            if name != root and name not in own:
+                own.append(name)
+            stack.append((child, child_name))
+    return root, parents
+
+
+def read_image_labels(path: str, names: dict[str, str] | None
+                      ) -> dict[str, tuple[list[str], list[str]]]:
+    """``--oi-image-labels``: the image-level labels CSV (``ImageID,Source,LabelName,
+    Confidence``, columns by header name) as ``{ImageID: (classes verified present
+    (Confidence 1), classes verified absent (Confidence 0))}``, class ids named by
+    ``names`` where they name them. Another confidence is an error naming ``file:line``."""
+    rows = _rows(read_bytes(path), path)
+    if not rows:
+        raise InputError("an empty CSV: expected a header row (ImageID,Source,LabelName,"
+                         "Confidence)", path=path)
+    header = [name.strip() for name in rows[0]]
+    missing = [name for name in ("ImageID", "LabelName", "Confidence") if name not in header]
+    if missing:
+        raise InputError(f"the header has no {', '.join(missing)} column (image-level labels: "
+                         "ImageID,Source,LabelName,Confidence)", path=f"{path}:1")
+    at = {name: header.index(name) for name in ("ImageID", "LabelName", "Confidence")}
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for n, row in enumerate(rows[1:], 2):
+        if not row or not any(field.strip() for field in row):
+            continue
+        if len(row) != len(header):
+            raise InputError(f"{len(row)} fields where the header has {len(header)}",
+                             path=f"{path}:{n}")
+        confidence = row[at["Confidence"]].strip()
+        try:
+            value = float(confidence)
+        except ValueError:
+            value = np.nan
+        if value not in (0.0, 1.0):
+            raise InputError(f"Confidence {confidence!r}: an image-level label is 1 (verified "
+                             "present) or 0 (verified absent)", path=f"{path}:{n}")
+        name = row[at["LabelName"]].strip()
+        name = names.get(name, name) if names else name
+        out.setdefault(row[at["ImageID"]].strip(), ([], []))[value == 0.0].append(name)
+    return out

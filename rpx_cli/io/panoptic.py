@@ -20,10 +20,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from rpx_cli.errors import InputError
+from rpx_cli.io.budget import check_pixels
 from rpx_cli.io.images import png_header
 from rpx_cli.io.json import loads_json
 
 _COLOR_TYPES = {0: "grayscale", 2: "RGB", 3: "palette", 4: "grayscale+alpha", 6: "RGBA"}
+# the most pixels an id PNG may have (Pillow's decompression-bomb warning limit, 358 MB of
+# uint32 ids): checked from the PNG's header, before a pixel is decoded — a 0.4 MB file can
+# claim 12000x12000 pixels. A prediction is held to its GT's size the same way.
+MAX_PIXELS = 89_478_485
 
 
 def decode_ids(data: np.ndarray, path: str) -> np.ndarray:
@@ -36,6 +41,12 @@ def decode_ids(data: np.ndarray, path: str) -> np.ndarray:
     if header is None:
         raise InputError("not a PNG: panoptic segment ids are read from RGB PNGs", path=path)
     depth, color = header
+    width, height = (int.from_bytes(bytes(data[at:at + 4]), "big") for at in (16, 20))
+    check_pixels((height, width), path)  # a prediction: its GT's size, before decoding
+    if width * height > MAX_PIXELS:
+        raise InputError(f"is {width}x{height}: {width * height} pixels, more than the "
+                         f"{MAX_PIXELS:,} a panoptic id PNG may have (checked before it is "
+                         "decoded)", path=path)
     if color != 2 or depth != 8:
         kind = f"{depth}-bit {_COLOR_TYPES.get(color, f'colour type {color}')}"
         raise InputError(f"{kind} PNG: panoptic segment ids are 8-bit RGB "
@@ -265,15 +276,21 @@ class Segments:
 
 
 MAX_ID = 256 ** 3  # ids an RGB PNG can hold
+MAX_SEGMENTS = 65_533  # segments an image may list (rpx_cli.ops.panoptic's uint16 indices)
+MAX_AREA = 2 ** 53  # a JSON 'area' (exact in float64, and far beyond any image)
 
 
 def segments_of(items: list[Any], categories: dict[Any, int], *, image: str,
                 path: str) -> Segments:
     """Check and tabulate ``segments_info``: every id an integer 1 .. 256³-1 and listed
     once, every ``category_id`` one of ``categories`` (id -> index), ``iscrowd`` 0/1
-    (absent: 0), ``area`` a non-negative integer when given. ``image`` words the errors
+    (absent: 0), ``area`` a non-negative integer (at most 2^53) when given; at most
+    :data:`MAX_SEGMENTS` segments. ``image`` words the errors
     (``image 42 (pred.json)``), ``path`` is the file they name (the image's PNG)."""
     n = len(items)
+    if n > MAX_SEGMENTS:
+        raise InputError(f"{image}: segments_info lists {n:,} segments, more than the "
+                         f"{MAX_SEGMENTS:,} an image may have", path=path)
     ids = np.empty(n, np.int64)
     category = np.empty(n, np.int64)
     crowd = np.zeros(n, bool)
@@ -297,9 +314,9 @@ def segments_of(items: list[Any], categories: dict[Any, int], *, image: str,
         if size is not None:
             if isinstance(size, float) and size.is_integer():
                 size = int(size)
-            if not _is_int(size) or size < 0:
+            if not _is_int(size) or not 0 <= size <= MAX_AREA:
                 raise InputError(f"{image}: segment {sid}: 'area' must be a non-negative "
-                                 f"integer, got {size!r}", path=path)
+                                 f"integer of at most 2^53, got {size!r}", path=path)
             area[i] = size
         ids[i], category[i], crowd[i] = sid, index, bool(flag)
     if n > 1:

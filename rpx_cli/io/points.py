@@ -41,7 +41,8 @@ def parse_points_json(data: np.ndarray, path: str) -> Points:
         raise InputError('expected {"coordinates": [[x, y], ...], "depths": [...]}', path=path)
     # numbers only: strings and booleans are refused, not converted
     coordinates, depths = document["coordinates"], document["depths"]
-    xy = np.zeros((0, 2)) if coordinates == [] else json_numbers(coordinates, 2)
+    xy = np.zeros((0, 2)) if isinstance(coordinates, list) and not coordinates else \
+        json_numbers(coordinates, 2)
     depth = json_numbers(depths, 1)
     if xy is None or xy.shape[1] != 2 or depth is None:
         raise InputError("coordinates must be [x, y] number pairs and depths numbers", path=path)

@@ -101,7 +101,8 @@ def _polygons(objects: list[dict[str, Any]], path: str) -> PolygonSet:
     # a ring may repeat its first point at the end: drop it (shapely closes every ring)
     lengths = np.diff(ring_start)
     first, last = ring_start[:-1], ring_start[1:] - 1
-    closed = (lengths > 1) & (coords[first] == coords[np.maximum(last, 0)]).all(axis=1)
+    closed = lengths > 1  # (an empty ring has no first point: refused below, as short)
+    closed[closed] = (coords[first[closed]] == coords[last[closed]]).all(axis=1)
     if closed.any():
         keep = np.ones(coords.shape[0], bool)
         keep[last[closed]] = False

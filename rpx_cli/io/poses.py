@@ -1,7 +1,9 @@
 """Rigid camera poses: rotation ``R`` (3x3) and translation ``t`` (3,), from any of
 
 - JSON ``{"R": 3x3, "t": [3]}``, ``{"matrix": 4x4}``, ``{"quaternion_wxyz": [4], "t": [3]}``
-  or ``{"quaternion_xyzw": [4], "t": [3]}``;
+  or ``{"quaternion_xyzw": [4], "t": [3]}``, or RPX's ``.npz`` members as keys
+  ``{"position": [3], "orientation": [4]}`` (x y z w; what ``Evaluator.update`` takes for an
+  ``.npz`` pose, as a dict of arrays);
 - RPX ``.npy``: 7 numbers ``[x, y, z, qx, qy, qz, qw]``;
 - RPX ``.npz``: arrays ``position`` (3 numbers) and ``orientation`` (4 numbers, x y z w).
 
@@ -34,7 +36,8 @@ FORMS = ("R", "matrix", "quaternion_wxyz", "quaternion_xyzw")
 RIGID_TOLERANCE = 1e-6
 MIN_QUATERNION_NORM = 1e-12
 _EXPECTED = ('expected one of {"R": 3x3, "t": [3]}, {"matrix": 4x4}, '
-             '{"quaternion_wxyz": [4], "t": [3]}, {"quaternion_xyzw": [4], "t": [3]}')
+             '{"quaternion_wxyz": [4], "t": [3]}, {"quaternion_xyzw": [4], "t": [3]}, '
+             '{"position": [3], "orientation": [4] (x, y, z, w)}')
 
 
 class Pose(NamedTuple):
@@ -66,6 +69,12 @@ def parse_pose_json(data: np.ndarray, path: str) -> Pose:
     if not isinstance(document, dict):
         raise InputError(_EXPECTED, path=path)
     forms = [key for key in FORMS if key in document]
+    if not forms and ("position" in document or "orientation" in document):
+        # RPX's .npz members as keys (what Evaluator.update takes for an .npz pose)
+        position = _array(document.get("position"), (3,), "'position'", path)
+        orientation = _array(document.get("orientation"), (4,), "'orientation' (x, y, z, w)", path)
+        return Pose(quaternion_to_matrix(orientation[[3, 0, 1, 2]], "'orientation'", path),
+                    position)
     if len(forms) != 1:
         if "quaternion" in document and not forms:
             raise InputError("'quaternion' does not name its order: use 'quaternion_wxyz' or "

@@ -65,6 +65,22 @@ def protocol_of(url: str) -> str:
     return match.group(1).lower() if match else "file"
 
 
+# the stores rpx reads and writes (docs/remote.md): S3 and S3-compatible, Google Cloud
+# Storage, Azure, local files and memory. Another fsspec protocol (ftp://, http://, ssh://)
+# is refused before any filesystem is made: some fail in their constructor and again in
+# their destructor, printing a traceback after rpx's line
+SUPPORTED = ("s3", "gs", "gcs", "az", "abfs", "abfss", "file", "memory")
+
+
+def scheme_problem(url: str) -> str | None:
+    """Why ``url`` (``scheme://...``) is not a store rpx reads or writes, or None."""
+    protocol = protocol_of(url)
+    if protocol in SUPPORTED:
+        return None
+    return (f"{url}: unsupported scheme {protocol}:// (supported: "
+            f"{', '.join(p + '://' for p in SUPPORTED)}; or a local path)")
+
+
 # --- options and secrets -----------------------------------------------------------------------
 
 
@@ -170,6 +186,9 @@ def _filesystem(url: str) -> tuple[Any, str]:
         raise InputError(f"reading or writing URLs needs the remote extra: {EXTRA}",
                          path=url) from None
     protocol = protocol_of(url)
+    problem = scheme_problem(url)
+    if problem is not None:
+        raise ParameterError(problem)
     try:
         fs = fsspec.filesystem(protocol, **_options)
     except ImportError as exc:  # the backend (s3fs, gcsfs, adlfs) is not installed

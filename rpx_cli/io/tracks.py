@@ -28,6 +28,8 @@ import numpy as np
 from rpx_cli.errors import InputError
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.json import loads_json
+from rpx_cli.io.mask_arrays import as_array
+from rpx_cli.io.memory import InMemory
 from rpx_cli.io.values import MAX_MAGNITUDE
 
 _SEPARATORS = re.compile(rb"[,\s]+")
@@ -62,8 +64,12 @@ class Tracks:
 
 
 def read_tracks(path: str, buffer: FileBuffer, *, box_format: str = "xyxy") -> Tracks:
-    """Load a sequence; ``box_format`` applies to JSON (MOT text is always x, y, w, h)."""
-    data = buffer.read(path).tobytes()
+    """Load a sequence; ``box_format`` applies to JSON (MOT text is always x, y, w, h). In
+    memory (``Evaluator.update``) an array stands for the MOT text's rows (:func:`mot_rows`)."""
+    content = buffer.read(path)
+    if isinstance(content, InMemory) and as_array(content.value) is not None:
+        return mot_rows(as_array(content.value), path)
+    data = content.tobytes()
     if path.lower().endswith(".json"):
         return parse_tracks_json(data, path, box_format=box_format)
     return parse_mot_text(data, path)
@@ -84,26 +90,44 @@ def parse_mot_text(data: bytes, path: str) -> Tracks:
     values = _parse_numbers(data, len(content) * width)
     if values is None:
         _raise_malformed(lines, content, width, path)
-    table = values.reshape(len(content), width)
-    line_numbers = np.asarray(content) + 1
+    return _mot_table(values.reshape(len(content), width), np.asarray(content) + 1, path)
+
+
+def mot_rows(rows: np.ndarray, path: str) -> Tracks:
+    """MOT text's rows given as an ``(N, >= 6)`` array of numbers (``Evaluator.update``),
+    checked as the file's lines are (messages number them as rows, from 1)."""
+    if rows.ndim != 2 or (rows.size and rows.dtype.kind not in "biuf"):
+        raise InputError("MOT rows must be an (N, >= 6) array of numbers (frame, id, x, y, w, "
+                         f"h, conf, ...), got shape {rows.shape} of {rows.dtype}", path=path)
+    if not len(rows):
+        return Tracks.empty()
+    return _mot_table(rows.astype(np.float64), np.arange(1, len(rows) + 1), path, unit="row")
+
+
+def _mot_table(table: np.ndarray, line_numbers: np.ndarray, path: str, unit: str = "line") -> Tracks:
+    """The boxes of MOT rows (``table`` float64, ``line_numbers`` naming each ``unit``)."""
+    width = table.shape[1]
     if width < 6:
-        raise InputError(f"line {line_numbers[0]}: {width} columns, need at least 6 "
+        raise InputError(f"{unit} {line_numbers[0]}: {width} columns, need at least 6 "
                          "(frame, id, x, y, w, h)", path=path)
     used = table[:, : min(width, 8)]
     bad = ~np.isfinite(used).all(axis=1)
-    _first_error(bad, line_numbers, "a value is not a finite number", path)
+    _first_error(bad, line_numbers, "a value is not a finite number", path, unit)
     _first_error((np.abs(table[:, 2:6]) > MAX_MAGNITUDE).any(axis=1), line_numbers,
-                 f"a box value is beyond ±{MAX_MAGNITUDE:g} (pixels)", path)
+                 f"a box value is beyond ±{MAX_MAGNITUDE:g} (pixels)", path, unit)
+    if width > 6:  # the confidence (a flag in GT files): a float64 beyond it has no int64
+        _first_error(np.abs(table[:, 6]) > MAX_MAGNITUDE, line_numbers,
+                     f"the score (column 7) is beyond ±{MAX_MAGNITUDE:g}", path, unit)
     for column, name in ((0, "frame"), (1, "id")):
         _first_error(table[:, column] != np.floor(table[:, column]), line_numbers,
-                     f"{name} must be an integer", path)
+                     f"{name} must be an integer", path, unit)
         # beyond 2^53 a float64 cannot tell neighbouring integers apart (two ids would merge)
         _first_error(np.abs(table[:, column]) > _MAX_EXACT, line_numbers,
-                     f"{name} must be within ±2^53", path)
+                     f"{name} must be within ±2^53", path, unit)
     _first_error((table[:, 4] < 0) | (table[:, 5] < 0), line_numbers,
-                 "box width and height must be >= 0", path)
+                 "box width and height must be >= 0", path, unit)
     frame, ids = table[:, 0].astype(np.int64), table[:, 1].astype(np.int64)
-    _check_track_order(frame, ids, line_numbers, path)
+    _check_track_order(frame, ids, line_numbers, path, unit)
     box = table[:, 2:6].copy()
     box[:, 2] = box[:, 0] + box[:, 2]  # TrackEval's arithmetic, for identical IoUs
     box[:, 3] = box[:, 1] + box[:, 3]
@@ -161,12 +185,14 @@ def _raise_malformed(lines: list[bytes], content: list[int], width: int, path: s
     raise InputError("malformed MOTChallenge text", path=path)
 
 
-def _first_error(bad: np.ndarray, line_numbers: np.ndarray, message: str, path: str) -> None:
+def _first_error(bad: np.ndarray, line_numbers: np.ndarray, message: str, path: str,
+                 unit: str = "line") -> None:
     if bad.any():
-        raise InputError(f"line {line_numbers[np.argmax(bad)]}: {message}", path=path)
+        raise InputError(f"{unit} {line_numbers[np.argmax(bad)]}: {message}", path=path)
 
 
-def _check_track_order(frame: np.ndarray, ids: np.ndarray, where: np.ndarray, path: str) -> None:
+def _check_track_order(frame: np.ndarray, ids: np.ndarray, where: np.ndarray, path: str,
+                       unit: str = "line") -> None:
     """Each track's frames must increase in file order; ``where`` numbers the lines."""
     order = np.argsort(ids, kind="stable")
     same = ids[order][1:] == ids[order][:-1]
@@ -178,10 +204,10 @@ def _check_track_order(frame: np.ndarray, ids: np.ndarray, where: np.ndarray, pa
     at = int(np.argmax(bad))  # the first offending line in file order
     track = ids[at]
     if np.count_nonzero((frame == frame[at]) & (ids == track)) > 1:
-        raise InputError(f"line {where[at]}: id {track} appears twice in frame {frame[at]}",
+        raise InputError(f"{unit} {where[at]}: id {track} appears twice in frame {frame[at]}",
                          path=path)
-    raise InputError(f"line {where[at]}: frames out of order: id {track} in frame {frame[at]} "
-                     "after a later frame (each track's lines must be in frame order)", path=path)
+    raise InputError(f"{unit} {where[at]}: frames out of order: id {track} in frame {frame[at]} "
+                     f"after a later frame (each track's {unit}s must be in frame order)", path=path)
 
 
 # --------------------------------------------------------------------------- JSON
@@ -233,8 +259,10 @@ def _tracks_from_objects(frame: np.ndarray, objects: list[tuple[int, Any]], path
             raise InputError(f"{where}: 'bbox' must be four numbers, got {box!r}", path=path)
         boxes.append(box)
         score = obj.get("score")
-        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-            raise InputError(f"{where}: 'score' must be a number, got {score!r}", path=path)
+        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)
+                                  or not abs(score) <= MAX_MAGNITUDE):
+            raise InputError(f"{where}: 'score' must be a number within ±{MAX_MAGNITUDE:g}, "
+                             f"got {score!r}", path=path)
     # ids numbered in sorted order (integers numerically, then strings), as TrackEval
     # relabels MOT ids: the order of ids decides assignment ties and summation order
     codes = {track: code for code, track in enumerate(

@@ -94,3 +94,21 @@ def area_problem(area: np.ndarray, what: str) -> str | None:
     k = int(beyond_all[0])
     return (f"{what} {k}: its area {float(area[k]):g} is beyond COCO's largest area range "
             f"(1e5² = {MAX_DETECTION_AREA:g} px²): it would leave COCO AP unseen")
+
+
+def beyond_image(box: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Where a box ``[x, y, w, h]`` lies beyond its image (``size`` its ``(h, w)``; -1: not
+    given, never beyond) by more than the image's own size on a side: ``x < -w``, ``y < -h``,
+    ``x + bw > 2w`` or ``y + bh > 2h``. No detector's box is there; a false positive made
+    to fall outside what is looked at is."""
+    h, w = size[:, 0].astype(np.float64), size[:, 1].astype(np.float64)
+    known = (h > 0) & (w > 0)
+    x, y, bw, bh = box[:, 0], box[:, 1], box[:, 2], box[:, 3]
+    return known & ((x < -w) | (y < -h) | (x + bw > 2 * w) | (y + bh > 2 * h))
+
+
+def beyond_image_problem(box: np.ndarray, size: np.ndarray, what: str) -> str:
+    """The words of :func:`beyond_image` for one box (``what``: ``"detection 7"``)."""
+    shown = ", ".join(f"{v:g}" for v in box.tolist())
+    return (f"{what}: its bbox [{shown}] lies beyond its {int(size[1])}x{int(size[0])} image "
+            "by more than the image's own size")

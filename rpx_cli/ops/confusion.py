@@ -84,10 +84,14 @@ def encode_confusion(confusion: FrameConfusion) -> list[list[int]]:
 
 
 def decode_confusion(data: list[list[int]]) -> FrameConfusion:
-    """The inverse of :func:`encode_confusion`."""
+    """The inverse of :func:`encode_confusion`; a ``ValueError`` for counts that are not
+    integers >= 0 (a state read back that was edited)."""
     gt, pred, counts = data
+    given = np.asarray(counts, np.float64)
+    if given.size and (not (given >= 0).all() or (given != np.floor(given)).any()):
+        raise ValueError("a confusion matrix holds a count that is not an integer >= 0")
     return FrameConfusion(np.asarray(gt, np.int64), np.asarray(pred, np.int64),
-                          np.asarray(counts, np.int64).reshape(len(gt), len(pred)))
+                          given.astype(np.int64).reshape(len(gt), len(pred)))
 
 def trim(confusion: FrameConfusion) -> FrameConfusion:
     """The canonical form of ``confusion``: the rows and columns that hold a count."""

@@ -25,6 +25,9 @@ from rpx_cli.ops.matching import Similarity
 COCO_SIGMAS = np.array([.26, .25, .25, .35, .35, .79, .79, .72, .72, .62, .62, 1.07, 1.07,
                         .87, .87, .89, .89]) / 10.0
 """pycocotools' ``Params.kpt_oks_sigmas`` (the COCO person skeleton, 17 points)."""
+COCO_SKELETON = ((15, 13), (13, 11), (16, 14), (14, 12), (11, 12), (5, 11), (6, 12), (5, 6), (5, 7),
+                 (6, 8), (7, 9), (8, 10), (1, 2), (0, 1), (0, 2), (1, 3), (2, 4), (3, 5), (4, 6))
+"""The person category's ``skeleton`` of COCO's keypoint files, its points counted from 0."""
 
 
 def oks_pairs(dt: np.ndarray, gt: np.ndarray, gt_area: np.ndarray, sigmas: np.ndarray) -> np.ndarray:

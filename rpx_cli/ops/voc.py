@@ -165,17 +165,19 @@ def outcomes(data: VocInput, thresholds: np.ndarray) -> VocMatches:
 
 def voc_ap(rec: np.ndarray, prec: np.ndarray, eleven_point: bool) -> float:
     """The devkit's ``voc_ap``: VOC2007's 11-point AP or the all-point area under the
-    precision envelope, on one class's walk (``rec`` non-decreasing)."""
+    precision envelope, on one class's walk (``rec`` non-decreasing). At most 1: the
+    devkit's running sum of eleven 1/11 is 1.0000000000000002, which a gate such as
+    ``--require 'dataset.voc07.mAP<=1'`` would refuse (the difference is the last bit)."""
     if eleven_point:
         ap = 0.0
         for value in (envelope_at(rec, prec, ELEVEN_POINTS) / 11.0).tolist():
             ap = ap + value  # the devkit's running sum, in its order
-        return float(ap)
+        return min(float(ap), 1.0)
     mrec = np.concatenate(([0.0], rec, [1.0]))
     mpre = np.concatenate(([0.0], prec, [0.0]))
     mpre = np.maximum.accumulate(mpre[::-1])[::-1]
     i = np.flatnonzero(mrec[1:] != mrec[:-1])
-    return float(np.sum((mrec[i + 1] - mrec[i]) * mpre[i + 1]))
+    return min(float(np.sum((mrec[i + 1] - mrec[i]) * mpre[i + 1])), 1.0)
 
 
 @dataclass

@@ -156,9 +156,12 @@ class Option:
     def _file(self, value: Any) -> str:
         path = _path(value)
         if self.urls and "://" in path:
-            from rpx_cli.io.remote import is_url
+            from rpx_cli.io.remote import is_url, scheme_problem
 
             if is_url(path):
+                problem = scheme_problem(path)
+                if problem is not None:
+                    raise ValueError(problem)
                 return path
         if not os.path.exists(path):
             raise ValueError(f"{path}: no such file")

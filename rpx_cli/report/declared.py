@@ -16,7 +16,7 @@ from typing import Any
 
 from rpx_cli.params.parsers import parse_band
 from rpx_cli.params.values import Band, Threshold
-from rpx_cli.tasks.base import Task
+from rpx_cli.tasks.base import Evaluated, Task
 from rpx_cli.tasks.registry import find_task
 
 # report kinds of workflows, not tasks: each view handles them itself
@@ -31,6 +31,33 @@ def task_of(report: Mapping[str, Any]) -> Task | None:
         return None
     task = find_task(name)
     return task if task is not None and task.report_schema == schema else None
+
+
+def evaluated(report: Mapping[str, Any]) -> Evaluated:
+    """What the report's run evaluated, as its task names it from the report's ``params``
+    (``detection · masks · LVIS``, OKS, maxDets 300); a report no registered task wrote: its
+    ``task`` (or kind) alone."""
+    task = task_of(report)
+    params = report.get("params")
+    if task is not None:
+        try:
+            return task.evaluated(params if isinstance(params, Mapping) else {})
+        except (TypeError, ValueError, KeyError):  # a hand-edited report: the task's name
+            return Evaluated(task.name)
+    return Evaluated(str(report.get("task") or str(report.get("schema") or "report").removeprefix("rpx.")))
+
+
+def accepts_family(report: Mapping[str, Any], family: str) -> bool:
+    """Whether a run with the report's ``params`` could add metric family ``family``
+    (``--metrics``): what a page may suggest."""
+    task = task_of(report)
+    params = report.get("params")
+    if task is None or not isinstance(params, Mapping):
+        return False
+    try:
+        return task.accepts_family(family, params)
+    except (TypeError, ValueError, KeyError):
+        return False
 
 
 def headline(report: Mapping[str, Any]) -> tuple[str, ...]:

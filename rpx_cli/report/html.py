@@ -17,9 +17,10 @@ they share in :mod:`rpx_cli.report.html_blocks`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from rpx_cli.errors import first_line
 from rpx_cli.report.html_blocks import (
     ARROW,
     cell_html,
@@ -68,7 +69,7 @@ padding:3px 8px;text-align:right;vertical-align:top}th:first-child,td:first-chil
 td.code,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;word-break:break-all}
 .pass{color:var(--good);font-weight:600}.fail{color:var(--bad);font-weight:600}
 .good{color:var(--good)}.bad{color:var(--bad)}
-details{margin:8px 0}summary{cursor:pointer;font-weight:600}
+details{margin:8px 0}figure.captioned{margin:10px 0 4px}summary{cursor:pointer;font-weight:600}
 .multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:6px 14px}
 svg.chart{width:100%;height:auto;display:block;margin:4px 0;font-size:11px}
 svg .ax{stroke:var(--fg);fill:none;stroke-width:1}svg .grid{stroke:var(--grid);stroke-width:1}
@@ -108,16 +109,33 @@ def _article(index: int, name: str, report: Mapping[str, Any]) -> str:
     kind = kind_name(report)
     parts = [f'<article data-report="{index}" data-schema="{esc(schema)}" data-task="{esc(report.get("task"))}">',
              f"<h2>{esc(kind)}</h2><div class=\"muted\"><code>{esc(name)}</code></div>",
-             f'<p>{summary_text(report)}</p>', gates_section(report), headline_section(report)]
+             _drawn(lambda r: f"<p>{summary_text(r)}</p>", report), _drawn(gates_section, report),
+             _drawn(headline_section, report)]
     view = WORKFLOW_VIEWS.get(str(schema)) or task_view(report)
-    parts.append(view(report))
-    parts.append(frames_section(report))
+    parts.append(_drawn(view, report))
+    parts.append(_drawn(frames_section, report))
     if schema not in ("rpx.compare", "rpx.readiness"):
-        parts.append(worst_rows_section(report))
-    parts.append(all_metrics_section(report))
-    parts.append(provenance_section(report))
+        parts.append(_drawn(worst_rows_section, report))
+    parts.append(_drawn(all_metrics_section, report))
+    parts.append(_drawn(provenance_section, report))
     parts.append("</article>")
     return "".join(parts)
+
+
+# what a section raises on a report that its schema allows but rpx never writes (a string
+# in a confusion matrix, a number where a class's entry is): the section is left out
+UNDRAWABLE = (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError)
+
+
+def _drawn(section: Callable[[Mapping[str, Any]], str], report: Mapping[str, Any]) -> str:
+    """``section(report)``, or a note saying it could not be drawn from this report: the
+    rest of the page is drawn."""
+    try:
+        return section(report)
+    except UNDRAWABLE as exc:
+        return section_html("not drawn", "", "a section could not be drawn from this report "
+                            f"({esc(type(exc).__name__)}: {esc(first_line(exc))})",
+                            kind="not-drawn")
 
 
 def _side_by_side(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> str:

@@ -10,14 +10,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rpx_cli.deploy.figures import readiness_direction
-from rpx_cli.report.declared import metric_direction, unit
+from rpx_cli.report.declared import evaluated, metric_direction, unit
 from rpx_cli.report.markup import datum, esc, short
 
 
 def kind_name(report: Mapping[str, Any]) -> str:
+    """The report's title: what an ``rpx.eval`` run evaluated (``detection · masks · LVIS``,
+    :func:`~rpx_cli.report.declared.evaluated`), else the workflow and its task."""
     schema = str(report.get("schema") or "report")
     task = report.get("task")
-    return f"{task}" if schema == "rpx.eval" and task else f"{schema.removeprefix('rpx.')}" + (
+    return evaluated(report).title if schema == "rpx.eval" and task else f"{schema.removeprefix('rpx.')}" + (
         f" ({task})" if task and schema not in ("rpx.compare",) and task != schema.removeprefix("rpx.") else "")
 
 

@@ -36,7 +36,8 @@ def frames_section(report: Mapping[str, Any]) -> str:
         else:
             layers = list(frame.get("overlays") or {}) or [""]
             drawn = [svg_frames.frame_picture(frame, title=f"{caption} {layer}".strip(), layers=[layer] if layer else [],
-                                       conf_threshold=conf, attrs={**name, "layer": layer})
+                                       conf_threshold=conf, skeleton=worst.get("skeleton") or (),
+                                       attrs={**name, "layer": layer})
                      for layer in layers]
         pictures.append(f'<figure data-stem="{esc(frame["stem"])}">{"".join(drawn)}<figcaption class="muted">'
                         f"<code>{esc(frame['stem'])}</code> {esc(metric)} {esc(short(frame.get('value')))}"
@@ -46,6 +47,11 @@ def frames_section(report: Mapping[str, Any]) -> str:
     if any(f.get("gt") or f.get("pred") for f in frames):
         said.append("GT outlined (blue found, vermillion dashed missed), predictions filled (blue matched, orange "
                     "false; faint below the confidence threshold)")
+    if any((f.get(side) or {}).get("mask") for f in frames for side in ("gt", "pred")):
+        said.append("each mask a translucent fill in its box's colour (GT and prediction overlap where they agree)")
+    if any((f.get(side) or {}).get("points") for f in frames for side in ("gt", "pred")):
+        said.append("keypoints: GT as rings, predictions as dots, in their object's colour"
+                    + (", joined by the skeleton" if worst.get("skeleton") else ""))
     layers = {layer for f in frames for layer in (f.get("overlays") or {})}
     said += [OVERLAY_NOTES[layer] for layer in sorted(layers) if layer in OVERLAY_NOTES]
     if any("image" in f and f["image"] is None for f in frames):

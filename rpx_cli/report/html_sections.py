@@ -71,11 +71,12 @@ def gates_section(report: Mapping[str, Any]) -> str:
 
 
 def card_paths(report: Mapping[str, Any]) -> list[str]:
-    """The figures the page shows as headline cards: the headline's paths that hold a
-    number, filled up to four (and at most eight) from the report's top-level figures."""
+    """The figures the page shows as headline cards: the headline's paths the report holds
+    (a number, or null: ``n/a``, as LVIS' APf of a set without frequent categories), filled
+    up to four (and at most eight) from the report's top-level figures."""
     from rpx_cli.report import render
 
-    paths = [p for p in render.headline_paths(report) if is_number(lookup(report, p))]
+    paths = [p for p in render.headline_paths(report) if is_number(lookup(report, p)) or _holds_null(report, p)]
     if len(paths) < 4:
         for path, value in render.figures(report):
             last = path.rsplit(".", 1)[-1]
@@ -86,6 +87,13 @@ def card_paths(report: Mapping[str, Any]) -> list[str]:
             if len(paths) >= 8:
                 break
     return paths
+
+
+def _holds_null(report: Mapping[str, Any], path: str) -> bool:
+    """Whether the dotted ``path`` is in ``report`` with the value null."""
+    parent, _, key = path.rpartition(".")
+    node = lookup(report, parent) if parent else report
+    return isinstance(node, Mapping) and key in node and node[key] is None
 
 
 def headline_section(report: Mapping[str, Any]) -> str:

@@ -18,6 +18,11 @@ def confusion_section(confusion: Mapping[str, Any], what: str) -> str:
     if not labels or not matrix:
         return ""
     columns = confusion.get("columns") or labels
+    if not isinstance(matrix, list) or len(matrix) != len(labels) or not all(
+            isinstance(row, list) and len(row) == len(columns) and all(map(is_number, row))
+            for row in matrix):
+        return section_html("confusion matrix", "", "not drawn: the report's matrix is not a "
+                            "table of counts, one row per label", kind="confusion")
     counts = svg_grids.heatmap(labels, columns, matrix, title=f"{what} confusion matrix (counts)",
                          normalise_rows=False, attrs={"name": "confusion-counts"})
     shares = svg_grids.heatmap(labels, columns, matrix, title=f"{what} confusion matrix (row-normalised)",

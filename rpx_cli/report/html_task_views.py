@@ -22,6 +22,7 @@ from rpx_cli.report.html_blocks import (
     table_html,
 )
 from rpx_cli.report.html_mota_recall import mota_recall_view
+from rpx_cli.report.html_protocol import protocol_view
 from rpx_cli.report.html_task_sections import (
     bands_section,
     class_band_grid,
@@ -35,21 +36,24 @@ from rpx_cli.report.render import lookup
 
 def _pr_curves(report: Mapping[str, Any]) -> str:
     dataset = report.get("dataset") or {}
-    out = []
+    run = declared.evaluated(report)  # OKS for keypoints, the run's maxDets
+    out = [protocol_view(dataset.get(run.view), run)] if run.view else []
     coco = dataset.get("coco") or {}
+    at = run.measure
+    per_image = f"{run.max_dets} detections per image" if run.max_dets else "every detection"
     curves = coco.get("curves")
     if curves:
         recall = curves["recall"]
         out.append(section_html("precision–recall", svg_lines.line_chart(
-            [{"name": "IoU 0.5", "y": curves["iou50"]["overall"]["precision"]},
-             {"name": "IoU 0.5:0.95 (mean)", "y": curves["iou50_95"]["overall"]["precision"], "dash": "6 3"}],
+            [{"name": f"{at} 0.5", "y": curves["iou50"]["overall"]["precision"]},
+             {"name": f"{at} 0.5:0.95 (mean)", "y": curves["iou50_95"]["overall"]["precision"], "dash": "6 3"}],
             x=recall, title="precision–recall, mean over classes with GT", x_label="recall",
             y_label="precision (interpolated)", attrs={"name": "pr-overall"}),
-            "COCO's 101-point interpolated curves (area all, 100 detections per image); the area under "
+            f"COCO's 101-point interpolated curves (area all, {per_image}); the area under "
             "each is AP50 and AP", kind="pr"))
     if coco.get("per_class"):
         out.append(section_html("where it fails: AP per class", per_class_bars(
-            coco["per_class"], "AP", title="COCO AP per class (IoU 0.5:0.95), worst first", way="higher",
+            coco["per_class"], "AP", title=f"COCO AP per class ({at} 0.5:0.95), worst first", way="higher",
             name="ap-per-class"), "n/a: no GT box of the class", kind="ap-per-class"))
     pooled = dataset.get("pooled") or {}
     curve = pooled.get("by_confidence")
@@ -62,7 +66,7 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
              {"name": "F1", "y": curve["f1"], "dash": "2 2"}], x=curve["conf_threshold"],
             title="pooled P/R/F1 against the confidence threshold", x_label="confidence threshold (score >=)",
             y_label="pooled value", markers=markers, attrs={"name": "prf-confidence"}),
-            f"rings: the operating point (--conf-threshold {esc(short(threshold))}, IoU "
+            f"rings: the operating point (--conf-threshold {esc(short(threshold))}, {esc(at)} "
             f"{esc(short(lookup(report, 'params.iou_threshold')))}), dataset.pooled", kind="prf"))
     if dataset.get("confusion"):
         out.append(confusion_section(dataset["confusion"], "detection (Aquarium: background last)"))
@@ -81,21 +85,23 @@ def _pr_curves(report: Mapping[str, Any]) -> str:
             f"IoU {esc(short(errors.get('iou_threshold')))}, background {esc(short(errors.get('background_threshold')))}; "
             f"base AP50 (TIDE's matching) {esc(short(errors.get('ap50')))}; the last two are not a "
             "partition: fixing every false positive / false negative", kind="tide"))
-    elif "errors" in (lookup(report, "params.skipped_metrics") or []):
+    elif "errors" in (lookup(report, "params.skipped_metrics") or []) and declared.accepts_family(report, "errors"):
+        ran = [name for name in lookup(report, "params.metrics") or [] if isinstance(name, str)]
         out.append(section_html("error breakdown (TIDE)", "", "not computed: run with <code>--metrics "
-                                "rows,pooled,confusion,coco,errors</code> to add it", kind="tide"))
+                                f"{esc(','.join([*ran, 'errors']))}</code> to add it", kind="tide"))
     if curves:
         per_class = curves["iou50"]["per_class"]
-        ap = {k: (v or {}).get("AP") for k, v in (coco.get("per_class") or {}).items()}
+        ap = {k: v.get("AP") if isinstance(v, Mapping) else None
+              for k, v in (coco.get("per_class") or {}).items()}
         order = sorted(per_class, key=lambda k: (ap.get(k) is None, ap.get(k) or 0.0))
         charts = [svg_lines.line_chart(
-            [{"name": "IoU 0.5", "y": per_class[k]["precision"]},
+            [{"name": f"{at} 0.5", "y": per_class[k]["precision"]},
              {"name": "0.5:0.95", "y": curves["iou50_95"]["per_class"][k]["precision"], "dash": "6 3"}],
             x=curves["recall"], x_attr=False, title=f"{k}: precision–recall",
             x_label=f"recall — {k} (AP {short(ap.get(k))})", y_label="precision", width=250, height=190,
             legend=False, attrs={"name": "pr-class", "class": k}) for k in order]
         out.append(section_html("precision–recall per class", f'<div class="multiples">{"".join(charts)}</div>',
-                                "worst AP first; solid IoU 0.5, dashed the mean over 0.5:0.95; recall on x from "
+                                f"worst AP first; solid {esc(at)} 0.5, dashed the mean over 0.5:0.95; recall on x from "
                                 "0 to 1 (the 101 points of dataset.coco.curves.recall)", kind="pr-per-class"))
     return "".join(out)
 
@@ -186,7 +192,8 @@ def _calibration(report: Mapping[str, Any]) -> str:
     dataset = report.get("dataset") or {}
     out = []
     calibration = dataset.get("calibration")
-    if isinstance(calibration, Mapping) and calibration.get("confidence"):
+    if isinstance(calibration, Mapping) and isinstance(calibration.get("confidence"), list) \
+            and isinstance(calibration.get("accuracy"), list):
         conf, acc = calibration["confidence"], calibration["accuracy"]
         counts = calibration.get("count") or []
         xs = [c for c in conf]
@@ -253,11 +260,11 @@ def _things_and_stuff(report: Mapping[str, Any]) -> str:
                        if isinstance(entry, Mapping) and bool(entry.get("isthing")) is flag}
             chart = per_class_bars(entries, "pq", title=f"PQ per class: {kind}, worst first",
                                    way="higher", name=f"pq-{kind}") if entries else ""
-            if chart:
+            if chart:  # each caption with its chart, above it: one figure per kind
                 mean = dataset.get(f"pq_{kind}")
-                charts.append(chart)
-                charts.append(f'<p class="note">PQ {esc(kind)} = {esc(short(mean))} (the mean over '
-                              f"{esc(dataset.get(f'n_classes_{kind}'))} classes seen)</p>")
+                charts.append(f'<figure class="captioned" data-kind="{esc(kind)}"><figcaption class="note-text">PQ {esc(kind)} = '
+                              f"{esc(short(mean))} (the mean over {esc(dataset.get(f'n_classes_{kind}'))} "
+                              f"classes seen)</figcaption>{chart}</figure>")
         if charts:
             out.append(section_html("where it fails: PQ per class, things and stuff apart",
                                     "".join(charts), "n/a: a class with no segment on either side "
@@ -351,7 +358,8 @@ def _curves_bev(report: Mapping[str, Any]) -> str:
                                     f'<div class="multiples">{"".join(charts)}</div>',
                                     "the errors of the matches as recall grows, as dataset.curves holds them "
                                     "(the per-class ATE … AAE read them past the minimum recall)", kind="tp-errors"))
-    elif "curves" in (lookup(report, "params.skipped_metrics") or []) and "per_class" in dataset:
+    elif "curves" in (lookup(report, "params.skipped_metrics") or []) and "per_class" in dataset \
+            and declared.accepts_family(report, "curves"):
         out.append(section_html("precision–recall per class and match threshold", "", "not computed: run "
                                 "without <code>--metrics</code>, or add <code>curves</code> to it", kind="pr-threshold"))
     out.append(distribution_section(report))

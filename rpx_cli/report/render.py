@@ -157,7 +157,7 @@ def summary_line(report: Mapping[str, Any], out: str) -> str:
     unpaired = report.get("unpaired") or {}
     n_unpaired = sum(len(v) for v in unpaired.values() if isinstance(v, list))
     shard = " (--shard part)" if report.get("state") else ""
-    return (f"{report.get('task')}: {report.get('n_pairs')} pairs, {n_unpaired} unpaired, "
+    return (f"{title(report)}: {report.get('n_pairs')} pairs, {n_unpaired} unpaired, "
             f"{errors_text(report.get('errors') or [])}{shard}; {shown} -> {where}")
 
 
@@ -170,6 +170,13 @@ def errors_text(errors: list[Any]) -> str:
         return f"{len(errors)} skipped on error"
     return (f"{len(errors)} on error ({n_empty} unreadable prediction(s) scored as empty, "
             f"{len(errors) - n_empty} pair(s) dropped)")
+
+
+def title(report: Mapping[str, Any]) -> str:
+    """What a report's run evaluated, as its task names it (``detection · masks · LVIS``;
+    :func:`rpx_cli.report.declared.evaluated`): the summary line's, ``rpx show``'s and the
+    Markdown's title."""
+    return declared.evaluated(report).title if report.get("task") else str(report.get("schema", ""))
 
 
 def lookup(report: Mapping[str, Any], path: str) -> Any:
@@ -185,7 +192,7 @@ def lookup(report: Mapping[str, Any], path: str) -> Any:
 def markdown(report: Mapping[str, Any]) -> str:
     """A Markdown summary for a PR comment or ``$GITHUB_STEP_SUMMARY``."""
     columns, rows = metric_table(report)
-    lines = [f"### rpx {report.get('task', '')} report", "", "| " + " | ".join(columns) + " |",
+    lines = [f"### rpx {title(report)} report", "", "| " + " | ".join(columns) + " |",
              "|---|" + "---:|" * (len(columns) - 1)]
     lines += ["| `" + str(row[0]) + "` | " + " | ".join(str(c) for c in row[1:]) + " |" for row in rows]
     per_class = (report.get("dataset") or {}).get("per_class")

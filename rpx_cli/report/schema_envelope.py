@@ -31,7 +31,13 @@ _FRAME_BOXES = {"type": "object", "required": ["label", "box", "matched"], "prop
     "box": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
     "matched": {"type": "array", "items": {"type": "boolean"}},
     "score": {"type": "array", "items": {"type": "number"}},
-    "crowd": {"type": "array", "items": {"type": "boolean"}}}}
+    "crowd": {"type": "array", "items": {"type": "boolean"}},
+    "mask": {"type": "array", "description": "Masks: each object's compressed RLE.", "items": {
+        "type": "object", "required": ["size", "counts"],
+        "properties": {"size": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                       "counts": {"type": "string"}}}},
+    "points": {"type": "array", "description": "Keypoints: each object's [x1, y1, v1, ...].",
+               "items": {"type": "array", "items": {"type": "number"}}}}}
 WORST_FRAMES = {
     "type": "object",
     "description": "--keep-worst (and --html, --images-dir): the frames worst by the rank "
@@ -42,6 +48,8 @@ WORST_FRAMES = {
     "properties": {
         "metric": {"type": "string"}, "direction": {"enum": ["higher", "lower", "none"]},
         "ranked": {"type": "integer", "minimum": 0},
+        "skeleton": {"type": "array", "description": "Keypoints: the pairs of points joined.",
+                     "items": {"type": "array", "items": {"type": "integer", "minimum": 0}}},
         "frames": {"type": "array", "items": {
             "type": "object", "required": ["stem", "value"],
             "properties": {"stem": {"type": "string"}, "value": {"type": ["number", "null"]},

@@ -28,6 +28,7 @@ GOOD, BAD, NEUTRAL = "#0072B2", "#D55E00", "#888888"
 # viridis at 0, .25, .5, .75, 1 (perceptually uniform, colour-blind safe)
 _VIRIDIS = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
 CHAR_PX = 6.4  # average width of a 11px sans-serif character, for label room
+LABEL_PX = 7.0  # ... and of a 12px one (an axis label, class "label")
 LABEL_CHARS = 60  # a longer label is shortened with "…" (its full text in a tooltip)
 
 
@@ -45,10 +46,28 @@ def viridis(t: float) -> str:
     return "#" + "".join(f"{round(a[k] + (b[k] - a[k]) * f):02x}" for k in range(3))
 
 
+def luminance(colour: str) -> float:
+    """The relative luminance of ``#rrggbb`` (WCAG 2: sRGB linearised, 0.2126 R + 0.7152 G
+    + 0.0722 B), 0 for black to 1 for white."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(int(colour[k:k + 2], 16) / 255) for k in (1, 3, 5))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def text_colour(fill: str) -> str:
+    """Black or white, whichever contrasts more with a cell of colour ``fill`` (WCAG's
+    contrast ratio (L1 + 0.05) / (L2 + 0.05)): black on cells lighter than L ≈ 0.18."""
+    light = luminance(fill)
+    return "#000" if (light + 0.05) / 0.05 >= 1.05 / (light + 0.05) else "#fff"
+
+
 def text_on(t: float) -> str:
-    """Text colour on a viridis cell of value ``t``, as an inline style (it must win over the
-    page's ``svg text`` colour, which follows light and dark mode)."""
-    return "fill:#000" if t > 0.55 else "fill:#fff"  # viridis turns light past ~0.55
+    """Text colour on a viridis cell of value ``t`` (:func:`text_colour`), as an inline
+    style (it must win over the page's ``svg text`` colour, which follows light and dark
+    mode)."""
+    return f"fill:{text_colour(viridis(min(max(t, 0.0), 1.0)))}"
 
 
 def ticks(lo: float, hi: float, n: int = 5, *, integer: bool = False) -> list[float]:

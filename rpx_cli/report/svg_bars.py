@@ -28,7 +28,12 @@ def bar_chart(labels: Sequence[str], values: Sequence[float | None], *, title: s
     counts = bool(present) and all(isinstance(v, int) and not isinstance(v, bool) for v in present)
     row = 18
     height = 40 + row * len(labels) + 10
-    frame = Frame(width, height, (lo, hi), (0, 1), left=label_px, right=70, top=8, bottom=34)
+    # room right of the longest bar for the value and note written after it
+    written = [f"{short(v)}{' ' + notes[i] if notes and notes[i] else ''}" for i, v in enumerate(values)
+               if v is not None]
+    right = max(70.0, CHAR_PX * max((len(text) for text in written), default=0) + 12)
+    width = max(width, label_px + right + 200)
+    frame = Frame(width, height, (lo, hi), (0, 1), left=label_px, right=right, top=8, bottom=34)
     body = []
     for t in ticks(lo, hi, integer=counts):
         xx = frame.sx(t)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rpx_cli.report.markup import data_list, datum, esc, short
-from rpx_cli.report.svg import CHAR_PX, document, text_on, viridis
+from rpx_cli.report.svg import CHAR_PX, LABEL_PX, document, text_on, viridis
 
 COMPACT_CELLS = 40 * 40  # larger heatmaps are drawn compactly (see heatmap)
 
@@ -26,10 +26,14 @@ def heatmap(rows: Sequence[str], columns: Sequence[str], matrix: Sequence[Sequen
     label_px = min(150, CHAR_PX * max((len(str(a)) for a in (*rows, *columns)), default=4) * font / 11 + 10)
     left, top = label_px + 20, label_px + 24
     width, height = left + cell * m + 110, top + cell * n + 12
+    # the rotated row label, centred on the rows, lies within the chart: a few rows push it down
+    half = LABEL_PX * len(row_label) / 2 + 2
+    row_mid = max(top + cell * n / 2, half)
+    height = max(height, row_mid + half)
     sums = [sum(r) for r in matrix]
     peak = max((v for r in matrix for v in r), default=0) or 1
     body = [f'<text class="label" x="{left + cell * m / 2:.1f}" y="12" text-anchor="middle">{esc(column_label)}</text>',
-            f'<text class="label" transform="translate(12,{top + cell * n / 2:.1f}) rotate(-90)" '
+            f'<text class="label" transform="translate(12,{row_mid:.1f}) rotate(-90)" '
             f'text-anchor="middle">{esc(row_label)}</text>',
             f'<rect class="cell0" x="{left}" y="{top}" width="{cell * m:.1f}" height="{cell * n:.1f}"/>']
     for j, name in enumerate(columns):
@@ -89,11 +93,14 @@ def value_grid(rows: Sequence[str], columns: Sequence[str], values: Sequence[Seq
     width = max(left + cell_w * len(columns) + 12,  # room for the centred column label
                 left + cell_w * len(columns) / 2 + CHAR_PX * len(column_label) / 2 + 12)
     height = top + cell_h * len(rows) + 28
+    half = LABEL_PX * len(row_label) / 2 + 2  # the rotated row label within the chart
+    row_mid = max(top + cell_h * len(rows) / 2, half)
+    height = max(height, row_mid + half)
     lo, hi = domain
     body = [f'<text class="label" x="{left + cell_w * len(columns) / 2:.1f}" y="12" text-anchor="middle">'
             f"{esc(column_label)}</text>"] if column_label else []
     if row_label:
-        body.append(f'<text class="label" transform="translate(12,{top + cell_h * len(rows) / 2:.1f}) '
+        body.append(f'<text class="label" transform="translate(12,{row_mid:.1f}) '
                     f'rotate(-90)" text-anchor="middle">{esc(row_label)}</text>')
     for j, name in enumerate(columns):
         body.append(f'<text class="tick" x="{left + cell_w * (j + 0.5):.1f}" y="{top - 6:.1f}" '
@@ -116,7 +123,7 @@ def value_grid(rows: Sequence[str], columns: Sequence[str], values: Sequence[Seq
                         f'fill="{viridis(t)}" {where}><title>{esc(name)}, {esc(columns[j])}: '
                         f"{short(value, 4)}</title></rect>"
                         f'<text x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + 4:.1f}" text-anchor="middle" '
-                        f'font-size="11" style="fill:{text_on(min(max(t, 0.0), 1.0))}">{short(value)}</text>')
+                        f'font-size="11" style="{text_on(t)}">{short(value)}</text>')
     body.append(f'<text class="note" x="{left:.1f}" y="{height - 8:.1f}">{esc(value_label)}: colour from '
                 f"{short(lo)} (dark) to {short(hi)} (light)</text>")
     return document(width, height, body, title=title, attrs={"chart": "grid", **(attrs or {})})

@@ -9,6 +9,33 @@ from typing import Any
 from rpx_cli.report.markup import data_list, datum, esc
 from rpx_cli.report.svg import CHAR_PX, PALETTE, Frame, document, legend_box
 
+LABEL_HEIGHT = 11.0  # a marker label's box: its text's height ...
+LABEL_GAP = 8.0  # ... and how far from its ring's centre it starts
+
+
+def label_spot(mx: float, my: float, text: str, frame: Frame,
+               taken: list[tuple[float, float, float, float]]) -> tuple[float, float, str] | None:
+    """Where a marker's label goes (``(x, y, text-anchor)``), or None: the first of four
+    spots beside its ring (above, then below, on the side facing the plot's middle, then on
+    the other) whose box lies inside the chart and overlaps no label in ``taken``; the box
+    chosen is added to ``taken``. A label that fits nowhere is left out (the ring's tooltip
+    keeps it)."""
+    if not text:
+        return None
+    width = CHAR_PX * len(text)
+    facing = "end" if mx > (frame.x0 + frame.x1) / 2 else "start"
+    for anchor in (facing, "start" if facing == "end" else "end"):
+        for dy in (-7.0, 7.0 + LABEL_HEIGHT):
+            x = mx - LABEL_GAP if anchor == "end" else mx + LABEL_GAP
+            left = x - width if anchor == "end" else x
+            box = (left, my + dy - LABEL_HEIGHT + 2, left + width, my + dy + 2)
+            inside = box[0] >= 0 and box[2] <= frame.width and box[1] >= 0 and box[3] <= frame.height
+            if inside and not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
+                                  for b in taken):
+                taken.append(box)
+                return x, my + dy, anchor
+    return None
+
 
 def line_chart(series: Sequence[dict[str, Any]], *, title: str, x_label: str, y_label: str,
                x: Sequence[float] | None = None, x_domain: tuple[float, float] = (0.0, 1.0),
@@ -45,16 +72,17 @@ def line_chart(series: Sequence[dict[str, Any]], *, title: str, x_label: str, y_
         body.append(f'<path class="series" d="{d}" stroke="{colour}"{style} data-series="{esc(s["name"])}"'
                     f'{own_x} data-y="{data_list(s["y"])}"/>')
         keys.append((s["name"], colour, dash))
+    taken: list[tuple[float, float, float, float]] = []  # the marker labels' boxes so far
     for m in markers:
         if m.get("x") is None or m.get("y") is None:
             continue
         mx, my = frame.sx(m["x"]), frame.sy(m["y"])
         body.append(f'<circle class="marker" cx="{mx:.1f}" cy="{my:.1f}" r="5" data-x="{datum(m["x"])}" '
                     f'data-y="{datum(m["y"])}"><title>{esc(m.get("label", ""))}</title></circle>')
-        if m.get("label"):
-            anchor = "end" if mx > (frame.x0 + frame.x1) / 2 else "start"
-            dx = -8 if anchor == "end" else 8
-            body.append(f'<text class="note" x="{mx + dx:.1f}" y="{my - 7:.1f}" text-anchor="{anchor}">'
+        spot = label_spot(mx, my, str(m.get("label") or ""), frame, taken)
+        if spot is not None:  # else the ring's tooltip alone names it
+            tx, ty, anchor = spot
+            body.append(f'<text class="note" x="{tx:.1f}" y="{ty:.1f}" text-anchor="{anchor}">'
                         f'{esc(m["label"])}</text>')
     if legend and keys:
         longest = max(len(name) for name, _, _ in keys)

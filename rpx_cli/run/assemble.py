@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import PairError
+from rpx_cli.errors import PairError, unescaped
 from rpx_cli.ops.reduce import mean_present, worst_order
 from rpx_cli.report.envelope import build_report
 from rpx_cli.tasks.base import Task
@@ -27,6 +27,8 @@ def assemble(task: Task, params: Mapping[str, Any], stats: StatTable, *,
     ``part``) and the skipped families' keys removed."""
     summary: dict[str, Any] = {}
     # an empty --shard part has no summary, unless its kind's schema requires the keys
+    if stems is not None and len(stems) == len(stats):
+        stats.stems = [unescaped(stem) for stem in stems]
     if len(stats) or task.summarize_empty:
         summary, values = task.summarize_rows(stats, params)
         if values is not None and rows:

@@ -24,6 +24,7 @@ from rpx_cli.run.invocation import (
     stamp,
 )
 from rpx_cli.run.options import RUN_KEYWORDS, RunOptions
+from rpx_cli.run.part_key import part_key, signature
 from rpx_cli.run.pictures import attach_pictures
 from rpx_cli.run.plan import Plan, plan_folders
 from rpx_cli.run.state import (
@@ -98,6 +99,9 @@ def conclude(state: State, invocation: Invocation, stopwatch: Stopwatch, *,
     if state.shard is not None:
         report["state"] = state.part()
         report["state"]["seal"] = part_seal(report)
+        key = part_key()
+        if key is not None:  # RPX_PART_KEY: signed, for a merge that checks it
+            report["state"]["signature"] = signature(report["state"]["seal"], key)
     else:
         pictures = attach_pictures(report, task, state.params)
     inputs = {**provenance_inputs(state), **(extra_inputs or {})}

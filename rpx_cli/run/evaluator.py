@@ -23,25 +23,24 @@ report equals ``rpx eval`` on the same samples written as files (``.npy`` for ar
 
 from __future__ import annotations
 
-import hashlib
-import zlib
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rpx_cli.engine.pairs import Gathering, score_loaded
 from rpx_cli.engine.workers import guarded_parse
-from rpx_cli.errors import InputError, ParameterError, escaped
+from rpx_cli.errors import SWAP_HINT, InputError, ParameterError, RpxError, escaped, first_line
+from rpx_cli.io.mask_arrays import as_array
 from rpx_cli.io.memory import memory_path, read_in_memory
 from rpx_cli.params import resolve
 from rpx_cli.params.workflows import INCLUDE_ROWS
 from rpx_cli.report.provenance import Stopwatch
+from rpx_cli.run.evaluator_state import decode_state, encode_state, pairing_of
 from rpx_cli.run.invocation import Invocation, stamp
 from rpx_cli.run.state import State, finalize, merge_states
 from rpx_cli.tasks.calculators import plugin_calculators
 from rpx_cli.tasks.registry import get_task
 
-MAGIC = b"rpx-state\n"
-VERSION = 1
 IN_MEMORY = "<in memory>"  # an auxiliary input given with each update, not as a folder
 
 
@@ -66,6 +65,7 @@ class Evaluator:
         self.params: dict[str, Any] = {**spec.settle_inputs(resolve(spec, {**options, **aux}),
                                                             {"pred": None, "gt": None}),
                                        "missing": spec.default_missing, "on_error": "fail"}
+        spec.check_in_memory(self.params)
         self.include_rows = INCLUDE_ROWS.convert(include_rows)
         self._calculators = plugin_calculators(spec.name)
         self._aux_names = {option.param.removesuffix("_dir"): option.param
@@ -86,7 +86,8 @@ class Evaluator:
     def update(self, key: str, pred: Any, gt: Any, **extra: Any) -> None:
         """Add one sample: ``key`` its stem (unique over every evaluator merged), ``pred`` and
         ``gt`` what the task reads from one file (an array for a map or labels; the per-stem
-        JSON structure as dicts and lists, numpy arrays allowed; text), ``pred=None`` a
+        JSON structure as dicts and lists, numpy arrays allowed; text; any tensor-like as its
+        array; tracking's MOT rows as an ``(N, >= 6)`` array), ``pred=None`` a
         missing prediction (scored as ``--missing empty`` scores it); ``extra``: the task's
         auxiliary inputs (segmentation3d: ``points=``). A bad sample raises the file
         reader's :class:`~rpx_cli.errors.InputError`, naming the key."""
@@ -100,6 +101,13 @@ class Evaluator:
             known = ", ".join(sorted(self._aux_names)) or "none"
             raise ParameterError(f"{self.task} takes no {', '.join(unknown)} (auxiliary "
                                  f"inputs: {known})")
+        try:
+            self._update(stem, pred, gt, extra)
+        except InputError as exc:  # the readers' words for files, as this caller gave them
+            raise InputError(in_memory_words(self._spec, exc.args[0] if exc.args else ""),
+                             path=exc.path) from None
+
+    def _update(self, stem: str, pred: Any, gt: Any, extra: Mapping[str, Any]) -> None:
         task, params = self._spec, self.params
         gt_value, gt_path = self._read(gt, f"gt/{stem}", "gt")
         aux = {}
@@ -127,7 +135,14 @@ class Evaluator:
         stands for names it in messages): what the reader returns, and that name."""
         task, params = self._spec, self.params
         suffixes = task.suffixes if role in ("gt", "pred") else self._aux_suffixes(role)
-        path = memory_path(value, name, suffixes)
+        try:  # a tensor-like (torch, jax) or an ndarray subclass: its plain array
+            array = as_array(value)
+        except InputError as exc:
+            raise InputError(exc.args[0], path=name) from None
+        if array is not None and array.dtype == object:  # what the .npy reader refuses
+            raise InputError("an array of Python objects: give an array of numbers", path=name)
+        value = value if array is None else array
+        path = memory_path(value, name, suffixes, task.array_suffix)
 
         def read(path: str, buffer: Any) -> Any:
             return task.read(path, buffer, params, _ignore, role=role)
@@ -142,7 +157,7 @@ class Evaluator:
 
     def _state(self) -> State:
         result = self._gathering.result()
-        state = State(task=self.task, params=self.params, pairing=_pairing(self.task, self.params),
+        state = State(task=self.task, params=self.params, pairing=pairing_of(self.task, self.params),
                       inputs={}, stems=list(result.stems), stats=result.stats,
                       rows=list(result.rows) if self.include_rows else None,
                       extras=list(result.extras), errors=[], digests={},
@@ -152,12 +167,11 @@ class Evaluator:
         return merge_states([self._base, state]) if len(state) else self._base
 
     def state(self) -> bytes:
-        """This evaluator's samples as compact, versioned bytes (JSON, zlib-compressed; no
-        pickle): send them to another process and fold them there with :meth:`merged`."""
-        from rpx_cli.report.serialize import dumps
-
-        data = self._state().encode()
-        return MAGIC + bytes([VERSION]) + zlib.compress(dumps(data, compact=True), 1)
+        """This evaluator's samples as compact, versioned bytes (JSON, zlib-compressed, with
+        its length and sha256; no pickle): send them to another process and fold them there
+        with :meth:`merged`, which checks them as strictly as a file
+        (:mod:`rpx_cli.run.evaluator_state`)."""
+        return encode_state(self._state().encode())
 
     @classmethod
     def merged(cls, states: Iterable[bytes | Evaluator]) -> Evaluator:
@@ -165,13 +179,18 @@ class Evaluator:
         evaluators), in any number and order: exact. The states must come from evaluators of
         one task with the same options; a key in two states is an
         :class:`~rpx_cli.errors.InputError` naming it."""
-        decoded = [item._state() if isinstance(item, Evaluator) else _decode(item)
+        states = list(states)
+        decoded = [item._state() if isinstance(item, Evaluator) else decode_state(item)
                    for item in states]
         if not decoded:
             raise ParameterError("nothing to merge: give at least one state")
         merged = merge_states(decoded)
         evaluator = cls.__new__(cls)
         evaluator._from_state(merged)
+        # states that came as bytes passed decode_state's checks; what a summary of edited
+        # parameters could still trip on is that state's error, not a raw exception
+        evaluator._decoded = any(not isinstance(item, Evaluator) for item in states) or \
+            any(getattr(item, "_decoded", False) for item in states if isinstance(item, Evaluator))
         return evaluator
 
     def _from_state(self, state: State) -> None:
@@ -194,41 +213,47 @@ class Evaluator:
         state = self._state()
         if not len(state):
             raise InputError("no sample was given: nothing to report")
-        report = finalize(state)
+        try:
+            report = finalize(state)
+        except RpxError:
+            raise
+        except Exception as exc:
+            if not getattr(self, "_decoded", False):
+                raise
+            raise InputError(f"a merged Evaluator state cannot be summarised "
+                             f"({type(exc).__name__}: {first_line(exc)}): was it edited, or "
+                             "made by another rpx version?") from None
         inputs = {"samples": {"path": IN_MEMORY, "kind": "in-memory", "exists": True,
                               "n_files": 0, "n_samples": len(state), "sha256": None}}
         return stamp(report, Invocation(command=f"rpx_cli.Evaluator({self.task!r})",
                                         args=_args(self.params)), inputs, stopwatch)
 
 
+def in_memory_words(task: Any, message: str) -> str:
+    """A reader's message as an Evaluator's caller reads it: the task's flags named by the
+    keywords that set them (``--range`` → ``ranges=``, ``--box-format`` → ``box_format=``)."""
+    if "--" not in message:
+        return message
+    message = message.replace(SWAP_HINT, "did you swap pred and gt?")
+    options = {option.flag: option for option in task.options if option.flag}
+    if not options:
+        return message
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(options, key=len,
+                                                                        reverse=True))) +
+                         r")(?![\w-])(?: ([\w.:|-]+))?")
+
+    def keyword(match: re.Match[str]) -> str:
+        option, value = options[match.group(1)], match.group(2)
+        if value is not None and set(value.split("|")) <= set(option.choices):  # --box-format xywh
+            return f"{option.param}=" + "|".join(map(repr, value.split("|")))
+        return f"{option.param}=" + ("" if value is None else f" {value}")
+
+    return pattern.sub(keyword, message)
+
+
 def _ignore(kind: str, path: str) -> None:
     """Reader warnings of in-memory samples (e.g. an 8-bit PNG holding 255) are dropped."""
 
 
-def _pairing(task: str, params: Mapping[str, Any]) -> str:
-    """What states of one evaluation share: the task and its parameters."""
-    from rpx_cli.report.serialize import dumps
-
-    return "in-memory:" + hashlib.sha256(task.encode() + dumps(dict(params), compact=True)).hexdigest()
-
-
 def _args(params: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in params.items() if key not in ("missing", "on_error")}
-
-
-def _decode(data: bytes) -> State:
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise ParameterError(f"a state is bytes from Evaluator.state(), got {type(data).__name__}")
-    data = bytes(data)
-    if not data.startswith(MAGIC) or len(data) <= len(MAGIC):
-        raise InputError("not an rpx Evaluator state (bytes from Evaluator.state())")
-    version = data[len(MAGIC)]
-    if version != VERSION:
-        raise InputError(f"an Evaluator state of version {version}; this rpx reads version "
-                         f"{VERSION}: produce the states with the same rpx version")
-    from rpx_cli.report.serialize import loads
-
-    try:
-        return State.decode(loads(zlib.decompress(data[len(MAGIC) + 1:])))
-    except (zlib.error, ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"a damaged Evaluator state ({exc})") from None

@@ -16,6 +16,7 @@ from rpx_cli.io.discover import layout_digest, lines_digest, shard_of
 from rpx_cli.report.provenance import Stopwatch
 from rpx_cli.report.written import written_rows
 from rpx_cli.run.invocation import Invocation, file_input, stamp
+from rpx_cli.run.part_key import check_signature, part_key
 from rpx_cli.run.pictures import attach_pictures
 from rpx_cli.run.state import State, finalize, merge_states, part_seal, provenance_inputs
 from rpx_cli.tasks.base import Task
@@ -35,9 +36,10 @@ def merge_reports(parts: list[Part], *, invocation: Invocation | None = None,
     at once) are then taken as written in the parts (:mod:`rpx_cli.report.written`): the
     report's ``rows`` is an :class:`orjson.Fragment`, the bytes ``dumps`` would write for
     the merged rows. ``warnings``: the lines for stderr are added to it (an image of a
-    worst frame that could not be read)."""
+    worst frame that could not be read). With ``RPX_PART_KEY`` in the environment, every
+    part must carry a valid signature (:mod:`rpx_cli.run.part_key`)."""
     stopwatch = Stopwatch()
-    _check_parts(parts)
+    _check_parts(parts, part_key())
     states = [State.from_part(path, part) for path, part, _ in parts]
     merged = replace(merge_states(states), shard=None)
     if not len(merged):
@@ -98,9 +100,10 @@ def _rows_as_written(task: Task, parts: list[Part],
     return rows
 
 
-def _check_parts(parts: list[Part]) -> None:
+def _check_parts(parts: list[Part], signing_key: bytes | None) -> None:
     """Every part is a shard report of one evaluation (same task, parameters and inputs),
-    every shard 1..N is there exactly once, and each verifies (:func:`_verify_part`). A
+    every shard 1..N is there exactly once, and each verifies (:func:`_verify_part`; with
+    ``signing_key``, its signature too: :mod:`rpx_cli.run.part_key`). A
     part of another shape is named with its wrong key (its JSON Schema, checked only then:
     ~4 ms a part)."""
     if not parts:
@@ -109,7 +112,7 @@ def _check_parts(parts: list[Part]) -> None:
         if not isinstance(part, dict) or "state" not in part:
             raise InputError("is not a --shard partial report (no 'state')", path=path)
     try:
-        _check_verified(parts)
+        _check_verified(parts, signing_key)
     except (KeyError, TypeError, AttributeError, IndexError) as exc:
         for path, part, _ in parts:
             _check_shape(path, part)
@@ -117,7 +120,7 @@ def _check_parts(parts: list[Part]) -> None:
                          path=parts[0][0]) from None
 
 
-def _check_verified(parts: list[Part]) -> None:
+def _check_verified(parts: list[Part], signing_key: bytes | None) -> None:
     first_path, first, _ = parts[0]
     count = first["state"]["shard"]["count"]
     for path, part, _ in parts[1:]:
@@ -147,6 +150,7 @@ def _check_verified(parts: list[Part]) -> None:
                          path=first_path)
     for path, part, _ in parts:
         _verify_part(path, part)
+        check_signature(part["state"], path, signing_key)
     layouts = {part["state"]["layout"] for _, part, _ in parts}
     by_index = {part["state"]["shard"]["index"]: part for _, part, _ in parts}
     if len(layouts) != 1 or layout_digest(by_index[k]["state"]["shard_digest"]

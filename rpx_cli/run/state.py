@@ -235,7 +235,8 @@ def part_seal(report: Mapping[str, Any], *, parsed: bool = False) -> str:
     verify. ``parsed``: ``report`` was read back from JSON."""
     from rpx_cli.report.serialize import content_digest
 
-    state = {key: value for key, value in report["state"].items() if key != "seal"}
+    state = {key: value for key, value in report["state"].items()
+             if key not in ("seal", "signature")}
     sealed = {key: report.get(key) for key in SEALED}
     sealed["state"] = state
     sealed["row_stems"] = [row.get("stem") if isinstance(row, Mapping) else None
@@ -296,10 +297,15 @@ def merge_states(states: Iterable[State]) -> State:
     if len(states) == 1:
         return first
     for other in states[1:]:
-        for key in ("task", "params", "pairing"):
-            if getattr(first, key) != getattr(other, key):
-                raise InputError(f"states of different evaluations cannot be merged (their "
-                                 f"{key} differ)")
+        if first.task != other.task:
+            raise InputError(f"states of different evaluations cannot be merged (tasks "
+                             f"{first.task} and {other.task})")
+        if first.params != other.params:
+            raise InputError("states of different evaluations cannot be merged (their params "
+                             f"differ: {params_difference(first.params, other.params)})")
+        if first.pairing != other.pairing:
+            raise InputError("states of different evaluations cannot be merged (their "
+                             "pairing differs: other inputs)")
         if (first.rows is None) != (other.rows is None) or first.include_rows != other.include_rows:
             raise InputError("one state has rows and another none (include_rows differs)")
     stems = [stem for state in states for stem in state.stems]
@@ -352,6 +358,13 @@ def merge_states(states: Iterable[State]) -> State:
         strata_plan=plans[0] if plans else None, warnings=warnings, tally=tally,
         skipped={name: dict(sorted(counts.items())) for name, counts in sorted(skipped.items())},
         whole=first.whole)
+
+
+def params_difference(a: Mapping[str, Any], b: Mapping[str, Any], most: int = 3) -> str:
+    """The parameters two states disagree on, with both values (``max_depth 5.0 vs None``)."""
+    keys = sorted(key for key in {*a, *b} if (key in a) != (key in b) or a[key] != b[key])
+    shown = [f"{key} {a.get(key)!r:.40} vs {b.get(key)!r:.40}" for key in keys[:most]]
+    return ", ".join(shown) + (f" and {len(keys) - most} more" if len(keys) > most else "")
 
 
 def finalize(state: State, *, check_errors: bool = True,

@@ -39,11 +39,30 @@ from rpx_cli.params.values import Band, Threshold
 from rpx_cli.tasks.stats import Stat, StatTable
 
 # Option and probability are re-exported: a plugin task declares its options from here
-__all__ = ["SWAP_HINT", "Band", "FileInput", "Listing", "MetricInfo", "Option", "PairsRead", "Params",
-           "Sample", "SetInput", "Task", "Warn", "probability", "shape_text"]
+__all__ = ["SWAP_HINT", "Band", "Evaluated", "FileInput", "Listing", "MetricInfo", "Option", "PairsRead",
+           "Params", "Sample", "SetInput", "Task", "Warn", "probability", "shape_text"]
 
 Params = Mapping[str, Any]
 Warn = Callable[[str, str], None]  # (warning kind, path)
+
+@dataclass(frozen=True)
+class Evaluated:
+    """What a run evaluated, as every human view names it (the page's title, the stderr
+    summary line, ``rpx show``, Markdown): ``title`` (``detection · masks ·
+    LVIS``), the similarity its match thresholds are thresholds of (``measure``: ``IoU``,
+    ``OKS``) and the detections per image its AP curves count (``max_dets``; None: the
+    task has no such cap)."""
+
+    title: str
+    measure: str = "IoU"
+    max_dets: int | None = None
+    # a protocol's own AP view beside the COCO one (detection --protocol voc07): its
+    # dataset section, its name, what its curves are drawn at, the per-class AP it charts
+    view: str | None = None
+    view_label: str = ""
+    view_at: str = ""
+    view_ap: str = "AP"
+
 
 @dataclass(frozen=True)
 class MetricInfo:
@@ -175,6 +194,8 @@ class Task:
 
     # --- inputs -------------------------------------------------------------------------
     suffixes: ClassVar[tuple[str, ...]] = ()
+    # the file an array given to Evaluator.update stands for (tracking: MOT text's rows)
+    array_suffix: ClassVar[str] = ".npy"
     default_missing: ClassVar[str] = "error"
     # how run_provenance names the two folders (coherence: mask_dir, depth_dir)
     input_names: ClassVar[tuple[str, str]] = ("pred_dir", "gt_dir")
@@ -255,6 +276,10 @@ class Task:
     def validate_params(self, params: Params) -> None:
         """Raise :class:`rpx_cli.errors.ParameterError` for a value the task cannot use."""
 
+    def check_in_memory(self, params: Params) -> None:
+        """Raise :class:`rpx_cli.errors.ParameterError` for parameters that samples given in
+        memory (the ``Evaluator``) cannot serve — before any sample. Default: none."""
+
     def settle_inputs(self, params: Params, inputs: Mapping[str, str | None]) -> dict[str, Any]:
         """``params`` with what the inputs decide, before they are paired: ``inputs`` is
         ``{"pred": folder, "gt": folder}`` (None for in-memory samples, the ``Evaluator``).
@@ -317,6 +342,17 @@ class Task:
         but :attr:`optional_families` by default (detection: its protocol decides)."""
         names = tuple(self.families)
         return names, tuple(name for name in names if name not in self.optional_families)
+
+    def accepts_family(self, family: str, params: Params) -> bool:
+        """Whether a run with these ``params`` (a report's) could add metric family
+        ``family`` with ``--metrics``: what a page may suggest. Default: it is one of
+        :meth:`family_choice`'s."""
+        return family in self.family_choice(params)[0]
+
+    def evaluated(self, params: Mapping[str, Any]) -> Evaluated:
+        """What a run with these ``params`` (a report's) evaluated, as the views name it
+        (default: the task's name; detection adds its similarity kind and protocol)."""
+        return Evaluated(self.name)
 
     def headline_for(self, params: Mapping[str, Any]) -> tuple[str, ...]:
         """The :attr:`headline` of a report whose ``params`` are these (detection: its

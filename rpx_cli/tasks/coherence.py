@@ -64,7 +64,7 @@ class Coherence(Task):
     input_help = ("Folder of label maps (PNG L/P/I;16, integer .npy).",
                   "Folder of depth maps (.npy metres, .npz 'depth', 16-bit PNG/PGM/TIFF).")
     summarize_empty = True  # the rpx.coherence schema requires sgc/precision/recall: null
-    stats = (Stat("precision"), Stat("recall"), *(Stat(key) for key in COUNTS))
+    stats = (Stat("precision"), Stat("recall"), *(Stat(key, minimum=0) for key in COUNTS))
     report_properties = {
         "sgc": {"type": ["number", "null"]},
         "precision": {"type": ["number", "null"]},

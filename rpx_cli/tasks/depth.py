@@ -335,7 +335,7 @@ class Depth(Task):
                     Stat("pred_vs_gt", encode=_encode_counts, decode=_decode_counts,
                          merge=np.add)) if _by_depth(params) else ()
         return (*(Stat(banded("sums", band), width) for band in [None, *self.bands(params)]),
-                Stat("n_capped"), *by_depth)
+                Stat("n_capped", minimum=0), *by_depth)
 
     def summarize(self, stats: StatTable, params: Params) -> dict[str, Any]:
         aggregate: dict[str, Any] = {}

@@ -92,7 +92,7 @@ class Keypoints(Task):
         Option("px_threshold", "--px-threshold", "float", 3.0, minimum=0.0, open_min=True,
                help="A GT point is matched correctly when its error is < this many pixels."),
     )
-    stats = tuple(Stat(name) for name in SUMS)
+    stats = tuple(Stat(name, minimum=0) for name in SUMS)  # counts and error sums
 
     def metric_info(self, params: Params) -> dict[str, MetricInfo]:
         info = dict(self.metrics)

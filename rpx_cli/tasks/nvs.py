@@ -67,7 +67,7 @@ class NovelViewSynthesis(Task):
                help="Peak value range R for PSNR and SSIM [default: 255 for 8-bit images, "
                     "65535 for 16-bit; required for float images]."),
     )
-    stats = (Stat("psnr"), Stat("ssim"), Stat("ssim_global"), Stat("identical"))
+    stats = (Stat("psnr"), Stat("ssim"), Stat("ssim_global"), Stat("identical", minimum=0))
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Image:

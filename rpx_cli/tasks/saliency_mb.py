@@ -133,7 +133,8 @@ class SaliencyMB(Task):
                help="Divisor for image masks (PNG, PGM) [default: PGM maxval; 255 or 65535 "
                     "for PNG]. Use 1 for PNG masks stored as 0/1."),
     )
-    stats = (Stat("intersection_blocks"), Stat("union_blocks"), Stat("iou"), Stat("blocks"))
+    stats = (Stat("intersection_blocks", minimum=0), Stat("union_blocks", minimum=0),
+             Stat("iou", minimum=0), Stat("blocks", minimum=0))
     # the original tool's top-level and row keys
     report_properties = {
         "block_size": {"type": "integer", "minimum": 1},

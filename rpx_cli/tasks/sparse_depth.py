@@ -75,7 +75,7 @@ class SparseDepth(Task):
                help="Predictions are points or dense maps [auto: JSON and (N, 3) .npy are "
                     "points, anything else a map]."),
     )
-    stats = tuple(Stat(name) for name in SUMS)
+    stats = tuple(Stat(name, minimum=0) for name in SUMS)  # counts and error sums
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Points | DepthMap:
@@ -96,7 +96,8 @@ class SparseDepth(Task):
     def evaluate(self, pred: Points | DepthMap, gt: Points | DepthMap, params: Params, *,
                  pred_path: str | None, gt_path: str) -> Sample:
         if not isinstance(gt, Points):
-            raise InputError("GT must be points: an (N, 3) .npy or a JSON file", path=gt_path)
+            raise InputError('GT must be points: (N, 3) [x, y, depth] rows (.npy) or '
+                             '{"coordinates", "depths"} (JSON), not a dense map', path=gt_path)
         good = np.isfinite(gt.depth) & (gt.depth > 0)
         xy, depth = gt.xy[good], gt.depth[good]
         _check_range(depth, MIN_DEPTH, "GT depth", gt_path)

@@ -45,6 +45,9 @@ class Stat:
     encode: Callable[[Any], Any] | None = None  # object -> JSON (objects only)
     decode: Callable[[Any], Any] | None = None  # JSON -> object
     merge: Callable[[Any, Any], Any] | None = None  # (a, b) -> a + b: folded objects only
+    # numbers: the least value a pair can give (0 for counts and sums of magnitudes); a
+    # state read back (a --shard part, an Evaluator state) holding less is refused
+    minimum: float | None = None
 
     def __post_init__(self) -> None:
         if self.merge is not None and (self.encode is None or self.decode is None):
@@ -68,6 +71,9 @@ class StatTable:
         self.declared = tuple(declared)
         self.columns = dict(columns)
         self.n = n
+        # each row's stem (the report's order), where the run knows them: a summary that
+        # reads per-image data keyed by stem (Open Images' image-level labels) looks here
+        self.stems: list[str] | None = None
 
     def __len__(self) -> int:
         return self.n
@@ -148,6 +154,9 @@ class StatTable:
                 if column.shape != expected and not (n == 0 and column.size == 0):
                     raise ValueError(f"statistic {stat.name!r} has shape {column.shape}, "
                                      f"expected {expected}")
+                if stat.minimum is not None and (column < stat.minimum).any():
+                    raise ValueError(f"statistic {stat.name!r} holds {float(column.min()):g}, "
+                                     f"below its least value {stat.minimum:g}")
                 columns[stat.name] = column.reshape(expected)
             else:
                 columns[stat.name] = [stat.decode(item) for item in values]

@@ -69,6 +69,7 @@ class Tracking(Task):
     headline = ("dataset.hota", "dataset.mota", "dataset.idf1", "dataset.motp", "dataset.idsw")
     page_view = "sequences"
     suffixes = (".txt", ".json")
+    array_suffix = ".txt"  # in memory: MOT rows as an (N, >= 6) array
     heavy_pairs = True  # a sequence / an image pair: tens of ms to seconds each
     help = "Multi-object tracking: CLEAR-MOT, IDF1 and HOTA equal to TrackEval."
     formats = (
@@ -126,7 +127,7 @@ class Tracking(Task):
                     "zero-marked GT, pedestrians only) [none: drop GT lines whose flag is 0]."),
     )
     # TrackEval's summed fields of one sequence, named by ops.mot.STAT_NAMES
-    stats = (Stat("mot", width=mot.WIDTH),)
+    stats = (Stat("mot", width=mot.WIDTH, minimum=0),)  # counts and sums of similarities
 
     def read(self, path: str, buffer: FileBuffer, params: Params, warn: Warn, *,
              role: str = "gt") -> Tracks:

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError
+from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.boxes import Boxes, apply_class_map
 from rpx_cli.io.discover import Pair
 from rpx_cli.io.filebuffer import FileBuffer
@@ -63,6 +63,7 @@ from rpx_cli.params.parsers import LABEL_MAP, parse_image_size, parse_kpt_shape,
 from rpx_cli.params.parsers import sigmas as parse_sigmas
 from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import (
+    Evaluated,
     FileInput,
     MetricInfo,
     Option,
@@ -75,7 +76,7 @@ from rpx_cli.tasks.base import (
     probability,
 )
 from rpx_cli.tasks.detection import bulk, sets
-from rpx_cli.tasks.detection.params import check, normalise
+from rpx_cli.tasks.detection.params import check, check_parts, normalise
 from rpx_cli.tasks.detection.parts import (
     COCO_SECTION,
     DEFAULT_GEOMETRY,
@@ -226,8 +227,9 @@ class Detection(Task):
                help="The benchmark's own AP (docs/protocols.md), under dataset.<protocol>: "
                     "COCO as pycocotools (dataset.coco), LVIS' federated evaluation (LVISEval "
                     "0.5.3, LVIS files; dataset.coco), PASCAL VOC 2007 11-point or 2010+ "
-                    "all-point AP (the devkit's voc_eval), DOTA task 1 (polygons), or what "
-                    "`yolo val` prints (Ultralytics)."),
+                    "all-point AP (the devkit's voc_eval), DOTA task 1 (polygons), what "
+                    "`yolo val` prints (Ultralytics), or the Open Images challenge metric "
+                    "(hotcoco's oid_style)."),
         Option("max_dets", "--max-dets", "int", None, minimum=1, metavar="N",
                help="--protocol lvis: detections kept per image, highest scores first "
                     "(default 300)."),
@@ -237,6 +239,13 @@ class Detection(Task):
                     "follow (default 8.3.0, the YOLOv8/YOLO11 releases': matching by IoU, AP "
                     "ramping to recall 1; 8.4.37 closes the curve at the last recall, 8.4.176 "
                     "matches by confidence)."),
+        Option("oi_hierarchy", "--oi-hierarchy", "file", None, metavar="FILE",
+               help="--protocol openimages: the challenge's class hierarchy JSON (LabelName, "
+                    "Subcategory): GT and predictions count for every ancestor class too."),
+        Option("oi_image_labels", "--oi-image-labels", "file", None, metavar="FILE",
+               help="--protocol openimages: image-level labels CSV (ImageID,Source,LabelName,"
+                    "Confidence: 1 verified present, 0 verified absent); only an image's "
+                    "verified classes are scored on it (else every class, with a warning)."),
         Option("iou_threshold", "--iou-threshold", "parsed", 0.5, parse=probability("IoU threshold"),
                metavar="T", help="IoU a match needs (>=), for rows, pooled and confusion."),
         Option("conf_threshold", "--conf-threshold", "parsed", 0.0,
@@ -287,6 +296,30 @@ class Detection(Task):
         choose (COCO's view is one family more under the others)."""
         return protocol_of(params).families(tuple(self.families), self.optional_families)
 
+    def accepts_family(self, family: str, params: Params) -> bool:
+        """One of the protocol's families that the run's parts do not refuse (TIDE is not
+        for keypoints, nor under LVIS)."""
+        try:
+            check_parts({**params, "metrics": [family]})
+        except ParameterError:
+            return False
+        return family in self.family_choice(params)[0]
+
+    def evaluated(self, params: Mapping[str, Any]) -> Evaluated:
+        """``detection · <the kind's title> · <the protocol's label>``, the kind's measure
+        (IoU, OKS), the maxDets of ``dataset.coco`` (the COCO view: the protocol's own,
+        else COCO's) and the protocol's own view when it has one (``dataset.voc07``)."""
+        try:
+            kind, protocol = kind_of(params), protocol_of(params)
+        except ParameterError:  # a hand-edited report: the task's name alone
+            return Evaluated(self.name)
+        own = protocol.section != COCO_SECTION
+        view = PROTOCOLS[DEFAULT_PROTOCOL] if own else protocol
+        return Evaluated(f"{self.name} · {kind.title} · {protocol.label}", kind.measure,
+                         view.coco_params(kind, params).max_dets[-1],
+                         view=protocol.section if own else None, view_label=protocol.label,
+                         view_at=protocol.curves_at, view_ap=protocol.class_ap)
+
     def headline_for(self, params: Mapping[str, Any]) -> tuple[str, ...]:
         """The protocol's headline figures (``dataset.<section>.<figure>``), then the
         operating point's."""
@@ -317,6 +350,13 @@ class Detection(Task):
         return info
 
     # --- per pair ---------------------------------------------------------------------
+
+    def check_in_memory(self, params: Params) -> None:
+        """A protocol that needs what in-memory samples (per-stem structures) do not carry
+        (LVIS' category table) is refused when the Evaluator is made."""
+        protocol = protocol_of(params)
+        for role in ("pred", "gt"):
+            protocol.check_memory(folder_format(params, role))
 
     def settle_inputs(self, params: Params, inputs: Mapping[str, str | None]) -> dict[str, Any]:
         """``--pred-format``/``--gt-format auto`` decided from each folder's files."""
@@ -369,7 +409,10 @@ class Detection(Task):
     def evaluate(self, pred: Boxes, gt: Boxes, params: Params, *, pred_path: str | None,
                  gt_path: str) -> Sample:
         n_pred = int(np.count_nonzero(pred.scores >= params["conf_threshold"])) if len(pred) else 0
-        row = {"n_gt": int(np.count_nonzero(~gt.crowd & ~gt.ignored())), "n_pred": n_pred}
+        counted = ~gt.crowd & ~gt.ignored()
+        if gt.group is not None:  # group-of boxes (--protocol openimages): regions, as crowd
+            counted &= ~gt.group
+        row = {"n_gt": int(np.count_nonzero(counted)), "n_pred": n_pred}
         gt = gt.scoped(pred.labels)  # regions of every class: one per class detected here
         values, extra = kind_of(params).pair(pred, gt, params, pred_path=pred_path,
                                              gt_path=gt_path)

@@ -14,6 +14,7 @@ import numpy as np
 
 from rpx_cli.io.box_table import Frame, Overlaps
 from rpx_cli.io.boxes import Boxes
+from rpx_cli.io.values import MAX_DETECTION_AREA, MAX_MAGNITUDE
 from rpx_cli.tasks.stats import Stat
 
 # how a kind's shapes go to JSON and back: (encode, decode); None: [x, y, w, h] lists
@@ -33,22 +34,53 @@ def encode_frame(frame: Frame, codec: Codec = None) -> dict[str, Any]:
     return out
 
 
-def decode_frame(data: dict[str, Any], codec: Codec = None) -> Frame:
-    """The inverse of :func:`encode_frame`."""
+def decode_frame(data: dict[str, Any], codec: Codec = None,
+                 check: Callable[[Frame], None] | None = None) -> Frame:
+    """The inverse of :func:`encode_frame`, checked as the readers check a file's objects
+    (:func:`check_objects`, and the kind's ``check``): a ``--shard`` part is a file from
+    outside like any other, and ``rpx merge`` reads it (a ``ValueError`` otherwise)."""
     decode = None if codec is None else codec[1]
     overlaps = data.get("overlaps")
-    return Frame(Boxes.from_json(data["gt"], decode), Boxes.from_json(data["pred"], decode),
-                 data.get("image_id"), None if overlaps is None else Overlaps.from_json(overlaps),
-                 neg=data.get("neg"), not_exhaustive=data.get("not_exhaustive"),
-                 file_order=data.get("file_order"))
+    frame = Frame(Boxes.from_json(data["gt"], decode), Boxes.from_json(data["pred"], decode),
+                  data.get("image_id"), None if overlaps is None else Overlaps.from_json(overlaps),
+                  neg=data.get("neg"), not_exhaustive=data.get("not_exhaustive"),
+                  file_order=data.get("file_order"))
+    check_objects(frame)
+    if check is not None:
+        check(frame)
+    return frame
 
 
-def frame_stat(codec: Codec = None) -> Stat:
-    """The statistic every kind keeps: the frame, written with ``codec``."""
-    if codec is None:
+def check_objects(frame: Frame) -> None:
+    """What every reader guarantees of a frame's objects: a prediction's score a finite
+    number within ±1e12, its area at most COCO's largest (1e10), no prediction crowd; no
+    area negative or infinite (NaN: none given); numeric shapes finite within ±1e12."""
+    for side, boxes in (("GT", frame.gt), ("prediction", frame.pred)):
+        area = boxes.area
+        wrong = (area < 0) | np.isinf(area)
+        if side == "prediction":
+            wrong |= area > MAX_DETECTION_AREA
+            scores = boxes.scores
+            if scores is None or scores.shape != area.shape:
+                if area.size:
+                    raise ValueError("a prediction without a score")
+            else:
+                wrong |= ~(np.abs(scores) <= MAX_MAGNITUDE) | boxes.crowd
+        shape = boxes.shape
+        if isinstance(shape, np.ndarray) and shape.dtype.kind == "f" and shape.ndim == 2:
+            wrong |= ~(np.abs(shape) <= MAX_MAGNITUDE).all(axis=1) if shape.size else False
+        if wrong.any():
+            raise ValueError(f"{side} object {int(np.argmax(wrong))} is malformed: a score, area "
+                             "or coordinate no reader accepts")
+
+
+def frame_stat(codec: Codec = None, check: Callable[[Frame], None] | None = None) -> Stat:
+    """The statistic every kind keeps: the frame, written with ``codec``; ``check``: the
+    kind's checks of a frame read back (:func:`decode_frame`)."""
+    if codec is None and check is None:
         return Stat("frame", encode=encode_frame, decode=decode_frame)
     return Stat("frame", encode=partial(encode_frame, codec=codec),
-                decode=partial(decode_frame, codec=codec))
+                decode=partial(decode_frame, codec=codec, check=check))
 
 
 def rows_to_json(shapes: np.ndarray) -> list[list[float]]:

@@ -16,6 +16,7 @@ from rpx_cli.tasks.detection.parts import (
     DEFAULT_PROTOCOL,
     FORMATS,
     PROTOCOL_OPTIONS,
+    SimilarityKind,
     kind_of,
     protocol_of,
 )
@@ -53,12 +54,19 @@ def normalise(params: Params) -> dict[str, Any]:
     return out
 
 
-def check(params: Params) -> None:
-    """Combinations no run can use: the kind's (TIDE, a missing extra), then the
-    protocol's (kinds it does not score, ``--max-dets``, TIDE)."""
+def check_parts(params: Params) -> SimilarityKind:
+    """What the run's parts refuse: the kind's (TIDE, a missing extra), then the protocol's
+    (kinds it does not score, ``--max-dets``, TIDE). Returns the kind."""
     kind = kind_of(params)
     kind.check(params)
     protocol_of(params).check(params, kind)
+    return kind
+
+
+def check(params: Params) -> None:
+    """Combinations no run can use: the kind's (TIDE, a missing extra), then the
+    protocol's (kinds it does not score, ``--max-dets``, TIDE)."""
+    kind = check_parts(params)
     for role in ("pred", "gt"):
         name = params.get(f"{role}_format", "auto")
         fmt = FORMATS.get(name)

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 COCO_SECTION = "coco"  # dataset.coco: the COCO view (pycocotools), whatever the protocol
 # the options only some protocols read (param -> flag): DetectionProtocol.options
-PROTOCOL_OPTIONS = {"max_dets": "--max-dets", "ultralytics_version": "--ultralytics-version"}
+PROTOCOL_OPTIONS = {"max_dets": "--max-dets", "ultralytics_version": "--ultralytics-version",
+                    "oi_hierarchy": "--oi-hierarchy", "oi_image_labels": "--oi-image-labels"}
 
 
 class SimilarityKind:
@@ -55,6 +56,7 @@ class SimilarityKind:
     rank: ClassVar[int]  # its place among the flags' choices
     iou_type: ClassVar[str]  # the --iou-type that chooses it
     geometry: ClassVar[str | None] = None  # and the --geometry (None: the iou type alone)
+    title: ClassVar[str] = "boxes"  # what views name the run by ("detection · masks · LVIS")
     noun: ClassVar[str] = "box"  # "no GT {noun} in this area range", pages' labels
     measure: ClassVar[str] = "IoU"  # the similarity's name on pages (OKS for keypoints)
     # TIDE (--metrics errors) runs on it; else the refusal (a ParameterError's text)
@@ -148,6 +150,15 @@ class SimilarityKind:
         """The kind's own ``aggregate`` keys over every frame (default: none)."""
         return {}
 
+    def frame_objects(self, shapes: np.ndarray) -> dict[str, list]:
+        """What the page draws of objects ``shapes`` among the worst frames (``--keep-worst``):
+        ``box`` (``[x, y, w, h]`` px) and what the kind adds (default: the shapes as boxes)."""
+        return {"box": np.asarray(shapes, np.float64).tolist()}
+
+    def frame_skeleton(self, params: Params) -> list[list[int]] | None:
+        """The pairs of point indices the page joins by lines (keypoints), or None."""
+        return None
+
     # --- over every frame --------------------------------------------------------------------
 
     def similarity(self, table: FrameTable, frames: list[Frame] | FrameTable,
@@ -194,6 +205,11 @@ class DetectionProtocol:
     headline: ClassVar[tuple[str, ...]] = ("AP", "AP50", "AP75")
     # pages: the view's title ("PASCAL VOC 2007 (11-point AP)"), what its curves are drawn at
     title: ClassVar[str] = ""
+    label: ClassVar[str] = ""  # what views name the run by ("detection · masks · LVIS")
+    # a view of its own (section not COCO's): the match its curves are drawn at, the
+    # per-class AP its pages chart
+    curves_at: ClassVar[str] = ""
+    class_ap: ClassVar[str] = "AP"
     iou_types: ClassVar[tuple[str, ...] | None] = None  # the kinds it scores (None: every one)
     kinds: ClassVar[tuple[str, ...] | None] = None  # ... or by kind name (None: by iou type)
     iou_types_text: ClassVar[str] = ""  # what it scores, as its refusal says
@@ -202,6 +218,7 @@ class DetectionProtocol:
     options: ClassVar[tuple[str, ...]] = ()  # the PROTOCOL_OPTIONS it reads
     needs: ClassVar[frozenset[str]] = frozenset()  # what a format must provide
     needs_text: ClassVar[str] = ""  # why, when a format does not
+    memory_text: ClassVar[str] = ""  # why, to an Evaluator (samples in memory)
     # it scores group-of boxes (Open Images' IsGroupOf; Boxes.group); without it a format
     # skips them and counts them (inexpressible is a counted skip: docs/formats.md)
     group_of: ClassVar[bool] = False
@@ -236,6 +253,12 @@ class DetectionProtocol:
         if not self.needs <= fmt.provides:
             raise InputError(self.needs_text, path=path)
 
+    def check_memory(self, fmt: DetectionFormat) -> None:
+        """Refuse samples given in memory in ``fmt`` when it lacks what the protocol needs:
+        the ``Evaluator``'s :class:`ParameterError` (:attr:`memory_text`), at construction."""
+        if not self.needs <= fmt.provides:
+            raise ParameterError(self.memory_text or self.needs_text)
+
     def cap(self, table: FrameTable, params: Params) -> FrameTable:
         """The detections that exist for the protocol, as they are read (default: all)."""
         return table
@@ -248,11 +271,20 @@ class DetectionProtocol:
         """What the protocol reads of COCO files into ``params`` (default: nothing)."""
         return {}
 
+    def coco_params(self, kind: SimilarityKind, params: Params) -> CocoParams:
+        """The COCO-style summary of ``dataset.coco`` under it (its maxDets are the pages'):
+        the kind's (:attr:`SimilarityKind.coco_params`) unless the protocol fixes its own."""
+        return kind.coco_params
+
     def evaluate(self, table: FrameTable, similarity: Geometry, kind: SimilarityKind,
                  params: Params, gt_ignore: np.ndarray | None = None) -> dict[str, Any]:
         """``dataset.<section>``: its AP figures, per class, curves (``gt_ignore``: GT
         ignored though not crowd — the kind's and the files' — or None)."""
         raise NotImplementedError
+
+    def warnings(self, params: Params) -> list[str]:
+        """What the report's ``warnings`` say of a run under it (default: nothing)."""
+        return []
 
     def families(self, names: tuple[str, ...],
                  optional: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:

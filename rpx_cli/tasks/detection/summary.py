@@ -20,6 +20,7 @@ from rpx_cli.tasks.detection.parts import (
     COCO_SECTION,
     DEFAULT_PROTOCOL,
     PROTOCOLS,
+    SimilarityKind,
     kind_of,
     protocol_of,
 )
@@ -72,6 +73,7 @@ def summarize_frames(stats: StatTable, params: Params, families: Mapping[str, An
     gt_ignore = kind.gt_ignore(table)
     if table.gt.ignore is not None:  # ignored GT the files say (difficult, DontCare)
         gt_ignore = table.gt.ignore if gt_ignore is None else gt_ignore | table.gt.ignore
+    objects = table  # the shapes, for the worst frames' pictures
     geometry, table = kind.similarity(table, frames, params)
     n = table.n
     empty = table.gt.counts(n) == 0
@@ -108,6 +110,7 @@ def summarize_frames(stats: StatTable, params: Params, families: Mapping[str, An
         dataset["confusion"] = confusion(table, ~skipped, params["iou_threshold"],
                                          params["conf_threshold"], geometry=geometry)
     if protocol.section in wanted:
+        table.stems = getattr(stats, "stems", None)
         dataset[protocol.section] = protocol.evaluate(table, geometry, kind, params, gt_ignore)
     if COCO_SECTION in wanted and COCO_SECTION not in dataset:  # the COCO view besides
         dataset[COCO_SECTION] = PROTOCOLS[DEFAULT_PROTOCOL].evaluate(table, geometry, kind, params,
@@ -116,21 +119,29 @@ def summarize_frames(stats: StatTable, params: Params, families: Mapping[str, An
         dataset["errors"] = errors(table, geometry=geometry)
     sections: dict[str, Any] = {"aggregate": aggregate, "dataset": dataset}
     warnings = filter_warnings(table, params)
+    if protocol.section in wanted:
+        warnings += protocol.warnings(params)
     if warnings:
         sections["warnings"] = warnings
     if params.get("keep_worst"):
-        sections["worst_frames"] = _worst_frames(table, skipped, params, geometry,
-                                                 MAX_FRAME_BOXES if kind.draws_frames else 0)
+        sections["worst_frames"] = _worst_frames(table, skipped, params, geometry, objects, kind)
     return sections, rows
 
+
 def _worst_frames(table: FrameTable, skipped: np.ndarray, params: Params, geometry: Geometry,
-                  max_boxes: int) -> dict[str, Any]:
-    """``--keep-worst``: the frames worst by their row's F1, with at most ``max_boxes`` of
-    their boxes a side (0: the frames without boxes, kinds the page does not draw)."""
+                  objects: FrameTable, kind: SimilarityKind) -> dict[str, Any]:
+    """``--keep-worst``: the frames worst by their row's F1, with at most
+    :data:`MAX_FRAME_BOXES` of their objects a side as the kind draws them (none for kinds
+    the page does not draw), and the skeleton joining keypoints, when the kind has one."""
     tp, fp, fn = operating_point(table, params["iou_threshold"], params["conf_threshold"],
                                  geometry=geometry)
     f1 = np.where(skipped, np.nan, prf_arrays(tp, fp, fn)["f1"])
-    return worst_frames(table, f1, params["keep_worst"], params["iou_threshold"],
-                        params["conf_threshold"], max_boxes)
+    section = worst_frames(table, f1, params["keep_worst"], params["iou_threshold"],
+                           params["conf_threshold"], MAX_FRAME_BOXES if kind.draws_frames else 0,
+                           geometry=geometry, objects=objects, draw=kind.frame_objects)
+    skeleton = kind.frame_skeleton(params)
+    if skeleton and kind.draws_frames:
+        section["skeleton"] = skeleton
+    return section
 
 

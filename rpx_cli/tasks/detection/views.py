@@ -87,13 +87,18 @@ def greedy(table: FrameTable, iou_threshold: float, conf_threshold: float,
 
 
 def worst_frames(table: FrameTable, f1: np.ndarray, keep: int, iou_threshold: float,
-                 conf_threshold: float, max_boxes: int) -> dict[str, Any]:
+                 conf_threshold: float, max_boxes: int, *, geometry: Geometry = BOXES,
+                 objects: FrameTable | None = None,
+                 draw: Callable[[np.ndarray], dict[str, list]] | None = None) -> dict[str, Any]:
     """The ``keep`` frames worst by their row's F1 (:func:`operating_point`), each with its
     boxes for the page: ``[x, y, w, h]`` in pixels, labels, crowd flags, scores, and whether
     each matched at the operating point (the rows' greedy matching, redone on these frames
     alone: a frame's matches depend on its own boxes only). At most ``max_boxes`` a side
-    (the highest-scored predictions); ``max_boxes`` 0: the frames without boxes (other
-    geometries than axis-aligned boxes)."""
+    (the highest-scored predictions); ``max_boxes`` 0: the frames without boxes (kinds the
+    page does not draw). Matches are by ``geometry`` over ``table`` (objects as ids where it
+    looks intersections up: their shapes are then ``objects``'); ``draw(shapes)`` says what
+    the page draws of a side's objects (default ``{"box": shapes}``: masks add their RLE,
+    keypoints their points)."""
     from rpx_cli.ops.reduce import worst_order
 
     chosen = worst_order(f1, "higher")[:keep]
@@ -109,15 +114,23 @@ def worst_frames(table: FrameTable, f1: np.ndarray, keep: int, iou_threshold: fl
     order = kept[np.lexsort((np.arange(kept.size), -pred.score[kept], group))]  # as _greedy
     g_group = gt.frame * K + gt.label
     gorder = np.argsort(g_group, kind="stable")
+    # an ignored GT is matched once, its match ignored (as greedy)
+    area, ranges = (None, None) if gt.ignore is None else (
+        np.where(gt.ignore[gorder], -np.inf, 0.0), np.array([[-1.0, np.inf]]))
     found = greedy_match(pred.frame[order] * K + pred.label[order], g_group[gorder],
-                         BOXES.similarity(pred.shape[order], gt.shape[gorder]),
+                         geometry.similarity(pred.shape[order], gt.shape[gorder]),
                          min(iou_threshold, 1 - 1e-10), ">=", ties="last", gt_crowd=gt.crowd[gorder],
-                         return_gt=True)
+                         gt_area=area, area_ranges=ranges, return_gt=True)
     pred_hit = np.zeros(len(pred), bool)
     pred_hit[order] = found.matched[:, 0] & ~found.ignored[:, 0]
     gt_hit = np.zeros(len(gt), bool)
     taken = found.gt[:, 0][pred_hit[order]]
     gt_hit[gorder[taken]] = True
+    def drawn(side: BoxTable, shown: BoxTable | None, index: np.ndarray) -> dict[str, list]:
+        shapes = side.shape[index] if shown is None else shown.shape[side.shape[index]]
+        return draw(shapes) if draw is not None else {"box": np.asarray(shapes).tolist()}
+
+    ids = objects is not None and objects is not table
     frames = []
     for k, index in enumerate(chosen.tolist()):
         gi = np.flatnonzero(gt.frame == k)[:max_boxes]
@@ -125,11 +138,11 @@ def worst_frames(table: FrameTable, f1: np.ndarray, keep: int, iou_threshold: fl
         pi = pi[np.argsort(-pred.score[pi], kind="stable")][:max_boxes]
         frames.append({"index": index, "value": float(f1[index]),
                        "gt": {"label": [sub.vocabulary[v] for v in gt.label[gi].tolist()],
-                              "box": gt.shape[gi].tolist(), "crowd": gt.crowd[gi].tolist(),
+                              **drawn(gt, objects.gt if ids else None, gi), "crowd": gt.crowd[gi].tolist(),
                               "matched": gt_hit[gi].tolist()},
                        "pred": {"label": [sub.vocabulary[v] for v in pred.label[pi].tolist()],
-                                "box": pred.shape[pi].tolist(), "score": pred.score[pi].tolist(),
-                                "matched": pred_hit[pi].tolist()}})
+                                **drawn(pred, objects.pred if ids else None, pi),
+                                "score": pred.score[pi].tolist(), "matched": pred_hit[pi].tolist()}})
     return {**section, "frames": frames}
 
 

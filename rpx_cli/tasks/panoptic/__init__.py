@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from rpx_cli.errors import InputError, ParameterError
+from rpx_cli.errors import GroundTruthWarning, InputError, ParameterError
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.json import loads_json
 from rpx_cli.io.panoptic import (
@@ -166,6 +166,12 @@ class Panoptic(Task):
             return PanopticImage(np.zeros_like(gt.ids), [], gt.image_id)
         return np.zeros_like(gt)  # all VOID, no segment
 
+    def prediction_size(self, gt: np.ndarray | PanopticImage,
+                        params: Params) -> tuple[tuple[int, int], int]:
+        """The GT's size: a prediction PNG declaring more is refused before it is decoded."""
+        ids = gt.ids if isinstance(gt, PanopticImage) else gt
+        return (int(ids.shape[0]), int(ids.shape[1])), 1
+
     def join(self, pred: np.ndarray, gt: np.ndarray, entry: Entry, params: Params, *,
              prediction: bool = True) -> tuple[PanopticImage, PanopticImage]:
         segments = entry.pred_segments or [] if prediction else []  # empty: no segment
@@ -199,9 +205,9 @@ class Panoptic(Task):
                              f"in the JSON but {int(pixels[zero][0])} pixel(s) in the PNG",
                              path=gt_path)
         if np.any((gt_segments.area >= 0) & (gt_segments.area != pixels)):
-            warnings.warn(AREA_MISMATCH, stacklevel=1)
+            warnings.warn(AREA_MISMATCH, GroundTruthWarning, stacklevel=1)
         if np.any(pixels == 0):
-            warnings.warn(ABSENT_GT, stacklevel=1)
+            warnings.warn(ABSENT_GT, GroundTruthWarning, stacklevel=1)
         result = match_image(counts, gt_segments.category, gt_segments.crowd, area,
                              pred_segments.category, len(categories))
         quality = Quality.of(result.tp, result.fp, result.fn, result.iou)

@@ -250,7 +250,7 @@ class Segmentation3D(Task):
     def statistics(self, params: Params) -> tuple[Stat, ...]:
         """Per scan: the row's ``miou`` and ``acc`` (for ``aggregate``) and the point count;
         folded over all scans: the confusion matrix, overall and per range."""
-        stats: list[Stat] = [Stat("n_points")]
+        stats: list[Stat] = [Stat("n_points", minimum=0)]
         for band in [None, *self.bands(params)]:
             stats += [Stat(banded("miou", band)), Stat(banded("acc", band)),
                       Stat(banded("confusion", band), encode=_encode_trimmed,

@@ -19,4 +19,5 @@ from rpx_cli.tasks.detection.shapes import RectangleKind
 @register_kind
 class Cuboid(RectangleKind):
     name, rank, iou_type, geometry = "cuboid", 3, "bbox", "cuboid"
+    title = "cuboids"
     layout = CUBOID

@@ -21,6 +21,7 @@ import numpy as np
 from rpx_cli.io import instances as read_instances
 from rpx_cli.io.boxes import Boxes
 from rpx_cli.io.coco_objects import KEYPOINT_FIELD
+from rpx_cli.io.instances import VISIBILITY
 from rpx_cli.io.objects import KEYPOINTS, Objects
 from rpx_cli.tasks.base import MetricInfo, Params
 from rpx_cli.tasks.detection import instances
@@ -34,11 +35,13 @@ KEYPOINT_STAT_NAMES = ("AR", "AR50", "AR75")
 @register_kind
 class Keypoints(SimilarityKind):
     name, rank, iou_type = "keypoints", 5, "keypoints"
+    title = "keypoints"
     noun = "object"
     measure = "OKS"
     no_tide = ("--metrics errors (TIDE) is for boxes and masks; --iou-type keypoints supports "
                "rows, pooled, confusion and coco")
     area_given = True
+    draws_frames = True  # the worst frames: each object's points, skeleton and box
     coco_field = KEYPOINT_FIELD
     forms = (KEYPOINTS,)
 
@@ -82,7 +85,7 @@ class Keypoints(SimilarityKind):
         return boxes
 
     def statistics(self) -> tuple[Stat, ...]:
-        return (frame_stat(rows_codec(-1)),)
+        return (frame_stat(rows_codec(-1), check_keypoint_rows),)
 
     def pair_all(self, table):
         return {"frame": table}  # a pair is its two sides, as they are
@@ -91,6 +94,21 @@ class Keypoints(SimilarityKind):
         similarity = instances.keypoint_geometry(table, params["oks_sigmas"],
                                                  floor=min(params["iou_threshold"], 0.5))
         return similarity, table.as_ids()
+
+    def frame_objects(self, shapes: np.ndarray) -> dict[str, list]:
+        """Each object's box and its points ``[x1, y1, v1, ...]`` (v 0: not labelled)."""
+        rows = np.asarray(shapes, np.float64).reshape(len(shapes), -1)
+        k3 = rows.shape[1] - 5
+        return {"box": rows[:, k3:k3 + 4].tolist(), "points": rows[:, :k3].tolist()}
+
+    def frame_skeleton(self, params: Params) -> list[list[int]] | None:
+        """COCO's person skeleton when the points are COCO's 17 (its sigmas)."""
+        from rpx_cli.ops.oks import COCO_SIGMAS, COCO_SKELETON
+
+        sigmas = params.get("oks_sigmas")
+        if sigmas is not None and len(sigmas) == COCO_SIGMAS.size and np.allclose(sigmas, COCO_SIGMAS):
+            return [list(pair) for pair in COCO_SKELETON]
+        return None
 
     def gt_ignore(self, table) -> np.ndarray:
         return table.gt.shape[:, -1] == 0 if len(table.gt) else np.zeros(0, bool)
@@ -109,3 +127,27 @@ class Keypoints(SimilarityKind):
                 item["num_keypoints"] = int(row[-1])
             out.append(item)
         return out
+
+
+def check_keypoint_rows(frame) -> None:
+    """A frame's keypoint rows read back from a ``--shard`` part, as the reader makes them:
+    ``[x, y, v] * K`` (a GT's v 0, 1 or 2), the box ``[bx, by, bw, bh]`` (w, h >= 0) and the count;
+    a prediction's count is its points with v > 0 and its area ``bw · bh`` (``loadRes``).
+    A ``ValueError`` naming the first object otherwise."""
+    for side, boxes in (("GT", frame.gt), ("prediction", frame.pred)):
+        rows = boxes.shape
+        if not len(rows):
+            continue
+        if rows.ndim != 2 or rows.shape[1] < 8 or (rows.shape[1] - 5) % 3:
+            raise ValueError(f"{side} keypoint rows of width {rows.shape[-1]}")
+        v = rows[:, 2:-5:3]
+        count = rows[:, -1]
+        wrong = (rows[:, -3:-1] < 0).any(axis=1) | (count < 0) | (count != np.round(count))
+        if side == "GT":
+            wrong |= ~np.isin(v, VISIBILITY).all(axis=1)
+        else:
+            wrong |= (count != np.count_nonzero(v > 0, axis=1))
+            wrong |= boxes.area != rows[:, -3] * rows[:, -2]
+        if wrong.any():
+            raise ValueError(f"{side} object {int(np.argmax(wrong))} is malformed: its keypoints, "
+                             "box or area are not what a reader makes of a file")

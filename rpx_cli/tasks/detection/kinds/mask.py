@@ -36,8 +36,10 @@ from rpx_cli.tasks.stats import Stat
 @register_kind
 class Mask(SimilarityKind):
     name, rank, iou_type = "mask", 4, "segm"
+    title = "masks"
     noun = "object"
     tide = True
+    draws_frames = True  # the worst frames: each mask, and its box
     area_given = True
     coco_field = MASK_FIELD
     forms = (POLYGON, BOX)
@@ -91,6 +93,15 @@ class Mask(SimilarityKind):
 
     def similarity(self, table, frames, params):
         return instances.mask_geometry(table), table.as_ids()
+
+    def frame_objects(self, shapes: np.ndarray) -> dict[str, list]:
+        """Each mask's box (pycocotools' ``toBbox``) and its compressed RLE (``size``,
+        ``counts``), which the page draws."""
+        from rpx_cli.ops.masks import boxes
+
+        return {"box": boxes(list(shapes)).tolist(),
+                "mask": [{"size": [int(v) for v in rle["size"]], "counts": rle["counts"].decode("ascii")
+                          if isinstance(rle["counts"], bytes) else str(rle["counts"])} for rle in shapes]}
 
     def check_files(self, coco, gt_file: str, dt_file: str, params: Params) -> None:
         for side, sizes, path, what in ((coco.gt, coco.gt_size, gt_file, "annotation"),

@@ -61,6 +61,7 @@ def _wkb_from_json(values: list[str]) -> np.ndarray:
 @register_kind
 class Polygon(ShapeKind):
     name, rank, iou_type, geometry = "polygon", 2, "bbox", "polygon"
+    title = "polygons"
     layout = POLYGON
     codec = (_wkb_to_json, _wkb_from_json)  # a polygon travels as WKB bytes (hex in a part)
     forms = (QUAD, POLYGON_FORM, BOX)

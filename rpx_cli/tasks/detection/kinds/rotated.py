@@ -28,6 +28,7 @@ from rpx_cli.tasks.detection.shapes import RectangleKind
 @register_kind
 class Rotated(RectangleKind):
     name, rank, iou_type, geometry = "rotated", 1, "bbox", "rotated"
+    title = "rotated boxes"
     noun = "box"
     layout = ROTATED
     forms = (QUAD, BOX)

@@ -29,6 +29,7 @@ from rpx_cli.tasks.detection.views import coco
 @register_protocol
 class Coco(DetectionProtocol):
     name, rank = "coco", 0
+    label = "COCO"
 
     def check(self, params: Params, kind: Any) -> None:
         if params.get("max_dets") is not None:
@@ -38,5 +39,5 @@ class Coco(DetectionProtocol):
 
     def evaluate(self, table: FrameTable, similarity: Any, kind: Any, params: Params,
                  gt_ignore: np.ndarray | None = None) -> dict[str, Any]:
-        return coco(table, geometry=similarity, params=kind.coco_params,
+        return coco(table, geometry=similarity, params=self.coco_params(kind, params),
                     area_given=kind.area_given, noun=kind.noun, gt_ignore=gt_ignore)

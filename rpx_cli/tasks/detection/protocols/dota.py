@@ -18,6 +18,7 @@ from rpx_cli.tasks.detection.protocols.voc07 import VocFamily
 @register_protocol
 class Dota(VocFamily):
     name, rank, section = "dota", 4, "dota"
+    label = "DOTA"
     title = "DOTA task 1 (VOC2007 11-point AP, polygon IoU)"
     kinds = ("polygon", "rotated")
     iou_types_text = ("oriented objects: polygons or rotated boxes (--geometry polygon|rotated, "

@@ -24,7 +24,7 @@ import numpy as np
 
 from rpx_cli.errors import InputError
 from rpx_cli.io.box_table import FrameTable
-from rpx_cli.ops.coco import CocoInput, lvis_params
+from rpx_cli.ops.coco import CocoInput, CocoParams, lvis_params
 from rpx_cli.tasks.base import MetricInfo, Params
 from rpx_cli.tasks.detection.parts import DetectionProtocol, register_protocol
 from rpx_cli.tasks.detection.views import coco
@@ -36,6 +36,7 @@ FREQUENCIES = ("r", "c", "f")
 @register_protocol
 class Lvis(DetectionProtocol):
     name, rank = "lvis", 1
+    label = "LVIS"
     iou_types = ("bbox", "segm")
     iou_types_text = "boxes or masks (--iou-type bbox|segm)"
     tide = False
@@ -44,8 +45,14 @@ class Lvis(DetectionProtocol):
     needs = frozenset({"lvis_categories"})
     needs_text = ("--protocol lvis reads LVIS files (--coco-gt/--coco-dt): categories' "
                   "frequency and images' neg_category_ids are not in per-stem files")
+    memory_text = ("Evaluator('detection', protocol='lvis'): LVIS needs the GT's category table "
+                   "(each category's 'frequency') and each image's neg_category_ids and "
+                   "not_exhaustive_category_ids, which samples given in memory do not carry; "
+                   "evaluate the LVIS files instead (rpx_cli.api.run_file_evaluation, or "
+                   "rpx eval detection --protocol lvis with the LVIS GT and results files)")
 
     options = ("max_dets",)
+    headline = ("AP", "AP50", "AP75", "APr", "APc", "APf")
 
     def normalise(self, out: dict[str, Any], given: Any) -> None:
         super().normalise(out, given)
@@ -61,6 +68,9 @@ class Lvis(DetectionProtocol):
         info.update({name.replace("300", str(n)): MetricInfo(
             "higher", f"LVISEval: average recall at {n} detections per image (all, small, "
             "medium, large areas)") for name in LVIS_STAT_NAMES[3:]})
+
+    def coco_params(self, kind: Any, params: Params) -> CocoParams:
+        return lvis_params(params.get("max_dets", 300))
 
     def cap(self, table: FrameTable, params: Params) -> FrameTable:
         return lvis_detections(table, params["max_dets"])
@@ -84,7 +94,7 @@ class Lvis(DetectionProtocol):
         if frequency is None:
             raise InputError("--protocol lvis needs each category's frequency: evaluate LVIS "
                              "files (--coco-gt/--coco-dt)")
-        return coco(table, geometry=similarity, params=lvis_params(params["max_dets"]),
+        return coco(table, geometry=similarity, params=self.coco_params(kind, params),
                     area_given=kind.area_given, noun=kind.noun, gt_ignore=gt_ignore,
                     frequency=frequency, restrict=_lvis_input)
 

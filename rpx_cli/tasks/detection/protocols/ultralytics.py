@@ -51,7 +51,9 @@ INFO = {
 @register_protocol
 class Ultralytics(DetectionProtocol):
     name, rank, section = "ultralytics", 5, "ultralytics"
+    label = "Ultralytics"
     title = "Ultralytics (yolo val)"
+    curves_at, class_ap = "IoU 0.5", "AP50"
     headline = ("mAP50_95", "mAP50", "precision", "recall")
     options = ("ultralytics_version",)
 

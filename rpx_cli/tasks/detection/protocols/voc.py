@@ -17,6 +17,7 @@ from rpx_cli.tasks.detection.protocols.voc07 import VocFamily
 @register_protocol
 class Voc(VocFamily):
     name, rank, section = "voc", 3, "voc"
+    label = "VOC"
     title = "PASCAL VOC 2010+ (all-point AP)"
     eleven_point = False
     interpolation = "all-point"

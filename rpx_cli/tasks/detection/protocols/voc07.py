@@ -44,6 +44,7 @@ class VocFamily(DetectionProtocol):
     iou_types_text = "axis-aligned boxes (--iou-type bbox, --geometry box): the devkit's IoU"
     headline = ("mAP", "mAP_coco_style")
     interpolation = "11-point"
+    curves_at = "IoU > 0.5"
 
     def metric_info(self, info: dict[str, MetricInfo], params: Params) -> None:
         for key, text in VOC_INFO.items():
@@ -62,4 +63,5 @@ class VocFamily(DetectionProtocol):
 @register_protocol
 class Voc07(VocFamily):
     name, rank, section = "voc07", 2, "voc07"
+    label = "VOC07"
     title = "PASCAL VOC 2007 (11-point AP)"
