@@ -558,6 +558,11 @@ def test_segm_reports_are_the_same_on_both_paths(rpx, tmp_path: Path, monkeypatc
         assert reports["1"][key] == reports["0"][key]
     assert reports["1"]["run_provenance"]["environment"]["kernels"] == "native"
     assert reports["0"]["run_provenance"]["environment"]["kernels"] == "numpy (RPX_NATIVE=0)"
+    # pycocotools computes the masks on the numpy path only: its version is recorded there
+    from importlib.metadata import version
+
+    assert reports["0"]["run_provenance"]["environment"]["pycocotools"] == version("pycocotools")
+    assert "pycocotools" not in reports["1"]["run_provenance"]["environment"]
 
 
 def test_mask_totals_equal_the_reference_decoder() -> None:

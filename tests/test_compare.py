@@ -145,29 +145,90 @@ def noisy_reports(rpx, tmp_path: Path) -> tuple[Path, Path]:
 
 def test_a_change_within_its_interval_is_not_significant_in_any_format(rpx, noisy_reports,
                                                                          tmp_path) -> None:
+    """A change whose 95 % interval contains 0 is "no significant change" in every output
+   : JSON status, table, Markdown, HTML — never "regressed"/"worse"."""
     base, new = noisy_reports
     document = rpx(["compare", base, new, "--bootstrap", "500", "-q"]).json
     by_metric = {m["metric"]: m for m in document["metrics"]}
-    noise = [m for m in document["metrics"]
-             if m.get("bootstrap") and m["status"] in ("regressed", "improved")]
+    noise = [m for m in document["metrics"] if m.get("bootstrap") and m["delta"]]
     assert noise and all(m["significant"] is False for m in noise)
     assert all(m["bootstrap"]["ci95"][0] <= 0 <= m["bootstrap"]["ci95"][1] for m in noise)
+    assert all(m["status"] == "no significant change" for m in noise)
+    # the point estimate's side is kept apart from the verdict
+    assert all(m["point_status"] in ("improved", "regressed", "changed") for m in noise)
     assert by_metric["dataset.absrel"]["significant"] is None  # pooled: no interval
-    assert document["summary"]["significant_regressed"] == 0
-    assert document["summary"]["significant_improved"] == 0
+    summary = document["summary"]
+    assert summary["significant_regressed"] == 0 and summary["significant_improved"] == 0
+    # a figure whose mean of rows has an interval takes that verdict (its pooled value has none)
+    assert summary["no_significant_change"] >= 1
+    assert summary["regressed"] == summary["improved"] == 0
     # terminal
     table = rpx(["compare", base, new, "--bootstrap", "500"]).stderr
     assert "(significant)" not in table.replace("0 significant", "")
-    assert "(CI includes 0)" in table
+    assert "no significant change" in table and "CI includes 0" not in table
+    rows = [line for line in table.splitlines() if "aggregate." in line or "dataset." in line]
+    assert not any("regressed" in line or "improved" in line for line in rows
+                   if "(no CI)" not in line)  # pooled figures have no interval
     # Markdown
     markdown = rpx(["compare", base, new, "--bootstrap", "500", "--format", "markdown", "-q"]).stdout
-    assert "🔴" not in markdown and "🟢" not in markdown and "(CI includes 0)" in markdown
-    # HTML: no red or blue verdict, hollow marks
+    assert "🔴" not in markdown and "🟢" not in markdown
+    assert "no significant change" in markdown and "CI includes 0" not in markdown
+    assert not any(("worse" in line or "better" in line) and "(no CI)" not in line
+                   for line in markdown.splitlines()[1:])
+    # HTML: no red or blue verdict, hollow marks, the words in the table
     page = tmp_path / "c.html"
     assert rpx(["compare", base, new, "--bootstrap", "500", "-q", "--html", page]).exit_code == 0
     text = page.read_text()
-    assert 'class="bad"' not in text.split("every metric")[1]
+    every = text.split("every metric")[1]
+    assert 'class="bad"' not in every and "no significant change" in every
+    assert "regressed" not in every and "CI includes 0" not in every
     assert "▼<title>" not in text and "▲<title>" not in text
+
+
+def test_old_comparisons_render_the_new_words() -> None:
+    """A comparison written before §11.4 (status regressed, significant false) reads as no
+    significant change in every view."""
+    from rpx_cli.report.compare import verdict
+
+    assert verdict({"status": "regressed", "significant": False}) == "no significant change"
+    assert verdict({"status": "no significant change", "significant": False,
+                    "point_status": "regressed"}) == "no significant change"
+    assert verdict({"status": "regressed", "significant": True},
+                   {"regressed": "worse"}) == "worse (significant)"
+    assert verdict({"status": "regressed", "significant": None}) == "regressed (no CI)"
+
+
+@pytest.mark.parametrize("flags", [["--keep-worst", "3"], ["--html", "PAGE"],
+                                   ["--images-dir", "IMAGES", "--keep-worst", "2"]])
+def test_options_that_change_no_number_compare_without_force(rpx, two_reports, tmp_path,
+                                                             flags) -> None:
+    """keep_worst, images_dir, --html only change what the page draws: such reports compare
+    without --force (the set comes from the options' declarations: changes_numbers=False)."""
+    base, _ = two_reports
+    images = tmp_path / "images"
+    images.mkdir()
+    flags = [str(tmp_path / "p.html") if f == "PAGE" else str(images) if f == "IMAGES" else f
+             for f in flags]
+    other = tmp_path / "other.json"
+    assert rpx(["eval", "depth", *dirs(tmp_path / "base").split(), *flags, "-o", other]).exit_code == 0
+    assert json.loads(other.read_text())["params"] != json.loads(base.read_text())["params"]
+    run = rpx(["compare", base, other, "--bootstrap", "0", "-q"])
+    assert run.exit_code == 0, run.stderr
+    assert run.json["params_differ"] == []
+    assert run.json["presentation_params_differ"] and \
+        set(run.json["presentation_params_differ"]) <= {"keep_worst", "images_dir"}
+    assert all(m["status"] in ("unchanged", "n/a") for m in run.json["metrics"])
+
+
+def test_presentation_options_are_declared() -> None:
+    from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
+    from rpx_cli.tasks.registry import builtin_tasks
+
+    assert not KEEP_WORST.changes_numbers and not IMAGES_DIR.changes_numbers
+    for task in builtin_tasks().values():  # every other task option changes a number
+        for option in (*task.options, *task.aux_inputs):
+            assert option.changes_numbers == (option.param not in ("keep_worst", "images_dir")), \
+                (task.name, option.param)
 
 
 def test_a_clear_regression_is_significant_in_every_format(rpx, two_reports, tmp_path) -> None:
@@ -195,11 +256,15 @@ def test_a_metrics_mean_and_pooled_value_count_once() -> None:
         return {"metric": metric, "status": status, "significant": significant}
 
     counts = summary([m("aggregate.absrel", "regressed", True), m("dataset.absrel", "regressed"),
-                      m("aggregate.rmse", "improved", False), m("dataset.rmse", "regressed"),
+                      m("aggregate.rmse", "no significant change", False),
+                      m("dataset.rmse", "regressed"),
                       m("aggregate.delta1", "unchanged"), m("dataset.delta1", "unchanged"),
-                      m("dataset.per_class.car.iou", "improved"), m("aggregate.n_valid", "n/a")])
-    assert counts == {"improved": 1, "regressed": 2, "unchanged": 1, "significant_improved": 0,
-                      "significant_regressed": 1}
+                      m("dataset.per_class.car.iou", "improved"), m("aggregate.n_valid", "n/a"),
+                      m("aggregate.silog", "unchanged"), m("dataset.silog", "improved")])
+    # rmse: its mean of rows has an interval that includes 0, which decides the figure;
+    # silog: the mean did not move, the pooled value (no interval) did
+    assert counts == {"improved": 2, "regressed": 1, "unchanged": 1, "no_significant_change": 1,
+                      "significant_improved": 0, "significant_regressed": 1}
 
 
 def test_the_delta_chart_scales_each_metric_and_never_cuts_a_label() -> None:

@@ -507,6 +507,25 @@ def test_perfect_predictions(rpx, tmp_path: Path) -> None:
     assert data["NDS"] == pytest.approx(1.0, abs=1e-12)
 
 
+@pytest.mark.parametrize("protocol", ["nuscenes", "autoware"])
+def test_a_perfect_frame_set_scores_exactly_one_and_passes_the_gate(rpx, tmp_path: Path,
+                                                                    protocol: str) -> None:
+    """(p − 0.1) / 0.9 of a precision of 1 everywhere is 1.0000000000000004 in float64:
+    every AP-like ratio is clamped to [0, 1] where it is accumulated, so mAP <= 1 holds."""
+    gt = [cbox(label, 10 * i, 3, yaw=0.1 * i) for i, label in enumerate(["car", "truck", "car"])]
+    pred = [{**b, "score": 0.9} for b in gt]
+    cmd = write(tmp_path, {"a": (gt, pred), "b": (gt[:1], pred[:1])}) + f" --protocol {protocol}"
+    run = rpx(f"{cmd} --require 'dataset.mAP<=1' --require 'dataset.mAPH<=1' "
+              "--require 'dataset.NDS<=1'")
+    assert run.exit_code == 0, run.stderr
+    data = run.json["dataset"]
+    assert data["mAP"] == 1.0 and data["mAPH"] == 1.0
+    for per_class in data["per_class"].values():
+        assert all(per_class[key] == 1.0 for key in per_class if key.startswith("AP"))
+    for row in run.json["rows"]:
+        assert row["precision"] == 1.0 and row["recall"] == 1.0
+
+
 def test_empty_everything_is_null_not_nan(rpx, tmp_path: Path) -> None:
     data = dataset(rpx, write(tmp_path, {"a": ([], [])}) + " --protocol autoware --class-names car")
     assert data["mAP"] is None and data["NDS"] is None and data["per_class"]["car"]["AP"] is None

@@ -141,3 +141,47 @@ def test_every_extra_is_in_the_install_table_and_the_readme() -> None:
     for extra in sorted(set(extras) - {"test"}):
         assert re.search(rf"^\| `rpx-eval\[{extra}\]` \|", install, re.M), extra
         assert f"rpx-eval[{extra}]" in readme, extra
+
+
+# --- flags named with a command exist on it (issue 38: `rpx report --images-dir`) -----------
+
+CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def _flags_of(words: list[str]) -> set[str] | None:
+    """The long flags of the command ``words`` names (``["eval"]``: any eval task's)."""
+    import click
+
+    from rpx_cli.cli.main import cli
+
+    command: click.Command = cli
+    for word in words:
+        if not isinstance(command, click.Group) or word not in command.list_commands(None):
+            break
+        command = command.get_command(None, word)
+    commands = [command]
+    if isinstance(command, click.Group):  # `rpx eval --images-dir`: a flag of one of its tasks
+        commands = [command.get_command(None, name) for name in command.list_commands(None)]
+    return {"--help"} | {opt for c in commands for p in c.params for opt in (*p.opts, *p.secondary_opts)}
+
+
+def test_a_flag_named_with_a_command_is_one_of_its_flags() -> None:
+    """A code span ``rpx CMD ... --flag`` names a flag CMD has, and a clause (up to the next
+    `;`) of the README that offers ``rpx report`` names no flag ``rpx report`` lacks — the README once
+    offered ``rpx report`` "with ``--images-dir DIR``", a flag of ``rpx eval`` only. ``--html``
+    is the other commands' way to the same page."""
+    wrong = []
+    for page in PAGES:
+        text = prose(page)
+        for span in CODE_SPAN.findall(text):
+            words = span.split()
+            if len(words) > 2 and words[0] == "rpx" and any(w.startswith("--") for w in words):
+                known = _flags_of([w for w in words[1:3] if not w.startswith("-")])
+                wrong += [f"{page.name}: {span}" for w in words
+                          if w.startswith("--") and w.split("=")[0] not in known]
+        offers = re.findall(r"`rpx report`(?:[^;.]|\.\S)*", text) if page.name == "README.md" else []
+        for clause in offers:  # the README's quick-start clauses
+            known = _flags_of(["report"]) | {"--html"}
+            wrong += [f"{page.name}: rpx report ... {flag}" for span in CODE_SPAN.findall(clause)
+                      for flag in span.split()[:1] if flag.startswith("--") and flag not in known]
+    assert not wrong, wrong

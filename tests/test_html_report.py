@@ -347,7 +347,8 @@ def test_other_kinds_show_their_numbers(browser, reports, tmp_path: Path) -> Non
     compare = json.loads(reports["compare"][0].read_text())
     page, _ = page_of(browser, reports["compare"], tmp_path, "cmp")
     marks = {e["data"]["metric"]: e["data"] for e in elements(page, chart="deltas") if "delta" in e["data"]}
-    changed = [m for m in compare["metrics"] if m["status"] in ("improved", "regressed")]
+    moved = ("improved", "regressed", "no significant change")
+    changed = [m for m in compare["metrics"] if m["status"] in moved]
     assert changed and set(marks) == {m["metric"] for m in changed}
     for m in changed:
         mark = marks[m["metric"]]
@@ -557,7 +558,8 @@ def test_classification_curves_and_both_models(browser, reports, tmp_path: Path)
     compare = json.loads(reports["compare"][0].read_text())
     page, _ = page_of(browser, reports["compare"], tmp_path, "cmp-models")
     marks = [e["data"] for e in elements(page, chart="models") if "model" in e["data"]]
-    changed = {m["metric"]: m for m in compare["metrics"] if m["status"] in ("improved", "regressed")}
+    moved = ("improved", "regressed", "no significant change")
+    changed = {m["metric"]: m for m in compare["metrics"] if m["status"] in moved}
     assert {m["metric"] for m in marks} == set(changed)
     for mark in marks:
         entry = changed[mark["metric"]]

@@ -178,3 +178,79 @@ def test_rpx_schema_task_prints_the_tasks_own_schema(rpx) -> None:
     assert typed["mAP"] == {"type": ["number", "null"]}
     assert typed["per_class"]["additionalProperties"]["properties"]["ATE"] == {"type": ["number", "null"]}
     assert (ROOT / "schemas" / "rpx-eval-detection3d.v1.schema.json").exists()
+
+
+# --- issue 38, item 12: params from the declarations, every key a run writes, no stranger ---
+
+
+def _params_set(key: str, value: Any):
+    return _set(value, "params", key)
+
+
+LET_THROUGH = [  # each passed `rpx validate` before the schemas were generated from declarations
+    ("depth", _delete("rows", 0, "absrel")),
+    ("classification", _delete("dataset")),
+    ("depth", _set({"anything": 1}, "surprise")),
+    ("detection", _params_set("box_format", "cxcywh")),
+    ("detection", _params_set("iou_threshold", 7)),
+    ("detection", _params_set("iou_type", "boxes")),
+    ("depth", _params_set("depth_scale", -1)),
+    ("depth", _params_set("align", None)),
+    ("segmentation", _delete("aggregate", "miou")),
+    ("tracking", _delete("rows", 0, "mota")),
+]
+
+
+@pytest.mark.parametrize("task, damage", LET_THROUGH, ids=range(len(LET_THROUGH)))
+def test_what_the_declarations_require_is_refused_when_missing_or_wrong(rpx, reports, tmp_path,
+                                                                        task, damage) -> None:
+    document = copy.deepcopy(reports[task])
+    damage(document)
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(document))
+    run = rpx(f"validate {path}")
+    assert run.exit_code == 1 and f"{path} is not a valid eval report" in run.stderr, run.stderr
+    assert validation_errors(document, task)  # the task's own schema too
+
+
+def test_params_are_typed_from_each_option_declaration() -> None:
+    """Each option of each task: its recorded value typed by its declaration — an enum of its
+    choices, numbers within its bounds, null only where its default is None."""
+    from jsonschema import Draft202012Validator
+
+    from rpx_cli.report.schema_params import option_schema, params_schema
+
+    for name, task in builtin_tasks().items():
+        schema = params_schema(task)
+        for option in (*task.options, *task.aux_inputs):
+            assert option.param in schema["properties"], (name, option.param)
+            check = Draft202012Validator(option_schema(option))
+            if option.kind == "choice" and option.recorded is None:
+                assert check.is_valid(option.choices[0]) and not check.is_valid("not-a-choice")
+            if option.kind in ("int", "float") and not option.multiple:
+                for bound, outside in ((option.minimum, -1), (option.maximum, 1)):
+                    if bound is not None:
+                        assert not check.is_valid(bound + outside), (name, option.param)
+            assert check.is_valid(None) == (option.default is None or (
+                option.recorded is not None and Draft202012Validator(option.recorded).is_valid(None))), \
+                (name, option.param)
+    # parsed options type what their parser declares: an IoU threshold is in [0, 1]
+    detection = params_schema(builtin_tasks()["detection"])["properties"]
+    assert detection["iou_threshold"]["maximum"] == 1 and detection["box_format"]["enum"] == ["xyxy", "xywh"]
+
+
+def test_every_committed_golden_report_validates() -> None:
+    """fixtures/**/expected.json (what tools/fixture_reports.py writes, without provenance)."""
+    from helpers import FIXTURE_ROOTS
+
+    from rpx_cli.report.schemas import detect_kind
+
+    found = [p for root in FIXTURE_ROOTS for p in root.glob("*/*/expected*.json")]
+    assert len(found) > 40
+    for path in found:
+        document = json.loads(path.read_text())
+        if document.get("task") not in builtin_tasks() and document.get("schema") == "rpx.eval":
+            continue  # a task defined in the test suite (test_golden validates it registered)
+        problems = [p for p in validation_errors(document, detect_kind(document))
+                    if p != "$: 'run_provenance' is a required property"]
+        assert problems == [], (path, problems[:3])

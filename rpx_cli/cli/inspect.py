@@ -119,7 +119,9 @@ def _show(document: dict, report: str, fmt: str, which: str | None) -> None:
         counts = document.get("summary") or {}
         columns, rows = render.compare_table(document)
         render_table(f"rpx compare — {counts.get('improved', 0)} improved, "
-                     f"{counts.get('regressed', 0)} regressed — {report}", columns, rows)
+                     f"{counts.get('regressed', 0)} regressed, "
+                     f"{counts.get('no_significant_change', 0)} no significant change — {report}",
+                     columns, rows)
         gates = render.gates_table(document)
         if gates:
             render_table("gates", *gates)

@@ -49,15 +49,22 @@ def ap_defined(min_recall: float) -> bool:
     return round(100 * min_recall) + 1 <= 100
 
 
+def unit(value: float) -> float:
+    """A ratio clamped to [0, 1]: float64 rounding of a perfect curve's AP — (1 − 0.1) /
+    (1 − 0.1) summed over 90 points — gives 1.0000000000000004, which a gate ``mAP<=1``
+    would fail; a ratio never leaves [0, 1]."""
+    return min(max(value, 0.0), 1.0)
+
+
 def calc_ap(precision: np.ndarray, min_recall: float, min_precision: float) -> float | None:
     """The devkit's ``calc_ap`` on a 101-point precision curve (None where it is NaN: no
-    recall point past ``min_recall``)."""
+    recall point past ``min_recall``), clamped to [0, 1] (:func:`unit`)."""
     if not ap_defined(min_recall):
         return None
     prec = np.copy(precision)[round(100 * min_recall) + 1:]
     prec -= min_precision
     prec[prec < 0] = 0
-    return float(np.mean(prec)) / (1.0 - min_precision)
+    return unit(float(np.mean(prec)) / (1.0 - min_precision))
 
 
 def precision_curve(tp: np.ndarray, npos: int, c: Scoring,
@@ -71,7 +78,7 @@ def precision_curve(tp: np.ndarray, npos: int, c: Scoring,
     cum_tp = np.cumsum(tp).astype(float)
     cum_fp = np.cumsum(~tp).astype(float)
     numerator = cum_tp if weights is None else np.cumsum(np.where(tp, weights, 0.0))
-    precision = numerator / (cum_fp + cum_tp)
+    precision = np.clip(numerator / (cum_fp + cum_tp), 0.0, 1.0)  # summed heading weights
     recall = cum_tp / float(npos)
     if c.envelope:
         precision = np.maximum.accumulate(precision[::-1])[::-1]

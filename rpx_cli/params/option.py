@@ -39,7 +39,9 @@ class Option:
     ``suffixes`` are the files read from it), or ``parsed`` (``parse`` takes the text of a
     flag or a Python value and returns the value, raising ``ValueError`` with the reason).
     ``multiple`` options repeat (a tuple). ``minimum``/``maximum`` (``open_min``/``open_max``
-    for strict bounds) bound numbers. ``short``: a one-letter flag too (``-j``). A ``flag``
+    for strict bounds) bound numbers. ``changes_numbers``: False for an option that changes
+    what a report shows and never a number (``rpx compare`` ignores it). ``short``: a
+    one-letter flag too (``-j``). A ``flag``
     whose default is True is switched off by its flag (``--no-rows`` sets ``include_rows``
     False; :attr:`switches_off`).
     """
@@ -64,6 +66,13 @@ class Option:
     # False: an option added after the task's reports were frozen, left out of
     # run_provenance.args when not given (its value None), so older reports stay byte-identical
     args_when_unset: bool = True
+    # False: the option changes what a report shows, never a number (--keep-worst,
+    # --images-dir): two reports that differ only in such options compare without --force
+    changes_numbers: bool = True
+    # the JSON Schema of the value ``params`` records, when the kind does not say it (the
+    # task's normalisation records it in another form: a names file as its list of names);
+    # a ``parsed`` option's parser may declare it instead (parsers.recorded)
+    recorded: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -58,8 +58,28 @@ def _shown(value: Any) -> str:
     return value.strip() if isinstance(value, str) else f"{value!r}"
 
 
+def recorded(schema: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Attach the JSON Schema of what a parser returns, as ``params`` records it (a
+    ``parsed`` option's schema in the report schemas: :mod:`rpx_cli.report.schema_params`)."""
+    def attach(parse: Callable[..., Any]) -> Callable[..., Any]:
+        parse.schema = schema  # type: ignore[attr-defined]
+        return parse
+    return attach
+
+
+UNIT = {"type": "number", "minimum": 0, "maximum": 1}
+# what options whose files a task reads record in ``params`` (Option.recorded)
+NAMES = {"type": ["array", "null"], "items": {"type": "string"},
+         "description": "The class names (read from the file given)."}
+LABEL_MAP = {"type": "object", "additionalProperties": {"type": ["string", "null"]},
+             "description": "{raw label: evaluated label, or null: dropped} (read from the file given)."}
+NAME_NUMBERS = {"type": "object", "additionalProperties": {"type": ["number", "null"]},
+                "description": "{class: metres} (null: no cap)."}
+
+
 def probability(name: str) -> Callable[[Any], float]:
     """The parser of a value in [0, 1] (``name`` in its message)."""
+    @recorded(UNIT)
     def parse(value: Any) -> float:
         result = number(value)
         if not 0.0 <= result <= 1.0:
@@ -70,6 +90,7 @@ def probability(name: str) -> Callable[[Any], float]:
 
 def positive(name: str) -> Callable[[Any], float]:
     """The parser of a positive, finite number (``name`` in its message)."""
+    @recorded({"type": "number", "exclusiveMinimum": 0})
     def parse(value: Any) -> float:
         result = number(value)
         if not (math.isfinite(result) and result > 0):
@@ -78,6 +99,7 @@ def positive(name: str) -> Callable[[Any], float]:
     return parse
 
 
+@recorded({"type": "number", "exclusiveMinimum": 0, "maximum": 1})
 def iou_threshold(value: Any) -> float:
     """An IoU threshold in (0, 1]."""
     result = number(value)
@@ -111,6 +133,9 @@ def _digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+@recorded({"type": "array", "minItems": 2, "maxItems": 2, "description": "[min, max) metres; "
+           "max null: open-ended", "prefixItems": [{"type": "number", "minimum": 0},
+                                                   {"type": ["number", "null"]}]})
 def parse_band(value: Any) -> Band:
     """``A:B`` or ``A:`` metres (a :class:`Band`; ``[low, high]`` from Python)."""
     return Band.of(value)
@@ -136,6 +161,8 @@ def name_and_number(what: str, parse_number: Callable[[Any], float]) -> Callable
 SIGMA_RANGE = (1e-6, 1.0)  # OKS sigmas: COCO's are 0.025-0.107 (of the object's scale)
 
 
+@recorded({"type": "array", "minItems": 1, "items": {"type": "number", "minimum": SIGMA_RANGE[0],
+                                                     "maximum": SIGMA_RANGE[1]}})
 def sigmas(value: Any) -> list[float]:
     """Keypoint sigmas (``--oks-sigmas``): a comma list ``0.26,0.25,...``, a file holding
     such a list or a flat JSON list, or a Python sequence; each a number within
@@ -185,6 +212,7 @@ def _numeric_list(text: str) -> bool:
     return True
 
 
+@recorded({"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "integer", "minimum": 1}})
 def parse_kpt_shape(value: Any) -> tuple[int, int]:
     """``--kpt-shape K,2`` or ``K,3``."""
     parts = value if isinstance(value, (list, tuple)) else str(value).split(",")
@@ -197,6 +225,7 @@ def parse_kpt_shape(value: Any) -> tuple[int, int]:
     return k, d
 
 
+@recorded({"type": "string"})
 def parse_ultralytics_version(value: Any) -> str:
     """``--ultralytics-version 8.4.190`` (or ``8.3``): a release 8.0 or later, recorded as
     ``MAJOR.MINOR.PATCH``."""
@@ -209,6 +238,7 @@ def parse_ultralytics_version(value: Any) -> str:
     return ".".join(map(str, version))
 
 
+@recorded({"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "integer", "minimum": 1}})
 def parse_image_size(value: Any) -> tuple[int, int]:
     """``--image-size W,H`` (pixels, each >= 1)."""
     parts = value if isinstance(value, (list, tuple)) else str(value).split(",")

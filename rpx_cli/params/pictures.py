@@ -18,11 +18,12 @@ MAX_FRAME_BOXES = 300  # boxes kept per side of a frame (predictions: the highes
 
 KEEP_WORST = Option(
     "keep_worst", "--keep-worst", "int", None, minimum=0, maximum=MAX_KEEP_WORST, metavar="N",
+    changes_numbers=False,
     help="Keep what the HTML page draws of the N frames worst by the rank metric in the report "
          "(worst_frames: boxes, error overlays, images) [default: 0; "
          f"{WORST_DEFAULT} with --html or --images-dir].")
 IMAGES_DIR = Option(
-    "images_dir", "--images-dir", "dir", None, metavar="DIR",
+    "images_dir", "--images-dir", "dir", None, metavar="DIR", changes_numbers=False,
     help="Images paired by stem (" + " ".join(IMAGE_SUFFIXES) + "): the worst frames are drawn "
          f"on them, shrunk to {MAX_SIDE} px and embedded in the report (a missing or unreadable "
          "image is a warning).")

@@ -47,7 +47,17 @@ def direction(report: Mapping[str, Any], path: str) -> str:
     return "none"
 
 
+NO_CHANGE = "no significant change"
+"""The status of a change whose paired-bootstrap 95 % interval contains 0 (docs/ci.md): the
+point estimate moved, but the interval says the data cannot tell; ``point_status`` keeps
+which way the estimate moved."""
+
+
 def status(base: float | None, new: float | None, way: str) -> str:
+    """How ``new`` differs from ``base`` given the direction ``way``: ``improved``,
+    ``regressed``, ``changed`` (no direction), ``unchanged`` or ``n/a`` (a value is null) —
+    the point estimate alone; :func:`compare_reports` turns a change its interval does not
+    support into :data:`NO_CHANGE`."""
     if base is None or new is None:
         return "n/a"
     if new == base:
@@ -143,7 +153,9 @@ def compare_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, bootstra
                     seed: int) -> list[dict[str, Any]]:
     """One entry per metric present in either report, shared ones first. ``significant``:
     whether the change's paired-bootstrap 95 % interval excludes 0 (None: the metric has no
-    interval — a pooled figure, or ``--bootstrap 0``)."""
+    interval — a pooled figure, or ``--bootstrap 0``). A change whose interval contains 0
+    has the status :data:`NO_CHANGE`, and ``point_status`` says which way its estimate
+    moved; significant changes and those without an interval keep their status."""
     flat_base, flat_new = flatten(base), flatten(new)
     row_metrics = sorted({k for row in (base.get("rows") or [])[:1] for k, v in row.items()
                           if isinstance(v, (int, float)) and not isinstance(v, bool)})
@@ -165,12 +177,16 @@ def compare_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, bootstra
         entry["significant"] = None
         if name in boot:
             entry["bootstrap"] = boot[name]
-            entry["significant"] = boot[name]["significant"] and entry["status"] in CHANGED
+            moved = entry["status"] in MOVED
+            entry["significant"] = boot[name]["significant"] and moved
+            if moved and not entry["significant"]:
+                entry["point_status"], entry["status"] = entry["status"], NO_CHANGE
         entries.append(entry)
     return entries
 
 
 CHANGED = ("improved", "regressed")
+MOVED = (*CHANGED, "changed")  # the point estimate differs (with or without a direction)
 
 
 def figure_name(path: str) -> str:
@@ -184,18 +200,25 @@ def figure_name(path: str) -> str:
 
 def summary(metrics: list[dict[str, Any]]) -> dict[str, int]:
     """Counts of figures (:func:`figure_name`: a metric's mean and pooled value count once)
-    that improved, regressed or stayed unchanged, and of those whose change is significant
-    (95 % interval excludes 0). A figure whose two values moved apart counts as regressed."""
+    that improved, regressed, moved within their interval (``no_significant_change``) or
+    stayed unchanged, and of those whose change is significant (95 % interval excludes 0).
+    A figure that moved and has an interval (its mean of rows) takes that entry's verdict —
+    the pooled value has none to overrule it; otherwise a figure whose two values moved
+    apart counts as regressed."""
     by_name: dict[str, list[dict[str, Any]]] = {}
     for m in metrics:
         by_name.setdefault(figure_name(m["metric"]), []).append(m)
-    counts = {"improved": 0, "regressed": 0, "unchanged": 0, "significant_improved": 0,
-              "significant_regressed": 0}
+    counts = {"improved": 0, "regressed": 0, "no_significant_change": 0, "unchanged": 0,
+              "significant_improved": 0, "significant_regressed": 0}
     for entries in by_name.values():
-        statuses = {m["status"] for m in entries}
+        judged = [m for m in entries if m["status"] in (*CHANGED, NO_CHANGE)
+                  and m.get("significant") is not None]
+        statuses = {m["status"] for m in (judged or entries)}
         status = next((s for s in ("regressed", "improved") if s in statuses), None)
         if status is None:
-            if statuses == {"unchanged"}:
+            if NO_CHANGE in statuses:
+                counts["no_significant_change"] += 1
+            elif statuses == {"unchanged"}:
                 counts["unchanged"] += 1
             continue
         counts[status] += 1
@@ -205,30 +228,36 @@ def summary(metrics: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def summary_text(counts: Mapping[str, Any]) -> str:
-    """``2 regressed (1 significant), 3 improved (0 significant), 9 unchanged``."""
+    """``2 regressed (1 significant), 3 improved (0 significant), 4 no significant change,
+    9 unchanged``."""
     parts = [f"{counts.get(s, 0)} {s} ({counts.get('significant_' + s, 0)} significant)"
              for s in ("regressed", "improved")]
-    return ", ".join([*parts, f"{counts.get('unchanged', 0)} unchanged"])
+    return ", ".join([*parts, f"{counts.get('no_significant_change', 0)} {NO_CHANGE}",
+                      f"{counts.get('unchanged', 0)} unchanged"])
 
 
 def verdict(metric: Mapping[str, Any], words: Mapping[str, str] | None = None) -> str:
     """A metric's change as every view writes it: ``regressed`` and ``improved`` (or
-    ``words`` for them, e.g. worse/better) qualified by the interval — significant only when
-    it excludes 0."""
+    ``words`` for them, e.g. worse/better) qualified as significant (the 95 % interval
+    excludes 0) or without an interval (``no CI``); a change whose interval contains 0 is
+    :data:`NO_CHANGE` (also in a comparison written before that status existed)."""
     status = str(metric.get("status"))
+    significant = metric.get("significant")
     if status not in CHANGED:
         return status
+    if significant is False:
+        return NO_CHANGE
     word = (words or {}).get(status, status)
-    significant = metric.get("significant")
-    if significant is None:
-        return f"{word} (no CI)"
-    return f"{word} (significant)" if significant else f"{word} (CI includes 0)"
+    return f"{word} (no CI)" if significant is None else f"{word} (significant)"
 
 
 def order_key(metric: Mapping[str, Any]) -> tuple[int, str]:
-    """Significant regressions first, then other regressions, significant improvements,
-    other improvements, the rest; by name within each."""
-    status, significant = metric.get("status"), bool(metric.get("significant"))
-    rank = {("regressed", True): 0, ("regressed", False): 1, ("improved", True): 2,
-            ("improved", False): 3}.get((status, significant), 4)
+    """Significant regressions first, then regressions without an interval, significant
+    improvements, improvements without one, changes within their interval, the rest; by
+    name within each."""
+    status, significant = metric.get("status"), metric.get("significant")
+    rank = {("regressed", True): 0, ("regressed", None): 1, ("improved", True): 2,
+            ("improved", None): 3}.get((status, significant), 4)
+    if rank == 4 and verdict(metric) != NO_CHANGE:
+        rank = 5
     return rank, str(metric.get("metric"))

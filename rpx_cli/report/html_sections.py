@@ -30,6 +30,8 @@ def summary_text(report: Mapping[str, Any]) -> str:
                 f'({counts.get("significant_regressed", 0)} significant)</span>, '
                 f'<span class="good">{counts.get("improved", 0)} improved '
                 f'({counts.get("significant_improved", 0)} significant)</span>, '
+                f"{counts.get('no_significant_change', 0)} no significant change (moved within "
+                "the 95% interval), "
                 f"{counts.get('unchanged', 0)} unchanged (a metric's mean of rows and pooled value "
                 "count once; significant: the 95% interval excludes 0).")
     bits = []

@@ -46,15 +46,16 @@ def _readiness(report: Mapping[str, Any]) -> str:
 
 
 def _compare(report: Mapping[str, Any]) -> str:
-    from rpx_cli.report.compare import order_key, verdict
+    from rpx_cli.report.compare import CHANGED, NO_CHANGE, order_key, verdict
 
     metrics = sorted((m for m in report.get("metrics") or [] if m.get("delta") is not None), key=order_key)
     out = []
-    shown = [m for m in metrics if m.get("status") in ("regressed", "improved")] or metrics
+    shown = [m for m in metrics if m.get("status") in (*CHANGED, NO_CHANGE)] or metrics
     items = [{"label": m["metric"], "delta": m["delta"],
               "low": (m.get("bootstrap") or {}).get("ci95", [None, None])[0],
-              "high": (m.get("bootstrap") or {}).get("ci95", [None, None])[1], "status": m.get("status"),
-              "significant": m.get("significant")}
+              "high": (m.get("bootstrap") or {}).get("ci95", [None, None])[1], "status": verdict(m)
+              if verdict(m) == NO_CHANGE else m.get("status"),
+              "point_status": m.get("point_status", m.get("status")), "significant": m.get("significant")}
              for m in shown[:80]]
     if items:
         out.append(section_html("what changed", svg_intervals.interval_chart(
@@ -62,7 +63,8 @@ def _compare(report: Mapping[str, Any]) -> str:
             attrs={"name": "deltas"}), f"{len(shown)} metric(s) changed{', first 80 shown' if len(shown) > 80 else ''}"
             "; each row on its own scale (the numbers on the right are the delta and its interval); whiskers: "
             "paired bootstrap 95% interval over the shared stems (per-row metrics); a change is significant "
-            "(filled ▲ better, ▼ worse) only when its interval excludes 0, else hollow △ ▽", kind="deltas"))
+            "(filled ▲ better, ▼ worse) only when its interval excludes 0; hollow △ ▽: no significant change "
+            "(the interval includes 0) or no interval", kind="deltas"))
     tone = {("improved", True): "good", ("regressed", True): "bad"}
     out.append(_both_models(shown))
     rows = [(f"<code>{esc(m['metric'])}</code>", cell_html(m.get("base")), cell_html(m.get("new")), cell_html(m.get("delta")),

@@ -89,10 +89,22 @@ def directory_input(path: str, digests: Mapping[str, str]) -> dict[str, Any]:
 def collect_environment() -> dict[str, Any]:
     """Python, platform, the versions of rpx's dependencies (read once per process: the
     package metadata lookups cost ~20 ms) and which path ran the kernels (``kernels``:
-    ``native`` or ``numpy (why)``; :mod:`rpx_cli.native`, read each time: ``RPX_NATIVE``)."""
-    from rpx_cli.native import describe
+    ``native`` or ``numpy (why)``; :mod:`rpx_cli.native`, read each time: ``RPX_NATIVE``).
+    On the numpy path pycocotools computes the masks (:mod:`rpx_cli.ops.masks`), so its
+    version is recorded there (``pycocotools``, when it is installed); the native path never
+    uses it and does not name it."""
+    from rpx_cli.native import core, describe
 
-    return {**_environment(), "kernels": describe()}
+    extra = {} if core() is not None else _numpy_path_versions()
+    return {**_environment(), **extra, "kernels": describe()}
+
+
+@cache
+def _numpy_path_versions() -> dict[str, str]:
+    from rpx_cli.distributions import version
+
+    found = version("pycocotools")
+    return {} if found is None else {"pycocotools": found}
 
 
 @cache

@@ -58,6 +58,9 @@ def provenance() -> dict[str, Any]:
                             "properties": {"python": {"type": "string"},
                                            "platform": {"type": "string"},
                                            "numpy": {"type": ["string", "null"]},
+                                           "pycocotools": {"type": "string", "description":
+                                                           "on the numpy path only, where it "
+                                                           "computes masks"},
                                            "kernels": {"type": "string", "description":
                                                        "which path ran the kernels: native "
                                                        "(rpx_cli._native) or numpy (why)"}}},

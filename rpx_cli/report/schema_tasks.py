@@ -22,6 +22,7 @@ from rpx_cli.report.schema_envelope import (
     full_report,
     rows_schema,
 )
+from rpx_cli.report.schema_params import params_schema
 from rpx_cli.report.schema_provenance import self_contained
 from rpx_cli.tasks.base import Task
 
@@ -51,12 +52,54 @@ def covering_families(task: Task, path: str) -> list[str] | None:
     return found or None
 
 
+def holding_families(task: Task, path: str) -> tuple[str, ...]:
+    """The ``--metrics`` families whose skipping removes ``path``, a key the task always
+    writes (``rows.absrel`` for a key of every row; :func:`covering_families`); none for a
+    key every run writes."""
+    parts = path.split(".")
+    if parts[0] == "rows":
+        return tuple(name for name, (keys, _) in task.families.items() if parts[1] in keys)
+    return tuple(covering_families(task, path) or ())
+
+
+def when_run(families: tuple[str, ...]) -> dict[str, Any]:
+    """A full report (not a ``--shard`` part) in which none of ``families`` was skipped."""
+    kept = {"properties": {"params": {"properties": {"skipped_metrics": {
+        "not": {"anyOf": [{"contains": {"const": name}} for name in families]}}}}}} \
+        if families else {}
+    return {"allOf": [{"not": {"required": ["state"]}}, kept]}
+
+
+def always_written(task: Task) -> list[dict[str, Any]]:
+    """``task.always``: every key a full report writes, required (``dataset`` itself too)
+    — a key a ``--metrics`` family holds only when that family ran (:func:`when_run`); keys
+    under one condition share one check."""
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for section, keys in task.always.items():
+        for key in keys:
+            path = f"{section}.{key}" if key else section
+            where = section if key else ""
+            groups.setdefault((where, holding_families(task, path)), []).append(key or section)
+    checks = []
+    for (where, families), keys in groups.items():
+        if where == "rows":
+            need = {"properties": {"rows": {"items": {"required": keys}}}}
+        elif where:
+            need = {"properties": {where: {"required": keys}}, "required": [where]}
+        else:
+            need = {"required": keys}
+        checks.append({"if": when_run(families), "then": need})
+    return checks
+
+
 def task_block(task: Task) -> dict[str, Any]:
     """What a report of ``task`` must hold beyond the envelope, generated from the task's
-    declarations: every declared metric, where it is a figure (``aggregate``, ``dataset``,
-    rows, ``dataset.per_class.<name>``) typed number or null; every ``headline`` path typed
-    number or null, and required in a full report unless a ``--metrics`` family that holds it
-    was skipped (``params.skipped_metrics``); the task's own ``report_properties`` and rows."""
+    declarations: ``params`` typed from its options (:func:`params_schema`); every declared
+    metric, where it is a figure (``aggregate``, ``dataset``, rows,
+    ``dataset.per_class.<name>``) typed number or null; every ``headline`` path typed number
+    or null, and required in a full report unless a ``--metrics`` family that holds it was
+    skipped (``params.skipped_metrics``); the keys it always writes (:attr:`Task.always`,
+    :func:`always_written`); the task's own ``report_properties`` and rows."""
     figures = {name: NUM_OR_NULL for name in task.metrics}
     per_class = {"type": "object", "description": "One entry per class: its figures.",
                  "additionalProperties": {"type": "object", "properties": dict(figures)}}
@@ -82,10 +125,11 @@ def task_block(task: Task) -> dict[str, Any]:
                 if families else {}
             checks.append({"if": {"allOf": [{"not": {"required": ["state"]}}, kept, *when]},
                            "then": nested(parts, NUM_OR_NULL, required=True)})
+    checks += always_written(task)
     rows = rows_schema(task)
     rows["items"]["properties"] = {**figures, **rows["items"]["properties"]}
     then: dict[str, Any] = {"properties": {**copy.deepcopy(dict(task.report_properties)),
-                                           "rows": rows},
+                                           "params": params_schema(task), "rows": rows},
                             "allOf": checks}
     if task.report_required:
         then["allOf"].append(full_report(list(task.report_required)))
@@ -119,7 +163,10 @@ def eval_schema(tasks: Mapping[str, Task], *, only: str | None = None) -> dict[s
             "dataset": {"type": "object", "description": "Pooled figures (task-specific)."},
             "strata": {"type": "object"},
             "rows": rows_schema(None),
+            **{key: {} for task in tasks.values() if task.report_schema == "rpx.eval"
+               for key in task.report_properties if key not in ("dataset",)},
         },
+        "additionalProperties": False,
         **full_report(["aggregate"]),
     }
     if by_task:
@@ -140,9 +187,14 @@ def task_kind_schema(task: Task) -> dict[str, Any]:
             **envelope_properties(),
             "task": {"const": task.name},
             **copy.deepcopy(dict(task.report_properties)),
+            "params": params_schema(task),
             "rows": rows_schema(task),
         },
+        "additionalProperties": False,
     }
     if task.report_required:
         schema.update(full_report(list(task.report_required)))
+    checks = always_written(task)
+    if checks:
+        schema["allOf"] = checks
     return self_contained(schema)

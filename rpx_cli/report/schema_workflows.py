@@ -87,15 +87,22 @@ def compare() -> dict[str, Any]:
         "$schema": DRAFT, "$id": "urn:rpx:schema:compare:v1",
         "title": "rpx comparison of two reports (rpx.compare v1)",
         "type": "object",
-        "required": ["schema", "schema_version", "base", "new", "params_differ", "summary",
-                     "metrics", "run_provenance"],
+        "required": ["schema", "schema_version", "base", "new", "params_differ",
+                     "presentation_params_differ", "summary", "metrics", "run_provenance"],
         "properties": {
             "schema": {"const": "rpx.compare"}, "schema_version": {"const": 1},
             "base": {"type": "object"}, "new": {"type": "object"},
             "params_differ": {"type": "array", "items": {"type": "string"},
                               "description": "Parameters that change the numbers and differ "
                                              "(compared anyway with --force)."},
+            "presentation_params_differ": {
+                "type": "array", "items": {"type": "string"},
+                "description": "Parameters that change no number (declared changes_numbers=False: "
+                               "keep_worst, images_dir) and differ: never a reason to refuse."},
             "summary": {"type": "object", "required": ["improved", "regressed", "unchanged"],
+                        "properties": {"no_significant_change": {
+                            "type": "integer", "minimum": 0, "description": "Figures that moved "
+                            "within their 95% interval (it includes 0)."}},
                         "additionalProperties": {"type": "integer", "minimum": 0}},
             "metrics": {"type": "array", "items": {
                 "type": "object", "required": ["metric", "base", "new", "delta"],
@@ -103,7 +110,14 @@ def compare() -> dict[str, Any]:
                                "new": NUM_OR_NULL, "delta": NUM_OR_NULL,
                                "direction": {"enum": ["higher", "lower", "none"]},
                                "status": {"enum": ["improved", "regressed", "unchanged", "changed",
-                                                   "n/a"]},
+                                                   "n/a", "no significant change"],
+                                          "description": "improved/regressed given the direction "
+                                          "(significant, or without an interval), changed (no "
+                                          "direction), unchanged, n/a (a value is null), or no "
+                                          "significant change: the 95% interval includes 0."},
+                               "point_status": {"enum": ["improved", "regressed", "changed"],
+                                                "description": "With 'no significant change': "
+                                                "which way the point estimate moved."},
                                "significant": {"type": ["boolean", "null"], "description":
                                                "The change's paired-bootstrap 95% interval "
                                                "excludes 0 (null: no interval)."},
@@ -116,6 +130,7 @@ def compare() -> dict[str, Any]:
                                                             ("ci95", "base_ci95", "new_ci95")}}}}},
             "gates": GATES, "run_provenance": PROVENANCE_REF,
         },
+        "additionalProperties": False,
     })
 
 

@@ -16,8 +16,9 @@ def interval_chart(items: Sequence[dict[str, Any]], *, title: str, x_label: str,
     "high", "status", "significant"}``, every row on its own scale (metrics differ by orders
     of magnitude: absrel 0.01, rmse 0.5, counts in the hundreds), zero in the middle, the
     numbers written on the right (``data-scale``: the row's half-width). A significant
-    change is blue ▲ (better) or vermillion ▼ (worse); one whose interval includes 0, or that
-    has none, is grey △ ▽ (the shape carries the meaning too). Labels are never cut: the
+    change is blue ▲ (better) or vermillion ▼ (worse); one whose interval includes 0 (status
+    "no significant change", ``point_status`` the way it moved), or that has none, is grey
+    △ ▽ (the shape carries the meaning too). Labels are never cut: the
     chart widens to hold the longest."""
     label_px = max(60, CHAR_PX * max((len(it["label"]) for it in items), default=6) + 10)
     notes = [short(it["delta"]) + (f" [{short(it['low'])}, {short(it['high'])}]"
@@ -38,7 +39,8 @@ def interval_chart(items: Sequence[dict[str, Any]], *, title: str, x_label: str,
         if significant:
             colour, mark = {"improved": (GOOD, "▲"), "regressed": (BAD, "▼")}.get(status, (NEUTRAL, "●"))
         else:
-            colour, mark = NEUTRAL, {"improved": "△", "regressed": "▽"}.get(status, "●")
+            way = it.get("point_status") or status  # no significant change: which way it moved
+            colour, mark = NEUTRAL, {"improved": "△", "regressed": "▽"}.get(way, "●")
         values = [abs(v) for v in (it["delta"], it.get("low"), it.get("high")) if v is not None]
         scale = max(values, default=1.0) or 1.0
 

@@ -34,7 +34,8 @@ def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), boots
                 seed: int = 0, force: bool = False,
                 invocation: Invocation | None = None) -> Comparison:
     """Compare the reports at ``base`` and ``new``. Reports of different tasks or
-    parameters are an input error unless ``force`` (then a warning). ``no_regression``,
+    parameters are an input error unless ``force`` (then a warning); parameters that change
+    no number (:func:`presentation_params`) never count. ``no_regression``,
     ``bootstrap``, ``seed`` and ``force`` are converted by their declarations
     (:data:`rpx_cli.params.workflows.COMPARE_OPTIONS`), as the CLI's flags are."""
     given = convert_all(COMPARE_OPTIONS, {"no_regression": no_regression, "bootstrap": bootstrap,
@@ -46,8 +47,11 @@ def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), boots
     if base_doc.get("task") != new_doc.get("task") or base_doc.get("schema") != new_doc.get("schema"):
         problems.append(f"different tasks: {base_doc.get('task')} vs {new_doc.get('task')}")
     base_params, new_params = base_doc.get("params") or {}, new_doc.get("params") or {}
+    shown_only = presentation_params(new_doc.get("task"))
     differ = sorted(k for k in set(base_params) | set(new_params)
                     if base_params.get(k) != new_params.get(k))
+    presentation = [k for k in differ if k in shown_only]
+    differ = [k for k in differ if k not in shown_only]
     if differ:
         problems.append(f"parameters that change the numbers differ: {', '.join(differ)}")
     if problems and not force:
@@ -58,7 +62,8 @@ def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), boots
     document = {
         "schema": "rpx.compare", "schema_version": 1,
         "base": _side(base, base_doc, base_bytes), "new": _side(new, new_doc, new_bytes),
-        "params_differ": differ, "summary": counts, "metrics": metrics,
+        "params_differ": differ, "presentation_params_differ": presentation,
+        "summary": counts, "metrics": metrics,
     }
     inputs = {"base": file_input(base, sha256_hex(base_bytes), exists=True),
               "new": file_input(new, sha256_hex(new_bytes), exists=True)}
@@ -67,6 +72,19 @@ def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), boots
         document["gates"] = gates
     return Comparison(document, [g for g in gates if not g["passed"]],
                       [f"warning: {p}" for p in problems])
+
+
+def presentation_params(task_name: Any) -> set[str]:
+    """The ``params`` of ``task_name``'s reports that change no number: its options declared
+    ``changes_numbers=False`` (``keep_worst``, ``images_dir``; ``--html`` only sets
+    ``keep_worst``). Empty for a task this installation does not know."""
+    from rpx_cli.tasks.registry import find_task
+
+    task = find_task(task_name) if isinstance(task_name, str) else None
+    if task is None:
+        return set()
+    return {option.param for option in (*task.options, *task.aux_inputs)
+            if not option.changes_numbers}
 
 
 def _side(path: str, document: dict[str, Any], data: bytes) -> dict[str, Any]:

@@ -187,6 +187,10 @@ class Task:
     report_required: ClassVar[tuple[str, ...]] = ()
     row_properties: ClassVar[Mapping[str, Any]] = {}
     row_required: ClassVar[tuple[str, ...]] = ()
+    # every key a full report always writes, by section: "rows" (every row), "aggregate",
+    # "dataset" ("" for the section itself, e.g. {"dataset": ("", "miou")}); a key a
+    # --metrics family holds is required only when the family ran. The schema requires them.
+    always: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 
     # --- inputs -------------------------------------------------------------------------
     suffixes: ClassVar[tuple[str, ...]] = ()

@@ -69,13 +69,6 @@ class Coherence(Task):
         "sgc": {"type": ["number", "null"]},
         "precision": {"type": ["number", "null"]},
         "recall": {"type": ["number", "null"]},
-        "params": {"type": "object",
-                   "description": "Every option that can change a number, normalised.",
-                   "properties": {"tau": {"type": "number", "exclusiveMinimum": 0},
-                                  "dilation": {"type": "integer", "minimum": 0},
-                                  "depth_scale": {"type": "number", "exclusiveMinimum": 0},
-                                  "missing": {"enum": ["error", "skip", "empty"]},
-                                  "on_error": {"enum": ["fail", "skip"]}}},
         "totals": {"type": "object", "description": "Pixel counts summed over the rows.",
                    "required": list(COUNTS), "properties": dict.fromkeys(COUNTS, _COUNT)},
     }

@@ -79,6 +79,13 @@ RESIZE_BUDGET = 64
 @register_task
 class Depth(Task):
     name = "depth"
+    # what every full report writes (the schema requires it; a --metrics family's keys only when it ran)
+    always = {"rows": ("absrel", "sqrel", "rmse", "rmse_log", "log10", "silog", "delta1",
+                       "delta2", "delta3", "n_valid"),
+              "aggregate": ("absrel", "sqrel", "rmse", "rmse_log", "log10", "silog", "delta1",
+                            "delta2", "delta3", "n_frames", "n_empty"),
+              "dataset": ("", "absrel", "sqrel", "rmse", "rmse_log", "log10", "silog", "delta1",
+                          "delta2", "delta3", "n_valid")}
     primary_metric = "absrel"
     headline = ("aggregate.absrel", "aggregate.rmse", "aggregate.delta1", "dataset.absrel", "dataset.rmse",
                 "dataset.delta1")

@@ -31,6 +31,10 @@ PRED_TEXT = "pred-text"  # a prediction with the query 'text' and no 'scores', a
 @register_task
 class Grounding(Task):
     name = "grounding"
+    # what every full report writes (the schema requires it; a --metrics family's keys only when it ran)
+    always = {"rows": ("grounding_iou", "grounding_acc"),
+              "aggregate": ("grounding_iou", "grounding_acc", "n_frames", "n_empty"),
+              "dataset": ("",)}
     primary_metric = "grounding_acc"
     rank_metric = "grounding_iou"
     suffixes = (".json",)

@@ -56,6 +56,13 @@ class Correspondences(NamedTuple):
 @register_task
 class Keypoints(Task):
     name = "keypoints"
+    # what every full report writes (the schema requires it; a --metrics family's keys only when it ran)
+    always = {"rows": ("keypoint_acc", "keypoint_acc_1px", "keypoint_acc_3px", "keypoint_acc_5px",
+                       "mean_match_error", "n_points"),
+              "aggregate": ("keypoint_acc", "keypoint_acc_1px", "keypoint_acc_3px",
+                            "keypoint_acc_5px", "mean_match_error", "n_frames", "n_empty"),
+              "dataset": ("", "keypoint_acc", "keypoint_acc_1px", "keypoint_acc_3px",
+                          "keypoint_acc_5px", "mean_match_error", "n_points")}
     primary_metric = "keypoint_acc"
     suffixes = (".json",)
     help = ("Keypoint correspondences: for each visible GT point the prediction nearest in "

@@ -33,6 +33,9 @@ class Image(NamedTuple):
 @register_task
 class NovelViewSynthesis(Task):
     name = "nvs"
+    # what every full report writes (the schema requires it; a --metrics family's keys only when it ran)
+    always = {"rows": ("psnr", "ssim", "ssim_global"),
+              "aggregate": ("psnr", "ssim", "ssim_global", "n_frames"), "dataset": ("",)}
     primary_metric = "psnr"
     suffixes = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".npy")
     heavy_pairs = True  # a sequence / an image pair: tens of ms to seconds each

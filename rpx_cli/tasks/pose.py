@@ -59,6 +59,13 @@ _FOLDED = _ANGLE + "; folded to min(e, 180 - e) (--translation-sign-ambiguous, S
 @register_task
 class RelativePose(Task):
     name = "pose"
+    # what every full report writes (the schema requires it; a --metrics family's keys only when it ran)
+    always = {"rows": ("rotation_error_deg", "translation_error_m", "translation_angular_deg",
+                       "pose_error_max_deg"),
+              "aggregate": ("rotation_error_deg", "translation_error_m", "translation_angular_deg",
+                            "pose_error_max_deg", "n_frames", "n_missing"),
+              "dataset": ("", "auc_5deg", "auc_10deg", "auc_20deg", "median_rotation_error_deg",
+                          "median_translation_error_m")}
     primary_metric = "rotation_error_deg"
     rank_metric = "pose_error_max_deg"
     stats = tuple(Stat(key) for key in ROW_KEYS)

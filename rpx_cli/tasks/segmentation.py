@@ -41,6 +41,7 @@ from rpx_cli.ops.confusion import (
 )
 from rpx_cli.ops.pictures import error_overlay, label_overlay
 from rpx_cli.ops.reduce import mean_present
+from rpx_cli.params.parsers import NAMES
 from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn, shape_text
 from rpx_cli.tasks.registry import register_task
@@ -52,6 +53,11 @@ PNG_255 = "png-255"  # warning: an 8-bit GT PNG holds 255, which is not ignored
 @register_task
 class Segmentation(Task):
     name = "segmentation"
+    # what every full report writes (the schema requires it; a --metrics family's keys only when it ran)
+    always = {"rows": ("miou", "pixel_acc", "n_labelled"),
+              "aggregate": ("miou", "pixel_acc", "n_frames", "n_empty"),
+              "dataset": ("", "miou", "fwiou", "acc", "mprecision", "mrecall", "mf1", "per_class",
+                          "confusion", "n_labelled")}
     primary_metric = "miou"
     headline = ("dataset.miou", "dataset.acc", "dataset.mf1", "dataset.fwiou", "aggregate.miou")
     page_view = "class_iou"
@@ -94,7 +100,7 @@ class Segmentation(Task):
         Option("num_classes", "--num-classes", "int", None, minimum=1, maximum=MAX_CLASSES,
                help="Classes are 0..N-1: a GT label >= N is an input error, a predicted one "
                     "counts in the 'other' column [default: the labels that appear]."),
-        Option("class_names", "--class-names", "file", None, metavar="FILE",
+        Option("class_names", "--class-names", "file", None, metavar="FILE", recorded=NAMES,
                help="Class names, one per line or a JSON list; label i is line i. Keys "
                     "dataset.per_class by name and implies --num-classes."),
         KEEP_WORST, IMAGES_DIR,

@@ -39,6 +39,10 @@ SUMS = ("n_points", "n_missed", "abs_rel_sum", "sq_err_sum", "n_invalid_gt")
 @register_task
 class SparseDepth(Task):
     name = "sparse-depth"
+    # what every full report writes (the schema requires it; a --metrics family's keys only when it ran)
+    always = {"rows": ("sparse_absrel", "sparse_rmse", "n_points", "n_missed"),
+              "aggregate": ("sparse_absrel", "sparse_rmse", "n_frames", "n_empty"),
+              "dataset": ("", "sparse_absrel", "sparse_rmse", "n_points", "n_missed")}
     primary_metric = "sparse_absrel"
     suffixes = (".npy", ".json", ".npz", ".png", ".pgm", ".tif", ".tiff")
     help = "Depth at sparse GT points, predicted as points (nearest within a radius) or dense maps."

@@ -58,6 +58,13 @@ COUNTS = ("idsw", "fp", "fn", "tp", "mt", "pt", "ml", "frag", "idtp", "idfp", "i
 @register_task
 class Tracking(Task):
     name = "tracking"
+    # what every full report writes (the schema requires it; a --metrics family's keys only when it ran)
+    always = {"rows": ("mota", "motp", "idf1", "hota", "deta", "assa", "idsw", "fp", "fn",
+                       "num_gt", "num_pred"),
+              "aggregate": ("mota", "motp", "idf1", "hota", "deta", "assa", "idsw", "fp", "fn",
+                            "num_gt", "num_pred", "n_sequences"),
+              "dataset": ("", "mota", "motp", "idf1", "hota", "deta", "assa", "idsw", "fp", "fn",
+                          "num_gt", "num_pred")}
     primary_metric = "mota"
     headline = ("dataset.hota", "dataset.mota", "dataset.idf1", "dataset.motp", "dataset.idsw")
     page_view = "sequences"

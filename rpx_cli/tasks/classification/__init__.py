@@ -34,6 +34,7 @@ from rpx_cli.io.class_names import read_class_names
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.labels import LabelDoc, parse_label_file, read_label_csv, record_stem
 from rpx_cli.io.regular import read_bytes
+from rpx_cli.params.parsers import LABEL_MAP, NAMES
 from rpx_cli.tasks.base import FileInput, MetricInfo, Option, Params, Sample, Task, Warn, probability
 from rpx_cli.tasks.classification.columns import (
     MAX_CLASSES,
@@ -83,6 +84,9 @@ class Classification(Task):
         '    --gt-file fixtures/classification/imagenet-csv/gt.csv --top-k 3 | jq .dataset.top3_accuracy'
     )
     suffixes = (".json", ".txt")
+    # what every full report writes (the schema requires it; a --metrics family's keys only when it ran)
+    always = {"rows": ("correct",), "aggregate": ("correct", "n_samples"),
+              "dataset": ("", "n_samples", "n_classes")}
     primary_metric = "correct"
     rank_metric = "correct"  # the worst rows: wrong ones, most confident first (their confidence)
     headline = ("dataset.accuracy", "dataset.balanced_accuracy", "dataset.macro_f1", "dataset.mAP",
@@ -111,11 +115,11 @@ class Classification(Task):
                 "report": ((), ()), "ranking": ((), ()), "calibration": ((), ()),
                 "curves": ((), ())}
     options = (
-        Option("class_names", "--class-names", "file", None, metavar="FILE",
+        Option("class_names", "--class-names", "file", None, metavar="FILE", recorded=NAMES,
                help="Classes, one per line or a JSON list: the label set and the class order "
                     "(ties go to the class listed first); a label outside it is an input error "
                     "[default: every label that appears, integers by value, then text]."),
-        Option("class_map", "--class-map", "file", None, metavar="FILE",
+        Option("class_map", "--class-map", "file", None, metavar="FILE", recorded=LABEL_MAP,
                help="JSON {raw label: evaluated label, or null to drop}, applied to GT and "
                     "predictions first (merged classes' scores add; with --multi-label the "
                     "largest is kept)."),

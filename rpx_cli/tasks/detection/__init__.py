@@ -59,7 +59,7 @@ from rpx_cli.io.skipped import skip_note
 from rpx_cli.io.values import area_problem
 from rpx_cli.ops.coco import STAT_NAMES
 from rpx_cli.ops.tide import ERROR_TYPES
-from rpx_cli.params.parsers import parse_image_size, parse_kpt_shape, parse_ultralytics_version
+from rpx_cli.params.parsers import LABEL_MAP, parse_image_size, parse_kpt_shape, parse_ultralytics_version
 from rpx_cli.params.parsers import sigmas as parse_sigmas
 from rpx_cli.params.pictures import IMAGES_DIR, KEEP_WORST
 from rpx_cli.tasks.base import (
@@ -116,6 +116,10 @@ def _content(value: Any) -> Any:
 @register_task
 class Detection(Task):
     name = "detection"
+    # what every full report writes (the schema requires it; a --metrics family's keys only when it ran)
+    always = {"rows": ("precision", "recall", "f1", "tp", "fp", "fn", "n_gt", "n_pred"),
+              "aggregate": ("precision", "recall", "f1", "n_frames"),
+              "dataset": ("", "pooled", "confusion", "coco")}
     primary_metric = "f1"
     headline = ("dataset.coco.AP", "dataset.coco.AP50", "dataset.coco.AP75", *SHARED_HEADLINE)
     page_view = "pr_curves"
@@ -248,7 +252,7 @@ class Detection(Task):
                parse=probability("confidence threshold"), metavar="S",
                help="Keep detections with score >= S for rows, pooled and confusion (COCO AP "
                     "always uses every detection)."),
-        Option("class_map", "--class-map", "file", None, metavar="FILE",
+        Option("class_map", "--class-map", "file", None, metavar="FILE", recorded=LABEL_MAP,
                help="JSON {raw label: evaluated label, or null to drop}, applied to GT and "
                     "predictions first."),
         Option("skip_empty_gt", "--skip-empty-gt", "flag", False,

@@ -35,7 +35,7 @@ from rpx_cli.io.boxes3d import BOX_ORIGINS, read_submission, sample_objects
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.regular import read_bytes
 from rpx_cli.ops.detection3d_curves import CURVE_ERRORS
-from rpx_cli.params.parsers import integer, iou_threshold, parse_band, positive
+from rpx_cli.params.parsers import NAME_NUMBERS, NAMES, integer, iou_threshold, parse_band, positive
 from rpx_cli.params.pictures import KEEP_WORST
 from rpx_cli.params.values import Threshold
 from rpx_cli.tasks.base import (
@@ -92,6 +92,11 @@ def _recall_points(value: Any) -> int:
 @register_task
 class Detection3D(Task):
     name = "detection3d"
+    # what every full report writes (the schema requires it; a --metrics family's keys only when it ran)
+    always = {"rows": ("tp", "fp", "fn", "n_gt", "n_pred", "precision", "recall", "f1"),
+              "aggregate": ("precision", "recall", "f1", "n_samples"),
+              "dataset": ("", "pooled", "mAP", "NDS", "mAPH", "mATE", "mASE", "mAOE", "mAVE",
+                          "mAAE")}
     primary_metric = "f1"
     headline = ("dataset.mAP", "dataset.NDS", "dataset.mAPH", "dataset.mATE", "dataset.mASE",
                 "dataset.mAOE", "dataset.mAVE", "dataset.mAAE", "dataset.mAP_3d_moderate",
@@ -175,7 +180,7 @@ class Detection3D(Task):
                help="GT files: rpx JSON, or KITTI labels (.txt, 15 fields) [default: auto, by "
                     "the folder's suffixes]."),
         Option("recall_points", "--recall-points", "parsed", None, parse=_recall_points,
-               metavar="40|11",
+               metavar="40|11", recorded={"enum": [40, 11]},
                args_when_unset=False,
                help="--protocol kitti: AP over 40 recall positions (AP_R40) or 11 (AP_R11) "
                     "[default: 40]."),
@@ -196,11 +201,12 @@ class Detection3D(Task):
         Option("tp_threshold", "--tp-threshold", "parsed", 2.0, parse=positive("TP threshold"),
                metavar="M", help="Centre-distance threshold of the TP errors and the rows (with IoU "
                                  "matching they use the first --iou-th)."),
-        Option("class_names", "--class-names", "str", (), multiple=True, metavar="NAMES",
+        Option("class_names", "--class-names", "str", (), multiple=True, metavar="NAMES", recorded=NAMES,
                help="Classes to evaluate, comma-separated (repeatable) or a file; a box of "
                     "another class is an input error [default: every label in GT or "
                     "predictions]."),
         Option("class_range", "--class-range", "parsed", (), multiple=True, parse=parse_class_range,
+               recorded=NAME_NUMBERS,
                metavar="NAME=M", help="Evaluate class NAME only within M metres of the ego "
                                       "(repeatable), e.g. car=50."),
         Option("ranges", "--range", "parsed", (), multiple=True, parse=parse_band, metavar="A:B",
@@ -229,6 +235,7 @@ class Detection3D(Task):
         Option("cap_rule", "--cap-rule", "choice", None, choices=("lt", "le"),
                help="--class-range keeps distance < cap (nuscenes) or <= cap (autoware)."),
         Option("cap_predictions", "--cap-predictions", "choice", None, choices=("yes", "no"),
+               recorded={"type": "boolean", "description": "yes: true"},
                help="Whether --class-range also drops predictions (nuscenes) or only GT (autoware)."),
         Option("tp_errors", "--tp-errors", "choice", None, choices=("nuscenes", "autoware"),
                help="TP errors as the devkit's calc_tp at --tp-threshold, or autoware-ml's mean of "
@@ -237,6 +244,8 @@ class Detection3D(Task):
                help="Classes whose orientation error has period pi (repeatable; 'none' for no "
                     "class) [nuscenes: barrier; autoware: none]."),
         Option("tp_error_exempt", "--tp-error-exempt", "parsed", (), multiple=True,
+               recorded={"type": "object", "additionalProperties": {
+                   "type": "array", "items": {"enum": ["ATE", "ASE", "AOE", "AVE", "AAE"]}}},
                parse=parse_exempt, metavar="CLASS=ERR,..",
                help="TP errors left undefined for a class (repeatable, replaces the protocol's "
                     "list; 'none' for none) [nuscenes: traffic_cone=AOE,AVE,AAE barrier=AVE,AAE]."),

@@ -99,10 +99,18 @@ class Panoptic(Task):
     )
     options = (
         Option("categories", "--categories", "parsed", None, parse=read_categories,
-               metavar="FILE",
+               metavar="FILE", recorded={"type": "array", "items": {
+                   "type": "object", "required": ["id", "name", "isthing"],
+                   "properties": {"id": {"type": "integer"}, "name": {"type": "string"},
+                                  "isthing": {"type": "boolean"}}}},
                help="The categories, a JSON list of {id, name, isthing} (or a COCO file with "
                     "'categories') [default: the GT JSON's]. rpx_cli.Evaluator takes the list."),
     )
+    # what every full report writes (the schema requires it; a --metrics family's keys only when it ran)
+    always = {"rows": ("pq", "sq", "rq", "tp", "fp", "fn"),
+              "aggregate": ("pq", "sq", "rq", "n_images"),
+              "dataset": ("", "pq", "sq", "rq", "pq_things", "sq_things", "rq_things", "pq_stuff",
+                          "sq_stuff", "rq_stuff", "per_class", "n_images")}
     primary_metric = "pq"
     rank_metric = "pq"
     headline = ("dataset.pq", "dataset.sq", "dataset.rq", "dataset.pq_things",

@@ -59,7 +59,7 @@ from rpx_cli.ops.confusion import (
 from rpx_cli.ops.lidar import LabelMap, RangeIntervals
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.params import Band, banded
-from rpx_cli.params.parsers import parse_band
+from rpx_cli.params.parsers import NAMES, parse_band
 from rpx_cli.tasks.base import MetricInfo, Option, Params, Sample, Task, Warn
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.segmentation3d.scores import (
@@ -127,6 +127,11 @@ def _intervals(bands: tuple[Band, ...]) -> RangeIntervals:
 @register_task
 class Segmentation3D(Task):
     name = "segmentation3d"
+    # what every full report writes (the schema requires it; a --metrics family's keys only when it ran)
+    always = {"rows": ("miou", "acc", "n_points", "n_labelled"),
+              "aggregate": ("miou", "acc", "n_frames", "n_empty"),
+              "dataset": ("", "miou", "fwiou", "acc", "mprecision", "mrecall", "mf1", "per_class",
+                          "confusion", "n_labelled", "n_points")}
     primary_metric = "miou"
     headline = ("dataset.miou", "dataset.acc", "dataset.mf1", "dataset.fwiou", "aggregate.miou")
     band_metrics = ("miou", "acc", "mf1", "fwiou", "mprecision", "mrecall")
@@ -158,10 +163,11 @@ class Segmentation3D(Task):
                help="Classes are 0..N-1: a GT label >= N is an input error, a predicted one "
                     "counts in the 'other' column [default: the labels that appear]. Needed "
                     "by --protocol semantickitti."),
-        Option("class_names", "--class-names", "file", None, metavar="FILE",
+        Option("class_names", "--class-names", "file", None, metavar="FILE", recorded=NAMES,
                help="Class names, one per line or a JSON list; label i is line i. Keys "
                     "dataset.per_class by name and implies --num-classes."),
         Option("label_map", "--label-map", "file", None, metavar="FILE",
+               recorded={"type": "object", "additionalProperties": {"type": "integer"}},
                help='JSON {"raw label": class label} applied to GT and predictions (e.g. '
                     "SemanticKITTI's learning_map: 252 moving-car -> car). A label it does "
                     "not list is an input error."),

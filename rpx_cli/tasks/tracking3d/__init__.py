@@ -25,7 +25,7 @@ from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.tracks3d import TrackSample, read_sample, read_samples, scene_document
 from rpx_cli.ops.amota import CLASS_KEYS
 from rpx_cli.ops.track_scenes import SceneFrames, prepare_scene
-from rpx_cli.params.parsers import name_and_number, number, positive
+from rpx_cli.params.parsers import NAME_NUMBERS, NAMES, name_and_number, number, positive
 from rpx_cli.tasks.base import FileInput, MetricInfo, Option, Params, Sample, Task, Warn, probability
 from rpx_cli.tasks.registry import register_task
 from rpx_cli.tasks.stats import Stat, StatTable
@@ -75,6 +75,12 @@ class Tracking3D(Task):
     suffixes = (".json",)
     folder_pairs = True
     heavy_pairs = True
+    # what every full report writes (the schema requires it; a --metrics family's keys only when it ran)
+    always = {"rows": ("n_gt", "n_pred", "tp", "fp", "fn", "ids", "frag", "mota", "motp", "recall"),
+              "aggregate": ("n_gt", "n_pred", "tp", "fp", "fn", "ids", "frag", "mota", "motp",
+                            "recall"),
+              "dataset": ("", "amota", "amotp", "mota", "motp", "recall", "ids", "frag",
+                          "per_class")}
     primary_metric = "mota"
     rank_metric = "mota"
     headline = ("dataset.amota", "dataset.amotp", "dataset.mota", "dataset.motp",
@@ -112,10 +118,10 @@ class Tracking3D(Task):
         "curves": ((), ("dataset.curves",)),
     }
     options = (
-        Option("class_names", "--class-names", "str", (), multiple=True, metavar="NAMES",
+        Option("class_names", "--class-names", "str", (), multiple=True, metavar="NAMES", recorded=NAMES,
                help="Tracking classes, comma-separated (repeatable) or a file; a box of another "
                     "class is an input error [default: the seven nuScenes tracking classes]."),
-        Option("class_range", "--class-range", "parsed", (), multiple=True,
+        Option("class_range", "--class-range", "parsed", (), multiple=True, recorded=NAME_NUMBERS,
                parse=name_and_number("METRES", _cap), metavar="NAME=M",
                help="Evaluate class NAME only within M metres of the ego (repeatable; inf: no "
                     "cap) [default: car, truck, bus, trailer 50; pedestrian, motorcycle, "
