@@ -231,7 +231,7 @@ class DepthKernel:
 
     _AMBIGUOUS = 1e-6
     _FLOATS = ("p", "g", "d", "r", "q", "l", "w", "x", "s", "y", "c")
-    _BOOLS = ("hit", "band", "far")
+    _BOOLS = ("hit", "low", "band", "far")
     _INTS = ("gbin", "pbin", "bits")
 
     def __init__(self, dtype: type = np.float32, chunk: int = 1 << 17) -> None:
@@ -334,7 +334,7 @@ class DepthKernel:
         if histogram is not None:
             self._histogram(p, g, abs_rel, sq_err, size - n, histogram)
         parts[0].append(self._sums(terms, log_ratio, worst, mask, n, size - n, start, pred, gt,
-                                   gt_scale, f["c"], b["hit"]))
+                                   gt_scale, f["c"], (b["hit"], b["low"])))
         for index, (low, high) in enumerate(bands, start=1):
             band = np.greater_equal(g, np.float64(low), out=b["band"])
             if high is not None:
@@ -344,11 +344,11 @@ class DepthKernel:
             n_band = int(np.count_nonzero(band))
             if n_band:
                 parts[index].append(self._sums(terms, log_ratio, worst, band, n_band, None, start,
-                                               pred, gt, gt_scale, f["c"], b["hit"]))
+                                               pred, gt, gt_scale, f["c"], (b["hit"], b["low"])))
         return 0
 
     def _sums(self, terms, log_ratio, worst, mask, n, neutral, start, pred, gt, gt_scale,
-              scratch, hit) -> DepthSums:
+              scratch, hits) -> DepthSums:
         """Sums over ``mask`` (all pixels when None). ``neutral``: how many neutral pixels a
         mask-free count may subtract instead of masking (None: always mask)."""
         weighted = mask is not None and neutral is None
@@ -363,31 +363,32 @@ class DepthKernel:
             centred *= mask
         log_m2 = _total(np.multiply(centred, centred, out=centred))
         deltas = [self._count(worst, threshold, mask if neutral is None else None,
-                              neutral or 0, hit, start, pred, gt, gt_scale)
+                              neutral or 0, hits, start, pred, gt, gt_scale)
                   for threshold in DELTA_THRESHOLDS]
         abs_rel, sq_rel, sq_err, abs_log = totals
         return DepthSums(n, abs_rel, sq_rel, sq_err, log_sum, log_m2, abs_log, *deltas)
 
-    def _count(self, worst, threshold, mask, neutral, hit, start, pred, gt, gt_scale) -> int:
+    def _count(self, worst, threshold, mask, neutral, hits, start, pred, gt, gt_scale) -> int:
         """Pixels (of ``mask``) with max(p/g, g/p) < threshold; ``neutral`` pixels (ratio 1,
         always counted when no mask is given) are subtracted. ``worst``: max(p/g, g/p) in
-        float64, |d| in float32."""
-        def below(limit: float) -> int:
+        float64, |d| in float32. ``hits``: two bool buffers of the chunk's size."""
+        def below(limit: float, hit: np.ndarray) -> int:
             np.less(worst, self.dtype.type(limit), out=hit)
             if mask is not None:
                 np.logical_and(hit, mask, out=hit)
             return int(np.count_nonzero(hit))
 
+        below_upper, below_lower = hits
         if self.dtype == np.float64:
-            return below(threshold) - neutral
+            return below(threshold, below_upper) - neutral
         lower, upper = (math.log(threshold) * (1 + side * self._AMBIGUOUS) for side in (-1, 1))
-        low = below(lower)
-        high = below(upper)
+        low = below(lower, below_lower)
+        high = below(upper, below_upper)
         if low == high:  # no pixel near the threshold: float32 decided every one exactly
             return low - neutral
-        near = (worst >= np.float32(lower)) & (worst < np.float32(upper))
-        if mask is not None:
-            near &= mask
+        # the pixels within rounding of the threshold: below upper and not below lower (a
+        # pixel below lower is below upper), of the mask when there is one
+        near = np.logical_xor(below_upper, below_lower, out=below_upper)
         index = np.flatnonzero(near) + start
         p = np.maximum(pred[index].astype(np.float64), PRED_FLOOR)
         g = gt[index].astype(np.float64)
