@@ -289,3 +289,18 @@ def test_the_delta_chart_scales_each_metric_and_never_cuts_a_label() -> None:
     assert label_x - len(label) * CHAR_PX >= 0  # right-aligned at x: the whole label fits
     width = float(re.search(r'width="([0-9.]+)"', chart).group(1))
     assert width >= len(label) * CHAR_PX + 240
+
+
+def test_a_comparison_written_before_presentation_params_validates_and_shows(rpx, two_reports,
+                                                                             tmp_path) -> None:
+    """``presentation_params_differ`` is new: a comparison an earlier rpx wrote (without it)
+    stays a valid rpx.compare v1 file that rpx show, rpx report and rpx validate read."""
+    base, new = two_reports
+    run = rpx(["compare", base, new, "--bootstrap", "0", "-q"])
+    older = dict(run.json)
+    del older["presentation_params_differ"]
+    path = tmp_path / "older-compare.json"
+    path.write_text(json.dumps(older))
+    for command in (["validate", path], ["show", path], ["report", path, "-o", tmp_path / "p.html"]):
+        done = rpx(command)
+        assert done.exit_code == 0, (command, done.stderr)

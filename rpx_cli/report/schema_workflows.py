@@ -87,8 +87,10 @@ def compare() -> dict[str, Any]:
         "$schema": DRAFT, "$id": "urn:rpx:schema:compare:v1",
         "title": "rpx comparison of two reports (rpx.compare v1)",
         "type": "object",
+        # presentation_params_differ is written by every rpx since it exists, but not
+        # required: a comparison an earlier rpx wrote stays a valid v1 file
         "required": ["schema", "schema_version", "base", "new", "params_differ",
-                     "presentation_params_differ", "summary", "metrics", "run_provenance"],
+                     "summary", "metrics", "run_provenance"],
         "properties": {
             "schema": {"const": "rpx.compare"}, "schema_version": {"const": 1},
             "base": {"type": "object"}, "new": {"type": "object"},
