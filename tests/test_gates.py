@@ -132,3 +132,11 @@ def test_compare_ends_with_the_verdict_and_a_typo_exits_2(rpx, tmp_path: Path) -
     assert typo.exit_code == 2
     assert "no such key aggregate.absrell in BASE; did you mean aggregate.absrel" in typo.stderr
     assert typo.stderr.strip().splitlines()[-1].endswith("name no key of the report (see above); exit 2")
+
+
+def test_a_value_a_rounding_away_from_its_bound_is_written_in_full() -> None:
+    """``%g`` writes 1.0000000000000002 as 1: a failed ``<=1`` must not read "1 fails <= 1"."""
+    report = {"aggregate": {"mAP": 1.0000000000000002, "AP": 0.5}}
+    failed, passed = check(report, [parse_gate("mAP<=1"), parse_gate("AP>=0.25")])
+    assert not failed["passed"] and failed["message"] == "aggregate.mAP = 1.0000000000000002 fails <= 1.0"
+    assert passed["message"] == "aggregate.AP = 0.5 satisfies >= 0.25"

@@ -81,10 +81,20 @@ def check(report: Mapping[str, Any], gates: list[Gate]) -> list[dict[str, Any]]:
                             "message": f"{where} is {what}"})
         else:
             passed = bool(_OPERATORS[gate.op](value, gate.threshold))
+            shown, bound = _numbers(value, gate.threshold)
             results.append({"expr": gate.expr, "value": value, "passed": passed,
-                            "message": f"{where} = {value:g} {'satisfies' if passed else 'fails'} "
-                                       f"{gate.op} {gate.threshold:g}"})
+                            "message": f"{where} = {shown} {'satisfies' if passed else 'fails'} "
+                                       f"{gate.op} {bound}"})
     return results
+
+
+def _numbers(value: float, threshold: float) -> tuple[str, str]:
+    """The value and the threshold as a gate's message writes them: short (``%g``), unless
+    that shows two different numbers alike (1.0000000000000002 against 1): then in full."""
+    shown, bound = f"{value:g}", f"{threshold:g}"
+    if shown == bound and value != threshold:
+        return repr(float(value)), repr(float(threshold))
+    return shown, bound
 
 
 # sections whose keys are not figures a gate names (or too many to list)
