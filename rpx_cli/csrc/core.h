@@ -41,7 +41,8 @@ static inline int vec64_push(vec64 *v, int64_t x) {
 }
 
 /* The buffer kinds a kernel accepts. */
-enum { BUF_BYTES = 'B', BUF_INT64 = 'q', BUF_FLOAT64 = 'd', BUF_UINT8 = 'u' };
+enum { BUF_BYTES = 'B', BUF_INT64 = 'q', BUF_FLOAT64 = 'd', BUF_UINT8 = 'u', BUF_FLOAT32 = 'f',
+       BUF_UINT16 = 'H' };
 
 /* Get a C-contiguous buffer of `kind` (writable if asked) from `obj`; on failure set a
  * TypeError naming `name` and return -1. Release with PyBuffer_Release. */
@@ -60,6 +61,9 @@ PyObject *rpx_rle_intersections(PyObject *self, PyObject *args);
 PyObject *rpx_polygons_rle(PyObject *self, PyObject *args);
 PyObject *rpx_rle_merge(PyObject *self, PyObject *args);
 PyObject *rpx_rle_bbox(PyObject *self, PyObject *args);
+
+/* the depth kernel of depth.c */
+PyObject *rpx_depth_sums(PyObject *self, PyObject *args);
 
 /* the reader of coco_json.c */
 PyObject *rpx_coco_results(PyObject *self, PyObject *args);

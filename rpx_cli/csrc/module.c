@@ -16,6 +16,10 @@ static int kind_matches(const Py_buffer *view, int kind) {
         return view->itemsize == 8 && (f[0] == 'q' || f[0] == 'l');
     case BUF_FLOAT64:
         return view->itemsize == 8 && f[0] == 'd';
+    case BUF_FLOAT32:
+        return view->itemsize == 4 && f[0] == 'f';
+    case BUF_UINT16:
+        return view->itemsize == 2 && f[0] == 'H';
     default:
         return 0;
     }
@@ -32,7 +36,9 @@ int rpx_get_buffer(PyObject *obj, Py_buffer *view, int kind, int writable, const
         PyBuffer_Release(view);
         PyErr_Format(PyExc_TypeError, "%s: wrong element type (%s)", name,
                      kind == BUF_INT64 ? "int64 expected" :
-                     kind == BUF_FLOAT64 ? "float64 expected" : "bytes expected");
+                     kind == BUF_FLOAT64 ? "float64 expected" :
+                     kind == BUF_FLOAT32 ? "float32 expected" :
+                     kind == BUF_UINT16 ? "uint16 expected" : "bytes expected");
         return -1;
     }
     return 0;
@@ -79,6 +85,12 @@ static PyMethodDef methods[] = {
     {"rle_bbox", rpx_rle_bbox, METH_VARARGS,
      "rle_bbox(text, offsets, heights, out): each compressed RLE's [x, y, w, h] bounding box "
      "(the tight box of its pixels; zeros for an empty mask) into out (float64, N x 4)."},
+    {"depth_sums", rpx_depth_sums, METH_VARARGS,
+     "depth_sums(pred, gt, scale, valid, t1, t2, t3) -> (n, abs_rel, sq_rel, sq_err, log_sum, "
+     "log_m2, abs_log, delta1, delta2, delta3, bad): one frame's depth sums (rpx_cli/ops/depth.py, "
+     "float32 precision) in one pass. pred float32; gt float32 metres (scale 0) or uint16 in "
+     "1/scale m; valid: a bool mask, or None to take GT > 0 and finite; t1..t3 the delta "
+     "thresholds; bad: non-finite predictions at valid pixels. GIL released."},
     {"coco_results", rpx_coco_results, METH_VARARGS,
      "coco_results(data, field) -> (n, image, category, score, bbox, has_bbox, shape, offsets, "
      "sizes) or None: a COCO results list (field 0 bbox, 1 segmentation as compressed RLEs, 2 "
@@ -100,7 +112,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     /* bumped whenever a kernel's signature or meaning changes: native.py refuses another */
-    if (PyModule_AddIntConstant(m, "ABI", 2) < 0) {
+    if (PyModule_AddIntConstant(m, "ABI", 3) < 0) {
         Py_DECREF(m);
         return NULL;
     }
