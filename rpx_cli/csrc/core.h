@@ -12,6 +12,22 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* CLONES: a function compiled twice, for AVX2 and for the x86-64 baseline, the copy chosen
+ * when the module loads (GCC's target_clones; elsewhere one copy). Its helpers are marked
+ * ALWAYS_INLINE so each copy gets its own vectorised body. Integer results are the same in
+ * both copies; float kernels keep theirs the same by avoiding FMA (-ffp-contract=off) and
+ * summing in fixed lanes. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+#define CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define CLONES
+#endif
+#if defined(__GNUC__)
+#define ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE
+#endif
+
 /* A growable array of int64 (malloc'd; reserve() fails cleanly on overflow or ENOMEM). */
 typedef struct {
     int64_t *data;
@@ -64,6 +80,9 @@ PyObject *rpx_rle_bbox(PyObject *self, PyObject *args);
 
 /* the depth kernel of depth.c */
 PyObject *rpx_depth_sums(PyObject *self, PyObject *args);
+
+/* the panoptic id PNG rows of png.c */
+PyObject *rpx_png_rgb_ids(PyObject *self, PyObject *args);
 
 /* the reader of coco_json.c */
 PyObject *rpx_coco_results(PyObject *self, PyObject *args);

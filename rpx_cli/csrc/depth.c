@@ -24,11 +24,6 @@
 #include <string.h>
 
 #define BLOCK 2048
-#if defined(__GNUC__)
-#define ALWAYS_INLINE __attribute__((always_inline)) /* into each CPU's copy of depth_frame */
-#else
-#define ALWAYS_INLINE
-#endif
 
 static const float LN2_HI = 0.693145751953125f * 0x1p-23f;
 static const float LN2_LO = (float)((0.69314718055994530942 - 0.693145751953125) * 0x1p-23);
@@ -214,14 +209,8 @@ ALWAYS_INLINE static inline void depth_block(const float *pred, const void *gt, 
     t->bad += bad;
 }
 
-/* AVX2 and baseline copies of the frame loop, chosen at load time (the same arithmetic in
- * each: no FMA, fixed-lane sums, so the same bits on every CPU) */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
-#define CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define CLONES
-#endif
-
+/* AVX2 and baseline copies of the frame loop, chosen at load time (core.h: CLONES), doing the
+ * same arithmetic in each (no FMA, fixed-lane sums): the same bits on every CPU */
 CLONES static void depth_frame(const float *pred, const void *gt, int kind, double scale,
                                const uint8_t *valid, Py_ssize_t size, const float lower[3],
                                const float upper[3], const double thresholds[3], block_t *b,

@@ -91,6 +91,12 @@ static PyMethodDef methods[] = {
      "float32 precision) in one pass. pred float32; gt float32 metres (scale 0) or uint16 in "
      "1/scale m; valid: a bool mask, or None to take GT > 0 and finite; t1..t3 the delta "
      "thresholds; bad: non-finite predictions at valid pixels. GIL released."},
+    {"png_rgb_ids", rpx_png_rgb_ids, METH_VARARGS,
+     "png_rgb_ids(raw, width, height, out) -> None or the first bad row: the inflated data of "
+     "an 8-bit RGB non-interlaced PNG (height * (1 + 3 width) bytes, each row its filter type "
+     "first) unfiltered into segment ids R + 256 G + 256^2 B, little-endian uint32, in out "
+     "(4 * width * height bytes). Returns the first row whose filter type is above 4, else "
+     "None. GIL released."},
     {"coco_results", rpx_coco_results, METH_VARARGS,
      "coco_results(data, field) -> (n, image, category, score, bbox, has_bbox, shape, offsets, "
      "sizes) or None: a COCO results list (field 0 bbox, 1 segmentation as compressed RLEs, 2 "

@@ -7,7 +7,9 @@ as four bytes a pixel (R, G, B, padding), so a 32-bit array mapped as the image'
 receives the decoded pixels, and clearing the padding byte leaves the little-endian id in
 each element — no 3-channel arithmetic (a third less time than ``np.asarray`` and the sum of
 channels: 5.8 against 8.8 ms on a 1024x512 PNG). Anything unexpected decodes through
-``np.asarray`` (:func:`reference_ids`, which a test compares).
+``np.asarray`` (:func:`reference_ids`, which a test compares). With the native core, the
+plain case (8-bit RGB, not interlaced, nothing odd) is read by
+:mod:`rpx_cli.io.panoptic_png` instead: zlib-ng's inflate and a C unfilter, ~10x faster.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from rpx_cli.errors import InputError
 from rpx_cli.io.budget import check_pixels
 from rpx_cli.io.images import png_header
 from rpx_cli.io.json import loads_json
+from rpx_cli.io.panoptic_png import native_ids
 
 _COLOR_TYPES = {0: "grayscale", 2: "RGB", 3: "palette", 4: "grayscale+alpha", 6: "RGBA"}
 # the most pixels an id PNG may have (Pillow's decompression-bomb warning limit, 358 MB of
@@ -51,6 +54,9 @@ def decode_ids(data: np.ndarray, path: str) -> np.ndarray:
         kind = f"{depth}-bit {_COLOR_TYPES.get(color, f'colour type {color}')}"
         raise InputError(f"{kind} PNG: panoptic segment ids are 8-bit RGB "
                          "(id = R + 256·G + 256²·B)", path=path)
+    ids = native_ids(data, width, height)  # the plain case, by the native core
+    if ids is not None:
+        return ids
     from PIL import Image
 
     try:
