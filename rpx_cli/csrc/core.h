@@ -58,7 +58,7 @@ static inline int vec64_push(vec64 *v, int64_t x) {
 
 /* The buffer kinds a kernel accepts. */
 enum { BUF_BYTES = 'B', BUF_INT64 = 'q', BUF_FLOAT64 = 'd', BUF_UINT8 = 'u', BUF_FLOAT32 = 'f',
-       BUF_UINT16 = 'H' };
+       BUF_UINT16 = 'H', BUF_UINT32 = 'I' };
 
 /* Get a C-contiguous buffer of `kind` (writable if asked) from `obj`; on failure set a
  * TypeError naming `name` and return -1. Release with PyBuffer_Release. */
@@ -80,6 +80,9 @@ PyObject *rpx_rle_bbox(PyObject *self, PyObject *args);
 
 /* the depth kernel of depth.c */
 PyObject *rpx_depth_sums(PyObject *self, PyObject *args);
+
+/* the panoptic overlaps of panoptic.c */
+PyObject *rpx_panoptic_overlaps(PyObject *self, PyObject *args);
 
 /* the panoptic id PNG rows of png.c */
 PyObject *rpx_png_rgb_ids(PyObject *self, PyObject *args);

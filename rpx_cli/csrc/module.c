@@ -20,6 +20,8 @@ static int kind_matches(const Py_buffer *view, int kind) {
         return view->itemsize == 4 && f[0] == 'f';
     case BUF_UINT16:
         return view->itemsize == 2 && f[0] == 'H';
+    case BUF_UINT32:
+        return view->itemsize == 4 && (f[0] == 'I' || f[0] == 'L');
     default:
         return 0;
     }
@@ -38,7 +40,8 @@ int rpx_get_buffer(PyObject *obj, Py_buffer *view, int kind, int writable, const
                      kind == BUF_INT64 ? "int64 expected" :
                      kind == BUF_FLOAT64 ? "float64 expected" :
                      kind == BUF_FLOAT32 ? "float32 expected" :
-                     kind == BUF_UINT16 ? "uint16 expected" : "bytes expected");
+                     kind == BUF_UINT16 ? "uint16 expected" :
+                     kind == BUF_UINT32 ? "uint32 expected" : "bytes expected");
         return -1;
     }
     return 0;
@@ -91,6 +94,12 @@ static PyMethodDef methods[] = {
      "float32 precision) in one pass. pred float32; gt float32 metres (scale 0) or uint16 in "
      "1/scale m; valid: a bool mask, or None to take GT > 0 and finite; t1..t3 the delta "
      "thresholds; bad: non-finite predictions at valid pixels. GIL released."},
+    {"panoptic_overlaps", rpx_panoptic_overlaps, METH_VARARGS,
+     "panoptic_overlaps(gt_ids, pred_ids, gt_sorted, gt_order, pred_sorted, pred_order, out): "
+     "add to out (int64, (k_gt + 2) x (k_pred + 2)) the pixels of each (GT, prediction) pair "
+     "of compact indices: 0 an unlisted id, 1 VOID (id 0), 2 + order[j] for sorted[j]. The id "
+     "maps are uint32 of one size; sorted increasing int64 ids, order their positions in "
+     "segments_info. GIL released."},
     {"png_rgb_ids", rpx_png_rgb_ids, METH_VARARGS,
      "png_rgb_ids(raw, width, height, out) -> None or the first bad row: the inflated data of "
      "an 8-bit RGB non-interlaced PNG (height * (1 + 3 width) bytes, each row its filter type "
