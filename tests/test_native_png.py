@@ -1,7 +1,9 @@
-"""Panoptic id PNGs by the native core (``png_rgb_ids``, ``rpx_cli/io/panoptic_png.py``)
-against Pillow (``reference_ids``, panopticapi's reading): PNGs written here with every filter
-type row by row, and by Pillow at several compression levels, give the same ids; every file
-that is not the plain case goes to Pillow, which reads it or words its error as before.
+"""PNGs read by the native core (``png_unfilter``, ``png_rgb_ids``, ``rpx_cli/io/png_native.py``)
+against Pillow (``np.asarray(Image.open(...))``; for panoptic ids ``reference_ids``,
+panopticapi's reading): PNGs written here with every filter type row by row, in every pixel
+format the native path reads, and by Pillow at several compression levels, give the same
+arrays; every file that is not the plain case goes to Pillow, which reads it or words its
+error as before.
 
 The kernel is called directly, so these tests run under ``RPX_NATIVE=0`` and the sanitizer
 build too; they skip where the extension is not built.
@@ -19,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rpx_cli.errors import InputError
-from rpx_cli.io import panoptic_png
+from rpx_cli.io import png_native
+from rpx_cli.io.images import decode_image
 from rpx_cli.io.panoptic import decode_ids, reference_ids
 
 core = pytest.importorskip("rpx_cli._native")
@@ -45,31 +48,33 @@ def paeth(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.where((pa <= pb) & (pa <= pc), a, np.where(pb <= pc, b, c))
 
 
-def filtered(rgb: np.ndarray, filters: list[int]) -> bytes:
-    """The image data of an 8-bit RGB PNG whose row y uses filter type ``filters[y]``
-    (PNG specification, section 9), before compression."""
-    height, width, _ = rgb.shape
-    rows = rgb.reshape(height, width * 3).astype(np.int64)
+def filtered(pixels: np.ndarray, filters: list[int], bpp: int = 3) -> bytes:
+    """The image data of a PNG whose row y (``pixels[y]``, bytes as stored: 16-bit samples
+    big-endian) uses filter type ``filters[y]`` (PNG specification, section 9), with ``bpp``
+    bytes a pixel, before compression. ``pixels``: (H, W, C) uint8 (bpp = C) or (H, bytes)."""
+    rows = pixels.reshape(pixels.shape[0], -1).astype(np.int64)
     out = []
     for y, kind in enumerate(filters):
         x = rows[y]
         prior = rows[y - 1] if y else np.zeros_like(x)
-        left = np.concatenate([np.zeros(3, np.int64), x[:-3]])
-        upper_left = np.concatenate([np.zeros(3, np.int64), prior[:-3]])
+        left = np.concatenate([np.zeros(bpp, np.int64), x[:-bpp]])
+        upper_left = np.concatenate([np.zeros(bpp, np.int64), prior[:-bpp]])
         predictor = [np.zeros_like(x), left, prior, (left + prior) // 2,
                      paeth(left, prior, upper_left)][kind]
         out.append(bytes([kind]) + ((x - predictor) % 256).astype(np.uint8).tobytes())
     return b"".join(out)
 
 
-def png(rgb: np.ndarray, filters: list[int], *, level: int = 6, chunk_size: int = 1 << 30,
-        ihdr_tail: bytes = b"\x00\x00\x00", extra: list[bytes] = ()) -> bytes:
-    """An 8-bit RGB PNG of ``rgb`` with the given row filters, its compressed data cut into
-    IDAT chunks of ``chunk_size`` bytes; ``ihdr_tail``: compression, filter and interlace
-    methods; ``extra``: chunks written before IEND."""
-    height, width, _ = rgb.shape
-    data = zlib.compress(filtered(rgb, filters), level)
-    header = chunk(b"IHDR", struct.pack(">II", width, height) + b"\x08\x02" + ihdr_tail)
+def png(pixels: np.ndarray, filters: list[int], *, level: int = 6, chunk_size: int = 1 << 30,
+        ihdr_tail: bytes = b"\x00\x00\x00", extra: list[bytes] = (), depth: int = 8,
+        color: int = 2, bpp: int = 3, width: int | None = None) -> bytes:
+    """A PNG of ``pixels`` (default: 8-bit RGB, (H, W, 3)) with the given row filters, its
+    compressed data cut into IDAT chunks of ``chunk_size`` bytes; ``ihdr_tail``: compression,
+    filter and interlace methods; ``extra``: chunks written before IEND."""
+    height = pixels.shape[0]
+    width = pixels.shape[1] if width is None else width
+    data = zlib.compress(filtered(pixels, filters, bpp), level)
+    header = chunk(b"IHDR", struct.pack(">II", width, height) + bytes([depth, color]) + ihdr_tail)
     parts = [chunk(b"IDAT", data[at:at + chunk_size]) for at in range(0, len(data), chunk_size)]
     return b"\x89PNG\r\n\x1a\n" + header + b"".join(parts) + b"".join(extra) + chunk(b"IEND", b"")
 
@@ -95,7 +100,7 @@ def id_images(draw):
 def native(data: bytes) -> np.ndarray | None:
     header = np.frombuffer(data, np.uint8)
     width, height = (int.from_bytes(data[at:at + 4], "big") for at in (16, 20))
-    return panoptic_png.native_ids(header, width, height)
+    return png_native.rgb_ids(header, width, height)
 
 
 @SETTINGS
@@ -120,13 +125,13 @@ def test_pillows_own_pngs(case, level, optimize):
     assert got is not None and np.array_equal(got, reference_ids(data))
 
 
-def test_a_1024x512_map_through_decode_ids_with_and_without_zlib_ng(monkeypatch):
+def test_a_1024x512_map_through_decode_ids_with_and_without_libdeflate(monkeypatch):
     rng = np.random.default_rng(3)
     ids = np.repeat(rng.integers(0, 256**3, (512, 16)), 64, axis=1).astype(np.uint32)
     data = png(rgb_of(ids), list(rng.integers(0, 5, 512)))
     array = np.frombuffer(data, np.uint8)
     assert np.array_equal(decode_ids(array, "x.png"), ids)
-    monkeypatch.setattr(panoptic_png, "inflater", lambda: zlib)  # the standard library's
+    monkeypatch.setattr(png_native, "libdeflate", lambda: None)  # the standard library's zlib
     assert np.array_equal(native(data), ids)
 
 
@@ -198,3 +203,73 @@ def test_arguments_are_checked():
         core.png_rgb_ids(raw, 4, 3, misaligned)
     with pytest.raises(TypeError):
         core.png_rgb_ids(raw, 4, 3, bytes(48))  # not writable
+
+
+def pillow_array(data: bytes) -> np.ndarray:
+    with Image.open(io.BytesIO(data)) as image:
+        if image.mode in ("I;16B", "I;16L", "I;16N"):
+            image = image.convert("I;16")
+        return np.asarray(image)
+
+
+# (depth, colour type) -> (channels, bpp): every format png_native.FORMATS reads
+KINDS = {(8, 0): (1, 1), (8, 3): (1, 1), (8, 4): (2, 2), (8, 2): (3, 3), (8, 6): (4, 4), (16, 0): (1, 2)}
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(KINDS)), st.integers(1, 30), st.integers(1, 30),
+       st.integers(0, 2**32 - 1), st.sampled_from([1, 6, 9]))
+def test_every_format_and_filter_gives_pillows_array(kind, height, width, seed, level):
+    depth, color = kind
+    channels, bpp = KINDS[kind]
+    rng = np.random.default_rng(seed)
+    flat = rng.random() < 0.5
+    high, step = (3, 7) if flat else (2**depth, 1)  # flat: few values (long runs), else noise
+    samples = rng.integers(0, high, (height, width * channels)) * step
+    stored = (samples.astype(">u2").view(np.uint8) if depth == 16 else samples.astype(np.uint8))
+    extra = [chunk(b"PLTE", bytes(range(256)) * 3)] if color == 3 else []
+    data = png(stored.reshape(height, -1), list(rng.integers(0, 5, height)), level=level,
+               depth=depth, color=color, bpp=bpp, width=width)
+    if extra:  # PLTE goes before IDAT
+        head = 8 + 25
+        data = data[:head] + extra[0] + data[head:]
+    got = png_native.decode(data)
+    expected = pillow_array(data)
+    assert got is not None
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    assert np.array_equal(got, expected)
+    assert np.array_equal(decode_image(np.frombuffer(data, np.uint8), "x.png"), expected)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 4])
+def test_low_bit_depths_go_to_pillow(depth, monkeypatch):
+    """Bilevel and 2/4-bit grey are not read natively: decode_image gives what it gives on the
+    numpy path (Pillow's array)."""
+    packed = np.random.default_rng(depth).integers(0, 256, (6, depth)).astype(np.uint8)  # 8 pixels a row
+    data = np.frombuffer(png(packed, [0, 1, 2, 3, 4, 0], depth=depth, color=0, bpp=1, width=8), np.uint8)
+    assert data[24] == depth and png_native.decode(data) is None
+    native_path = decode_image(data, "x.png")
+    monkeypatch.setenv("RPX_NATIVE", "0")
+    assert np.array_equal(native_path, decode_image(data, "x.png"))
+
+
+def test_data_after_the_stream_is_ignored_as_pillow_ignores_it():
+    raw = filtered(RGB, [0, 1, 2])
+    data = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">II", 4, 3) + b"\x08\x02\x00\x00\x00")
+            + chunk(b"IDAT", zlib.compress(raw) + b"junk") + chunk(b"IEND", b""))
+    assert np.array_equal(png_native.decode(data), pillow_array(data))
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_inflate_refuses_anything_but_exactly_the_image(monkeypatch, fast):
+    if not fast:
+        monkeypatch.setattr(png_native, "libdeflate", lambda: None)
+    raw = bytes(range(256)) * 8
+    stream = zlib.compress(raw)
+    assert png_native.inflate(stream, len(raw)) == raw
+    assert png_native.inflate(stream, len(raw) - 1) is None  # more than the image
+    assert png_native.inflate(stream, len(raw) + 1) is None  # less
+    assert png_native.inflate(stream[:-6], len(raw)) is None  # truncated
+    assert png_native.inflate(stream[:-1] + bytes([stream[-1] ^ 1]), len(raw)) is None  # check sum
+    bomb = zlib.compress(bytes(10**8))
+    assert png_native.inflate(bomb, 100) is None

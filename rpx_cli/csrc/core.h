@@ -84,7 +84,8 @@ PyObject *rpx_depth_sums(PyObject *self, PyObject *args);
 /* the panoptic overlaps of panoptic.c */
 PyObject *rpx_panoptic_overlaps(PyObject *self, PyObject *args);
 
-/* the panoptic id PNG rows of png.c */
+/* the PNG rows of png.c */
+PyObject *rpx_png_unfilter(PyObject *self, PyObject *args);
 PyObject *rpx_png_rgb_ids(PyObject *self, PyObject *args);
 
 /* the reader of coco_json.c */

@@ -100,6 +100,12 @@ static PyMethodDef methods[] = {
      "of compact indices: 0 an unlisted id, 1 VOID (id 0), 2 + order[j] for sorted[j]. The id "
      "maps are uint32 of one size; sorted increasing int64 ids, order their positions in "
      "segments_info. GIL released."},
+    {"png_unfilter", rpx_png_unfilter, METH_VARARGS,
+     "png_unfilter(raw, width, height, bpp, swap16, out) -> None or the first bad row: the "
+     "inflated data of a non-interlaced PNG (height * (1 + bpp width) bytes, each row its "
+     "filter type first, bpp bytes a pixel, 1 to 8) unfiltered into out (height * bpp width "
+     "bytes), 16-bit samples swapped to little-endian when swap16. Returns the first row "
+     "whose filter type is above 4, else None. GIL released."},
     {"png_rgb_ids", rpx_png_rgb_ids, METH_VARARGS,
      "png_rgb_ids(raw, width, height, out) -> None or the first bad row: the inflated data of "
      "an 8-bit RGB non-interlaced PNG (height * (1 + 3 width) bytes, each row its filter type "
