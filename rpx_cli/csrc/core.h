@@ -81,6 +81,9 @@ PyObject *rpx_rle_bbox(PyObject *self, PyObject *args);
 /* the depth kernel of depth.c */
 PyObject *rpx_depth_sums(PyObject *self, PyObject *args);
 
+/* the label-pair counts of counts.c */
+PyObject *rpx_label_pair_counts(PyObject *self, PyObject *args);
+
 /* the panoptic overlaps of panoptic.c */
 PyObject *rpx_panoptic_overlaps(PyObject *self, PyObject *args);
 

@@ -94,6 +94,10 @@ static PyMethodDef methods[] = {
      "float32 precision) in one pass. pred float32; gt float32 metres (scale 0) or uint16 in "
      "1/scale m; valid: a bool mask, or None to take GT > 0 and finite; t1..t3 the delta "
      "thresholds; bad: non-finite predictions at valid pixels. GIL released."},
+    {"label_pair_counts", rpx_label_pair_counts, METH_VARARGS,
+     "label_pair_counts(gt, pred, out): add to out (int64, 256 x 256) the pixels of each "
+     "(GT label, predicted label) pair of two 8-bit label maps of one size, counted by runs. "
+     "GIL released."},
     {"panoptic_overlaps", rpx_panoptic_overlaps, METH_VARARGS,
      "panoptic_overlaps(gt_ids, pred_ids, gt_sorted, gt_order, pred_sorted, pred_order, out): "
      "add to out (int64, (k_gt + 2) x (k_pred + 2)) the pixels of each (GT, prediction) pair "
