@@ -32,6 +32,9 @@ def _load() -> ModuleType | None:
         except ImportError:
             _missing = "not built"
             return None
+        except ValueError as exc:  # RPX_NATIVE_ISA names no copy the module has
+            _missing = f"not loaded: {exc}"
+            return None
         if getattr(_native, "ABI", None) != ABI:
             _missing = f"built for ABI {getattr(_native, 'ABI', '?')}, not {ABI}: reinstall rpx"
             return None

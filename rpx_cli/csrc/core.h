@@ -13,21 +13,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* CLONES: a function compiled twice, for AVX2 and for the x86-64 baseline, the copy chosen
- * when the module loads (GCC's target_clones; elsewhere one copy). Its helpers are marked
- * ALWAYS_INLINE so each copy gets its own vectorised body. Integer results are the same in
- * both copies; float kernels keep theirs the same by avoiding FMA (-ffp-contract=off) and
- * summing in fixed lanes. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
-#define CLONES __attribute__((target_clones("avx2", "default")))
+/* TWO_COPIES(ret, name, params, args): the function `name` made of `name##_body` (an
+ * ALWAYS_INLINE function with a non-void result) compiled twice — for AVX2 and for the x86-64
+ * baseline — and a `name` that calls the copy rpx_avx2() chooses: AVX2 where the CPU has it,
+ * unless RPX_NATIVE_ISA=baseline (or _native.set_isa) says otherwise, so tests run both
+ * copies on one machine. Elsewhere (other CPUs, other compilers) both copies are the same.
+ * Integer results are the same in both copies; float kernels keep theirs the same by avoiding
+ * FMA (-ffp-contract=off) and summing in fixed lanes. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define RPX_X86 1
+#define AVX2_TARGET __attribute__((target("avx2")))
 #else
-#define CLONES
+#define RPX_X86 0
+#define AVX2_TARGET
 #endif
+int rpx_avx2(void);
+
+#define TWO_COPIES(ret, name, params, args)                                                   \
+    AVX2_TARGET static ret name##_avx2 params { return name##_body args; }                     \
+    static ret name##_base params { return name##_body args; }                                \
+    static ret name params { return rpx_avx2() ? name##_avx2 args : name##_base args; }
 #if defined(__GNUC__)
 #define ALWAYS_INLINE __attribute__((always_inline))
 #else
 #define ALWAYS_INLINE
 #endif
+
+/* _native.set_isa / isa: which copies run ("auto", "baseline", "avx2") */
+PyObject *rpx_set_isa(PyObject *self, PyObject *args);
+PyObject *rpx_isa(PyObject *self, PyObject *args);
 
 /* The runs of equal elements along n of them (label maps and id maps repeat the pixel before),
  * found a block at a time: mark(ctx, base, m, change) sets change[j] to 1 where element

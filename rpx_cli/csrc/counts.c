@@ -23,10 +23,14 @@ ALWAYS_INLINE static inline void add_pair_run(void *ctx, Py_ssize_t start, Py_ss
 }
 
 /* the runs of the pixels [0, n) into out (core.h: walk_runs) */
-CLONES static void count_pairs(const uint8_t *gt, const uint8_t *pred, Py_ssize_t n, int64_t *out) {
+ALWAYS_INLINE static inline int count_pairs_body(const uint8_t *gt, const uint8_t *pred, Py_ssize_t n,
+                                                 int64_t *out) {
     pairs_t ctx = {gt, pred, out};
     walk_runs(n, &ctx, mark_pairs, add_pair_run);
+    return 0;
 }
+TWO_COPIES(int, count_pairs, (const uint8_t *gt, const uint8_t *pred, Py_ssize_t n, int64_t *out),
+           (gt, pred, n, out))
 
 PyObject *rpx_label_pair_counts(PyObject *self, PyObject *args) {
     PyObject *gt_o, *pred_o, *out_o;

@@ -209,17 +209,23 @@ ALWAYS_INLINE static inline void depth_block(const float *pred, const void *gt, 
     t->bad += bad;
 }
 
-/* AVX2 and baseline copies of the frame loop, chosen at load time (core.h: CLONES), doing the
- * same arithmetic in each (no FMA, fixed-lane sums): the same bits on every CPU */
-CLONES static void depth_frame(const float *pred, const void *gt, int kind, double scale,
-                               const uint8_t *valid, Py_ssize_t size, const float lower[3],
-                               const float upper[3], const double thresholds[3], block_t *b,
-                               sums_t *t) {
+/* the frame, block by block; AVX2 and baseline copies (core.h: TWO_COPIES) doing the same
+ * arithmetic in the same order (no FMA, fixed-lane sums): the same bits on every CPU */
+ALWAYS_INLINE static inline int depth_frame_body(const float *pred, const void *gt, int kind, double scale,
+                                                 const uint8_t *valid, Py_ssize_t size,
+                                                 const float lower[3], const float upper[3],
+                                                 const double thresholds[3], block_t *b, sums_t *t) {
     for (Py_ssize_t start = 0; start < size; start += BLOCK) {
         Py_ssize_t stop = start + BLOCK < size ? start + BLOCK : size;
         depth_block(pred, gt, kind, scale, valid, start, stop, lower, upper, thresholds, b, t);
     }
+    return 0;
 }
+TWO_COPIES(int, depth_frame, (const float *pred, const void *gt, int kind, double scale,
+                              const uint8_t *valid, Py_ssize_t size, const float lower[3],
+                              const float upper[3], const double thresholds[3], block_t *b,
+                              sums_t *t),
+           (pred, gt, kind, scale, valid, size, lower, upper, thresholds, b, t))
 
 PyObject *rpx_depth_sums(PyObject *self, PyObject *args) {
     PyObject *pred_o, *gt_o, *valid_o;

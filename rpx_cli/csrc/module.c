@@ -65,7 +65,51 @@ PyObject *rpx_bytes_of(const void *data, Py_ssize_t n_bytes) {
     return PyBytes_FromStringAndSize(n_bytes ? (const char *)data : "", n_bytes);
 }
 
+/* which copies of the TWO_COPIES kernels run: -1 the CPU's best, 0 baseline, 1 AVX2 */
+static int isa_choice = -1;
+
+int rpx_avx2(void) {
+#if RPX_X86
+    if (isa_choice >= 0) return isa_choice;
+    return __builtin_cpu_supports("avx2") ? 1 : 0;
+#else
+    return 0;
+#endif
+}
+
+static int isa_of(const char *name) {
+    if (!strcmp(name, "auto")) return -1;
+    if (!strcmp(name, "baseline")) return 0;
+    if (!strcmp(name, "avx2")) {
+#if RPX_X86
+        if (__builtin_cpu_supports("avx2")) return 1;
+#endif
+        PyErr_SetString(PyExc_ValueError, "set_isa: this CPU (or build) has no AVX2 copies to run");
+        return -2;
+    }
+    PyErr_Format(PyExc_ValueError, "set_isa: %s is not auto, baseline or avx2", name);
+    return -2;
+}
+
+PyObject *rpx_set_isa(PyObject *self, PyObject *args) {
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+    int choice = isa_of(name);
+    if (choice == -2) return NULL;
+    isa_choice = choice;
+    Py_RETURN_NONE;
+}
+
+PyObject *rpx_isa(PyObject *self, PyObject *args) {
+    return PyUnicode_FromString(rpx_avx2() ? "avx2" : "baseline");
+}
+
 static PyMethodDef methods[] = {
+    {"set_isa", rpx_set_isa, METH_VARARGS,
+     "set_isa(name): which copies of the vectorised kernels run: 'auto' (AVX2 where the CPU has "
+     "it), 'baseline' (x86-64 SSE2) or 'avx2'. The environment variable RPX_NATIVE_ISA sets it "
+     "when the module loads. Both copies give the same results (tests compare them)."},
+    {"isa", rpx_isa, METH_NOARGS, "isa() -> 'avx2' or 'baseline': the copies that run."},
     {"rle_check", rpx_rle_check, METH_VARARGS,
      "rle_check(text, offsets, area_out, total_out, bad_out): decode every compressed RLE "
      "string text[offsets[i]:offsets[i+1]] (64-bit) into its area, the sum of its runs and "
@@ -134,6 +178,15 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
+#if RPX_X86
+    __builtin_cpu_init();
+#endif
+    const char *isa = getenv("RPX_NATIVE_ISA");
+    if (isa && *isa) {
+        int choice = isa_of(isa);
+        if (choice == -2) return NULL; /* an unknown name: say so rather than guess */
+        isa_choice = choice;
+    }
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     /* bumped whenever a kernel's signature or meaning changes: native.py refuses another */

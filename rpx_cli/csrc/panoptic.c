@@ -58,11 +58,16 @@ ALWAYS_INLINE static inline void add_id_run(void *ctx, Py_ssize_t start, Py_ssiz
 }
 
 /* every run of equal (GT, prediction) ids along the pixels into out (core.h: walk_runs) */
-CLONES static void count_runs(const uint32_t *gt, const uint32_t *pred, Py_ssize_t n,
-                              lookup_t *gl, lookup_t *pl, Py_ssize_t cols, int64_t *out) {
+ALWAYS_INLINE static inline int count_runs_body(const uint32_t *gt, const uint32_t *pred, Py_ssize_t n,
+                                                lookup_t *gl, lookup_t *pl, Py_ssize_t cols,
+                                                int64_t *out) {
     overlaps_t ctx = {gt, pred, gl, pl, cols, out};
     walk_runs(n, &ctx, mark_ids, add_id_run);
+    return 0;
 }
+TWO_COPIES(int, count_runs, (const uint32_t *gt, const uint32_t *pred, Py_ssize_t n, lookup_t *gl,
+                             lookup_t *pl, Py_ssize_t cols, int64_t *out),
+           (gt, pred, n, gl, pl, cols, out))
 
 static int check_segments(const Py_buffer *sorted, const Py_buffer *order, const char *side) {
     Py_ssize_t k = sorted->len / 8;

@@ -88,8 +88,8 @@ ALWAYS_INLINE static inline void row_ids(const uint8_t *restrict row, uint8_t *r
 
 /* every row unfiltered (two row buffers of 3 width bytes in `rows`, zeroed) and written as
  * ids; -1, or the first row whose filter type is unknown */
-CLONES static Py_ssize_t unfilter_ids(const uint8_t *in, uint8_t *rows, uint8_t *ids,
-                                      Py_ssize_t width, Py_ssize_t height) {
+ALWAYS_INLINE static inline Py_ssize_t unfilter_ids_body(const uint8_t *in, uint8_t *rows, uint8_t *ids,
+                                                        Py_ssize_t width, Py_ssize_t height) {
     Py_ssize_t n = 3 * width, stride = n + 1;
     uint8_t *row = rows, *prior = rows + n;
     for (Py_ssize_t y = 0; y < height; y++) {
@@ -101,6 +101,9 @@ CLONES static Py_ssize_t unfilter_ids(const uint8_t *in, uint8_t *rows, uint8_t 
     }
     return -1;
 }
+TWO_COPIES(Py_ssize_t, unfilter_ids, (const uint8_t *in, uint8_t *rows, uint8_t *ids, Py_ssize_t width,
+                                      Py_ssize_t height),
+           (in, rows, ids, width, height))
 
 /* every row unfiltered into out (width * bpp bytes a row), 16-bit samples swapped to
  * little-endian when swap16; -1, or the first row whose filter type is unknown */
@@ -128,8 +131,9 @@ ALWAYS_INLINE static inline Py_ssize_t unfilter_rows(const uint8_t *in, uint8_t 
 }
 
 /* unfilter_rows with bpp a constant in each branch (the filters' loops then vectorise) */
-CLONES static Py_ssize_t unfilter_any(const uint8_t *in, uint8_t *rows, uint8_t *out, Py_ssize_t width,
-                                      Py_ssize_t height, int bpp, int swap16) {
+ALWAYS_INLINE static inline Py_ssize_t unfilter_any_body(const uint8_t *in, uint8_t *rows, uint8_t *out,
+                                                        Py_ssize_t width, Py_ssize_t height, int bpp,
+                                                        int swap16) {
     switch (bpp) {
     case 1: return unfilter_rows(in, rows, out, width, height, 1, swap16);
     case 2: return unfilter_rows(in, rows, out, width, height, 2, swap16);
@@ -138,6 +142,9 @@ CLONES static Py_ssize_t unfilter_any(const uint8_t *in, uint8_t *rows, uint8_t 
     default: return unfilter_rows(in, rows, out, width, height, bpp, swap16);
     }
 }
+TWO_COPIES(Py_ssize_t, unfilter_any, (const uint8_t *in, uint8_t *rows, uint8_t *out, Py_ssize_t width,
+                                      Py_ssize_t height, int bpp, int swap16),
+           (in, rows, out, width, height, bpp, swap16))
 
 /* the checks, buffers and row scratch both entry points share; `ids`: RGB rows (bpp 3) into
  * uint32 segment ids, else the rows as they are */
