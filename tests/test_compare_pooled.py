@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import FIXTURES, dirs, generated_detections, write_json_pair
+from helpers import FIXTURES, dirs, generated_detections, write_json_pair, write_npy
 
 from rpx_cli.api import evaluate_dirs
 from rpx_cli.report.compare import NO_CHANGE, flatten
@@ -232,3 +232,50 @@ def test_every_protocol_headline_gets_a_pooled_interval(rpx, tmp_path, protocol)
         assert boot["ci95"] == [0.0, 0.0] and boot["resamples"] == 15
         assert boot["base_mean"] == entries[path]["base"]  # the report's own figure
         assert entries[path]["significant"] is False and entries[path]["status"] == "unchanged"
+
+
+def test_any_task_pooled_figures_are_resampled_as_its_folders_would_be(rpx, tmp_path) -> None:
+    """Depth's pooled figures (dataset.absrel, ...) — a task with no protocol — equal the
+    brute force too."""
+    rng = np.random.default_rng(4)
+    gts = [rng.uniform(1, 9, (6, 7)).astype(np.float32) for _ in range(7)]
+    sides = {"base": [g * rng.uniform(0.9, 1.1, g.shape).astype(np.float32) for g in gts],
+             "new": [g * rng.uniform(0.7, 1.3, g.shape).astype(np.float32) for g in gts]}
+    reports = {}
+    for name, preds in sides.items():
+        for i, (gt, pred) in enumerate(zip(gts, preds, strict=True)):
+            write_npy(tmp_path / name / "gt" / f"s{i}.npy", gt)
+            write_npy(tmp_path / name / "pred" / f"s{i}.npy", pred)
+        reports[name] = tmp_path / f"{name}.json"
+        assert rpx(f"eval depth {dirs(tmp_path / name)} --keep-state -o {reports[name]}").exit_code == 0
+    document = rpx(["compare", reports["base"], reports["new"], "--bootstrap", "10",
+                    "--seed", "2"]).json
+    entries = {m["metric"]: m for m in document["metrics"]}
+    replicates = []
+    for index in draws(2, len(gts), 10):
+        values = []
+        for name, preds in sides.items():
+            root = tmp_path / "drawn" / f"{name}{len(replicates)}"
+            for i in index.tolist():
+                k = sum(1 for p in (root / "gt").glob(f"{i:03d}_*")) if (root / "gt").exists() else 0
+                write_npy(root / "gt" / f"{i:03d}_{k}.npy", gts[i])
+                write_npy(root / "pred" / f"{i:03d}_{k}.npy", preds[i])
+            values.append(flatten(evaluate_dirs("depth", root / "pred", root / "gt", jobs=1)))
+        replicates.append(values)
+    for path in ("dataset.absrel", "dataset.rmse", "dataset.delta1"):
+        deltas = [n[path] - b[path] for b, n in replicates]
+        assert entries[path]["bootstrap"]["ci95"] == [float(v) for v in np.percentile(deltas, [2.5, 97.5])]
+
+
+def test_statistics_summed_over_every_pair_cannot_be_resampled(rpx, tmp_path) -> None:
+    rng = np.random.default_rng(5)
+    for i in range(4):
+        gt = rng.uniform(1, 9, (5, 5)).astype(np.float32)
+        write_npy(tmp_path / "gt" / f"s{i}.npy", gt)
+        write_npy(tmp_path / "pred" / f"s{i}.npy", gt * np.float32(1.1))
+    out = tmp_path / "kept.json"
+    assert rpx(f"eval depth {dirs(tmp_path)} --metrics rows,dataset,by_depth --keep-state "
+               f"-o {out}").exit_code == 0
+    run = rpx(["compare", out, out, "--bootstrap", "10"])
+    assert run.exit_code == 0 and "summed over every pair" in run.json["pooled_bootstrap"]["reason"]
+    assert "cannot be resampled" in run.stderr
