@@ -279,3 +279,11 @@ def test_statistics_summed_over_every_pair_cannot_be_resampled(rpx, tmp_path) ->
     run = rpx(["compare", out, out, "--bootstrap", "10"])
     assert run.exit_code == 0 and "summed over every pair" in run.json["pooled_bootstrap"]["reason"]
     assert "cannot be resampled" in run.stderr
+
+
+def test_worker_processes_change_no_number(rpx, tmp_path) -> None:
+    base = keep(rpx, write_frames(tmp_path / "base", frames()), tmp_path / "base.json")
+    new = keep(rpx, write_frames(tmp_path / "new", frames(worse=True)), tmp_path / "new.json")
+    one = rpx(["compare", base, new, "--bootstrap", "9", "--jobs", "1"]).json
+    two = rpx(["compare", base, new, "--bootstrap", "9", "--jobs", "2"]).json
+    assert one["metrics"] == two["metrics"] and one["pooled_bootstrap"] == two["pooled_bootstrap"]

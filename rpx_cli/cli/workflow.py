@@ -27,6 +27,7 @@ from rpx_cli.cli.output import (
 )
 from rpx_cli.params.workflows import (
     COMPARE_BOOTSTRAP,
+    COMPARE_JOBS,
     COMPARE_SEED,
     FORCE,
     KEEP_STATE,
@@ -141,6 +142,7 @@ def check(report: str, require: tuple, compact: bool) -> None:
               show_default=True, help="JSON on stdout, or a Markdown table for a PR comment.")
 @click_option(FORCE)
 @click_option(POOLED_BOOTSTRAP)
+@click_option(COMPARE_JOBS)
 @out_option("JSON comparison")
 @compact_option
 @html_option
@@ -150,7 +152,7 @@ def check(report: str, require: tuple, compact: bool) -> None:
 @click.pass_context
 def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, bootstrap: int,
             seed: int, fmt: str, force: bool, out: str, compact: bool, quiet: bool,
-            html: str | None = None, pooled_bootstrap: int = 200) -> None:
+            html: str | None = None, pooled_bootstrap: int = 200, jobs: int | None = None) -> None:
     """Compare two reports metric by metric, with a paired bootstrap over shared stems.
 
     For every metric: both values, the delta, the relative delta and whether it improved
@@ -174,7 +176,7 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
 
     refuse_overwriting_inputs(ctx)
     comparison = run_compare(base, new, no_regression=no_regression, bootstrap=bootstrap,
-                             seed=seed, force=force, pooled_bootstrap=pooled_bootstrap,
+                             seed=seed, force=force, pooled_bootstrap=pooled_bootstrap, jobs=jobs,
                              invocation=invocation_of(ctx, out))
     document = comparison.document
     if not quiet:

@@ -195,7 +195,11 @@ FORCE = Option(
     "force", "--force", "flag", False,
     help="Compare reports of different tasks or parameters (a warning, not an error).")
 
-COMPARE_OPTIONS = (NO_REGRESSION, COMPARE_BOOTSTRAP, COMPARE_SEED, FORCE, POOLED_BOOTSTRAP)
+COMPARE_JOBS = replace(JOBS, help="Worker processes for the pooled figures' resamples "
+                                   "[default: CPUs available]. Never changes a number.")
+
+COMPARE_OPTIONS = (NO_REGRESSION, COMPARE_BOOTSTRAP, COMPARE_SEED, FORCE, POOLED_BOOTSTRAP,
+                   COMPARE_JOBS)
 
 # --- rpx readiness (run_readiness) -----------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rpx_cli.engine import default_jobs
 from rpx_cli.errors import InputError
 from rpx_cli.params.option import convert_all
 from rpx_cli.params.workflows import COMPARE_OPTIONS
@@ -33,18 +34,20 @@ class Comparison:
 
 def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), bootstrap: int = 1000,
                 seed: int = 0, force: bool = False, pooled_bootstrap: int = 200,
-                invocation: Invocation | None = None) -> Comparison:
+                jobs: int | None = None, invocation: Invocation | None = None) -> Comparison:
     """Compare the reports at ``base`` and ``new``. Reports of different tasks or
     parameters are an input error unless ``force`` (then a warning); parameters that change
     no number (:func:`presentation_params`) never count. ``no_regression``,
-    ``bootstrap``, ``seed``, ``force`` and ``pooled_bootstrap`` are converted by their
-    declarations (:data:`rpx_cli.params.workflows.COMPARE_OPTIONS`), as the CLI's flags are.
-    Pooled figures get an interval from ``min(bootstrap, pooled_bootstrap)`` paired
-    resamples when both reports carry their statistics (:mod:`rpx_cli.run.pooled`)."""
+    ``bootstrap``, ``seed``, ``force``, ``pooled_bootstrap`` and ``jobs`` are converted by
+    their declarations (:data:`rpx_cli.params.workflows.COMPARE_OPTIONS`), as the CLI's
+    flags are. Pooled figures get an interval from ``min(bootstrap, pooled_bootstrap)``
+    paired resamples when both reports carry their statistics (:mod:`rpx_cli.run.pooled`),
+    summarised in ``jobs`` worker processes (None: the CPUs available)."""
     given = convert_all(COMPARE_OPTIONS, {"no_regression": no_regression, "bootstrap": bootstrap,
                                           "seed": seed, "force": force,
-                                          "pooled_bootstrap": pooled_bootstrap}, "rpx compare")
-    no_regression, bootstrap, seed, force, pooled_bootstrap = (
+                                          "pooled_bootstrap": pooled_bootstrap, "jobs": jobs},
+                        "rpx compare")
+    no_regression, bootstrap, seed, force, pooled_bootstrap, jobs = (
         given[option.param] for option in COMPARE_OPTIONS)
     stopwatch = Stopwatch()
     (base_doc, base_bytes), (new_doc, new_bytes) = read_valid_report(base), read_valid_report(new)
@@ -62,7 +65,7 @@ def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), boots
     if problems and not force:
         raise InputError("; ".join(problems) + " (--force compares them anyway)", path=new)
     intervals, pooled_section = _pooled(base, base_doc, new, new_doc, problems,
-                                        min(bootstrap, pooled_bootstrap), seed)
+                                        min(bootstrap, pooled_bootstrap), seed, jobs)
     metrics = compare_reports(base_doc, new_doc, bootstrap=bootstrap, seed=seed, pooled=intervals)
     gates = check_no_regression(base_doc, new_doc, [parse_no_regression(t) for t in no_regression])
     counts = summary(metrics)
@@ -85,8 +88,8 @@ def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), boots
 
 
 def _pooled(base: str, base_doc: Mapping[str, Any], new: str, new_doc: Mapping[str, Any],
-            problems: list[str], resamples: int,
-            seed: int) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+            problems: list[str], resamples: int, seed: int,
+            jobs: int | None) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """The intervals of the pooled figures both reports hold (:mod:`rpx_cli.run.pooled`)
     and the comparison's ``pooled_bootstrap``: how many resamples, or why there are none."""
     shared = set(pooled.pooled_paths(new_doc))
@@ -108,7 +111,8 @@ def _pooled(base: str, base_doc: Mapping[str, Any], new: str, new_doc: Mapping[s
         reason = "--bootstrap or --pooled-bootstrap is 0"
     if reason is not None:
         return {}, {**section, "reason": reason}
-    intervals = pooled.pooled_bootstrap(kept[0], kept[1], paths, resamples=resamples, seed=seed)
+    intervals = pooled.pooled_bootstrap(kept[0], kept[1], paths, resamples=resamples, seed=seed,
+                                        jobs=default_jobs() if jobs is None else jobs)
     if not intervals:
         return {}, {**section, "reason": "the reports share no evaluated stem"}
     return intervals, {**section, "resamples": resamples, "with_interval": len(intervals)}

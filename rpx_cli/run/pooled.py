@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from rpx_cli.engine.workers import map_in_processes
 from rpx_cli.errors import InputError, unescaped
 from rpx_cli.report.compare import flatten
 from rpx_cli.tasks.base import Task
@@ -107,13 +108,14 @@ def resample_index(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def pooled_bootstrap(base: Kept, new: Kept, paths: Sequence[str], *, resamples: int,
-                     seed: int) -> dict[str, dict[str, Any]]:
+                     seed: int, jobs: int = 1) -> dict[str, dict[str, Any]]:
     """For every figure in ``paths``, the 95 % percentile interval of its change (new − base)
     over ``resamples`` paired resamples of the stems both reports evaluated, and each side's
     own interval from the same resamples; ``mean_delta``, ``base_mean`` and ``new_mean`` are
     the figures on the shared stems themselves (the reports' own values when both evaluated
     the same stems). A figure null in every resample gets no entry. Resample ``r`` draws
-    :func:`resample_index` from ``numpy.random.default_rng(seed)`` after the ``r`` before it."""
+    :func:`resample_index` from ``numpy.random.default_rng(seed)`` after the ``r`` before it;
+    the resamples are summarised in ``jobs`` worker processes (the same numbers for any)."""
     positions = {stem: i for i, stem in enumerate(new.stems)}
     shared = sorted((stem for stem in base.stems if stem in positions), key=unescaped)
     n = len(shared)
@@ -125,24 +127,30 @@ def pooled_bootstrap(base: Kept, new: Kept, paths: Sequence[str], *, resamples: 
     sides = (base, new)
     params = [summary_params(side.task, side.params, paths) for side in sides]
 
-    def figures(index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def figures(index: np.ndarray) -> np.ndarray:
+        """(2, figures): each side's figures on the stems ``index`` (into ``shared``)."""
         out = []
         for side, at, wanted in zip(sides, where, params, strict=True):
             table = side.table.take(at[index])
             table.stems = [side.table.stems[i] for i in at[index].tolist()] \
                 if side.table.stems is not None else None
             out.append(figures_of(side.task, table, wanted, paths))
-        return out[0], out[1]
+        return np.stack(out)
+
+    def chunk(indices: np.ndarray) -> np.ndarray:
+        return np.stack([figures(index) for index in indices])
 
     point = figures(np.arange(n))
     rng = np.random.default_rng(seed)
-    drawn = [figures(resample_index(rng, n)) for _ in range(resamples)]
-    base_values = np.array([b for b, _ in drawn]).reshape(resamples, len(paths))
-    new_values = np.array([v for _, v in drawn]).reshape(resamples, len(paths))
+    dtype = np.int32 if n < 2**31 else np.int64  # every draw is made here, before the workers
+    indices = np.stack([resample_index(rng, n).astype(dtype) for _ in range(resamples)])
+    pieces = np.array_split(indices, min(resamples, max(1, jobs) * 4))
+    drawn = np.concatenate(list(map_in_processes(chunk, pieces, jobs=max(1, jobs))))
+    base_values, new_values = drawn[:, 0, :], drawn[:, 1, :]
     out = {}
     for j, path in enumerate(paths):
         both = np.isfinite(base_values[:, j]) & np.isfinite(new_values[:, j])
-        if not both.any() or not np.isfinite(point[0][j]) or not np.isfinite(point[1][j]):
+        if not both.any() or not np.isfinite(point[:, j]).all():
             continue
         low, high = (float(v) for v in np.percentile(new_values[both, j] - base_values[both, j],
                                                      [2.5, 97.5]))
