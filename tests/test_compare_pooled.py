@@ -287,3 +287,31 @@ def test_worker_processes_change_no_number(rpx, tmp_path) -> None:
     one = rpx(["compare", base, new, "--bootstrap", "9", "--jobs", "1"]).json
     two = rpx(["compare", base, new, "--bootstrap", "9", "--jobs", "2"]).json
     assert one["metrics"] == two["metrics"] and one["pooled_bootstrap"] == two["pooled_bootstrap"]
+
+
+def test_markdown_and_the_page_show_pooled_intervals(rpx, tmp_path) -> None:
+    from rpx_cli.report.html import render_html
+    from rpx_cli.report.render import fmt
+
+    base = keep(rpx, write_frames(tmp_path / "base", frames(n_images=40)), tmp_path / "base.json")
+    new = keep(rpx, write_frames(tmp_path / "new", frames(worse=True, n_images=40)),
+               tmp_path / "new.json")
+    out = tmp_path / "compare.json"
+    markdown = rpx(["compare", base, new, "--bootstrap", "60", "--format", "markdown", "-o", out,
+                    "--html", tmp_path / "page.html"]).stdout
+    document = rpx(["compare", base, new, "--bootstrap", "60"]).json
+    ap = next(m for m in document["metrics"] if m["metric"] == "dataset.coco.AP")
+    low, high = ap["bootstrap"]["ci95"]
+    assert "60 paired resamples" in markdown
+    row = next(line for line in markdown.splitlines() if line.startswith("| `dataset.coco.AP` |"))
+    assert "🔴 worse (significant)" in row and row.endswith(f"| [{fmt(low)}, {fmt(high)}] |")
+    page = render_html([("compare.json", document)])
+    assert 'data-metric="dataset.coco.AP" data-delta="' in page
+    chart = page[page.index('data-metric="dataset.coco.AP" data-delta="'):][:400]
+    assert 'data-low="' in chart and 'data-low=""' not in chart
+    models = [m for m in page.split("<circle")[1:] if 'data-metric="dataset.coco.AP"' in m]
+    assert models and all('data-low=""' not in m for m in models)
+    plain = tmp_path / "plain.json"
+    assert rpx(f"eval detection {dirs(tmp_path / 'new')} -o {plain}").exit_code == 0
+    without = rpx(["compare", base, plain, "--bootstrap", "20", "--format", "markdown"]).stdout
+    assert "Pooled figures (`dataset.*`) have no interval: NEW carries no statistics" in without
