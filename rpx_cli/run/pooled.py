@@ -126,14 +126,16 @@ def pooled_bootstrap(base: Kept, new: Kept, paths: Sequence[str], *, resamples: 
              np.array([positions[stem] for stem in shared], np.int64))
     sides = (base, new)
     params = [summary_params(side.task, side.params, paths) for side in sides]
+    # each row's stem (Open Images reads its image-level labels by stem): a copy keeps its own
+    names = [np.array(side.table.stems, dtype=object) for side in sides]
 
     def figures(index: np.ndarray) -> np.ndarray:
         """(2, figures): each side's figures on the stems ``index`` (into ``shared``)."""
         out = []
-        for side, at, wanted in zip(sides, where, params, strict=True):
+        for side, at, wanted, stems in zip(sides, where, params, names, strict=True):
+            # a column of objects read from JSON is a list: a stem drawn twice is two rows
             table = side.table.take(at[index])
-            table.stems = [side.table.stems[i] for i in at[index].tolist()] \
-                if side.table.stems is not None else None
+            table.stems = stems[at[index]].tolist()
             out.append(figures_of(side.task, table, wanted, paths))
         return np.stack(out)
 
@@ -168,4 +170,4 @@ def pooled_bootstrap(base: Kept, new: Kept, paths: Sequence[str], *, resamples: 
 
 def _number(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and value is not None else np.nan
+        else np.nan
