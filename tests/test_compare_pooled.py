@@ -315,3 +315,19 @@ def test_markdown_and_the_page_show_pooled_intervals(rpx, tmp_path) -> None:
     assert rpx(f"eval detection {dirs(tmp_path / 'new')} -o {plain}").exit_code == 0
     without = rpx(["compare", base, plain, "--bootstrap", "20", "--format", "markdown"]).stdout
     assert "Pooled figures (`dataset.*`) have no interval: NEW carries no statistics" in without
+
+
+def test_show_report_check_and_merge_take_a_kept_report_sensibly(rpx, tmp_path) -> None:
+    kept = keep(rpx, write_frames(tmp_path / "base", frames()), tmp_path / "kept.json")
+    shown = rpx(["show", kept])
+    assert shown.exit_code == 0 and "--shard part" not in shown.stdout + shown.stderr
+    page = tmp_path / "page.html"
+    assert rpx(["report", kept, "-o", page]).exit_code == 0
+    assert "--shard part" not in page.read_text() and "statistics" not in page.read_text()
+    checked = rpx(["check", kept, "--require", "dataset.coco.AP>=0"])
+    assert checked.exit_code == 0
+    typo = rpx(["check", kept, "--require", "statistic.stems>=0"])
+    assert typo.exit_code == 2 and "statistics" not in typo.stderr.split("did you mean")[-1]
+    merged = rpx(["merge", kept, "-o", tmp_path / "merged.json"])
+    assert merged.exit_code == 1 and "is not a --shard partial report" in merged.stderr
+    assert "Traceback" not in merged.stderr

@@ -13,8 +13,8 @@ import numpy as np
 from rpx_cli.params.parsers import NoRegression, parse_no_regression  # noqa: F401 (re-exported)
 from rpx_cli.report.gates import resolve, suggestions
 
-_SKIP_SECTIONS = {"run_provenance", "metric_info", "params", "rows", "state", "gates", "unpaired",
-                  "errors", "confusion", "worst_frames"}
+_SKIP_SECTIONS = {"run_provenance", "metric_info", "params", "rows", "state", "statistics", "gates",
+                  "unpaired", "errors", "confusion", "worst_frames"}
 
 
 def flatten(report: Mapping[str, Any]) -> dict[str, float | None]:
