@@ -331,3 +331,16 @@ def test_show_report_check_and_merge_take_a_kept_report_sensibly(rpx, tmp_path) 
     merged = rpx(["merge", kept, "-o", tmp_path / "merged.json"])
     assert merged.exit_code == 1 and "is not a --shard partial report" in merged.stderr
     assert "Traceback" not in merged.stderr
+
+
+def test_reports_without_the_flag_stay_as_they_were(rpx, tmp_path) -> None:
+    """--keep-state is recorded in run_provenance.args only when given (args_when_unset):
+    a report written without it is byte for byte what earlier rpx wrote."""
+    root = write_frames(tmp_path / "base", frames())
+    plain, kept = tmp_path / "plain.json", keep(rpx, root, tmp_path / "kept.json")
+    assert rpx(f"eval detection {dirs(root)} -o {plain}").exit_code == 0
+    assert "keep_state" not in json.loads(plain.read_text())["run_provenance"]["args"]
+    assert json.loads(kept.read_text())["run_provenance"]["args"]["keep_state"] is True
+    run = rpx(["compare", plain, plain, "--bootstrap", "10"])
+    assert "neither report carries statistics" in run.json["pooled_bootstrap"]["reason"]
+    assert "jobs" not in run.json["run_provenance"]["args"]

@@ -102,7 +102,7 @@ SCHEDULER = Option(
          "$DASK_SCHEDULER_ADDRESS].")
 
 KEEP_STATE = Option(
-    "keep_state", "--keep-state", "flag", False,
+    "keep_state", "--keep-state", "flag", False, args_when_unset=False,
     help="Write every pair's statistics into the report ('statistics'): `rpx compare` of two "
          "such reports then gives pooled figures (dataset.*) a paired bootstrap interval. "
          "Never changes a number.")
@@ -195,8 +195,9 @@ FORCE = Option(
     "force", "--force", "flag", False,
     help="Compare reports of different tasks or parameters (a warning, not an error).")
 
-COMPARE_JOBS = replace(JOBS, help="Worker processes for the pooled figures' resamples "
-                                   "[default: CPUs available]. Never changes a number.")
+COMPARE_JOBS = replace(JOBS, args_when_unset=False,
+                       help="Worker processes for the pooled figures' resamples [default: CPUs "
+                            "available]. Never changes a number.")
 
 COMPARE_OPTIONS = (NO_REGRESSION, COMPARE_BOOTSTRAP, COMPARE_SEED, FORCE, POOLED_BOOTSTRAP,
                    COMPARE_JOBS)

@@ -100,9 +100,9 @@ def _pooled(base: str, base_doc: Mapping[str, Any], new: str, new_doc: Mapping[s
     if not paths:
         reason = "the reports share no pooled figure"
     elif kept[0] is None or kept[1] is None:
-        which = " and ".join(name for name, side in (("BASE", kept[0]), ("NEW", kept[1]))
-                             if side is None)
-        reason = f"{which} carries no statistics; {pooled.HOW}"
+        which = "neither report carries" if kept[0] is None and kept[1] is None else \
+            f"{'BASE' if kept[0] is None else 'NEW'} carries no"
+        reason = f"{which} statistics; {pooled.HOW}"
     elif problems:
         reason = "the reports are of different evaluations (--force)"
     elif not (kept[0].resampled and kept[1].resampled):
