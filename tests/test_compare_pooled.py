@@ -343,4 +343,3 @@ def test_reports_without_the_flag_stay_as_they_were(rpx, tmp_path) -> None:
     assert json.loads(kept.read_text())["run_provenance"]["args"]["keep_state"] is True
     run = rpx(["compare", plain, plain, "--bootstrap", "10"])
     assert "neither report carries statistics" in run.json["pooled_bootstrap"]["reason"]
-    assert "jobs" not in run.json["run_provenance"]["args"]
