@@ -21,7 +21,9 @@ from rpx_cli.cli.output import (
     emit_html,
     emit_report,
     invocation_of,
+    plain_progress,
     raise_if_failed,
+    show_progress,
     write_html,
     write_stdout,
 )
@@ -169,7 +171,7 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
           | jq '.metrics[] | select(.status == "regressed")'
       rpx compare main.json pr.json --format markdown > comment.md   # CI: >> "$GITHUB_STEP_SUMMARY"
     """
-    from rpx_cli.console import print_lines, render_table
+    from rpx_cli.console import ProgressBar, print_lines, render_table
     from rpx_cli.report.compare import summary_text
     from rpx_cli.report.render import compare_markdown, compare_table
     from rpx_cli.run.compare import run_compare
@@ -177,7 +179,10 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
     refuse_overwriting_inputs(ctx)
     comparison = run_compare(base, new, no_regression=no_regression, bootstrap=bootstrap,
                              seed=seed, force=force, pooled_bootstrap=pooled_bootstrap, jobs=jobs,
-                             invocation=invocation_of(ctx, out))
+                             invocation=invocation_of(ctx, out),
+                             progress=ProgressBar("compare: pooled resamples",
+                                                  enabled=show_progress(quiet, None),
+                                                  plain=plain_progress(quiet, None)))
     document = comparison.document
     if not quiet:
         print_lines(comparison.warnings, style="yellow")

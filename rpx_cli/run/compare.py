@@ -20,7 +20,7 @@ from rpx_cli.report.compare import (
 from rpx_cli.report.provenance import Stopwatch
 from rpx_cli.run import pooled
 from rpx_cli.run.documents import read_valid_report, sha256_hex
-from rpx_cli.run.invocation import Invocation, file_input, stamp
+from rpx_cli.run.invocation import Invocation, ProgressHooks, file_input, stamp
 
 
 @dataclass
@@ -34,7 +34,8 @@ class Comparison:
 
 def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), bootstrap: int = 1000,
                 seed: int = 0, force: bool = False, pooled_bootstrap: int = 200,
-                jobs: int | None = None, invocation: Invocation | None = None) -> Comparison:
+                jobs: int | None = None, invocation: Invocation | None = None,
+                progress: ProgressHooks | None = None) -> Comparison:
     """Compare the reports at ``base`` and ``new``. Reports of different tasks or
     parameters are an input error unless ``force`` (then a warning); parameters that change
     no number (:func:`presentation_params`) never count. ``no_regression``,
@@ -42,7 +43,8 @@ def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), boots
     their declarations (:data:`rpx_cli.params.workflows.COMPARE_OPTIONS`), as the CLI's
     flags are. Pooled figures get an interval from ``min(bootstrap, pooled_bootstrap)``
     paired resamples when both reports carry their statistics (:mod:`rpx_cli.run.pooled`),
-    summarised in ``jobs`` worker processes (None: the CPUs available)."""
+    summarised in ``jobs`` worker processes (None: the CPUs available; ``progress``: a bar
+    over them)."""
     given = convert_all(COMPARE_OPTIONS, {"no_regression": no_regression, "bootstrap": bootstrap,
                                           "seed": seed, "force": force,
                                           "pooled_bootstrap": pooled_bootstrap, "jobs": jobs},
@@ -65,7 +67,8 @@ def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), boots
     if problems and not force:
         raise InputError("; ".join(problems) + " (--force compares them anyway)", path=new)
     intervals, pooled_section = _pooled(base, base_doc, new, new_doc, problems,
-                                        min(bootstrap, pooled_bootstrap), seed, jobs)
+                                        min(bootstrap, pooled_bootstrap), seed, jobs,
+                                        progress or ProgressHooks())
     metrics = compare_reports(base_doc, new_doc, bootstrap=bootstrap, seed=seed, pooled=intervals)
     gates = check_no_regression(base_doc, new_doc, [parse_no_regression(t) for t in no_regression])
     counts = summary(metrics)
@@ -88,8 +91,8 @@ def run_compare(base: str, new: str, *, no_regression: Sequence[str] = (), boots
 
 
 def _pooled(base: str, base_doc: Mapping[str, Any], new: str, new_doc: Mapping[str, Any],
-            problems: list[str], resamples: int, seed: int,
-            jobs: int | None) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+            problems: list[str], resamples: int, seed: int, jobs: int | None,
+            hooks: ProgressHooks) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """The intervals of the pooled figures both reports hold (:mod:`rpx_cli.run.pooled`)
     and the comparison's ``pooled_bootstrap``: how many resamples, or why there are none."""
     shared = set(pooled.pooled_paths(new_doc))
@@ -111,8 +114,12 @@ def _pooled(base: str, base_doc: Mapping[str, Any], new: str, new_doc: Mapping[s
         reason = "--bootstrap or --pooled-bootstrap is 0"
     if reason is not None:
         return {}, {**section, "reason": reason}
-    intervals = pooled.pooled_bootstrap(kept[0], kept[1], paths, resamples=resamples, seed=seed,
-                                        jobs=default_jobs() if jobs is None else jobs)
+    try:
+        intervals = pooled.pooled_bootstrap(kept[0], kept[1], paths, resamples=resamples,
+                                            seed=seed, jobs=default_jobs() if jobs is None else jobs,
+                                            progress=hooks.start(resamples))
+    finally:
+        hooks.stop()
     if not intervals:
         return {}, {**section, "reason": "the reports share no evaluated stem"}
     return intervals, {**section, "resamples": resamples, "with_interval": len(intervals)}

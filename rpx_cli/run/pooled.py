@@ -13,7 +13,7 @@ image of its own), which is what evaluating folders holding those copies gives.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,14 +108,16 @@ def resample_index(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def pooled_bootstrap(base: Kept, new: Kept, paths: Sequence[str], *, resamples: int,
-                     seed: int, jobs: int = 1) -> dict[str, dict[str, Any]]:
+                     seed: int, jobs: int = 1,
+                     progress: Callable[[int], None] | None = None) -> dict[str, dict[str, Any]]:
     """For every figure in ``paths``, the 95 % percentile interval of its change (new − base)
     over ``resamples`` paired resamples of the stems both reports evaluated, and each side's
     own interval from the same resamples; ``mean_delta``, ``base_mean`` and ``new_mean`` are
     the figures on the shared stems themselves (the reports' own values when both evaluated
     the same stems). A figure null in every resample gets no entry. Resample ``r`` draws
     :func:`resample_index` from ``numpy.random.default_rng(seed)`` after the ``r`` before it;
-    the resamples are summarised in ``jobs`` worker processes (the same numbers for any)."""
+    the resamples are summarised in ``jobs`` worker processes (the same numbers for any);
+    ``progress`` is told how many resamples each finished piece held."""
     positions = {stem: i for i, stem in enumerate(new.stems)}
     shared = sorted((stem for stem in base.stems if stem in positions), key=unescaped)
     n = len(shared)
@@ -147,7 +149,12 @@ def pooled_bootstrap(base: Kept, new: Kept, paths: Sequence[str], *, resamples: 
     dtype = np.int32 if n < 2**31 else np.int64  # every draw is made here, before the workers
     indices = np.stack([resample_index(rng, n).astype(dtype) for _ in range(resamples)])
     pieces = np.array_split(indices, min(resamples, max(1, jobs) * 4))
-    drawn = np.concatenate(list(map_in_processes(chunk, pieces, jobs=max(1, jobs))))
+    done = []
+    for piece in map_in_processes(chunk, pieces, jobs=max(1, jobs)):
+        done.append(piece)
+        if progress is not None:
+            progress(len(piece))
+    drawn = np.concatenate(done)
     base_values, new_values = drawn[:, 0, :], drawn[:, 1, :]
     out = {}
     for j, path in enumerate(paths):
