@@ -343,3 +343,18 @@ def test_reports_without_the_flag_stay_as_they_were(rpx, tmp_path) -> None:
     assert json.loads(kept.read_text())["run_provenance"]["args"]["keep_state"] is True
     run = rpx(["compare", plain, plain, "--bootstrap", "10"])
     assert "neither report carries statistics" in run.json["pooled_bootstrap"]["reason"]
+
+
+def test_only_the_stems_both_evaluated_are_drawn(rpx, tmp_path) -> None:
+    chosen = frames()
+    base = keep(rpx, write_frames(tmp_path / "base", chosen), tmp_path / "base.json")
+    new = keep(rpx, write_frames(tmp_path / "new", chosen[:7]), tmp_path / "new.json")
+    document = rpx(["compare", base, new, "--bootstrap", "10"]).json
+    ap = next(m for m in document["metrics"] if m["metric"] == "dataset.coco.AP")
+    shared = flatten(evaluate_dirs("detection", tmp_path / "new" / "pred", tmp_path / "new" / "gt",
+                                   jobs=1))["dataset.coco.AP"]
+    assert ap["bootstrap"]["n_shared"] == 7
+    # the figures on the shared stems, not the reports' own (BASE evaluated 10 images)
+    assert ap["bootstrap"]["base_mean"] == ap["bootstrap"]["new_mean"] == shared
+    assert ap["bootstrap"]["mean_delta"] == 0.0 and ap["bootstrap"]["ci95"] == [0.0, 0.0]
+    assert ap["base"] != ap["new"] and ap["status"] in ("improved", "regressed", NO_CHANGE)

@@ -140,8 +140,16 @@ def compare() -> dict[str, Any]:
                                              "(pooled: true) is the figure recomputed on each "
                                              "resample of stems (mean_delta, base_mean, "
                                              "new_mean: on the shared stems themselves).",
-                                             "properties": {key: _PAIR for key in
-                                                            ("ci95", "base_ci95", "new_ci95")}}}}},
+                                             "properties": {
+                                                 **{key: _PAIR for key in
+                                                    ("ci95", "base_ci95", "new_ci95")},
+                                                 "pooled": {"type": "boolean", "description":
+                                                            "A pooled figure's interval."},
+                                                 "defined_resamples": {
+                                                     "type": "integer", "minimum": 0,
+                                                     "description": "The resamples in which "
+                                                     "the figure is defined on both sides "
+                                                     "(when not all are)."}}}}}},
             "gates": GATES, "run_provenance": PROVENANCE_REF,
         },
         "additionalProperties": False,
