@@ -208,8 +208,8 @@ def summary(metrics: list[dict[str, Any]]) -> dict[str, int]:
     stayed unchanged, and of those whose change is significant (95 % interval excludes 0).
     A figure that moved and has an interval (its mean of rows; its pooled value too, from
     ``--keep-state`` reports) takes the verdict of its entries with one — regressed if
-    either regressed — over those without; otherwise a figure whose two values moved apart
-    counts as regressed."""
+    either regressed, then improved — over those without; otherwise a figure whose two
+    values moved apart counts as regressed."""
     by_name: dict[str, list[dict[str, Any]]] = {}
     for m in metrics:
         by_name.setdefault(figure_name(m["metric"]), []).append(m)
