@@ -414,3 +414,51 @@ def test_coco_files_resample_as_files_of_the_drawn_images_would(rpx, tmp_path, c
             values.append(flatten(report)["dataset.coco.AP"])
         deltas.append(values[1] - values[0])
     assert entry["bootstrap"]["ci95"] == [float(v) for v in np.percentile(deltas, [2.5, 97.5])]
+
+
+FAST_CASES = ["shelf", "masks", "hands", "aerial", "cuboids", "outlines", "kitti", "coco",
+              "voc_results"]
+
+
+@pytest.mark.parametrize("case", FAST_CASES)
+def test_the_fast_coco_route_is_the_summary_of_the_resample(rpx, tmp_path, case) -> None:
+    """Under --protocol coco, a resample's pooled figures come from each image's matches
+    pooled (tasks/detection/resample.py): equal, bit for bit, to the task's summary of the
+    resampled frames, for every similarity kind."""
+    import shlex
+
+    from rpx_cli.run.pooled import fast_route, figures_of, pooled_paths, read_kept, summary_params
+
+    root = FIXTURES / "detection" / case
+    words = shlex.split((root / "args").read_text())
+    words = [str(root / w) if (root / w).exists() else w for w in words]
+    if "--pred-dir" not in words and "--coco-gt" not in words:
+        words += ["--pred-dir", root / "pred", "--gt-dir", root / "gt"]
+    out = tmp_path / "kept.json"
+    run = rpx(["eval", "detection", *words, "--keep-state", "-o", out])
+    assert run.exit_code == 0, run.stderr
+    report = json.loads(out.read_text())
+    kept = read_kept(str(out), report)
+    paths = pooled_paths(report)
+    params = summary_params(kept.task, kept.params, paths)
+    route = fast_route(kept, params, paths)
+    assert route is not None
+    n = len(kept.stems)
+    for index in [np.arange(n), *draws(11, n, 6)]:
+        table = kept.table.take(index)
+        table.stems = [kept.table.stems[i] for i in index.tolist()]
+        expected = figures_of(kept.task, table, params, paths)
+        got = route(index)
+        assert np.array_equal(np.array([got.get(p) for p in paths], dtype=float), expected,
+                              equal_nan=True), case
+
+
+def test_other_protocols_take_the_summary_route(rpx, tmp_path) -> None:
+    from rpx_cli.run.pooled import fast_route, pooled_paths, read_kept, summary_params
+
+    out = keep(rpx, write_frames(tmp_path / "base", frames()), tmp_path / "kept.json",
+               "--protocol", "voc07")
+    report = json.loads(out.read_text())
+    kept = read_kept(str(out), report)
+    paths = pooled_paths(report)
+    assert fast_route(kept, summary_params(kept.task, kept.params, paths), paths) is None
