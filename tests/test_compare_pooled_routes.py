@@ -113,3 +113,23 @@ def test_other_protocols_take_the_summary_route(rpx, tmp_path) -> None:
     kept = read_kept(str(out), report)
     paths = pooled_paths(report)
     assert fast_route(kept, summary_params(kept.task, kept.params, paths), paths) is None
+
+
+def test_a_route_that_disagrees_on_the_shared_stems_is_not_used(rpx, tmp_path, monkeypatch) -> None:
+    from rpx_cli.run.compare import run_compare
+    from rpx_cli.tasks.detection import Detection
+
+    base = keep(rpx, write_frames(tmp_path / "base", frames()), tmp_path / "base.json")
+    new = keep(rpx, write_frames(tmp_path / "new", frames(worse=True)), tmp_path / "new.json")
+    honest = run_compare(str(base), str(new), bootstrap=12, jobs=1).document["metrics"]
+    original = Detection.resampler
+
+    def off_by_a_bit(self, stats, params, paths):
+        route = original(self, stats, params, paths)
+        return lambda index: {k: (v + 1e-12 if isinstance(v, float) else v)
+                              for k, v in route(index).items()}
+
+    monkeypatch.setattr(Detection, "resampler", off_by_a_bit)
+    assert run_compare(str(base), str(new), bootstrap=12, jobs=1).document["metrics"] == honest
+    monkeypatch.setattr(Detection, "resampler", lambda self, stats, params, paths: None)
+    assert run_compare(str(base), str(new), bootstrap=12, jobs=1).document["metrics"] == honest
