@@ -344,7 +344,7 @@ def pair_options(*, default_missing: str, dirs_required: bool = True,
     ``--executor``: :data:`rpx_cli.params.workflows.RUN_OPTIONS`), ``--compact``,
     ``--quiet``, ``--progress/--no-progress``, ``--traceback``. ``files_ok``: either folder
     may name a file too (one that holds the whole set: ``Task.inputs_may_be_files``)."""
-    from rpx_cli.params.workflows import INCLUDE_ROWS, JOBS, MISSING, ON_ERROR, SHARD
+    from rpx_cli.params.workflows import INCLUDE_ROWS, JOBS, KEEP_STATE, MISSING, ON_ERROR, SHARD
 
     dir_type = click.Path(file_okay=files_ok, path_type=str)
     options = [
@@ -357,6 +357,7 @@ def pair_options(*, default_missing: str, dirs_required: bool = True,
         click_option(SHARD),
         require_option,
         click_option(INCLUDE_ROWS),
+        click_option(KEEP_STATE),
         digest_cache_options,
         storage_options_option,
         executor_options,

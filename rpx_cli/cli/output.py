@@ -171,8 +171,8 @@ def invocation_of(ctx: click.Context, out: str):
     argv = ctx.meta.get("rpx.argv") or ["rpx", *sys.argv[1:]]
     unset_quiet = {param.name for param in ctx.command.params
                    if not getattr(getattr(param.type, "option", None), "args_when_unset", True)}
-    args = {key: value for key, value in ctx.params.items()
-            if value is not None or key not in unset_quiet}
+    args = {key: value for key, value in ctx.params.items()  # unset: None, or a flag's False
+            if not (value is None or value is False) or key not in unset_quiet}
     if args.get("storage_options") is not None or any("--storage-options" in a for a in argv):
         from rpx_cli.io.remote import redact, redacted_argv
         from rpx_cli.params.workflows import storage_settings

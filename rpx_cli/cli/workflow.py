@@ -21,11 +21,21 @@ from rpx_cli.cli.output import (
     emit_html,
     emit_report,
     invocation_of,
+    plain_progress,
     raise_if_failed,
+    show_progress,
     write_html,
     write_stdout,
 )
-from rpx_cli.params.workflows import COMPARE_BOOTSTRAP, COMPARE_SEED, FORCE, NO_REGRESSION
+from rpx_cli.params.workflows import (
+    COMPARE_BOOTSTRAP,
+    COMPARE_JOBS,
+    COMPARE_SEED,
+    FORCE,
+    KEEP_STATE,
+    NO_REGRESSION,
+    POOLED_BOOTSTRAP,
+)
 
 
 @click.command()
@@ -34,11 +44,13 @@ from rpx_cli.params.workflows import COMPARE_BOOTSTRAP, COMPARE_SEED, FORCE, NO_
 @compact_option
 @html_option
 @click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
+@click_option(KEEP_STATE)
 @storage_options_option
 @traceback_option
 @click.pass_context
 def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
-          html: str | None = None, quiet: bool = False, storage_options: str | None = None) -> None:
+          html: str | None = None, quiet: bool = False, storage_options: str | None = None,
+          keep_state: bool = False) -> None:
     """Merge the partial reports of a sharded evaluation into the single-run report.
 
     Every shard 1..N of one evaluation (same task, parameters and inputs) must be given
@@ -68,7 +80,7 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
     warnings: list[str] = []
     try:
         report = merge_files(parts, invocation=invocation_of(ctx, out),
-                             indented=not compact, warnings=warnings)
+                             indented=not compact, warnings=warnings, keep_state=keep_state)
         # merged rows were parsed from the parts' JSON: finite by construction, not walked again
         emit_html(emit_report(report, out, compact=compact, parsed=("rows",)), out, html)
     finally:
@@ -131,6 +143,8 @@ def check(report: str, require: tuple, compact: bool) -> None:
 @click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json",
               show_default=True, help="JSON on stdout, or a Markdown table for a PR comment.")
 @click_option(FORCE)
+@click_option(POOLED_BOOTSTRAP)
+@click_option(COMPARE_JOBS)
 @out_option("JSON comparison")
 @compact_option
 @html_option
@@ -140,13 +154,14 @@ def check(report: str, require: tuple, compact: bool) -> None:
 @click.pass_context
 def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, bootstrap: int,
             seed: int, fmt: str, force: bool, out: str, compact: bool, quiet: bool,
-            html: str | None = None) -> None:
+            html: str | None = None, pooled_bootstrap: int = 200, jobs: int | None = None) -> None:
     """Compare two reports metric by metric, with a paired bootstrap over shared stems.
 
     For every metric: both values, the delta, the relative delta and whether it improved
     or regressed given its direction. Per-row metrics get a 95% interval of the mean delta
-    over the stems both reports evaluated. Reports of different tasks or parameters are
-    refused unless --force.
+    over the stems both reports evaluated; pooled figures (dataset.*) get one when both
+    reports were written with --keep-state (--pooled-bootstrap resamples). Reports of
+    different tasks or parameters are refused unless --force.
 
     \b
     Example:
@@ -156,14 +171,18 @@ def compare(ctx: click.Context, base: str, new: str, no_regression: tuple, boots
           | jq '.metrics[] | select(.status == "regressed")'
       rpx compare main.json pr.json --format markdown > comment.md   # CI: >> "$GITHUB_STEP_SUMMARY"
     """
-    from rpx_cli.console import print_lines, render_table
+    from rpx_cli.console import ProgressBar, print_lines, render_table
     from rpx_cli.report.compare import summary_text
     from rpx_cli.report.render import compare_markdown, compare_table
     from rpx_cli.run.compare import run_compare
 
     refuse_overwriting_inputs(ctx)
     comparison = run_compare(base, new, no_regression=no_regression, bootstrap=bootstrap,
-                             seed=seed, force=force, invocation=invocation_of(ctx, out))
+                             seed=seed, force=force, pooled_bootstrap=pooled_bootstrap, jobs=jobs,
+                             invocation=invocation_of(ctx, out),
+                             progress=ProgressBar("compare: pooled resamples",
+                                                  enabled=show_progress(quiet, None),
+                                                  plain=plain_progress(quiet, None)))
     document = comparison.document
     if not quiet:
         print_lines(comparison.warnings, style="yellow")

@@ -173,9 +173,36 @@ def _mean_defined(values: np.ndarray) -> float | None:
 def evaluate(data: CocoInput, params: CocoParams | None = None) -> CocoResult:
     """COCOeval evaluate + accumulate on ``data`` under ``params`` (default: boxes'; ``LVISEval``'s for
     LVIS, whose per-image cap and category filtering the caller has applied)."""
+    return accumulate(match(data, params))
+
+
+@dataclass
+class CocoMatches:
+    """What COCOeval's evaluate decides image by image — every kept detection's match at
+    every (area range, IoU threshold), and which GT counts in each area range — before the
+    images are pooled: :func:`accumulate` pools them, or any resample of the images."""
+
+    params: CocoParams
+    n_images: int
+    n_categories: int
+    # detections in (image, category, rank) order, at most maxDets[-1] per (image, category)
+    dt_image: np.ndarray
+    dt_category: np.ndarray
+    dt_score: np.ndarray
+    rank: np.ndarray
+    true: np.ndarray  # (detections, areas * thresholds): matched to a regular GT
+    ignored: np.ndarray  # (detections, areas * thresholds)
+    gt_image: np.ndarray
+    gt_category: np.ndarray
+    gt_ignored: np.ndarray  # (areas, GT)
+
+
+def match(data: CocoInput, params: CocoParams | None = None) -> CocoMatches:
+    """The per-image half of :func:`evaluate`: detections ranked per (image, category),
+    capped, and matched greedily at every IoU threshold and area range."""
     params = BOX_PARAMS if params is None else params
     max_dets = params.max_dets
-    T, A, M = len(IOU_THRESHOLDS), len(params.area_ranges), len(max_dets)
+    T = len(IOU_THRESHOLDS)
     K = data.n_categories
     # detections: group, then score (descending), ties in input order; rank within group
     dt_group = data.dt_image.astype(np.int64) * K + data.dt_category
@@ -217,8 +244,39 @@ def evaluate(data: CocoInput, params: CocoParams | None = None) -> CocoResult:
     ignored |= ~matched & np.repeat(outside, T, axis=1)  # (detections, areas * thresholds)
 
     gt_ignored = gt_crowd[None, :] | (gt_area[None, :] < ranges[:, :1]) | (gt_area[None, :] > ranges[:, 1:])
-    gt_category = gt_group % K
-    regular = np.stack([np.bincount(gt_category[~gt_ignored[a]], minlength=K) for a in range(A)])
+    return CocoMatches(params, data.n_images, K, dt_image, dt_category, dt_score, rank,
+                       matched & ~ignored, ignored, gt_group // K, gt_group % K, gt_ignored)
+
+
+def accumulate(matches: CocoMatches, images: np.ndarray | None = None) -> CocoResult:
+    """The pooled half of :func:`evaluate`: precision and recall of every (category, area,
+    maxDets, IoU threshold) over the images. ``images``: a resample of them (image indices
+    in ascending order, an image drawn k times k times in a row, each copy an image of its
+    own), as if the data held exactly those images in that order; None: every image once."""
+    m, params = matches, matches.params
+    max_dets = params.max_dets
+    T, A, M = len(IOU_THRESHOLDS), len(params.area_ranges), len(max_dets)
+    K = m.n_categories
+    if images is None:
+        picked, weights = None, None
+    else:  # each drawn image's detections, in the order of the draw (copies adjacent)
+        bounds = np.searchsorted(m.dt_image, np.arange(m.n_images + 1), side="left")
+        sizes = bounds[images + 1] - bounds[images]
+        first = np.repeat(bounds[images] - (np.cumsum(sizes) - sizes), sizes)
+        picked = first + np.arange(int(sizes.sum()))
+        weights = np.bincount(images, minlength=m.n_images)[m.gt_image]
+    dt_category = m.dt_category if picked is None else m.dt_category[picked]
+    dt_score = m.dt_score if picked is None else m.dt_score[picked]
+    rank = m.rank if picked is None else m.rank[picked]
+    true = m.true if picked is None else m.true[picked]
+    ignored = m.ignored if picked is None else m.ignored[picked]
+    if weights is None:
+        regular = np.stack([np.bincount(m.gt_category[~m.gt_ignored[a]], minlength=K)
+                            for a in range(A)])
+    else:  # integer counts: exact in float64
+        regular = np.stack([np.bincount(m.gt_category[~m.gt_ignored[a]],
+                                        weights=weights[~m.gt_ignored[a]], minlength=K)
+                            for a in range(A)]).astype(np.int64)
     precision = -np.ones((T, len(RECALL_THRESHOLDS), K, A, M))
     scores = -np.ones((T, len(RECALL_THRESHOLDS), K, A, M))
     recall = -np.ones((T, K, A, M))
@@ -233,11 +291,11 @@ def evaluate(data: CocoInput, params: CocoParams | None = None) -> CocoResult:
     # (areas * thresholds, detections), contiguous along the detections to run sums fast
     # a detection is a true positive, a false positive or ignored: the false positives before
     # a true positive are its position less the true positives and the ignored before it
-    tps = np.ascontiguousarray((matched & ~ignored)[ranked].T)
+    tps = np.ascontiguousarray(true[ranked].T)
     igs = np.ascontiguousarray(ignored[ranked].T)
     for k in range(K):
         lo, hi = bounds[k], bounds[k + 1]
-        for m, max_det in enumerate(max_dets):
+        for m_index, max_det in enumerate(max_dets):
             if max_det >= max_dets[-1]:  # detections past the last were dropped already
                 tp, ig, ss = tps[:, lo:hi], igs[:, lo:hi], score_sorted[lo:hi]
             else:
@@ -246,7 +304,8 @@ def evaluate(data: CocoInput, params: CocoParams | None = None) -> CocoResult:
             for a in np.flatnonzero(regular[:, k]).tolist():
                 cells = slice(a * T, (a + 1) * T)
                 _accumulate(tp[cells], ig[cells], int(regular[a, k]), ss,
-                            precision[:, :, k, a, m], recall[:, k, a, m], scores[:, :, k, a, m])
+                            precision[:, :, k, a, m_index], recall[:, k, a, m_index],
+                            scores[:, :, k, a, m_index])
     return CocoResult(precision, recall, scores, params)
 
 

@@ -64,7 +64,8 @@ class Option:
     unique: bool = False  # a repeatable option whose values must differ (--range 0:2 twice)
     short: str | None = None  # a one-letter flag besides the long one: "-j"
     # False: an option added after the task's reports were frozen, left out of
-    # run_provenance.args when not given (its value None), so older reports stay byte-identical
+    # run_provenance.args when not given (its value None, or False for a flag), so older
+    # reports stay byte-identical
     args_when_unset: bool = True
     # False: the option changes what a report shows, never a number (--keep-worst,
     # --images-dir): two reports that differ only in such options compare without --force

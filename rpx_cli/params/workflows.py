@@ -1,6 +1,6 @@
 """The options of rpx's workflows, declared once like a task's: how a run goes
 (:data:`RUN_OPTIONS`: ``--missing``, ``--on-error``, ``--jobs``, ``--shard``, ``--no-rows``,
-the digest cache, object storage, ``--executor``/``--scheduler``), its strata
+the digest cache, object storage, ``--executor``/``--scheduler``, ``--keep-state``), its strata
 (:data:`STRATA_OPTIONS`: ``--manifest``, ``--primary-metric``, ``--bootstrap``, ``--seed``),
 ``rpx stability`` (:data:`STABILITY_OPTIONS`), ``rpx compare`` (:data:`COMPARE_OPTIONS`) and
 ``rpx readiness``'s cost figures (:data:`COST_OPTIONS`).
@@ -101,8 +101,14 @@ SCHEDULER = Option(
     help="The Dask scheduler for --executor dask, e.g. tcp://10.0.0.5:8786 [default: "
          "$DASK_SCHEDULER_ADDRESS].")
 
+KEEP_STATE = Option(
+    "keep_state", "--keep-state", "flag", False, args_when_unset=False,
+    help="Write every pair's statistics into the report ('statistics'): `rpx compare` of two "
+         "such reports then gives pooled figures (dataset.*) a paired bootstrap interval. "
+         "Never changes a number.")
+
 RUN_OPTIONS = (MISSING, ON_ERROR, JOBS, INCLUDE_ROWS, SHARD, DIGEST_CACHE, STORAGE_OPTIONS,
-               EXECUTOR, SCHEDULER)
+               EXECUTOR, SCHEDULER, KEEP_STATE)
 
 # --- strata of a run (--manifest; rpx_cli.run.options.Strata) ----------------------------------
 
@@ -180,11 +186,21 @@ COMPARE_BOOTSTRAP = Option(
     "bootstrap", "--bootstrap", "int", 1000, minimum=0,
     help="Paired bootstrap resamples over the shared stems (0 = off; needs rows).")
 COMPARE_SEED = Option("seed", "--seed", "int", 0, help="Bootstrap seed.")
+POOLED_BOOTSTRAP = Option(
+    "pooled_bootstrap", "--pooled-bootstrap", "int", 200, minimum=0, metavar="N",
+    help="Paired bootstrap resamples of the pooled figures (dataset.*) when both reports carry "
+         "their statistics (rpx eval --keep-state); each resample re-summarises both sides, so "
+         "it is capped apart from --bootstrap (at most --bootstrap; 0 = off).")
 FORCE = Option(
     "force", "--force", "flag", False,
     help="Compare reports of different tasks or parameters (a warning, not an error).")
 
-COMPARE_OPTIONS = (NO_REGRESSION, COMPARE_BOOTSTRAP, COMPARE_SEED, FORCE)
+COMPARE_JOBS = replace(JOBS, args_when_unset=False,
+                       help="Worker processes for the pooled figures' resamples [default: CPUs "
+                            "available]. Never changes a number.")
+
+COMPARE_OPTIONS = (NO_REGRESSION, COMPARE_BOOTSTRAP, COMPARE_SEED, FORCE, POOLED_BOOTSTRAP,
+                   COMPARE_JOBS)
 
 # --- rpx readiness (run_readiness) -----------------------------------------------------------------
 

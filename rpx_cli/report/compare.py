@@ -13,8 +13,8 @@ import numpy as np
 from rpx_cli.params.parsers import NoRegression, parse_no_regression  # noqa: F401 (re-exported)
 from rpx_cli.report.gates import resolve, suggestions
 
-_SKIP_SECTIONS = {"run_provenance", "metric_info", "params", "rows", "state", "gates", "unpaired",
-                  "errors", "confusion", "worst_frames"}
+_SKIP_SECTIONS = {"run_provenance", "metric_info", "params", "rows", "state", "statistics", "gates",
+                  "unpaired", "errors", "confusion", "worst_frames"}
 
 
 def flatten(report: Mapping[str, Any]) -> dict[str, float | None]:
@@ -150,12 +150,15 @@ def check_no_regression(base: Mapping[str, Any], new: Mapping[str, Any],
 
 
 def compare_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, bootstrap: int,
-                    seed: int) -> list[dict[str, Any]]:
+                    seed: int, pooled: Mapping[str, dict[str, Any]] | None = None
+                    ) -> list[dict[str, Any]]:
     """One entry per metric present in either report, shared ones first. ``significant``:
     whether the change's paired-bootstrap 95 % interval excludes 0 (None: the metric has no
-    interval — a pooled figure, or ``--bootstrap 0``). A change whose interval contains 0
-    has the status :data:`NO_CHANGE`, and ``point_status`` says which way its estimate
-    moved; significant changes and those without an interval keep their status."""
+    interval — a pooled figure of reports without statistics, or ``--bootstrap 0``). A
+    change whose interval contains 0 has the status :data:`NO_CHANGE`, and ``point_status``
+    says which way its estimate moved; significant changes and those without an interval
+    keep their status. ``pooled``: the intervals of pooled figures by path
+    (:func:`rpx_cli.run.pooled.pooled_bootstrap`), judged as the row metrics' are."""
     flat_base, flat_new = flatten(base), flatten(new)
     row_metrics = sorted({k for row in (base.get("rows") or [])[:1] for k, v in row.items()
                           if isinstance(v, (int, float)) and not isinstance(v, bool)})
@@ -175,10 +178,11 @@ def compare_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, bootstra
         }
         name = path.split(".", 1)[1] if path.startswith("aggregate.") else None
         entry["significant"] = None
-        if name in boot:
-            entry["bootstrap"] = boot[name]
+        interval = boot.get(name) if name is not None else (pooled or {}).get(path)
+        if interval is not None:
+            entry["bootstrap"] = interval
             moved = entry["status"] in MOVED
-            entry["significant"] = boot[name]["significant"] and moved
+            entry["significant"] = interval["significant"] and moved
             if moved and not entry["significant"]:
                 entry["point_status"], entry["status"] = entry["status"], NO_CHANGE
         entries.append(entry)
@@ -202,9 +206,10 @@ def summary(metrics: list[dict[str, Any]]) -> dict[str, int]:
     """Counts of figures (:func:`figure_name`: a metric's mean and pooled value count once)
     that improved, regressed, moved within their interval (``no_significant_change``) or
     stayed unchanged, and of those whose change is significant (95 % interval excludes 0).
-    A figure that moved and has an interval (its mean of rows) takes that entry's verdict —
-    the pooled value has none to overrule it; otherwise a figure whose two values moved
-    apart counts as regressed."""
+    A figure that moved and has an interval (its mean of rows; its pooled value too, from
+    ``--keep-state`` reports) takes the verdict of its entries with one — regressed if
+    either regressed, then improved — over those without; otherwise a figure whose two
+    values moved apart counts as regressed."""
     by_name: dict[str, list[dict[str, Any]]] = {}
     for m in metrics:
         by_name.setdefault(figure_name(m["metric"]), []).append(m)

@@ -98,8 +98,8 @@ def _numbers(value: float, threshold: float) -> tuple[str, str]:
 
 
 # sections whose keys are not figures a gate names (or too many to list)
-_NOT_GATED = {"run_provenance", "metric_info", "params", "rows", "state", "gates", "unpaired",
-              "errors", "warnings"}
+_NOT_GATED = {"run_provenance", "metric_info", "params", "rows", "state", "statistics", "gates",
+              "unpaired", "errors", "warnings"}
 
 
 def suggestions(report: Mapping[str, Any], path: str, n: int = 3) -> list[str]:

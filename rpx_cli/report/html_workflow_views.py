@@ -62,7 +62,8 @@ def _compare(report: Mapping[str, Any]) -> str:
             items, title="delta (new − base) per metric, each on its own scale", x_label="delta (new − base)",
             attrs={"name": "deltas"}), f"{len(shown)} metric(s) changed{', first 80 shown' if len(shown) > 80 else ''}"
             "; each row on its own scale (the numbers on the right are the delta and its interval); whiskers: "
-            "paired bootstrap 95% interval over the shared stems (per-row metrics); a change is significant "
+            "paired bootstrap 95% interval over the shared stems (per-row metrics, and pooled figures of reports "
+            "written with --keep-state); a change is significant "
             "(filled ▲ better, ▼ worse) only when its interval excludes 0; hollow △ ▽: no significant change "
             "(the interval includes 0) or no interval", kind="deltas"))
     tone = {("improved", True): "good", ("regressed", True): "bad"}
@@ -86,7 +87,8 @@ MAX_MODEL_CHARTS = 24
 
 def _both_models(metrics: list[Mapping[str, Any]]) -> str:
     """One small chart per changed metric: both models' values, each with its 95% interval
-    when the paired bootstrap gives one (per-row metrics: the mean over the shared stems)."""
+    when the paired bootstrap gives one (per-row metrics: the mean over the shared stems;
+    pooled figures of ``--keep-state`` reports: the figure on the shared stems)."""
     charts = []
     for m in metrics[:MAX_MODEL_CHARTS]:
         boot = m.get("bootstrap") or {}
@@ -104,8 +106,9 @@ def _both_models(metrics: list[Mapping[str, Any]]) -> str:
     more = f"; the first {MAX_MODEL_CHARTS} shown" if len(metrics) > MAX_MODEL_CHARTS else ""
     return section_html("both models", f'<div class="multiples">{"".join(charts)}</div>',
                         "each changed metric on its own scale: base hollow grey, new filled blue; whiskers: "
-                        "each model's 95% interval over the shared stems (paired bootstrap, per-row metrics: "
-                        "the means of the shared stems); a dataset figure has no interval" + more,
+                        "each model's 95% interval over the shared stems (paired bootstrap; per-row metrics: "
+                        "the means of the shared stems; a pooled figure: the figure of the shared stems, with an "
+                        "interval only when both reports were written with --keep-state)" + more,
                         kind="models")
 
 

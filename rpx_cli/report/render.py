@@ -216,13 +216,20 @@ def markdown(report: Mapping[str, Any]) -> str:
 def compare_markdown(document: Mapping[str, Any]) -> str:
     """A Markdown table of a comparison: significant regressions first. A change is marked
     🔴/🟢 only when its 95 % interval excludes 0; one whose interval includes 0, or that has
-    none (a pooled figure), is written out without the mark."""
+    none (a pooled figure of a report without ``--keep-state``), is written out without the
+    mark, and a line under the heading says why pooled figures have no interval."""
     from rpx_cli.report.compare import order_key, summary_text, verdict
 
     summary = document.get("summary") or {}
     lines = [f"### rpx compare: {document['new'].get('task')} — {summary_text(summary)}", "",
-             "A change is significant when its paired-bootstrap 95% interval excludes 0.", "",
-             "| metric | base | new | delta | change | 95% CI |", "|---|---:|---:|---:|---|---|"]
+             "A change is significant when its paired-bootstrap 95% interval excludes 0.", ""]
+    pooled = document.get("pooled_bootstrap") or {}
+    if pooled.get("figures") and not pooled.get("resamples") and pooled.get("reason"):
+        lines += [f"Pooled figures (`dataset.*`) have no interval: {pooled['reason']}.", ""]
+    elif pooled.get("resamples"):
+        lines += [f"Pooled figures (`dataset.*`): {pooled['resamples']} paired resamples of the "
+                  "shared stems, each figure recomputed.", ""]
+    lines += ["| metric | base | new | delta | change | 95% CI |", "|---|---:|---:|---:|---|---|"]
     for m in sorted(document.get("metrics") or [], key=order_key):
         if m["base"] is None and m["new"] is None:
             continue

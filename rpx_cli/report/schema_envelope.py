@@ -94,6 +94,12 @@ def envelope_properties() -> dict[str, Any]:
                                 "by name: one entry per stem (null: undefined), or one "
                                 "value for all the part's stems (a folded statistic)."},
                       "inputs": {"type": "object"}, "digests": {"type": "object"}}},
+        "statistics": {"type": "object", "description": "--keep-state: every evaluated pair's "
+                       "statistics (what rpx compare resamples for the interval of a pooled "
+                       "figure), in stem order.", "required": ["stems", "stats"],
+                       "properties": {"stems": STEMS, "stats": {
+                           "type": "object", "description": "The task's declared statistics by "
+                           "name, encoded as a --shard part's state.stats."}}},
         "worst_frames": WORST_FRAMES,
         "run_provenance": PROVENANCE_REF,
     }

@@ -106,6 +106,15 @@ def compare() -> dict[str, Any]:
                             "type": "integer", "minimum": 0, "description": "Figures that moved "
                             "within their 95% interval (it includes 0)."}},
                         "additionalProperties": {"type": "integer", "minimum": 0}},
+            "pooled_bootstrap": {
+                "type": "object", "required": ["figures", "resamples"],
+                "description": "The pooled figures (dataset.*) both reports hold and how many "
+                               "paired resamples gave them an interval (0: none; 'reason' says "
+                               "why, e.g. a report written without --keep-state).",
+                "properties": {"figures": {"type": "integer", "minimum": 0},
+                               "resamples": {"type": "integer", "minimum": 0},
+                               "with_interval": {"type": "integer", "minimum": 0},
+                               "seed": {"type": "integer"}, "reason": {"type": "string"}}},
             "metrics": {"type": "array", "items": {
                 "type": "object", "required": ["metric", "base", "new", "delta"],
                 "properties": {"metric": {"type": "string"}, "base": NUM_OR_NULL,
@@ -124,12 +133,23 @@ def compare() -> dict[str, Any]:
                                                "The change's paired-bootstrap 95% interval "
                                                "excludes 0 (null: no interval)."},
                                "bootstrap": {"type": "object", "description": "Paired bootstrap "
-                                             "over the shared stems (per-row metrics): the mean "
-                                             "delta's 95% interval (ci95) and each model's mean "
-                                             "over the shared stems with its own (base_ci95, "
-                                             "new_ci95), from the same resamples.",
-                                             "properties": {key: _PAIR for key in
-                                                            ("ci95", "base_ci95", "new_ci95")}}}}},
+                                             "over the shared stems: the mean delta's 95% "
+                                             "interval (ci95) and each model's mean over the "
+                                             "shared stems with its own (base_ci95, new_ci95), "
+                                             "from the same resamples. A pooled figure's "
+                                             "(pooled: true) is the figure recomputed on each "
+                                             "resample of stems (mean_delta, base_mean, "
+                                             "new_mean: on the shared stems themselves).",
+                                             "properties": {
+                                                 **{key: _PAIR for key in
+                                                    ("ci95", "base_ci95", "new_ci95")},
+                                                 "pooled": {"type": "boolean", "description":
+                                                            "A pooled figure's interval."},
+                                                 "defined_resamples": {
+                                                     "type": "integer", "minimum": 0,
+                                                     "description": "The resamples in which "
+                                                     "the figure is defined on both sides "
+                                                     "(when not all are)."}}}}}},
             "gates": GATES, "run_provenance": PROVENANCE_REF,
         },
         "additionalProperties": False,

@@ -15,6 +15,7 @@ from rpx_cli.errors import EvaluationFailed
 from rpx_cli.io.digest_cache import DigestCache
 from rpx_cli.params.option import unknown_names
 from rpx_cli.report.provenance import Stopwatch
+from rpx_cli.run import pooled
 from rpx_cli.run.invocation import (
     Evaluation,
     Invocation,
@@ -81,7 +82,8 @@ def run_evaluation(task_name: str, pred_dir: str, gt_dir: str, params: Mapping[s
         extra_inputs["manifest"] = file_input(plan.strata.manifest.path, plan.strata.sha256)
     executor = {"name": "local", **state.execution} if runner is None else runner.describe()
     evaluation = conclude(state, invocation or Invocation(command=f"rpx_cli.evaluate_dirs({task_name!r})"),
-                          stopwatch, extra_inputs=extra_inputs, executor=executor)
+                          stopwatch, extra_inputs=extra_inputs, executor=executor,
+                          keep_state=options.keep_state)
     evaluation.warnings += [f"manifest: {problem}" for problem in
                             (plan.strata.problems if plan.strata else [])] + cache_warnings
     return evaluation
@@ -90,9 +92,11 @@ def run_evaluation(task_name: str, pred_dir: str, gt_dir: str, params: Mapping[s
 def conclude(state: State, invocation: Invocation, stopwatch: Stopwatch, *,
              extra_inputs: Mapping[str, Any] | None = None,
              executor: Mapping[str, Any] | None = None,
-             warnings: list[str] | None = None) -> Evaluation:
+             warnings: list[str] | None = None, keep_state: bool = False) -> Evaluation:
     """The end of every evaluation: the report of ``state`` (a ``--shard`` state with its
-    part), ``run_provenance`` stamped once, and the warnings for stderr."""
+    part; ``keep_state``: a full report with its pairs' ``statistics``,
+    :mod:`rpx_cli.run.pooled`), ``run_provenance`` stamped once, and the warnings for
+    stderr."""
     task = get_task(state.task)
     report = finalize(state, check_errors=False)
     pictures: list[str] = []
@@ -104,6 +108,8 @@ def conclude(state: State, invocation: Invocation, stopwatch: Stopwatch, *,
             report["state"]["signature"] = signature(report["state"]["seal"], key)
     else:
         pictures = attach_pictures(report, task, state.params)
+        if keep_state:
+            report[pooled.SECTION] = pooled.kept_statistics(state.stems, state.stats)
     inputs = {**provenance_inputs(state), **(extra_inputs or {})}
     stamp(report, invocation, inputs, stopwatch,
           digests={"computed": state.tally.computed, "reused": state.tally.reused},

@@ -128,7 +128,7 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
     invocation = invocation or Invocation(command=f"rpx_cli.run_file_evaluation({task_name!r})")
     return conclude(state, invocation, stopwatch,
                     warnings=list(loaded.warnings or []) + save_digest_cache(cache, tally),
-                    executor={"name": "local", **execution})
+                    executor={"name": "local", **execution}, keep_state=options.keep_state)
 
 
 def _bulk_result(task: Task, loaded: FileInput, stems: list[str], order: list[int],

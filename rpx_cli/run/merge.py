@@ -15,6 +15,7 @@ from rpx_cli.errors import EvaluationFailed, InputError, ParameterError, unescap
 from rpx_cli.io.discover import layout_digest, lines_digest, shard_of
 from rpx_cli.report.provenance import Stopwatch
 from rpx_cli.report.written import written_rows
+from rpx_cli.run import pooled
 from rpx_cli.run.invocation import Invocation, file_input, stamp
 from rpx_cli.run.part_key import check_signature, part_key
 from rpx_cli.run.pictures import attach_pictures
@@ -27,9 +28,10 @@ Part = tuple[str, dict[str, Any], str]  # (path, report, sha256 of the file)
 
 def merge_reports(parts: list[Part], *, invocation: Invocation | None = None,
                   written: Sequence[bytes] | None = None,
-                  warnings: list[str] | None = None) -> dict[str, Any]:
+                  warnings: list[str] | None = None, keep_state: bool = False) -> dict[str, Any]:
     """Merge the ``--shard`` reports of one evaluation. The result equals the single-run
-    report apart from ``run_provenance``.
+    report apart from ``run_provenance`` (``keep_state``: with the pairs' ``statistics``,
+    as ``rpx eval --keep-state`` writes them).
 
     ``written``: the parts' bytes, for a report to be written indented (``dumps``, not
     compact). Rows the merge leaves as they are (a task that fills no row from all pairs
@@ -49,6 +51,8 @@ def merge_reports(parts: list[Part], *, invocation: Invocation | None = None,
     task = get_task(merged.task)
     report = finalize(merged, check_errors=False, written=_rows_as_written(task, parts, written))
     lines = attach_pictures(report, task, merged.params)
+    if keep_state:
+        report[pooled.SECTION] = pooled.kept_statistics(merged.stems, merged.stats)
     if warnings is not None:
         warnings += lines
     inputs = provenance_inputs(merged)
@@ -59,7 +63,8 @@ def merge_reports(parts: list[Part], *, invocation: Invocation | None = None,
 
 
 def merge_files(paths: Sequence[str], *, invocation: Invocation | None = None,
-                indented: bool = True, warnings: list[str] | None = None) -> dict[str, Any]:
+                indented: bool = True, warnings: list[str] | None = None,
+                keep_state: bool = False) -> dict[str, Any]:
     """Read the ``--shard`` parts at ``paths`` and merge them (:func:`merge_reports`);
     each part's sha256 is computed on a helper thread while the next one is parsed
     (hashlib releases the GIL). ``indented``: the report will be written indented, so rows
@@ -78,7 +83,7 @@ def merge_files(paths: Sequence[str], *, invocation: Invocation | None = None,
         loaded = [(path, document, digest.result())
                   for path, document, digest in zip(paths, documents, digests, strict=True)]
     return merge_reports(loaded, invocation=invocation, written=data if indented else None,
-                         warnings=warnings)
+                         warnings=warnings, keep_state=keep_state)
 
 
 def _rows_as_written(task: Task, parts: list[Part],

@@ -55,7 +55,9 @@ class RunOptions:
     evaluate only shard k of n and write a mergeable part. ``digest_cache``: where file
     digests are cached (None: the default folder; False: off). ``executor``/``scheduler``:
     ``dask`` runs the pairs on a Dask cluster. ``storage_options``: fsspec options for URLs
-    (None keeps those already configured). ``strata``: ``--manifest`` strata."""
+    (None keeps those already configured). ``strata``: ``--manifest`` strata. ``keep_state``:
+    the report carries every pair's statistics (``statistics``, for ``rpx compare``'s
+    interval of pooled figures; never changes a number)."""
 
     missing: str | None = None
     on_error: str = "fail"
@@ -67,6 +69,7 @@ class RunOptions:
     scheduler: str | None = None
     storage_options: Mapping[str, Any] | None = None
     strata: Strata | None = None
+    keep_state: bool = False
 
     def __post_init__(self) -> None:
         _converted(self, RUN_OPTIONS)

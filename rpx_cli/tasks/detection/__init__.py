@@ -431,3 +431,10 @@ class Detection(Task):
 
     def summarize_rows(self, stats: StatTable, params: Params):
         return summarize_frames(stats, params, self.families, self.optional_families)
+
+    def resampler(self, stats: StatTable, params: Params, paths: Sequence[str]):
+        """``rpx compare``'s fast route to the pooled figures of resamples of the frames
+        (:mod:`~rpx_cli.tasks.detection.resample`), or None."""
+        from rpx_cli.tasks.detection.resample import resampler
+
+        return resampler(stats, params, paths)

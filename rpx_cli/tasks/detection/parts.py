@@ -215,6 +215,10 @@ class DetectionProtocol:
     iou_types_text: ClassVar[str] = ""  # what it scores, as its refusal says
     tide: ClassVar[bool] = True
     no_tide: ClassVar[str] = ""
+    # its view is COCOeval's over each image's matches and nothing else (no per-image data
+    # of its own): `rpx compare` pools a resample's images without summarising it anew
+    # (tasks/detection/resample.py)
+    pools_image_matches: ClassVar[bool] = False
     options: ClassVar[tuple[str, ...]] = ()  # the PROTOCOL_OPTIONS it reads
     needs: ClassVar[frozenset[str]] = frozenset()  # what a format must provide
     needs_text: ClassVar[str] = ""  # why, when a format does not

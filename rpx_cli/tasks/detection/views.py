@@ -266,15 +266,8 @@ def coco(table: FrameTable, *, geometry: Geometry = BOXES, params: CocoParams = 
     call the objects; ``gt_ignore``: GT ignored though not crowd (keypoints without a
     visible point); ``restrict``: the protocol's say on which objects take part (LVIS'
     federated images); ``frequency``: LVIS' per category (APr, APc, APf)."""
-    data = CocoInput(0, len(table.vocabulary), table.gt.frame, table.gt.label, table.gt.shape,
-                     table.gt.area, table.gt.crowd, table.pred.frame, table.pred.label,
-                     table.pred.shape, table.pred.score, None if geometry is BOXES else geometry,
-                     dt_area=table.pred.area if area_given else None, gt_ignore=gt_ignore)
-    if restrict is not None:
-        data = restrict(table, data)
-    image = table.coco_image()
-    data.n_images = table.n
-    data.gt_image, data.dt_image = image[data.gt_image], image[data.dt_image]
+    data = coco_input(table, geometry=geometry, area_given=area_given, gt_ignore=gt_ignore,
+                      restrict=restrict)
     result = coco_evaluate(data, params)
     figures = result.stats()
     if frequency is not None:
@@ -291,6 +284,23 @@ def coco(table: FrameTable, *, geometry: Geometry = BOXES, params: CocoParams = 
     if reasons:
         out["null_reasons"] = reasons
     return out
+
+
+def coco_input(table: FrameTable, *, geometry: Geometry = BOXES, area_given: bool = False,
+               gt_ignore: np.ndarray | None = None,
+               restrict: Callable[[FrameTable, CocoInput], CocoInput] | None = None) -> CocoInput:
+    """The COCO view's objects as :func:`rpx_cli.ops.coco.evaluate` takes them, images in
+    COCO image id order (:meth:`FrameTable.coco_image`; options as :func:`coco`)."""
+    data = CocoInput(0, len(table.vocabulary), table.gt.frame, table.gt.label, table.gt.shape,
+                     table.gt.area, table.gt.crowd, table.pred.frame, table.pred.label,
+                     table.pred.shape, table.pred.score, None if geometry is BOXES else geometry,
+                     dt_area=table.pred.area if area_given else None, gt_ignore=gt_ignore)
+    if restrict is not None:
+        data = restrict(table, data)
+    image = table.coco_image()
+    data.n_images = table.n
+    data.gt_image, data.dt_image = image[data.gt_image], image[data.dt_image]
+    return data
 
 
 def _curves(result, vocabulary: list[str]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from rpx_cli.tasks.detection.views import coco
 class Coco(DetectionProtocol):
     name, rank = "coco", 0
     label = "COCO"
+    pools_image_matches = True
 
     def check(self, params: Params, kind: Any) -> None:
         if params.get("max_dets") is not None:
