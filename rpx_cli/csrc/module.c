@@ -87,12 +87,18 @@ static PyMethodDef methods[] = {
      "by int64 offsets (n + 1), RLE sizes (n x 2 int64). None for anything but the ordinary "
      "case (bad JSON, a missing or mistyped field, polygons, ...): the Python path reads it. "
      "GIL released."},
+    {"coco_accumulate", rpx_coco_accumulate, METH_VARARGS,
+     "coco_accumulate(tps, igs, rank, score, bounds, regular, max_dets, recall_points, T, A, "
+     "precision, recall, scores): pycocotools' accumulate of the detections in category order "
+     "(category k: bounds[k]:bounds[k+1]; tps, igs: (A * T, N) bool), into precision and scores "
+     "(T, R, K, A, M) and recall (T, K, A, M) float64; -1 where a category has no regular GT "
+     "(regular: (A, K) int64). GIL released."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "rpx_cli._native",
-    "rpx's native core: C kernels for COCO masks and results files (docs/architecture.md, 'The native core').",
+    "rpx's native core: C kernels for COCO masks, results files and accumulation (docs/architecture.md, 'The native core').",
     -1, methods,
 };
 
@@ -100,7 +106,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     /* bumped whenever a kernel's signature or meaning changes: native.py refuses another */
-    if (PyModule_AddIntConstant(m, "ABI", 2) < 0) {
+    if (PyModule_AddIntConstant(m, "ABI", 3) < 0) {
         Py_DECREF(m);
         return NULL;
     }

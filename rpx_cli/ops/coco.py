@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from rpx_cli.ops.coco_accumulate import accumulate
 from rpx_cli.ops.matching import Similarity, greedy_match
 
 IOU_THRESHOLDS = np.linspace(0.5, 0.95, 10)
@@ -175,7 +176,7 @@ def evaluate(data: CocoInput, params: CocoParams | None = None) -> CocoResult:
     LVIS, whose per-image cap and category filtering the caller has applied)."""
     params = BOX_PARAMS if params is None else params
     max_dets = params.max_dets
-    T, A, M = len(IOU_THRESHOLDS), len(params.area_ranges), len(max_dets)
+    T, A = len(IOU_THRESHOLDS), len(params.area_ranges)
     K = data.n_categories
     # detections: group, then score (descending), ties in input order; rank within group
     dt_group = data.dt_image.astype(np.int64) * K + data.dt_category
@@ -219,34 +220,18 @@ def evaluate(data: CocoInput, params: CocoParams | None = None) -> CocoResult:
     gt_ignored = gt_crowd[None, :] | (gt_area[None, :] < ranges[:, :1]) | (gt_area[None, :] > ranges[:, 1:])
     gt_category = gt_group % K
     regular = np.stack([np.bincount(gt_category[~gt_ignored[a]], minlength=K) for a in range(A)])
-    precision = -np.ones((T, len(RECALL_THRESHOLDS), K, A, M))
-    scores = -np.ones((T, len(RECALL_THRESHOLDS), K, A, M))
-    recall = -np.ones((T, K, A, M))
     # category-major, then score descending, ties by image then rank (pycocotools'
     # concatenation order): every category is one contiguous slice
     # (the detections are in image, category, rank order: a stable sort by category, then
     # score keeps image and rank order among ties)
     ranked = np.lexsort((-dt_score, dt_category))
     bounds = np.searchsorted(dt_category[ranked], np.arange(K + 1))
-    rank_sorted = rank[ranked]
-    score_sorted = dt_score[ranked]
-    # (areas * thresholds, detections), contiguous along the detections to run sums fast
-    # a detection is a true positive, a false positive or ignored: the false positives before
-    # a true positive are its position less the true positives and the ignored before it
-    tps = np.ascontiguousarray((matched & ~ignored)[ranked].T)
-    igs = np.ascontiguousarray(ignored[ranked].T)
-    for k in range(K):
-        lo, hi = bounds[k], bounds[k + 1]
-        for m, max_det in enumerate(max_dets):
-            if max_det >= max_dets[-1]:  # detections past the last were dropped already
-                tp, ig, ss = tps[:, lo:hi], igs[:, lo:hi], score_sorted[lo:hi]
-            else:
-                sel = lo + np.flatnonzero(rank_sorted[lo:hi] < max_det)
-                tp, ig, ss = tps[:, sel], igs[:, sel], score_sorted[sel]
-            for a in np.flatnonzero(regular[:, k]).tolist():
-                cells = slice(a * T, (a + 1) * T)
-                _accumulate(tp[cells], ig[cells], int(regular[a, k]), ss,
-                            precision[:, :, k, a, m], recall[:, k, a, m], scores[:, :, k, a, m])
+    # (areas * thresholds, detections): a detection is a true positive, a false positive
+    # or ignored
+    tps = (matched & ~ignored)[ranked].T
+    igs = ignored[ranked].T
+    precision, recall, scores = accumulate(tps, igs, rank[ranked], dt_score[ranked], bounds,
+                                           regular, max_dets, RECALL_THRESHOLDS)
     return CocoResult(precision, recall, scores, params)
 
 
@@ -272,37 +257,3 @@ def iou_xywh_rows(dt: np.ndarray, gt: np.ndarray, crowd: np.ndarray) -> np.ndarr
     union = np.where(crowd, da, da + ga - inter)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(inter > 0, inter / union, 0.0)
-
-
-def _accumulate(tps, igs, regular, det_scores, precision_out, recall_out, scores_out) -> None:
-    """One (category, area, maxDets) cell, pycocotools' accumulate read at the true
-    positives only: recall only rises there, and precision's running maximum from the
-    right is always attained at one of them (a false positive lowers precision, an ignored
-    detection repeats it), so the values — the same divisions — are bit for bit the same.
-    ``tps``: (thresholds, detections); ``igs``: the ignored detections, likewise;
-    ``det_scores``: the detections' scores (descending).
-
-    Scores (pycocotools' ``eval["scores"]``): the score of the detection where each recall
-    point is first reached — a true positive, except at recall 0, which every detection
-    reaches: there it is the first detection's score, whatever it is.
-    """
-    for t in range(tps.shape[0]):
-        at = np.flatnonzero(tps[t])
-        recall_out[t] = at.size / regular
-        before = np.arange(at.size)  # true positives before each
-        # false positives before each true positive: the rest of what precedes it
-        fp = (at - before - np.searchsorted(np.flatnonzero(igs[t]), at)).astype(np.float64)
-        tp = before + 1.0
-        pr = tp / (fp + tp + np.spacing(1))
-        rc = tp / regular
-        envelope = np.maximum.accumulate(pr[::-1])[::-1]
-        inds = np.searchsorted(rc, RECALL_THRESHOLDS, side="left")
-        inside = inds < at.size
-        q = np.zeros(RECALL_THRESHOLDS.size)
-        q[inside] = envelope[inds[inside]]
-        precision_out[t] = q
-        ss = np.zeros(RECALL_THRESHOLDS.size)
-        ss[inside] = det_scores[at[inds[inside]]]
-        if det_scores.size:
-            ss[0] = det_scores[0]  # rc >= 0 holds at the very first detection
-        scores_out[t] = ss

@@ -1,0 +1,166 @@
+/* COCO's accumulation (pycocotools' COCOeval.accumulate, LVISEval's too): the matched
+ * detections of every category read as precision, recall and scores per (IoU threshold,
+ * recall point, category, area range, maxDets), in one pass per cell with the GIL released.
+ *
+ * The numpy twin, which the tests compare with bit for bit, is reference_accumulate in
+ * rpx_cli/ops/coco_accumulate.py: the same divisions in the same order (precision
+ * tp / ((fp + tp) + eps), recall tp / regular), the same reading at the true positives only,
+ * the same searchsorted(side="left") of the recall points. */
+#include "core.h"
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+/* a * b into *out, or 0 when it would overflow (a, b >= 0) */
+static int mul_ok(Py_ssize_t a, Py_ssize_t b, Py_ssize_t *out) {
+    if (a && b > PY_SSIZE_T_MAX / a) return 0;
+    *out = a * b;
+    return 1;
+}
+
+typedef struct {
+    const uint8_t *tps, *igs;        /* (A * T, N): true positive / ignored */
+    const int64_t *rank, *bounds;    /* (N,), (K + 1,) */
+    const double *score, *points;    /* (N,), (R,) */
+    const int64_t *regular, *max_dets; /* (A, K), (M,) */
+    Py_ssize_t N, K, A, T, M, R;
+    double *precision, *recall, *scores; /* (T, R, K, A, M), (T, K, A, M), (T, R, K, A, M) */
+} accumulation;
+
+/* One (category k, area a, maxDets m) cell at every threshold, over the selected
+ * detections sel[0..n). Scratch: at (n), pr (n), rc (n). */
+static void cell(const accumulation *c, Py_ssize_t k, Py_ssize_t a, Py_ssize_t m,
+                 const int64_t *sel, Py_ssize_t n, int64_t *at, double *pr, double *rc) {
+    const double regular = (double)c->regular[a * c->K + k];
+    const Py_ssize_t KAM = c->K * c->A * c->M, cell_at = (k * c->A + a) * c->M + m;
+    for (Py_ssize_t t = 0; t < c->T; t++) {
+        const uint8_t *tp_row = c->tps + (a * c->T + t) * c->N;
+        const uint8_t *ig_row = c->igs + (a * c->T + t) * c->N;
+        Py_ssize_t n_tp = 0, n_ig = 0;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            const int64_t d = sel[j];
+            if (tp_row[d]) {
+                /* false positives before it: its position less the true positives and the
+                 * ignored detections before it */
+                const double tp = (double)(n_tp + 1), fp = (double)(j - n_tp - n_ig);
+                at[n_tp] = j;
+                pr[n_tp] = tp / (fp + tp + DBL_EPSILON);
+                rc[n_tp] = tp / regular;
+                n_tp++;
+            }
+            if (ig_row[d]) n_ig++;
+        }
+        c->recall[t * KAM + cell_at] = (double)n_tp / regular;
+        for (Py_ssize_t i = n_tp - 2; i >= 0; i--) { /* the envelope from the right */
+            if (pr[i + 1] > pr[i]) pr[i] = pr[i + 1];
+        }
+        Py_ssize_t p = 0;
+        for (Py_ssize_t r = 0; r < c->R; r++) {
+            while (p < n_tp && rc[p] < c->points[r]) p++;
+            const Py_ssize_t out = (t * c->R + r) * KAM + cell_at;
+            c->precision[out] = p < n_tp ? pr[p] : 0.0;
+            c->scores[out] = p < n_tp ? c->score[sel[at[p]]] : 0.0;
+        }
+        if (n && c->R) c->scores[t * c->R * KAM + cell_at] = c->score[sel[0]];
+    }
+}
+
+/* Every cell; -1 where a category has no regular GT in an area range. 0, or -1 (no memory). */
+static int accumulate_all(const accumulation *c) {
+    Py_ssize_t total = c->T * c->R * c->K * c->A * c->M;
+    for (Py_ssize_t i = 0; i < total; i++) c->precision[i] = c->scores[i] = -1.0;
+    for (Py_ssize_t i = 0; i < c->T * c->K * c->A * c->M; i++) c->recall[i] = -1.0;
+    Py_ssize_t widest = 0;
+    for (Py_ssize_t k = 0; k < c->K; k++) {
+        if (c->bounds[k + 1] - c->bounds[k] > widest) widest = c->bounds[k + 1] - c->bounds[k];
+    }
+    int64_t *sel = malloc((size_t)(widest ? widest : 1) * sizeof(int64_t));
+    int64_t *at = malloc((size_t)(widest ? widest : 1) * sizeof(int64_t));
+    double *pr = malloc((size_t)(widest ? widest : 1) * sizeof(double));
+    double *rc = malloc((size_t)(widest ? widest : 1) * sizeof(double));
+    int status = (sel && at && pr && rc) ? 0 : -1;
+    const int64_t last = c->max_dets[c->M - 1];
+    for (Py_ssize_t k = 0; k < c->K && !status; k++) {
+        const int64_t lo = c->bounds[k], hi = c->bounds[k + 1];
+        for (Py_ssize_t m = 0; m < c->M; m++) {
+            const int64_t cap = c->max_dets[m];
+            Py_ssize_t n = 0;
+            for (int64_t d = lo; d < hi; d++) {  /* every detection under the last maxDets */
+                if (cap >= last || c->rank[d] < cap) sel[n++] = d;
+            }
+            for (Py_ssize_t a = 0; a < c->A; a++) {
+                if (c->regular[a * c->K + k]) cell(c, k, a, m, sel, n, at, pr, rc);
+            }
+        }
+    }
+    free(sel);
+    free(at);
+    free(pr);
+    free(rc);
+    return status;
+}
+
+PyObject *rpx_coco_accumulate(PyObject *self, PyObject *args) {
+    PyObject *o[11];
+    Py_ssize_t T, A;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOnnOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7], &T, &A, &o[8], &o[9], &o[10]))
+        return NULL;
+    static const char *names[11] = {"tps", "igs", "rank", "score", "bounds", "regular",
+                                    "max_dets", "recall_points", "precision", "recall", "scores"};
+    static const int kinds[11] = {BUF_UINT8, BUF_UINT8, BUF_INT64, BUF_FLOAT64, BUF_INT64,
+                                  BUF_INT64, BUF_INT64, BUF_FLOAT64, BUF_FLOAT64, BUF_FLOAT64,
+                                  BUF_FLOAT64};
+    Py_buffer b[11];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 11; got++) {
+        if (rpx_get_buffer(o[got], &b[got], kinds[got], got >= 8, names[got])) goto done;
+    }
+    accumulation c = {
+        .tps = b[0].buf, .igs = b[1].buf, .rank = b[2].buf, .score = b[3].buf,
+        .bounds = b[4].buf, .regular = b[5].buf, .max_dets = b[6].buf, .points = b[7].buf,
+        .precision = b[8].buf, .recall = b[9].buf, .scores = b[10].buf,
+        .N = b[2].len / 8, .K = b[4].len / 8 - 1, .A = A, .T = T, .M = b[6].len / 8,
+        .R = b[7].len / 8,
+    };
+    Py_ssize_t rows, flags, regular, cells, curve;
+    if (T < 0 || A < 0 || c.K < 0 || c.M < 1) {
+        PyErr_SetString(PyExc_ValueError, "coco_accumulate: T, A >= 0, K + 1 bounds and one maxDets at least");
+        goto done;
+    }
+    if (!mul_ok(A, T, &rows) || !mul_ok(rows, c.N, &flags) || !mul_ok(A, c.K, &regular) ||
+        !mul_ok(T, c.K, &cells) || !mul_ok(cells, A, &cells) || !mul_ok(cells, c.M, &cells) ||
+        !mul_ok(cells, c.R, &curve)) {
+        PyErr_SetString(PyExc_ValueError, "coco_accumulate: sizes overflow");
+        goto done;
+    }
+    if (b[0].len != flags || b[1].len != flags || b[3].len != c.N * 8 ||
+        b[5].len != regular * 8 || b[8].len / 8 != curve || b[10].len / 8 != curve ||
+        b[9].len / 8 != cells) {
+        PyErr_SetString(PyExc_ValueError, "coco_accumulate: a buffer of the wrong size");
+        goto done;
+    }
+    if (rpx_check_offsets(c.bounds, c.K + 1, c.N, "coco_accumulate: bounds")) goto done;
+    for (Py_ssize_t i = 0; i < regular; i++) {
+        if (c.regular[i] < 0) {
+            PyErr_SetString(PyExc_ValueError, "coco_accumulate: a negative GT count");
+            goto done;
+        }
+    }
+    for (Py_ssize_t r = 0; r < c.R; r++) {
+        if (!isfinite(c.points[r]) || (r && c.points[r] < c.points[r - 1])) {
+            PyErr_SetString(PyExc_ValueError, "coco_accumulate: recall points must be finite and ascending");
+            goto done;
+        }
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = accumulate_all(&c);
+    Py_END_ALLOW_THREADS
+    if (status) PyErr_NoMemory();
+    else result = Py_NewRef(Py_None);
+done:
+    while (got-- > 0) PyBuffer_Release(&b[got]);
+    return result;
+}
