@@ -64,6 +64,9 @@ PyObject *rpx_rle_bbox(PyObject *self, PyObject *args);
 /* the reader of coco_json.c */
 PyObject *rpx_coco_results(PyObject *self, PyObject *args);
 
+/* the GT reader of coco_gt.c */
+PyObject *rpx_coco_gt(PyObject *self, PyObject *args);
+
 /* the accumulation of coco_eval.c */
 PyObject *rpx_coco_accumulate(PyObject *self, PyObject *args);
 

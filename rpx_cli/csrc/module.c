@@ -87,6 +87,14 @@ static PyMethodDef methods[] = {
      "by int64 offsets (n + 1), RLE sizes (n x 2 int64). None for anything but the ordinary "
      "case (bad JSON, a missing or mistyped field, polygons, ...): the Python path reads it. "
      "GIL released."},
+    {"coco_gt", rpx_coco_gt, METH_VARARGS,
+     "coco_gt(data) -> (images, categories, annotations, ignore_keys, image_id, image_hw, "
+     "image_name, image_name_at, image_named, category_id, category_name, category_name_at, "
+     "category_named, ann_image, ann_category, ann_bbox, ann_area, ann_has_area, ann_crowd, "
+     "ann_ignore, ann_zero_id) or None: a COCO GT document's images, categories and box "
+     "annotations as columns of bytearrays (int64 ids and sizes, names' ASCII text cut by int64 "
+     "offsets, float64 boxes and areas, uint8 flags). None for anything but the ordinary case: "
+     "the Python path reads it. GIL released."},
     {"coco_accumulate", rpx_coco_accumulate, METH_VARARGS,
      "coco_accumulate(tps, igs, rank, score, bounds, regular, max_dets, recall_points, T, A, "
      "precision, recall, scores): pycocotools' accumulate of the detections in category order "
