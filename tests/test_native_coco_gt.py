@@ -256,3 +256,55 @@ def test_the_kernel_takes_bytes_only() -> None:
         core.coco_gt("text")
     with pytest.raises(TypeError):
         core.coco_gt(np.zeros(3, np.int64))
+
+
+def evaluate(rpx, monkeypatch, tmp_path, native: bool, answers: list):
+    """``rpx eval detection --coco-gt --coco-dt`` on one path; ``answers`` gets whether the
+    native GT reader answered, each time it is asked."""
+    import rpx_cli.io.coco_files as coco_files
+
+    def spy(data):
+        out = native_gt(data)
+        answers.append(out is not None)
+        return out
+
+    monkeypatch.setattr(coco_files, "native_gt", spy)
+    monkeypatch.setenv("RPX_NATIVE", "1" if native else "0")
+    return rpx(f"eval detection --coco-gt {tmp_path / 'gt.json'} --coco-dt {tmp_path / 'dt.json'} "
+               "--iou-type bbox --metrics coco")
+
+
+def test_the_cli_reads_a_box_gt_natively_with_the_same_report(rpx, monkeypatch, tmp_path) -> None:
+    """The box kind's field (whose ``fill`` serves results) takes the native reader; the
+    report is the numpy path's, number for number."""
+    rng = np.random.default_rng(1)
+    images = [{"id": i, "file_name": f"im{i}.jpg", "height": 300, "width": 400} for i in range(1, 9)]
+    anns = [{"id": n + 1, "image_id": int(rng.integers(1, 9)), "category_id": int(rng.integers(1, 4)),
+             "bbox": [round(float(v), 2) for v in rng.uniform(5, 120, 4)], "iscrowd": int(n % 17 == 0)}
+            for n in range(80)]
+    dets = [{"image_id": a["image_id"], "category_id": a["category_id"],
+             "score": round(float(rng.random()), 3),
+             "bbox": [round(abs(v + float(rng.normal(0, 4))), 2) for v in a["bbox"]]} for a in anns]
+    (tmp_path / "gt.json").write_text(json.dumps({"images": images, "annotations": anns, "categories": [
+        {"id": k, "name": f"c{k}"} for k in range(1, 4)]}))
+    (tmp_path / "dt.json").write_text(json.dumps(dets))
+    on, off = [], []
+    run = evaluate(rpx, monkeypatch, tmp_path, True, on)
+    assert run.exit_code == 0, run.stderr
+    native_report = run.json
+    numpy_report = evaluate(rpx, monkeypatch, tmp_path, False, off).json
+    assert on == [True] and off == [False]
+    for key in ("aggregate", "dataset", "rows"):
+        assert native_report[key] == numpy_report[key], key
+
+
+def test_the_cli_words_a_bad_gt_alike_on_both_paths(rpx, monkeypatch, tmp_path) -> None:
+    (tmp_path / "gt.json").write_bytes(changed(("annotations", 1, "image_id"), 7))
+    (tmp_path / "dt.json").write_text("[]")
+    on, off = [], []
+    native_run = evaluate(rpx, monkeypatch, tmp_path, True, on)
+    numpy_run = evaluate(rpx, monkeypatch, tmp_path, False, off)
+    assert on == [False]
+    assert native_run.exit_code == numpy_run.exit_code == 1
+    assert native_run.stderr == numpy_run.stderr
+    assert "annotation 1: image_id 7 is not an image of this file" in native_run.stderr

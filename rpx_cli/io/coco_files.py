@@ -103,7 +103,7 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
     from rpx_cli.io.regular import read_bytes
 
     data = read_bytes(path)
-    if shape_field is BOX_FIELD and not lvis and errors is None:
+    if shape_field.instances is None and not lvis and errors is None:  # [x, y, w, h] boxes
         read = native_gt(data)  # None: not the ordinary case, or no native core
         if read is not None:
             return _native_gt(read)
