@@ -22,12 +22,12 @@ core = pytest.importorskip("rpx_cli._native")
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def native(tps, igs, rank, score, bounds, regular, max_dets, points=RECALL_THRESHOLDS):
+def native(matched, ignored, rank, score, bounds, regular, max_dets, points=RECALL_THRESHOLDS):
     """The kernel's three arrays, for the arguments reference_accumulate takes."""
     A, K = regular.shape
-    T, M, R = tps.shape[0] // A, len(max_dets), points.size
+    T, M, R = matched.shape[1] // A, len(max_dets), points.size
     precision, recall, scores = np.empty((T, R, K, A, M)), np.empty((T, K, A, M)), np.empty((T, R, K, A, M))
-    core.coco_accumulate(np.ascontiguousarray(tps), np.ascontiguousarray(igs), rank, score, bounds,
+    core.coco_accumulate(np.ascontiguousarray(matched), np.ascontiguousarray(ignored), rank, score, bounds,
                          regular, np.asarray(max_dets, np.int64), points, T, A, precision, recall,
                          scores)
     return precision, recall, scores
@@ -35,8 +35,8 @@ def native(tps, igs, rank, score, bounds, regular, max_dets, points=RECALL_THRES
 
 @st.composite
 def cells(draw):
-    """Detections of K categories (scores descending within each, ties drawn often), each a
-    true positive, ignored or a false positive (or, off the contract, both) per row."""
+    """Detections of K categories (scores descending within each, ties drawn often), each
+    matched or not and ignored or not per column (a true positive is matched, not ignored)."""
     K, A, T = draw(st.integers(0, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 3))
     max_dets = tuple(sorted(draw(st.sets(st.sampled_from((1, 2, 3, 5, 100)), min_size=1, max_size=3))))
     sizes = draw(st.lists(st.integers(0, 25), min_size=K, max_size=K))
@@ -47,12 +47,11 @@ def cells(draw):
                             for s in sizes] or [[]]).astype(np.float64)
     rank = np.array(draw(st.lists(st.integers(0, 6), min_size=n, max_size=n)), np.int64)
     state = np.array(draw(st.lists(st.integers(0, 3), min_size=n * A * T, max_size=n * A * T)),
-                     np.int64).reshape(A * T, n)
-    both = draw(st.booleans())  # 3: a true positive and ignored at once (off the contract)
-    tps, igs = (state == 1) | (both & (state == 3)), (state == 2) | (both & (state == 3))
+                     np.int64).reshape(n, A * T)
+    matched, ignored = (state & 1) > 0, (state & 2) > 0
     regular = np.array(draw(st.lists(st.integers(0, 8), min_size=A * K, max_size=A * K)),
                        np.int64).reshape(A, K)
-    return tps, igs, rank, score, bounds, regular, max_dets
+    return matched, ignored, rank, score, bounds, regular, max_dets
 
 
 @SETTINGS
@@ -71,8 +70,8 @@ def test_a_cell_by_hand() -> None:
     1 / (0 + 1 + eps)) and 3 (2 / (1 + 2 + eps): one FP before it, the ignored one not
     counted); recall 1/3 then 2/3; the envelope from the right keeps the first precision
     at recall 1/3; under maxDets 1 only the rank-0 detection counts."""
-    tps = np.array([[True, False, False, True]])
-    igs = np.array([[False, False, True, False]])
+    tps = np.array([[True], [False], [False], [True]])  # matched, one column
+    igs = np.array([[False], [False], [True], [False]])
     rank = np.array([0, 1, 0, 1], np.int64)  # ranks within their images
     score = np.array([0.9, 0.8, 0.7, 0.6])
     bounds = np.array([0, 4], np.int64)
@@ -96,7 +95,7 @@ def test_a_cell_by_hand() -> None:
 
 
 def test_a_category_without_regular_gt_is_minus_one() -> None:
-    tps = np.array([[True, False]])
+    tps = np.array([[True], [False]])
     precision, recall, scores = native(tps, ~tps, np.zeros(2, np.int64), np.array([0.5, 0.4]),
                                        np.array([0, 1, 2], np.int64), np.array([[1, 0]], np.int64),
                                        (100,))
@@ -130,7 +129,7 @@ def test_evaluate_is_the_same_on_either_path(monkeypatch, seed: int) -> None:
 
 def good():
     """Valid arguments (one category of three detections, A = 1, T = 2, M = 1, R = 101)."""
-    tps = np.array([[True, False, True], [False, False, True]])
+    tps = np.array([[True, False], [False, False], [True, True]])  # (N, A * T)
     return [tps, np.zeros_like(tps), np.zeros(3, np.int64), np.array([0.9, 0.5, 0.1]),
             np.array([0, 3], np.int64), np.array([[2]], np.int64), np.array([100], np.int64),
             RECALL_THRESHOLDS.copy(), 2, 1, np.empty(2 * 101), np.empty(2), np.empty(2 * 101)]
@@ -143,8 +142,8 @@ def changed(i: int, value):
 
 
 @pytest.mark.parametrize("args", [
-    changed(0, np.zeros((2, 2), bool)),  # tps too short
-    changed(1, np.zeros((3, 3), bool)),  # igs too long
+    changed(0, np.zeros((2, 2), bool)),  # matched too short
+    changed(1, np.zeros((3, 3), bool)),  # ignored too long
     changed(3, np.array([0.9, 0.5])),  # one score missing
     changed(4, np.array([0, 4], np.int64)),  # bounds past the detections
     changed(4, np.array([1, 3], np.int64)),  # bounds not from 0
@@ -168,7 +167,7 @@ def test_the_kernel_refuses_malformed_arguments(args) -> None:
 
 
 @pytest.mark.parametrize("i, value", [
-    (0, np.zeros((2, 3), np.int64)),  # tps not bool
+    (0, np.zeros((3, 2), np.int64)),  # matched not bool
     (2, np.zeros(3, np.float64)),  # rank not int64
     (3, np.zeros(3, np.int64)),  # scores not float64
     (10, np.empty(2 * 101, np.float32)),  # precision not float64

@@ -19,7 +19,7 @@ static int mul_ok(Py_ssize_t a, Py_ssize_t b, Py_ssize_t *out) {
 }
 
 typedef struct {
-    const uint8_t *tps, *igs;        /* (A * T, N): true positive / ignored */
+    const uint8_t *matched, *ignored; /* (N, A * T): took a GT / is ignored */
     const int64_t *rank, *bounds;    /* (N,), (K + 1,) */
     const double *score, *points;    /* (N,), (R,) */
     const int64_t *regular, *max_dets; /* (A, K), (M,) */
@@ -34,12 +34,14 @@ static void cell(const accumulation *c, Py_ssize_t k, Py_ssize_t a, Py_ssize_t m
     const double regular = (double)c->regular[a * c->K + k];
     const Py_ssize_t KAM = c->K * c->A * c->M, cell_at = (k * c->A + a) * c->M + m;
     for (Py_ssize_t t = 0; t < c->T; t++) {
-        const uint8_t *tp_row = c->tps + (a * c->T + t) * c->N;
-        const uint8_t *ig_row = c->igs + (a * c->T + t) * c->N;
+        /* column a * T + t of each detection's row (a category's rows stay in cache over
+         * the thresholds) */
+        const Py_ssize_t stride = c->A * c->T, column = a * c->T + t;
+        const uint8_t *matched = c->matched + column, *ignored = c->ignored + column;
         Py_ssize_t n_tp = 0, n_ig = 0;
         for (Py_ssize_t j = 0; j < n; j++) {
-            const int64_t d = sel[j];
-            if (tp_row[d]) {
+            const Py_ssize_t d = (Py_ssize_t)sel[j] * stride;
+            if (matched[d] && !ignored[d]) {  /* a true positive */
                 /* false positives before it: its position less the true positives and the
                  * ignored detections before it */
                 const double tp = (double)(n_tp + 1), fp = (double)(j - n_tp - n_ig);
@@ -48,7 +50,7 @@ static void cell(const accumulation *c, Py_ssize_t k, Py_ssize_t a, Py_ssize_t m
                 rc[n_tp] = tp / regular;
                 n_tp++;
             }
-            if (ig_row[d]) n_ig++;
+            if (ignored[d]) n_ig++;
         }
         c->recall[t * KAM + cell_at] = (double)n_tp / regular;
         for (Py_ssize_t i = n_tp - 2; i >= 0; i--) { /* the envelope from the right */
@@ -106,7 +108,7 @@ PyObject *rpx_coco_accumulate(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOOOOnnOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
                           &o[6], &o[7], &T, &A, &o[8], &o[9], &o[10]))
         return NULL;
-    static const char *names[11] = {"tps", "igs", "rank", "score", "bounds", "regular",
+    static const char *names[11] = {"matched", "ignored", "rank", "score", "bounds", "regular",
                                     "max_dets", "recall_points", "precision", "recall", "scores"};
     static const int kinds[11] = {BUF_UINT8, BUF_UINT8, BUF_INT64, BUF_FLOAT64, BUF_INT64,
                                   BUF_INT64, BUF_INT64, BUF_FLOAT64, BUF_FLOAT64, BUF_FLOAT64,
@@ -118,7 +120,7 @@ PyObject *rpx_coco_accumulate(PyObject *self, PyObject *args) {
         if (rpx_get_buffer(o[got], &b[got], kinds[got], got >= 8, names[got])) goto done;
     }
     accumulation c = {
-        .tps = b[0].buf, .igs = b[1].buf, .rank = b[2].buf, .score = b[3].buf,
+        .matched = b[0].buf, .ignored = b[1].buf, .rank = b[2].buf, .score = b[3].buf,
         .bounds = b[4].buf, .regular = b[5].buf, .max_dets = b[6].buf, .points = b[7].buf,
         .precision = b[8].buf, .recall = b[9].buf, .scores = b[10].buf,
         .N = b[2].len / 8, .K = b[4].len / 8 - 1, .A = A, .T = T, .M = b[6].len / 8,

@@ -96,9 +96,10 @@ static PyMethodDef methods[] = {
      "offsets, float64 boxes and areas, uint8 flags). None for anything but the ordinary case: "
      "the Python path reads it. GIL released."},
     {"coco_accumulate", rpx_coco_accumulate, METH_VARARGS,
-     "coco_accumulate(tps, igs, rank, score, bounds, regular, max_dets, recall_points, T, A, "
-     "precision, recall, scores): pycocotools' accumulate of the detections in category order "
-     "(category k: bounds[k]:bounds[k+1]; tps, igs: (A * T, N) bool), into precision and scores "
+     "coco_accumulate(matched, ignored, rank, score, bounds, regular, max_dets, recall_points, "
+     "T, A, precision, recall, scores): pycocotools' accumulate of the detections in category "
+     "order (category k: bounds[k]:bounds[k+1]; matched, ignored: (N, A * T) bool; a true "
+     "positive is matched and not ignored), into precision and scores "
      "(T, R, K, A, M) and recall (T, K, A, M) float64; -1 where a category has no regular GT "
      "(regular: (A, K) int64). GIL released."},
     {NULL, NULL, 0, NULL},

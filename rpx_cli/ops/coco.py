@@ -226,12 +226,9 @@ def evaluate(data: CocoInput, params: CocoParams | None = None) -> CocoResult:
     # score keeps image and rank order among ties)
     ranked = np.lexsort((-dt_score, dt_category))
     bounds = np.searchsorted(dt_category[ranked], np.arange(K + 1))
-    # (areas * thresholds, detections): a detection is a true positive, a false positive
-    # or ignored
-    tps = (matched & ~ignored)[ranked].T
-    igs = ignored[ranked].T
-    precision, recall, scores = accumulate(tps, igs, rank[ranked], dt_score[ranked], bounds,
-                                           regular, max_dets, RECALL_THRESHOLDS)
+    precision, recall, scores = accumulate(matched[ranked], ignored[ranked], rank[ranked],
+                                           dt_score[ranked], bounds, regular, max_dets,
+                                           RECALL_THRESHOLDS)
     return CocoResult(precision, recall, scores, params)
 
 

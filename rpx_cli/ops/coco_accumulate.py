@@ -29,7 +29,7 @@ class Accumulated(NamedTuple):
     scores: np.ndarray
 
 
-def accumulate(tps: np.ndarray, igs: np.ndarray, rank: np.ndarray, score: np.ndarray,
+def accumulate(matched: np.ndarray, ignored: np.ndarray, rank: np.ndarray, score: np.ndarray,
                bounds: np.ndarray, regular: np.ndarray, max_dets: tuple[int, ...],
                recall_points: np.ndarray) -> Accumulated:
     """Precision, recall and scores of every cell.
@@ -38,19 +38,21 @@ def accumulate(tps: np.ndarray, igs: np.ndarray, rank: np.ndarray, score: np.nda
     score descending within a category (pycocotools' ties: image, then rank); ``rank`` (D,)
     is each one's rank in its (image, category) group (it counts under maxDets ``m`` when
     ``rank < max_dets[m]``; every detection counts under the last); ``score`` (D,) its score.
-    ``tps`` and ``igs`` (A * T, D) bool, row ``a * T + t``: the detection is a true positive
-    / is ignored in area range ``a`` at threshold ``t`` (never both); ``regular`` (A, K)
-    int: the regular GT of each category per range. ``recall_points`` (R,) ascending."""
+    ``matched`` and ``ignored`` (D, A * T) bool, column ``a * T + t``: the detection took a
+    GT / is ignored in area range ``a`` at threshold ``t``; a true positive is matched and
+    not ignored, a false positive neither. ``regular`` (A, K) int: the regular GT of each
+    category per range. ``recall_points`` (R,) ascending."""
     A, K = regular.shape
-    T, M, R = tps.shape[0] // max(A, 1), len(max_dets), recall_points.size
+    T, M, R = matched.shape[1] // max(A, 1), len(max_dets), recall_points.size
     core = native.core()
     if core is None:
-        return reference_accumulate(tps, igs, rank, score, bounds, regular, max_dets, recall_points)
+        return reference_accumulate(matched, ignored, rank, score, bounds, regular, max_dets,
+                                    recall_points)
     precision = np.empty((T, R, K, A, M))
     recall = np.empty((T, K, A, M))
     scores = np.empty((T, R, K, A, M))
     core.coco_accumulate(
-        np.ascontiguousarray(tps, np.bool_), np.ascontiguousarray(igs, np.bool_),
+        np.ascontiguousarray(matched, np.bool_), np.ascontiguousarray(ignored, np.bool_),
         np.ascontiguousarray(rank, np.int64), np.ascontiguousarray(score, np.float64),
         np.ascontiguousarray(bounds, np.int64), np.ascontiguousarray(regular, np.int64),
         np.asarray(max_dets, np.int64), np.ascontiguousarray(recall_points, np.float64),
@@ -58,17 +60,19 @@ def accumulate(tps: np.ndarray, igs: np.ndarray, rank: np.ndarray, score: np.nda
     return Accumulated(precision, recall, scores)
 
 
-def reference_accumulate(tps: np.ndarray, igs: np.ndarray, rank: np.ndarray, score: np.ndarray,
-                         bounds: np.ndarray, regular: np.ndarray, max_dets: tuple[int, ...],
-                         recall_points: np.ndarray) -> Accumulated:
+def reference_accumulate(matched: np.ndarray, ignored: np.ndarray, rank: np.ndarray,
+                         score: np.ndarray, bounds: np.ndarray, regular: np.ndarray,
+                         max_dets: tuple[int, ...], recall_points: np.ndarray) -> Accumulated:
     """:func:`accumulate`'s numpy twin: per category, maxDets and area range, the cell's
     detections (those under the maxDets) handed to :func:`_cell`."""
     A, K = regular.shape
-    T, M, R = tps.shape[0] // max(A, 1), len(max_dets), recall_points.size
+    T, M, R = matched.shape[1] // max(A, 1), len(max_dets), recall_points.size
     precision = -np.ones((T, R, K, A, M))
     scores = -np.ones((T, R, K, A, M))
     recall = -np.ones((T, K, A, M))
-    tps, igs = np.ascontiguousarray(tps), np.ascontiguousarray(igs)
+    # (areas * thresholds, detections), contiguous along the detections to run sums fast
+    tps = np.ascontiguousarray((matched & ~ignored).T)
+    igs = np.ascontiguousarray(ignored.T)
     for k in range(K):
         lo, hi = bounds[k], bounds[k + 1]
         for m, max_det in enumerate(max_dets):
