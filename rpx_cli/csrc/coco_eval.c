@@ -27,21 +27,24 @@ typedef struct {
     double *precision, *recall, *scores; /* (T, R, K, A, M), (T, K, A, M), (T, R, K, A, M) */
 } accumulation;
 
+enum { TRUE_POSITIVE = 1, IGNORED = 2 };
+
 /* One (category k, area a, maxDets m) cell at every threshold, over the selected
- * detections sel[0..n). Scratch: at (n), pr (n), rc (n). */
+ * detections sel[0..n) (indices into the category's). `codes`: the category's detections
+ * per column a * T + t, contiguous (`width` each), TRUE_POSITIVE | IGNORED. Scratch: at
+ * (n), pr (n), rc (n). */
 static void cell(const accumulation *c, Py_ssize_t k, Py_ssize_t a, Py_ssize_t m,
-                 const int64_t *sel, Py_ssize_t n, int64_t *at, double *pr, double *rc) {
+                 const uint8_t *codes, Py_ssize_t width, const int64_t *sel, Py_ssize_t n,
+                 int64_t *at, double *pr, double *rc) {
     const double regular = (double)c->regular[a * c->K + k];
+    const double *score = c->score + c->bounds[k];
     const Py_ssize_t KAM = c->K * c->A * c->M, cell_at = (k * c->A + a) * c->M + m;
     for (Py_ssize_t t = 0; t < c->T; t++) {
-        /* column a * T + t of each detection's row (a category's rows stay in cache over
-         * the thresholds) */
-        const Py_ssize_t stride = c->A * c->T, column = a * c->T + t;
-        const uint8_t *matched = c->matched + column, *ignored = c->ignored + column;
+        const uint8_t *code = codes + (a * c->T + t) * width;
         Py_ssize_t n_tp = 0, n_ig = 0;
         for (Py_ssize_t j = 0; j < n; j++) {
-            const Py_ssize_t d = (Py_ssize_t)sel[j] * stride;
-            if (matched[d] && !ignored[d]) {  /* a true positive */
+            const uint8_t x = code[sel[j]];
+            if (x & TRUE_POSITIVE) {
                 /* false positives before it: its position less the true positives and the
                  * ignored detections before it */
                 const double tp = (double)(n_tp + 1), fp = (double)(j - n_tp - n_ig);
@@ -50,7 +53,7 @@ static void cell(const accumulation *c, Py_ssize_t k, Py_ssize_t a, Py_ssize_t m
                 rc[n_tp] = tp / regular;
                 n_tp++;
             }
-            if (ignored[d]) n_ig++;
+            if (x & IGNORED) n_ig++;
         }
         c->recall[t * KAM + cell_at] = (double)n_tp / regular;
         for (Py_ssize_t i = n_tp - 2; i >= 0; i--) { /* the envelope from the right */
@@ -61,37 +64,48 @@ static void cell(const accumulation *c, Py_ssize_t k, Py_ssize_t a, Py_ssize_t m
             while (p < n_tp && rc[p] < c->points[r]) p++;
             const Py_ssize_t out = (t * c->R + r) * KAM + cell_at;
             c->precision[out] = p < n_tp ? pr[p] : 0.0;
-            c->scores[out] = p < n_tp ? c->score[sel[at[p]]] : 0.0;
+            c->scores[out] = p < n_tp ? score[sel[at[p]]] : 0.0;
         }
-        if (n && c->R) c->scores[t * c->R * KAM + cell_at] = c->score[sel[0]];
+        if (n && c->R) c->scores[t * c->R * KAM + cell_at] = score[sel[0]];
     }
 }
 
 /* Every cell; -1 where a category has no regular GT in an area range. 0, or -1 (no memory). */
 static int accumulate_all(const accumulation *c) {
-    Py_ssize_t total = c->T * c->R * c->K * c->A * c->M;
+    Py_ssize_t total = c->T * c->R * c->K * c->A * c->M, columns = c->A * c->T;
     for (Py_ssize_t i = 0; i < total; i++) c->precision[i] = c->scores[i] = -1.0;
     for (Py_ssize_t i = 0; i < c->T * c->K * c->A * c->M; i++) c->recall[i] = -1.0;
-    Py_ssize_t widest = 0;
+    Py_ssize_t widest = 1;
     for (Py_ssize_t k = 0; k < c->K; k++) {
         if (c->bounds[k + 1] - c->bounds[k] > widest) widest = c->bounds[k + 1] - c->bounds[k];
     }
-    int64_t *sel = malloc((size_t)(widest ? widest : 1) * sizeof(int64_t));
-    int64_t *at = malloc((size_t)(widest ? widest : 1) * sizeof(int64_t));
-    double *pr = malloc((size_t)(widest ? widest : 1) * sizeof(double));
-    double *rc = malloc((size_t)(widest ? widest : 1) * sizeof(double));
-    int status = (sel && at && pr && rc) ? 0 : -1;
+    int64_t *sel = malloc((size_t)widest * sizeof(int64_t));
+    int64_t *at = malloc((size_t)widest * sizeof(int64_t));
+    double *pr = malloc((size_t)widest * sizeof(double));
+    double *rc = malloc((size_t)widest * sizeof(double));
+    /* a category's codes, column by column (the caller checked columns * widest fits) */
+    uint8_t *codes = malloc((size_t)(columns ? columns : 1) * (size_t)widest);
+    int status = (sel && at && pr && rc && codes) ? 0 : -1;
     const int64_t last = c->max_dets[c->M - 1];
     for (Py_ssize_t k = 0; k < c->K && !status; k++) {
         const int64_t lo = c->bounds[k], hi = c->bounds[k + 1];
+        const Py_ssize_t width = (Py_ssize_t)(hi - lo);
+        for (Py_ssize_t j = 0; j < width; j++) {  /* rows to columns: each pass contiguous */
+            const uint8_t *matched = c->matched + (lo + j) * columns;
+            const uint8_t *ignored = c->ignored + (lo + j) * columns;
+            for (Py_ssize_t col = 0; col < columns; col++) {
+                codes[col * width + j] = (uint8_t)((matched[col] && !ignored[col] ? TRUE_POSITIVE : 0) |
+                                                   (ignored[col] ? IGNORED : 0));
+            }
+        }
         for (Py_ssize_t m = 0; m < c->M; m++) {
             const int64_t cap = c->max_dets[m];
             Py_ssize_t n = 0;
-            for (int64_t d = lo; d < hi; d++) {  /* every detection under the last maxDets */
-                if (cap >= last || c->rank[d] < cap) sel[n++] = d;
+            for (Py_ssize_t j = 0; j < width; j++) {  /* every detection under the last maxDets */
+                if (cap >= last || c->rank[lo + j] < cap) sel[n++] = j;
             }
             for (Py_ssize_t a = 0; a < c->A; a++) {
-                if (c->regular[a * c->K + k]) cell(c, k, a, m, sel, n, at, pr, rc);
+                if (c->regular[a * c->K + k]) cell(c, k, a, m, codes, width, sel, n, at, pr, rc);
             }
         }
     }
@@ -99,6 +113,7 @@ static int accumulate_all(const accumulation *c) {
     free(at);
     free(pr);
     free(rc);
+    free(codes);
     return status;
 }
 
