@@ -1,8 +1,9 @@
-"""The native core's COCO accumulation (``coco_accumulate``, ``rpx_cli/csrc/coco_eval.c``)
-against its numpy twin (``reference_accumulate``, ``rpx_cli/ops/coco_accumulate.py``), bit
-for bit, on drawn cells and through ``ops.coco.evaluate``; and the kernel's refusal of
-every malformed argument (an exception, never a crash: CI runs this file under the
-sanitizers).
+"""The native core's COCO kernels of ``rpx_cli/csrc/coco_eval.c`` against their numpy
+twins, bit for bit: the accumulation (``coco_accumulate`` / ``reference_accumulate`` of
+``rpx_cli/ops/coco_accumulate.py``) on drawn cells, the box matcher (``coco_match_boxes`` /
+``greedy_match`` with ``iou_similarity``, and ``reference_greedy``) on drawn boxes, both
+through ``ops.coco.evaluate``; and each kernel's refusal of every malformed argument (an
+exception, never a crash: CI runs this file under the sanitizers).
 
 The kernel is called directly (these tests run under ``RPX_NATIVE=0`` too); they skip where
 the extension is not built."""
@@ -14,8 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rpx_cli.ops.coco import RECALL_THRESHOLDS, CocoInput, evaluate
+from rpx_cli.ops.coco import IOU_THRESHOLDS, RECALL_THRESHOLDS, CocoInput, evaluate, iou_similarity
 from rpx_cli.ops.coco_accumulate import reference_accumulate
+from rpx_cli.ops.geometry import BOXES
+from rpx_cli.ops.matching import greedy_match, reference_greedy
 
 core = pytest.importorskip("rpx_cli._native")
 
@@ -103,8 +106,9 @@ def test_a_category_without_regular_gt_is_minus_one() -> None:
     assert recall[0, 0, 0, 0] == 1.0
 
 
+@pytest.mark.parametrize("geometry", [None, BOXES])
 @pytest.mark.parametrize("seed", range(6))
-def test_evaluate_is_the_same_on_either_path(monkeypatch, seed: int) -> None:
+def test_evaluate_is_the_same_on_either_path(monkeypatch, seed: int, geometry) -> None:
     """``ops.coco.evaluate`` end to end (crowd GT, areas in every range, ties of scores,
     more than 100 detections in a group): every array the same bit for bit."""
     rng = np.random.default_rng(seed)
@@ -118,6 +122,7 @@ def test_evaluate_is_the_same_on_either_path(monkeypatch, seed: int) -> None:
                      np.concatenate([rng.integers(0, n_images, D - 150), np.zeros(150, np.int64)]),
                      rng.integers(0, K, D), dt_box, rng.integers(0, 20, D) / 20)
     data.dt_category[-150:] = 0
+    data.geometry = geometry
     monkeypatch.setenv("RPX_NATIVE", "1")
     on = evaluate(data)
     monkeypatch.setenv("RPX_NATIVE", "0")
@@ -183,3 +188,114 @@ def test_the_kernel_accepts_the_good_arguments() -> None:
     args = good()
     core.coco_accumulate(*args)
     assert args[11].tolist() == [1.0, 0.5]  # recall: 2 of 2, then 1 of 2
+
+
+@st.composite
+def box_groups(draw):
+    """Sorted groups of detections and GT ``[x, y, w, h]`` boxes on a coarse grid (equal
+    IoUs, hence ties, are common; detections often copy a GT), crowd flags, areas in and out
+    of the ranges, thresholds with pycocotools' 1 - 1e-10 cap."""
+    n_groups = draw(st.integers(1, 4))
+    coarse = st.integers(0, 6).map(lambda v: v * 2.5)
+    side = st.integers(0, 5).map(lambda v: v * 2.5)
+    dt_group, dt_box, gt_group, gt_box = [], [], [], []
+    for group in sorted(draw(st.sets(st.integers(0, 50), min_size=n_groups, max_size=n_groups))):
+        gts = [[draw(coarse), draw(coarse), draw(side), draw(side)] for _ in range(draw(st.integers(0, 5)))]
+        for _ in range(draw(st.integers(0, 8))):
+            copy = gts and draw(st.booleans())
+            dt_box.append(list(draw(st.sampled_from(gts))) if copy else
+                          [draw(coarse), draw(coarse), draw(side), draw(side)])
+            dt_group.append(group)
+        gt_group += [group] * len(gts)
+        gt_box += gts
+    G = len(gt_box)
+    crowd = np.array(draw(st.lists(st.booleans(), min_size=G, max_size=G)), bool)
+    area = np.array(draw(st.lists(st.sampled_from([0.0, 10.0, 40.0, 200.0]), min_size=G, max_size=G)))
+    ranges = np.array(draw(st.sampled_from([[[0.0, 1e10]], [[0.0, 1e10], [0.0, 30.0], [30.0, 1e10]]])))
+    thresholds = np.minimum(np.array(draw(st.sampled_from([[0.5], [0.0, 0.5, 1.0], list(IOU_THRESHOLDS)]))),
+                            1 - 1e-10)
+    return (np.array(dt_box, np.float64).reshape(-1, 4), np.array(dt_group, np.int64),
+            np.array(gt_box, np.float64).reshape(-1, 4), np.array(gt_group, np.int64), crowd, area,
+            ranges, thresholds)
+
+
+def match_natively(dt_box, dt_group, gt_box, gt_group, crowd, area, ranges, thresholds):
+    columns = len(ranges) * thresholds.size
+    matched = np.empty((dt_group.size, columns), bool)
+    ignored = np.empty((dt_group.size, columns), bool)
+    core.coco_match_boxes(dt_box, dt_group, gt_box, gt_group, crowd, area, ranges, thresholds,
+                          matched, ignored)
+    return matched, ignored
+
+
+@SETTINGS
+@given(box_groups())
+def test_the_box_matcher_equals_greedy_match_and_the_reference(drawn) -> None:
+    dt_box, dt_group, gt_box, gt_group, crowd, area, ranges, thresholds = drawn
+    matched, ignored = match_natively(*drawn)
+    want = greedy_match(dt_group, gt_group, iou_similarity(dt_box, gt_box), thresholds, ">=",
+                        ties="last", gt_crowd=crowd, gt_area=area, area_ranges=ranges)
+    assert matched.tobytes() == want.matched.tobytes()
+    assert ignored.tobytes() == want.ignored.tobytes()
+    # the plain walk over the full IoU matrix (crowd IoU over the detection's area)
+    crowd_rows = np.broadcast_to(crowd, (len(dt_box), len(gt_box)))
+    values = iou_similarity(dt_box, gt_box)(np.arange(len(dt_box)),
+                                            np.broadcast_to(np.arange(len(gt_box)), crowd_rows.shape),
+                                            crowd_rows) if len(gt_box) else np.zeros((len(dt_box), 0))
+    taken, reference_ignored = reference_greedy(values, dt_group, gt_group, thresholds.tolist(), ">=",
+                                                "last", crowd, area, ranges)
+    assert (matched == (taken >= 0)).all() and (ignored == reference_ignored).all()
+
+
+def test_the_box_matcher_by_hand() -> None:
+    """One image: GT 0 [0, 0, 10, 10] and GT 1 a copy of it (a tie: the last wins), GT 2 a
+    crowd region; detection 0 takes GT 1 at IoU 1, detection 1 (the same box) GT 0, detection
+    2 (the same box again) nothing regular is left, so the crowd region (crowd IoU: 100 / 100
+    = 1) takes it, ignored."""
+    box = [0.0, 0.0, 10.0, 10.0]
+    matched, ignored = match_natively(np.array([box] * 3), np.zeros(3, np.int64),
+                                      np.array([box, box, box]), np.zeros(3, np.int64),
+                                      np.array([False, False, True]), np.full(3, 100.0),
+                                      np.array([[0.0, 1e10]]), np.array([0.5]))
+    assert matched[:, 0].tolist() == [True, True, True]
+    assert ignored[:, 0].tolist() == [False, False, True]
+
+
+def good_boxes():
+    return [np.zeros((2, 4)), np.zeros(2, np.int64), np.zeros((1, 4)), np.zeros(1, np.int64),
+            np.zeros(1, bool), np.zeros(1), np.array([[0.0, 1e10]]), np.array([0.5]),
+            np.empty((2, 1), bool), np.empty((2, 1), bool)]
+
+
+def boxes_changed(i: int, value):
+    args = good_boxes()
+    args[i] = value
+    return args
+
+
+@pytest.mark.parametrize("args", [
+    boxes_changed(0, np.zeros((3, 4))),  # a box too many
+    boxes_changed(1, np.array([1, 0], np.int64)),  # detections' groups not sorted
+    boxes_changed(3, np.array([2, 1], np.int64)),  # GT groups not sorted (and too many)
+    boxes_changed(2, np.zeros((1, 3)).ravel()),  # a box of three numbers
+    boxes_changed(4, np.zeros(2, bool)),  # crowd of the wrong size
+    boxes_changed(5, np.zeros(2)),  # areas too
+    boxes_changed(6, np.zeros(3)),  # ranges not pairs
+    boxes_changed(6, np.zeros((0, 2))),  # no range
+    boxes_changed(7, np.zeros(0)),  # no threshold
+    boxes_changed(7, np.array([np.nan])),  # a threshold not a number
+    boxes_changed(8, np.empty((2, 2), bool)),  # matched of the wrong size
+    boxes_changed(9, np.empty((1, 1), bool)),  # ignored too
+])
+def test_the_box_matcher_refuses_malformed_arguments(args) -> None:
+    with pytest.raises(ValueError, match="coco_match_boxes"):
+        core.coco_match_boxes(*args)
+
+
+@pytest.mark.parametrize("i, value", [
+    (0, np.zeros((2, 4), np.float32)), (1, np.zeros(2)), (4, np.zeros(1, np.int64)),
+    (8, b"\0\0"), (9, np.empty((2, 1), np.int64)),
+])
+def test_the_box_matcher_refuses_buffers_of_another_kind(i: int, value) -> None:
+    with pytest.raises(TypeError):
+        core.coco_match_boxes(*boxes_changed(i, value))

@@ -181,3 +181,150 @@ done:
     while (got-- > 0) PyBuffer_Release(&b[got]);
     return result;
 }
+
+/* IoU of two [x, y, w, h] boxes as rpx_cli/ops/coco.py's iou_xywh_rows computes it (the same
+ * operations in the same order: bit for bit), over the detection's area for a crowd GT. */
+static inline double iou_xywh(const double *d, const double *g, int crowd) {
+    const double w = fmin(d[0] + d[2], g[0] + g[2]) - fmax(d[0], g[0]);
+    const double h = fmin(d[1] + d[3], g[1] + g[3]) - fmax(d[1], g[1]);
+    const double inter = (w > 0 && h > 0) ? w * h : 0.0;
+    const double da = d[2] * d[3], ga = g[2] * g[3];
+    const double uni = crowd ? da : da + ga - inter;
+    return inter > 0 ? inter / uni : 0.0;
+}
+
+/* pycocotools' greedy matching of [x, y, w, h] boxes (rpx_cli/ops/matching.py's greedy_match
+ * with ops/coco.py's iou_similarity, rule >=, ties to the last GT): per group (detections
+ * and GT of one image and category, both sorted by group; detections in rank order), per
+ * column a * T + t, each detection takes among the GT whose IoU >= thresholds[t] and that no
+ * earlier detection took (a crowd GT may be taken again) the regular one (not crowd, area
+ * within ranges[a]) of highest IoU, else the ignored one; ties to the last. */
+static int match_boxes(const double *dt, const int64_t *dt_group, Py_ssize_t D, const double *gt,
+                       const int64_t *gt_group, Py_ssize_t G, const uint8_t *gt_crowd,
+                       const double *gt_area, const double *ranges, Py_ssize_t A,
+                       const double *thresholds, Py_ssize_t T, uint8_t *matched, uint8_t *ignored) {
+    const Py_ssize_t C = A * T;
+    Py_ssize_t widest = 1;  /* the most GT of one group */
+    for (Py_ssize_t j = 0, start = 0; j <= G; j++) {
+        if (j == G || (j && gt_group[j] != gt_group[j - 1])) {
+            if (j - start > widest) widest = j - start;
+            start = j;
+        }
+    }
+    uint8_t *taken = malloc((size_t)(C ? C : 1) * (size_t)widest);
+    uint8_t *ig = malloc((size_t)(A ? A : 1) * (size_t)widest);  /* ignored GT per range */
+    double *iou = malloc((size_t)widest * sizeof(double));
+    Py_ssize_t *pass = malloc((size_t)widest * sizeof(Py_ssize_t));
+    int status = (taken && ig && iou && pass) ? 0 : -1;
+    double loosest = INFINITY;
+    for (Py_ssize_t t = 0; t < T; t++) if (thresholds[t] < loosest) loosest = thresholds[t];
+    memset(matched, 0, (size_t)D * (size_t)C);
+    memset(ignored, 0, (size_t)D * (size_t)C);
+    Py_ssize_t g0 = 0;  /* the first GT of the current group */
+    for (Py_ssize_t i = 0; i < D && !status;) {
+        const int64_t group = dt_group[i];
+        Py_ssize_t end = i;
+        while (end < D && dt_group[end] == group) end++;
+        while (g0 < G && gt_group[g0] < group) g0++;
+        Py_ssize_t g1 = g0;
+        while (g1 < G && gt_group[g1] == group) g1++;
+        const Py_ssize_t n_g = g1 - g0;
+        if (n_g) {
+            memset(taken, 0, (size_t)C * (size_t)n_g);
+            for (Py_ssize_t a = 0; a < A; a++) {
+                for (Py_ssize_t j = 0; j < n_g; j++) {
+                    const double area = gt_area[g0 + j];
+                    ig[a * n_g + j] = gt_crowd[g0 + j] || area < ranges[2 * a] || area > ranges[2 * a + 1];
+                }
+            }
+            for (Py_ssize_t d = i; d < end; d++) {
+                Py_ssize_t n_pass = 0;
+                for (Py_ssize_t j = 0; j < n_g; j++) {
+                    iou[j] = iou_xywh(dt + 4 * d, gt + 4 * (g0 + j), gt_crowd[g0 + j]);
+                    if (iou[j] >= loosest) pass[n_pass++] = j;
+                }
+                if (!n_pass) continue;
+                for (Py_ssize_t col = 0; col < C; col++) {
+                    const Py_ssize_t a = col / T, t = col % T;
+                    const uint8_t *tk = taken + col * n_g, *ia = ig + a * n_g;
+                    Py_ssize_t best_regular = -1, best_ignored = -1;
+                    for (Py_ssize_t q = 0; q < n_pass; q++) {
+                        const Py_ssize_t j = pass[q];
+                        if (!(iou[j] >= thresholds[t]) || (tk[j] && !gt_crowd[g0 + j])) continue;
+                        Py_ssize_t *best = ia[j] ? &best_ignored : &best_regular;
+                        if (*best < 0 || iou[j] >= iou[*best]) *best = j;  /* ties: the last */
+                    }
+                    const Py_ssize_t best = best_regular >= 0 ? best_regular : best_ignored;
+                    if (best < 0) continue;
+                    matched[d * C + col] = 1;
+                    ignored[d * C + col] = ia[best];
+                    taken[col * n_g + best] = 1;
+                }
+            }
+        }
+        i = end;
+    }
+    free(taken);
+    free(ig);
+    free(iou);
+    free(pass);
+    return status;
+}
+
+PyObject *rpx_coco_match_boxes(PyObject *self, PyObject *args) {
+    PyObject *o[10];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &o[8], &o[9]))
+        return NULL;
+    static const char *names[10] = {"dt_box", "dt_group", "gt_box", "gt_group", "gt_crowd",
+                                    "gt_area", "ranges", "thresholds", "matched", "ignored"};
+    static const int kinds[10] = {BUF_FLOAT64, BUF_INT64, BUF_FLOAT64, BUF_INT64, BUF_UINT8,
+                                  BUF_FLOAT64, BUF_FLOAT64, BUF_FLOAT64, BUF_UINT8, BUF_UINT8};
+    Py_buffer b[10];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 10; got++) {
+        if (rpx_get_buffer(o[got], &b[got], kinds[got], got >= 8, names[got])) goto done;
+    }
+    const Py_ssize_t D = b[1].len / 8, G = b[3].len / 8, A = b[6].len / 16, T = b[7].len / 8;
+    Py_ssize_t columns, flags;
+    if (A < 1 || T < 1 || b[6].len % 16 || !mul_ok(A, T, &columns) || !mul_ok(D, columns, &flags)) {
+        PyErr_SetString(PyExc_ValueError, "coco_match_boxes: one area range and one threshold at least");
+        goto done;
+    }
+    if (b[0].len != D * 32 || b[2].len != G * 32 || b[4].len != G || b[5].len != G * 8 ||
+        b[8].len != flags || b[9].len != flags) {
+        PyErr_SetString(PyExc_ValueError, "coco_match_boxes: a buffer of the wrong size");
+        goto done;
+    }
+    const int64_t *dg = b[1].buf, *gg = b[3].buf;
+    for (Py_ssize_t i = 1; i < D; i++) {
+        if (dg[i] < dg[i - 1]) {
+            PyErr_SetString(PyExc_ValueError, "coco_match_boxes: dt_group must be sorted");
+            goto done;
+        }
+    }
+    for (Py_ssize_t j = 1; j < G; j++) {
+        if (gg[j] < gg[j - 1]) {
+            PyErr_SetString(PyExc_ValueError, "coco_match_boxes: gt_group must be sorted");
+            goto done;
+        }
+    }
+    const double *thresholds = b[7].buf;
+    for (Py_ssize_t t = 0; t < T; t++) {
+        if (!isfinite(thresholds[t])) {
+            PyErr_SetString(PyExc_ValueError, "coco_match_boxes: thresholds must be finite");
+            goto done;
+        }
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = match_boxes(b[0].buf, dg, D, b[2].buf, gg, G, b[4].buf, b[5].buf, b[6].buf, A,
+                         thresholds, T, b[8].buf, b[9].buf);
+    Py_END_ALLOW_THREADS
+    if (status) PyErr_NoMemory();
+    else result = Py_NewRef(Py_None);
+done:
+    while (got-- > 0) PyBuffer_Release(&b[got]);
+    return result;
+}

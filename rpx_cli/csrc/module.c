@@ -102,6 +102,13 @@ static PyMethodDef methods[] = {
      "positive is matched and not ignored), into precision and scores "
      "(T, R, K, A, M) and recall (T, K, A, M) float64; -1 where a category has no regular GT "
      "(regular: (A, K) int64). GIL released."},
+    {"coco_match_boxes", rpx_coco_match_boxes, METH_VARARGS,
+     "coco_match_boxes(dt_box, dt_group, gt_box, gt_group, gt_crowd, gt_area, ranges, "
+     "thresholds, matched, ignored): pycocotools' greedy matching of [x, y, w, h] boxes (IoU, "
+     "crowd IoU over the detection's area, >=, ties to the last GT, ignored GT only when no "
+     "regular one passes) in every group (sorted int64 groups; detections in rank order) at "
+     "every area range (A x 2) and threshold (T): matched, ignored (D x A*T bool, column "
+     "a * T + t). GIL released."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from rpx_cli import native
 from rpx_cli.ops.coco_accumulate import accumulate
 from rpx_cli.ops.matching import Similarity, greedy_match
 
@@ -207,11 +208,18 @@ def evaluate(data: CocoInput, params: CocoParams | None = None) -> CocoResult:
         gt_area = np.where(data.gt_ignore[gorder], -np.inf, gt_area)
 
     ranges = np.array(list(params.area_ranges.values()))
-    similarity = iou_similarity(dt_box, gt_box) if data.geometry is None else \
-        data.geometry.similarity(dt_box, gt_box)
-    matched, ignored, _ = greedy_match(dt_group, gt_group, similarity,
-                                       np.minimum(IOU_THRESHOLDS, 1 - 1e-10), ">=", ties="last",
-                                       gt_crowd=gt_crowd, gt_area=gt_area, area_ranges=ranges)
+    thresholds = np.minimum(IOU_THRESHOLDS, 1 - 1e-10)
+    boxes = data.geometry is None or getattr(data.geometry, "xywh_iou", False)
+    core = native.core() if boxes else None
+    if core is not None:  # IoU and the greedy walk in one pass (csrc/coco_eval.c)
+        matched, ignored = match_boxes(core, dt_box, dt_group, gt_box, gt_group, gt_crowd, gt_area,
+                                       ranges, thresholds)
+    else:
+        similarity = iou_similarity(dt_box, gt_box) if data.geometry is None else \
+            data.geometry.similarity(dt_box, gt_box)
+        matched, ignored, _ = greedy_match(dt_group, gt_group, similarity, thresholds, ">=",
+                                           ties="last", gt_crowd=gt_crowd, gt_area=gt_area,
+                                           area_ranges=ranges)
     outside = (dt_area[:, None] < ranges[None, :, 0]) | (dt_area[:, None] > ranges[None, :, 1])
     if unmatched_ignored is not None:
         outside |= unmatched_ignored[:, None]
@@ -230,6 +238,25 @@ def evaluate(data: CocoInput, params: CocoParams | None = None) -> CocoResult:
                                            dt_score[ranked], bounds, regular, max_dets,
                                            RECALL_THRESHOLDS)
     return CocoResult(precision, recall, scores, params)
+
+
+def match_boxes(core, dt_box: np.ndarray, dt_group: np.ndarray, gt_box: np.ndarray,
+                gt_group: np.ndarray, gt_crowd: np.ndarray, gt_area: np.ndarray,
+                ranges: np.ndarray, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``greedy_match``'s ``(matched, ignored)`` for ``[x, y, w, h]`` boxes under
+    :func:`iou_similarity`, ``>=`` and ties to the last GT, from the native core's
+    ``coco_match_boxes`` (the IoU computed inside the walk: no buckets, no padding); the
+    same arrays bit for bit (``tests/test_native_coco_eval.py``)."""
+    columns = len(ranges) * thresholds.size
+    matched = np.empty((dt_group.size, columns), bool)
+    ignored = np.empty((dt_group.size, columns), bool)
+    f64 = np.float64
+    core.coco_match_boxes(np.ascontiguousarray(dt_box, f64), np.ascontiguousarray(dt_group, np.int64),
+                          np.ascontiguousarray(gt_box, f64), np.ascontiguousarray(gt_group, np.int64),
+                          np.ascontiguousarray(gt_crowd, np.bool_), np.ascontiguousarray(gt_area, f64),
+                          np.ascontiguousarray(ranges, f64), np.ascontiguousarray(thresholds, f64),
+                          matched, ignored)
+    return matched, ignored
 
 
 def iou_similarity(dt_box: np.ndarray, gt_box: np.ndarray) -> Similarity:
