@@ -12,7 +12,10 @@ threshold, every detection (best score first), every GT. Here the greedy step
 (:func:`rpx_cli.ops.matching.greedy_match` with IoU, ``>=`` and ties to the last GT) is a loop
 over detection *rank* only (at most ``maxDets[-1]`` = 100), vectorised over every
 (image, category) group and all ten IoU thresholds at once; groups are bucketed by their
-GT count so padding stays small. The rules are pycocotools', exactly:
+GT count so padding stays small. With the native core, ``[x, y, w, h]`` boxes are matched
+by :func:`match_boxes` instead (the same walk in C, the IoU computed inside it), and the
+accumulation runs in C too (:mod:`rpx_cli.ops.coco_accumulate`). The rules are
+pycocotools', exactly:
 
 - detections sorted by score, ties in input order (mergesort); at most 100 per group;
 - a detection matches a GT with IoU >= min(t, 1 − 1e-10) that is not already matched
