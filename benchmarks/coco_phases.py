@@ -63,6 +63,7 @@ RPX_PHASES = textwrap.dedent("""
     timed(coco_files, "_read_gt", "read: GT file")
     timed(coco_format, "load_coco", "read: GT + results")
     timed(coco, "greedy_match", "match (similarity + greedy)")
+    timed(coco, "match_boxes", "match (similarity + greedy)")  # (native, boxes)
     timed(coco, "accumulate", "accumulate")
     timed(views, "coco_evaluate", "evaluate (all of ops.coco.evaluate)")
     sys.argv = ["rpx", *sys.argv[1:]]
@@ -80,12 +81,16 @@ KERNELS_ALONE = textwrap.dedent("""
     import rpx_cli.ops.coco as coco
     from rpx_cli.io.coco_files import _read_gt
     from rpx_cli.ops.coco_accumulate import reference_accumulate
-    captured = []
-    inner = coco.accumulate
+    from rpx_cli.ops.matching import greedy_match
+    captured, boxes = [], []
+    inner, match_boxes = coco.accumulate, coco.match_boxes
     def capture(*args):
         captured.append(args)
         return inner(*args)
-    coco.accumulate = capture
+    def capture_boxes(*args):
+        boxes.append(args)
+        return match_boxes(*args)
+    coco.accumulate, coco.match_boxes = capture, capture_boxes
     sys.argv = ["rpx", *sys.argv[1:]]
     try:
         main()
@@ -103,6 +108,13 @@ KERNELS_ALONE = textwrap.dedent("""
     gt = sys.argv[sys.argv.index("--coco-gt") + 1]
     out = {"accumulate (every cell)": (cpu(lambda: inner(*captured[0]), True),
                                        cpu(lambda: reference_accumulate(*captured[0]), True))}
+    if boxes:  # the box matcher against greedy_match with the IoU of ops.coco
+        core, dt_box, dt_group, gt_box, gt_group, crowd, area, ranges, thresholds = boxes[0]
+        numpy_match = lambda: greedy_match(dt_group, gt_group, coco.iou_similarity(dt_box, gt_box),
+                                           thresholds, ">=", ties="last", gt_crowd=crowd,
+                                           gt_area=area, area_ranges=ranges)
+        out["box matcher (IoU + greedy walk)"] = (cpu(lambda: match_boxes(*boxes[0]), True),
+                                                  cpu(numpy_match, False))
     if sys.argv[sys.argv.index("--iou-type") + 1] == "bbox":  # (the native GT reader's case)
         out["GT reader: _read_gt (file read, scan or orjson, arrays)"] = \
             (cpu(lambda: _read_gt(gt), True), cpu(lambda: _read_gt(gt), False))
