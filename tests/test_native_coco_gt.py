@@ -27,18 +27,19 @@ from hypothesis import strategies as st
 from rpx_cli.errors import InputError
 from rpx_cli.io.coco_files import _read_gt
 from rpx_cli.io.coco_gt_columns import native_gt
+from rpx_cli.io.coco_objects import BOX_FIELD, KEYPOINT_FIELD
 
 core = pytest.importorskip("rpx_cli._native")
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def read(path, native: bool):
+def read(path, native: bool, field=BOX_FIELD):
     """``_read_gt`` of the file on one path: a comparable form of its ``_Gt``, or the
     InputError's message."""
     with mock.patch.dict(os.environ, {"RPX_NATIVE": "1" if native else "0"}):
         try:
-            gt = _read_gt(str(path))
+            gt = _read_gt(str(path), field)
         except InputError as exc:
             return ("error", str(exc))
     out = {"stems": gt.stems, "names": gt.names, "size": gt.size, "dropped": gt.dropped}
@@ -51,16 +52,16 @@ def read(path, native: bool):
     return out
 
 
-def assert_same(tmp_path, data: bytes, *, must_answer: bool = False) -> None:
+def assert_same(tmp_path, data: bytes, *, must_answer: bool = False, field=BOX_FIELD) -> None:
     """Either path reads ``data`` alike (or refuses it with the same message); the native
     scanner answers when ``must_answer``."""
     path = tmp_path / "gt.json"
     path.write_bytes(data)
     with mock.patch.dict(os.environ, {"RPX_NATIVE": "1"}):
-        answered = native_gt(data) is not None
+        answered = native_gt(data, field.name) is not None
     if must_answer:
         assert answered, data[:300]
-    assert read(path, True) == read(path, False), data[:300]
+    assert read(path, True, field) == read(path, False, field), data[:300]
 
 
 numbers = st.one_of(st.integers(0, 2000), st.floats(0, 2000, allow_nan=False).map(lambda x: round(x, 3)))
@@ -233,10 +234,14 @@ def test_hostile_documents_read_alike_or_fail_alike(tmp_path, data: bytes) -> No
 
 def test_every_truncation_is_declined_and_never_crashes() -> None:
     data = json.dumps(BASE).encode()
-    assert core.coco_gt(data) is not None
+    assert core.coco_gt(data, 0) is not None
     for end in range(len(data)):
-        assert core.coco_gt(data[:end]) is None
-        assert core.coco_gt(data[:end] + b"\x00" * 3) is None
+        assert core.coco_gt(data[:end], 0) is None
+        assert core.coco_gt(data[:end] + b"\x00" * 3, 0) is None
+    data = json.dumps(KEYPOINT_BASE).encode()
+    assert core.coco_gt(data, 2) is not None
+    for end in range(len(data)):
+        assert core.coco_gt(data[:end], 2) is None
 
 
 def test_the_columns_by_hand() -> None:
@@ -251,11 +256,13 @@ def test_the_columns_by_hand() -> None:
     assert gt.image.tolist() == [0, 1] and gt.category.tolist() == [0, 0]
 
 
-def test_the_kernel_takes_bytes_only() -> None:
+def test_the_kernel_takes_bytes_and_a_known_field_only() -> None:
     with pytest.raises(TypeError):
-        core.coco_gt("text")
+        core.coco_gt("text", 0)
     with pytest.raises(TypeError):
-        core.coco_gt(np.zeros(3, np.int64))
+        core.coco_gt(np.zeros(3, np.int64), 0)
+    with pytest.raises(ValueError, match="field"):
+        core.coco_gt(b"{}", 1)
 
 
 def evaluate(rpx, monkeypatch, tmp_path, native: bool, answers: list):
@@ -263,8 +270,8 @@ def evaluate(rpx, monkeypatch, tmp_path, native: bool, answers: list):
     native GT reader answered, each time it is asked."""
     import rpx_cli.io.coco_files as coco_files
 
-    def spy(data):
-        out = native_gt(data)
+    def spy(data, field_name):
+        out = native_gt(data, field_name)
         answers.append(out is not None)
         return out
 
@@ -308,3 +315,111 @@ def test_the_cli_words_a_bad_gt_alike_on_both_paths(rpx, monkeypatch, tmp_path) 
     assert native_run.exit_code == numpy_run.exit_code == 1
     assert native_run.stderr == numpy_run.stderr
     assert "annotation 1: image_id 7 is not an image of this file" in native_run.stderr
+
+
+@st.composite
+def keypoint_documents(draw):
+    """A keypoints GT document: every annotation the same number of points, visibilities
+    0/1/2, the bbox and num_keypoints on all annotations or none."""
+    doc = draw(documents())
+    k = draw(st.integers(1, 4))
+    with_box, with_count = draw(st.booleans()), draw(st.booleans())
+    for ann in doc["annotations"]:
+        ann["keypoints"] = [draw(st.one_of(st.integers(0, 640), st.floats(0, 640).map(lambda x: round(x, 2))))
+                            if i % 3 < 2 else draw(st.sampled_from([0, 1, 2])) for i in range(3 * k)]
+        if not with_box:
+            ann.pop("bbox")
+            if draw(st.booleans()):
+                ann["bbox"] = None
+        if with_count:
+            ann["num_keypoints"] = draw(st.integers(0, k))
+        elif draw(st.booleans()):
+            ann["num_keypoints"] = None
+    return doc
+
+
+@SETTINGS
+@given(keypoint_documents())
+def test_generated_keypoint_documents_read_alike(tmp_path_factory, doc) -> None:
+    assert_same(tmp_path_factory.mktemp("gt"), json.dumps(doc).encode(), must_answer=True,
+                field=KEYPOINT_FIELD)
+
+
+KEYPOINT_BASE = {
+    "images": [{"id": 1, "file_name": "a.jpg"}],
+    "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "keypoints": [10, 20, 2, 0, 0, 0],
+                     "num_keypoints": 1, "bbox": [5, 5, 20, 30], "area": 300, "iscrowd": 0},
+                    {"id": 2, "image_id": 1, "category_id": 1, "keypoints": [1.5, 2, 1, 8, 9, 2],
+                     "num_keypoints": 2, "bbox": [0, 0, 10, 10]}],
+    "categories": [{"id": 1, "name": "person", "keypoints": ["a", "b"], "skeleton": [[1, 2]]}]}
+
+
+def keypoints_changed(path: tuple, value) -> bytes:
+    doc = json.loads(json.dumps(KEYPOINT_BASE))
+    *parents, last = path
+    holder = doc
+    for key in parents:
+        holder = holder[key]
+    if value is ...:
+        del holder[last]
+    else:
+        holder[last] = value
+    return json.dumps(doc).encode()
+
+
+KEYPOINT_HOSTILE = [
+    keypoints_changed(("annotations", 0, "keypoints"), [10, 20, 2]),  # ragged
+    keypoints_changed(("annotations", 0, "keypoints"), [10, 20, 3, 0, 0, 0]),  # visibility 3
+    keypoints_changed(("annotations", 0, "keypoints"), [10, 20, 2, 0, 0]),  # not triplets
+    keypoints_changed(("annotations", 0, "keypoints"), []),
+    keypoints_changed(("annotations", 0, "keypoints"), None),
+    keypoints_changed(("annotations", 0, "keypoints"), ...),
+    keypoints_changed(("annotations", 0, "keypoints"), [10, 20, True, 0, 0, 0]),
+    keypoints_changed(("annotations", 0, "keypoints"), [1e13, 20, 2, 0, 0, 0]),
+    keypoints_changed(("annotations", 0, "bbox"), None),  # a box on one annotation only
+    keypoints_changed(("annotations", 0, "bbox"), ...),
+    keypoints_changed(("annotations", 0, "bbox"), [1, 2, -3, 4]),
+    keypoints_changed(("annotations", 0, "num_keypoints"), None),  # a count on one only
+    keypoints_changed(("annotations", 0, "num_keypoints"), -1),
+    keypoints_changed(("annotations", 0, "num_keypoints"), 1.0),
+    keypoints_changed(("annotations", 0, "area"), -5),
+    keypoints_changed(("annotations", 0, "area"), None),
+    keypoints_changed(("annotations", 0, "iscrowd"), 2),
+]
+
+
+@pytest.mark.parametrize("data", KEYPOINT_HOSTILE, ids=range(len(KEYPOINT_HOSTILE)))
+def test_hostile_keypoint_documents_read_alike_or_fail_alike(tmp_path, data: bytes) -> None:
+    assert_same(tmp_path, data, field=KEYPOINT_FIELD)
+
+
+def test_the_keypoint_columns_by_hand() -> None:
+    """KEYPOINT_BASE: rows [x1, y1, v1, x2, y2, v2, bx, by, bw, bh, num_keypoints]; the
+    first area given (300), the second its box's (10 * 10)."""
+    with mock.patch.dict(os.environ, {"RPX_NATIVE": "1"}):
+        gt = native_gt(json.dumps(KEYPOINT_BASE).encode(), "keypoints")
+    assert gt.boxes.shape.tolist() == [[10, 20, 2, 0, 0, 0, 5, 5, 20, 30, 1],
+                                       [1.5, 2, 1, 8, 9, 2, 0, 0, 10, 10, 2]]
+    assert gt.boxes.area.tolist() == [300.0, 100.0]
+
+
+def test_the_cli_reads_a_keypoint_gt_natively_with_the_same_report(rpx, monkeypatch, tmp_path) -> None:
+    (tmp_path / "gt.json").write_text(json.dumps(KEYPOINT_BASE))
+    dets = [{"image_id": 1, "category_id": 1, "score": 0.9, "keypoints": [10, 21, 1, 1, 1, 1]},
+            {"image_id": 1, "category_id": 1, "score": 0.4, "keypoints": [2, 2, 1, 8, 8, 1]}]
+    (tmp_path / "dt.json").write_text(json.dumps(dets))
+    import rpx_cli.io.coco_files as coco_files
+
+    reports, answers = [], []
+    for native in (True, False):
+        monkeypatch.setattr(coco_files, "native_gt",
+                            lambda data, name: answers.append(native_gt(data, name) is not None) or
+                            native_gt(data, name))
+        monkeypatch.setenv("RPX_NATIVE", "1" if native else "0")
+        run = rpx(f"eval detection --coco-gt {tmp_path / 'gt.json'} --coco-dt {tmp_path / 'dt.json'} "
+                  "--iou-type keypoints --oks-sigmas 0.5,0.1 --metrics coco")
+        assert run.exit_code == 0, run.stderr
+        reports.append(run.json)
+    assert answers == [True, False]
+    for key in ("aggregate", "dataset", "rows"):
+        assert reports[0][key] == reports[1][key], key

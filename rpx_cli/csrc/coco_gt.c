@@ -1,4 +1,4 @@
-/* COCO GT files read into columns (the box case): the scanner of json_scan.h turns a
+/* COCO GT files read into columns (boxes, or keypoints): the scanner of json_scan.h turns a
  * document {"images": [...], "annotations": [...], "categories": [...], ...} into flat
  * buffers, without building a Python object per value.
  *
@@ -9,7 +9,8 @@
  * file_name or name that is not a string of ASCII text, a height or width that is neither a
  * JSON integer nor null, a bbox that is not a list of four numbers (or missing), an area that
  * is neither a number nor null, an iscrowd, ignore or difficult flag other than 0, 1, true or
- * false. The Python path (rpx_cli/io/coco_files.py: orjson, then the checks of
+ * false; for keypoints, a keypoints list of anything but numbers, a bbox neither four numbers
+ * nor null, a num_keypoints neither an integer nor null. The Python path (rpx_cli/io/coco_files.py: orjson, then the checks of
  * rpx_cli/io/boxes.py) then reads the file and words the error; rpx_cli/io/coco_gt_columns.py
  * declines too where a value would fail those checks. tests/test_native_coco_gt.py compares
  * the two paths bit for bit. */
@@ -23,18 +24,23 @@ typedef struct {
     /* annotations: image_id, category_id, bbox, area (given or not), flags */
     bbuf ann_image, ann_category, ann_bbox, ann_area, ann_has_area, ann_crowd, ann_ignore,
         ann_zero_id;
+    /* keypoints GT: the values cut by offsets, whether a bbox was given, num_keypoints */
+    bbuf ann_keypoints, ann_keypoints_at, ann_has_bbox, ann_count, ann_has_count;
     int64_t n_images, n_categories, n_annotations;
     int ignore_keys;  /* some annotation has an ignore or difficult key */
+    int keypoints;    /* the shapes are keypoints (the bbox optional), else boxes */
 } gt_columns;
 
-#define GT_BUFFERS 17
+#define GT_BUFFERS 22
 
 static bbuf *gt_buffer(gt_columns *c, int k) {
     bbuf *all[GT_BUFFERS] = {&c->image_id, &c->image_hw, &c->image_name, &c->image_name_at,
                              &c->image_named, &c->category_id, &c->category_name,
                              &c->category_name_at, &c->category_named, &c->ann_image,
                              &c->ann_category, &c->ann_bbox, &c->ann_area, &c->ann_has_area,
-                             &c->ann_crowd, &c->ann_ignore, &c->ann_zero_id};
+                             &c->ann_crowd, &c->ann_ignore, &c->ann_zero_id,
+                             &c->ann_keypoints, &c->ann_keypoints_at, &c->ann_has_bbox,
+                             &c->ann_count, &c->ann_has_count};
     return all[k];
 }
 
@@ -154,13 +160,14 @@ static int read_category(scanner *s, gt_columns *c) {
 }
 
 enum { ANN_IMAGE = 1, ANN_CATEGORY = 2, ANN_BBOX = 4, ANN_AREA = 8, ANN_CROWD = 16,
-       ANN_IGNORE = 32, ANN_DIFFICULT = 64, ANN_ID = 128 };
+       ANN_IGNORE = 32, ANN_DIFFICULT = 64, ANN_ID = 128, ANN_KEYPOINTS = 256, ANN_COUNT = 512 };
 
 static int read_annotation(scanner *s, gt_columns *c) {
     int seen = 0, more = 1, r;
-    int64_t image = 0, category = 0;
-    double box[4], area = 0;
-    uint8_t has_area = 0, crowd = 0, ignore = 0, difficult = 0, zero_id = 0;
+    int64_t image = 0, category = 0, count = 0, n_values;
+    double box[4] = {0, 0, 0, 0}, area = 0;
+    uint8_t has_area = 0, crowd = 0, ignore = 0, difficult = 0, zero_id = 0, has_box = 0,
+        has_count = 0;
     if (next(s) == '}') return SCAN_DECLINE;
     while (more) {
         const uint8_t *key;
@@ -173,16 +180,31 @@ static int read_annotation(scanner *s, gt_columns *c) {
             if (seen & ANN_CATEGORY || read_integer(s, &category)) return SCAN_DECLINE;
             seen |= ANN_CATEGORY;
         } else if (key_is(key, len, "bbox")) {
-            if (seen & ANN_BBOX || next(s) != '[') return SCAN_DECLINE;
+            if (seen & ANN_BBOX) return SCAN_DECLINE;
             seen |= ANN_BBOX;
-            s->p++;
-            for (int k = 0; k < 4; k++) {  /* exactly four numbers */
-                if (k && next(s) != ',') return SCAN_DECLINE;
-                if (k) s->p++;
-                if (read_number(s, &box[k])) return SCAN_DECLINE;
+            if (c->keypoints && next(s) == 'n') {  /* null: no box (Python's get) */
+                if (expect_literal(s, "null", 4)) return SCAN_DECLINE;
+            } else {
+                if (next(s) != '[') return SCAN_DECLINE;
+                s->p++;
+                for (int k = 0; k < 4; k++) {  /* exactly four numbers */
+                    if (k && next(s) != ',') return SCAN_DECLINE;
+                    if (k) s->p++;
+                    if (read_number(s, &box[k])) return SCAN_DECLINE;
+                }
+                if (next(s) != ']') return SCAN_DECLINE;
+                s->p++;
+                has_box = 1;
             }
-            if (next(s) != ']') return SCAN_DECLINE;
-            s->p++;
+        } else if (c->keypoints && key_is(key, len, "keypoints")) {
+            if (seen & ANN_KEYPOINTS) return SCAN_DECLINE;
+            seen |= ANN_KEYPOINTS;
+            if ((r = read_numbers(s, &c->ann_keypoints, -1, &n_values))) return r;
+        } else if (c->keypoints && key_is(key, len, "num_keypoints")) {
+            int given;
+            if (seen & ANN_COUNT || read_integer_or_null(s, &count, &given)) return SCAN_DECLINE;
+            seen |= ANN_COUNT;
+            has_count = (uint8_t)given;
         } else if (key_is(key, len, "area")) {
             if (seen & ANN_AREA) return SCAN_DECLINE;
             seen |= ANN_AREA;
@@ -214,8 +236,14 @@ static int read_annotation(scanner *s, gt_columns *c) {
         } else if ((r = skip_value(s, 3))) return r;
         if (member_goes_on(s, &more)) return SCAN_DECLINE;
     }
-    int need = ANN_IMAGE | ANN_CATEGORY | ANN_BBOX;
+    int need = ANN_IMAGE | ANN_CATEGORY | (c->keypoints ? ANN_KEYPOINTS : ANN_BBOX);
     if ((seen & need) != need) return SCAN_DECLINE;
+    if (c->keypoints) {
+        int64_t end = (int64_t)(c->ann_keypoints.n / sizeof(double));
+        if ((r = bbuf_put(&c->ann_keypoints_at, &end, 8)) || (r = bbuf_put(&c->ann_has_bbox, &has_box, 1)) ||
+            (r = bbuf_put(&c->ann_count, &count, 8)) || (r = bbuf_put(&c->ann_has_count, &has_count, 1)))
+            return r;
+    }
     if (seen & (ANN_IGNORE | ANN_DIFFICULT)) c->ignore_keys = 1;
     ignore |= difficult;
     if ((r = bbuf_put(&c->ann_image, &image, 8)) || (r = bbuf_put(&c->ann_category, &category, 8)) ||
@@ -232,7 +260,8 @@ static int read_gt(const uint8_t *data, size_t len, gt_columns *c) {
     scanner s = {data, data + len, extended_precision()};
     int64_t zero = 0;
     int r, seen = 0, more = 1;
-    if ((r = bbuf_put(&c->image_name_at, &zero, 8)) || (r = bbuf_put(&c->category_name_at, &zero, 8)))
+    if ((r = bbuf_put(&c->image_name_at, &zero, 8)) || (r = bbuf_put(&c->category_name_at, &zero, 8)) ||
+        (r = bbuf_put(&c->ann_keypoints_at, &zero, 8)))
         return r;
     if (next(&s) != '{') return SCAN_DECLINE;
     s.p++;
@@ -262,13 +291,19 @@ static int read_gt(const uint8_t *data, size_t len, gt_columns *c) {
 
 PyObject *rpx_coco_gt(PyObject *self, PyObject *args) {
     PyObject *data_o;
-    if (!PyArg_ParseTuple(args, "O", &data_o)) return NULL;
+    int field;
+    if (!PyArg_ParseTuple(args, "Oi", &data_o, &field)) return NULL;
+    if (field != 0 && field != 2) {
+        PyErr_SetString(PyExc_ValueError, "coco_gt: field must be 0 (bbox) or 2 (keypoints)");
+        return NULL;
+    }
     struct lconv *conv = localeconv();  /* strtod reads the locale's decimal point */
     if (!conv || strcmp(conv->decimal_point, ".") != 0) Py_RETURN_NONE;
     Py_buffer data;
     if (rpx_get_buffer(data_o, &data, BUF_BYTES, 0, "data")) return NULL;
     gt_columns c;
     memset(&c, 0, sizeof c);
+    c.keypoints = field == 2;
     int r;
     Py_BEGIN_ALLOW_THREADS
     r = read_gt(data.buf, (size_t)data.len, &c);

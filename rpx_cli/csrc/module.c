@@ -88,13 +88,15 @@ static PyMethodDef methods[] = {
      "case (bad JSON, a missing or mistyped field, polygons, ...): the Python path reads it. "
      "GIL released."},
     {"coco_gt", rpx_coco_gt, METH_VARARGS,
-     "coco_gt(data) -> (images, categories, annotations, ignore_keys, image_id, image_hw, "
-     "image_name, image_name_at, image_named, category_id, category_name, category_name_at, "
-     "category_named, ann_image, ann_category, ann_bbox, ann_area, ann_has_area, ann_crowd, "
-     "ann_ignore, ann_zero_id) or None: a COCO GT document's images, categories and box "
-     "annotations as columns of bytearrays (int64 ids and sizes, names' ASCII text cut by int64 "
-     "offsets, float64 boxes and areas, uint8 flags). None for anything but the ordinary case: "
-     "the Python path reads it. GIL released."},
+     "coco_gt(data, field) -> (images, categories, annotations, ignore_keys, image_id, "
+     "image_hw, image_name, image_name_at, image_named, category_id, category_name, "
+     "category_name_at, category_named, ann_image, ann_category, ann_bbox, ann_area, "
+     "ann_has_area, ann_crowd, ann_ignore, ann_zero_id, ann_keypoints, ann_keypoints_at, "
+     "ann_has_bbox, ann_count, ann_has_count) or None: a COCO GT document's images, categories "
+     "and annotations (field 0: boxes; 2: keypoints, the bbox optional) as columns of "
+     "bytearrays (int64 ids, sizes and counts, names' ASCII text and keypoint values cut by "
+     "int64 offsets, float64 boxes and areas, uint8 flags). None for anything but the ordinary "
+     "case: the Python path reads it. GIL released."},
     {"coco_accumulate", rpx_coco_accumulate, METH_VARARGS,
      "coco_accumulate(matched, ignored, rank, score, bounds, regular, max_dets, recall_points, "
      "T, A, precision, recall, scores): pycocotools' accumulate of the detections in category "

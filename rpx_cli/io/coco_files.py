@@ -103,8 +103,8 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
     from rpx_cli.io.regular import read_bytes
 
     data = read_bytes(path)
-    if shape_field.instances is None and not lvis and errors is None:  # [x, y, w, h] boxes
-        read = native_gt(data)  # None: not the ordinary case, or no native core
+    if not lvis and errors is None and (shape_field.instances is None or shape_field.name == "keypoints"):
+        read = native_gt(data, "bbox" if shape_field.instances is None else "keypoints")
         if read is not None:
             return _native_gt(read)
     gt = loads_json(data, path)
