@@ -115,9 +115,10 @@ KERNELS_ALONE = textwrap.dedent("""
                                            gt_area=area, area_ranges=ranges)
         out["box matcher (IoU + greedy walk)"] = (cpu(lambda: match_boxes(*boxes[0]), True),
                                                   cpu(numpy_match, False))
-    if sys.argv[sys.argv.index("--iou-type") + 1] == "bbox":  # (the native GT reader's case)
-        out["GT reader: _read_gt (file read, scan or orjson, arrays)"] = \
-            (cpu(lambda: _read_gt(gt), True), cpu(lambda: _read_gt(gt), False))
+    from rpx_cli.io.coco_objects import BOX_FIELD, KEYPOINT_FIELD
+    field = KEYPOINT_FIELD if sys.argv[sys.argv.index("--iou-type") + 1] == "keypoints" else BOX_FIELD
+    out["GT reader: _read_gt (file read, scan or orjson, arrays)"] = \
+        (cpu(lambda: _read_gt(gt, field), True), cpu(lambda: _read_gt(gt, field), False))
     print(json.dumps(out), file=sys.stderr)
 """)
 
