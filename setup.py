@@ -15,8 +15,8 @@ from glob import glob
 
 from setuptools import Extension, find_namespace_packages, setup
 
-compile_args = ["-std=c99", "-O2", "-ffp-contract=off", "-fno-strict-aliasing", "-Wall",
-                "-Wno-unused-function"]
+compile_args = ["-std=c99", "-O3", "-ffp-contract=off", "-fno-strict-aliasing", "-fopenmp-simd",
+                "-Wall", "-Wno-unused-function"]
 link_args: list[str] = []
 if os.environ.get("RPX_NATIVE_DEBUG") == "1":
     compile_args += ["-O0", "-g"]

@@ -20,7 +20,8 @@ session, each command in a fresh process, round-robin, median of ``--repeat``:
 4. ``--split``: where one pair's CPU time goes, in one process (``time.process_time``,
    so other users' load counts less): reading both files, their sha256, the metric, and
    ``run_pairs`` whole with digests on and off; then the depth kernel alone on one frame
-   and the float32 ufuncs its cost depends on (``log`` against ``log1p``: issue 44).
+   (the native core's fused pass against its numpy twin, float32 and uint16 GT) and the
+   float32 ufuncs the numpy form's cost depends on (``log`` against ``log1p``: issue 44).
 
 Every output starts with numpy's SIMD line (``np.show_runtime()``: baseline, found, not
 found): the kernel's cost depends on which extensions numpy dispatches to. To measure
@@ -212,11 +213,21 @@ def kernel_split(repeat: int) -> None:
     gt[100:160, 200:300] = 0
     gt[300:330, :] = 0
     pred = (gt * np.exp(rng.normal(0, 0.1, gt.shape))).astype(np.float32)
-    p, g, valid = pred.ravel(), gt.ravel(), gt.ravel() > 0
+    p, g = pred.ravel(), gt.ravel()
     kernel = DepthKernel(np.float32)
     x = np.exp(rng.normal(0, 0.3, H * W)).astype(np.float32)
     out = np.empty_like(x)
-    steps = {"DepthKernel.sums, one frame": lambda: kernel.sums(p, g, valid=valid)}
+    raw = np.round(g * 1000).astype(np.uint16)
+    steps = {
+        "native `depth_sums` (validity from the GT), float32 GT":
+            lambda: kernel.sums(p, g, valid_from_gt=True),
+        "numpy twin: validity mask + `DepthKernel.numpy_sums`, float32 GT":
+            lambda: kernel.numpy_sums(p, g, valid=g > 0),
+        "native `depth_sums`, uint16 GT (mm)":
+            lambda: kernel.sums(p, raw, gt_scale=1000.0, valid_from_gt=True),
+        "numpy twin, uint16 GT (mm)":
+            lambda: kernel.numpy_sums(p, raw, valid=raw > 0, gt_scale=1000.0),
+    }
     for name in ("log", "log1p", "expm1", "log2", "log10", "exp", "sin", "hypot", "divide"):
         ufunc = getattr(np, name)
         args = (x, x) if ufunc.nin == 2 else (x - np.float32(0.5),) if name == "expm1" else (x,)

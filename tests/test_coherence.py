@@ -10,11 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import FIXTURES, parse_report, without_provenance, write_npy, write_png
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import ndimage
 
 from rpx_cli.api import evaluate_dirs
 from rpx_cli.deploy.coherence import compute_sgc
-from rpx_cli.ops.boundaries import boundary_agreement, dilate_diamond, mask_boundary
+from rpx_cli.ops.boundaries import boundary_agreement, dilate_diamond, magnitude_above, mask_boundary
 
 
 def frames(root: Path, pairs: dict[str, tuple[np.ndarray, np.ndarray]]) -> str:
@@ -400,3 +402,19 @@ def test_provenance_names_the_mask_and_depth_folders(rpx) -> None:
     inputs = report["run_provenance"]["inputs"]
     assert set(inputs) == {"mask_dir", "depth_dir"}
     assert inputs["mask_dir"]["path"].endswith("mask") and inputs["depth_dir"]["n_files"] == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1e-200, 1e-9, 0.05, 1.0, 3.0, 1e149, 1e200, 0.0]))
+def test_magnitude_above_is_hypot_exactly(seed, tau):
+    """``magnitude_above`` (squares, hypot only near tau) decides every pixel as
+    ``np.hypot(gx, gy) > tau``: values one ulp either side of tau on an axis and on the
+    diagonal, NaN, infinities, huge and tiny gradients."""
+    rng = np.random.default_rng(seed)
+    edge = [tau, np.nextafter(tau, 0), np.nextafter(tau, np.inf), tau / np.sqrt(2),
+            np.nextafter(tau / np.sqrt(2), np.inf), 0.0, np.nan, np.inf, -np.inf, 1e300, 1e-300]
+    gx = np.concatenate([rng.choice(edge, 400), rng.normal(0, tau or 1.0, 400)])
+    with np.errstate(invalid="ignore"):  # inf x 0: a NaN on purpose
+        gy = np.concatenate([rng.choice(edge, 400) * rng.choice([1, -1, 0], 400),
+                             rng.normal(0, tau or 1.0, 400)])
+    assert np.array_equal(magnitude_above(gx, gy, tau), np.hypot(gx, gy) > tau)

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers import without_provenance
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from panoptic_data import (
     CATEGORIES,
     Side,
@@ -30,6 +32,7 @@ from panopticapi_reference import pq_compute
 from PIL import Image
 
 from rpx_cli.api import evaluate_dirs
+from rpx_cli.errors import InputError
 from rpx_cli.io.panoptic import decode_ids, reference_ids
 from rpx_cli.ops.panoptic import Quality, match_image, overlap_counts, reference_overlap_counts
 
@@ -537,3 +540,40 @@ def test_categories_from_their_own_file(rpx, tmp_path: Path) -> None:
     assert got["dataset"] == want["dataset"]
     bad = run(rpx, paths, "--categories", paths["pred_json"])
     assert bad.exit_code == 2 and "--categories:" in bad.stderr
+
+
+_ODD = [0, 1, 2, -1, 5, 2**70, 1.0, 3.5, True, False, None, "x", "1", 256**3, 256**3 - 1,
+        2**53, 2**53 + 1, -5, [], {}]
+_SEGMENT = st.fixed_dictionaries(
+    {"id": st.sampled_from([3, 4, 7, 8, 256**3 - 1]) | st.sampled_from(_ODD),
+     "category_id": st.sampled_from([1, 2, "x"]) | st.sampled_from(_ODD)},
+    optional={"iscrowd": st.sampled_from([0, 1]) | st.sampled_from(_ODD),
+              "area": st.sampled_from([0, 10, 2**53]) | st.sampled_from(_ODD)})
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_SEGMENT | st.sampled_from(_ODD), max_size=5))
+def test_segments_by_columns_equal_the_loop(items):
+    """``segments_of``'s column path (the usual list) gives the loop's arrays, and whatever
+    it declines the loop checks and words: the same result or the same error either way."""
+    from rpx_cli.io import panoptic as io_panoptic
+
+    categories = {1: 0, 2: 1, "x": 2}
+
+    def run(plain):
+        saved = io_panoptic._plain_segments
+        io_panoptic._plain_segments = plain
+        try:
+            return io_panoptic.segments_of(items, categories, image="image 1", path="p.png")
+        except InputError as exc:
+            return str(exc)
+        finally:
+            io_panoptic._plain_segments = saved
+
+    loop, columns = run(lambda *_: None), run(io_panoptic._plain_segments)
+    if isinstance(loop, str):
+        assert columns == loop
+    else:
+        for field in ("ids", "category", "crowd", "area"):
+            a, b = getattr(loop, field), getattr(columns, field)
+            assert a.dtype == b.dtype and np.array_equal(a, b), field

@@ -12,6 +12,22 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* CLONES: a function compiled twice, for AVX2 and for the x86-64 baseline, the copy chosen
+ * when the module loads (GCC's target_clones; elsewhere one copy). Its helpers are marked
+ * ALWAYS_INLINE so each copy gets its own vectorised body. Integer results are the same in
+ * both copies; float kernels keep theirs the same by avoiding FMA (-ffp-contract=off) and
+ * summing in fixed lanes. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+#define CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define CLONES
+#endif
+#if defined(__GNUC__)
+#define ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE
+#endif
+
 /* A growable array of int64 (malloc'd; reserve() fails cleanly on overflow or ENOMEM). */
 typedef struct {
     int64_t *data;
@@ -41,7 +57,8 @@ static inline int vec64_push(vec64 *v, int64_t x) {
 }
 
 /* The buffer kinds a kernel accepts. */
-enum { BUF_BYTES = 'B', BUF_INT64 = 'q', BUF_FLOAT64 = 'd', BUF_UINT8 = 'u' };
+enum { BUF_BYTES = 'B', BUF_INT64 = 'q', BUF_FLOAT64 = 'd', BUF_UINT8 = 'u', BUF_FLOAT32 = 'f',
+       BUF_UINT16 = 'H', BUF_UINT32 = 'I' };
 
 /* Get a C-contiguous buffer of `kind` (writable if asked) from `obj`; on failure set a
  * TypeError naming `name` and return -1. Release with PyBuffer_Release. */
@@ -60,6 +77,19 @@ PyObject *rpx_rle_intersections(PyObject *self, PyObject *args);
 PyObject *rpx_polygons_rle(PyObject *self, PyObject *args);
 PyObject *rpx_rle_merge(PyObject *self, PyObject *args);
 PyObject *rpx_rle_bbox(PyObject *self, PyObject *args);
+
+/* the depth kernel of depth.c */
+PyObject *rpx_depth_sums(PyObject *self, PyObject *args);
+
+/* the label-pair counts of counts.c */
+PyObject *rpx_label_pair_counts(PyObject *self, PyObject *args);
+
+/* the panoptic overlaps of panoptic.c */
+PyObject *rpx_panoptic_overlaps(PyObject *self, PyObject *args);
+
+/* the PNG rows of png.c */
+PyObject *rpx_png_unfilter(PyObject *self, PyObject *args);
+PyObject *rpx_png_rgb_ids(PyObject *self, PyObject *args);
 
 /* the reader of coco_json.c */
 PyObject *rpx_coco_results(PyObject *self, PyObject *args);

@@ -16,6 +16,12 @@ static int kind_matches(const Py_buffer *view, int kind) {
         return view->itemsize == 8 && (f[0] == 'q' || f[0] == 'l');
     case BUF_FLOAT64:
         return view->itemsize == 8 && f[0] == 'd';
+    case BUF_FLOAT32:
+        return view->itemsize == 4 && f[0] == 'f';
+    case BUF_UINT16:
+        return view->itemsize == 2 && f[0] == 'H';
+    case BUF_UINT32:
+        return view->itemsize == 4 && (f[0] == 'I' || f[0] == 'L');
     default:
         return 0;
     }
@@ -32,7 +38,10 @@ int rpx_get_buffer(PyObject *obj, Py_buffer *view, int kind, int writable, const
         PyBuffer_Release(view);
         PyErr_Format(PyExc_TypeError, "%s: wrong element type (%s)", name,
                      kind == BUF_INT64 ? "int64 expected" :
-                     kind == BUF_FLOAT64 ? "float64 expected" : "bytes expected");
+                     kind == BUF_FLOAT64 ? "float64 expected" :
+                     kind == BUF_FLOAT32 ? "float32 expected" :
+                     kind == BUF_UINT16 ? "uint16 expected" :
+                     kind == BUF_UINT32 ? "uint32 expected" : "bytes expected");
         return -1;
     }
     return 0;
@@ -79,6 +88,34 @@ static PyMethodDef methods[] = {
     {"rle_bbox", rpx_rle_bbox, METH_VARARGS,
      "rle_bbox(text, offsets, heights, out): each compressed RLE's [x, y, w, h] bounding box "
      "(the tight box of its pixels; zeros for an empty mask) into out (float64, N x 4)."},
+    {"depth_sums", rpx_depth_sums, METH_VARARGS,
+     "depth_sums(pred, gt, scale, valid, t1, t2, t3) -> (n, abs_rel, sq_rel, sq_err, log_sum, "
+     "log_m2, abs_log, delta1, delta2, delta3, bad): one frame's depth sums (rpx_cli/ops/depth.py, "
+     "float32 precision) in one pass. pred float32; gt float32 metres (scale 0) or uint16 in "
+     "1/scale m; valid: a bool mask, or None to take GT > 0 and finite; t1..t3 the delta "
+     "thresholds; bad: non-finite predictions at valid pixels. GIL released."},
+    {"label_pair_counts", rpx_label_pair_counts, METH_VARARGS,
+     "label_pair_counts(gt, pred, out): add to out (int64, 256 x 256) the pixels of each "
+     "(GT label, predicted label) pair of two 8-bit label maps of one size, counted by runs. "
+     "GIL released."},
+    {"panoptic_overlaps", rpx_panoptic_overlaps, METH_VARARGS,
+     "panoptic_overlaps(gt_ids, pred_ids, gt_sorted, gt_order, pred_sorted, pred_order, out): "
+     "add to out (int64, (k_gt + 2) x (k_pred + 2)) the pixels of each (GT, prediction) pair "
+     "of compact indices: 0 an unlisted id, 1 VOID (id 0), 2 + order[j] for sorted[j]. The id "
+     "maps are uint32 of one size; sorted increasing int64 ids, order their positions in "
+     "segments_info. GIL released."},
+    {"png_unfilter", rpx_png_unfilter, METH_VARARGS,
+     "png_unfilter(raw, width, height, bpp, swap16, out) -> None or the first bad row: the "
+     "inflated data of a non-interlaced PNG (height * (1 + bpp width) bytes, each row its "
+     "filter type first, bpp bytes a pixel, 1 to 8) unfiltered into out (height * bpp width "
+     "bytes), 16-bit samples swapped to little-endian when swap16. Returns the first row "
+     "whose filter type is above 4, else None. GIL released."},
+    {"png_rgb_ids", rpx_png_rgb_ids, METH_VARARGS,
+     "png_rgb_ids(raw, width, height, out) -> None or the first bad row: the inflated data of "
+     "an 8-bit RGB non-interlaced PNG (height * (1 + 3 width) bytes, each row its filter type "
+     "first) unfiltered into segment ids R + 256 G + 256^2 B, little-endian uint32, in out "
+     "(4 * width * height bytes). Returns the first row whose filter type is above 4, else "
+     "None. GIL released."},
     {"coco_results", rpx_coco_results, METH_VARARGS,
      "coco_results(data, field) -> (n, image, category, score, bbox, has_bbox, shape, offsets, "
      "sizes) or None: a COCO results list (field 0 bbox, 1 segmentation as compressed RLEs, 2 "

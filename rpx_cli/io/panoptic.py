@@ -7,7 +7,9 @@ as four bytes a pixel (R, G, B, padding), so a 32-bit array mapped as the image'
 receives the decoded pixels, and clearing the padding byte leaves the little-endian id in
 each element — no 3-channel arithmetic (a third less time than ``np.asarray`` and the sum of
 channels: 5.8 against 8.8 ms on a 1024x512 PNG). Anything unexpected decodes through
-``np.asarray`` (:func:`reference_ids`, which a test compares).
+``np.asarray`` (:func:`reference_ids`, which a test compares). With the native core, the
+plain case (8-bit RGB, not interlaced, nothing odd) is read by
+:mod:`rpx_cli.io.png_native` instead: libdeflate's inflate and a C unfilter, ~5x faster.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from rpx_cli.errors import InputError
 from rpx_cli.io.budget import check_pixels
 from rpx_cli.io.images import png_header
 from rpx_cli.io.json import loads_json
+from rpx_cli.io.png_native import rgb_ids
 
 _COLOR_TYPES = {0: "grayscale", 2: "RGB", 3: "palette", 4: "grayscale+alpha", 6: "RGBA"}
 # the most pixels an id PNG may have (Pillow's decompression-bomb warning limit, 358 MB of
@@ -51,6 +54,9 @@ def decode_ids(data: np.ndarray, path: str) -> np.ndarray:
         kind = f"{depth}-bit {_COLOR_TYPES.get(color, f'colour type {color}')}"
         raise InputError(f"{kind} PNG: panoptic segment ids are 8-bit RGB "
                          "(id = R + 256·G + 256²·B)", path=path)
+    ids = rgb_ids(data, width, height)  # the plain case, by the native core
+    if ids is not None:
+        return ids
     from PIL import Image
 
     try:
@@ -291,6 +297,9 @@ def segments_of(items: list[Any], categories: dict[Any, int], *, image: str,
     if n > MAX_SEGMENTS:
         raise InputError(f"{image}: segments_info lists {n:,} segments, more than the "
                          f"{MAX_SEGMENTS:,} an image may have", path=path)
+    segments = _plain_segments(items, categories)
+    if segments is not None:
+        return segments
     ids = np.empty(n, np.int64)
     category = np.empty(n, np.int64)
     crowd = np.zeros(n, bool)
@@ -325,6 +334,38 @@ def segments_of(items: list[Any], categories: dict[Any, int], *, image: str,
         if twice.size:
             raise InputError(f"{image}: segment id {int(twice[0])} is listed twice", path=path)
     return Segments(ids, category, crowd, area)
+
+
+def _plain_segments(items: list[Any], categories: dict[Any, int]) -> Segments | None:
+    """:func:`segments_of` for the usual list — objects with integer ids, known category ids,
+    ``iscrowd`` 0/1 and integer areas (or none), no id twice — by columns: one pass per
+    field instead of one Python iteration per segment (~10x less time). None for anything
+    else: the loop in :func:`segments_of` then checks each segment and words the error."""
+    if not all(type(item) is dict for item in items):
+        return None
+    ids = [item.get("id") for item in items]
+    index = [categories.get(cid) if type(cid) in (int, str) else None
+             for cid in (item.get("category_id") for item in items)]
+    flags = [item.get("iscrowd", 0) for item in items]
+    sizes = [item.get("area") for item in items]
+    if (not all(type(v) is int for v in ids) or None in index
+            or not all(type(v) in (int, bool) and v in (0, 1) for v in flags)):
+        return None
+    given = [v is not None for v in sizes]
+    if not all(type(v) is int for v, known in zip(sizes, given, strict=True) if known):
+        return None
+    try:  # an integer beyond int64 overflows: the loop words it
+        segment_ids = np.array(ids, np.int64).reshape(-1)
+        area = np.array([v if known else -1 for v, known in zip(sizes, given, strict=True)],
+                        np.int64).reshape(-1)
+    except OverflowError:
+        return None
+    if (np.any((segment_ids <= 0) | (segment_ids >= MAX_ID))
+            or np.any((area > MAX_AREA) | ((area < 0) & np.array(given, bool).reshape(-1)))
+            or np.unique(segment_ids).size != segment_ids.size):
+        return None
+    return Segments(segment_ids, np.array(index, np.int64).reshape(-1),
+                    np.array(flags, bool).reshape(-1), area)
 
 
 def _is_int(value: Any) -> bool:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rpx_cli import native
 from rpx_cli.errors import InputError
 from rpx_cli.ops.reduce import prf_arrays
 
@@ -302,11 +303,17 @@ def dense_matrix(confusion: FrameConfusion, classes: np.ndarray, *, other: bool)
 
 
 def _confusion_8bit(gt: np.ndarray, pred: np.ndarray, ignore: tuple[int, ...]) -> FrameConfusion:
-    """8-bit maps: one uint16 code per pixel (gt << 8 | pred), counted by :func:`code_counts`."""
-    codes = gt.astype(np.uint16)
-    codes <<= 8
-    codes |= pred
-    counts = code_counts(codes, 1 << 16).reshape(256, 256)
+    """8-bit maps: one uint16 code per pixel (gt << 8 | pred), counted by :func:`code_counts`
+    — or, with the native core, the same counts by ``label_pair_counts`` (its twin)."""
+    core = native.core()
+    if core is not None:  # one pass over the runs in C (label_pair_counts)
+        counts = np.zeros((256, 256), np.int64)
+        core.label_pair_counts(np.ascontiguousarray(gt), np.ascontiguousarray(pred), counts)
+    else:
+        codes = gt.astype(np.uint16)
+        codes <<= 8
+        codes |= pred
+        counts = code_counts(codes, 1 << 16).reshape(256, 256)
     for label in ignore:
         if 0 <= label < 256:
             counts[label] = 0

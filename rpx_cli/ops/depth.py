@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rpx_cli import native
 from rpx_cli.ops.depth_bins import BIN_OFFSET, EDGES, N_BINS, DepthHistogram, depth_bins
 from rpx_cli.ops.depth_log import log_ratio32
 
@@ -183,6 +184,15 @@ def reference_histogram(pred: np.ndarray, gt: np.ndarray, dtype: type = np.float
                           np.bincount(gb, weights=(p - g) ** 2, minlength=N_BINS))
 
 
+def gt_valid(gt: np.ndarray, gt_scale: float | None) -> np.ndarray:
+    """The pixels with a GT depth: > 0 and finite (floats), > 0 (integers in 1/``gt_scale`` m)."""
+    if gt_scale is not None:
+        return np.greater(gt, 0)
+    valid = np.greater(gt, gt.dtype.type(0))
+    valid &= np.less(gt, gt.dtype.type(np.inf))
+    return valid
+
+
 class NonFinitePrediction(ValueError):
     """The prediction is NaN or infinite at ``count`` valid pixels."""
 
@@ -251,14 +261,34 @@ class DepthKernel:
     def sums(self, pred: np.ndarray, gt: np.ndarray, *, valid: np.ndarray | None = None,
              gt_scale: float | None = None,
              bands: Sequence[tuple[float, float | None]] = (),
-             histogram: DepthHistogram | None = None) -> list[DepthSums]:
+             histogram: DepthHistogram | None = None, valid_from_gt: bool = False) -> list[DepthSums]:
         """``[all valid pixels, band 1, band 2, ...]`` of one frame.
 
         ``pred``: 1-D metres; ``gt``: 1-D metres, or integers when ``gt_scale`` is given
         (metres = gt / gt_scale); ``valid``: 1-D bool, None when every pixel is valid;
+        ``valid_from_gt``: instead of ``valid``, the pixels whose GT is > 0 and finite;
         ``histogram``: the frame's error by depth is added into it.
         Raises :class:`NonFinitePrediction` for NaN/inf predictions at valid pixels.
+
+        The native core's ``depth_sums`` (one fused pass, ~3x faster) computes the whole-frame
+        sums of float32 predictions against float32 or uint16 GT when no band or histogram
+        is asked; the numpy chunks below are its twin and the path for everything else.
         """
+        fused = self._native_sums(pred, gt, valid, gt_scale, bands, histogram, valid_from_gt)
+        if fused is not None:
+            return [fused]
+        if valid_from_gt:
+            valid = gt_valid(gt, gt_scale)
+            valid = None if bool(valid.all()) else valid
+        return self.numpy_sums(pred, gt, valid=valid, gt_scale=gt_scale, bands=bands,
+                               histogram=histogram)
+
+    def numpy_sums(self, pred: np.ndarray, gt: np.ndarray, *, valid: np.ndarray | None = None,
+                   gt_scale: float | None = None,
+                   bands: Sequence[tuple[float, float | None]] = (),
+                   histogram: DepthHistogram | None = None) -> list[DepthSums]:
+        """:meth:`sums` by numpy chunks: the native pass's twin, and the path for bands, the
+        histogram, float64 and other dtypes."""
         parts: list[list[DepthSums]] = [[] for _ in range(1 + len(bands))]
         bad = 0
         if histogram is not None and not self._i:
@@ -270,6 +300,22 @@ class DepthKernel:
         if bad:
             raise NonFinitePrediction(bad)
         return [combine(chunks) for chunks in parts]
+
+    def _native_sums(self, pred, gt, valid, gt_scale, bands, histogram, valid_from_gt) -> DepthSums | None:
+        """The native core's sums of the frame, or None where it does not apply."""
+        core = native.core()
+        if (core is None or bands or histogram is not None or self.dtype != np.float32
+                or pred.dtype != np.float32 or gt.dtype != (np.float32 if gt_scale is None else np.uint16)
+                or not (pred.flags.c_contiguous and gt.flags.c_contiguous)):
+            return None
+        if valid is None and not valid_from_gt:  # every pixel valid: say so with a mask
+            valid = np.ones(pred.size, bool)
+        elif valid is not None and not valid.flags.c_contiguous:
+            valid = np.ascontiguousarray(valid)
+        *values, bad = core.depth_sums(pred, gt, float(gt_scale or 0.0), valid, *DELTA_THRESHOLDS)
+        if bad:
+            raise NonFinitePrediction(bad)
+        return DepthSums(*values) if values[0] else DepthSums()
 
     def _histogram(self, p, g, abs_rel, sq_err, neutral: int, histogram: DepthHistogram) -> None:
         """The chunk's pixels into ``histogram``; the ``neutral`` pixels (p = g = 1, every

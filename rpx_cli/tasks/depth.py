@@ -224,9 +224,12 @@ class Depth(Task):
         p = pred.values if fast else pred.metres(np.float64)
         if p.shape != shape:
             p = resize(p, shape, params["resize_pred"])
-        valid, row = self._valid(gt, params)
-        n_valid = int(np.count_nonzero(valid))
-        flat_valid = None if n_valid == valid.size else valid.ravel()
+        capped = params["min_depth"] is not None or params["max_depth"] is not None
+        # without caps or alignment the kernel finds the valid pixels itself (one pass)
+        from_gt = fast and not capped and align_method == "none"
+        valid, row = (None, {}) if from_gt else self._valid(gt, params)
+        n_valid = None if from_gt else int(np.count_nonzero(valid))
+        flat_valid = None if valid is None or n_valid == valid.size else valid.ravel()
         p = p.ravel()
         if align_method != "none":
             p, row["align_scale"], row["align_shift"] = self._align(p, gt, flat_valid, align_method,
@@ -235,15 +238,16 @@ class Depth(Task):
         gt_values = gt.values.ravel() if (fast or gt.scale is None) else gt.metres(np.float64).ravel()
         histogram = DepthHistogram.empty() if _by_depth(params) else None
         try:
-            sums = kernel.sums(p, gt_values, valid=flat_valid,
+            sums = kernel.sums(p, gt_values, valid=flat_valid, valid_from_gt=from_gt,
                                gt_scale=gt.scale if fast else None,
                                bands=self.bands(params), histogram=histogram)
         except NonFinitePrediction as exc:
             raise InputError(str(exc), path=pred_path) from None
         if not all(abs(value) < _SUM_LIMIT for part in sums for value in part.as_tuple()):
-            self._out_of_range(pred, gt, valid, pred_path, gt_path)
+            self._out_of_range(pred, gt, self._valid(gt, params)[0] if valid is None else valid,
+                               pred_path, gt_path)
         row.update(finalize(sums[0]))
-        row["n_valid"] = n_valid
+        row["n_valid"] = sums[0].n if n_valid is None else n_valid
         stats = {"sums": sums[0].as_tuple(), "n_capped": row.get("n_capped", 0)}
         if histogram is not None:
             stats["by_depth"] = np.concatenate([histogram.abs_rel, histogram.sq_err]).tolist()
