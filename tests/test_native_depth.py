@@ -211,17 +211,46 @@ def test_arguments_are_checked():
 
 
 def test_which_path_the_kernel_takes(monkeypatch):
-    """float32 predictions against float32 or uint16 GT, without bands or a histogram, take
-    the fused pass; anything else the numpy chunks; ``RPX_NATIVE=0`` always the chunks."""
+    """float32 predictions against float32 or uint16 GT take the fused pass (bands too: one
+    more pass each); anything else the numpy chunks; ``RPX_NATIVE=0`` always the chunks."""
     kernel = DepthKernel(np.float32)
     pred, gt = np.ones(10, np.float32), np.full(10, 2.0, np.float32)
     monkeypatch.delenv("RPX_NATIVE", raising=False)
-    assert kernel._native_sums(pred, gt, None, None, (), None, True) is not None
-    assert kernel._native_sums(pred, gt, None, None, ((0.0, 1.0),), None, True) is None
-    assert kernel._native_sums(pred, gt.astype(np.float16), None, None, (), None, True) is None
-    assert kernel._native_sums(pred, np.ones(10, np.int32), None, 1000.0, (), None, True) is None
+    assert len(kernel._native_sums(pred, gt, None, None, (), True)) == 1
+    assert len(kernel._native_sums(pred, gt, None, None, ((0.0, 1.0), (1.0, None)), True)) == 3
+    assert kernel._native_sums(pred, gt.astype(np.float16), None, None, (), True) is None
+    assert kernel._native_sums(pred, np.ones(10, np.int32), None, 1000.0, (), True) is None
     monkeypatch.setenv("RPX_NATIVE", "0")
-    assert kernel._native_sums(pred, gt, None, None, (), None, True) is None
+    assert kernel._native_sums(pred, gt, None, None, (), True) is None
+
+
+@pytest.mark.parametrize("scale", [None, 1000.0])
+def test_bands_and_the_histogram_change_no_other_number(monkeypatch, scale):
+    """The frame's sums are the same bits with or without ``--range`` bands and ``by_depth``
+    (both paths); each band's sums equal the frame's sums of the band's pixels alone."""
+    from rpx_cli.ops.depth_bins import DepthHistogram
+
+    rng = np.random.default_rng(4)
+    gt = rng.uniform(0.2, 9.0, 30_000).astype(np.float32)
+    gt[rng.random(gt.size) < 0.1] = 0
+    pred = (gt * rng.normal(1, 0.1, gt.size)).astype(np.float32)
+    if scale is not None:
+        gt = np.round(gt * scale).astype(np.uint16)
+    bands = ((0.0, 2.0), (2.0, 5.0), (5.0, None))
+    for setting in ("1", "0"):
+        monkeypatch.setenv("RPX_NATIVE", setting)
+        kernel = DepthKernel(np.float32)
+        plain = kernel.sums(pred, gt, gt_scale=scale, valid_from_gt=True)
+        banded = kernel.sums(pred, gt, gt_scale=scale, valid_from_gt=True, bands=bands,
+                             histogram=DepthHistogram.empty())
+        assert banded[0] == plain[0], setting
+        assert sum(part.n for part in banded[1:]) == plain[0].n
+    metres = gt if scale is None else (gt / scale).astype(np.float32)
+    monkeypatch.delenv("RPX_NATIVE")
+    low_band = (metres >= 2.0) & (metres < 5.0)
+    alone, _ = native(pred, gt, scale, valid=low_band & gt_valid(gt, scale))
+    assert DepthKernel(np.float32).sums(pred, gt, gt_scale=scale, valid_from_gt=True,
+                                        bands=bands)[2] == alone
 
 
 def test_a_mask_that_calls_bad_gt_valid_gives_numbers_not_a_crash():

@@ -273,3 +273,17 @@ def test_inflate_refuses_anything_but_exactly_the_image(monkeypatch, fast):
     assert png_native.inflate(stream[:-1] + bytes([stream[-1] ^ 1]), len(raw)) is None  # check sum
     bomb = zlib.compress(bytes(10**8))
     assert png_native.inflate(bomb, 100) is None
+
+
+def test_unfilter_arguments_are_checked():
+    raw = bytes(3 * (1 + 2 * 4))
+    out = np.zeros((3, 8), np.uint8)
+    assert core.png_unfilter(raw, 4, 3, 2, True, out) is None
+    assert core.png_unfilter(b"\x09" + raw[1:], 4, 3, 2, True, out) == 0  # filter type 9
+    for bpp, swap in ((0, False), (9, False), (3, True)):
+        with pytest.raises(ValueError, match="bpp 1 to 8"):
+            core.png_unfilter(bytes(3 * (1 + bpp * 4)), 4, 3, bpp, swap, np.zeros(12 * max(bpp, 1), np.uint8))
+    with pytest.raises(ValueError, match="hold"):
+        core.png_unfilter(raw[:-1], 4, 3, 2, True, out)
+    with pytest.raises(ValueError, match="hold"):
+        core.png_unfilter(raw, 4, 3, 2, True, out.ravel()[:-1])

@@ -11,6 +11,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* CLONES: a function compiled twice, for AVX2 and for the x86-64 baseline, the copy chosen
  * when the module loads (GCC's target_clones; elsewhere one copy). Its helpers are marked
@@ -27,6 +28,46 @@
 #else
 #define ALWAYS_INLINE
 #endif
+
+/* The runs of equal elements along n of them (label maps and id maps repeat the pixel before),
+ * found a block at a time: mark(ctx, base, m, change) sets change[j] to 1 where element
+ * base + j differs from element base + j - 1, else 0 (j < m; a loop the compiler vectorises),
+ * then the marks are visited eight at a time (a zero word skips eight elements; ctz finds each
+ * mark in a word) and run(ctx, start, stop) gets every run [start, stop) in order. Inlined
+ * with its callbacks into each caller. */
+#define RUN_BLOCK 4096
+typedef void (*run_mark_fn)(void *ctx, Py_ssize_t base, Py_ssize_t m, uint8_t *change);
+typedef void (*run_fn)(void *ctx, Py_ssize_t start, Py_ssize_t stop);
+
+ALWAYS_INLINE static inline void walk_runs(Py_ssize_t n, void *ctx, run_mark_fn mark, run_fn run) {
+    if (n == 0) return;
+    uint8_t change[RUN_BLOCK + 8];
+    Py_ssize_t start = 0;
+    for (Py_ssize_t base = 1; base < n; base += RUN_BLOCK) {
+        Py_ssize_t m = n - base < RUN_BLOCK ? n - base : RUN_BLOCK;
+        mark(ctx, base, m, change);
+        memset(change + m, 0, 8);
+        for (Py_ssize_t j = 0; j < m; j += 8) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            uint64_t word;
+            memcpy(&word, change + j, 8);
+            while (word) {
+                Py_ssize_t i = base + j + (__builtin_ctzll(word) >> 3);
+                run(ctx, start, i);
+                start = i;
+                word &= word - 1;
+            }
+#else
+            for (int b = 0; b < 8; b++) {
+                if (!change[j + b]) continue;
+                run(ctx, start, base + j + b);
+                start = base + j + b;
+            }
+#endif
+        }
+    }
+    run(ctx, start, n);
+}
 
 /* A growable array of int64 (malloc'd; reserve() fails cleanly on overflow or ENOMEM). */
 typedef struct {

@@ -5,42 +5,27 @@
  * is rpx_cli/ops/confusion.py's numpy code_counts (np.bincount by runs); tests/test_native_counts.py
  * compares them. */
 #include "core.h"
-#include <string.h>
 
-#define RUN_BLOCK 4096
+typedef struct {
+    const uint8_t *gt, *pred;
+    int64_t *out;
+} pairs_t;
 
-/* the runs of the pixels [0, n) into out: per block, the pixels where either label changes
- * marked in one vectorised pass, then visited eight marks at a time */
+ALWAYS_INLINE static inline void mark_pairs(void *ctx, Py_ssize_t base, Py_ssize_t m, uint8_t *change) {
+    const pairs_t *c = ctx;
+    const uint8_t *g = c->gt + base, *p = c->pred + base;
+    for (Py_ssize_t j = 0; j < m; j++) change[j] = (uint8_t)((g[j] != g[j - 1]) | (p[j] != p[j - 1]));
+}
+
+ALWAYS_INLINE static inline void add_pair_run(void *ctx, Py_ssize_t start, Py_ssize_t stop) {
+    pairs_t *c = ctx;
+    c->out[(c->gt[start] << 8) | c->pred[start]] += stop - start;
+}
+
+/* the runs of the pixels [0, n) into out (core.h: walk_runs) */
 CLONES static void count_pairs(const uint8_t *gt, const uint8_t *pred, Py_ssize_t n, int64_t *out) {
-    if (n == 0) return;
-    uint8_t change[RUN_BLOCK + 8];
-    Py_ssize_t start = 0;
-    for (Py_ssize_t base = 1; base < n; base += RUN_BLOCK) {
-        Py_ssize_t m = n - base < RUN_BLOCK ? n - base : RUN_BLOCK;
-        const uint8_t *g = gt + base, *p = pred + base;
-        for (Py_ssize_t j = 0; j < m; j++) change[j] = (uint8_t)((g[j] != g[j - 1]) | (p[j] != p[j - 1]));
-        memset(change + m, 0, 8);
-        for (Py_ssize_t j = 0; j < m; j += 8) {
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            uint64_t word;
-            memcpy(&word, change + j, 8);
-            while (word) {
-                Py_ssize_t i = base + j + (__builtin_ctzll(word) >> 3);
-                out[(gt[start] << 8) | pred[start]] += i - start;
-                start = i;
-                word &= word - 1;
-            }
-#else
-            for (int b = 0; b < 8; b++) {
-                if (!change[j + b]) continue;
-                Py_ssize_t i = base + j + b;
-                out[(gt[start] << 8) | pred[start]] += i - start;
-                start = i;
-            }
-#endif
-        }
-    }
-    out[(gt[start] << 8) | pred[start]] += n - start;
+    pairs_t ctx = {gt, pred, out};
+    walk_runs(n, &ctx, mark_pairs, add_pair_run);
 }
 
 PyObject *rpx_label_pair_counts(PyObject *self, PyObject *args) {

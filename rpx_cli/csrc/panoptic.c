@@ -6,7 +6,6 @@
  * reference_overlap_counts, panopticapi's np.unique form); tests/test_native_panoptic.py
  * compares them. */
 #include "core.h"
-#include <string.h>
 
 /* the compact index of `id`: 2 + order[k] where sorted[k] == id, else VOID (1) for 0, else 0 */
 ALWAYS_INLINE static inline int64_t compact(uint32_t id, const int64_t *sorted, const int64_t *order,
@@ -40,41 +39,29 @@ ALWAYS_INLINE static inline int64_t cached(lookup_t *t, uint32_t id) {
     return index;
 }
 
-/* every run of equal (GT, prediction) ids along the pixels into out: per block of pixels, the
- * pixels where either id changes marked in one vectorised pass, then visited eight marks at a
- * time (a zero word skips eight pixels; ctz finds each change in a word) */
-#define RUN_BLOCK 4096
+typedef struct {
+    const uint32_t *gt, *pred;
+    lookup_t *gl, *pl;
+    Py_ssize_t cols;
+    int64_t *out;
+} overlaps_t;
+
+ALWAYS_INLINE static inline void mark_ids(void *ctx, Py_ssize_t base, Py_ssize_t m, uint8_t *change) {
+    const overlaps_t *c = ctx;
+    const uint32_t *g = c->gt + base, *p = c->pred + base;
+    for (Py_ssize_t j = 0; j < m; j++) change[j] = (uint8_t)((g[j] != g[j - 1]) | (p[j] != p[j - 1]));
+}
+
+ALWAYS_INLINE static inline void add_id_run(void *ctx, Py_ssize_t start, Py_ssize_t stop) {
+    overlaps_t *c = ctx;
+    c->out[cached(c->gl, c->gt[start]) * c->cols + cached(c->pl, c->pred[start])] += stop - start;
+}
+
+/* every run of equal (GT, prediction) ids along the pixels into out (core.h: walk_runs) */
 CLONES static void count_runs(const uint32_t *gt, const uint32_t *pred, Py_ssize_t n,
                               lookup_t *gl, lookup_t *pl, Py_ssize_t cols, int64_t *out) {
-    if (n == 0) return;
-    uint8_t change[RUN_BLOCK + 8];
-    Py_ssize_t start = 0;
-    for (Py_ssize_t base = 1; base < n; base += RUN_BLOCK) {
-        Py_ssize_t m = n - base < RUN_BLOCK ? n - base : RUN_BLOCK;
-        const uint32_t *g = gt + base, *p = pred + base;
-        for (Py_ssize_t j = 0; j < m; j++) change[j] = (uint8_t)((g[j] != g[j - 1]) | (p[j] != p[j - 1]));
-        memset(change + m, 0, 8);
-        for (Py_ssize_t j = 0; j < m; j += 8) {
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            uint64_t word;
-            memcpy(&word, change + j, 8);
-            while (word) {
-                Py_ssize_t i = base + j + (__builtin_ctzll(word) >> 3);
-                out[cached(gl, gt[start]) * cols + cached(pl, pred[start])] += i - start;
-                start = i;
-                word &= word - 1;
-            }
-#else
-            for (int b = 0; b < 8; b++) {
-                if (!change[j + b]) continue;
-                Py_ssize_t i = base + j + b;
-                out[cached(gl, gt[start]) * cols + cached(pl, pred[start])] += i - start;
-                start = i;
-            }
-#endif
-        }
-    }
-    out[cached(gl, gt[start]) * cols + cached(pl, pred[start])] += n - start;
+    overlaps_t ctx = {gt, pred, gl, pl, cols, out};
+    walk_runs(n, &ctx, mark_ids, add_id_run);
 }
 
 static int check_segments(const Py_buffer *sorted, const Py_buffer *order, const char *side) {

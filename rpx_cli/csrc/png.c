@@ -139,15 +139,14 @@ CLONES static Py_ssize_t unfilter_any(const uint8_t *in, uint8_t *rows, uint8_t 
     }
 }
 
-PyObject *rpx_png_unfilter(PyObject *self, PyObject *args) {
-    PyObject *raw_o, *out_o;
-    Py_ssize_t width, height;
-    int bpp, swap16;
-    if (!PyArg_ParseTuple(args, "OnnipO", &raw_o, &width, &height, &bpp, &swap16, &out_o)) return NULL;
+/* the checks, buffers and row scratch both entry points share; `ids`: RGB rows (bpp 3) into
+ * uint32 segment ids, else the rows as they are */
+static PyObject *unfilter_call(PyObject *raw_o, PyObject *out_o, Py_ssize_t width, Py_ssize_t height,
+                               int bpp, int swap16, int ids, const char *name) {
     if (width <= 0 || height <= 0 || bpp < 1 || bpp > 8 || width > PY_SSIZE_T_MAX / 16 / height
         || (swap16 && bpp % 2)) {
-        PyErr_SetString(PyExc_ValueError, "png_unfilter: width and height must be positive, bpp "
-                                          "1 to 8 (even to swap 16-bit samples)");
+        PyErr_Format(PyExc_ValueError, "%s: width and height must be positive, bpp 1 to 8 (even "
+                                       "to swap 16-bit samples)", name);
         return NULL;
     }
     Py_buffer raw = {0}, out = {0};
@@ -157,10 +156,11 @@ PyObject *rpx_png_unfilter(PyObject *self, PyObject *args) {
         return NULL;
     }
     PyObject *result = NULL;
-    Py_ssize_t n = (Py_ssize_t)bpp * width;
-    if (raw.len != (n + 1) * height || out.len != n * height) {
-        PyErr_SetString(PyExc_ValueError, "png_unfilter: raw must hold height * (1 + bpp width) "
-                                          "bytes and out height * bpp width");
+    Py_ssize_t n = (Py_ssize_t)bpp * width, out_row = ids ? 4 * width : n;
+    if (raw.len != (n + 1) * height || out.len != out_row * height || (ids && (uintptr_t)out.buf % 4)) {
+        PyErr_Format(PyExc_ValueError, "%s: raw must hold height * (1 + bpp width) bytes and out "
+                                       "height * %s, 4-byte aligned for ids", name,
+                     ids ? "4 width" : "bpp width");
         goto done;
     }
     uint8_t *rows = calloc(2 * (size_t)n, 1);
@@ -170,9 +170,11 @@ PyObject *rpx_png_unfilter(PyObject *self, PyObject *args) {
     }
     Py_ssize_t bad_row;
     Py_BEGIN_ALLOW_THREADS
-    bad_row = unfilter_any(raw.buf, rows, out.buf, width, height, bpp, swap16);
+    bad_row = ids ? unfilter_ids(raw.buf, rows, out.buf, width, height)
+                  : unfilter_any(raw.buf, rows, out.buf, width, height, bpp, swap16);
     Py_END_ALLOW_THREADS
     free(rows);
+    /* the first row whose filter type is unknown, else None */
     result = bad_row >= 0 ? PyLong_FromSsize_t(bad_row) : Py_NewRef(Py_None);
 done:
     PyBuffer_Release(&raw);
@@ -180,44 +182,17 @@ done:
     return result;
 }
 
+PyObject *rpx_png_unfilter(PyObject *self, PyObject *args) {
+    PyObject *raw_o, *out_o;
+    Py_ssize_t width, height;
+    int bpp, swap16;
+    if (!PyArg_ParseTuple(args, "OnnipO", &raw_o, &width, &height, &bpp, &swap16, &out_o)) return NULL;
+    return unfilter_call(raw_o, out_o, width, height, bpp, swap16, 0, "png_unfilter");
+}
+
 PyObject *rpx_png_rgb_ids(PyObject *self, PyObject *args) {
     PyObject *raw_o, *out_o;
     Py_ssize_t width, height;
     if (!PyArg_ParseTuple(args, "OnnO", &raw_o, &width, &height, &out_o)) return NULL;
-    if (width <= 0 || height <= 0 || width > PY_SSIZE_T_MAX / 16 / height) {
-        PyErr_SetString(PyExc_ValueError, "png_rgb_ids: width and height must be positive");
-        return NULL;
-    }
-    Py_buffer raw = {0}, out = {0};
-    if (rpx_get_buffer(raw_o, &raw, BUF_BYTES, 0, "raw") < 0) return NULL;
-    if (rpx_get_buffer(out_o, &out, BUF_BYTES, 1, "out") < 0) {
-        PyBuffer_Release(&raw);
-        return NULL;
-    }
-    PyObject *result = NULL;
-    Py_ssize_t n = 3 * width, stride = n + 1;
-    if (raw.len != stride * height || out.len != 4 * width * height || (uintptr_t)out.buf % 4) {
-        PyErr_SetString(PyExc_ValueError, "png_rgb_ids: raw must hold height * (1 + 3 width) "
-                                          "bytes and out 4 * width * height, 4-byte aligned");
-        goto done;
-    }
-    uint8_t *rows = calloc(2 * (size_t)n, 1);
-    if (!rows) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    Py_ssize_t bad_row;
-    Py_BEGIN_ALLOW_THREADS
-    bad_row = unfilter_ids(raw.buf, rows, out.buf, width, height);
-    Py_END_ALLOW_THREADS
-    free(rows);
-    if (bad_row >= 0) {
-        result = PyLong_FromSsize_t(bad_row); /* the first row with an unknown filter type */
-    } else {
-        result = Py_NewRef(Py_None);
-    }
-done:
-    PyBuffer_Release(&raw);
-    PyBuffer_Release(&out);
-    return result;
+    return unfilter_call(raw_o, out_o, width, height, 3, 0, 1, "png_rgb_ids");
 }

@@ -55,11 +55,12 @@ def decode_image(data: np.ndarray, path: str) -> np.ndarray:
             path=path,
         )
     if header is not None:  # the plain PNGs by the native core (io/png_native.py)
-        check_pixels((int.from_bytes(bytes(data[20:24]), "big"),
-                      int.from_bytes(bytes(data[16:20]), "big")), path)
-        array = png_native.decode(data)
-        if array is not None:
-            return array
+        width, height = (int.from_bytes(bytes(data[at:at + 4]), "big") for at in (16, 20))
+        if width * height <= png_native.pixel_limit():  # else Pillow warns or refuses, as ever
+            check_pixels((height, width), path)  # before a pixel is decoded
+            array = png_native.decode(data)
+            if array is not None:
+                return array
     from PIL import Image, UnidentifiedImageError
 
     try:

@@ -21,6 +21,7 @@ Pillow reads the same way (``tests/test_native_png.py`` compares the arrays with
 from __future__ import annotations
 
 import struct
+import sys
 import zlib
 from typing import NamedTuple
 
@@ -32,9 +33,17 @@ _SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _KNOWN_CRITICAL = {b"IHDR", b"PLTE", b"IDAT", b"IEND"}
 # (bit depth, colour type) -> channels of the array Pillow gives (L, P, LA, RGB, RGBA, I;16)
 FORMATS = {(8, 0): 1, (8, 3): 1, (8, 4): 2, (8, 2): 3, (8, 6): 4, (16, 0): 1}
-# Pillow refuses images of more than twice its MAX_IMAGE_PIXELS (a decompression bomb); such
-# files go to Pillow, which words that error
-MAX_PIXELS = 2 * 89_478_485
+_PILLOW_LIMIT = 89_478_485  # Pillow's default MAX_IMAGE_PIXELS
+
+
+def pixel_limit() -> float:
+    """The most pixels a PNG read here may have: Pillow's ``MAX_IMAGE_PIXELS`` (its current
+    value when Pillow is loaded, else its default; no limit when it is None). Above it Pillow
+    warns (DecompressionBombWarning) and above twice it refuses the file: such files go to
+    Pillow, so the warning and the error stay its own."""
+    image = sys.modules.get("PIL.Image")
+    limit = getattr(image, "MAX_IMAGE_PIXELS", _PILLOW_LIMIT) if image is not None else _PILLOW_LIMIT
+    return float("inf") if limit is None else limit
 
 
 class PlainPng(NamedTuple):
@@ -63,7 +72,7 @@ def decode(data) -> np.ndarray | None:
     if native.core() is None:
         return None
     png = read_plain(data)
-    if png is None or (png.depth, png.color) not in FORMATS or png.width * png.height > MAX_PIXELS:
+    if png is None or (png.depth, png.color) not in FORMATS or png.width * png.height > pixel_limit():
         return None
     channels = FORMATS[png.depth, png.color]
     bpp = channels * png.depth // 8

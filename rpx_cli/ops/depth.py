@@ -274,9 +274,12 @@ class DepthKernel:
         sums of float32 predictions against float32 or uint16 GT when no band or histogram
         is asked; the numpy chunks below are its twin and the path for everything else.
         """
-        fused = self._native_sums(pred, gt, valid, gt_scale, bands, histogram, valid_from_gt)
+        fused = self._native_sums(pred, gt, valid, gt_scale, bands, valid_from_gt)
         if fused is not None:
-            return [fused]
+            if histogram is not None:  # the error by depth from the numpy chunks (its sums unused)
+                self.numpy_sums(pred, gt, valid=self._valid_of(gt, valid, gt_scale, valid_from_gt),
+                                gt_scale=gt_scale, histogram=histogram)
+            return fused
         if valid_from_gt:
             valid = gt_valid(gt, gt_scale)
             valid = None if bool(valid.all()) else valid
@@ -301,21 +304,44 @@ class DepthKernel:
             raise NonFinitePrediction(bad)
         return [combine(chunks) for chunks in parts]
 
-    def _native_sums(self, pred, gt, valid, gt_scale, bands, histogram, valid_from_gt) -> DepthSums | None:
-        """The native core's sums of the frame, or None where it does not apply."""
+    def _native_sums(self, pred, gt, valid, gt_scale, bands, valid_from_gt) -> list[DepthSums] | None:
+        """``[frame, band 1, ...]`` by the native core (a band: one more pass over the band's
+        pixels), or None where it does not apply: the same arithmetic for the frame whatever
+        bands or histogram are asked, so ``--range`` and ``by_depth`` change no other number."""
         core = native.core()
-        if (core is None or bands or histogram is not None or self.dtype != np.float32
-                or pred.dtype != np.float32 or gt.dtype != (np.float32 if gt_scale is None else np.uint16)
+        if (core is None or self.dtype != np.float32 or pred.dtype != np.float32
+                or gt.dtype != (np.float32 if gt_scale is None else np.uint16)
                 or not (pred.flags.c_contiguous and gt.flags.c_contiguous)):
             return None
         if valid is None and not valid_from_gt:  # every pixel valid: say so with a mask
             valid = np.ones(pred.size, bool)
         elif valid is not None and not valid.flags.c_contiguous:
             valid = np.ascontiguousarray(valid)
-        *values, bad = core.depth_sums(pred, gt, float(gt_scale or 0.0), valid, *DELTA_THRESHOLDS)
-        if bad:
-            raise NonFinitePrediction(bad)
-        return DepthSums(*values) if values[0] else DepthSums()
+        scale = float(gt_scale or 0.0)
+        masks = [valid]
+        if bands:  # the numpy chunks' band test: float32 metres against float64 limits
+            metres = gt
+            if gt_scale is not None:  # rounded once from float64, as the chunks divide
+                metres = np.empty(gt.shape, np.float32)
+                np.divide(gt, gt_scale, out=metres, casting="unsafe")
+            within = self._valid_of(gt, valid, gt_scale, valid_from_gt)
+            for low, high in bands:
+                band = np.greater_equal(metres, np.float64(low))
+                if high is not None:
+                    band &= np.less(metres, np.float64(high))
+                masks.append(band & within if within is not None else band)
+        out = []
+        for mask in masks:
+            *values, bad = core.depth_sums(pred, gt, scale, mask, *DELTA_THRESHOLDS)
+            if bad:
+                raise NonFinitePrediction(bad)
+            out.append(DepthSums(*values) if values[0] else DepthSums())
+        return out
+
+    @staticmethod
+    def _valid_of(gt, valid, gt_scale, valid_from_gt) -> np.ndarray | None:
+        """The frame's valid pixels as a mask (None: all of them)."""
+        return gt_valid(gt, gt_scale) if valid_from_gt else valid
 
     def _histogram(self, p, g, abs_rel, sq_err, neutral: int, histogram: DepthHistogram) -> None:
         """The chunk's pixels into ``histogram``; the ``neutral`` pixels (p = g = 1, every
