@@ -13,7 +13,12 @@ generated once under ``$RPX_BENCH_DATA``.
   first runs (empty digest cache), ``RPX_NATIVE=1`` then ``RPX_NATIVE=0`` (the Python
   reader: what rpx did before), hotcoco's evaluate + accumulate + summarize.
 
+``--baseline DIR`` adds, interleaved with the others, the same command run from another
+checkout of rpx (``PYTHONPATH=DIR``, its native core built in place: ``python setup.py
+build_ext --inplace`` there), native: what a change gained end to end in the same run.
+
 Usage: python benchmarks/coco_reader.py [--images 5000] [--repeat 3] [--only bbox|keypoints|segm]
+       [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -94,6 +99,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", choices=tuple(FIELDS), action="append")
     parser.add_argument("--no-end-to-end", action="store_true")
+    parser.add_argument("--baseline", help="another checkout of rpx to time beside this one")
     args = parser.parse_args()
     py = sys.executable
     print(f"machine: {machine()}\nload: {load()} before")
@@ -117,12 +123,18 @@ def main() -> None:
         command = rpx_command() + ["eval", "detection", "--quiet", "--coco-gt", gt, "--coco-dt", dt,
                                    "--iou-type", kind, "--metrics", "coco", "-o", "/dev/null"]
         runs = DigestRuns(f"coco-reader-{kind}", predictions=[dt], ground_truth=[gt])
-        on, off, hotcoco = walls([(command, {"RPX_NATIVE": "1"}, runs.first),
-                                  (command, {"RPX_NATIVE": "0"}, runs.first),
-                                  ([py, "-c", HOTCOCO_EVAL, gt, dt, kind], {}, None)], args.repeat)
+        timed = [(command, {"RPX_NATIVE": "1"}, runs.first), (command, {"RPX_NATIVE": "0"}, runs.first),
+                 ([py, "-c", HOTCOCO_EVAL, gt, dt, kind], {}, None)]
+        if args.baseline:
+            timed.append(([py, "-P", "-m", "rpx_cli", *command[command.index("eval"):]],  # -P: not the cwd
+                          {"RPX_NATIVE": "1", "PYTHONPATH": args.baseline}, runs.first))
+        on, off, hotcoco, *baseline = walls(timed, args.repeat)
         runs.cleanup()
         print(f"  rpx --metrics coco, first run (wall s): native {on:.2f} | RPX_NATIVE=0 {off:.2f} "
               f"| hotcoco 1.3 {hotcoco:.2f} -> {on / hotcoco:.2f}x hotcoco (was {off / hotcoco:.2f}x)")
+        if baseline:
+            print(f"  baseline {args.baseline}, native: {baseline[0]:.2f} -> {baseline[0] / hotcoco:.2f}x "
+                  f"hotcoco; this checkout {on / baseline[0]:.2f}x the baseline's time")
     print(f"\nload: {load()} after")
 
 

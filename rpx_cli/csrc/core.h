@@ -149,4 +149,11 @@ PyObject *rpx_png_rgb_ids(PyObject *self, PyObject *args);
 /* the reader of coco_json.c */
 PyObject *rpx_coco_results(PyObject *self, PyObject *args);
 
+/* the GT reader of coco_gt.c */
+PyObject *rpx_coco_gt(PyObject *self, PyObject *args);
+
+/* the accumulation and the box matcher of coco_eval.c */
+PyObject *rpx_coco_accumulate(PyObject *self, PyObject *args);
+PyObject *rpx_coco_match_boxes(PyObject *self, PyObject *args);
+
 #endif

@@ -168,12 +168,36 @@ static PyMethodDef methods[] = {
      "by int64 offsets (n + 1), RLE sizes (n x 2 int64). None for anything but the ordinary "
      "case (bad JSON, a missing or mistyped field, polygons, ...): the Python path reads it. "
      "GIL released."},
+    {"coco_gt", rpx_coco_gt, METH_VARARGS,
+     "coco_gt(data, field) -> (images, categories, annotations, ignore_keys, image_id, "
+     "image_hw, image_name, image_name_at, image_named, category_id, category_name, "
+     "category_name_at, category_named, ann_image, ann_category, ann_bbox, ann_area, "
+     "ann_has_area, ann_crowd, ann_ignore, ann_zero_id, ann_keypoints, ann_keypoints_at, "
+     "ann_has_bbox, ann_count, ann_has_count) or None: a COCO GT document's images, categories "
+     "and annotations (field 0: boxes; 2: keypoints, the bbox optional) as columns of "
+     "bytearrays (int64 ids, sizes and counts, names' ASCII text and keypoint values cut by "
+     "int64 offsets, float64 boxes and areas, uint8 flags). None for anything but the ordinary "
+     "case: the Python path reads it. GIL released."},
+    {"coco_accumulate", rpx_coco_accumulate, METH_VARARGS,
+     "coco_accumulate(matched, ignored, rank, score, bounds, regular, max_dets, recall_points, "
+     "T, A, precision, recall, scores): pycocotools' accumulate of the detections in category "
+     "order (category k: bounds[k]:bounds[k+1]; matched, ignored: (N, A * T) bool; a true "
+     "positive is matched and not ignored), into precision and scores "
+     "(T, R, K, A, M) and recall (T, K, A, M) float64; -1 where a category has no regular GT "
+     "(regular: (A, K) int64). GIL released."},
+    {"coco_match_boxes", rpx_coco_match_boxes, METH_VARARGS,
+     "coco_match_boxes(dt_box, dt_group, gt_box, gt_group, gt_crowd, gt_area, ranges, "
+     "thresholds, matched, ignored): pycocotools' greedy matching of [x, y, w, h] boxes (IoU, "
+     "crowd IoU over the detection's area, >=, ties to the last GT, ignored GT only when no "
+     "regular one passes) in every group (sorted int64 groups; detections in rank order) at "
+     "every area range (A x 2) and threshold (T): matched, ignored (D x A*T bool, column "
+     "a * T + t). GIL released."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "rpx_cli._native",
-    "rpx's native core: C kernels for COCO masks and results files (docs/architecture.md, 'The native core').",
+    "rpx's native core: C kernels for COCO masks, results files and accumulation (docs/architecture.md, 'The native core').",
     -1, methods,
 };
 

@@ -19,6 +19,7 @@ import numpy as np
 from rpx_cli.errors import SWAP_COCO_HINT, InputError, PairError
 from rpx_cli.io.box_table import BoxTable
 from rpx_cli.io.boxes import Boxes, ignore_flags
+from rpx_cli.io.coco_gt_columns import GtColumns, native_gt
 from rpx_cli.io.coco_objects import BOX_FIELD, ObjectField, read_objects
 from rpx_cli.io.coco_records import member, set_aside_annotations
 from rpx_cli.io.coco_results import PendingResults, Results, read_results
@@ -99,7 +100,14 @@ def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIEL
 
 def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False,
              errors: list[PairError] | None = None) -> _Gt:
-    gt = read_json(path)
+    from rpx_cli.io.regular import read_bytes
+
+    data = read_bytes(path)
+    if not lvis and errors is None and (shape_field.instances is None or shape_field.name == "keypoints"):
+        read = native_gt(data, "bbox" if shape_field.instances is None else "keypoints")
+        if read is not None:
+            return _native_gt(read)
+    gt = loads_json(data, path)
     if not isinstance(gt, dict) or not isinstance(gt.get("images"), list) or \
             not isinstance(gt.get("annotations"), list) or not isinstance(gt.get("categories"), list):
         hint = f" ({SWAP_COCO_HINT})" if isinstance(gt, list) else ""
@@ -157,6 +165,19 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
         out.neg = _image_categories(images, "neg_category_ids", category_index, path)
         out.not_exhaustive = _image_categories(images, "not_exhaustive_category_ids",
                                                category_index, path)
+    return out
+
+
+def _native_gt(read: GtColumns) -> _Gt:
+    """The ``_Gt`` of the native scanner's columns (:mod:`rpx_cli.io.coco_gt_columns`), as
+    the Python path below builds it."""
+    out = _Gt(read.stems, read.image_ids, read.category_ids,
+              _distinct_names(read.names, read.category_ids.tolist()),
+              _table(read.boxes, read.category, read.image), read.image_size, None)
+    out.file_order = read.file_order
+    rank = np.empty(read.image.size, np.int64)
+    rank[np.argsort(read.image, kind="stable")] = np.arange(read.image.size)
+    out.zero_id = rank[read.zero_id]
     return out
 
 

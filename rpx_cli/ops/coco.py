@@ -12,7 +12,10 @@ threshold, every detection (best score first), every GT. Here the greedy step
 (:func:`rpx_cli.ops.matching.greedy_match` with IoU, ``>=`` and ties to the last GT) is a loop
 over detection *rank* only (at most ``maxDets[-1]`` = 100), vectorised over every
 (image, category) group and all ten IoU thresholds at once; groups are bucketed by their
-GT count so padding stays small. The rules are pycocotools', exactly:
+GT count so padding stays small. With the native core, ``[x, y, w, h]`` boxes are matched
+by :func:`match_boxes` instead (the same walk in C, the IoU computed inside it), and the
+accumulation runs in C too (:mod:`rpx_cli.ops.coco_accumulate`). The rules are
+pycocotools', exactly:
 
 - detections sorted by score, ties in input order (mergesort); at most 100 per group;
 - a detection matches a GT with IoU >= min(t, 1 − 1e-10) that is not already matched
@@ -33,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from rpx_cli import native
+from rpx_cli.ops.coco_accumulate import accumulate as accumulate_cells
 from rpx_cli.ops.matching import Similarity, greedy_match
 
 IOU_THRESHOLDS = np.linspace(0.5, 0.95, 10)
@@ -233,11 +238,18 @@ def match(data: CocoInput, params: CocoParams | None = None) -> CocoMatches:
         gt_area = np.where(data.gt_ignore[gorder], -np.inf, gt_area)
 
     ranges = np.array(list(params.area_ranges.values()))
-    similarity = iou_similarity(dt_box, gt_box) if data.geometry is None else \
-        data.geometry.similarity(dt_box, gt_box)
-    matched, ignored, _ = greedy_match(dt_group, gt_group, similarity,
-                                       np.minimum(IOU_THRESHOLDS, 1 - 1e-10), ">=", ties="last",
-                                       gt_crowd=gt_crowd, gt_area=gt_area, area_ranges=ranges)
+    thresholds = np.minimum(IOU_THRESHOLDS, 1 - 1e-10)
+    boxes = data.geometry is None or getattr(data.geometry, "xywh_iou", False)
+    core = native.core() if boxes else None
+    if core is not None:  # IoU and the greedy walk in one pass (csrc/coco_eval.c)
+        matched, ignored = match_boxes(core, dt_box, dt_group, gt_box, gt_group, gt_crowd, gt_area,
+                                       ranges, thresholds)
+    else:
+        similarity = iou_similarity(dt_box, gt_box) if data.geometry is None else \
+            data.geometry.similarity(dt_box, gt_box)
+        matched, ignored, _ = greedy_match(dt_group, gt_group, similarity, thresholds, ">=",
+                                           ties="last", gt_crowd=gt_crowd, gt_area=gt_area,
+                                           area_ranges=ranges)
     outside = (dt_area[:, None] < ranges[None, :, 0]) | (dt_area[:, None] > ranges[None, :, 1])
     if unmatched_ignored is not None:
         outside |= unmatched_ignored[:, None]
@@ -255,7 +267,7 @@ def accumulate(matches: CocoMatches, images: np.ndarray | None = None) -> CocoRe
     own), as if the data held exactly those images in that order; None: every image once."""
     m, params = matches, matches.params
     max_dets = params.max_dets
-    T, A, M = len(IOU_THRESHOLDS), len(params.area_ranges), len(max_dets)
+    A = len(params.area_ranges)
     K = m.n_categories
     if images is None:
         picked, weights = None, None
@@ -277,36 +289,37 @@ def accumulate(matches: CocoMatches, images: np.ndarray | None = None) -> CocoRe
         regular = np.stack([np.bincount(m.gt_category[~m.gt_ignored[a]],
                                         weights=weights[~m.gt_ignored[a]], minlength=K)
                             for a in range(A)]).astype(np.int64)
-    precision = -np.ones((T, len(RECALL_THRESHOLDS), K, A, M))
-    scores = -np.ones((T, len(RECALL_THRESHOLDS), K, A, M))
-    recall = -np.ones((T, K, A, M))
     # category-major, then score descending, ties by image then rank (pycocotools'
     # concatenation order): every category is one contiguous slice
     # (the detections are in image, category, rank order: a stable sort by category, then
     # score keeps image and rank order among ties)
     ranked = np.lexsort((-dt_score, dt_category))
     bounds = np.searchsorted(dt_category[ranked], np.arange(K + 1))
-    rank_sorted = rank[ranked]
-    score_sorted = dt_score[ranked]
-    # (areas * thresholds, detections), contiguous along the detections to run sums fast
-    # a detection is a true positive, a false positive or ignored: the false positives before
-    # a true positive are its position less the true positives and the ignored before it
-    tps = np.ascontiguousarray(true[ranked].T)
-    igs = np.ascontiguousarray(ignored[ranked].T)
-    for k in range(K):
-        lo, hi = bounds[k], bounds[k + 1]
-        for m_index, max_det in enumerate(max_dets):
-            if max_det >= max_dets[-1]:  # detections past the last were dropped already
-                tp, ig, ss = tps[:, lo:hi], igs[:, lo:hi], score_sorted[lo:hi]
-            else:
-                sel = lo + np.flatnonzero(rank_sorted[lo:hi] < max_det)
-                tp, ig, ss = tps[:, sel], igs[:, sel], score_sorted[sel]
-            for a in np.flatnonzero(regular[:, k]).tolist():
-                cells = slice(a * T, (a + 1) * T)
-                _accumulate(tp[cells], ig[cells], int(regular[a, k]), ss,
-                            precision[:, :, k, a, m_index], recall[:, k, a, m_index],
-                            scores[:, :, k, a, m_index])
+    # the cells by the native core's coco_accumulate, or its numpy twin (ops/coco_accumulate.py);
+    # ``true`` excludes the ignored already: as "matched" it gives the same true positives
+    precision, recall, scores = accumulate_cells(true[ranked], ignored[ranked], rank[ranked],
+                                                 dt_score[ranked], bounds, regular, max_dets,
+                                                 RECALL_THRESHOLDS)
     return CocoResult(precision, recall, scores, params)
+
+
+def match_boxes(core, dt_box: np.ndarray, dt_group: np.ndarray, gt_box: np.ndarray,
+                gt_group: np.ndarray, gt_crowd: np.ndarray, gt_area: np.ndarray,
+                ranges: np.ndarray, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``greedy_match``'s ``(matched, ignored)`` for ``[x, y, w, h]`` boxes under
+    :func:`iou_similarity`, ``>=`` and ties to the last GT, from the native core's
+    ``coco_match_boxes`` (the IoU computed inside the walk: no buckets, no padding); the
+    same arrays bit for bit (``tests/test_native_coco_eval.py``)."""
+    columns = len(ranges) * thresholds.size
+    matched = np.empty((dt_group.size, columns), bool)
+    ignored = np.empty((dt_group.size, columns), bool)
+    f64 = np.float64
+    core.coco_match_boxes(np.ascontiguousarray(dt_box, f64), np.ascontiguousarray(dt_group, np.int64),
+                          np.ascontiguousarray(gt_box, f64), np.ascontiguousarray(gt_group, np.int64),
+                          np.ascontiguousarray(gt_crowd, np.bool_), np.ascontiguousarray(gt_area, f64),
+                          np.ascontiguousarray(ranges, f64), np.ascontiguousarray(thresholds, f64),
+                          matched, ignored)
+    return matched, ignored
 
 
 def iou_similarity(dt_box: np.ndarray, gt_box: np.ndarray) -> Similarity:
@@ -331,37 +344,3 @@ def iou_xywh_rows(dt: np.ndarray, gt: np.ndarray, crowd: np.ndarray) -> np.ndarr
     union = np.where(crowd, da, da + ga - inter)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(inter > 0, inter / union, 0.0)
-
-
-def _accumulate(tps, igs, regular, det_scores, precision_out, recall_out, scores_out) -> None:
-    """One (category, area, maxDets) cell, pycocotools' accumulate read at the true
-    positives only: recall only rises there, and precision's running maximum from the
-    right is always attained at one of them (a false positive lowers precision, an ignored
-    detection repeats it), so the values — the same divisions — are bit for bit the same.
-    ``tps``: (thresholds, detections); ``igs``: the ignored detections, likewise;
-    ``det_scores``: the detections' scores (descending).
-
-    Scores (pycocotools' ``eval["scores"]``): the score of the detection where each recall
-    point is first reached — a true positive, except at recall 0, which every detection
-    reaches: there it is the first detection's score, whatever it is.
-    """
-    for t in range(tps.shape[0]):
-        at = np.flatnonzero(tps[t])
-        recall_out[t] = at.size / regular
-        before = np.arange(at.size)  # true positives before each
-        # false positives before each true positive: the rest of what precedes it
-        fp = (at - before - np.searchsorted(np.flatnonzero(igs[t]), at)).astype(np.float64)
-        tp = before + 1.0
-        pr = tp / (fp + tp + np.spacing(1))
-        rc = tp / regular
-        envelope = np.maximum.accumulate(pr[::-1])[::-1]
-        inds = np.searchsorted(rc, RECALL_THRESHOLDS, side="left")
-        inside = inds < at.size
-        q = np.zeros(RECALL_THRESHOLDS.size)
-        q[inside] = envelope[inds[inside]]
-        precision_out[t] = q
-        ss = np.zeros(RECALL_THRESHOLDS.size)
-        ss[inside] = det_scores[at[inds[inside]]]
-        if det_scores.size:
-            ss[0] = det_scores[0]  # rc >= 0 holds at the very first detection
-        scores_out[t] = ss

@@ -54,6 +54,10 @@ class Geometry(Protocol):
 class BoxGeometry:
     """Axis-aligned ``[x, y, w, h]`` boxes: pycocotools' IoU, operation for operation."""
 
+    # its similarity is ops.coco.iou_similarity: the native core's box matcher
+    # (ops.coco.match_boxes) may compute it inside the greedy walk
+    xywh_iou = True
+
     def area(self, dt: np.ndarray) -> np.ndarray:
         return dt[:, 2] * dt[:, 3]
 
