@@ -206,7 +206,7 @@ def kernel_split(repeat: int) -> None:
     float32 ufuncs on 307,200 values, wall ms, best of ``repeat`` x 20 calls."""
     import timeit
 
-    from rpx_cli.ops.depth import DepthKernel
+    from rpx_cli.ops.depth_kernel import DepthKernel
 
     rng = np.random.default_rng(1)
     gt = rng.uniform(0.5, 9, (H, W)).astype(np.float32)

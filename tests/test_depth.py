@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from rpx_cli.errors import InputError
-from rpx_cli.ops.depth import METRICS, combine, finalize, frame_sums
+from rpx_cli.ops.depth import METRICS, combine, finalize
 from rpx_cli.ops.depth_alignment import align
+from rpx_cli.ops.depth_kernel import frame_sums
 from rpx_cli.params import Band, Threshold, banded
 
 # --- an independent reference: the textbook formulas, float64, valid pixels only --------
@@ -491,7 +492,7 @@ def test_millimetre_png_gt_path_matches_float64_reference(rpx, tmp_path: Path) -
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_kernel_chunking_does_not_change_results(dtype) -> None:
-    from rpx_cli.ops.depth import DepthKernel
+    from rpx_cli.ops.depth_kernel import DepthKernel
 
     rng = np.random.default_rng(21)
     pred, gt = random_pair(rng, (40, 50))

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from helpers import assert_jobs_and_shards_agree, dirs, write_npy
 
-from rpx_cli.ops.depth import DepthKernel, reference_histogram
+from rpx_cli.ops.depth import reference_histogram
 from rpx_cli.ops.depth_bins import EDGES, N_BINS, DepthHistogram, depth_bins
+from rpx_cli.ops.depth_kernel import DepthKernel
 
 
 def numpy_by_depth(frames: list[tuple[np.ndarray, np.ndarray]]) -> dict:

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from rpx_cli.ops import depth_log
-from rpx_cli.ops.depth import METRICS, DepthKernel, finalize, frame_sums, reference_metrics
+from rpx_cli.ops.depth import METRICS, finalize, reference_metrics
+from rpx_cli.ops.depth_kernel import DepthKernel, frame_sums
 from rpx_cli.ops.depth_log import log_ratio32, reference_log_ratio
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -222,7 +223,7 @@ def dispatched_features() -> list[str]:
 KERNEL_BITS = textwrap.dedent(
     """
     import hashlib, json, numpy as np
-    from rpx_cli.ops.depth import DepthKernel
+    from rpx_cli.ops.depth_kernel import DepthKernel
     rng = np.random.default_rng(3)
     g = np.exp(rng.uniform(-3, 5, 300_000)).astype(np.float32)
     g[rng.random(g.size) < 0.1] = 0

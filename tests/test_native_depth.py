@@ -1,5 +1,5 @@
 """The native depth kernel (``depth_sums``, ``rpx_cli/csrc/depth.c``) against its numpy twin
-(:class:`~rpx_cli.ops.depth.DepthKernel`'s chunks, ``RPX_NATIVE=0``) and the float64
+(:class:`~rpx_cli.ops.depth_kernel.DepthKernel`'s chunks, ``RPX_NATIVE=0``) and the float64
 formulas (:func:`~rpx_cli.ops.depth.reference_metrics`): counts exactly equal, sums to the
 SPEC's 1e-6 relative, delta counts exact at the thresholds' edges, identical maps exactly 0.
 
@@ -16,16 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rpx_cli.ops.depth import (
-    DELTA_THRESHOLDS,
-    METRICS,
-    DepthKernel,
-    DepthSums,
-    NonFinitePrediction,
-    finalize,
-    gt_valid,
-    reference_metrics,
-)
+from rpx_cli.ops.depth import DELTA_THRESHOLDS, METRICS, DepthSums, finalize, reference_metrics
+from rpx_cli.ops.depth_kernel import DepthKernel, NonFinitePrediction, gt_valid
 
 core = pytest.importorskip("rpx_cli._native")
 

@@ -26,7 +26,8 @@ from rpx_cli.ops.confusion import (
     reference_interval_confusions,
     sum_confusions,
 )
-from rpx_cli.ops.depth import METRICS, DepthKernel, finalize, reference_metrics
+from rpx_cli.ops.depth import METRICS, finalize, reference_metrics
+from rpx_cli.ops.depth_kernel import DepthKernel
 from rpx_cli.ops.image_quality import reference_ssim, ssim
 from rpx_cli.ops.lidar import LabelMap, RangeIntervals, reference_label_map
 from rpx_cli.ops.reprojection import ReprojectionKernel, reference_reprojected_agreement

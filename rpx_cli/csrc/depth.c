@@ -1,4 +1,4 @@
-/* Monocular depth sums of one frame in one pass: the float32 kernel of rpx_cli/ops/depth.py
+/* Monocular depth sums of one frame in one pass: the float32 kernel of rpx_cli/ops/depth_kernel.py
  * (DepthKernel, float32 precision) fused, so a pixel is read once instead of ~35 times.
  *
  * Per pixel, exactly the float32 arithmetic of the numpy kernel (add, subtract, multiply,
@@ -17,7 +17,7 @@
  * within 1e-6 (relative) of ln T, those re-decided in float64 from the inputs with the
  * reference's expression max(p/g, g/p) < T — as the numpy kernel does.
  *
- * The twin is DepthKernel's numpy path (rpx_cli/ops/depth.py); tests/test_native_depth.py
+ * The twin is DepthKernel's numpy path (rpx_cli/ops/depth_kernel.py); tests/test_native_depth.py
  * compares them. */
 #include "core.h"
 #include <math.h>

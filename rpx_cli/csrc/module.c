@@ -134,7 +134,7 @@ static PyMethodDef methods[] = {
      "(the tight box of its pixels; zeros for an empty mask) into out (float64, N x 4)."},
     {"depth_sums", rpx_depth_sums, METH_VARARGS,
      "depth_sums(pred, gt, scale, valid, t1, t2, t3) -> (n, abs_rel, sq_rel, sq_err, log_sum, "
-     "log_m2, abs_log, delta1, delta2, delta3, bad): one frame's depth sums (rpx_cli/ops/depth.py, "
+     "log_m2, abs_log, delta1, delta2, delta3, bad): one frame's depth sums (rpx_cli/ops/depth_kernel.py, "
      "float32 precision) in one pass. pred float32; gt float32 metres (scale 0) or uint16 in "
      "1/scale m; valid: a bool mask, or None to take GT > 0 and finite; t1..t3 the delta "
      "thresholds; bad: non-finite predictions at valid pixels. GIL released."},

@@ -21,14 +21,13 @@ from rpx_cli.ops.depth import (
     METRICS,
     PRED_FLOOR,
     DepthSums,
-    NonFinitePrediction,
     combine_columns,
     finalize,
     finalize_columns,
-    shared_kernel,
 )
 from rpx_cli.ops.depth_alignment import apply_alignment, fit_alignment
 from rpx_cli.ops.depth_bins import EDGES, N_BINS, DepthHistogram
+from rpx_cli.ops.depth_kernel import NonFinitePrediction, shared_kernel
 from rpx_cli.ops.pictures import depth_error_overlay
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.ops.resize import RESIZE_METHODS, resize
