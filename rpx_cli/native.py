@@ -15,10 +15,15 @@ Importing this module imports neither numpy nor the extension (``rpx --version``
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from types import ModuleType
 
-ABI = 3
+ABI = 4
 """The kernels' signatures this Python code expects (the extension's ``ABI`` constant)."""
+
+_THREADS: ContextVar[int] = ContextVar("rpx_native_threads", default=1)
 
 _loaded: ModuleType | None = None
 _missing: str | None = None  # why the extension cannot be used, once an import was tried
@@ -67,3 +72,20 @@ def describe() -> str:
     if _load() is not None:
         return "native"
     return f"numpy (native core {_missing})"
+
+
+def threads() -> int:
+    """How many threads a kernel that splits its work (by image or category: the numbers
+    never depend on it) may run: 1 unless a run lent it more with :func:`lend_threads`."""
+    return _THREADS.get()
+
+
+@contextmanager
+def lend_threads(n: int) -> Iterator[None]:
+    """Let the kernels called within the block (in this thread) use ``n`` threads: a run
+    lends its ``--jobs`` (the CPUs it may take)."""
+    token = _THREADS.set(max(1, int(n)))
+    try:
+        yield
+    finally:
+        _THREADS.reset(token)

@@ -25,14 +25,15 @@ core = pytest.importorskip("rpx_cli._native")
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def native(matched, ignored, rank, score, bounds, regular, max_dets, points=RECALL_THRESHOLDS):
+def native(matched, ignored, rank, score, bounds, regular, max_dets, points=RECALL_THRESHOLDS,
+           order=None, threads=1):
     """The kernel's three arrays, for the arguments reference_accumulate takes."""
     A, K = regular.shape
     T, M, R = matched.shape[1] // A, len(max_dets), points.size
     precision, recall, scores = np.empty((T, R, K, A, M)), np.empty((T, K, A, M)), np.empty((T, R, K, A, M))
-    core.coco_accumulate(np.ascontiguousarray(matched), np.ascontiguousarray(ignored), rank, score, bounds,
-                         regular, np.asarray(max_dets, np.int64), points, T, A, precision, recall,
-                         scores)
+    core.coco_accumulate(np.ascontiguousarray(matched), np.ascontiguousarray(ignored), rank, score,
+                         order, bounds, regular, np.asarray(max_dets, np.int64), points, T, A,
+                         precision, recall, scores, threads)
     return precision, recall, scores
 
 
@@ -65,6 +66,33 @@ def test_the_kernel_equals_the_numpy_twin_bit_for_bit(drawn) -> None:
     for name, a, b in zip(("precision", "recall", "scores"), got, want, strict=True):
         assert a.shape == b.shape, name
         assert a.tobytes() == b.tobytes(), name
+
+
+@SETTINGS
+@given(cells(), st.data())
+def test_an_order_reads_the_rows_it_names(drawn, data) -> None:
+    """``order`` (rows named in category order, some more than once, some never) gives what
+    the rows gathered by it give: the kernel reads them where they are."""
+    matched, ignored, rank, score, bounds, regular, max_dets = drawn
+    n = rank.size
+    rows = np.array(data.draw(st.lists(st.integers(0, max(n - 1, 0)), min_size=n, max_size=n))
+                    if n else [], np.int64)
+    spare = data.draw(st.integers(0, 3))  # rows the order never names, at the end
+    pad = lambda x: np.concatenate([x, x[:1].repeat(spare, axis=0)]) if n else x
+    want = native(matched[rows], ignored[rows], rank[rows], score[rows], bounds, regular, max_dets)
+    got = native(pad(matched), pad(ignored), pad(rank), pad(score), bounds, regular, max_dets,
+                 order=rows)
+    for a, b in zip(got, want, strict=True):
+        assert a.tobytes() == b.tobytes()
+
+
+@SETTINGS
+@given(cells(), st.integers(2, 40))
+def test_the_accumulation_splits_its_categories_among_threads(drawn, threads) -> None:
+    """Any number of threads gives the cells one thread gives (each thread takes whole
+    categories: every cell is written once)."""
+    for a, b in zip(native(*drawn, threads=threads), native(*drawn), strict=True):
+        assert a.tobytes() == b.tobytes()
 
 
 def test_a_cell_by_hand() -> None:
@@ -135,7 +163,7 @@ def test_evaluate_is_the_same_on_either_path(monkeypatch, seed: int, geometry) -
 def good():
     """Valid arguments (one category of three detections, A = 1, T = 2, M = 1, R = 101)."""
     tps = np.array([[True, False], [False, False], [True, True]])  # (N, A * T)
-    return [tps, np.zeros_like(tps), np.zeros(3, np.int64), np.array([0.9, 0.5, 0.1]),
+    return [tps, np.zeros_like(tps), np.zeros(3, np.int64), np.array([0.9, 0.5, 0.1]), None,
             np.array([0, 3], np.int64), np.array([[2]], np.int64), np.array([100], np.int64),
             RECALL_THRESHOLDS.copy(), 2, 1, np.empty(2 * 101), np.empty(2), np.empty(2 * 101)]
 
@@ -150,21 +178,24 @@ def changed(i: int, value):
     changed(0, np.zeros((2, 2), bool)),  # matched too short
     changed(1, np.zeros((3, 3), bool)),  # ignored too long
     changed(3, np.array([0.9, 0.5])),  # one score missing
-    changed(4, np.array([0, 4], np.int64)),  # bounds past the detections
-    changed(4, np.array([1, 3], np.int64)),  # bounds not from 0
-    changed(4, np.array([0, 2, 1], np.int64)),  # bounds out of order (and regular's size)
-    changed(4, np.zeros(0, np.int64)),  # no bounds at all
-    changed(5, np.array([[-1]], np.int64)),  # a negative GT count
-    changed(5, np.array([[1, 1]], np.int64)),  # regular of the wrong size
-    changed(6, np.zeros(0, np.int64)),  # no maxDets
-    changed(7, np.array([0.0, np.nan])),  # a recall point not a number
-    changed(7, np.array([0.5, 0.0])),  # recall points descending
-    changed(8, -1),  # negative T
-    changed(8, 1 << 62),  # T overflowing the sizes
-    changed(9, 1 << 62),  # A too
-    changed(10, np.empty(3)),  # precision of the wrong size
-    changed(11, np.empty(3)),  # recall too
-    changed(12, np.empty(2 * 101 + 1)),  # scores too
+    changed(4, np.array([0, 3, 1], np.int64)),  # an order entry past the rows
+    changed(4, np.array([0, -1, 1], np.int64)),  # a negative order entry
+    changed(4, np.array([0, 1], np.int64)),  # an order shorter than the bounds say
+    changed(5, np.array([0, 4], np.int64)),  # bounds past the detections
+    changed(5, np.array([1, 3], np.int64)),  # bounds not from 0
+    changed(5, np.array([0, 2, 1], np.int64)),  # bounds out of order (and regular's size)
+    changed(5, np.zeros(0, np.int64)),  # no bounds at all
+    changed(6, np.array([[-1]], np.int64)),  # a negative GT count
+    changed(6, np.array([[1, 1]], np.int64)),  # regular of the wrong size
+    changed(7, np.zeros(0, np.int64)),  # no maxDets
+    changed(8, np.array([0.0, np.nan])),  # a recall point not a number
+    changed(8, np.array([0.5, 0.0])),  # recall points descending
+    changed(9, -1),  # negative T
+    changed(9, 1 << 62),  # T overflowing the sizes
+    changed(10, 1 << 62),  # A too
+    changed(11, np.empty(3)),  # precision of the wrong size
+    changed(12, np.empty(3)),  # recall too
+    changed(13, np.empty(2 * 101 + 1)),  # scores too
 ])
 def test_the_kernel_refuses_malformed_arguments(args) -> None:
     with pytest.raises(ValueError, match="coco_accumulate"):
@@ -175,9 +206,10 @@ def test_the_kernel_refuses_malformed_arguments(args) -> None:
     (0, np.zeros((3, 2), np.int64)),  # matched not bool
     (2, np.zeros(3, np.float64)),  # rank not int64
     (3, np.zeros(3, np.int64)),  # scores not float64
-    (10, np.empty(2 * 101, np.float32)),  # precision not float64
-    (11, np.empty(2).view(np.int64)),  # recall neither
-    (12, b"\0" * (8 * 202)),  # scores not writable
+    (4, np.zeros(3, np.float64)),  # order not int64
+    (11, np.empty(2 * 101, np.float32)),  # precision not float64
+    (12, np.empty(2).view(np.int64)),  # recall neither
+    (13, b"\0" * (8 * 202)),  # scores not writable
 ])
 def test_the_kernel_refuses_buffers_of_another_kind(i: int, value) -> None:
     with pytest.raises(TypeError):
@@ -187,7 +219,7 @@ def test_the_kernel_refuses_buffers_of_another_kind(i: int, value) -> None:
 def test_the_kernel_accepts_the_good_arguments() -> None:
     args = good()
     core.coco_accumulate(*args)
-    assert args[11].tolist() == [1.0, 0.5]  # recall: 2 of 2, then 1 of 2
+    assert args[12].tolist() == [1.0, 0.5]  # recall: 2 of 2, then 1 of 2
 
 
 @st.composite
@@ -219,13 +251,23 @@ def box_groups(draw):
             ranges, thresholds)
 
 
-def match_natively(dt_box, dt_group, gt_box, gt_group, crowd, area, ranges, thresholds):
+def match_natively(dt_box, dt_group, gt_box, gt_group, crowd, area, ranges, thresholds, threads=1):
     columns = len(ranges) * thresholds.size
-    matched = np.empty((dt_group.size, columns), bool)
-    ignored = np.empty((dt_group.size, columns), bool)
+    matched = np.full((dt_group.size, columns), True)  # the kernel writes every flag
+    ignored = np.full((dt_group.size, columns), True)
     core.coco_match_boxes(dt_box, dt_group, gt_box, gt_group, crowd, area, ranges, thresholds,
-                          matched, ignored)
+                          matched, ignored, threads)
     return matched, ignored
+
+
+@SETTINGS
+@given(box_groups(), st.integers(2, 40))
+def test_the_box_matcher_splits_its_groups_among_threads(drawn, threads) -> None:
+    """Any number of threads (more than groups, than detections, than the kernel's cap) gives
+    the flags one thread gives: each thread takes whole groups and writes only theirs."""
+    one = match_natively(*drawn)
+    for a, b in zip(match_natively(*drawn, threads=threads), one, strict=True):
+        assert a.tobytes() == b.tobytes()
 
 
 @SETTINGS

@@ -19,11 +19,13 @@ static int mul_ok(Py_ssize_t a, Py_ssize_t b, Py_ssize_t *out) {
 }
 
 typedef struct {
-    const uint8_t *matched, *ignored; /* (N, A * T): took a GT / is ignored */
-    const int64_t *rank, *bounds;    /* (N,), (K + 1,) */
-    const double *score, *points;    /* (N,), (R,) */
+    const uint8_t *matched, *ignored; /* (rows, A * T): took a GT / is ignored */
+    const int64_t *rank;             /* (rows,) */
+    const double *score, *points;    /* (rows,), (R,) */
+    const int64_t *order;            /* (N,) rows in category order; NULL: 0..N-1 */
+    const int64_t *bounds;           /* (K + 1,) positions in that order */
     const int64_t *regular, *max_dets; /* (A, K), (M,) */
-    Py_ssize_t N, K, A, T, M, R;
+    Py_ssize_t rows, N, K, A, T, M, R;
     double *precision, *recall, *scores; /* (T, R, K, A, M), (T, K, A, M), (T, R, K, A, M) */
 } accumulation;
 
@@ -31,13 +33,12 @@ enum { TRUE_POSITIVE = 1, IGNORED = 2 };
 
 /* One (category k, area a, maxDets m) cell at every threshold, over the selected
  * detections sel[0..n) (indices into the category's). `codes`: the category's detections
- * per column a * T + t, contiguous (`width` each), TRUE_POSITIVE | IGNORED. Scratch: at
- * (n), pr (n), rc (n). */
+ * per column a * T + t, contiguous (`width` each), TRUE_POSITIVE | IGNORED; `score`: theirs.
+ * Scratch: at (n), pr (n), rc (n). */
 static void cell(const accumulation *c, Py_ssize_t k, Py_ssize_t a, Py_ssize_t m,
-                 const uint8_t *codes, Py_ssize_t width, const int64_t *sel, Py_ssize_t n,
-                 int64_t *at, double *pr, double *rc) {
+                 const uint8_t *codes, const double *score, Py_ssize_t width, const int64_t *sel,
+                 Py_ssize_t n, int64_t *at, double *pr, double *rc) {
     const double regular = (double)c->regular[a * c->K + k];
-    const double *score = c->score + c->bounds[k];
     const Py_ssize_t KAM = c->K * c->A * c->M, cell_at = (k * c->A + a) * c->M + m;
     for (Py_ssize_t t = 0; t < c->T; t++) {
         const uint8_t *code = codes + (a * c->T + t) * width;
@@ -70,95 +71,141 @@ static void cell(const accumulation *c, Py_ssize_t k, Py_ssize_t a, Py_ssize_t m
     }
 }
 
-/* Every cell; -1 where a category has no regular GT in an area range. 0, or -1 (no memory). */
-static int accumulate_all(const accumulation *c) {
-    Py_ssize_t total = c->T * c->R * c->K * c->A * c->M, columns = c->A * c->T;
-    for (Py_ssize_t i = 0; i < total; i++) c->precision[i] = c->scores[i] = -1.0;
-    for (Py_ssize_t i = 0; i < c->T * c->K * c->A * c->M; i++) c->recall[i] = -1.0;
+/* The categories [k0, k1): every cell; -1 where a category has no regular GT in an area
+ * range (the caller set every cell to -1 first). 0, or -1 (no memory). */
+static int accumulate_categories(const accumulation *c, Py_ssize_t k0, Py_ssize_t k1) {
+    const Py_ssize_t columns = c->A * c->T;
     Py_ssize_t widest = 1;
-    for (Py_ssize_t k = 0; k < c->K; k++) {
+    for (Py_ssize_t k = k0; k < k1; k++) {
         if (c->bounds[k + 1] - c->bounds[k] > widest) widest = c->bounds[k + 1] - c->bounds[k];
     }
-    int64_t *sel = malloc((size_t)widest * sizeof(int64_t));
-    int64_t *at = malloc((size_t)widest * sizeof(int64_t));
-    double *pr = malloc((size_t)widest * sizeof(double));
-    double *rc = malloc((size_t)widest * sizeof(double));
+    const size_t w = (size_t)widest;
+    int64_t *sel = malloc(w * sizeof(int64_t)), *at = malloc(w * sizeof(int64_t));
+    int64_t *rank = malloc(w * sizeof(int64_t));
+    double *pr = malloc(w * sizeof(double)), *rc = malloc(w * sizeof(double));
+    double *score = malloc(w * sizeof(double));
     /* a category's codes, column by column (the caller checked columns * widest fits) */
-    uint8_t *codes = malloc((size_t)(columns ? columns : 1) * (size_t)widest);
-    int status = (sel && at && pr && rc && codes) ? 0 : -1;
+    uint8_t *codes = malloc((size_t)(columns ? columns : 1) * w);
+    int status = (sel && at && rank && pr && rc && score && codes) ? 0 : -1;
     const int64_t last = c->max_dets[c->M - 1];
-    for (Py_ssize_t k = 0; k < c->K && !status; k++) {
+    for (Py_ssize_t k = k0; k < k1 && !status; k++) {
         const int64_t lo = c->bounds[k], hi = c->bounds[k + 1];
         const Py_ssize_t width = (Py_ssize_t)(hi - lo);
         for (Py_ssize_t j = 0; j < width; j++) {  /* rows to columns: each pass contiguous */
-            const uint8_t *matched = c->matched + (lo + j) * columns;
-            const uint8_t *ignored = c->ignored + (lo + j) * columns;
+            const int64_t row = c->order ? c->order[lo + j] : lo + j;
+            const uint8_t *matched = c->matched + row * columns, *ignored = c->ignored + row * columns;
             for (Py_ssize_t col = 0; col < columns; col++) {
                 codes[col * width + j] = (uint8_t)((matched[col] && !ignored[col] ? TRUE_POSITIVE : 0) |
                                                    (ignored[col] ? IGNORED : 0));
             }
+            score[j] = c->score[row];
+            rank[j] = c->rank[row];
         }
         for (Py_ssize_t m = 0; m < c->M; m++) {
             const int64_t cap = c->max_dets[m];
             Py_ssize_t n = 0;
             for (Py_ssize_t j = 0; j < width; j++) {  /* every detection under the last maxDets */
-                if (cap >= last || c->rank[lo + j] < cap) sel[n++] = j;
+                if (cap >= last || rank[j] < cap) sel[n++] = j;
             }
             for (Py_ssize_t a = 0; a < c->A; a++) {
-                if (c->regular[a * c->K + k]) cell(c, k, a, m, codes, width, sel, n, at, pr, rc);
+                if (c->regular[a * c->K + k]) cell(c, k, a, m, codes, score, width, sel, n, at, pr, rc);
             }
         }
     }
     free(sel);
     free(at);
+    free(rank);
     free(pr);
     free(rc);
+    free(score);
     free(codes);
     return status;
 }
 
+typedef struct {
+    const accumulation *c;
+    int parts;
+} accumulation_parts;
+
+/* Part `part` of `parts`: the categories whose first detection falls in that share of them
+ * (each part about as many detections; a category wholly in one part). */
+static int accumulate_part(void *ctx, int part) {
+    const accumulation_parts *job = ctx;
+    const accumulation *c = job->c;
+    Py_ssize_t k0 = 0, k1 = 0;
+    const double share = (double)c->N / job->parts;
+    while (k0 < c->K && (double)c->bounds[k0] < share * part) k0++;
+    k1 = k0;
+    while (k1 < c->K && (part == job->parts - 1 || (double)c->bounds[k1] < share * (part + 1))) k1++;
+    return accumulate_categories(c, k0, k1);
+}
+
+/* Every cell, the categories split among `parts` threads. 0, or -1 (no memory). */
+static int accumulate_all(const accumulation *c, int parts) {
+    const Py_ssize_t total = c->T * c->R * c->K * c->A * c->M;
+    for (Py_ssize_t i = 0; i < total; i++) c->precision[i] = c->scores[i] = -1.0;
+    for (Py_ssize_t i = 0; i < c->T * c->K * c->A * c->M; i++) c->recall[i] = -1.0;
+    if (parts <= 1 || c->K < 2) return accumulate_categories(c, 0, c->K);
+    accumulation_parts job = {c, parts};
+    return rpx_run_parts(parts, accumulate_part, &job);
+}
+
 PyObject *rpx_coco_accumulate(PyObject *self, PyObject *args) {
-    PyObject *o[11];
+    PyObject *o[12];
     Py_ssize_t T, A;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOnnOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
-                          &o[6], &o[7], &T, &A, &o[8], &o[9], &o[10]))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOnnOOO|i", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7], &o[8], &T, &A, &o[9], &o[10], &o[11], &threads))
         return NULL;
-    static const char *names[11] = {"matched", "ignored", "rank", "score", "bounds", "regular",
-                                    "max_dets", "recall_points", "precision", "recall", "scores"};
-    static const int kinds[11] = {BUF_UINT8, BUF_UINT8, BUF_INT64, BUF_FLOAT64, BUF_INT64,
-                                  BUF_INT64, BUF_INT64, BUF_FLOAT64, BUF_FLOAT64, BUF_FLOAT64,
-                                  BUF_FLOAT64};
-    Py_buffer b[11];
+    static const char *names[12] = {"matched", "ignored", "rank", "score", "order", "bounds",
+                                    "regular", "max_dets", "recall_points", "precision",
+                                    "recall", "scores"};
+    static const int kinds[12] = {BUF_UINT8, BUF_UINT8, BUF_INT64, BUF_FLOAT64, BUF_INT64,
+                                  BUF_INT64, BUF_INT64, BUF_INT64, BUF_FLOAT64, BUF_FLOAT64,
+                                  BUF_FLOAT64, BUF_FLOAT64};
+    const int has_order = o[4] != Py_None;
+    Py_buffer b[12];
     int got = 0;
     PyObject *result = NULL;
-    for (; got < 11; got++) {
-        if (rpx_get_buffer(o[got], &b[got], kinds[got], got >= 8, names[got])) goto done;
+    b[4].buf = NULL; /* no order: rows 0..N-1 */
+    b[4].len = 0;
+    for (; got < 12; got++) {
+        if (got == 4 && !has_order) continue;
+        if (rpx_get_buffer(o[got], &b[got], kinds[got], got >= 9, names[got])) goto done;
     }
+    const Py_ssize_t rows = b[2].len / 8;
     accumulation c = {
         .matched = b[0].buf, .ignored = b[1].buf, .rank = b[2].buf, .score = b[3].buf,
-        .bounds = b[4].buf, .regular = b[5].buf, .max_dets = b[6].buf, .points = b[7].buf,
-        .precision = b[8].buf, .recall = b[9].buf, .scores = b[10].buf,
-        .N = b[2].len / 8, .K = b[4].len / 8 - 1, .A = A, .T = T, .M = b[6].len / 8,
-        .R = b[7].len / 8,
+        .order = b[4].buf, .bounds = b[5].buf, .regular = b[6].buf, .max_dets = b[7].buf,
+        .points = b[8].buf, .precision = b[9].buf, .recall = b[10].buf, .scores = b[11].buf,
+        .rows = rows, .N = has_order ? b[4].len / 8 : rows, .K = b[5].len / 8 - 1, .A = A,
+        .T = T, .M = b[7].len / 8, .R = b[8].len / 8,
     };
-    Py_ssize_t rows, flags, regular, cells, curve;
+    Py_ssize_t columns, flags, codes, regular, cells, curve;
     if (T < 0 || A < 0 || c.K < 0 || c.M < 1) {
         PyErr_SetString(PyExc_ValueError, "coco_accumulate: T, A >= 0, K + 1 bounds and one maxDets at least");
         goto done;
     }
-    if (!mul_ok(A, T, &rows) || !mul_ok(rows, c.N, &flags) || !mul_ok(A, c.K, &regular) ||
-        !mul_ok(T, c.K, &cells) || !mul_ok(cells, A, &cells) || !mul_ok(cells, c.M, &cells) ||
-        !mul_ok(cells, c.R, &curve)) {
+    /* codes: a category's scratch, columns x at most N */
+    if (!mul_ok(A, T, &columns) || !mul_ok(columns, rows, &flags) || !mul_ok(columns, c.N, &codes) ||
+        !mul_ok(A, c.K, &regular) || !mul_ok(T, c.K, &cells) || !mul_ok(cells, A, &cells) ||
+        !mul_ok(cells, c.M, &cells) || !mul_ok(cells, c.R, &curve)) {
         PyErr_SetString(PyExc_ValueError, "coco_accumulate: sizes overflow");
         goto done;
     }
-    if (b[0].len != flags || b[1].len != flags || b[3].len != c.N * 8 ||
-        b[5].len != regular * 8 || b[8].len / 8 != curve || b[10].len / 8 != curve ||
-        b[9].len / 8 != cells) {
+    if (b[0].len != flags || b[1].len != flags || b[3].len != rows * 8 ||
+        b[6].len != regular * 8 || b[9].len / 8 != curve || b[11].len / 8 != curve ||
+        b[10].len / 8 != cells) {
         PyErr_SetString(PyExc_ValueError, "coco_accumulate: a buffer of the wrong size");
         goto done;
     }
     if (rpx_check_offsets(c.bounds, c.K + 1, c.N, "coco_accumulate: bounds")) goto done;
+    for (Py_ssize_t i = 0; has_order && i < c.N; i++) {
+        if (c.order[i] < 0 || c.order[i] >= rows) {
+            PyErr_SetString(PyExc_ValueError, "coco_accumulate: an order entry out of range");
+            goto done;
+        }
+    }
     for (Py_ssize_t i = 0; i < regular; i++) {
         if (c.regular[i] < 0) {
             PyErr_SetString(PyExc_ValueError, "coco_accumulate: a negative GT count");
@@ -173,12 +220,14 @@ PyObject *rpx_coco_accumulate(PyObject *self, PyObject *args) {
     }
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = accumulate_all(&c);
+    status = accumulate_all(&c, threads < 1 ? 1 : threads > RPX_MAX_PARTS ? RPX_MAX_PARTS : threads);
     Py_END_ALLOW_THREADS
     if (status) PyErr_NoMemory();
     else result = Py_NewRef(Py_None);
 done:
-    while (got-- > 0) PyBuffer_Release(&b[got]);
+    while (got-- > 0) {
+        if (got != 4 || has_order) PyBuffer_Release(&b[got]);
+    }
     return result;
 }
 
@@ -199,14 +248,43 @@ static inline double iou_xywh(const double *d, const double *g, int crowd) {
  * column a * T + t, each detection takes among the GT whose IoU >= thresholds[t] and that no
  * earlier detection took (a crowd GT may be taken again) the regular one (not crowd, area
  * within ranges[a]) of highest IoU, else the ignored one; ties to the last. */
-static int match_boxes(const double *dt, const int64_t *dt_group, Py_ssize_t D, const double *gt,
-                       const int64_t *gt_group, Py_ssize_t G, const uint8_t *gt_crowd,
-                       const double *gt_area, const double *ranges, Py_ssize_t A,
-                       const double *thresholds, Py_ssize_t T, uint8_t *matched, uint8_t *ignored) {
-    const Py_ssize_t C = A * T;
-    Py_ssize_t widest = 1;  /* the most GT of one group */
-    for (Py_ssize_t j = 0, start = 0; j <= G; j++) {
-        if (j == G || (j && gt_group[j] != gt_group[j - 1])) {
+typedef struct {
+    const double *dt, *gt, *gt_area, *ranges, *thresholds;
+    const int64_t *dt_group, *gt_group;
+    const uint8_t *gt_crowd;
+    Py_ssize_t D, G, A, T;
+    uint8_t *matched, *ignored;
+    int parts;
+} box_matching;
+
+/* The first detection of a group at or after i. */
+static Py_ssize_t group_start(const box_matching *m, Py_ssize_t i) {
+    while (i > 0 && i < m->D && m->dt_group[i] == m->dt_group[i - 1]) i++;
+    return i;
+}
+
+/* The detections [i0, i1) of part `part` (whole groups, about D / parts of them). */
+static int match_part(void *ctx, int part) {
+    const box_matching *m = ctx;
+    const Py_ssize_t i0 = group_start(m, (Py_ssize_t)((double)m->D * part / m->parts));
+    const Py_ssize_t i1 = part == m->parts - 1 ? m->D :
+                          group_start(m, (Py_ssize_t)((double)m->D * (part + 1) / m->parts));
+    const Py_ssize_t C = m->A * m->T, T = m->T, A = m->A;
+    const int64_t *gt_group = m->gt_group;
+    const uint8_t *gt_crowd = m->gt_crowd;
+    if (i1 <= i0) return 0;
+    memset(m->matched + i0 * C, 0, (size_t)(i1 - i0) * (size_t)C);
+    memset(m->ignored + i0 * C, 0, (size_t)(i1 - i0) * (size_t)C);
+    /* the first GT of the part's first group: a binary search */
+    Py_ssize_t g0 = 0, hi = m->G;
+    while (g0 < hi) {
+        const Py_ssize_t mid = g0 + (hi - g0) / 2;
+        if (gt_group[mid] < m->dt_group[i0]) g0 = mid + 1;
+        else hi = mid;
+    }
+    Py_ssize_t widest = 1;  /* the most GT of one group from there */
+    for (Py_ssize_t j = g0, start = g0; j <= m->G; j++) {
+        if (j == m->G || (j > start && gt_group[j] != gt_group[j - 1])) {
             if (j - start > widest) widest = j - start;
             start = j;
         }
@@ -217,30 +295,27 @@ static int match_boxes(const double *dt, const int64_t *dt_group, Py_ssize_t D, 
     Py_ssize_t *pass = malloc((size_t)widest * sizeof(Py_ssize_t));
     int status = (taken && ig && iou && pass) ? 0 : -1;
     double loosest = INFINITY;
-    for (Py_ssize_t t = 0; t < T; t++) if (thresholds[t] < loosest) loosest = thresholds[t];
-    memset(matched, 0, (size_t)D * (size_t)C);
-    memset(ignored, 0, (size_t)D * (size_t)C);
-    Py_ssize_t g0 = 0;  /* the first GT of the current group */
-    for (Py_ssize_t i = 0; i < D && !status;) {
-        const int64_t group = dt_group[i];
+    for (Py_ssize_t t = 0; t < T; t++) if (m->thresholds[t] < loosest) loosest = m->thresholds[t];
+    for (Py_ssize_t i = i0; i < i1 && !status;) {
+        const int64_t group = m->dt_group[i];
         Py_ssize_t end = i;
-        while (end < D && dt_group[end] == group) end++;
-        while (g0 < G && gt_group[g0] < group) g0++;
+        while (end < i1 && m->dt_group[end] == group) end++;
+        while (g0 < m->G && gt_group[g0] < group) g0++;
         Py_ssize_t g1 = g0;
-        while (g1 < G && gt_group[g1] == group) g1++;
+        while (g1 < m->G && gt_group[g1] == group) g1++;
         const Py_ssize_t n_g = g1 - g0;
         if (n_g) {
             memset(taken, 0, (size_t)C * (size_t)n_g);
             for (Py_ssize_t a = 0; a < A; a++) {
                 for (Py_ssize_t j = 0; j < n_g; j++) {
-                    const double area = gt_area[g0 + j];
-                    ig[a * n_g + j] = gt_crowd[g0 + j] || area < ranges[2 * a] || area > ranges[2 * a + 1];
+                    const double area = m->gt_area[g0 + j];
+                    ig[a * n_g + j] = gt_crowd[g0 + j] || area < m->ranges[2 * a] || area > m->ranges[2 * a + 1];
                 }
             }
             for (Py_ssize_t d = i; d < end; d++) {
                 Py_ssize_t n_pass = 0;
                 for (Py_ssize_t j = 0; j < n_g; j++) {
-                    iou[j] = iou_xywh(dt + 4 * d, gt + 4 * (g0 + j), gt_crowd[g0 + j]);
+                    iou[j] = iou_xywh(m->dt + 4 * d, m->gt + 4 * (g0 + j), gt_crowd[g0 + j]);
                     if (iou[j] >= loosest) pass[n_pass++] = j;
                 }
                 if (!n_pass) continue;
@@ -250,14 +325,14 @@ static int match_boxes(const double *dt, const int64_t *dt_group, Py_ssize_t D, 
                     Py_ssize_t best_regular = -1, best_ignored = -1;
                     for (Py_ssize_t q = 0; q < n_pass; q++) {
                         const Py_ssize_t j = pass[q];
-                        if (!(iou[j] >= thresholds[t]) || (tk[j] && !gt_crowd[g0 + j])) continue;
+                        if (!(iou[j] >= m->thresholds[t]) || (tk[j] && !gt_crowd[g0 + j])) continue;
                         Py_ssize_t *best = ia[j] ? &best_ignored : &best_regular;
                         if (*best < 0 || iou[j] >= iou[*best]) *best = j;  /* ties: the last */
                     }
                     const Py_ssize_t best = best_regular >= 0 ? best_regular : best_ignored;
                     if (best < 0) continue;
-                    matched[d * C + col] = 1;
-                    ignored[d * C + col] = ia[best];
+                    m->matched[d * C + col] = 1;
+                    m->ignored[d * C + col] = ia[best];
                     taken[col * n_g + best] = 1;
                 }
             }
@@ -271,10 +346,25 @@ static int match_boxes(const double *dt, const int64_t *dt_group, Py_ssize_t D, 
     return status;
 }
 
+/* pycocotools' greedy matching of [x, y, w, h] boxes (rpx_cli/ops/matching.py's greedy_match
+ * with ops/coco.py's iou_similarity, rule >=, ties to the last GT): per group (detections
+ * and GT of one image and category, both sorted by group; detections in rank order), per
+ * column a * T + t, each detection takes among the GT whose IoU >= thresholds[t] and that no
+ * earlier detection took (a crowd GT may be taken again) the regular one (not crowd, area
+ * within ranges[a]) of highest IoU, else the ignored one; ties to the last. The groups are
+ * split among m->parts threads (whole groups each: they share nothing). */
+static int match_boxes(const box_matching *m) {
+    if (m->parts > 1 && m->D > 1) return rpx_run_parts(m->parts, match_part, (void *)m);
+    box_matching one = *m;
+    one.parts = 1;
+    return match_part(&one, 0);
+}
+
 PyObject *rpx_coco_match_boxes(PyObject *self, PyObject *args) {
     PyObject *o[10];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
-                          &o[7], &o[8], &o[9]))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO|i", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &o[8], &o[9], &threads))
         return NULL;
     static const char *names[10] = {"dt_box", "dt_group", "gt_box", "gt_group", "gt_crowd",
                                     "gt_area", "ranges", "thresholds", "matched", "ignored"};
@@ -317,10 +407,15 @@ PyObject *rpx_coco_match_boxes(PyObject *self, PyObject *args) {
             goto done;
         }
     }
+    const box_matching m = {
+        .dt = b[0].buf, .gt = b[2].buf, .gt_area = b[5].buf, .ranges = b[6].buf,
+        .thresholds = thresholds, .dt_group = dg, .gt_group = gg, .gt_crowd = b[4].buf,
+        .D = D, .G = G, .A = A, .T = T, .matched = b[8].buf, .ignored = b[9].buf,
+        .parts = threads < 1 ? 1 : threads > RPX_MAX_PARTS ? RPX_MAX_PARTS : threads,
+    };
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = match_boxes(b[0].buf, dg, D, b[2].buf, gg, G, b[4].buf, b[5].buf, b[6].buf, A,
-                         thresholds, T, b[8].buf, b[9].buf);
+    status = match_boxes(&m);
     Py_END_ALLOW_THREADS
     if (status) PyErr_NoMemory();
     else result = Py_NewRef(Py_None);

@@ -122,6 +122,14 @@ int rpx_get_buffer(PyObject *obj, Py_buffer *view, int kind, int writable, const
 /* Offsets (n + 1 int64 values) that start at 0, never decrease and end at most at `limit`. */
 int rpx_check_offsets(const int64_t *offsets, Py_ssize_t n_plus_1, int64_t limit, const char *name);
 
+/* Run fn(ctx, part) for part = 0 .. parts - 1, part 0 on the calling thread and the others on
+ * threads of their own (at most RPX_MAX_PARTS; a thread that cannot start runs its part on
+ * the calling thread after part 0). Call it with the GIL released; fn must touch no Python
+ * object. Returns 0, or the first non-zero result of a part. */
+#define RPX_MAX_PARTS 16
+typedef int (*part_fn)(void *ctx, int part);
+int rpx_run_parts(int parts, part_fn fn, void *ctx);
+
 /* bytes objects holding a copy of `n` int64 values (NULL with MemoryError set). */
 PyObject *rpx_bytes_of(const void *data, Py_ssize_t n_bytes);
 
@@ -155,5 +163,8 @@ PyObject *rpx_coco_gt(PyObject *self, PyObject *args);
 /* the accumulation and the box matcher of coco_eval.c */
 PyObject *rpx_coco_accumulate(PyObject *self, PyObject *args);
 PyObject *rpx_coco_match_boxes(PyObject *self, PyObject *args);
+
+/* the stable order of order.c */
+PyObject *rpx_stable_order(PyObject *self, PyObject *args);
 
 #endif

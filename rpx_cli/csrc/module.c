@@ -3,6 +3,12 @@
  * readable numpy twin is named reference_* beside its call site. */
 #include "core.h"
 #include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#define RPX_THREADS 1
+#else
+#define RPX_THREADS 0
+#endif
 
 static int kind_matches(const Py_buffer *view, int kind) {
     const char *f = view->format ? view->format : "B";
@@ -25,6 +31,46 @@ static int kind_matches(const Py_buffer *view, int kind) {
     default:
         return 0;
     }
+}
+
+#if RPX_THREADS
+typedef struct {
+    part_fn fn;
+    void *ctx;
+    int part, status;
+} part_job;
+
+static void *run_part(void *arg) {
+    part_job *job = arg;
+    job->status = job->fn(job->ctx, job->part);
+    return NULL;
+}
+#endif
+
+int rpx_run_parts(int parts, part_fn fn, void *ctx) {
+    if (parts > RPX_MAX_PARTS) parts = RPX_MAX_PARTS;
+    int status = 0;
+#if RPX_THREADS
+    part_job jobs[RPX_MAX_PARTS];
+    pthread_t threads[RPX_MAX_PARTS];
+    int started[RPX_MAX_PARTS] = {0};
+    for (int p = 1; p < parts; p++) {
+        jobs[p] = (part_job){fn, ctx, p, 0};
+        started[p] = pthread_create(&threads[p], NULL, run_part, &jobs[p]) == 0;
+    }
+    status = fn(ctx, 0);
+    for (int p = 1; p < parts; p++) {
+        if (started[p]) pthread_join(threads[p], NULL);
+        else jobs[p].status = fn(ctx, p);
+        if (!status) status = jobs[p].status;
+    }
+#else
+    for (int p = 0; p < parts; p++) {
+        int s = fn(ctx, p);
+        if (!status) status = s;
+    }
+#endif
+    return status;
 }
 
 int rpx_get_buffer(PyObject *obj, Py_buffer *view, int kind, int writable, const char *name) {
@@ -192,6 +238,10 @@ static PyMethodDef methods[] = {
      "regular one passes) in every group (sorted int64 groups; detections in rank order) at "
      "every area range (A x 2) and threshold (T): matched, ignored (D x A*T bool, column "
      "a * T + t). GIL released."},
+    {"stable_order", rpx_stable_order, METH_VARARGS,
+     "stable_order(key, score, order) -> None: order (int64, n) by key (int64) ascending, then "
+     "score (float64) descending, ties in index order: numpy's lexsort((-score, key)) (the two "
+     "zeros tie, NaN last). GIL released."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -214,7 +264,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     /* bumped whenever a kernel's signature or meaning changes: native.py refuses another */
-    if (PyModule_AddIntConstant(m, "ABI", 3) < 0) {
+    if (PyModule_AddIntConstant(m, "ABI", 4) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -39,6 +39,7 @@ import numpy as np
 from rpx_cli import native
 from rpx_cli.ops.coco_accumulate import accumulate as accumulate_cells
 from rpx_cli.ops.matching import Similarity, greedy_match
+from rpx_cli.ops.order import stable_order
 
 IOU_THRESHOLDS = np.linspace(0.5, 0.95, 10)
 RECALL_THRESHOLDS = np.linspace(0.0, 1.0, 101)
@@ -211,7 +212,7 @@ def match(data: CocoInput, params: CocoParams | None = None) -> CocoMatches:
     K = data.n_categories
     # detections: group, then score (descending), ties in input order; rank within group
     dt_group = data.dt_image.astype(np.int64) * K + data.dt_category
-    order = np.lexsort((np.arange(dt_group.size), -data.dt_score, dt_group))
+    order = stable_order(dt_group, data.dt_score)
     dt_group, dt_box, dt_score = dt_group[order], data.dt_box[order], data.dt_score[order]
     dt_image, dt_category = data.dt_image[order], data.dt_category[order]
     starts = np.searchsorted(dt_group, dt_group, side="left")
@@ -279,9 +280,6 @@ def accumulate(matches: CocoMatches, images: np.ndarray | None = None) -> CocoRe
         weights = np.bincount(images, minlength=m.n_images)[m.gt_image]
     dt_category = m.dt_category if picked is None else m.dt_category[picked]
     dt_score = m.dt_score if picked is None else m.dt_score[picked]
-    rank = m.rank if picked is None else m.rank[picked]
-    true = m.true if picked is None else m.true[picked]
-    ignored = m.ignored if picked is None else m.ignored[picked]
     if weights is None:
         regular = np.stack([np.bincount(m.gt_category[~m.gt_ignored[a]], minlength=K)
                             for a in range(A)])
@@ -291,15 +289,16 @@ def accumulate(matches: CocoMatches, images: np.ndarray | None = None) -> CocoRe
                             for a in range(A)]).astype(np.int64)
     # category-major, then score descending, ties by image then rank (pycocotools'
     # concatenation order): every category is one contiguous slice
-    # (the detections are in image, category, rank order: a stable sort by category, then
+    # (the detections are in image, category, rank order: a stable order by category, then
     # score keeps image and rank order among ties)
-    ranked = np.lexsort((-dt_score, dt_category))
-    bounds = np.searchsorted(dt_category[ranked], np.arange(K + 1))
-    # the cells by the native core's coco_accumulate, or its numpy twin (ops/coco_accumulate.py);
-    # ``true`` excludes the ignored already: as "matched" it gives the same true positives
-    precision, recall, scores = accumulate_cells(true[ranked], ignored[ranked], rank[ranked],
-                                                 dt_score[ranked], bounds, regular, max_dets,
-                                                 RECALL_THRESHOLDS)
+    ranked = stable_order(dt_category, dt_score)
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(dt_category, minlength=K))))
+    # the cells by the native core's coco_accumulate, or its numpy twin (ops/coco_accumulate.py),
+    # reading the matches' rows in that order; ``true`` excludes the ignored already: as
+    # "matched" it gives the same true positives
+    rows = ranked if picked is None else picked[ranked]
+    precision, recall, scores = accumulate_cells(m.true, m.ignored, m.rank, m.dt_score, bounds,
+                                                 regular, max_dets, RECALL_THRESHOLDS, order=rows)
     return CocoResult(precision, recall, scores, params)
 
 
@@ -318,7 +317,7 @@ def match_boxes(core, dt_box: np.ndarray, dt_group: np.ndarray, gt_box: np.ndarr
                           np.ascontiguousarray(gt_box, f64), np.ascontiguousarray(gt_group, np.int64),
                           np.ascontiguousarray(gt_crowd, np.bool_), np.ascontiguousarray(gt_area, f64),
                           np.ascontiguousarray(ranges, f64), np.ascontiguousarray(thresholds, f64),
-                          matched, ignored)
+                          matched, ignored, native.threads())
     return matched, ignored
 
 

@@ -31,7 +31,7 @@ class Accumulated(NamedTuple):
 
 def accumulate(matched: np.ndarray, ignored: np.ndarray, rank: np.ndarray, score: np.ndarray,
                bounds: np.ndarray, regular: np.ndarray, max_dets: tuple[int, ...],
-               recall_points: np.ndarray) -> Accumulated:
+               recall_points: np.ndarray, order: np.ndarray | None = None) -> Accumulated:
     """Precision, recall and scores of every cell.
 
     The detections are in category order (category ``k`` is ``bounds[k]:bounds[k + 1]``),
@@ -41,11 +41,16 @@ def accumulate(matched: np.ndarray, ignored: np.ndarray, rank: np.ndarray, score
     ``matched`` and ``ignored`` (D, A * T) bool, column ``a * T + t``: the detection took a
     GT / is ignored in area range ``a`` at threshold ``t``; a true positive is matched and
     not ignored, a false positive neither. ``regular`` (A, K) int: the regular GT of each
-    category per range. ``recall_points`` (R,) ascending."""
+    category per range. ``recall_points`` (R,) ascending. ``order`` (N,) int: the rows of
+    ``matched``, ``ignored``, ``rank`` and ``score`` in that category order (a row may come
+    more than once), when they are not in it themselves: the same as passing them gathered
+    by ``order``, without copying them."""
     A, K = regular.shape
     T, M, R = matched.shape[1] // max(A, 1), len(max_dets), recall_points.size
     core = native.core()
     if core is None:
+        if order is not None:
+            matched, ignored, rank, score = matched[order], ignored[order], rank[order], score[order]
         return reference_accumulate(matched, ignored, rank, score, bounds, regular, max_dets,
                                     recall_points)
     precision = np.empty((T, R, K, A, M))
@@ -54,9 +59,10 @@ def accumulate(matched: np.ndarray, ignored: np.ndarray, rank: np.ndarray, score
     core.coco_accumulate(
         np.ascontiguousarray(matched, np.bool_), np.ascontiguousarray(ignored, np.bool_),
         np.ascontiguousarray(rank, np.int64), np.ascontiguousarray(score, np.float64),
+        None if order is None else np.ascontiguousarray(order, np.int64),
         np.ascontiguousarray(bounds, np.int64), np.ascontiguousarray(regular, np.int64),
         np.asarray(max_dets, np.int64), np.ascontiguousarray(recall_points, np.float64),
-        T, A, precision, recall, scores)
+        T, A, precision, recall, scores, native.threads())
     return Accumulated(precision, recall, scores)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from rpx_cli import native
 from rpx_cli.engine import CacheTally, tune_allocator
 from rpx_cli.engine.jobs import processes_for
 from rpx_cli.engine.pairs import RunResult, collect, score_loaded
@@ -60,7 +61,8 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
     # processes, --jobs of them (default: the free CPUs), while this process reads the rest
     execution: dict[str, Any] = {}
     jobs = processes_for(options.jobs, execution)
-    with lent(partial(map_in_processes, jobs=jobs, chosen=execution) if jobs > 1 else None):
+    with lent(partial(map_in_processes, jobs=jobs, chosen=execution) if jobs > 1 else None), \
+            native.lend_threads(jobs):
         loaded = task.read_files(files, params)
     params = {**params, **(loaded.params or {})}
     # the files' sha256 (run_provenance) in a thread while the samples are scored: hashlib
@@ -126,9 +128,10 @@ def run_file_evaluation(task_name: str, files: Mapping[str, str], params: Mappin
     result.tally = tally
     state = State.of_result(plan, result, digests=digests)
     invocation = invocation or Invocation(command=f"rpx_cli.run_file_evaluation({task_name!r})")
-    return conclude(state, invocation, stopwatch,
-                    warnings=list(loaded.warnings or []) + save_digest_cache(cache, tally),
-                    executor={"name": "local", **execution}, keep_state=options.keep_state)
+    with native.lend_threads(jobs):  # the kernels of the summary (COCO's matcher, ...) too
+        return conclude(state, invocation, stopwatch,
+                        warnings=list(loaded.warnings or []) + save_digest_cache(cache, tally),
+                        executor={"name": "local", **execution}, keep_state=options.keep_state)
 
 
 def _bulk_result(task: Task, loaded: FileInput, stems: list[str], order: list[int],
