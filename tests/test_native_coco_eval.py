@@ -289,6 +289,33 @@ def test_the_box_matcher_equals_greedy_match_and_the_reference(drawn) -> None:
     assert (matched == (taken >= 0)).all() and (ignored == reference_ignored).all()
 
 
+@SETTINGS
+@given(box_groups(), st.data())
+def test_the_box_matcher_ignores_unmatched_detections_outside_a_range(drawn, data) -> None:
+    """``outside`` (detections x ranges): a detection that takes no GT in a column is ignored
+    there where its range says so, as ops/coco.py's numpy path does after greedy_match; a
+    matched one keeps what its GT decided."""
+    dt_group, ranges, thresholds = drawn[1], drawn[6], drawn[7]
+    A, T = len(ranges), thresholds.size
+    outside = np.array(data.draw(st.lists(st.booleans(), min_size=dt_group.size * A,
+                                          max_size=dt_group.size * A)), bool).reshape(-1, A)
+    matched, ignored = match_natively(*drawn)
+    want = ignored | (~matched & np.repeat(outside, T, axis=1))
+    columns = A * T
+    got_matched = np.empty((dt_group.size, columns), bool)
+    got_ignored = np.empty((dt_group.size, columns), bool)
+    core.coco_match_boxes(*drawn, got_matched, got_ignored, data.draw(st.integers(1, 3)), outside)
+    assert got_matched.tobytes() == matched.tobytes()
+    assert got_ignored.tobytes() == want.tobytes()
+
+
+def test_the_box_matcher_refuses_an_outside_of_another_size() -> None:
+    with pytest.raises(ValueError, match="coco_match_boxes"):
+        core.coco_match_boxes(*good_boxes(), 1, np.zeros((3, 1), bool))
+    with pytest.raises(TypeError):
+        core.coco_match_boxes(*good_boxes(), 1, np.zeros((2, 1), np.float64))
+
+
 def test_the_box_matcher_by_hand() -> None:
     """One image: GT 0 [0, 0, 10, 10] and GT 1 a copy of it (a tie: the last wins), GT 2 a
     crowd region; detection 0 takes GT 1 at IoU 1, detection 1 (the same box) GT 0, detection

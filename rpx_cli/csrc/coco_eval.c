@@ -251,7 +251,7 @@ static inline double iou_xywh(const double *d, const double *g, int crowd) {
 typedef struct {
     const double *dt, *gt, *gt_area, *ranges, *thresholds;
     const int64_t *dt_group, *gt_group;
-    const uint8_t *gt_crowd;
+    const uint8_t *gt_crowd, *outside; /* outside: (D, A) or NULL */
     Py_ssize_t D, G, A, T;
     uint8_t *matched, *ignored;
     int parts;
@@ -274,7 +274,13 @@ static int match_part(void *ctx, int part) {
     const uint8_t *gt_crowd = m->gt_crowd;
     if (i1 <= i0) return 0;
     memset(m->matched + i0 * C, 0, (size_t)(i1 - i0) * (size_t)C);
-    memset(m->ignored + i0 * C, 0, (size_t)(i1 - i0) * (size_t)C);
+    if (m->outside) {  /* a detection that takes no GT is ignored where its area is outside */
+        for (Py_ssize_t d = i0; d < i1; d++) {
+            for (Py_ssize_t col = 0; col < C; col++) m->ignored[d * C + col] = m->outside[d * A + col / T] != 0;
+        }
+    } else {
+        memset(m->ignored + i0 * C, 0, (size_t)(i1 - i0) * (size_t)C);
+    }
     /* the first GT of the part's first group: a binary search */
     Py_ssize_t g0 = 0, hi = m->G;
     while (g0 < hi) {
@@ -351,8 +357,9 @@ static int match_part(void *ctx, int part) {
  * and GT of one image and category, both sorted by group; detections in rank order), per
  * column a * T + t, each detection takes among the GT whose IoU >= thresholds[t] and that no
  * earlier detection took (a crowd GT may be taken again) the regular one (not crowd, area
- * within ranges[a]) of highest IoU, else the ignored one; ties to the last. The groups are
- * split among m->parts threads (whole groups each: they share nothing). */
+ * within ranges[a]) of highest IoU, else the ignored one; ties to the last. A detection that
+ * takes none in a column is ignored there when m->outside says its area is outside range a.
+ * The groups are split among m->parts threads (whole groups each: they share nothing). */
 static int match_boxes(const box_matching *m) {
     if (m->parts > 1 && m->D > 1) return rpx_run_parts(m->parts, match_part, (void *)m);
     box_matching one = *m;
@@ -361,11 +368,13 @@ static int match_boxes(const box_matching *m) {
 }
 
 PyObject *rpx_coco_match_boxes(PyObject *self, PyObject *args) {
-    PyObject *o[10];
+    PyObject *o[10], *outside_obj = Py_None;
     int threads = 1;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOO|i", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
-                          &o[7], &o[8], &o[9], &threads))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO|iO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &o[8], &o[9], &threads, &outside_obj))
         return NULL;
+    Py_buffer outside = {0};
+    const int has_outside = outside_obj != Py_None;
     static const char *names[10] = {"dt_box", "dt_group", "gt_box", "gt_group", "gt_crowd",
                                     "gt_area", "ranges", "thresholds", "matched", "ignored"};
     static const int kinds[10] = {BUF_FLOAT64, BUF_INT64, BUF_FLOAT64, BUF_INT64, BUF_UINT8,
@@ -407,9 +416,18 @@ PyObject *rpx_coco_match_boxes(PyObject *self, PyObject *args) {
             goto done;
         }
     }
+    if (has_outside) {
+        if (rpx_get_buffer(outside_obj, &outside, BUF_UINT8, 0, "outside")) goto done;
+        if (outside.len != D * A) {
+            PyBuffer_Release(&outside);
+            PyErr_SetString(PyExc_ValueError, "coco_match_boxes: a buffer of the wrong size");
+            goto done;
+        }
+    }
     const box_matching m = {
         .dt = b[0].buf, .gt = b[2].buf, .gt_area = b[5].buf, .ranges = b[6].buf,
         .thresholds = thresholds, .dt_group = dg, .gt_group = gg, .gt_crowd = b[4].buf,
+        .outside = has_outside ? outside.buf : NULL,
         .D = D, .G = G, .A = A, .T = T, .matched = b[8].buf, .ignored = b[9].buf,
         .parts = threads < 1 ? 1 : threads > RPX_MAX_PARTS ? RPX_MAX_PARTS : threads,
     };
@@ -417,6 +435,7 @@ PyObject *rpx_coco_match_boxes(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     status = match_boxes(&m);
     Py_END_ALLOW_THREADS
+    if (has_outside) PyBuffer_Release(&outside);
     if (status) PyErr_NoMemory();
     else result = Py_NewRef(Py_None);
 done:

@@ -213,11 +213,13 @@ def match(data: CocoInput, params: CocoParams | None = None) -> CocoMatches:
     # detections: group, then score (descending), ties in input order; rank within group
     dt_group = data.dt_image.astype(np.int64) * K + data.dt_category
     order = stable_order(dt_group, data.dt_score)
-    dt_group, dt_box, dt_score = dt_group[order], data.dt_box[order], data.dt_score[order]
-    dt_image, dt_category = data.dt_image[order], data.dt_category[order]
-    starts = np.searchsorted(dt_group, dt_group, side="left")
-    rank = np.arange(dt_group.size) - starts
+    dt_group = dt_group[order]
+    rank = _ranks(dt_group)
     keep = rank < max_dets[-1]
+    if not keep.all():  # the detections past the last maxDets of their group: dropped
+        order, dt_group, rank = order[keep], dt_group[keep], rank[keep]
+    dt_box, dt_score = np.take(data.dt_box, order, axis=0), data.dt_score[order]
+    dt_image, dt_category = data.dt_image[order], data.dt_category[order]
     if data.dt_area is not None:
         dt_area = data.dt_area[order]
     elif data.geometry is None:
@@ -225,11 +227,6 @@ def match(data: CocoInput, params: CocoParams | None = None) -> CocoMatches:
     else:
         dt_area = data.geometry.area(dt_box)
     unmatched_ignored = None if data.dt_unmatched_ignored is None else data.dt_unmatched_ignored[order]
-    if not keep.all():
-        dt_group, dt_box, dt_score, rank = dt_group[keep], dt_box[keep], dt_score[keep], rank[keep]
-        dt_image, dt_category, dt_area = dt_image[keep], dt_category[keep], dt_area[keep]
-        if unmatched_ignored is not None:
-            unmatched_ignored = unmatched_ignored[keep]
     # GT: group, then input order
     gt_group = data.gt_image.astype(np.int64) * K + data.gt_category
     gorder = np.argsort(gt_group, kind="stable")
@@ -240,25 +237,39 @@ def match(data: CocoInput, params: CocoParams | None = None) -> CocoMatches:
 
     ranges = np.array(list(params.area_ranges.values()))
     thresholds = np.minimum(IOU_THRESHOLDS, 1 - 1e-10)
+    # a detection that takes no GT is ignored in a range its area is outside (and where the
+    # protocol says so: LVIS' unmatched in a category not exhaustively labelled)
+    outside = (dt_area[:, None] < ranges[None, :, 0]) | (dt_area[:, None] > ranges[None, :, 1])
+    if unmatched_ignored is not None:
+        outside |= unmatched_ignored[:, None]
     boxes = data.geometry is None or getattr(data.geometry, "xywh_iou", False)
     core = native.core() if boxes else None
-    if core is not None:  # IoU and the greedy walk in one pass (csrc/coco_eval.c)
+    if core is not None:  # IoU, the greedy walk and the outside rule in one pass (csrc/coco_eval.c)
         matched, ignored = match_boxes(core, dt_box, dt_group, gt_box, gt_group, gt_crowd, gt_area,
-                                       ranges, thresholds)
+                                       ranges, thresholds, outside)
     else:
         similarity = iou_similarity(dt_box, gt_box) if data.geometry is None else \
             data.geometry.similarity(dt_box, gt_box)
         matched, ignored, _ = greedy_match(dt_group, gt_group, similarity, thresholds, ">=",
                                            ties="last", gt_crowd=gt_crowd, gt_area=gt_area,
                                            area_ranges=ranges)
-    outside = (dt_area[:, None] < ranges[None, :, 0]) | (dt_area[:, None] > ranges[None, :, 1])
-    if unmatched_ignored is not None:
-        outside |= unmatched_ignored[:, None]
-    ignored |= ~matched & np.repeat(outside, T, axis=1)  # (detections, areas * thresholds)
+        # (detections, areas * thresholds): each range's flag over its thresholds
+        ignored |= ~matched & np.broadcast_to(outside[:, :, None], (*outside.shape, T)).reshape(
+            matched.shape)
 
     gt_ignored = gt_crowd[None, :] | (gt_area[None, :] < ranges[:, :1]) | (gt_area[None, :] > ranges[:, 1:])
     return CocoMatches(params, data.n_images, K, dt_image, dt_category, dt_score, rank,
                        matched & ~ignored, ignored, gt_group // K, gt_group % K, gt_ignored)
+
+
+def _ranks(group: np.ndarray) -> np.ndarray:
+    """Each element's position within its run of equal values of the sorted ``group``."""
+    n = group.size
+    first = np.empty(n, bool)
+    first[:1] = True
+    np.not_equal(group[1:], group[:-1], out=first[1:])
+    at = np.arange(n)
+    return at - np.maximum.accumulate(np.where(first, at, 0)) if n else at
 
 
 def accumulate(matches: CocoMatches, images: np.ndarray | None = None) -> CocoResult:
@@ -304,11 +315,15 @@ def accumulate(matches: CocoMatches, images: np.ndarray | None = None) -> CocoRe
 
 def match_boxes(core, dt_box: np.ndarray, dt_group: np.ndarray, gt_box: np.ndarray,
                 gt_group: np.ndarray, gt_crowd: np.ndarray, gt_area: np.ndarray,
-                ranges: np.ndarray, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                ranges: np.ndarray, thresholds: np.ndarray,
+                outside: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``greedy_match``'s ``(matched, ignored)`` for ``[x, y, w, h]`` boxes under
     :func:`iou_similarity`, ``>=`` and ties to the last GT, from the native core's
     ``coco_match_boxes`` (the IoU computed inside the walk: no buckets, no padding); the
-    same arrays bit for bit (``tests/test_native_coco_eval.py``)."""
+    same arrays bit for bit (``tests/test_native_coco_eval.py``). ``outside`` (detections,
+    areas) bool: a detection that takes no GT in a column of range ``a`` is ignored there
+    where ``outside[:, a]`` (``ignored |= ~matched & outside`` over the thresholds). The
+    groups are split among :func:`rpx_cli.native.threads` threads."""
     columns = len(ranges) * thresholds.size
     matched = np.empty((dt_group.size, columns), bool)
     ignored = np.empty((dt_group.size, columns), bool)
@@ -317,7 +332,8 @@ def match_boxes(core, dt_box: np.ndarray, dt_group: np.ndarray, gt_box: np.ndarr
                           np.ascontiguousarray(gt_box, f64), np.ascontiguousarray(gt_group, np.int64),
                           np.ascontiguousarray(gt_crowd, np.bool_), np.ascontiguousarray(gt_area, f64),
                           np.ascontiguousarray(ranges, f64), np.ascontiguousarray(thresholds, f64),
-                          matched, ignored, native.threads())
+                          matched, ignored, native.threads(),
+                          None if outside is None else np.ascontiguousarray(outside, np.bool_))
     return matched, ignored
 
 
