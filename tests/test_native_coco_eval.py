@@ -78,7 +78,10 @@ def test_an_order_reads_the_rows_it_names(drawn, data) -> None:
     rows = np.array(data.draw(st.lists(st.integers(0, max(n - 1, 0)), min_size=n, max_size=n))
                     if n else [], np.int64)
     spare = data.draw(st.integers(0, 3))  # rows the order never names, at the end
-    pad = lambda x: np.concatenate([x, x[:1].repeat(spare, axis=0)]) if n else x
+
+    def pad(x):
+        return np.concatenate([x, x[:1].repeat(spare, axis=0)]) if n else x
+
     want = native(matched[rows], ignored[rows], rank[rows], score[rows], bounds, regular, max_dets)
     got = native(pad(matched), pad(ignored), pad(rank), pad(score), bounds, regular, max_dets,
                  order=rows)
