@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 
 _STOP = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
               if hasattr(signal, name))
@@ -34,6 +35,10 @@ def main() -> None:
         signal.signal(signum, _stop_at_start)
     for name in SINGLE_THREADED:  # before numpy is imported (the command line imports it)
         os.environ.setdefault(name, "1")
+    # the COCO files of `rpx eval detection` read and scanned while the rest imports
+    from rpx_cli.io.prefetch import start
+
+    start(sys.argv[1:])
     from rpx_cli.cli.main import main as run
 
     run()

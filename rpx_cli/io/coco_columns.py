@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from rpx_cli import native
+from rpx_cli.io import prefetch
 from rpx_cli.io.boxes import Boxes
 from rpx_cli.io.instances import keypoint_boxes
 from rpx_cli.io.values import MAX_MAGNITUDE, area_problem
@@ -42,6 +43,9 @@ def scan(data: Any, field_name: str) -> tuple | None:
     code = FIELD_CODES.get(field_name)
     if core is None or code is None:
         return None
+    read = prefetch.scanned(data, "coco_results", code)
+    if read is not prefetch.MISSING:  # scanned while rpx started
+        return read
     try:
         return core.coco_results(data, code)
     except TypeError:  # not bytes (a document given in memory): the Python path takes it

@@ -100,9 +100,9 @@ def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIEL
 
 def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False,
              errors: list[PairError] | None = None) -> _Gt:
-    from rpx_cli.io.regular import read_bytes
+    from rpx_cli.io import prefetch
 
-    data = read_bytes(path)
+    data = prefetch.read(path)  # (read while rpx started, when the command line named it)
     if not lvis and errors is None and (shape_field.instances is None or shape_field.name == "keypoints"):
         read = native_gt(data, "bbox" if shape_field.instances is None else "keypoints")
         if read is not None:

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from rpx_cli import native
+from rpx_cli.io import prefetch
 from rpx_cli.io.boxes import Boxes
 from rpx_cli.io.instances import VISIBILITY, keypoint_boxes
 from rpx_cli.io.values import MAX_MAGNITUDE
@@ -55,10 +56,12 @@ def native_gt(data: Any, field_name: str = "bbox") -> GtColumns | None:
     code = FIELD_CODES.get(field_name)
     if core is None or code is None:
         return None
-    try:
-        read = core.coco_gt(data, code)
-    except TypeError:  # not bytes: the Python path takes it
-        return None
+    read = prefetch.scanned(data, "coco_gt", code)
+    if read is prefetch.MISSING:
+        try:
+            read = core.coco_gt(data, code)
+        except TypeError:  # not bytes: the Python path takes it
+            return None
     return None if read is None else columns(read, keypoints=code == 2)
 
 

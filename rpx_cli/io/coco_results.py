@@ -96,9 +96,9 @@ class PendingResults:
             self.failure = exc
 
     def _read(self) -> None:
-        from rpx_cli.io.regular import read_bytes
+        from rpx_cli.io import prefetch
 
-        self.data = read_bytes(self.path)
+        self.data = prefetch.read(self.path)  # (read while rpx started, when named)
 
     def _literals(self) -> None:
         # no JSON true/false anywhere: a list of numbers holds no bool (numpy would take one

@@ -1,0 +1,131 @@
+"""The COCO files of ``rpx eval detection`` read and scanned while rpx starts
+(rpx_cli/io/prefetch.py): a run that uses them reports exactly what a run that reads the
+files itself reports; a file changed after it was read is read again; other commands,
+URLs, RPX_NATIVE=0 and special files start nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import generated_detections
+from test_coco_files import coco_files
+
+from rpx_cli.io import prefetch
+
+core = pytest.importorskip("rpx_cli._native")
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_over():
+    prefetch._FILES.clear()
+    prefetch._SCANNED.clear()
+    yield
+    prefetch._FILES.clear()
+    prefetch._SCANNED.clear()
+
+
+def argv_of(tmp_path: Path, *extra: str) -> list[str]:
+    files = coco_files(tmp_path, generated_detections(3)).split()
+    return ["eval", "detection", *files, *extra]
+
+
+def comparable(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k != "run_provenance"}
+
+
+def test_a_run_with_the_prefetched_files_reports_the_same(rpx, tmp_path: Path) -> None:
+    argv = argv_of(tmp_path)
+    want = rpx(argv).json
+    prefetch.start(argv)
+    assert len(prefetch._FILES) == 2
+    got = rpx(argv).json
+    assert not prefetch._FILES and not prefetch._SCANNED  # both handed over, once
+    assert comparable(got) == comparable(want)
+
+
+def test_the_bytes_and_scans_are_what_the_reader_would_compute(tmp_path: Path) -> None:
+    argv = argv_of(tmp_path, "--iou-type", "bbox")
+    gt, dt = argv[3], argv[5]
+    prefetch.start(argv)
+    data = prefetch.read(dt)
+    assert data == Path(dt).read_bytes()
+    scan = prefetch.scanned(data, "coco_results", 0)
+    want = core.coco_results(data, 0)
+    assert [bytes(a) if isinstance(a, bytearray) else a for a in scan] == \
+        [bytes(a) if isinstance(a, bytearray) else a for a in want]
+    assert prefetch.scanned(data, "coco_results", 0) is prefetch.MISSING  # once
+    gt_data = prefetch.read(gt)
+    assert prefetch.scanned(gt_data, "coco_gt", 2) is prefetch.MISSING  # another field: no
+    assert prefetch.read(gt) == gt_data  # (the second read is the disk's)
+
+
+def test_a_file_changed_after_it_was_read_is_read_again(tmp_path: Path) -> None:
+    argv = argv_of(tmp_path)
+    dt = Path(argv[5])
+    prefetch.start(argv)
+    prefetch._FILES[os.path.abspath(dt)].thread.join()
+    dt.write_text("[]")  # new bytes (and a new size, mtime, ctime)
+    data = prefetch.read(str(dt))
+    assert data == b"[]"
+    assert prefetch.scanned(data, "coco_results", 0) is prefetch.MISSING
+
+
+@pytest.mark.parametrize("argv", [
+    ["eval", "depth", "--coco-gt", "a.json", "--coco-dt", "b.json"],  # another command
+    ["eval", "detection", "--coco-gt", "a.json"],  # one file only
+    ["eval", "detection", "--coco-gt", "s3://b/a.json", "--coco-dt", "b.json"],  # a URL
+    ["eval", "detection", "--help", "--coco-gt", "a.json", "--coco-dt", "b.json"],
+    ["compare", "--coco-gt", "a.json", "--coco-dt", "b.json"],
+])
+def test_other_command_lines_start_nothing(argv) -> None:
+    prefetch.start(argv)
+    assert not prefetch._FILES
+
+
+def test_rpx_native_0_starts_nothing(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("RPX_NATIVE", "0")
+    prefetch.start(argv_of(tmp_path))
+    assert not prefetch._FILES
+
+
+def test_a_fifo_or_a_missing_file_is_left_to_the_reader(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    prefetch.start(["eval", "detection", "--coco-gt", str(fifo), "--coco-dt",
+                    str(tmp_path / "missing.json")])
+    for file in list(prefetch._FILES.values()):
+        file.thread.join(timeout=10)
+        assert not file.thread.is_alive() and file.data is None
+
+
+def test_the_options_are_read_as_click_reads_them() -> None:
+    argv = ["--coco-gt", "a", "--coco-gt=b", "--iou-type", "segm"]
+    assert prefetch._option(argv, "--coco-gt") == "b"
+    assert prefetch._option(argv, "--iou-type") == "segm"
+    assert prefetch._option(argv, "--coco-dt") is None
+
+
+@pytest.mark.parametrize("iou_type", ["bbox", "keypoints"])
+def test_the_console_script_prefetches_and_reports_the_same(tmp_path: Path, iou_type: str) -> None:
+    """``python -m rpx_cli`` (the console script's main): the same report with the prefetch
+    as with RPX_NATIVE=0, which starts none."""
+    if iou_type == "keypoints":
+        fixture = Path(__file__).parent / "fixtures" / "coco_family"
+        gt, dt = fixture / "keypoints_gt.json", fixture / "keypoints_dt.json"
+        files = ["--coco-gt", str(gt), "--coco-dt", str(dt), "--iou-type", "keypoints"]
+    else:
+        files = argv_of(tmp_path)[2:]
+    runs = []
+    for native in ("1", "0"):
+        out = tmp_path / f"report-{native}.json"
+        done = subprocess.run([sys.executable, "-m", "rpx_cli", "eval", "detection", *files,
+                               "--jobs", "1", "-o", str(out)], capture_output=True, text=True,
+                              env={**os.environ, "RPX_NATIVE": native})
+        assert done.returncode == 0, done.stderr
+        runs.append(comparable(json.loads(out.read_text())))
+    assert runs[0] == runs[1]
