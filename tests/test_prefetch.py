@@ -129,3 +129,14 @@ def test_the_console_script_prefetches_and_reports_the_same(tmp_path: Path, iou_
         assert done.returncode == 0, done.stderr
         runs.append(comparable(json.loads(out.read_text())))
     assert runs[0] == runs[1]
+
+
+def test_an_eval_starts_the_git_lookup_and_the_provenance_takes_it(tmp_path: Path) -> None:
+    from rpx_cli.report import provenance
+
+    prefetch.start(["eval", "depth", "--pred-dir", "p", "--gt-dir", "g"])
+    assert os.getcwd() in provenance._GIT_STARTED
+    assert provenance.collect_git(os.getcwd()) == provenance._collect_git(os.getcwd())
+    assert os.getcwd() not in provenance._GIT_STARTED  # taken once
+    prefetch.start(["merge", "a.json", "b.json"])
+    assert not provenance._GIT_STARTED

@@ -95,10 +95,16 @@ def _option(argv: list[str], name: str) -> str | None:
 def start(argv: list[str]) -> None:
     """Start reading and scanning the COCO files of ``argv`` (``sys.argv[1:]``) when it is
     ``eval detection`` with both ``--coco-gt`` and ``--coco-dt`` and the native core is in
-    use; otherwise do nothing."""
+    use; for any ``eval``, start looking up the working directory's git commit
+    (:func:`rpx_cli.report.provenance.start_git`)."""
     if "--" in argv:
         argv = argv[:argv.index("--")]
-    if argv[:2] != ["eval", "detection"] or "--help" in argv:
+    if argv[:1] != ["eval"] or "--help" in argv:
+        return
+    from rpx_cli.report.provenance import start_git
+
+    start_git(os.getcwd())  # (run_provenance.git: two git processes, waited for meanwhile)
+    if argv[1:2] != ["detection"]:
         return
     gt, dt = _option(argv, "--coco-gt"), _option(argv, "--coco-dt")
     if not gt or not dt or "://" in gt or "://" in dt:

@@ -53,6 +53,7 @@ def assemble(task: Task, params: Mapping[str, Any], stats: StatTable, *,
 
 def drop_skipped(task: Task, params: Mapping[str, Any], report: dict[str, Any]) -> None:
     """Leave the keys of skipped families out of rows, aggregate and the report."""
+    dropped: set[str] = set()
     for family in params.get("skipped_metrics", ()):
         sections = task.families[family][1]
         for section in sections:  # "dataset" or a nested "dataset.pooled"
@@ -62,7 +63,8 @@ def drop_skipped(task: Task, params: Mapping[str, Any], report: dict[str, Any]) 
                 node = node.get(key) if isinstance(node, dict) else None
             if isinstance(node, dict):
                 node.pop(last, None)
-        dropped = task.family_keys(family, params)
+        dropped |= task.family_keys(family, params)
+    if dropped:  # every skipped family's keys at once: one pass over the rows
         for mapping in [*report.get("rows", ()), report.get("aggregate") or {}]:
             for key in dropped & mapping.keys():
                 del mapping[key]

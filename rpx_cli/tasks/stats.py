@@ -88,8 +88,11 @@ class StatTable:
         return Collector(declared).table()
 
     def take(self, order: Sequence[int] | np.ndarray) -> StatTable:
-        """The rows ``order``, in that order."""
+        """The rows ``order``, in that order (this table itself when that is every row in
+        its own order)."""
         index = np.asarray(order, dtype=np.int64)
+        if index.size == self.n and (index == np.arange(self.n)).all():
+            return self
         columns = {}
         for stat in self.declared:
             column = self.columns[stat.name]
