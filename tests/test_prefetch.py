@@ -140,3 +140,16 @@ def test_an_eval_starts_the_git_lookup_and_the_provenance_takes_it(tmp_path: Pat
     assert os.getcwd() not in provenance._GIT_STARTED  # taken once
     prefetch.start(["merge", "a.json", "b.json"])
     assert not provenance._GIT_STARTED
+
+
+def test_settle_leaves_no_thread_of_start_up_running(tmp_path: Path) -> None:
+    """Before a run forks its workers (engine/workers.py) it settles start-up's threads: the
+    files' and the git lookup's are done, what they found kept for the readers."""
+    import threading
+
+    argv = argv_of(tmp_path)
+    prefetch.start(argv)
+    prefetch.settle()
+    assert not [t for t in threading.enumerate() if t.name in ("rpx-prefetch", "rpx-git")]
+    assert prefetch.read(argv[5]) == Path(argv[5]).read_bytes()
+    assert prefetch.scanned(Path(argv[5]).read_bytes(), "coco_results", 0) is prefetch.MISSING

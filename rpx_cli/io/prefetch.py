@@ -166,3 +166,15 @@ def scanned(data: Any, kernel: str, code: int) -> Any:
         return MISSING
     del _SCANNED[id(data)]
     return entry[3]
+
+
+def settle() -> None:
+    """Wait for every thread started here (the files', the git lookup's) to finish, keeping
+    what they found: a process about to fork its workers must have no other thread."""
+    with _LOCK:
+        files = list(_FILES.values())
+    for file in files:
+        file.thread.join()
+    from rpx_cli.report.provenance import settle_git
+
+    settle_git()

@@ -137,6 +137,12 @@ def start_git(cwd: str) -> None:
     thread.start()
 
 
+def settle_git() -> None:
+    """Wait for the lookups :func:`start_git` started (their results kept)."""
+    for thread, _ in list(_GIT_STARTED.values()):
+        thread.join()
+
+
 def collect_git(cwd: str | None = None) -> dict[str, Any] | None:
     """``{commit, dirty}`` of the repository holding ``cwd``, or None outside one (the one
     :func:`start_git` started for ``cwd``, once, when there is one).
