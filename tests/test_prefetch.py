@@ -5,6 +5,7 @@ URLs, RPX_NATIVE=0 and special files start nothing."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -16,17 +17,19 @@ from helpers import generated_detections
 from test_coco_files import coco_files
 
 from rpx_cli.io import prefetch
+from rpx_cli.io.filebuffer import sha256_file
 
 core = pytest.importorskip("rpx_cli._native")
 
 
 @pytest.fixture(autouse=True)
 def nothing_left_over():
-    prefetch._FILES.clear()
-    prefetch._SCANNED.clear()
+    for table in (prefetch._FILES, prefetch._SCANNED, prefetch._DIGESTS, prefetch._THREADS):
+        table.clear()
     yield
-    prefetch._FILES.clear()
-    prefetch._SCANNED.clear()
+    prefetch.settle()
+    for table in (prefetch._FILES, prefetch._SCANNED, prefetch._DIGESTS, prefetch._THREADS):
+        table.clear()
 
 
 def argv_of(tmp_path: Path, *extra: str) -> list[str]:
@@ -45,7 +48,22 @@ def test_a_run_with_the_prefetched_files_reports_the_same(rpx, tmp_path: Path) -
     assert len(prefetch._FILES) == 2
     got = rpx(argv).json
     assert not prefetch._FILES and not prefetch._SCANNED  # both handed over, once
+    assert not prefetch._DIGESTS  # and both digests (computed at start-up) taken
     assert comparable(got) == comparable(want)
+    for name, path in (("coco_gt", argv[3]), ("coco_dt", argv[5])):
+        sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        assert got["run_provenance"]["inputs"][name]["sha256"] == sha
+        assert want["run_provenance"]["inputs"][name]["sha256"] == sha
+
+
+def test_a_digest_of_a_file_changed_since_is_computed_again(tmp_path: Path) -> None:
+    argv = argv_of(tmp_path)
+    dt = Path(argv[5])
+    prefetch.start(argv)
+    prefetch.settle()
+    dt.write_text("[]")
+    assert prefetch.sha256_of(str(dt), os.stat(dt)) is None
+    assert sha256_file(str(dt)) == hashlib.sha256(b"[]").hexdigest()
 
 
 def test_the_bytes_and_scans_are_what_the_reader_would_compute(tmp_path: Path) -> None:

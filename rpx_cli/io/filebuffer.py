@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from rpx_cli.errors import InputError
+from rpx_cli.io import prefetch
 from rpx_cli.io.digest_cache import DigestCache, Key, stat_key
 from rpx_cli.io.local_files import open_regular
 from rpx_cli.io.remote import is_url
@@ -79,12 +80,15 @@ def cached_sha256_file(path: str, cache: DigestCache | None) -> tuple[str, bool,
         return sha256_of(path), False, None
     with open_regular(path) as handle:
         key = None
+        st = os.fstat(handle.fileno())
         if cache is not None and cache.usable_for(os.path.dirname(os.path.abspath(path))):
-            st = os.fstat(handle.fileno())
             found = cache.lookup(stat_key(st))
             if found is not None:
                 return found.hex(), True, None
             key = stat_key(st) if cache.storable(st) else None
+        computed = prefetch.sha256_of(path, st)  # (hashed at start-up: rpx_cli.io.prefetch)
+        if computed is not None:
+            return computed, False, key
         digest = hashlib.sha256()
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)

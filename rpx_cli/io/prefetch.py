@@ -19,6 +19,7 @@ prefetched bytes and scans are what the readers would have computed themselves."
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import threading
@@ -35,9 +36,21 @@ class _File:
         self.key: tuple | None = None
         self.data: bytes | None = None
         self.scan: Any = MISSING
+        self.sha256: str | None = None
+        self.ready = threading.Event()  # read and scanned (the digest may still be running)
         self.thread = threading.Thread(target=self._run, daemon=True, name="rpx-prefetch")
 
     def _run(self) -> None:
+        try:
+            self._read_and_scan()
+        finally:
+            self.ready.set()
+        if self.data is not None:  # run_provenance's digest, off the run's critical path
+            self.sha256 = hashlib.sha256(self.data).hexdigest()
+            with _LOCK:
+                _DIGESTS[os.path.abspath(self.path)] = (self.key, self.sha256)
+
+    def _read_and_scan(self) -> None:
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except OSError:
@@ -74,6 +87,8 @@ class _File:
 
 
 _FILES: dict[str, _File] = {}
+_DIGESTS: dict[str, tuple[tuple, str]] = {}  # absolute path -> (stat key, sha256 hex)
+_THREADS: dict[str, threading.Thread] = {}  # absolute path -> the thread reading it
 _LOCK = threading.Lock()
 
 
@@ -118,8 +133,8 @@ def start(argv: list[str]) -> None:
     files = [_File(gt, None if codes[0] is None else "coco_gt", codes[0]),
              _File(dt, None if codes[1] is None else "coco_results", codes[1])]
     with _LOCK:
-        for file in files:
-            _FILES.setdefault(os.path.abspath(file.path), file)
+        files = [file for file in files if _FILES.setdefault(os.path.abspath(file.path), file) is file]
+        _THREADS.update((os.path.abspath(file.path), file.thread) for file in files)
     for file in files:
         file.thread.start()
 
@@ -131,7 +146,7 @@ def _taken(path: str) -> _File | None:
         file = _FILES.pop(os.path.abspath(path), None) if _FILES else None
     if file is None:
         return None
-    file.thread.join()
+    file.ready.wait()
     if file.data is None:
         return None
     try:
@@ -168,13 +183,27 @@ def scanned(data: Any, kernel: str, code: int) -> Any:
     return entry[3]
 
 
+def sha256_of(path: str, st: os.stat_result) -> str | None:
+    """The sha256 (hex) computed at start-up of the file ``path`` whose stat is now ``st``
+    (once), waiting for it when it is being computed; None when there is none for that
+    file as it is now."""
+    if not _DIGESTS and not _THREADS:
+        return None
+    thread = _THREADS.get(os.path.abspath(path))
+    if thread is not None:
+        thread.join()
+    with _LOCK:
+        found = _DIGESTS.pop(os.path.abspath(path), None)
+    if found is None or found[0] != _key(st):
+        return None
+    return found[1]
+
+
 def settle() -> None:
     """Wait for every thread started here (the files', the git lookup's) to finish, keeping
     what they found: a process about to fork its workers must have no other thread."""
-    with _LOCK:
-        files = list(_FILES.values())
-    for file in files:
-        file.thread.join()
+    for thread in list(_THREADS.values()):
+        thread.join()
     from rpx_cli.report.provenance import settle_git
 
     settle_git()
