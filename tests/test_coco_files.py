@@ -215,6 +215,16 @@ def test_frame_table_round_trip() -> None:
         assert np.array_equal(original.pred.scores, rebuilt.pred.scores)
     backwards = table.subset([6, 5, 4, 3, 2, 1, 0])
     assert [f.gt.labels for f in backwards] == [f.gt.labels for f in reversed(frames)]
+    # a frame named twice is there twice (a bootstrap draw), named frames in that order
+    drawn = [3, 0, 3, 6, 6, 6, 1]
+    resampled = table.subset(drawn)
+    assert len(resampled) == len(drawn)
+    for i, rebuilt in zip(drawn, resampled, strict=True):
+        for side in ("gt", "pred"):
+            a, b = getattr(frames[i], side), getattr(rebuilt, side)
+            assert b.labels == a.labels
+            assert np.array_equal(a.shape.reshape(-1, 4), b.shape) and np.array_equal(a.area, b.area)
+    assert np.array_equal(resampled.pred.frame, np.sort(resampled.pred.frame))
     mapped = table.map_labels({"a": None, "b": "c"})
     assert mapped.vocabulary == ["c"]
     assert [f.gt.labels for f in mapped] == [["c"] * sum(lab != "a" for lab in f.gt.labels) for f in frames]

@@ -208,24 +208,28 @@ class FrameTable(Sequence):
                    pairs("neg"), pairs("not_exhaustive"), file_order)
 
     def subset(self, frames: Sequence[int] | np.ndarray) -> FrameTable:
-        """The frames ``frames``, in that order (renumbered 0..len-1)."""
+        """The frames ``frames``, in that order (renumbered 0..len-1; a frame named twice is
+        there twice, each copy a frame of its own: a bootstrap resample)."""
         frames = np.asarray(frames, np.int64)
-        new = np.full(self.n, -1, np.int64)
-        new[frames] = np.arange(frames.size)
+
+        def rows_of(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            # each named frame's rows (input order within it), named frame after named frame
+            order = np.argsort(frame, kind="stable")
+            bounds = np.searchsorted(frame[order], np.arange(self.n + 1))
+            sizes = bounds[frames + 1] - bounds[frames]
+            total = int(sizes.sum())
+            first = np.repeat(bounds[frames] - (np.cumsum(sizes) - sizes), sizes)
+            return order[first + np.arange(total)], np.repeat(np.arange(frames.size), sizes)
 
         def pick(table: BoxTable) -> BoxTable:
-            renumbered = new[table.frame]
-            kept = np.flatnonzero(renumbered >= 0)
-            order = kept[np.argsort(renumbered[kept], kind="stable")]
-            return table.take(order, renumbered[order])
+            rows, renumbered = rows_of(table.frame)
+            return table.take(rows, renumbered)
 
         def pick_pairs(pairs):
             if pairs is None:
                 return None
-            renumbered = new[pairs[0]]
-            kept = np.flatnonzero(renumbered >= 0)
-            order = kept[np.argsort(renumbered[kept], kind="stable")]
-            return renumbered[order], pairs[1][order]
+            rows, renumbered = rows_of(pairs[0])
+            return renumbered, pairs[1][rows]
 
         return FrameTable(int(frames.size), self.vocabulary, pick(self.gt), pick(self.pred),
                           None if self.image_ids is None else self.image_ids[frames],
