@@ -594,19 +594,19 @@ def test_unusable_outputs_are_one_line(tmp_path: Path, target: str) -> None:
 # --- 8. time: tied keypoints -------------------------------------------------------------------
 
 
-def test_fifty_thousand_tied_keypoint_predictions_take_seconds(tmp_path: Path) -> None:
-    """50,000 predictions at one pixel (all tied for every GT point) used to take 146 s."""
+def test_fifty_thousand_tied_keypoint_predictions_go_to_the_first_listed(tmp_path: Path) -> None:
+    """50,000 predictions at one pixel (all tied for every GT point; this once took 146 s):
+    ties go to the prediction listed first. The child's timeout is a guard against a hang,
+    not a speed bound (benchmarks time things; tests never assert a wall time)."""
     rng = np.random.default_rng(0)
     n = 50_000
     gt = rng.uniform(0, 100, (n, 2)).round(3).tolist()
     write(tmp_path / "gt" / "a.json", {"points0": gt, "points1": gt})
     pred1 = [[float(k), 0.0] for k in range(n)]
     write(tmp_path / "pred" / "a.json", {"points0": [[5.0, 5.0]] * n, "points1": pred1})
-    started = time.monotonic()
     child = run_child(["eval", "keypoints", "--pred-dir", "pred", "--gt-dir", "gt", "-o", "r.json",
-                       "--jobs", "1"], tmp_path, timeout=60)
+                       "--jobs", "1"], tmp_path, timeout=300)
     assert child.returncode == 0, child.stderr
-    assert time.monotonic() - started < 30
     # ties go to the prediction listed first: index 0, whose image-1 point is (0, 0)
     expected = np.hypot(*np.asarray(gt).T)
     row = json.loads((tmp_path / "r.json").read_text())["rows"][0]
