@@ -13,15 +13,12 @@ submission order whatever ``jobs`` is, so nothing a job returns can depend on it
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import signal
 import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import InvalidStateError, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -346,6 +343,11 @@ def _parallel_map(units: Sequence[Any], *, jobs: int, chunksize: int,
     """The results of the job for ``units`` from ``jobs`` forked workers, in order.
     ``started``: first yield ``None`` as soon as every unit is submitted."""
     global _parent_pid
+    # (imported here: ~15 ms of start-up that a run without workers does not need)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     shutdown_digest_thread()  # fork only a single-threaded process
     from rpx_cli.io.prefetch import settle
 
@@ -386,7 +388,7 @@ def _parallel_map(units: Sequence[Any], *, jobs: int, chunksize: int,
             quiet.__exit__(None, None, None)
 
 
-def _terminate(executor: ProcessPoolExecutor) -> None:
+def _terminate(executor: Any) -> None:
     """Stop the workers now (interrupt, error or crash): no result is waited for; the
     pool's manager thread is waited for briefly (see :func:`_quiet_manager`)."""
     # the processes, before shutdown() forgets them (it sets ``_processes`` to None)
@@ -415,12 +417,14 @@ def _terminate(executor: ProcessPoolExecutor) -> None:
 
 
 @contextlib.contextmanager
-def _quiet_manager(executor: ProcessPoolExecutor) -> Iterator[None]:
+def _quiet_manager(executor: Any) -> Iterator[None]:
     """While the pool runs and stops: when a signal to the whole process group killed the
     workers too, the pool's manager thread marks every pending future broken — and one that
     ``Executor.map`` cancelled as it was closed makes CPython (before 3.12) raise
     ``InvalidStateError`` in that thread, a traceback on stderr. That one exception of that
     thread is not printed."""
+    from concurrent.futures import InvalidStateError
+
     previous = threading.excepthook
 
     def quiet(args: Any) -> None:
