@@ -135,8 +135,13 @@ def start(argv: list[str]) -> None:
     with _LOCK:
         files = [file for file in files if _FILES.setdefault(os.path.abspath(file.path), file) is file]
         _THREADS.update((os.path.abspath(file.path), file.thread) for file in files)
-    for file in files:
-        file.thread.start()
+    # small stacks (the scanners nest at most 64 deep): less of a capped address space
+    previous = threading.stack_size(1 << 20)
+    try:
+        for file in files:
+            file.thread.start()
+    finally:
+        threading.stack_size(previous)
 
 
 def _taken(path: str) -> _File | None:
