@@ -23,6 +23,7 @@ from rpx_cli.io.coco_gt_columns import GtColumns, native_gt
 from rpx_cli.io.coco_objects import BOX_FIELD, ObjectField, read_objects
 from rpx_cli.io.coco_records import member, set_aside_annotations
 from rpx_cli.io.coco_results import PendingResults, Results, read_results
+from rpx_cli.io.id_positions import positions
 from rpx_cli.io.json import loads_json
 from rpx_cli.io.values import beyond_image, beyond_image_problem
 
@@ -243,10 +244,7 @@ def _join(gt: _Gt, results: Results, gt_path: str, dt_path: str) -> CocoFiles:
 
 def _position(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Index of each of ``ids`` in ``sorted_ids``; -1 where absent."""
-    at = np.searchsorted(sorted_ids, ids)
-    found = at < sorted_ids.size
-    found[found] = sorted_ids[at[found]] == ids[found]
-    return np.where(found, at, -1)
+    return positions(np.asarray(sorted_ids, np.int64), np.asarray(ids))
 
 
 def _zero_id_rows(anns: list[Any], image: np.ndarray) -> np.ndarray:

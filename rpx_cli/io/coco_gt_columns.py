@@ -23,6 +23,7 @@ import numpy as np
 from rpx_cli import native
 from rpx_cli.io import prefetch
 from rpx_cli.io.boxes import Boxes
+from rpx_cli.io.id_positions import positions
 from rpx_cli.io.instances import VISIBILITY, keypoint_boxes
 from rpx_cli.io.values import MAX_MAGNITUDE
 
@@ -144,10 +145,8 @@ def _keypoints(values: bytearray, ends: bytearray, box: np.ndarray, has_box: np.
 
 def _positions(ids: np.ndarray, values: np.ndarray) -> np.ndarray | None:
     """Each value's index in the sorted ``ids`` (None when one is not there)."""
-    at = np.searchsorted(ids, values)
-    if not (at < ids.size).all() or (ids[np.minimum(at, ids.size - 1)] != values).any():
-        return None
-    return at
+    at = positions(ids, values)
+    return None if (at < 0).any() else at
 
 
 def _texts(text: bytearray, ends: bytearray, given: bytearray, ids: np.ndarray,
