@@ -308,7 +308,7 @@ def _curves(result, vocabulary: list[str]) -> dict[str, Any]:
     over the classes with GT, at IoU 0.5 and averaged over 0.5:0.95; null where pycocotools
     leaves -1."""
     def listed(values: np.ndarray) -> list[float | None]:
-        return [None if np.isnan(v) else v for v in values.tolist()]
+        return [None if v != v else v for v in values.tolist()]  # (v != v: NaN, without numpy)
 
     out: dict[str, Any] = {"recall": RECALL_THRESHOLDS.tolist()}
     for name, curve in result.curves().items():
