@@ -142,6 +142,12 @@ static PyMethodDef methods[] = {
      "label_pair_counts(gt, pred, out): add to out (int64, 256 x 256) the pixels of each "
      "(GT label, predicted label) pair of two 8-bit label maps of one size, counted by runs. "
      "GIL released."},
+    {"point_label_counts", rpx_point_label_counts, METH_VARARGS,
+     "point_label_counts(gt, pred, lut, width, interval, n_intervals, out): add to out (int64, "
+     "n_intervals x width x width) the points of each (interval, GT class, predicted class): "
+     "gt and pred uint32 labels of one size (semantic label = value & 0xFFFF), each mapped by "
+     "lut (uint8, 65,536 entries, every one below width); interval a uint8 per point below "
+     "n_intervals, or None (n_intervals 1). GIL released."},
     {"panoptic_overlaps", rpx_panoptic_overlaps, METH_VARARGS,
      "panoptic_overlaps(gt_ids, pred_ids, gt_sorted, gt_order, pred_sorted, pred_order, out): "
      "add to out (int64, (k_gt + 2) x (k_pred + 2)) the pixels of each (GT, prediction) pair "
@@ -214,7 +220,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     /* bumped whenever a kernel's signature or meaning changes: native.py refuses another */
-    if (PyModule_AddIntConstant(m, "ABI", 3) < 0) {
+    if (PyModule_AddIntConstant(m, "ABI", 4) < 0) {
         Py_DECREF(m);
         return NULL;
     }
