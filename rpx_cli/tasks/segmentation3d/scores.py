@@ -72,9 +72,11 @@ def _class_axis(gt_values: bytes, pred_values: bytes, num_classes: int | None,
     and predicted values on it, and which classes are scored. Scans of one dataset mostly
     share their label values, so this is worked out once for each set of them."""
     gt, pred = np.frombuffer(gt_values, np.int64), np.frombuffer(pred_values, np.int64)
-    classes = np.union1d(gt, pred)
-    if num_classes is not None:
-        classes = np.union1d(classes, np.arange(num_classes, dtype=np.int64))
+    parts = [gt, pred] if num_classes is None else [gt, pred, np.arange(num_classes, dtype=np.int64)]
+    classes = np.sort(np.concatenate(parts))  # their union (np.union1d imports numpy.ma: 17 ms)
+    first = np.ones(classes.size, dtype=bool)
+    first[1:] = classes[1:] != classes[:-1]
+    classes = classes[first]
     scored = not_in(classes, ignore)
     if num_classes is not None:
         scored &= (classes >= 0) & (classes < num_classes)
