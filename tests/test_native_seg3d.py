@@ -153,9 +153,9 @@ def test_arguments_are_checked():
         core.point_label_counts(words, words, lut, 4, np.zeros(9, np.uint8), 1, out)
     with pytest.raises(ValueError, match="n_intervals is not 1"):
         core.point_label_counts(words, words, lut, 4, None, 2, np.zeros((2, 4, 4), np.int64))
-    with pytest.raises(ValueError, match="1..256"):
+    with pytest.raises(ValueError, match=r"1\.\.256"):
         core.point_label_counts(words, words, lut, 0, None, 1, np.zeros(0, np.int64))
-    with pytest.raises(ValueError, match="1..256"):
+    with pytest.raises(ValueError, match=r"1\.\.256"):
         core.point_label_counts(words, words, lut, 257, None, 1, np.zeros((1, 257, 257), np.int64))
     bad = lut.copy()
     bad[65535] = 4  # a table entry past the width: refused, never an index past out
