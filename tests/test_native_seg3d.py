@@ -59,7 +59,10 @@ def scans(draw, *, unmapped: bool = False):
 
 def direct(gt, pred, lut, width, interval, n_intervals) -> np.ndarray:
     out = np.zeros((n_intervals, width, width), np.int64)
-    core.point_label_counts(gt, pred, lut, width, interval, n_intervals, out)
+    rows, cols = core.point_label_counts(gt, pred, lut, width, interval, n_intervals, out)
+    pairs = out.sum(axis=0)  # rows, cols: 1 + the largest class with a count on each side
+    assert rows == (np.flatnonzero(pairs.any(axis=1))[-1] + 1 if pairs.any() else 0)
+    assert cols == (np.flatnonzero(pairs.any(axis=0))[-1] + 1 if pairs.any() else 0)
     return out
 
 
@@ -141,8 +144,9 @@ def test_arguments_are_checked():
     words = np.zeros(10, np.uint32)
     lut = np.zeros(65536, np.uint8)
     out = np.zeros((1, 4, 4), np.int64)
-    core.point_label_counts(words, words, lut, 4, None, 1, out)
+    assert core.point_label_counts(words, words, lut, 4, None, 1, out) == (1, 1)
     assert out[0, 0, 0] == 10
+    assert core.point_label_counts(words[:0], words[:0], lut, 4, None, 1, out * 0) == (0, 0)
     with pytest.raises(ValueError, match="differ in size"):
         core.point_label_counts(words, words[:9], lut, 4, None, 1, out)
     with pytest.raises(ValueError, match="65,536"):

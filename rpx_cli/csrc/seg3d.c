@@ -33,39 +33,73 @@ ALWAYS_INLINE static inline int max_byte_body(const uint8_t *p, Py_ssize_t n) {
 }
 TWO_COPIES(int, max_byte, (const uint8_t *p, Py_ssize_t n), (p, n))
 
-ALWAYS_INLINE static inline Py_ssize_t cell(const seg3d_t *c, Py_ssize_t i) {
-    Py_ssize_t code = (Py_ssize_t)c->lut[c->gt[i] & 0xFFFFu] * c->width + c->lut[c->pred[i] & 0xFFFFu];
-    if (c->interval) code += (Py_ssize_t)c->interval[i] * c->width * c->width;
-    return code;
+/* points [begin, end) into four uint32 tables of `cells` counters (t, t + cells, ...), in
+ * turn; everything the loop reads is in locals (restrict: the stores into the tables change
+ * none of it, which -fno-strict-aliasing would otherwise make the compiler assume they may) */
+ALWAYS_INLINE static inline void count_block(const uint32_t *restrict gt, const uint32_t *restrict pred,
+                                             const uint8_t *restrict lut, const uint8_t *restrict interval,
+                                             Py_ssize_t begin, Py_ssize_t end, Py_ssize_t width,
+                                             Py_ssize_t cells, uint32_t *restrict t) {
+    uint32_t *restrict t0 = t, *restrict t1 = t + cells, *restrict t2 = t1 + cells, *restrict t3 = t2 + cells;
+    Py_ssize_t plane = width * width;
+#define CELL(i) ((Py_ssize_t)lut[gt[i] & 0xFFFFu] * width + lut[pred[i] & 0xFFFFu] + \
+                 (interval ? (Py_ssize_t)interval[i] * plane : 0))
+    Py_ssize_t i = begin;
+    for (; i + COPIES <= end; i += COPIES) {
+        Py_ssize_t a = CELL(i), b = CELL(i + 1), d = CELL(i + 2), e = CELL(i + 3);
+        t0[a]++;
+        t1[b]++;
+        t2[d]++;
+        t3[e]++;
+    }
+    for (; i < end; i++) t0[CELL(i)]++;
+#undef CELL
 }
 
-static void flush(seg3d_t *c) {
+static void flush(uint32_t *scratch, Py_ssize_t cells, int64_t *out) {
     for (int k = 0; k < COPIES; k++) {
-        uint32_t *table = c->scratch + (Py_ssize_t)k * c->cells;
-        for (Py_ssize_t j = 0; j < c->cells; j++) c->out[j] += table[j];
-        memset(table, 0, (size_t)c->cells * sizeof(uint32_t));
+        uint32_t *table = scratch + (Py_ssize_t)k * cells;
+        for (Py_ssize_t j = 0; j < cells; j++) out[j] += table[j];
+        memset(table, 0, (size_t)cells * sizeof(uint32_t));
     }
 }
 
-static void count_points(seg3d_t *c) {
+static void count_points(const seg3d_t *c) {
+    const uint32_t *gt = c->gt, *pred = c->pred;
+    const uint8_t *lut = c->lut, *interval = c->interval;
+    Py_ssize_t n = c->n, width = c->width, plane = width * width;
     if (!c->scratch) { /* tables too large to copy: one int64 counter each */
-        for (Py_ssize_t i = 0; i < c->n; i++) c->out[cell(c, i)] += 1;
+        int64_t *out = c->out;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t code = (Py_ssize_t)lut[gt[i] & 0xFFFFu] * width + lut[pred[i] & 0xFFFFu];
+            out[code + (interval ? (Py_ssize_t)interval[i] * plane : 0)] += 1;
+        }
         return;
     }
-    for (Py_ssize_t begin = 0; begin < c->n; begin += FLUSH_EVERY) {
-        Py_ssize_t end = c->n - begin < FLUSH_EVERY ? c->n : begin + FLUSH_EVERY;
-        uint32_t *t0 = c->scratch, *t1 = t0 + c->cells, *t2 = t1 + c->cells, *t3 = t2 + c->cells;
-        Py_ssize_t i = begin;
-        for (; i + COPIES <= end; i += COPIES) {
-            Py_ssize_t a = cell(c, i), b = cell(c, i + 1), d = cell(c, i + 2), e = cell(c, i + 3);
-            t0[a]++;
-            t1[b]++;
-            t2[d]++;
-            t3[e]++;
-        }
-        for (; i < end; i++) t0[cell(c, i)]++;
-        flush(c);
+    for (Py_ssize_t begin = 0; begin < n; begin += FLUSH_EVERY) {
+        Py_ssize_t end = n - begin < FLUSH_EVERY ? n : begin + FLUSH_EVERY;
+        if (interval)
+            count_block(gt, pred, lut, interval, begin, end, width, c->cells, c->scratch);
+        else
+            count_block(gt, pred, lut, NULL, begin, end, width, c->cells, c->scratch);
+        flush(c->scratch, c->cells, c->out);
     }
+}
+
+/* 1 + the largest GT (rows) and predicted (cols) class holding a count in out, summed over
+ * the intervals (0 for none) */
+static void present(const int64_t *out, Py_ssize_t n_intervals, Py_ssize_t width, Py_ssize_t *rows,
+                    Py_ssize_t *cols) {
+    *rows = *cols = 0;
+    for (Py_ssize_t k = 0; k < n_intervals; k++)
+        for (Py_ssize_t g = 0; g < width; g++) {
+            const int64_t *row = out + (k * width + g) * width;
+            for (Py_ssize_t p = 0; p < width; p++)
+                if (row[p]) {
+                    if (g >= *rows) *rows = g + 1;
+                    if (p >= *cols) *cols = p + 1;
+                }
+        }
 }
 
 PyObject *rpx_point_label_counts(PyObject *self, PyObject *args) {
@@ -112,10 +146,12 @@ PyObject *rpx_point_label_counts(PyObject *self, PyObject *args) {
     }
     seg3d_t ctx = {gt.buf, pred.buf, lut.buf, interval.obj ? interval.buf : NULL, n, width, size,
                    out.buf, scratch};
+    Py_ssize_t rows = 0, cols = 0;
     Py_BEGIN_ALLOW_THREADS
     count_points(&ctx);
+    present(out.buf, n_intervals, width, &rows, &cols);
     Py_END_ALLOW_THREADS
-    result = Py_NewRef(Py_None);
+    result = Py_BuildValue("(nn)", rows, cols);
 done:
     free(scratch);
     PyBuffer_Release(&gt);

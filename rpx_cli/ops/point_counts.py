@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -46,23 +47,32 @@ def word_confusions(gt: np.ndarray, pred: np.ndarray, label_map: LabelMap,
         return None
     lut, width = table
     out = np.zeros((n_intervals, width, width), np.int64)
-    core.point_label_counts(np.ascontiguousarray(gt), np.ascontiguousarray(pred), lut, width,
-                            None if interval is None else np.ascontiguousarray(interval),
-                            n_intervals, out)
-    pairs = out.sum(axis=0)
-    spare = width - 1  # raw labels the map does not list: the numpy path names them
-    if pairs[spare].any() or pairs[:, spare].any():
+    # classes 0 .. rows - 1 and 0 .. cols - 1 hold the counts: the numpy form's values
+    rows, cols = core.point_label_counts(
+        np.ascontiguousarray(gt), np.ascontiguousarray(pred), lut, width,
+        None if interval is None else np.ascontiguousarray(interval), n_intervals, out)
+    if rows == width or cols == width:  # the spare class: a raw label the map does not list
         return None
-    rows = int(np.flatnonzero(pairs.any(axis=1))[-1]) + 1  # labels 0 .. max present
-    cols = int(np.flatnonzero(pairs.any(axis=0))[-1]) + 1
     if n_intervals * rows * cols > _MAX_DENSE_COUNTS:  # the numpy form compacts these
         return None
-    gt_values = np.arange(rows, dtype=np.int64)
+    gt_values, pred_values = _values(rows), _values(cols)
     counts = out[:, :rows, :cols]
     if len(ignore):
-        keep = not_in(gt_values, ignore)
+        keep = _kept(rows, tuple(ignore))
         gt_values, counts = gt_values[keep], counts[:, keep]
-    return gt_values, np.arange(cols, dtype=np.int64), counts
+    return gt_values, pred_values, counts
+
+
+@lru_cache(maxsize=512)
+def _values(size: int) -> np.ndarray:
+    values = np.arange(size, dtype=np.int64)
+    values.flags.writeable = False  # shared by every scan with this many classes
+    return values
+
+
+@lru_cache(maxsize=512)
+def _kept(size: int, ignore: tuple[int, ...]) -> np.ndarray:
+    return not_in(_values(size), ignore)
 
 
 def reference_word_confusions(gt: np.ndarray, pred: np.ndarray, label_map: LabelMap,
