@@ -45,6 +45,28 @@ ALWAYS_INLINE static inline void count_block(const uint32_t *restrict gt, const 
 #define CELL(i) ((Py_ssize_t)lut[gt[i] & 0xFFFFu] * width + lut[pred[i] & 0xFFFFu] + \
                  (interval ? (Py_ssize_t)interval[i] * plane : 0))
     Py_ssize_t i = begin;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* two points' words in one 64-bit load a side (the first point in the low half): ~1.8x
+     * faster here than a load a word */
+#define PAIR(w, half) (((w) >> (32 * (half))) & 0xFFFFu)
+#define CELL2(g, p, i, half) ((Py_ssize_t)lut[PAIR(g, half)] * width + lut[PAIR(p, half)] + \
+                              (interval ? (Py_ssize_t)interval[(i) + (half)] * plane : 0))
+    for (; i + COPIES <= end; i += COPIES) {
+        uint64_t g0, g1, p0, p1;
+        memcpy(&g0, gt + i, 8);
+        memcpy(&g1, gt + i + 2, 8);
+        memcpy(&p0, pred + i, 8);
+        memcpy(&p1, pred + i + 2, 8);
+        Py_ssize_t a = CELL2(g0, p0, i, 0), b = CELL2(g0, p0, i, 1);
+        Py_ssize_t d = CELL2(g1, p1, i + 2, 0), e = CELL2(g1, p1, i + 2, 1);
+        t0[a]++;
+        t1[b]++;
+        t2[d]++;
+        t3[e]++;
+    }
+#undef CELL2
+#undef PAIR
+#else
     for (; i + COPIES <= end; i += COPIES) {
         Py_ssize_t a = CELL(i), b = CELL(i + 1), d = CELL(i + 2), e = CELL(i + 3);
         t0[a]++;
@@ -52,6 +74,7 @@ ALWAYS_INLINE static inline void count_block(const uint32_t *restrict gt, const 
         t2[d]++;
         t3[e]++;
     }
+#endif
     for (; i < end; i++) t0[CELL(i)]++;
 #undef CELL
 }
