@@ -150,11 +150,13 @@ def split(root: Path, repeat: int) -> None:
 
     import subprocess
 
-    start = time.perf_counter()
+    startups = []
     for _ in range(repeat):
+        start = time.perf_counter()
         subprocess.run(rpx_command() + ["eval", "segmentation3d", "--help"], check=True,
                        stdout=subprocess.DEVNULL)
-    startup = (time.perf_counter() - start) / repeat * 1e3
+        startups.append(time.perf_counter() - start)
+    startup = min(startups) * 1e3
     phases = {
         "read both files (FileBuffer, no digest)": best(read),
         "sha256 of both files (read + hashlib)": best(digest),
@@ -172,7 +174,7 @@ def split(root: Path, repeat: int) -> None:
     print("|---|---:|")
     for name, value in phases.items():
         print(f"| {name} | {value:.3f} |")
-    print(f"| start-up: `rpx eval segmentation3d --help`, wall ms a process | {startup:.0f} |")
+    print(f"| start-up: `rpx eval segmentation3d --help`, wall ms a process (best) | {startup:.0f} |")
 
 
 def main() -> None:
