@@ -264,3 +264,12 @@ def test_an_empty_scan_reads_both_ways(rpx, tmp_path: Path):
     code, stderr, report = both_paths(rpx, tmp_path)
     assert code == 0, stderr
     assert [row["n_points"] for row in report["rows"]] == [3, 0]
+
+
+def test_a_missing_prediction_of_label_files_is_all_wrong_both_ways(rpx, tmp_path: Path):
+    write(tmp_path, [1, 10, 10, 252], [1, 10, 10, 252])
+    (tmp_path / "pred" / "s.label").unlink()
+    code, stderr, report = both_paths(rpx, tmp_path, "--missing", "empty")
+    assert code == 0, stderr
+    row = next(row for row in report["rows"] if row["stem"] == "s")
+    assert row["n_points"] == 4 and row["acc"] == 0.0
