@@ -18,7 +18,12 @@ each command in a fresh process, round-robin, median of ``--repeat``:
 
 Targets: first run >= 2x the loop, re-run >= 2.5x.
 
-Usage: python benchmarks/segmentation3d_peer.py [--scans 500] [--repeat 3]
+``--split``: where a like-for-like run's CPU goes instead, in this process (one job,
+``time.process_time`` over every scan, best of ``--repeat``): reading the two files, their
+sha256, the counts by the native pass and by its numpy twin, the row scores, the engine's
+whole pair loop with and without digests, and the start-up of a fresh process.
+
+Usage: python benchmarks/segmentation3d_peer.py [--scans 500] [--repeat 3] [--split]
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np
 from _common import DATA, DigestRuns, machine, measure, rpx_command, spread_line
 from segmentation3d import LEARNING_MAP, RANGES, generate
 
@@ -94,12 +100,93 @@ PEER = textwrap.dedent("""
 """)
 
 
+def split(root: Path, repeat: int) -> None:
+    """CPU per scan of each phase of a like-for-like run, in this process (see the module)."""
+    import hashlib
+    import os
+    import time
+
+    from rpx_cli.engine.pairs import run_pairs
+    from rpx_cli.io.discover import pair_dirs
+    from rpx_cli.io.filebuffer import FileBuffer
+    from rpx_cli.ops.lidar import LabelMap
+    from rpx_cli.ops.point_counts import reference_word_confusions, word_confusions
+    from rpx_cli.tasks.registry import get_task
+    from rpx_cli.tasks.segmentation3d.scores import scan_scores
+
+    task = get_task("segmentation3d")
+    params = task.normalise_params({"label_map": str(root / "learning_map.json"),
+                                    "num_classes": 20, "ignore_index": [0],
+                                    "protocol": "semantickitti"})
+    label_map = LabelMap({int(k): v for k, v in params["label_map"].items()})
+    pairs = pair_dirs(str(root / "pred"), str(root / "gt"), task.suffixes, missing="error").pairs
+    paths = [(os.path.join(p.gt_dir, p.gt_rel), os.path.join(p.pred_dir, p.pred_rel)) for p in pairs]
+    words = [tuple(np.fromfile(path, np.uint32) for path in pair) for pair in paths]
+    counted = [word_confusions(g, p, label_map, None, 1, (0,)) for g, p in words]
+
+    def best(step) -> float:
+        times = []
+        for _ in range(repeat):
+            start = time.process_time()
+            step()
+            times.append(time.process_time() - start)
+        return min(times) / len(pairs) * 1e3
+
+    buffers = FileBuffer(digest=False), FileBuffer(digest=False)
+
+    def read() -> None:
+        for pair in paths:
+            for buffer, path in zip(buffers, pair, strict=True):
+                buffer.read(path)
+
+    def digest() -> None:
+        for pair in paths:
+            for path in pair:
+                with open(path, "rb") as handle:
+                    hashlib.sha256(handle.read())
+
+    def engine(digest: bool) -> None:
+        run_pairs(task, pairs, params, jobs=1, digest=digest)
+
+    import subprocess
+
+    startups = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(rpx_command() + ["eval", "segmentation3d", "--help"], check=True,
+                       stdout=subprocess.DEVNULL)
+        startups.append(time.perf_counter() - start)
+    startup = min(startups) * 1e3
+    phases = {
+        "read both files (FileBuffer, no digest)": best(read),
+        "sha256 of both files (read + hashlib)": best(digest),
+        "counts, native pass (word_confusions)": best(
+            lambda: [word_confusions(g, p, label_map, None, 1, (0,)) for g, p in words]),
+        "counts, numpy twin (LabelMap.apply x 2 + interval_confusions)": best(
+            lambda: [reference_word_confusions(g, p, label_map, None, 1, (0,)) for g, p in words]),
+        "row scores (scan_scores)": best(
+            lambda: [scan_scores(g, p, c, params) for g, p, c in counted]),
+        "engine, whole pair loop, no digests (run_pairs --jobs 1)": best(lambda: engine(False)),
+        "engine, whole pair loop, first run (every file hashed)": best(lambda: engine(True)),
+    }
+    print(f"machine: {machine()}; {len(pairs)} scans, CPU ms a scan, best of {repeat}")
+    print("| phase | CPU ms / scan |")
+    print("|---|---:|")
+    for name, value in phases.items():
+        print(f"| {name} | {value:.3f} |")
+    print(f"| start-up: `rpx eval segmentation3d --help`, wall ms a process (best) | {startup:.0f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scans", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--split", action="store_true")
     args = parser.parse_args()
     root = generate(DATA / f"segmentation3d-{args.scans}", args.scans)
+    if args.split:
+        split(root, args.repeat)
+        return
     pred, gt, velodyne = (str(root / name) for name in ("pred", "gt", "velodyne"))
     mapping = json.dumps({str(k): v for k, v in LEARNING_MAP.items()})
     like = rpx_command() + [

@@ -109,6 +109,30 @@ def test_run_counts_are_the_same():
     assert same(both(pairs)) and same(both(overlaps))
 
 
+def test_point_label_counts_are_the_same():
+    rng = np.random.default_rng(11)
+    n = 70_001
+    gt, pred = (rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+    lut = rng.integers(0, 21, 65536).astype(np.uint8)
+    interval = rng.integers(0, 4, n).astype(np.uint8)
+
+    def counts():
+        out = np.zeros((4, 21, 21), np.int64)
+        present = core.point_label_counts(gt, pred, lut, 21, interval, 4, out)
+        return np.append(out.ravel(), present)
+
+    assert same(both(counts))
+    bad = lut.copy()
+    bad[-1] = 21  # the table check runs in both copies (the last entry included)
+    for isa in ("baseline", "avx2") if has_avx2() else ("baseline",):
+        core.set_isa(isa)
+        try:
+            with pytest.raises(ValueError, match="not below width"):
+                core.point_label_counts(gt, pred, bad, 21, None, 1, np.zeros((1, 21, 21), np.int64))
+        finally:
+            restore()
+
+
 def test_set_isa_names_and_the_environment_variable():
     with pytest.raises(ValueError, match="not auto, baseline or avx2"):
         core.set_isa("sse9")

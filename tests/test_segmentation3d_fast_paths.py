@@ -160,3 +160,22 @@ def test_class_scores_of_a_stack_equal_each_matrix() -> None:
         alone = confusion_scores(matrix)
         for field in ("support", "tp", "iou", "precision", "recall", "f1", "predicted"):
             np.testing.assert_array_equal(getattr(stacked, field)[k], getattr(alone, field))
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (3, 4), (19, 20)])
+def test_frame_confusions_pickle_to_equal_writable_arrays(shape) -> None:
+    """A worker's confusion reaches the parent as raw bytes (``FrameConfusion.__reduce__``):
+    the same values, dtypes and shapes, from a strided view too, and writable."""
+    import pickle
+
+    from rpx_cli.ops.confusion import FrameConfusion
+
+    rng = np.random.default_rng(len(shape))
+    full = rng.integers(0, 1 << 40, (2, shape[0], shape[1] + 3))
+    frame = FrameConfusion(np.arange(shape[0], dtype=np.int64), np.arange(shape[1]) - 1,
+                           full[1, :, 1:shape[1] + 1])
+    back = pickle.loads(pickle.dumps(frame, pickle.HIGHEST_PROTOCOL))
+    for name in ("gt_labels", "pred_labels", "counts"):
+        got, expected = getattr(back, name), getattr(frame, name)
+        assert got.dtype == expected.dtype and np.array_equal(got, expected)
+        assert got.flags.writeable

@@ -147,6 +147,9 @@ PyObject *rpx_depth_sums(PyObject *self, PyObject *args);
 /* the label-pair counts of counts.c */
 PyObject *rpx_label_pair_counts(PyObject *self, PyObject *args);
 
+/* the per-point label-pair counts of seg3d.c */
+PyObject *rpx_point_label_counts(PyObject *self, PyObject *args);
+
 /* the panoptic overlaps of panoptic.c */
 PyObject *rpx_panoptic_overlaps(PyObject *self, PyObject *args);
 

@@ -188,6 +188,13 @@ static PyMethodDef methods[] = {
      "label_pair_counts(gt, pred, out): add to out (int64, 256 x 256) the pixels of each "
      "(GT label, predicted label) pair of two 8-bit label maps of one size, counted by runs. "
      "GIL released."},
+    {"point_label_counts", rpx_point_label_counts, METH_VARARGS,
+     "point_label_counts(gt, pred, lut, width, interval, n_intervals, out) -> (rows, cols): add "
+     "to out (int64, n_intervals x width x width) the points of each (interval, GT class, "
+     "predicted class): gt and pred uint32 labels of one size (semantic label = value & "
+     "0xFFFF), each mapped by lut (uint8, 65,536 entries, every one below width); interval a "
+     "uint8 per point below n_intervals, or None (n_intervals 1). rows, cols: 1 + the largest "
+     "GT, predicted class holding a count in out (0 for none). GIL released."},
     {"panoptic_overlaps", rpx_panoptic_overlaps, METH_VARARGS,
      "panoptic_overlaps(gt_ids, pred_ids, gt_sorted, gt_order, pred_sorted, pred_order, out): "
      "add to out (int64, (k_gt + 2) x (k_pred + 2)) the pixels of each (GT, prediction) pair "

@@ -31,8 +31,11 @@ POINT_SUFFIXES = (".bin", ".npy")
 BIN_LABELS = ("auto", "semantickitti", "nuscenes")
 
 
-def read_point_labels(path: str, buffer: FileBuffer, *, bin_labels: str = "auto") -> np.ndarray:
-    """One integer label per point (a view of ``buffer`` where possible)."""
+def read_point_labels(path: str, buffer: FileBuffer, *, bin_labels: str = "auto",
+                      words: bool = False) -> np.ndarray:
+    """One integer label per point (a view of ``buffer`` where possible). ``words``: a
+    SemanticKITTI file (:func:`holds_words`) comes back as its uint32 words, unmasked (the
+    caller takes the low 16 bits itself: :mod:`rpx_cli.ops.point_counts`)."""
     suffix = os.path.splitext(path)[1].lower()
     data = buffer.read(path)
     if suffix == ".bin":
@@ -48,6 +51,8 @@ def read_point_labels(path: str, buffer: FileBuffer, *, bin_labels: str = "auto"
         if data.size % 4:
             raise InputError(f"{data.size} bytes is not a whole number of uint32 labels "
                              "(SemanticKITTI .label: 4 bytes a point)", path=path)
+        if words:
+            return data.view("<u4")
         return data.view("<u2")[0::2]  # the low 16 bits of each little-endian uint32
     if suffix == ".npy":
         labels = parse_npy(data, path)
@@ -61,6 +66,13 @@ def read_point_labels(path: str, buffer: FileBuffer, *, bin_labels: str = "auto"
         check_labels_fit(labels, path)
         return labels
     raise InputError(f"unsupported label file type '{suffix}' (.label, .bin, .npy)", path=path)
+
+
+def holds_words(path: str, bin_labels: str) -> bool:
+    """Whether ``path`` is read as SemanticKITTI uint32 words (``.label``, or ``.bin`` with
+    ``bin_labels`` ``"semantickitti"``)."""
+    suffix = os.path.splitext(path)[1].lower()
+    return suffix == ".label" or (suffix == ".bin" and bin_labels == "semantickitti")
 
 
 def read_points(path: str, buffer: FileBuffer, *, fields: int, columns: int = 2) -> np.ndarray:

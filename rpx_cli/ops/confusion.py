@@ -65,6 +65,11 @@ class FrameConfusion:
     def total(self) -> int:
         return int(self.counts.sum())
 
+    def __reduce__(self) -> tuple:
+        # a worker's result to the parent: raw bytes pickle in half the time of three arrays
+        return (_frame_of_bytes, tuple((bytearray(np.ascontiguousarray(a)), a.dtype.str, a.shape)
+                                       for a in (self.gt_labels, self.pred_labels, self.counts)))
+
     @classmethod
     def trimmed(cls, gt_values: np.ndarray, pred_values: np.ndarray,
                 counts: np.ndarray) -> FrameConfusion:
@@ -76,6 +81,12 @@ class FrameConfusion:
                    pred_values[cols].astype(np.int64, copy=False),
                    counts[np.ix_(rows, cols)].astype(np.int64, copy=False))
 
+
+
+def _frame_of_bytes(*parts: tuple[bytearray, str, tuple[int, ...]]) -> FrameConfusion:
+    """The inverse of :meth:`FrameConfusion.__reduce__` (writable arrays over the bytes)."""
+    return FrameConfusion(*(np.frombuffer(data, np.dtype(dtype)).reshape(shape)
+                            for data, dtype, shape in parts))
 
 
 def encode_confusion(confusion: FrameConfusion) -> list[list[int]]:

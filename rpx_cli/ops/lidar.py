@@ -41,6 +41,21 @@ class LabelMap:
         in_lut = (keys >= 0) & (keys < _LUT_SIZE)
         self._lut = np.full(_LUT_SIZE, self.unmapped, dtype=self.dtype)
         self._lut[keys[in_lut]] = values[in_lut]
+        self._table: tuple[np.ndarray, int] | None = None
+
+    def class_table(self) -> tuple[np.ndarray, int] | None:
+        """``(table, width)`` for the native pass over 16-bit raw labels
+        (:mod:`rpx_cli.ops.point_counts`): ``table[raw]`` (uint8, 65,536 entries) is the
+        class of ``raw``, or ``width - 1`` (the spare class, past every class) when the map
+        does not list it. None when the classes are not all in 0..254."""
+        if self.dtype != np.uint8:
+            return None
+        if self._table is None:
+            width = int(self.values.max()) + 2
+            table = self._lut.copy()
+            table[table == self.unmapped] = width - 1
+            self._table = (table, width)
+        return self._table
 
     def apply(self, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(classes, unmapped)``: every label mapped, and the sorted raw labels the map

@@ -35,11 +35,19 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rpx_cli import native
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.class_names import read_class_names
 from rpx_cli.io.filebuffer import FileBuffer
 from rpx_cli.io.label_map import load_label_map, normalise_label_map
-from rpx_cli.io.lidar import BIN_LABELS, LABEL_SUFFIXES, POINT_SUFFIXES, read_point_labels, read_points
+from rpx_cli.io.lidar import (
+    BIN_LABELS,
+    LABEL_SUFFIXES,
+    POINT_SUFFIXES,
+    holds_words,
+    read_point_labels,
+    read_points,
+)
 from rpx_cli.ops.confusion import (
     EMPTY,
     MAX_CLASSES,
@@ -57,6 +65,7 @@ from rpx_cli.ops.confusion import (
     trim,
 )
 from rpx_cli.ops.lidar import LabelMap, RangeIntervals
+from rpx_cli.ops.point_counts import semantic_labels, word_confusions
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.params import Band, banded
 from rpx_cli.params.parsers import NAMES, parse_band
@@ -75,11 +84,14 @@ NORMS = ("xy", "xyz")
 
 class Scan(NamedTuple):
     """One scan's labels (after ``--label-map``), the file they came from, and (GT with
-    ``--range``) each point's distance interval (:class:`RangeIntervals`)."""
+    ``--range``) each point's distance interval (:class:`RangeIntervals`). ``words``: the
+    labels are still the file's SemanticKITTI uint32 words, to be masked and mapped in one
+    pass with the other side's (:mod:`rpx_cli.ops.point_counts`; :func:`_mapped` otherwise)."""
 
     labels: np.ndarray
     path: str | None
     interval: np.ndarray | None = None
+    words: bool = False
 
 
 class Cloud(NamedTuple):
@@ -280,20 +292,21 @@ class Segmentation3D(Task):
             if bands:
                 interval = _intervals(tuple(bands)).index_points(points, norm)
             return Cloud(points.shape[0], interval, path)
+        label_map = _label_map(tuple(params["label_map"].items())) if params["label_map"] else None
+        if (label_map is not None and label_map.class_table() is not None
+                and holds_words(path, params["label_format"]) and native.core() is not None):
+            # mapped and counted with the other side's in one pass (evaluate)
+            words = read_point_labels(path, buffer, bin_labels=params["label_format"], words=True)
+            return Scan(words, path, words=True)
         labels = read_point_labels(path, buffer, bin_labels=params["label_format"])
-        if params["label_map"]:
-            labels, unmapped = _label_map(tuple(params["label_map"].items())).apply(labels)
-            if unmapped.size:
-                shown = ", ".join(str(v) for v in unmapped[:10].tolist())
-                raise InputError(f"label(s) {shown}{' ...' if unmapped.size > 10 else ''} are "
-                                 "not in --label-map", path=path)
-        return Scan(labels, path)
+        return Scan(_map_labels(labels, label_map, path), path)
 
     def attach(self, gt: Scan, aux: dict[str, Any], params: Params) -> Scan:
         cloud = aux.get("points_dir")
         if cloud is None:
             return gt
         if cloud.n != gt.labels.size:
+            _mapped(gt, params)  # a label the map does not list is the GT file's first error
             raise InputError(f"point counts differ: {cloud.path} has {cloud.n} points, "
                              f"{gt.path} has {gt.labels.size} labels", path=cloud.path)
         return gt._replace(interval=cloud.interval)
@@ -304,20 +317,29 @@ class Segmentation3D(Task):
     def evaluate(self, pred: Scan, gt: Scan, params: Params, *, pred_path: str | None,
                  gt_path: str) -> Sample:
         n = gt.labels.size
-        if pred.labels.size != n:
-            raise InputError(f"label counts differ: {pred_path} has {pred.labels.size} labels, "
-                             f"{gt_path} has {n}", path=pred_path)
         bands = self.bands(params)
-        if bands and gt.interval is None:  # the Evaluator's update without points=
-            raise InputError("--range buckets points by their distance: this scan has no "
-                             "points (points=)", path=gt_path)
         intervals = _intervals(tuple(bands)) if bands else None
-        try:
-            gt_values, pred_values, counts = interval_confusions(
-                gt.labels, pred.labels, gt.interval, intervals.count if intervals else 1,
-                tuple(params["ignore_index"]))
-        except TooManyLabels as exc:
-            raise InputError(str(exc), path=gt_path if exc.side == "gt" else pred_path) from None
+        counted = None
+        if gt.words and pred.words and (not bands or gt.interval is not None):
+            counted = word_confusions(gt.labels, pred.labels,
+                                      _label_map(tuple(params["label_map"].items())),
+                                      gt.interval, intervals.count if intervals else 1,
+                                      params["ignore_index"])
+        if counted is None:  # the numpy path (and every error, in the readers' order)
+            gt_labels, pred_labels = _mapped(gt, params), _mapped(pred, params)
+            if pred_labels.size != n:
+                raise InputError(f"label counts differ: {pred_path} has {pred_labels.size} "
+                                 f"labels, {gt_path} has {n}", path=pred_path)
+            if bands and gt.interval is None:  # the Evaluator's update without points=
+                raise InputError("--range buckets points by their distance: this scan has no "
+                                 "points (points=)", path=gt_path)
+            try:
+                counted = interval_confusions(gt_labels, pred_labels, gt.interval,
+                                              intervals.count if intervals else 1,
+                                              tuple(params["ignore_index"]))
+            except TooManyLabels as exc:
+                raise InputError(str(exc), path=gt_path if exc.side == "gt" else pred_path) from None
+        gt_values, pred_values, counts = counted
         # the scan's matrix, then each range's: sums of the interval matrices
         buckets = np.empty((1 + len(bands),) + counts.shape[1:], dtype=counts.dtype)
         counts.sum(axis=0, out=buckets[0])
@@ -385,6 +407,27 @@ class Segmentation3D(Task):
         dataset["per_class"] = per_class
         return {"aggregate": aggregate, "dataset": dataset,
                 **({"warnings": warnings} if warnings else {})}
+
+
+def _map_labels(labels: np.ndarray, label_map: LabelMap | None, path: str | None) -> np.ndarray:
+    """``labels`` through ``--label-map`` (as they are without one); a raw label the map
+    does not list is an :class:`InputError` naming the file."""
+    if label_map is None:
+        return labels
+    labels, unmapped = label_map.apply(labels)
+    if unmapped.size:
+        shown = ", ".join(str(v) for v in unmapped[:10].tolist())
+        raise InputError(f"label(s) {shown}{' ...' if unmapped.size > 10 else ''} are "
+                         "not in --label-map", path=path)
+    return labels
+
+
+def _mapped(scan: Scan, params: Params) -> np.ndarray:
+    """A scan's labels after ``--label-map`` (the words of :class:`Scan` masked and mapped)."""
+    if not scan.words:
+        return scan.labels
+    return _map_labels(semantic_labels(scan.labels),
+                       _label_map(tuple(params["label_map"].items())), scan.path)
 
 
 def _check_gt(gt_values: np.ndarray, matrix: np.ndarray, params: Params, gt_path: str) -> None:
