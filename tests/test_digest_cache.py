@@ -171,3 +171,30 @@ def test_network_and_fuse_filesystems_are_not_cached(fstype: str, network: bool)
     assert is_network_filesystem("/data/gt/a.png", mountinfo) is network
     assert is_network_filesystem("/home/a.png", mountinfo) is False
 
+
+
+def test_opening_the_cache_sets_aside_only_what_its_segments_hold(tmp_path: Path) -> None:
+    """A segment is read by its size: the cache opens in a process whose address space is
+    capped far below the largest segment allowed (MAX_SEGMENT_BYTES, 576 MB), which
+    ``read(MAX_SEGMENT_BYTES + 1)`` once set aside for every segment."""
+    import subprocess
+    import sys
+
+    from rpx_cli.io.digest_cache import MAX_SEGMENT_BYTES, DigestCache, stat_key
+
+    folder = tmp_path / "cache"
+    cache = DigestCache.open(str(folder))
+    probe = tmp_path / "probe.bin"
+    probe.write_bytes(b"x")
+    cache.add([(stat_key(probe.stat()), b"\1" * 32)])
+    cache.save()
+    assert MAX_SEGMENT_BYTES > 400 << 20
+    script = ("import resource, sys\n"
+              "resource.setrlimit(resource.RLIMIT_AS, (400 << 20, 400 << 20))\n"
+              "from rpx_cli.io.digest_cache import DigestCache\n"
+              "cache = DigestCache.open(sys.argv[1])\n"
+              "print(len(cache.entries), len(cache.warnings))\n")
+    done = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "0"]

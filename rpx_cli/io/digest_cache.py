@@ -88,7 +88,10 @@ class DigestCache:
             path = os.path.join(cache.folder, name)
             try:  # a regular file of at most a segment's size: a FIFO or /dev/zero is skipped
                 with open_regular(path) as handle:
-                    data = handle.read(MAX_SEGMENT_BYTES + 1)
+                    # what the file holds (read(n) would set n bytes aside first: 576 MB,
+                    # against a capped address space)
+                    size = os.fstat(handle.fileno()).st_size
+                    data = handle.read(min(size, MAX_SEGMENT_BYTES) + 1)
             except InputError as exc:
                 if "file not found" not in str(exc):  # not deleted by a concurrent merge
                     cache.warnings.append(f"digest cache: {path} {str(exc).split(': ', 1)[-1]}; "
