@@ -83,14 +83,14 @@ KERNELS_ALONE = textwrap.dedent("""
     from rpx_cli.ops.coco_accumulate import reference_accumulate
     from rpx_cli.ops.matching import greedy_match
     captured, boxes = [], []
-    inner, match_boxes = coco.accumulate, coco.match_boxes
+    inner, match_boxes = coco.accumulate_cells, coco.match_boxes
     def capture(*args):
         captured.append(args)
         return inner(*args)
     def capture_boxes(*args):
         boxes.append(args)
         return match_boxes(*args)
-    coco.accumulate, coco.match_boxes = capture, capture_boxes
+    coco.accumulate_cells, coco.match_boxes = capture, capture_boxes
     sys.argv = ["rpx", *sys.argv[1:]]
     try:
         main()
