@@ -208,8 +208,12 @@ class FrameTable(Sequence):
                    pairs("neg"), pairs("not_exhaustive"), file_order)
 
     def subset(self, frames: Sequence[int] | np.ndarray) -> FrameTable:
-        """The frames ``frames``, in that order (renumbered 0..len-1)."""
+        """The frames ``frames``, in that order (renumbered 0..len-1). Every frame in its
+        own order (a run's stems in frame order) shares the columns: no copy."""
         frames = np.asarray(frames, np.int64)
+        if frames.size == self.n and (frames == np.arange(self.n)).all():
+            return FrameTable(self.n, self.vocabulary, self.gt, self.pred, self.image_ids,
+                              self.neg, self.not_exhaustive, self.file_order)
         new = np.full(self.n, -1, np.int64)
         new[frames] = np.arange(frames.size)
 
