@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-ABI = 3
+ABI = 4
 """The kernels' signatures this Python code expects (the extension's ``ABI`` constant)."""
 
 _loaded: ModuleType | None = None

@@ -156,4 +156,7 @@ PyObject *rpx_coco_gt(PyObject *self, PyObject *args);
 PyObject *rpx_coco_accumulate(PyObject *self, PyObject *args);
 PyObject *rpx_coco_match_boxes(PyObject *self, PyObject *args);
 
+/* the keypoint (OKS) matcher of coco_oks.c */
+PyObject *rpx_coco_match_oks(PyObject *self, PyObject *args);
+
 #endif

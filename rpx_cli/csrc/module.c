@@ -192,6 +192,14 @@ static PyMethodDef methods[] = {
      "regular one passes) in every group (sorted int64 groups; detections in rank order) at "
      "every area range (A x 2) and threshold (T): matched, ignored (D x A*T bool, column "
      "a * T + t). GIL released."},
+    {"coco_match_oks", rpx_coco_match_oks, METH_VARARGS,
+     "coco_match_oks(width, dt_rows, dt_id, gt_rows, gt_id, oks_area, variances, dt_group, "
+     "gt_group, gt_crowd, gt_area, ranges, thresholds, matched, ignored): pycocotools' greedy "
+     "matching of keypoints under OKS (computeOks over keypoint rows of `width` float64 "
+     "values: K [x, y, v] points, then the GT box; variances (2 sigma)^2 (K,); each object "
+     "an id into its rows; oks_area: each GT row's area), as coco_match_boxes walks (>=, ties "
+     "to the last GT, ignored GT only when no regular one passes): matched, ignored (D x A*T "
+     "bool, column a * T + t). GIL released."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -214,7 +222,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     /* bumped whenever a kernel's signature or meaning changes: native.py refuses another */
-    if (PyModule_AddIntConstant(m, "ABI", 3) < 0) {
+    if (PyModule_AddIntConstant(m, "ABI", 4) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rpx_cli import native
 from rpx_cli.ops.matching import Similarity
 
 COCO_SIGMAS = np.array([.26, .25, .25, .35, .35, .79, .79, .72, .72, .62, .62, 1.07, 1.07,
@@ -168,3 +169,35 @@ class OksGeometry:
     def pairs(self, dt: np.ndarray, gt: np.ndarray, *, crowd: bool = False) -> np.ndarray:
         """Exact, except for the crowd test (``crowd``), which compares with the threshold."""
         return self.oks(dt, gt, exact=not crowd)
+
+    def native_greedy_match(self, dt: np.ndarray, dt_group: np.ndarray, gt: np.ndarray,
+                            gt_group: np.ndarray, gt_crowd: np.ndarray, gt_area: np.ndarray,
+                            ranges: np.ndarray,
+                            thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``greedy_match``'s ``(matched, ignored)`` under :meth:`similarity`, ``>=`` and ties
+        to the last GT (``ops.coco.match``'s call: ``dt``, ``gt`` ids, groups sorted,
+        ``gt_area`` the areas the ranges test), from the native core's ``coco_match_oks``
+        (``rpx_cli/csrc/coco_oks.c``: each OKS computed inside the greedy walk, exactly, as
+        :func:`oks_pairs` computes it); the same arrays bit for bit
+        (``tests/test_native_coco_oks.py``). None when the native core is not in use (or a
+        side has no rows): ``greedy_match`` then walks with :meth:`similarity`."""
+        core = native.core()
+        k = self.sigmas.size
+        width = 3 * k + 5
+        if core is None or not k or self.pred.ndim != 2 or self.gt.ndim != 2 or \
+                not len(self.pred) or not len(self.gt) or self.pred.shape[1] != width or \
+                self.gt.shape[1] != width:
+            return None
+        columns = len(ranges) * thresholds.size
+        matched = np.empty((dt_group.size, columns), bool)
+        ignored = np.empty((dt_group.size, columns), bool)
+        f64, i64 = np.float64, np.int64
+        core.coco_match_oks(
+            width, np.ascontiguousarray(self.pred, f64), np.ascontiguousarray(dt, i64),
+            np.ascontiguousarray(self.gt, f64), np.ascontiguousarray(gt, i64),
+            np.ascontiguousarray(self.gt_area, f64), np.ascontiguousarray((self.sigmas * 2) ** 2),
+            np.ascontiguousarray(dt_group, i64), np.ascontiguousarray(gt_group, i64),
+            np.ascontiguousarray(gt_crowd, np.bool_), np.ascontiguousarray(gt_area, f64),
+            np.ascontiguousarray(ranges, f64), np.ascontiguousarray(thresholds, f64),
+            matched, ignored)
+        return matched, ignored
