@@ -5,12 +5,14 @@ One child process per tool and per path (``RPX_NATIVE=1``, ``RPX_NATIVE=0``), ea
 itself: rpx with its phase functions wrapped (process CPU and wall seconds): start-up (the
 command line imported), the GT file read (``io.coco_files._read_gt``), the whole read
 (``load_coco``: GT and results, the results' pieces partly in worker processes), matching
-(``ops.coco.greedy_match``, with the similarity), accumulation (``ops.coco.accumulate``), the
+(``ops.coco.greedy_match`` with the similarity, or the native box or OKS matcher), accumulation (``ops.coco.accumulate``), the
 rest of ``ops.coco.evaluate`` (sorting, areas), and what is left (the other views, the report
 written); hotcoco: ``COCO(gt)``, ``load_res``, ``evaluate``, ``accumulate``, ``summarize``.
 Then the native kernels alone against their numpy twins, in one process (CPU seconds, median
-of 5): the GT reader (``_read_gt``) and the accumulation (the arguments of the run's own
-``accumulate`` call).
+of 5): the GT reader (``_read_gt``), the accumulation (the arguments of the run's own
+``accumulate_cells`` call) and the matcher of the run's kind (the box matcher against
+``greedy_match`` with the IoU; the OKS matcher against ``greedy_match`` with
+``OksGeometry``'s similarity).
 Each child runs ``--repeat`` times in turn (interleaved); the table shows medians.
 
 Data: the COCO box set of ``benchmarks/detection.py`` (or the keypoints set of
@@ -64,6 +66,8 @@ RPX_PHASES = textwrap.dedent("""
     timed(coco_format, "load_coco", "read: GT + results")
     timed(coco, "greedy_match", "match (similarity + greedy)")
     timed(coco, "match_boxes", "match (similarity + greedy)")  # (native, boxes)
+    from rpx_cli.ops.oks import OksGeometry
+    timed(OksGeometry, "native_greedy_match", "match (similarity + greedy)")  # (native, OKS)
     timed(coco, "accumulate", "accumulate")
     timed(views, "coco_evaluate", "evaluate (all of ops.coco.evaluate)")
     sys.argv = ["rpx", *sys.argv[1:]]
@@ -91,6 +95,12 @@ KERNELS_ALONE = textwrap.dedent("""
         boxes.append(args)
         return match_boxes(*args)
     coco.accumulate_cells, coco.match_boxes = capture, capture_boxes
+    from rpx_cli.ops.oks import OksGeometry
+    keypoints, walk_oks = [], OksGeometry.native_greedy_match
+    def capture_oks(self, *args):
+        keypoints.append((self, args))
+        return walk_oks(self, *args)
+    OksGeometry.native_greedy_match = capture_oks
     sys.argv = ["rpx", *sys.argv[1:]]
     try:
         main()
@@ -115,6 +125,13 @@ KERNELS_ALONE = textwrap.dedent("""
                                            gt_area=area, area_ranges=ranges)
         out["box matcher (IoU + greedy walk)"] = (cpu(lambda: match_boxes(*boxes[0]), True),
                                                   cpu(numpy_match, False))
+    if keypoints:  # the OKS matcher against greedy_match with OksGeometry's similarity
+        geometry, (dt, dt_group, gt, gt_group, crowd, area, ranges, thresholds) = keypoints[0]
+        numpy_oks = lambda: greedy_match(dt_group, gt_group, geometry.similarity(dt, gt), thresholds,
+                                         ">=", ties="last", gt_crowd=crowd, gt_area=area,
+                                         area_ranges=ranges)
+        out["OKS matcher (OKS + greedy walk)"] = (cpu(lambda: walk_oks(*keypoints[0][:1], *keypoints[0][1]), True),
+                                                  cpu(numpy_oks, False))
     from rpx_cli.io.coco_objects import BOX_FIELD, KEYPOINT_FIELD
     field = KEYPOINT_FIELD if sys.argv[sys.argv.index("--iou-type") + 1] == "keypoints" else BOX_FIELD
     out["GT reader: _read_gt (file read, scan or orjson, arrays)"] = \
