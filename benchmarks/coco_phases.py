@@ -5,9 +5,10 @@ One child process per tool and per path (``RPX_NATIVE=1``, ``RPX_NATIVE=0``), ea
 itself: rpx with its phase functions wrapped (process CPU and wall seconds): start-up (the
 command line imported), the GT file read (``io.coco_files._read_gt``), the whole read
 (``load_coco``: GT and results, the results' pieces partly in worker processes), matching
-(``ops.coco.greedy_match`` with the similarity, or the native box or OKS matcher), accumulation (``ops.coco.accumulate``), the
-rest of ``ops.coco.evaluate`` (sorting, areas), and what is left (the other views, the report
-written); hotcoco: ``COCO(gt)``, ``load_res``, ``evaluate``, ``accumulate``, ``summarize``.
+(``ops.coco.greedy_match`` with the similarity, or the native box or OKS matcher),
+accumulation (``ops.coco.accumulate``), the rest of ``ops.coco.evaluate`` (sorting, areas),
+and what is left (the other views, the report written); hotcoco: ``COCO(gt)``,
+``load_res``, ``evaluate``, ``accumulate``, ``summarize``.
 Then the native kernels alone against their numpy twins, in one process (CPU seconds, median
 of 5): the GT reader (``_read_gt``), the accumulation (the arguments of the run's own
 ``accumulate_cells`` call) and the matcher of the run's kind (the box matcher against
@@ -126,12 +127,13 @@ KERNELS_ALONE = textwrap.dedent("""
         out["box matcher (IoU + greedy walk)"] = (cpu(lambda: match_boxes(*boxes[0]), True),
                                                   cpu(numpy_match, False))
     if keypoints:  # the OKS matcher against greedy_match with OksGeometry's similarity
-        geometry, (dt, dt_group, gt, gt_group, crowd, area, ranges, thresholds) = keypoints[0]
-        numpy_oks = lambda: greedy_match(dt_group, gt_group, geometry.similarity(dt, gt), thresholds,
+        geometry, (dt_ids, dt_group, gt_ids, gt_group, crowd, area, ranges, thresholds) = keypoints[0]
+        numpy_oks = lambda: greedy_match(dt_group, gt_group, geometry.similarity(dt_ids, gt_ids), thresholds,
                                          ">=", ties="last", gt_crowd=crowd, gt_area=area,
                                          area_ranges=ranges)
-        out["OKS matcher (OKS + greedy walk)"] = (cpu(lambda: walk_oks(*keypoints[0][:1], *keypoints[0][1]), True),
-                                                  cpu(numpy_oks, False))
+        native_oks = lambda: walk_oks(geometry, dt_ids, dt_group, gt_ids, gt_group, crowd, area,
+                                      ranges, thresholds)
+        out["OKS matcher (OKS + greedy walk)"] = (cpu(native_oks, True), cpu(numpy_oks, False))
     from rpx_cli.io.coco_objects import BOX_FIELD, KEYPOINT_FIELD
     field = KEYPOINT_FIELD if sys.argv[sys.argv.index("--iou-type") + 1] == "keypoints" else BOX_FIELD
     out["GT reader: _read_gt (file read, scan or orjson, arrays)"] = \
@@ -163,8 +165,10 @@ HOTCOCO_PHASES = textwrap.dedent("""
 
 
 def run(argv: list[str], env: dict[str, str]) -> dict[str, tuple[float, float]]:
-    done = subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                           text=True, env={**os.environ, **env})
+    if done.returncode:
+        sys.exit(f"{argv[:2]} failed:\n{done.stderr}")
     return json.loads(done.stderr.strip().splitlines()[-1])
 
 
