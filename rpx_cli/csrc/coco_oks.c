@@ -44,16 +44,22 @@ static double pairwise_sum(const double *a, Py_ssize_t n) {
 static inline double at_least_zero(double x) { return x > 0.0 ? x : 0.0; }
 
 /* OKS of the detection row d with the GT row g (K points [x, y, v], then the GT box
- * [x, y, w, h]); `scale` = area + eps; `terms`: room for K values. */
+ * [x, y, w, h]); `scale` = area + eps; `terms`: room for K values. With `loosest` > 0, a pair
+ * whose every term is below loosest / (1 + 1e-9) (its largest, exp(-min e), tells: exp is
+ * monotonic) has a mean below loosest and can pass no threshold: 0 is returned for it
+ * without the other exponentials (every pair that may pass is computed in full). */
 static double oks(const double *d, const double *g, double scale, const double *variance,
-                  Py_ssize_t K, double *terms) {
+                  Py_ssize_t K, double *terms, double loosest) {
     Py_ssize_t visible = 0, n = 0;
+    double least = INFINITY;
     for (Py_ssize_t i = 0; i < K; i++) visible += g[3 * i + 2] > 0;
     if (visible) {
         for (Py_ssize_t i = 0; i < K; i++) {
             if (!(g[3 * i + 2] > 0)) continue;
             const double dx = d[3 * i] - g[3 * i], dy = d[3 * i + 1] - g[3 * i + 1];
-            terms[n++] = exp(-((dx * dx + dy * dy) / variance[i] / scale / 2));
+            const double e = (dx * dx + dy * dy) / variance[i] / scale / 2;
+            terms[n++] = e;
+            if (e < least) least = e;
         }
     } else {
         const double bx = g[3 * K], by = g[3 * K + 1], bw = g[3 * K + 2], bh = g[3 * K + 3];
@@ -62,9 +68,13 @@ static double oks(const double *d, const double *g, double scale, const double *
             const double xd = d[3 * i], yd = d[3 * i + 1];
             const double dx = at_least_zero(x0 - xd) + at_least_zero(xd - x1);
             const double dy = at_least_zero(y0 - yd) + at_least_zero(yd - y1);
-            terms[n++] = exp(-((dx * dx + dy * dy) / variance[i] / scale / 2));
+            const double e = (dx * dx + dy * dy) / variance[i] / scale / 2;
+            terms[n++] = e;
+            if (e < least) least = e;
         }
     }
+    if (loosest > 0 && exp(-least) * (1 + 1e-9) < loosest) return 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) terms[i] = exp(-terms[i]);
     return pairwise_sum(terms, n) / (double)n;
 }
 
@@ -124,7 +134,7 @@ static int match_oks(const oks_problem *p) {
                 for (Py_ssize_t j = 0; j < n_g; j++) {
                     const int64_t k = p->gt_id[g0 + j];
                     value[j] = oks(row, p->gt_rows + k * p->W, p->oks_area[k] + DBL_EPSILON,
-                                   p->variance, p->K, terms);
+                                   p->variance, p->K, terms, loosest);
                     if (value[j] >= loosest) pass[n_pass++] = j;
                 }
                 if (!n_pass) continue;
