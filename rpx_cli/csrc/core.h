@@ -122,6 +122,11 @@ int rpx_get_buffer(PyObject *obj, Py_buffer *view, int kind, int writable, const
 /* Offsets (n + 1 int64 values) that start at 0, never decrease and end at most at `limit`. */
 int rpx_check_offsets(const int64_t *offsets, Py_ssize_t n_plus_1, int64_t limit, const char *name);
 
+/* A writable bytes-like object owning `data` (malloc'd; n bytes; NULL data is empty): no
+ * copy made, the memory freed with the object. On failure `data` is freed, NULL returned with
+ * MemoryError set. */
+PyObject *rpx_owned(void *data, size_t n);
+
 /* bytes objects holding a copy of `n` int64 values (NULL with MemoryError set). */
 PyObject *rpx_bytes_of(const void *data, Py_ssize_t n_bytes);
 
