@@ -131,14 +131,18 @@ def test_the_python_face_is_the_kernel_or_none(monkeypatch) -> None:
     (or with a side that has no rows)."""
     points = np.array([[[0.0, 0.0, 1.0], [10.0, 10.0, 1.0]]])
     gt = rows_of(points)
-    geometry = OksGeometry(gt.copy(), gt, np.ones(1), np.full(1, 100.0), COCO_SIGMAS[:2])
+    geometry = OksGeometry(gt.copy(), gt, np.ones(1), np.full(1, 100.0), COCO_SIGMAS[:2], 0.5)
     args = (np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64),
             np.zeros(1, bool), np.full(1, 100.0), np.array([[0.0, 1e10]]), THRESHOLDS)
     monkeypatch.setenv("RPX_NATIVE", "1")
     matched, ignored = geometry.native_greedy_match(*args)
     assert matched.all() and not ignored.any()  # OKS 1
+    assert geometry._boxes is None  # the bound's extents are not made for the native walk
     monkeypatch.setenv("RPX_NATIVE", "0")
     assert geometry.native_greedy_match(*args) is None
+    assert geometry.similarity(np.zeros(1, np.int64), np.zeros(1, np.int64))(
+        np.zeros(1, np.int64), np.zeros((1, 1), np.int64), np.zeros((1, 1), bool)).tolist() == [[1.0]]
+    assert geometry._boxes is not None
     monkeypatch.setenv("RPX_NATIVE", "1")
     empty = OksGeometry(np.zeros((0, 11)), gt, np.ones(0), np.full(1, 100.0), COCO_SIGMAS[:2])
     assert empty.native_greedy_match(np.zeros(0, np.int64), np.zeros(0, np.int64), *args[2:]) is None

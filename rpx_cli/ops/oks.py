@@ -113,27 +113,39 @@ class OksGeometry:
         self.sigmas = np.asarray(sigmas, np.float64)
         self.floor = floor
         k = self.sigmas.size
+        self._scale = float(((self.sigmas * 2) ** 2).max()) if k else 1.0
+        self._boxes: tuple[np.ndarray, np.ndarray] | None = None  # (made on the first bound)
+
+    def _extents(self) -> tuple[np.ndarray, np.ndarray]:
+        """The detections' point extents and the GT's visible extents (their grown boxes
+        without visible points), ``[x0, y0, x1, y1]``: what :meth:`bound` compares. Made
+        when first asked (the native OKS matcher needs no bound)."""
+        if self._boxes is not None:
+            return self._boxes
+        k, pred, gt = self.sigmas.size, self.pred, self.gt
         if pred.size:
             x, y = pred[:, 0:3 * k:3], pred[:, 1:3 * k:3]
-            self._dt_box = np.stack([x.min(axis=1), y.min(axis=1), x.max(axis=1), y.max(axis=1)], axis=1)
+            dt_box = np.stack([x.min(axis=1), y.min(axis=1), x.max(axis=1), y.max(axis=1)], axis=1)
         else:
-            self._dt_box = np.zeros((0, 4))
+            dt_box = np.zeros((0, 4))
         if gt.size:
             x, y, v = gt[:, 0:3 * k:3], gt[:, 1:3 * k:3], gt[:, 2:3 * k:3] > 0
             seen = v.any(axis=1)
             bx, by, bw, bh = (gt[:, 3 * k + j] for j in range(4))
-            self._gt_box = np.stack([
+            gt_box = np.stack([
                 np.where(seen, np.where(v, x, np.inf).min(axis=1), bx - bw),
                 np.where(seen, np.where(v, y, np.inf).min(axis=1), by - bh),
                 np.where(seen, np.where(v, x, -np.inf).max(axis=1), bx + bw * 2),
                 np.where(seen, np.where(v, y, -np.inf).max(axis=1), by + bh * 2)], axis=1)
         else:
-            self._gt_box = np.zeros((0, 4))
-        self._scale = float(((self.sigmas * 2) ** 2).max()) if k else 1.0
+            gt_box = np.zeros((0, 4))
+        self._boxes = dt_box, gt_box
+        return self._boxes
 
     def bound(self, dt: np.ndarray, gt: np.ndarray) -> np.ndarray:
         """An upper bound of the OKS of ``dt[i]`` with ``gt[i]`` (ids)."""
-        a, b = self._dt_box[dt], self._gt_box[gt]
+        dt_box, gt_box = self._extents()
+        a, b = dt_box[dt], gt_box[gt]
         gap_x = np.maximum(0.0, np.maximum(a[:, 0] - b[:, 2], b[:, 0] - a[:, 2]))
         gap_y = np.maximum(0.0, np.maximum(a[:, 1] - b[:, 3], b[:, 1] - a[:, 3]))
         e = (gap_x ** 2 + gap_y ** 2) / self._scale / (self.gt_area[gt] + np.spacing(1)) / 2
