@@ -17,10 +17,10 @@ of 5): the GT reader (``_read_gt``), the accumulation (the arguments of the run'
 Each child runs ``--repeat`` times in turn (interleaved); the table shows medians.
 
 Data: the COCO box set of ``benchmarks/detection.py`` (or the keypoints set of
-``benchmarks/coco_family.py`` with ``--kind keypoints``), generated once under
-``$RPX_BENCH_DATA``.
+``benchmarks/coco_family.py`` with ``--kind keypoints``, its mask set with ``--kind segm``),
+generated once under ``$RPX_BENCH_DATA``.
 
-Usage: python benchmarks/coco_phases.py [--images 5000] [--kind bbox|keypoints] [--repeat 3]
+Usage: python benchmarks/coco_phases.py [--images 5000] [--kind bbox|keypoints|segm] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -134,8 +134,9 @@ KERNELS_ALONE = textwrap.dedent("""
         native_oks = lambda: walk_oks(geometry, dt_ids, dt_group, gt_ids, gt_group, crowd, area,
                                       ranges, thresholds)
         out["OKS matcher (OKS + greedy walk)"] = (cpu(native_oks, True), cpu(numpy_oks, False))
-    from rpx_cli.io.coco_objects import BOX_FIELD, KEYPOINT_FIELD
-    field = KEYPOINT_FIELD if sys.argv[sys.argv.index("--iou-type") + 1] == "keypoints" else BOX_FIELD
+    from rpx_cli.io.coco_objects import BOX_FIELD, KEYPOINT_FIELD, MASK_FIELD
+    field = {"keypoints": KEYPOINT_FIELD, "segm": MASK_FIELD}.get(
+        sys.argv[sys.argv.index("--iou-type") + 1], BOX_FIELD)
     out["GT reader: _read_gt (file read, scan or orjson, arrays)"] = \
         (cpu(lambda: _read_gt(gt, field), True), cpu(lambda: _read_gt(gt, field), False))
     print(json.dumps(out), file=sys.stderr)
@@ -175,13 +176,15 @@ def run(argv: list[str], env: dict[str, str]) -> dict[str, tuple[float, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=5000)
-    parser.add_argument("--kind", choices=("bbox", "keypoints"), default="bbox")
+    parser.add_argument("--kind", choices=("bbox", "keypoints", "segm"), default="bbox")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     if args.kind == "bbox":
         root = detection.generate(DATA / f"detection-{args.images}", args.images)
-    else:
+    elif args.kind == "keypoints":
         root = coco_family.generate_keypoints(DATA / f"keypoints-{args.images}", args.images)
+    else:
+        root = coco_family.generate_segm(DATA / f"segm-{args.images}", args.images)
     gt, dt = str(root / "instances.json"), str(root / "results.json")
     py = sys.executable
     print(f"machine: {machine()}\nload: {load()} before")
