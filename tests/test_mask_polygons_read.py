@@ -92,3 +92,13 @@ def test_0_1_polygons_that_are_not_rows_stay_polygons() -> None:
     one by one, as before: a polygon."""
     objects = [{"segmentation": [[0, 0, 1, 0, 1, 1], [0, 1, 1, 1, 0, 0, 1, 0]]}]
     assert read(objects, fast=True).shape.tolist() == read(objects, fast=False).shape.tolist()
+
+
+def test_sizes_of_reads_every_rle_size_at_once() -> None:
+    from rpx_cli.ops.masks import sizes_of
+
+    rles = np.empty(3, object)
+    rles[:] = [{"size": [2, 3], "counts": b""}, {"size": (4, 5), "counts": b""},
+               {"size": np.array([6, 7]), "counts": b""}]
+    assert sizes_of(rles).tolist() == [[2, 3], [4, 5], [6, 7]] and sizes_of(rles).dtype == np.int64
+    assert sizes_of([]).shape == (0, 2)
