@@ -6,7 +6,9 @@ itself: rpx with its phase functions wrapped (process CPU and wall seconds): sta
 command line imported), the GT file read (``io.coco_files._read_gt``), the whole read
 (``load_coco``: GT and results, the results' pieces partly in worker processes), matching
 (``ops.coco.greedy_match`` with the similarity, or the native box or OKS matcher),
-accumulation (``ops.coco.accumulate``), the rest of ``ops.coco.evaluate`` (sorting, areas),
+accumulation (``ops.coco.accumulate``), the rest of ``ops.coco.evaluate`` (sorting, areas), for
+masks ``prepare_masks`` (polygons rasterised, strings checked) and ``mask_geometry`` (the
+intersections),
 and what is left (the other views, the report written); hotcoco: ``COCO(gt)``,
 ``load_res``, ``evaluate``, ``accumulate``, ``summarize``.
 Then the native kernels alone against their numpy twins, in one process (CPU seconds, median
@@ -71,6 +73,9 @@ RPX_PHASES = textwrap.dedent("""
     timed(OksGeometry, "native_greedy_match", "match (similarity + greedy)")  # (native, OKS)
     timed(coco, "accumulate", "accumulate")
     timed(views, "coco_evaluate", "evaluate (all of ops.coco.evaluate)")
+    import rpx_cli.tasks.detection.instances as instances  # (segm: the mask steps)
+    timed(instances, "prepare_masks", "masks: polygons rasterised, RLEs checked")
+    timed(instances, "mask_geometry", "masks: every frame's intersections")
     sys.argv = ["rpx", *sys.argv[1:]]
     try:
         main()
