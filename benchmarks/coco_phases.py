@@ -5,19 +5,24 @@ One child process per tool and per path (``RPX_NATIVE=1``, ``RPX_NATIVE=0``), ea
 itself: rpx with its phase functions wrapped (process CPU and wall seconds): start-up (the
 command line imported), the GT file read (``io.coco_files._read_gt``), the whole read
 (``load_coco``: GT and results, the results' pieces partly in worker processes), matching
-(``ops.coco.greedy_match``, with the similarity), accumulation (``ops.coco.accumulate``), the
-rest of ``ops.coco.evaluate`` (sorting, areas), and what is left (the other views, the report
-written); hotcoco: ``COCO(gt)``, ``load_res``, ``evaluate``, ``accumulate``, ``summarize``.
+(``ops.coco.greedy_match`` with the similarity, or the native box or OKS matcher),
+accumulation (``ops.coco.accumulate``), the rest of ``ops.coco.evaluate`` (sorting, areas), for
+masks ``prepare_masks`` (polygons rasterised, strings checked) and ``mask_geometry`` (the
+intersections),
+and what is left (the other views, the report written); hotcoco: ``COCO(gt)``,
+``load_res``, ``evaluate``, ``accumulate``, ``summarize``.
 Then the native kernels alone against their numpy twins, in one process (CPU seconds, median
-of 5): the GT reader (``_read_gt``) and the accumulation (the arguments of the run's own
-``accumulate`` call).
+of 5): the GT reader (``_read_gt``), the accumulation (the arguments of the run's own
+``accumulate_cells`` call) and the matcher of the run's kind (the box matcher against
+``greedy_match`` with the IoU; the OKS matcher against ``greedy_match`` with
+``OksGeometry``'s similarity).
 Each child runs ``--repeat`` times in turn (interleaved); the table shows medians.
 
 Data: the COCO box set of ``benchmarks/detection.py`` (or the keypoints set of
-``benchmarks/coco_family.py`` with ``--kind keypoints``), generated once under
-``$RPX_BENCH_DATA``.
+``benchmarks/coco_family.py`` with ``--kind keypoints``, its mask set with ``--kind segm``),
+generated once under ``$RPX_BENCH_DATA``.
 
-Usage: python benchmarks/coco_phases.py [--images 5000] [--kind bbox|keypoints] [--repeat 3]
+Usage: python benchmarks/coco_phases.py [--images 5000] [--kind bbox|keypoints|segm] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -64,8 +69,13 @@ RPX_PHASES = textwrap.dedent("""
     timed(coco_format, "load_coco", "read: GT + results")
     timed(coco, "greedy_match", "match (similarity + greedy)")
     timed(coco, "match_boxes", "match (similarity + greedy)")  # (native, boxes)
+    from rpx_cli.ops.oks import OksGeometry
+    timed(OksGeometry, "native_greedy_match", "match (similarity + greedy)")  # (native, OKS)
     timed(coco, "accumulate", "accumulate")
     timed(views, "coco_evaluate", "evaluate (all of ops.coco.evaluate)")
+    import rpx_cli.tasks.detection.instances as instances  # (segm: the mask steps)
+    timed(instances, "prepare_masks", "masks: polygons rasterised, RLEs checked")
+    timed(instances, "mask_geometry", "masks: every frame's intersections")
     sys.argv = ["rpx", *sys.argv[1:]]
     try:
         main()
@@ -83,14 +93,20 @@ KERNELS_ALONE = textwrap.dedent("""
     from rpx_cli.ops.coco_accumulate import reference_accumulate
     from rpx_cli.ops.matching import greedy_match
     captured, boxes = [], []
-    inner, match_boxes = coco.accumulate, coco.match_boxes
+    inner, match_boxes = coco.accumulate_cells, coco.match_boxes
     def capture(*args):
         captured.append(args)
         return inner(*args)
     def capture_boxes(*args):
         boxes.append(args)
         return match_boxes(*args)
-    coco.accumulate, coco.match_boxes = capture, capture_boxes
+    coco.accumulate_cells, coco.match_boxes = capture, capture_boxes
+    from rpx_cli.ops.oks import OksGeometry
+    keypoints, walk_oks = [], OksGeometry.native_greedy_match
+    def capture_oks(self, *args):
+        keypoints.append((self, args))
+        return walk_oks(self, *args)
+    OksGeometry.native_greedy_match = capture_oks
     sys.argv = ["rpx", *sys.argv[1:]]
     try:
         main()
@@ -115,8 +131,17 @@ KERNELS_ALONE = textwrap.dedent("""
                                            gt_area=area, area_ranges=ranges)
         out["box matcher (IoU + greedy walk)"] = (cpu(lambda: match_boxes(*boxes[0]), True),
                                                   cpu(numpy_match, False))
-    from rpx_cli.io.coco_objects import BOX_FIELD, KEYPOINT_FIELD
-    field = KEYPOINT_FIELD if sys.argv[sys.argv.index("--iou-type") + 1] == "keypoints" else BOX_FIELD
+    if keypoints:  # the OKS matcher against greedy_match with OksGeometry's similarity
+        geometry, (dt_ids, dt_group, gt_ids, gt_group, crowd, area, ranges, thresholds) = keypoints[0]
+        numpy_oks = lambda: greedy_match(dt_group, gt_group, geometry.similarity(dt_ids, gt_ids), thresholds,
+                                         ">=", ties="last", gt_crowd=crowd, gt_area=area,
+                                         area_ranges=ranges)
+        native_oks = lambda: walk_oks(geometry, dt_ids, dt_group, gt_ids, gt_group, crowd, area,
+                                      ranges, thresholds)
+        out["OKS matcher (OKS + greedy walk)"] = (cpu(native_oks, True), cpu(numpy_oks, False))
+    from rpx_cli.io.coco_objects import BOX_FIELD, KEYPOINT_FIELD, MASK_FIELD
+    field = {"keypoints": KEYPOINT_FIELD, "segm": MASK_FIELD}.get(
+        sys.argv[sys.argv.index("--iou-type") + 1], BOX_FIELD)
     out["GT reader: _read_gt (file read, scan or orjson, arrays)"] = \
         (cpu(lambda: _read_gt(gt, field), True), cpu(lambda: _read_gt(gt, field), False))
     print(json.dumps(out), file=sys.stderr)
@@ -146,21 +171,25 @@ HOTCOCO_PHASES = textwrap.dedent("""
 
 
 def run(argv: list[str], env: dict[str, str]) -> dict[str, tuple[float, float]]:
-    done = subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                           text=True, env={**os.environ, **env})
+    if done.returncode:
+        sys.exit(f"{argv[:2]} failed:\n{done.stderr}")
     return json.loads(done.stderr.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=5000)
-    parser.add_argument("--kind", choices=("bbox", "keypoints"), default="bbox")
+    parser.add_argument("--kind", choices=("bbox", "keypoints", "segm"), default="bbox")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     if args.kind == "bbox":
         root = detection.generate(DATA / f"detection-{args.images}", args.images)
-    else:
+    elif args.kind == "keypoints":
         root = coco_family.generate_keypoints(DATA / f"keypoints-{args.images}", args.images)
+    else:
+        root = coco_family.generate_segm(DATA / f"segm-{args.images}", args.images)
     gt, dt = str(root / "instances.json"), str(root / "results.json")
     py = sys.executable
     print(f"machine: {machine()}\nload: {load()} before")

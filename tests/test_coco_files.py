@@ -225,6 +225,9 @@ def test_frame_table_round_trip() -> None:
             assert b.labels == a.labels
             assert np.array_equal(a.shape.reshape(-1, 4), b.shape) and np.array_equal(a.area, b.area)
     assert np.array_equal(resampled.pred.frame, np.sort(resampled.pred.frame))
+    same = table.subset(range(7))  # every frame in its order: the columns shared, not copied
+    assert same.gt is table.gt and same.pred is table.pred and same.n == 7
+    assert [f.gt.labels for f in same] == [f.gt.labels for f in frames]
     mapped = table.map_labels({"a": None, "b": "c"})
     assert mapped.vocabulary == ["c"]
     assert [f.gt.labels for f in mapped] == [["c"] * sum(lab != "a" for lab in f.gt.labels) for f in frames]
@@ -261,3 +264,20 @@ def test_a_match_to_the_gt_of_id_0_counts_and_is_warned(rpx, tmp_path: Path) -> 
     assert from_zero.json["dataset"] == from_one.json["dataset"]  # rpx: the same matches
     assert "match the GT annotation with id 0 at IoU 0.5" in from_zero.stderr
     assert pycocotools_ap() < from_zero.json["dataset"]["coco"]["AP"]  # one match lost there
+
+
+def test_the_table_of_objects_already_in_image_order_is_their_own_columns() -> None:
+    """``_table`` sorts by image (stable); objects already in image order (a results file
+    written image by image) keep their own arrays: no gather of 220 MB of keypoint rows."""
+    from rpx_cli.io.coco_files import _table
+
+    shape = np.arange(24, dtype=np.float64).reshape(6, 4)
+    boxes = Boxes(shape, [], np.linspace(0, 1, 6), np.zeros(6, bool), np.ones(6))
+    label = np.array([2, 0, 1, 1, 0, 2])
+    sorted_table = _table(boxes, label, np.array([0, 0, 1, 3, 3, 3]))
+    assert sorted_table.shape is shape and sorted_table.label is label
+    shuffled = _table(boxes, label, np.array([3, 0, 3, 1, 0, 3]))
+    order = [1, 4, 3, 0, 2, 5]  # by image, input order within an image
+    assert shuffled.frame.tolist() == [0, 0, 1, 3, 3, 3]
+    assert np.array_equal(shuffled.shape, shape[order]) and shuffled.label.tolist() == label[order].tolist()
+    assert np.array_equal(shuffled.score, boxes.scores[order])

@@ -303,6 +303,18 @@ def test_hostile_keypoint_files(data: bytes) -> None:
     assert_same(data, "keypoints")
 
 
+@pytest.mark.parametrize("points", [
+    "[0.0, 0.0, 1, -0.0, -0.0, 1, 0.0, 0.0, 1]", "[-0.0, -0.0, 0, 0.0, 0.0, 0, -0.0, -0.0, 1]",
+    "[0, 0, 1, -0.0, 0.0, 1]", "[3, 4, 0]", "[5, 1, 2, 5, 1, 2, 2.5, 9, 0, 7, -1, 1]"])
+def test_keypoint_rows_equal_keypoint_boxes(points: str) -> None:
+    """The scanner writes each result's keypoint row whole — the values, their extent, the
+    count of ``v > 0`` (``instances.keypoint_boxes``), signed zeros and ties as numpy's
+    reductions keep them — bit for bit; with a box given, the box is the file's."""
+    assert_same(KEYPOINTS.format(k=points, extra="").encode(), "keypoints", must_answer=True)
+    assert_same(KEYPOINTS.format(k=points, extra=', "bbox": [-0.0, 1, 2, 3]').encode(), "keypoints",
+                must_answer=True)
+
+
 @pytest.mark.parametrize("data", [
     one(extra=', "x": "\\ud800"'), one("01"), one(extra=', "x": [1,]'), one("1" * 500), one("NaN"),
     one(extra=', "image\\u005fid": 1'), one(extra=', "score": 0.5'), b"\xef\xbb\xbf" + one(),
@@ -337,7 +349,7 @@ def test_every_byte_replaced() -> None:
 
 def test_arguments_checked() -> None:
     with pytest.raises(ValueError, match="field"):
-        core.coco_results(GOOD, 3)
+        core.coco_results(GOOD, 4)
     with pytest.raises(TypeError):
         core.coco_results("text", 0)
     with pytest.raises(TypeError):
@@ -431,3 +443,17 @@ def test_a_declined_file_is_read_in_pieces(tmp_path, monkeypatch) -> None:
     assert not whole.usable[5] and bits(pieces.usable) == bits(whole.usable)
     assert bits(pieces.boxes.shape) == bits(whole.boxes.shape)
     assert bits(pieces.image) == bits(whole.image) and bits(pieces.category) == bits(whole.category)
+
+
+def test_the_columns_are_the_scanners_own_memory() -> None:
+    """The scanner hands its columns over without a copy (``_native.Buffer``): writable,
+    sized, read as bytes, and alive as long as an array views them."""
+    read = core.coco_results(KEYPOINTS.format(k="[1, 2, 1, 3, 5, 0]", extra="").encode(), 3)
+    _, image, *_, shape, offsets, sizes = read
+    assert type(image).__name__ == "Buffer" and len(image) == 8 and len(sizes) == 0
+    assert bytes(image) == np.array([1], np.int64).tobytes() and bytes(sizes) == b""
+    rows = np.frombuffer(shape, np.float64)
+    del read, shape
+    assert rows.flags.writeable and rows.tolist() == [1, 2, 1, 3, 5, 0, 1, 2, 2, 3, 1]
+    rows[0] = 7.0  # (writable: the Python path's arrays are too)
+    assert np.frombuffer(offsets, np.int64).tolist() == [0, 11]

@@ -74,8 +74,8 @@ def test_the_bytes_and_scans_are_what_the_reader_would_compute(tmp_path: Path) -
     assert data == Path(dt).read_bytes()
     scan = prefetch.scanned(data, "coco_results", 0)
     want = core.coco_results(data, 0)
-    assert [bytes(a) if isinstance(a, bytearray) else a for a in scan] == \
-        [bytes(a) if isinstance(a, bytearray) else a for a in want]
+    assert [a if isinstance(a, int) else bytes(memoryview(a)) for a in scan] == \
+        [a if isinstance(a, int) else bytes(memoryview(a)) for a in want]
     assert prefetch.scanned(data, "coco_results", 0) is prefetch.MISSING  # once
     gt_data = prefetch.read(gt)
     assert prefetch.scanned(gt_data, "coco_gt", 2) is prefetch.MISSING  # another field: no
@@ -171,3 +171,16 @@ def test_settle_leaves_no_thread_of_start_up_running(tmp_path: Path) -> None:
     assert not [t for t in threading.enumerate() if t.name in ("rpx-prefetch", "rpx-git")]
     assert prefetch.read(argv[5]) == Path(argv[5]).read_bytes()
     assert prefetch.scanned(Path(argv[5]).read_bytes(), "coco_results", 0) is prefetch.MISSING
+
+
+def test_the_codes_are_the_readers_own() -> None:
+    """Each --iou-type's scanner codes are those the GT and results readers ask for (a
+    prefetch scanned with another code would be thrown away and scanned again)."""
+    from rpx_cli.io import coco_columns, coco_gt_columns
+    from rpx_cli.io.coco_objects import BOX_FIELD, KEYPOINT_FIELD, MASK_FIELD
+
+    fields = {"bbox": BOX_FIELD, "segm": MASK_FIELD, "keypoints": KEYPOINT_FIELD}
+    assert set(prefetch._CODES) == set(fields)
+    for iou_type, (gt_code, dt_code) in prefetch._CODES.items():
+        assert dt_code == coco_columns.FIELD_CODES[fields[iou_type].name]
+        assert gt_code == coco_gt_columns.FIELD_CODES.get(fields[iou_type].name)

@@ -24,7 +24,31 @@
  * compares the two bit for bit. */
 #include "json_scan.h"
 
-enum { FIELD_BBOX = 0, FIELD_SEGMENTATION = 1, FIELD_KEYPOINTS = 2 };
+/* FIELD_KEYPOINT_ROWS: keypoints read as rows [x1, y1, v1, ..., bx, by, bw, bh, count], the
+ * box the extent of every point and count the points with v > 0 (what rpx_cli/io/instances.py's
+ * keypoint_boxes makes of a result's keypoints: x.min(axis=1) and the others, whose ties keep
+ * the later value, as numpy's strided reduction does), written where the values are: no second
+ * copy of a 200 MB column. A list of no values or not of triplets is declined. */
+enum { FIELD_BBOX = 0, FIELD_SEGMENTATION = 1, FIELD_KEYPOINTS = 2, FIELD_KEYPOINT_ROWS = 3 };
+
+/* The extent box and visible count after the `count` values just read into `shape`. */
+static int put_extent(bbuf *shape, int64_t count) {
+    if (count < 3 || count % 3) return SCAN_DECLINE;
+    double v[3], tail[5];
+    const uint8_t *at = shape->data + shape->n - (size_t)count * sizeof(double);
+    memcpy(v, at, sizeof v);
+    double x0 = v[0], x1 = v[0], y0 = v[1], y1 = v[1], seen = v[2] > 0;
+    for (int64_t i = 3; i < count; i += 3) {
+        memcpy(v, at + (size_t)i * sizeof(double), sizeof v);
+        x0 = x0 < v[0] ? x0 : v[0];
+        x1 = x1 > v[0] ? x1 : v[0];
+        y0 = y0 < v[1] ? y0 : v[1];
+        y1 = y1 > v[1] ? y1 : v[1];
+        seen += v[2] > 0;
+    }
+    tail[0] = x0; tail[1] = y0; tail[2] = x1 - x0; tail[3] = y1 - y0; tail[4] = seen;
+    return bbuf_put(shape, tail, sizeof tail);
+}
 
 typedef struct {
     bbuf image, category, score, bbox, has_bbox, shape, offsets, sizes;
@@ -78,7 +102,7 @@ enum { SEEN_IMAGE = 1, SEEN_CATEGORY = 2, SEEN_SCORE = 4, SEEN_BBOX = 8, SEEN_SH
 
 /* One record (an object at s->p, depth 2) appended to the columns. */
 static int read_record(scanner *s, columns *c, int field) {
-    static const char *SHAPE[] = {"bbox", "segmentation", "keypoints"};
+    static const char *SHAPE[] = {"bbox", "segmentation", "keypoints", "keypoints"};
     int seen = 0, r;
     int64_t image = 0, category = 0, count;
     double score = 0, box[4] = {0, 0, 0, 0};
@@ -117,8 +141,9 @@ static int read_record(scanner *s, columns *c, int field) {
         } else if (field != FIELD_BBOX && key_is(key, len, SHAPE[field])) {
             if (seen & SEEN_SHAPE) return SCAN_DECLINE;
             seen |= SEEN_SHAPE;
-            if (field == FIELD_KEYPOINTS) {
+            if (field == FIELD_KEYPOINTS || field == FIELD_KEYPOINT_ROWS) {
                 if ((r = read_numbers(s, &c->shape, -1, &count))) return r;
+                if (field == FIELD_KEYPOINT_ROWS && (r = put_extent(&c->shape, count))) return r;
             } else if ((r = read_rle(s, c, 3))) return r;
         } else if ((r = skip_value(s, 2))) return r;
         int ch = next(s);
@@ -134,7 +159,7 @@ static int read_record(scanner *s, columns *c, int field) {
         (r = bbuf_put(&c->has_bbox, &has_box, 1)))
         return r;
     if (field != FIELD_BBOX) {
-        int64_t end = (int64_t)(field == FIELD_KEYPOINTS ? c->shape.n / sizeof(double) : c->shape.n);
+        int64_t end = (int64_t)(field == FIELD_SEGMENTATION ? c->shape.n : c->shape.n / sizeof(double));
         if ((r = bbuf_put(&c->offsets, &end, 8))) return r;
     }
     c->n++;
@@ -168,9 +193,9 @@ PyObject *rpx_coco_results(PyObject *self, PyObject *args) {
     PyObject *data_o;
     int field;
     if (!PyArg_ParseTuple(args, "Oi", &data_o, &field)) return NULL;
-    if (field < FIELD_BBOX || field > FIELD_KEYPOINTS) {
+    if (field < FIELD_BBOX || field > FIELD_KEYPOINT_ROWS) {
         PyErr_SetString(PyExc_ValueError, "coco_results: field must be 0 (bbox), 1 "
-                        "(segmentation) or 2 (keypoints)");
+                        "(segmentation), 2 (keypoints) or 3 (keypoint rows)");
         return NULL;
     }
     struct lconv *conv = localeconv();  /* strtod reads the locale's decimal point */
@@ -194,11 +219,11 @@ PyObject *rpx_coco_results(PyObject *self, PyObject *args) {
     if (!count) { Py_CLEAR(result); goto done; }
     PyTuple_SET_ITEM(result, 0, count);
     for (int k = 0; k < 8; k++) {
-        if (parts[k]->n > (size_t)PY_SSIZE_T_MAX) { PyErr_NoMemory(); Py_CLEAR(result); goto done; }
-        /* bytearray: numpy views it writable, as the arrays the Python path makes */
-        PyObject *b = PyByteArray_FromStringAndSize(parts[k]->n ? (const char *)parts[k]->data : "",
-                                                    (Py_ssize_t)parts[k]->n);
-        bbuf_free(parts[k]);  /* each copy made, its buffer goes: the peak stays one column */
+        /* the column's own memory, writable (numpy views it as the arrays the Python path
+         * makes): no copy of a 200 MB keypoint column and no page faults for one */
+        PyObject *b = rpx_owned(parts[k]->data, parts[k]->n);
+        parts[k]->data = NULL;
+        parts[k]->n = parts[k]->cap = 0;
         if (!b) { Py_CLEAR(result); goto done; }
         PyTuple_SET_ITEM(result, k + 1, b);
     }

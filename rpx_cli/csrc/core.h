@@ -130,6 +130,11 @@ int rpx_check_offsets(const int64_t *offsets, Py_ssize_t n_plus_1, int64_t limit
 typedef int (*part_fn)(void *ctx, int part);
 int rpx_run_parts(int parts, part_fn fn, void *ctx);
 
+/* A writable bytes-like object owning `data` (malloc'd; n bytes; NULL data is empty): no
+ * copy made, the memory freed with the object. On failure `data` is freed, NULL returned with
+ * MemoryError set. */
+PyObject *rpx_owned(void *data, size_t n);
+
 /* bytes objects holding a copy of `n` int64 values (NULL with MemoryError set). */
 PyObject *rpx_bytes_of(const void *data, Py_ssize_t n_bytes);
 
@@ -169,5 +174,8 @@ PyObject *rpx_coco_match_boxes(PyObject *self, PyObject *args);
 
 /* the stable order of order.c */
 PyObject *rpx_stable_order(PyObject *self, PyObject *args);
+
+/* the keypoint (OKS) matcher of coco_oks.c */
+PyObject *rpx_coco_match_oks(PyObject *self, PyObject *args);
 
 #endif

@@ -111,6 +111,61 @@ PyObject *rpx_bytes_of(const void *data, Py_ssize_t n_bytes) {
     return PyBytes_FromStringAndSize(n_bytes ? (const char *)data : "", n_bytes);
 }
 
+/* A buffer the core malloc'd, handed to Python without a copy: a writable bytes-like object
+ * (numpy views it with frombuffer, as it views a bytearray) that frees the memory when the
+ * last view of it goes. */
+typedef struct {
+    PyObject_HEAD
+    void *data;
+    Py_ssize_t len;
+} owned_buffer;
+
+static void owned_dealloc(PyObject *self) {
+    free(((owned_buffer *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static int owned_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    owned_buffer *o = (owned_buffer *)self;
+    return PyBuffer_FillInfo(view, self, o->data, o->len, 0, flags);
+}
+
+static Py_ssize_t owned_length(PyObject *self) { return ((owned_buffer *)self)->len; }
+
+static PyBufferProcs owned_as_buffer = {owned_getbuffer, NULL};
+static PySequenceMethods owned_as_sequence = {owned_length};
+
+static PyTypeObject owned_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "rpx_cli._native.Buffer",
+    .tp_basicsize = sizeof(owned_buffer),
+    .tp_dealloc = owned_dealloc,
+    .tp_as_buffer = &owned_as_buffer,
+    .tp_as_sequence = &owned_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Bytes the native core wrote (writable; numpy views them with frombuffer).",
+};
+
+PyObject *rpx_owned(void *data, size_t n) {
+    if (n > (size_t)PY_SSIZE_T_MAX) {
+        free(data);
+        return PyErr_NoMemory();
+    }
+    if (!data) data = malloc(1);  /* an empty buffer still points somewhere */
+    if (n) {
+        void *fit = realloc(data, n);  /* the spare capacity back (mremap: no copy) */
+        if (fit) data = fit;
+    }
+    owned_buffer *o = data ? PyObject_New(owned_buffer, &owned_type) : NULL;
+    if (!o) {
+        free(data);
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    }
+    o->data = data;
+    o->len = (Py_ssize_t)n;
+    return (PyObject *)o;
+}
+
 /* which copies of the TWO_COPIES kernels run: -1 the CPU's best, 0 baseline, 1 AVX2 */
 static int isa_choice = -1;
 
@@ -216,9 +271,11 @@ static PyMethodDef methods[] = {
     {"coco_results", rpx_coco_results, METH_VARARGS,
      "coco_results(data, field) -> (n, image, category, score, bbox, has_bbox, shape, offsets, "
      "sizes) or None: a COCO results list (field 0 bbox, 1 segmentation as compressed RLEs, 2 "
-     "keypoints) as columns of bytearrays: int64 ids, float64 scores, float64 boxes (n x 4) and "
-     "whether each was given, the shapes (keypoints: float64 values; RLEs: their strings) cut "
-     "by int64 offsets (n + 1), RLE sizes (n x 2 int64). None for anything but the ordinary "
+     "keypoints, 3 keypoint rows: each list followed by its points' extent [x, y, w, h] and "
+     "the count of v > 0) as columns of writable buffers the core wrote (no copy): int64 ids, "
+     "float64 scores, float64 boxes (n x 4) and whether each was given, the shapes (keypoints: "
+     "float64 values; RLEs: their strings) cut by int64 offsets (n + 1), RLE sizes (n x 2 "
+     "int64). None for anything but the ordinary "
      "case (bad JSON, a missing or mistyped field, polygons, ...): the Python path reads it. "
      "GIL released."},
     {"coco_gt", rpx_coco_gt, METH_VARARGS,
@@ -249,6 +306,14 @@ static PyMethodDef methods[] = {
      "stable_order(key, score, order) -> None: order (int64, n) by key (int64) ascending, then "
      "score (float64) descending, ties in index order: numpy's lexsort((-score, key)) (the two "
      "zeros tie, NaN last). GIL released."},
+    {"coco_match_oks", rpx_coco_match_oks, METH_VARARGS,
+     "coco_match_oks(width, dt_rows, dt_id, gt_rows, gt_id, oks_area, variances, dt_group, "
+     "gt_group, gt_crowd, gt_area, ranges, thresholds, matched, ignored): pycocotools' greedy "
+     "matching of keypoints under OKS (computeOks over keypoint rows of `width` float64 "
+     "values: K [x, y, v] points, then the GT box; variances (2 sigma)^2 (K,); each object "
+     "an id into its rows; oks_area: each GT row's area), as coco_match_boxes walks (>=, ties "
+     "to the last GT, ignored GT only when no regular one passes): matched, ignored (D x A*T "
+     "bool, column a * T + t). GIL released."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -268,6 +333,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         if (choice == -2) return NULL; /* an unknown name: say so rather than guess */
         isa_choice = choice;
     }
+    if (PyType_Ready(&owned_type) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     /* bumped whenever a kernel's signature or meaning changes: native.py refuses another */

@@ -209,8 +209,12 @@ class FrameTable(Sequence):
 
     def subset(self, frames: Sequence[int] | np.ndarray) -> FrameTable:
         """The frames ``frames``, in that order (renumbered 0..len-1; a frame named twice is
-        there twice, each copy a frame of its own: a bootstrap resample)."""
+        there twice, each copy a frame of its own: a bootstrap resample). Every frame in its
+        own order (a run's stems in frame order) shares the columns: no copy."""
         frames = np.asarray(frames, np.int64)
+        if frames.size == self.n and (frames == np.arange(self.n)).all():
+            return FrameTable(self.n, self.vocabulary, self.gt, self.pred, self.image_ids,
+                              self.neg, self.not_exhaustive, self.file_order)
 
         def rows_of(frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             # each named frame's rows (input order within it), named frame after named frame

@@ -21,11 +21,11 @@ import numpy as np
 from rpx_cli import native
 from rpx_cli.io import prefetch
 from rpx_cli.io.boxes import Boxes
-from rpx_cli.io.instances import keypoint_boxes
 from rpx_cli.io.values import MAX_MAGNITUDE, area_problem
 
-# the scanner's code of each shape field (the JSON key)
-FIELD_CODES = {"bbox": 0, "segmentation": 1, "keypoints": 2}
+# the scanner's code of each shape field (the JSON key); keypoints as rows with their extent
+# box and visible count (code 3: the row keypoint_boxes makes, written in place)
+FIELD_CODES = {"bbox": 0, "segmentation": 1, "keypoints": 3}
 MAX_SIDE = 1_000_000  # an RLE's h and w (instances._fast_rles)
 
 
@@ -104,15 +104,20 @@ def _masks(text: bytearray, offsets: bytes, sizes: bytes, n: int, given: np.ndar
     return Boxes(shape, [], None, np.zeros(n, bool), area)
 
 
-def _keypoints(values: bytes, offsets: bytes, n: int, given: np.ndarray | None) -> Boxes | None:
+def _keypoints(values: Any, offsets: Any, n: int, given: np.ndarray | None) -> Boxes | None:
     """Keypoint rows (``instances._fast_keypoints``): every object the same number of
-    ``[x, y, v]`` triplets."""
+    ``[x, y, v]`` triplets. The scanner wrote each row as :func:`keypoint_boxes` makes it for
+    a prediction — the values, the extent of every point, the count of ``v > 0`` — so only
+    the box given in the file (if any) and the area are set here, in place."""
     ends = np.frombuffer(offsets, np.int64)
     width = int(ends[1])
-    if not width or width % 3 or (np.diff(ends) != width).any():
+    k3 = width - 5
+    if k3 < 3 or k3 % 3 or (np.diff(ends) != width).any():
         return None
     rows = np.frombuffer(values, np.float64).reshape(n, width)
-    if not (rows.max() <= MAX_MAGNITUDE and rows.min() >= -MAX_MAGNITUDE):  # (NaN fails)
+    points = rows[:, :k3]
+    if not (points.max() <= MAX_MAGNITUDE and points.min() >= -MAX_MAGNITUDE):  # (NaN fails)
         return None
-    return keypoint_boxes(rows, given, prediction=True, given_count=None,
-                          given_area=np.full(n, np.nan))
+    if given is not None:
+        rows[:, k3:k3 + 4] = given
+    return Boxes(rows, [], None, np.zeros(n, bool), rows[:, k3 + 2] * rows[:, k3 + 3])

@@ -90,6 +90,8 @@ def masks(objects: list[dict[str, Any]], path: str, *, prediction: bool, box_for
     signature :func:`keypoints` shares."""
     n = len(objects)
     fast = _fast_rles(objects, prediction, given_area, box_format)
+    if fast is None and not prediction:
+        fast = _fast_polygons(objects, given_area, what, path)
     if fast is not None:
         return fast
     shape = np.empty(n, object)
@@ -303,6 +305,52 @@ def _fast_rles(objects: list[dict[str, Any]], prediction: bool, given_area: np.n
                 return None
             area = xywh[:, 2] * xywh[:, 3]
     return Boxes(box, [], None, np.zeros(n, bool), area)
+
+
+def _fast_polygons(objects: list[dict[str, Any]], given_area: np.ndarray, what: str,
+                   path: str) -> Boxes | None:
+    """GT objects whose segmentations are polygons (a COCO GT file; the few others, crowd
+    RLEs, one by one), every polygon checked at once as :func:`_segmentation` checks each —
+    lists of at least three points of finite numbers within the magnitude bound, and none
+    that looks like a binary mask of 0/1 rows; None when anything needs the per-object
+    checks (which word the error in object order)."""
+    try:
+        segmentations = list(map(itemgetter("segmentation"), objects))
+    except (KeyError, TypeError):
+        return None
+    types = list(map(type, segmentations))
+    polygons = [i for i, kind in enumerate(types) if kind is list]
+    if not polygons:
+        return None
+    lists = [segmentations[i] for i in polygons]
+    per_list = np.fromiter(map(len, lists), np.int64, count=len(lists))
+    parts = list(chain.from_iterable(lists))
+    if not per_list.min() or set(map(type, parts)) != {list}:
+        return None
+    lengths = np.fromiter(map(len, parts), np.int64, count=len(parts))
+    if (lengths < 6).any() or (lengths % 2).any() or \
+            not set(map(type, chain.from_iterable(parts))) <= {int, float}:
+        return None
+    try:
+        values = np.fromiter(chain.from_iterable(parts), np.float64, count=int(lengths.sum()))
+    except OverflowError:  # an integer beyond float64
+        return None
+    if not (np.abs(values) <= MAX_MAGNITUDE).all():  # (NaN fails)
+        return None
+    # a segmentation of 0s and 1s only may be a binary mask written as rows: worded one by one
+    part_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    list_starts = np.concatenate(([0], np.cumsum(per_list)[:-1]))
+    other = np.add.reduceat(np.add.reduceat((values != 0) & (values != 1), part_starts), list_starts)
+    if not other.all():
+        return None
+    n = len(objects)
+    shape = np.empty(n, object)
+    for i, segmentation in zip(polygons, lists, strict=True):
+        shape[i] = segmentation
+    for i, kind in enumerate(types):
+        if kind is not list:
+            shape[i] = _segmentation(segmentations[i], f"{what} {i}", path)
+    return Boxes(shape, [], None, np.zeros(n, bool), given_area.copy())
 
 
 def _segmentation(value: Any, where: str, path: str) -> Any:

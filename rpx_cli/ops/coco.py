@@ -248,11 +248,19 @@ def match(data: CocoInput, params: CocoParams | None = None) -> CocoMatches:
         matched, ignored = match_boxes(core, dt_box, dt_group, gt_box, gt_group, gt_crowd, gt_area,
                                        ranges, thresholds, outside)
     else:
-        similarity = iou_similarity(dt_box, gt_box) if data.geometry is None else \
-            data.geometry.similarity(dt_box, gt_box)
-        matched, ignored, _ = greedy_match(dt_group, gt_group, similarity, thresholds, ">=",
-                                           ties="last", gt_crowd=gt_crowd, gt_area=gt_area,
-                                           area_ranges=ranges)
+        # a geometry may walk in the native core itself (keypoints: csrc/coco_oks.c); None:
+        # greedy_match with its similarity
+        walk = getattr(data.geometry, "native_greedy_match", None)
+        walked = None if walk is None else walk(dt_box, dt_group, gt_box, gt_group, gt_crowd,
+                                                gt_area, ranges, thresholds)
+        if walked is not None:
+            matched, ignored = walked
+        else:
+            similarity = iou_similarity(dt_box, gt_box) if data.geometry is None else \
+                data.geometry.similarity(dt_box, gt_box)
+            matched, ignored, _ = greedy_match(dt_group, gt_group, similarity, thresholds, ">=",
+                                               ties="last", gt_crowd=gt_crowd, gt_area=gt_area,
+                                               area_ranges=ranges)
         # (detections, areas * thresholds): each range's flag over its thresholds
         ignored |= ~matched & np.broadcast_to(outside[:, :, None], (*outside.shape, T)).reshape(
             matched.shape)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain, pairwise
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,13 @@ def joined(strings: Sequence[bytes]) -> tuple[bytes, np.ndarray]:
     return b"".join(strings), offsets
 
 
+def sizes_of(rles: Sequence[dict[str, Any]]) -> np.ndarray:
+    """Each RLE's ``size`` ``[h, w]`` as an (N, 2) int64 array (read in one C-level pass)."""
+    n = len(rles)
+    return np.fromiter(chain.from_iterable(map(itemgetter("size"), rles)), np.int64,
+                       count=2 * n).reshape(n, 2)
+
+
 def _split(text: bytes, offsets: np.ndarray) -> list[bytes]:
     bounds = offsets.tolist()
     return [text[a:b] for a, b in pairwise(bounds)]
@@ -75,7 +83,8 @@ def compressed(segmentations: Sequence[Any], sizes: Sequence[tuple[int, int]]) -
     ``sizes[i]`` is the image's ``(h, w)`` (polygons need it). Polygons must keep
     :mod:`rpx_cli.ops.polygon_raster`'s bounds and uncompressed runs be checked (the
     callers do both)."""
-    if all(type(s) is dict and type(s["counts"]) is bytes for s in segmentations):
+    if set(map(type, segmentations)) <= {dict} and \
+            set(map(type, map(itemgetter("counts"), segmentations))) <= {bytes}:
         return list(segmentations)  # compressed already (a results file): nothing to make
     core = native.core()
     if core is None:
@@ -163,7 +172,7 @@ def table_intersections(pred: np.ndarray, gt: np.ndarray, pred_frame: np.ndarray
         heights = np.ones(n, np.int64)
         for side, frame in ((pred, pred_frame), (gt, gt_frame)):
             if len(side):
-                heights[frame] = [rle["size"][0] for rle in side]
+                heights[frame] = sizes_of(side)[:, 0]
         pred_text, pred_offsets = joined([rle["counts"] for rle in pred])
         gt_text, gt_offsets = joined([rle["counts"] for rle in gt])
         d, g, inter = core.rle_intersections(pred_text, pred_offsets, gt_text, gt_offsets,

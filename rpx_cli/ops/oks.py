@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rpx_cli import native
 from rpx_cli.ops.matching import Similarity
 
 COCO_SIGMAS = np.array([.26, .25, .25, .35, .35, .79, .79, .72, .72, .62, .62, 1.07, 1.07,
@@ -112,27 +113,39 @@ class OksGeometry:
         self.sigmas = np.asarray(sigmas, np.float64)
         self.floor = floor
         k = self.sigmas.size
+        self._scale = float(((self.sigmas * 2) ** 2).max()) if k else 1.0
+        self._boxes: tuple[np.ndarray, np.ndarray] | None = None  # (made on the first bound)
+
+    def _extents(self) -> tuple[np.ndarray, np.ndarray]:
+        """The detections' point extents and the GT's visible extents (their grown boxes
+        without visible points), ``[x0, y0, x1, y1]``: what :meth:`bound` compares. Made
+        when first asked (the native OKS matcher needs no bound)."""
+        if self._boxes is not None:
+            return self._boxes
+        k, pred, gt = self.sigmas.size, self.pred, self.gt
         if pred.size:
             x, y = pred[:, 0:3 * k:3], pred[:, 1:3 * k:3]
-            self._dt_box = np.stack([x.min(axis=1), y.min(axis=1), x.max(axis=1), y.max(axis=1)], axis=1)
+            dt_box = np.stack([x.min(axis=1), y.min(axis=1), x.max(axis=1), y.max(axis=1)], axis=1)
         else:
-            self._dt_box = np.zeros((0, 4))
+            dt_box = np.zeros((0, 4))
         if gt.size:
             x, y, v = gt[:, 0:3 * k:3], gt[:, 1:3 * k:3], gt[:, 2:3 * k:3] > 0
             seen = v.any(axis=1)
             bx, by, bw, bh = (gt[:, 3 * k + j] for j in range(4))
-            self._gt_box = np.stack([
+            gt_box = np.stack([
                 np.where(seen, np.where(v, x, np.inf).min(axis=1), bx - bw),
                 np.where(seen, np.where(v, y, np.inf).min(axis=1), by - bh),
                 np.where(seen, np.where(v, x, -np.inf).max(axis=1), bx + bw * 2),
                 np.where(seen, np.where(v, y, -np.inf).max(axis=1), by + bh * 2)], axis=1)
         else:
-            self._gt_box = np.zeros((0, 4))
-        self._scale = float(((self.sigmas * 2) ** 2).max()) if k else 1.0
+            gt_box = np.zeros((0, 4))
+        self._boxes = dt_box, gt_box
+        return self._boxes
 
     def bound(self, dt: np.ndarray, gt: np.ndarray) -> np.ndarray:
         """An upper bound of the OKS of ``dt[i]`` with ``gt[i]`` (ids)."""
-        a, b = self._dt_box[dt], self._gt_box[gt]
+        dt_box, gt_box = self._extents()
+        a, b = dt_box[dt], gt_box[gt]
         gap_x = np.maximum(0.0, np.maximum(a[:, 0] - b[:, 2], b[:, 0] - a[:, 2]))
         gap_y = np.maximum(0.0, np.maximum(a[:, 1] - b[:, 3], b[:, 1] - a[:, 3]))
         e = (gap_x ** 2 + gap_y ** 2) / self._scale / (self.gt_area[gt] + np.spacing(1)) / 2
@@ -168,3 +181,35 @@ class OksGeometry:
     def pairs(self, dt: np.ndarray, gt: np.ndarray, *, crowd: bool = False) -> np.ndarray:
         """Exact, except for the crowd test (``crowd``), which compares with the threshold."""
         return self.oks(dt, gt, exact=not crowd)
+
+    def native_greedy_match(self, dt: np.ndarray, dt_group: np.ndarray, gt: np.ndarray,
+                            gt_group: np.ndarray, gt_crowd: np.ndarray, gt_area: np.ndarray,
+                            ranges: np.ndarray,
+                            thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``greedy_match``'s ``(matched, ignored)`` under :meth:`similarity`, ``>=`` and ties
+        to the last GT (``ops.coco.match``'s call: ``dt``, ``gt`` ids, groups sorted,
+        ``gt_area`` the areas the ranges test), from the native core's ``coco_match_oks``
+        (``rpx_cli/csrc/coco_oks.c``: each OKS computed inside the greedy walk, exactly, as
+        :func:`oks_pairs` computes it); the same arrays bit for bit
+        (``tests/test_native_coco_oks.py``). None when the native core is not in use (or a
+        side has no rows): ``greedy_match`` then walks with :meth:`similarity`."""
+        core = native.core()
+        k = self.sigmas.size
+        width = 3 * k + 5
+        if core is None or not k or self.pred.ndim != 2 or self.gt.ndim != 2 or \
+                not len(self.pred) or not len(self.gt) or self.pred.shape[1] != width or \
+                self.gt.shape[1] != width:
+            return None
+        columns = len(ranges) * thresholds.size
+        matched = np.empty((dt_group.size, columns), bool)
+        ignored = np.empty((dt_group.size, columns), bool)
+        f64, i64 = np.float64, np.int64
+        core.coco_match_oks(
+            width, np.ascontiguousarray(self.pred, f64), np.ascontiguousarray(dt, i64),
+            np.ascontiguousarray(self.gt, f64), np.ascontiguousarray(gt, i64),
+            np.ascontiguousarray(self.gt_area, f64), np.ascontiguousarray((self.sigmas * 2) ** 2),
+            np.ascontiguousarray(dt_group, i64), np.ascontiguousarray(gt_group, i64),
+            np.ascontiguousarray(gt_crowd, np.bool_), np.ascontiguousarray(gt_area, f64),
+            np.ascontiguousarray(ranges, f64), np.ascontiguousarray(thresholds, f64),
+            matched, ignored)
+        return matched, ignored

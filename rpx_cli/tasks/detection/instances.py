@@ -13,6 +13,7 @@ their objects beside reading them:
 from __future__ import annotations
 
 from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -38,8 +39,10 @@ def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
     shapes = np.array(sizes, np.int64).reshape(n, 2)
     is_rle = np.fromiter(map(isinstance, segmentations, repeat(dict)), bool, count=n)
     own = np.full((n, 2), -1, np.int64)
-    if is_rle.any():
-        own[is_rle] = [segmentation["size"] for segmentation in segmentations[is_rle]]
+    if is_rle.all():
+        own = masks.sizes_of(segmentations)
+    elif is_rle.any():
+        own[is_rle] = masks.sizes_of(segmentations[is_rle])
     clash = np.flatnonzero(is_rle & (shapes[:, 0] >= 0) & (own != shapes).any(axis=1))
     if clash.size:
         i = int(clash[0])
@@ -137,7 +140,7 @@ def rle_from_json(values: list[dict[str, Any]]) -> np.ndarray:
 
 
 def mask_areas(rles: np.ndarray) -> np.ndarray:
-    return np.fromiter((rle["area"] for rle in rles), np.float64, count=len(rles))
+    return np.fromiter(map(itemgetter("area"), rles), np.float64, count=len(rles))
 
 
 def mask_geometry(table: FrameTable) -> OverlapTable:
@@ -172,16 +175,18 @@ def keypoint_count_error(boxes_box: np.ndarray, sigmas: list[float], path: str) 
 def check_mask_sizes(coco: CocoFiles, gt_file: str, dt_file: str) -> None:
     """One image size per image: a prediction's RLE of another size than the image's GT
     masks is an input error naming both (sizes given by images[] were checked on reading)."""
+    from rpx_cli.ops.masks import sizes_of
+
     n = len(coco.stems)
     first = np.full((n, 2), -1, np.int64)
+    size = {id(side): sizes_of(side.shape) for side in (coco.pred, coco.gt)}
     for side in (coco.pred, coco.gt):  # the GT's size wins where both have masks
         if len(side):
-            sizes = np.array([rle["size"] for rle in side.shape], np.int64).reshape(-1, 2)
-            first[side.frame[::-1]] = sizes[::-1]  # the first mask of each image
+            first[side.frame[::-1]] = size[id(side)][::-1]  # the first mask of each image
     for side, path, what in ((coco.gt, gt_file, "annotation"), (coco.pred, dt_file, "detection")):
         if not len(side):
             continue
-        sizes = np.array([rle["size"] for rle in side.shape], np.int64).reshape(-1, 2)
+        sizes = size[id(side)]
         wrong = np.flatnonzero((sizes != first[side.frame]).any(axis=1))
         if wrong.size:
             k = int(wrong[0])
