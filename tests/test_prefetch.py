@@ -86,7 +86,7 @@ def test_a_file_changed_after_it_was_read_is_read_again(tmp_path: Path) -> None:
     argv = argv_of(tmp_path)
     dt = Path(argv[5])
     prefetch.start(argv)
-    prefetch._FILES[os.path.abspath(dt)].thread.join()
+    prefetch.settle()
     dt.write_text("[]")  # new bytes (and a new size, mtime, ctime)
     data = prefetch.read(str(dt))
     assert data == b"[]"
@@ -116,9 +116,11 @@ def test_a_fifo_or_a_missing_file_is_left_to_the_reader(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     prefetch.start(["eval", "detection", "--coco-gt", str(fifo), "--coco-dt",
                     str(tmp_path / "missing.json")])
-    for file in list(prefetch._FILES.values()):
-        file.thread.join(timeout=10)
-        assert not file.thread.is_alive() and file.data is None
+    assert prefetch._THREADS
+    for thread in set(prefetch._THREADS.values()):
+        thread.join(timeout=10)
+        assert not thread.is_alive()
+    assert all(file.data is None for file in prefetch._FILES.values())
 
 
 def test_the_options_are_read_as_click_reads_them() -> None:

@@ -19,6 +19,7 @@ prefetched bytes and scans are what the readers would have computed themselves."
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -40,14 +41,10 @@ class _File:
         self.scan: Any = MISSING
         self.sha256: str | None = None
         self.ready = threading.Event()  # read and scanned (the digest may still be running)
-        self.thread = threading.Thread(target=self._run, daemon=True, name="rpx-prefetch")
 
-    def _run(self) -> None:
-        try:
-            self._read_and_scan()
-        finally:
-            self.ready.set()
-        if self.data is not None:  # run_provenance's digest, off the run's critical path
+    def digest(self) -> None:
+        """run_provenance's sha256 of the bytes read, off the run's critical path."""
+        if self.data is not None:
             self.sha256 = hashlib.sha256(self.data).hexdigest()
             with _LOCK:
                 _DIGESTS[os.path.abspath(self.path)] = (self.key, self.sha256)
@@ -86,6 +83,26 @@ class _File:
                     self.scan = getattr(core, self.kernel)(data, self.code)
             except Exception:  # the reader scans again and words what went wrong
                 self.scan = MISSING
+
+
+def _run(files: list[_File]) -> None:
+    """One thread for every file (the imports keep the other core busy): each read and
+    scanned in turn, then their digests. Whatever goes wrong leaves the reader to read the
+    file itself; no file is left waited for."""
+    try:
+        for file in files:
+            try:
+                file._read_and_scan()
+            except Exception:  # (the reader reads it again and words what is wrong)
+                file.data, file.scan = None, MISSING
+            finally:
+                file.ready.set()
+        for file in files:
+            with contextlib.suppress(Exception):  # (run_provenance hashes it itself)
+                file.digest()
+    finally:
+        for file in files:
+            file.ready.set()
 
 
 _FILES: dict[str, _File] = {}
@@ -136,12 +153,13 @@ def start(argv: list[str]) -> None:
              _File(dt, None if codes[1] is None else "coco_results", codes[1])]
     with _LOCK:
         files = [file for file in files if _FILES.setdefault(os.path.abspath(file.path), file) is file]
-        _THREADS.update((os.path.abspath(file.path), file.thread) for file in files)
-    # small stacks (the scanners nest at most 64 deep): less of a capped address space
+    thread = threading.Thread(target=_run, args=(files,), daemon=True, name="rpx-prefetch")
+    with _LOCK:
+        _THREADS.update((os.path.abspath(file.path), thread) for file in files)
+    # a small stack (the scanners nest at most 64 deep): less of a capped address space
     previous = threading.stack_size(1 << 20)
     try:
-        for file in files:
-            file.thread.start()
+        thread.start()
     finally:
         threading.stack_size(previous)
 
