@@ -61,6 +61,7 @@ RPX_PHASES = textwrap.dedent("""
 
     from rpx_cli.io.prefetch import start  # as rpx_cli.__main__ does, before the imports
     start(sys.argv[1:])
+    import rpx_cli.engine.jobs
     from rpx_cli.cli.main import main
     import rpx_cli.io.coco_files as coco_files
     import rpx_cli.ops.coco as coco
