@@ -35,14 +35,10 @@ def main() -> None:
         signal.signal(signum, _stop_at_start)
     for name in SINGLE_THREADED:  # before numpy is imported (the command line imports it)
         os.environ.setdefault(name, "1")
-    # the COCO files of `rpx eval detection` read and scanned while the rest imports
-    from rpx_cli.io.prefetch import start
+    # what an `rpx eval` needs started while the rest imports (cli/startup.py)
+    from rpx_cli.cli.startup import begin
 
-    start(sys.argv[1:])
-    if sys.argv[1:2] == ["eval"]:
-        # its clock starts now: the default --jobs reads the CPUs left idle over start-up
-        # (engine.jobs.idle_now) instead of sleeping 20 ms to measure them
-        import rpx_cli.engine.jobs  # noqa: F401
+    begin(sys.argv[1:])
     from rpx_cli.cli.main import main as run
 
     run()

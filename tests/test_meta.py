@@ -33,7 +33,7 @@ ALLOWED = {
     # deploy: its declarations only (DECLARATIONS)
     "report": {"tasks", "params", "errors", "report", "__init__", "distributions", "deploy", "native"},
     "console": {"errors"},  # escaped(): names shown as ls -b does
-    "run": {"engine", "io", "ops", "params", "tasks", "report", "errors", "deploy", "run"},
+    "run": {"engine", "io", "ops", "params", "tasks", "report", "errors", "deploy", "run", "native"},
     "api": {"run"},
     "cli": {"*"},
     "__init__": {"api", "tasks"},

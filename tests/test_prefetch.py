@@ -23,7 +23,10 @@ core = pytest.importorskip("rpx_cli._native")
 
 
 @pytest.fixture(autouse=True)
-def nothing_left_over():
+def nothing_left_over(monkeypatch):
+    # the prefetch is the native core's (RPX_NATIVE=0 starts none: tested below), so every
+    # test here runs with it, in the suite's RPX_NATIVE=0 run too
+    monkeypatch.setenv("RPX_NATIVE", "1")
     for table in (prefetch._FILES, prefetch._SCANNED, prefetch._DIGESTS, prefetch._THREADS):
         table.clear()
     yield
@@ -152,25 +155,27 @@ def test_the_console_script_prefetches_and_reports_the_same(tmp_path: Path, iou_
 
 
 def test_an_eval_starts_the_git_lookup_and_the_provenance_takes_it(tmp_path: Path) -> None:
+    from rpx_cli.cli.startup import begin
     from rpx_cli.report import provenance
 
-    prefetch.start(["eval", "depth", "--pred-dir", "p", "--gt-dir", "g"])
+    begin(["eval", "depth", "--pred-dir", "p", "--gt-dir", "g"])
     assert os.getcwd() in provenance._GIT_STARTED
+    assert not prefetch._FILES  # (no COCO files: nothing read)
     assert provenance.collect_git(os.getcwd()) == provenance._collect_git(os.getcwd())
     assert os.getcwd() not in provenance._GIT_STARTED  # taken once
-    prefetch.start(["merge", "a.json", "b.json"])
+    begin(["merge", "a.json", "b.json"])
     assert not provenance._GIT_STARTED
 
 
 def test_settle_leaves_no_thread_of_start_up_running(tmp_path: Path) -> None:
-    """Before a run forks its workers (engine/workers.py) it settles start-up's threads: the
-    files' and the git lookup's are done, what they found kept for the readers."""
+    """Before a run forks its workers (engine/workers.py) it settles start-up's thread: the
+    files are read, what it found kept for the readers."""
     import threading
 
     argv = argv_of(tmp_path)
     prefetch.start(argv)
     prefetch.settle()
-    assert not [t for t in threading.enumerate() if t.name in ("rpx-prefetch", "rpx-git")]
+    assert not [t for t in threading.enumerate() if t.name == "rpx-prefetch"]
     assert prefetch.read(argv[5]) == Path(argv[5]).read_bytes()
     assert prefetch.scanned(Path(argv[5]).read_bytes(), "coco_results", 0) is prefetch.MISSING
 

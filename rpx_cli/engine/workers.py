@@ -351,7 +351,7 @@ def _parallel_map(units: Sequence[Any], *, jobs: int, chunksize: int,
     shutdown_digest_thread()  # fork only a single-threaded process
     from rpx_cli.io.prefetch import settle
 
-    settle()  # (the threads of start-up: COCO files read, the git lookup)
+    settle()  # (the thread of start-up reading the COCO files)
     _parent_pid = os.getpid()
     method = "fork" if sys.platform.startswith("linux") else None
     # ProcessPoolExecutor, not multiprocessing.Pool: a worker killed by the OOM killer

@@ -4,10 +4,10 @@ native core while the command line is still being imported.
 Starting rpx takes ~0.2 s of one core (numpy, click, the task modules: Python holding the
 GIL); reading and scanning a COCO box run's files takes about as long in C (the 28 MB results
 and 9.5 MB GT of ``benchmarks/detection.py``: 0.1 s and 0.07 s) with the GIL released. So
-:func:`start`, called by ``rpx_cli.__main__`` before anything else is imported, looks at the
-arguments and, for that command, reads each named local regular file whole in a thread of its
-own and runs the scanner of its role and ``--iou-type`` (``coco_gt`` / ``coco_results`` of
-``rpx_cli/csrc``) on the bytes.
+:func:`start`, called by ``rpx_cli.cli.startup`` before anything else is imported, looks at the
+arguments and, for that command, reads each named local regular file whole in one thread,
+runs the scanner of its role and ``--iou-type`` (``coco_gt`` / ``coco_results`` of
+``rpx_cli/csrc``) on the bytes, then hashes them (``run_provenance``'s sha256).
 
 The readers then ask :func:`read` for a file's bytes and :func:`scanned` for what the scanner
 made of them. A prefetched file is handed over only when it is still the file that was read —
@@ -129,16 +129,10 @@ def _option(argv: list[str], name: str) -> str | None:
 def start(argv: list[str]) -> None:
     """Start reading and scanning the COCO files of ``argv`` (``sys.argv[1:]``) when it is
     ``eval detection`` with both ``--coco-gt`` and ``--coco-dt`` and the native core is in
-    use; for any ``eval``, start looking up the working directory's git commit
-    (:func:`rpx_cli.report.provenance.start_git`)."""
+    use; otherwise do nothing."""
     if "--" in argv:
         argv = argv[:argv.index("--")]
-    if argv[:1] != ["eval"] or "--help" in argv:
-        return
-    from rpx_cli.report.provenance import start_git
-
-    start_git(os.getcwd())  # (run_provenance.git: two git processes, waited for meanwhile)
-    if argv[1:2] != ["detection"]:
+    if argv[:2] != ["eval", "detection"] or "--help" in argv:
         return
     gt, dt = _option(argv, "--coco-gt"), _option(argv, "--coco-dt")
     if not gt or not dt or "://" in gt or "://" in dt:
@@ -225,10 +219,7 @@ def sha256_of(path: str, st: os.stat_result) -> str | None:
 
 
 def settle() -> None:
-    """Wait for every thread started here (the files', the git lookup's) to finish, keeping
-    what they found: a process about to fork its workers must have no other thread."""
+    """Wait for the thread started here to finish, keeping what it found: a process about
+    to fork its workers must have no other thread."""
     for thread in list(_THREADS.values()):
         thread.join()
-    from rpx_cli.report.provenance import settle_git
-
-    settle_git()

@@ -30,6 +30,12 @@ from rpx_cli.ops.lidar import LabelMap
 _MAX_DENSE_COUNTS = 1 << 20  # interval_confusions' bound on dense matrices (same arrays here)
 
 
+def native_pass() -> bool:
+    """Whether :func:`word_confusions` runs the native core's single pass (its caller then
+    keeps a scan's raw label words for it)."""
+    return native.core() is not None
+
+
 def word_confusions(gt: np.ndarray, pred: np.ndarray, label_map: LabelMap,
                     interval: np.ndarray | None, n_intervals: int,
                     ignore: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

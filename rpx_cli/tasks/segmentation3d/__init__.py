@@ -35,7 +35,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rpx_cli import native
 from rpx_cli.errors import InputError, ParameterError
 from rpx_cli.io.class_names import read_class_names
 from rpx_cli.io.filebuffer import FileBuffer
@@ -65,7 +64,7 @@ from rpx_cli.ops.confusion import (
     trim,
 )
 from rpx_cli.ops.lidar import LabelMap, RangeIntervals
-from rpx_cli.ops.point_counts import semantic_labels, word_confusions
+from rpx_cli.ops.point_counts import native_pass, semantic_labels, word_confusions
 from rpx_cli.ops.reduce import mean_present
 from rpx_cli.params import Band, banded
 from rpx_cli.params.parsers import NAMES, parse_band
@@ -294,7 +293,7 @@ class Segmentation3D(Task):
             return Cloud(points.shape[0], interval, path)
         label_map = _label_map(tuple(params["label_map"].items())) if params["label_map"] else None
         if (label_map is not None and label_map.class_table() is not None
-                and holds_words(path, params["label_format"]) and native.core() is not None):
+                and holds_words(path, params["label_format"]) and native_pass()):
             # mapped and counted with the other side's in one pass (evaluate)
             words = read_point_labels(path, buffer, bin_labels=params["label_format"], words=True)
             return Scan(words, path, words=True)
