@@ -7,6 +7,7 @@
  * tp / ((fp + tp) + eps), recall tp / regular), the same reading at the true positives only,
  * the same searchsorted(side="left") of the recall points. */
 #include "core.h"
+#include "greedy.h"
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -312,12 +313,7 @@ static int match_part(void *ctx, int part) {
         const Py_ssize_t n_g = g1 - g0;
         if (n_g) {
             memset(taken, 0, (size_t)C * (size_t)n_g);
-            for (Py_ssize_t a = 0; a < A; a++) {
-                for (Py_ssize_t j = 0; j < n_g; j++) {
-                    const double area = m->gt_area[g0 + j];
-                    ig[a * n_g + j] = gt_crowd[g0 + j] || area < m->ranges[2 * a] || area > m->ranges[2 * a + 1];
-                }
-            }
+            greedy_ignored_gt(gt_crowd + g0, m->gt_area + g0, n_g, m->ranges, A, ig);
             for (Py_ssize_t d = i; d < end; d++) {
                 Py_ssize_t n_pass = 0;
                 for (Py_ssize_t j = 0; j < n_g; j++) {
@@ -325,22 +321,8 @@ static int match_part(void *ctx, int part) {
                     if (iou[j] >= loosest) pass[n_pass++] = j;
                 }
                 if (!n_pass) continue;
-                for (Py_ssize_t col = 0; col < C; col++) {
-                    const Py_ssize_t a = col / T, t = col % T;
-                    const uint8_t *tk = taken + col * n_g, *ia = ig + a * n_g;
-                    Py_ssize_t best_regular = -1, best_ignored = -1;
-                    for (Py_ssize_t q = 0; q < n_pass; q++) {
-                        const Py_ssize_t j = pass[q];
-                        if (!(iou[j] >= m->thresholds[t]) || (tk[j] && !gt_crowd[g0 + j])) continue;
-                        Py_ssize_t *best = ia[j] ? &best_ignored : &best_regular;
-                        if (*best < 0 || iou[j] >= iou[*best]) *best = j;  /* ties: the last */
-                    }
-                    const Py_ssize_t best = best_regular >= 0 ? best_regular : best_ignored;
-                    if (best < 0) continue;
-                    m->matched[d * C + col] = 1;
-                    m->ignored[d * C + col] = ia[best];
-                    taken[col * n_g + best] = 1;
-                }
+                greedy_columns(iou, pass, n_pass, gt_crowd + g0, ig, taken, n_g, m->thresholds, A, T,
+                               m->matched + d * C, m->ignored + d * C);
             }
         }
         i = end;

@@ -13,6 +13,7 @@
  * loosest threshold as 0; here it is computed exactly: below every threshold either way.)
  * The walk is coco_eval.c's match_boxes with the OKS in place of the IoU. */
 #include "core.h"
+#include "greedy.h"
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -121,13 +122,7 @@ static int match_oks(const oks_problem *p) {
         const Py_ssize_t n_g = g1 - g0;
         if (n_g) {
             memset(taken, 0, (size_t)C * (size_t)n_g);
-            for (Py_ssize_t a = 0; a < A; a++) {
-                for (Py_ssize_t j = 0; j < n_g; j++) {
-                    const double area = p->gt_area[g0 + j];
-                    ig[a * n_g + j] = p->gt_crowd[g0 + j] || area < p->ranges[2 * a] ||
-                                      area > p->ranges[2 * a + 1];
-                }
-            }
+            greedy_ignored_gt(p->gt_crowd + g0, p->gt_area + g0, n_g, p->ranges, A, ig);
             for (Py_ssize_t d = i; d < end; d++) {
                 const double *row = p->dt_rows + p->dt_id[d] * p->W;
                 Py_ssize_t n_pass = 0;
@@ -138,22 +133,8 @@ static int match_oks(const oks_problem *p) {
                     if (value[j] >= loosest) pass[n_pass++] = j;
                 }
                 if (!n_pass) continue;
-                for (Py_ssize_t col = 0; col < C; col++) {
-                    const Py_ssize_t a = col / T, t = col % T;
-                    const uint8_t *tk = taken + col * n_g, *ia = ig + a * n_g;
-                    Py_ssize_t best_regular = -1, best_ignored = -1;
-                    for (Py_ssize_t q = 0; q < n_pass; q++) {
-                        const Py_ssize_t j = pass[q];
-                        if (!(value[j] >= p->thresholds[t]) || (tk[j] && !p->gt_crowd[g0 + j])) continue;
-                        Py_ssize_t *best = ia[j] ? &best_ignored : &best_regular;
-                        if (*best < 0 || value[j] >= value[*best]) *best = j;  /* ties: the last */
-                    }
-                    const Py_ssize_t best = best_regular >= 0 ? best_regular : best_ignored;
-                    if (best < 0) continue;
-                    p->matched[d * C + col] = 1;
-                    p->ignored[d * C + col] = ia[best];
-                    taken[col * n_g + best] = 1;
-                }
+                greedy_columns(value, pass, n_pass, p->gt_crowd + g0, ig, taken, n_g, p->thresholds, A,
+                               T, p->matched + d * C, p->ignored + d * C);
             }
         }
         i = end;
