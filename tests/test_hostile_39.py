@@ -145,7 +145,7 @@ def _parts(tmp_path: Path, kind: str, key: str | None = None) -> list[Path]:
 
 def _forge(path: Path, change) -> None:
     """Change a part's first frame and recompute its plain seal (what anyone can do)."""
-    from rpx_cli.run.state import part_seal
+    from rpx_cli.run.part_key import part_seal
 
     part = json.loads(path.read_text())
     frames = part["state"]["stats"]["frame"]

@@ -197,7 +197,7 @@ def test_a_part_holding_a_negative_run_is_refused_by_merge(tmp_path: Path, kerne
     """A ``--shard`` part whose mask was replaced (and its seal recomputed): ``rpx merge``
     decodes every mask it reads before intersecting any."""
     skip_without(kernels)
-    from rpx_cli.run.state import part_seal
+    from rpx_cli.run.part_key import part_seal
 
     for side in ("gt", "pred"):
         (tmp_path / side).mkdir()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import FIXTURES
 
-from rpx_cli.run.state import part_seal
+from rpx_cli.run.part_key import part_seal
 
 SHELF = FIXTURES / "detection" / "shelf"
 

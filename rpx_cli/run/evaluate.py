@@ -25,14 +25,13 @@ from rpx_cli.run.invocation import (
     stamp,
 )
 from rpx_cli.run.options import RUN_KEYWORDS, RunOptions
-from rpx_cli.run.part_key import part_key, signature
+from rpx_cli.run.part_key import part_key, part_seal, signature
 from rpx_cli.run.pictures import attach_pictures
 from rpx_cli.run.plan import Plan, plan_folders
 from rpx_cli.run.state import (
     State,
     evaluate_batch,
     finalize,
-    part_seal,
     provenance_inputs,
     skipped_lines,
 )

@@ -17,9 +17,9 @@ from rpx_cli.report.provenance import Stopwatch
 from rpx_cli.report.written import written_rows
 from rpx_cli.run import pooled
 from rpx_cli.run.invocation import Invocation, file_input, stamp
-from rpx_cli.run.part_key import check_signature, part_key
+from rpx_cli.run.part_key import check_signature, part_key, part_seal
 from rpx_cli.run.pictures import attach_pictures
-from rpx_cli.run.state import State, finalize, merge_states, part_seal, provenance_inputs
+from rpx_cli.run.state import State, finalize, merge_states, provenance_inputs
 from rpx_cli.tasks.base import Task
 from rpx_cli.tasks.registry import get_task
 

@@ -1,6 +1,6 @@
 """The keyed seal of ``--shard`` parts (issue 39.8).
 
-A part's ``seal`` (:func:`rpx_cli.run.state.part_seal`) is a plain digest of what ``rpx
+A part's ``seal`` (:func:`part_seal`) is a plain digest of what ``rpx
 merge`` takes from it: it finds a part changed by accident or by a careless hand, but anyone
 who edits a part can recompute it. Where parts travel through shared storage (a CI bucket,
 an artifact store), set a secret in the environment variable ``RPX_PART_KEY`` of both the
@@ -55,3 +55,23 @@ def check_signature(state: Mapping[str, Any], path: str, key: bytes | None) -> N
                                                              expected.encode("utf-8")):
         raise InputError(f"its signature does not verify with {ENV} (signed with another key, "
                          "or changed after it was written); re-run that shard", path=path)
+
+
+def part_seal(report: Mapping[str, Any], *, parsed: bool = False) -> str:
+    """The ``seal`` of a ``--shard`` part: the digest of what ``rpx merge`` takes from it —
+    its task, parameters, counts, unpaired stems, errors, the stems of its rows and its
+    ``state`` (statistics, stems, pairs, digests, shard index, the run's pairing and layout),
+    so a part edited after it was written (a statistic, a stem, its shard index) does not
+    verify. ``parsed``: ``report`` was read back from JSON."""
+    from rpx_cli.report.serialize import content_digest
+
+    state = {key: value for key, value in report["state"].items()
+             if key not in ("seal", "signature")}
+    sealed = {key: report.get(key) for key in SEALED}
+    sealed["state"] = state
+    sealed["row_stems"] = [row.get("stem") if isinstance(row, Mapping) else None
+                           for row in report.get("rows") or ()]
+    return content_digest(sealed, parsed=parsed)
+
+
+SEALED = ("schema", "schema_version", "task", "params", "n_pairs", "unpaired", "errors")

@@ -227,26 +227,6 @@ def _skipped_of(state: Mapping[str, Any], path: str) -> dict[str, dict[str, int]
     return {str(name): dict(counts) for name, counts in given.items()}
 
 
-def part_seal(report: Mapping[str, Any], *, parsed: bool = False) -> str:
-    """The ``seal`` of a ``--shard`` part: the digest of what ``rpx merge`` takes from it —
-    its task, parameters, counts, unpaired stems, errors, the stems of its rows and its
-    ``state`` (statistics, stems, pairs, digests, shard index, the run's pairing and layout),
-    so a part edited after it was written (a statistic, a stem, its shard index) does not
-    verify. ``parsed``: ``report`` was read back from JSON."""
-    from rpx_cli.report.serialize import content_digest
-
-    state = {key: value for key, value in report["state"].items()
-             if key not in ("seal", "signature")}
-    sealed = {key: report.get(key) for key in SEALED}
-    sealed["state"] = state
-    sealed["row_stems"] = [row.get("stem") if isinstance(row, Mapping) else None
-                           for row in report.get("rows") or ()]
-    return content_digest(sealed, parsed=parsed)
-
-
-SEALED = ("schema", "schema_version", "task", "params", "n_pairs", "unpaired", "errors")
-
-
 def evaluate_batch(plan: Plan, pairs: Sequence[Pair] | None = None, *, jobs: int | None = 1,
                    cache: DigestCache | None = None, executor: Executor | None = None,
                    progress: Progress | None = None) -> State:
