@@ -32,43 +32,75 @@ typedef struct {
 
 enum { TRUE_POSITIVE = 1, IGNORED = 2 };
 
+/* how many rows ahead the transposition asks for the next rows' flags (read in a random
+ * order: each would otherwise wait on memory) */
+#define PREFETCH_ROWS 16
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)0)
+#endif
+
+/* The true positives of one column among the selected detections sel[0..n) (NULL: 0..n-1):
+ * at[i], the position of the i-th among them, and ig[i], the ignored detections before it.
+ * Branch-free (the codes fall either way at random): every position is written, the count
+ * moves by the code. Returns the number of true positives. */
+static inline Py_ssize_t true_positives(const uint8_t *code, const int64_t *sel, Py_ssize_t n,
+                                        int64_t *at, int64_t *ig) {
+    Py_ssize_t n_tp = 0, n_ig = 0;
+    if (sel) {
+        for (Py_ssize_t j = 0; j < n; j++) {
+            const uint8_t x = code[sel[j]];
+            at[n_tp] = j;
+            ig[n_tp] = n_ig;
+            n_tp += x & TRUE_POSITIVE;
+            n_ig += x >> 1;
+        }
+    } else {
+        for (Py_ssize_t j = 0; j < n; j++) {
+            const uint8_t x = code[j];
+            at[n_tp] = j;
+            ig[n_tp] = n_ig;
+            n_tp += x & TRUE_POSITIVE;
+            n_ig += x >> 1;
+        }
+    }
+    return n_tp;
+}
+
 /* One (category k, area a, maxDets m) cell at every threshold, over the selected
- * detections sel[0..n) (indices into the category's). `codes`: the category's detections
- * per column a * T + t, contiguous (`width` each), TRUE_POSITIVE | IGNORED; `score`: theirs.
- * Scratch: at (n), pr (n), rc (n). */
+ * detections sel[0..n) (indices into the category's; NULL: all of them, in order). `codes`:
+ * the category's detections per column a * T + t, contiguous (`width` each),
+ * TRUE_POSITIVE | IGNORED; `score`: theirs. Scratch: at, ig, pr, rc (n each). */
 static void cell(const accumulation *c, Py_ssize_t k, Py_ssize_t a, Py_ssize_t m,
                  const uint8_t *codes, const double *score, Py_ssize_t width, const int64_t *sel,
-                 Py_ssize_t n, int64_t *at, double *pr, double *rc) {
+                 Py_ssize_t n, int64_t *at, int64_t *ig, double *pr, double *rc) {
     const double regular = (double)c->regular[a * c->K + k];
     const Py_ssize_t KAM = c->K * c->A * c->M, cell_at = (k * c->A + a) * c->M + m;
     for (Py_ssize_t t = 0; t < c->T; t++) {
-        const uint8_t *code = codes + (a * c->T + t) * width;
-        Py_ssize_t n_tp = 0, n_ig = 0;
-        for (Py_ssize_t j = 0; j < n; j++) {
-            const uint8_t x = code[sel[j]];
-            if (x & TRUE_POSITIVE) {
-                /* false positives before it: its position less the true positives and the
-                 * ignored detections before it */
-                const double tp = (double)(n_tp + 1), fp = (double)(j - n_tp - n_ig);
-                at[n_tp] = j;
-                pr[n_tp] = tp / (fp + tp + DBL_EPSILON);
-                rc[n_tp] = tp / regular;
-                n_tp++;
-            }
-            if (x & IGNORED) n_ig++;
+        const Py_ssize_t n_tp = true_positives(codes + (a * c->T + t) * width, sel, n, at, ig);
+        /* precision and recall at each true positive, precision as its envelope from the
+         * right (the highest at or after it), in one pass from the right; the false positives
+         * before the i-th true positive: its position less the true positives and the ignored
+         * detections before it */
+        double envelope = 0.0;
+        for (Py_ssize_t i = n_tp - 1; i >= 0; i--) {
+            const double tp = (double)(i + 1), fp = (double)(at[i] - i - ig[i]);
+            const double precision = tp / (fp + tp + DBL_EPSILON);
+            if (i == n_tp - 1 || precision > envelope) envelope = precision;
+            pr[i] = envelope;
+            rc[i] = tp / regular;
         }
         c->recall[t * KAM + cell_at] = (double)n_tp / regular;
-        for (Py_ssize_t i = n_tp - 2; i >= 0; i--) { /* the envelope from the right */
-            if (pr[i + 1] > pr[i]) pr[i] = pr[i + 1];
-        }
         Py_ssize_t p = 0;
         for (Py_ssize_t r = 0; r < c->R; r++) {
             while (p < n_tp && rc[p] < c->points[r]) p++;
             const Py_ssize_t out = (t * c->R + r) * KAM + cell_at;
+            const Py_ssize_t pick = p < n_tp ? (sel ? sel[at[p]] : at[p]) : 0;
             c->precision[out] = p < n_tp ? pr[p] : 0.0;
-            c->scores[out] = p < n_tp ? score[sel[at[p]]] : 0.0;
+            c->scores[out] = p < n_tp ? score[pick] : 0.0;
         }
-        if (n && c->R) c->scores[t * c->R * KAM + cell_at] = score[sel[0]];
+        if (n && c->R) c->scores[t * c->R * KAM + cell_at] = score[sel ? sel[0] : 0];
     }
 }
 
@@ -82,22 +114,29 @@ static int accumulate_categories(const accumulation *c, Py_ssize_t k0, Py_ssize_
     }
     const size_t w = (size_t)widest;
     int64_t *sel = malloc(w * sizeof(int64_t)), *at = malloc(w * sizeof(int64_t));
-    int64_t *rank = malloc(w * sizeof(int64_t));
+    int64_t *rank = malloc(w * sizeof(int64_t)), *ig = malloc(w * sizeof(int64_t));
     double *pr = malloc(w * sizeof(double)), *rc = malloc(w * sizeof(double));
     double *score = malloc(w * sizeof(double));
     /* a category's codes, column by column (the caller checked columns * widest fits) */
     uint8_t *codes = malloc((size_t)(columns ? columns : 1) * w);
-    int status = (sel && at && rank && pr && rc && score && codes) ? 0 : -1;
+    int status = (sel && at && ig && rank && pr && rc && score && codes) ? 0 : -1;
     const int64_t last = c->max_dets[c->M - 1];
     for (Py_ssize_t k = k0; k < k1 && !status; k++) {
         const int64_t lo = c->bounds[k], hi = c->bounds[k + 1];
         const Py_ssize_t width = (Py_ssize_t)(hi - lo);
         for (Py_ssize_t j = 0; j < width; j++) {  /* rows to columns: each pass contiguous */
             const int64_t row = c->order ? c->order[lo + j] : lo + j;
+            if (c->order && j + PREFETCH_ROWS < width) {  /* rows at random: fetch ahead */
+                const int64_t ahead = c->order[lo + j + PREFETCH_ROWS];
+                PREFETCH(c->matched + ahead * columns);
+                PREFETCH(c->matched + ahead * columns + columns - 1);
+                PREFETCH(c->ignored + ahead * columns);
+                PREFETCH(c->ignored + ahead * columns + columns - 1);
+            }
             const uint8_t *matched = c->matched + row * columns, *ignored = c->ignored + row * columns;
-            for (Py_ssize_t col = 0; col < columns; col++) {
-                codes[col * width + j] = (uint8_t)((matched[col] && !ignored[col] ? TRUE_POSITIVE : 0) |
-                                                   (ignored[col] ? IGNORED : 0));
+            for (Py_ssize_t col = 0; col < columns; col++) {  /* branch-free: the flags fall at random */
+                const int is_ignored = ignored[col] != 0, is_true = (matched[col] != 0) & !is_ignored;
+                codes[col * width + j] = (uint8_t)(is_true * TRUE_POSITIVE | is_ignored * IGNORED);
             }
             score[j] = c->score[row];
             rank[j] = c->rank[row];
@@ -108,14 +147,16 @@ static int accumulate_categories(const accumulation *c, Py_ssize_t k0, Py_ssize_
             for (Py_ssize_t j = 0; j < width; j++) {  /* every detection under the last maxDets */
                 if (cap >= last || rank[j] < cap) sel[n++] = j;
             }
+            const int64_t *picked = n == width ? NULL : sel;  /* all of them: no indirection */
             for (Py_ssize_t a = 0; a < c->A; a++) {
-                if (c->regular[a * c->K + k]) cell(c, k, a, m, codes, score, width, sel, n, at, pr, rc);
+                if (c->regular[a * c->K + k]) cell(c, k, a, m, codes, score, width, picked, n, at, ig, pr, rc);
             }
         }
     }
     free(sel);
     free(at);
     free(rank);
+    free(ig);
     free(pr);
     free(rc);
     free(score);
@@ -277,7 +318,9 @@ static int match_part(void *ctx, int part) {
     memset(m->matched + i0 * C, 0, (size_t)(i1 - i0) * (size_t)C);
     if (m->outside) {  /* a detection that takes no GT is ignored where its area is outside */
         for (Py_ssize_t d = i0; d < i1; d++) {
-            for (Py_ssize_t col = 0; col < C; col++) m->ignored[d * C + col] = m->outside[d * A + col / T] != 0;
+            for (Py_ssize_t a = 0; a < A; a++) {
+                memset(m->ignored + d * C + a * T, m->outside[d * A + a] != 0, (size_t)T);
+            }
         }
     } else {
         memset(m->ignored + i0 * C, 0, (size_t)(i1 - i0) * (size_t)C);

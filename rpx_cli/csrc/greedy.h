@@ -27,21 +27,24 @@ static inline void greedy_columns(const double *value, const Py_ssize_t *pass, P
                                   const uint8_t *crowd, const uint8_t *ig, uint8_t *taken,
                                   Py_ssize_t n_g, const double *thresholds, Py_ssize_t A,
                                   Py_ssize_t T, uint8_t *matched, uint8_t *ignored) {
-    for (Py_ssize_t col = 0; col < A * T; col++) {
-        const Py_ssize_t a = col / T, t = col % T;
-        const uint8_t *tk = taken + col * n_g, *ia = ig + a * n_g;
-        Py_ssize_t best_regular = -1, best_ignored = -1;
-        for (Py_ssize_t q = 0; q < n_pass; q++) {
-            const Py_ssize_t j = pass[q];
-            if (!(value[j] >= thresholds[t]) || (tk[j] && !crowd[j])) continue;
-            Py_ssize_t *best = ia[j] ? &best_ignored : &best_regular;
-            if (*best < 0 || value[j] >= value[*best]) *best = j;  /* ties: the last */
+    for (Py_ssize_t a = 0; a < A; a++) {  /* (no division per column: a hot loop) */
+        const uint8_t *ia = ig + a * n_g;
+        for (Py_ssize_t t = 0; t < T; t++) {
+            const Py_ssize_t col = a * T + t;
+            const uint8_t *tk = taken + col * n_g;
+            Py_ssize_t best_regular = -1, best_ignored = -1;
+            for (Py_ssize_t q = 0; q < n_pass; q++) {
+                const Py_ssize_t j = pass[q];
+                if (!(value[j] >= thresholds[t]) || (tk[j] && !crowd[j])) continue;
+                Py_ssize_t *best = ia[j] ? &best_ignored : &best_regular;
+                if (*best < 0 || value[j] >= value[*best]) *best = j;  /* ties: the last */
+            }
+            const Py_ssize_t best = best_regular >= 0 ? best_regular : best_ignored;
+            if (best < 0) continue;
+            matched[col] = 1;
+            ignored[col] = ia[best];
+            taken[col * n_g + best] = 1;
         }
-        const Py_ssize_t best = best_regular >= 0 ? best_regular : best_ignored;
-        if (best < 0) continue;
-        matched[col] = 1;
-        ignored[col] = ia[best];
-        taken[col * n_g + best] = 1;
     }
 }
 
