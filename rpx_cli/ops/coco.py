@@ -196,7 +196,8 @@ class CocoMatches:
     dt_category: np.ndarray
     dt_score: np.ndarray
     rank: np.ndarray
-    true: np.ndarray  # (detections, areas * thresholds): matched to a regular GT
+    # (detections, areas * thresholds): took a GT; a true positive where not ignored too
+    matched: np.ndarray
     ignored: np.ndarray  # (detections, areas * thresholds)
     gt_image: np.ndarray
     gt_category: np.ndarray
@@ -267,7 +268,7 @@ def match(data: CocoInput, params: CocoParams | None = None) -> CocoMatches:
 
     gt_ignored = gt_crowd[None, :] | (gt_area[None, :] < ranges[:, :1]) | (gt_area[None, :] > ranges[:, 1:])
     return CocoMatches(params, data.n_images, K, dt_image, dt_category, dt_score, rank,
-                       matched & ~ignored, ignored, gt_group // K, gt_group % K, gt_ignored)
+                       matched, ignored, gt_group // K, gt_group % K, gt_ignored)
 
 
 def _ranks(group: np.ndarray) -> np.ndarray:
@@ -313,10 +314,9 @@ def accumulate(matches: CocoMatches, images: np.ndarray | None = None) -> CocoRe
     ranked = stable_order(dt_category, dt_score)
     bounds = np.concatenate(([0], np.cumsum(np.bincount(dt_category, minlength=K))))
     # the cells by the native core's coco_accumulate, or its numpy twin (ops/coco_accumulate.py),
-    # reading the matches' rows in that order; ``true`` excludes the ignored already: as
-    # "matched" it gives the same true positives
+    # reading the matches' rows in that order
     rows = ranked if picked is None else picked[ranked]
-    precision, recall, scores = accumulate_cells(m.true, m.ignored, m.rank, m.dt_score, bounds,
+    precision, recall, scores = accumulate_cells(m.matched, m.ignored, m.rank, m.dt_score, bounds,
                                                  regular, max_dets, RECALL_THRESHOLDS, order=rows)
     return CocoResult(precision, recall, scores, params)
 
