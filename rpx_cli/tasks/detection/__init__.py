@@ -85,6 +85,7 @@ from rpx_cli.tasks.detection.parts import (
     FORMATS,
     GEOMETRIES,
     IOU_TYPES,
+    PROTOCOL_SECTIONS,
     PROTOCOLS,
     files_format,
     folder_format,
@@ -184,7 +185,7 @@ class Detection(Task):
     # the views, then each protocol's own (dataset.<section>: coco for COCO and LVIS)
     families = {"rows": (ROW_KEYS, ()), "pooled": ((), ("dataset.pooled",)),
                 "confusion": ((), ("dataset.confusion",)), COCO_SECTION: ((), ("dataset.coco",)),
-                **{part.section: ((), (f"dataset.{part.section}",)) for part in PROTOCOLS.values()},
+                **{section: ((), (f"dataset.{section}",)) for section in PROTOCOL_SECTIONS.values()},
                 "errors": ((), ("dataset.errors",))}
     optional_families = ("errors",)
     report_properties = {"dataset": {"type": "object", "properties": {

@@ -14,8 +14,7 @@ its parts. ``docs/architecture.md`` ("Detection as parts") walks through adding 
 from __future__ import annotations
 
 import importlib
-import pkgutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
@@ -301,7 +300,7 @@ class DetectionProtocol:
         out of the task's ``names`` (every protocol's section among them) and ``optional``
         (those no run does by default): the other protocols' sections are not its to run,
         and COCO's view is a default only where it is the protocol's own."""
-        others = {part.section for part in PROTOCOLS.values()} - {self.section, COCO_SECTION}
+        others = set(PROTOCOL_SECTIONS.values()) - {self.section, COCO_SECTION}
         available = tuple(name for name in names if name not in others)
         left_out = {*optional, *({COCO_SECTION} - {self.section})}
         return available, tuple(name for name in available if name not in left_out)
@@ -309,53 +308,99 @@ class DetectionProtocol:
 
 # --- the registries -----------------------------------------------------------------------------
 
-KINDS: dict[str, SimilarityKind] = {}
-PROTOCOLS: dict[str, DetectionProtocol] = {}
-FORMATS: dict[str, DetectionFormat] = {}
+# Every part by name, in rank order — the module of that name under ``kinds/``,
+# ``protocols/``, ``formats/`` — with what the command line asks of a part before the run
+# has chosen it: a kind's ``--iou-type`` and ``--geometry`` (None: the iou type alone), a
+# protocol's report section. A run imports only the parts it asks for (the others' readers
+# and views cost a COCO run a tenth of its start-up: issue 43);
+# tests/test_detection_parts.py holds these equal to the parts' own attributes and to the
+# folders' modules.
+KIND_CHOICES: dict[str, tuple[str, str | None]] = {
+    "box": ("bbox", "box"), "rotated": ("bbox", "rotated"), "polygon": ("bbox", "polygon"),
+    "cuboid": ("bbox", "cuboid"), "mask": ("segm", None), "keypoints": ("keypoints", None)}
+PROTOCOL_SECTIONS: dict[str, str] = {
+    "coco": COCO_SECTION, "lvis": COCO_SECTION, "voc07": "voc07", "voc": "voc", "dota": "dota",
+    "ultralytics": "ultralytics", "openimages": "openimages"}
+FORMAT_NAMES = ("rpx", "coco", "yolo", "voc", "kitti", "dota", "labelme", "cvat", "openimages")
+
+P = TypeVar("P")
 K = TypeVar("K", bound=type)
 
 
-def _register(registry: dict[str, Any], cls: K) -> K:
-    existing = registry.get(cls.name)
-    if existing is not None and type(existing).__qualname__ != cls.__qualname__:
-        raise ValueError(f"{cls.name!r} is registered twice ({type(existing).__module__} and "
-                         f"{cls.__module__})")
-    registry[cls.name] = cls()
-    ordered = sorted(registry.values(), key=lambda part: part.rank)
-    registry.clear()
-    registry.update((part.name, part) for part in ordered)
-    return cls
+class Registry(Mapping[str, P]):
+    """One folder's parts by name: the names (in rank order) known before any is imported,
+    a part's module imported the first time the part is asked for (it registers itself:
+    :func:`register_kind`, …). ``in``, ``len`` and iterating the names import nothing;
+    ``values()`` and ``items()`` import each part as they reach it."""
+
+    def __init__(self, folder: str, names: Iterable[str]) -> None:
+        self.folder, self.names = folder, tuple(names)
+        self.parts: dict[str, P] = {}
+
+    def __getitem__(self, name: str) -> P:
+        part = self.parts.get(name)
+        if part is None:
+            if name not in self.names:
+                raise KeyError(name)
+            importlib.import_module(f"{__package__}.{self.folder}.{name}")
+            part = self.parts[name]
+        return part
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def add(self, cls: type) -> None:
+        """Register an instance of ``cls`` under its ``name``, which the registry must list."""
+        if cls.name not in self.names:
+            raise ValueError(f"{cls.__module__}: {self.folder} part {cls.name!r} is not listed in "
+                             "rpx_cli/tasks/detection/parts.py (KIND_CHOICES, PROTOCOL_SECTIONS, "
+                             "FORMAT_NAMES)")
+        existing = self.parts.get(cls.name)
+        if existing is not None and type(existing).__qualname__ != cls.__qualname__:
+            raise ValueError(f"{cls.name!r} is registered twice ({type(existing).__module__} and "
+                             f"{cls.__module__})")
+        self.parts[cls.name] = cls()
+
+
+KINDS: Registry[SimilarityKind] = Registry("kinds", KIND_CHOICES)
+PROTOCOLS: Registry[DetectionProtocol] = Registry("protocols", PROTOCOL_SECTIONS)
+FORMATS: Registry[DetectionFormat] = Registry("formats", FORMAT_NAMES)
 
 
 def register_kind(cls: K) -> K:
     """Class decorator: a similarity kind (its ``--iou-type``/``--geometry`` choices too)."""
-    return _register(KINDS, cls)
+    KINDS.add(cls)
+    return cls
 
 
 def register_protocol(cls: K) -> K:
     """Class decorator: a ``--protocol``."""
-    return _register(PROTOCOLS, cls)
+    PROTOCOLS.add(cls)
+    return cls
 
 
 def register_format(cls: K) -> K:
     """Class decorator: a detection file format."""
-    return _register(FORMATS, cls)
+    FORMATS.add(cls)
+    return cls
 
 
 def load_parts() -> None:
-    """Import every module of ``kinds/``, ``protocols/`` and ``formats/`` (each registers
-    itself)."""
-    for folder in ("kinds", "protocols", "formats"):
-        package = importlib.import_module(f"{__package__}.{folder}")
-        for module in pkgutil.iter_modules(package.__path__):
-            importlib.import_module(f"{package.__name__}.{module.name}")
+    """Import every part (each registers itself): what a run does for the parts it uses."""
+    for registry in (KINDS, PROTOCOLS, FORMATS):
+        for name in registry:
+            registry[name]
 
-
-load_parts()
 
 # the flags' choices, in the parts' ranks; the defaults are the first (boxes, COCO)
-IOU_TYPES = tuple(dict.fromkeys(kind.iou_type for kind in KINDS.values()))
-GEOMETRIES = tuple(kind.geometry for kind in KINDS.values() if kind.geometry is not None)
+IOU_TYPES = tuple(dict.fromkeys(iou_type for iou_type, _ in KIND_CHOICES.values()))
+GEOMETRIES = tuple(geometry for _, geometry in KIND_CHOICES.values() if geometry is not None)
 DEFAULT_IOU_TYPE, DEFAULT_GEOMETRY = IOU_TYPES[0], GEOMETRIES[0]
 DEFAULT_PROTOCOL = next(iter(PROTOCOLS))
 
@@ -366,17 +411,17 @@ def kind_of(params: Params) -> SimilarityKind:
     with an iou type of a single kind (masks, keypoints) is a :class:`ParameterError`."""
     iou_type = params.get("iou_type", DEFAULT_IOU_TYPE)
     geometry = params.get("geometry", DEFAULT_GEOMETRY)
-    candidates = [kind for kind in KINDS.values() if kind.iou_type == iou_type]
+    candidates = [name for name, (its_type, _) in KIND_CHOICES.items() if its_type == iou_type]
     if not candidates:
         raise ParameterError(f"--iou-type: {iou_type!r} is not one of {', '.join(IOU_TYPES)}")
-    if len(candidates) == 1 and candidates[0].geometry is None:
+    if len(candidates) == 1 and KIND_CHOICES[candidates[0]][1] is None:
         if geometry != DEFAULT_GEOMETRY:
             raise ParameterError(f"--iou-type {iou_type} and --geometry {geometry} do not go "
                                  "together: masks and keypoints are their own geometry")
-        return candidates[0]
-    for kind in candidates:
-        if kind.geometry == geometry:
-            return kind
+        return KINDS[candidates[0]]
+    for name in candidates:
+        if KIND_CHOICES[name][1] == geometry:
+            return KINDS[name]
     raise ParameterError(f"--geometry: {geometry!r} is not one of {', '.join(GEOMETRIES)}")
 
 

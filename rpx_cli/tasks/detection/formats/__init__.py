@@ -1,2 +1,2 @@
-"""The file formats ``rpx eval detection`` reads, one module each (registered on import by
-:func:`rpx_cli.tasks.detection.parts.load_parts`): how detections are written on disk."""
+"""The file formats ``rpx eval detection`` reads, one module each, imported when a run asks
+for one (``parts.FORMATS``, which lists them by name): how detections are written on disk."""

@@ -1,3 +1,3 @@
-"""The similarity kinds of ``rpx eval detection``, one module each (registered on import by
-:func:`rpx_cli.tasks.detection.parts.load_parts`): what an object is, and how two are
+"""The similarity kinds of ``rpx eval detection``, one module each, imported when a run asks
+for one (``parts.KINDS``, which lists them by name): what an object is, and how two are
 compared."""

@@ -1,3 +1,3 @@
-"""The ``--protocol`` choices of ``rpx eval detection``, one module each (registered on
-import by :func:`rpx_cli.tasks.detection.parts.load_parts`): how a benchmark scores
+"""The ``--protocol`` choices of ``rpx eval detection``, one module each, imported when a run
+asks for one (``parts.PROTOCOLS``, which lists them by name): how a benchmark scores
 detections."""
