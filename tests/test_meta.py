@@ -239,6 +239,29 @@ def test_task_commands_short_help_is_the_tasks_own() -> None:
         assert TASKS[name].help == line
 
 
+def test_lazy_commands_short_help_is_the_commands_own() -> None:
+    """`rpx --help` lists every command but eval without importing it: the line it shows is
+    the one the command would show itself, at every width; `rpx eval ...` imports none."""
+    import click
+
+    from rpx_cli.cli.main import LAZY_COMMANDS, cli
+
+    ctx = click.Context(cli)
+    listed = set(cli.list_commands(ctx))
+    for name, (_, _, line) in LAZY_COMMANDS.items():
+        command = cli.get_command(ctx, name)
+        assert command.name == name and name in listed
+        for width in (30, 45, 80, 120, 400):
+            assert click.Command(name, help=line).get_short_help_str(width) == \
+                command.get_short_help_str(width), (name, width)
+    code = ("import sys\n"
+            "from rpx_cli.cli.main import cli\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('rpx_cli.cli.'))))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert not {"rpx_cli.cli.inspect", "rpx_cli.cli.workflow", "rpx_cli.cli.readiness",
+                "rpx_cli.cli.stability", "rpx_cli.cli.report"} & set(done.stdout.split())
+
+
 @pytest.mark.slow
 def test_wheel_ships_the_schemas(tmp_path: Path) -> None:
     pytest.importorskip("setuptools")

@@ -34,11 +34,40 @@ TASK_COMMANDS = {
     "coherence": "Stack-Level Geometric Coherence: do mask boundaries sit on depth discontinuities?",
 }
 
-# commands whose options come from a task's declarations (imported when they run, so that
-# ``rpx --help`` imports no task): name -> (module, builder, one-line help)
+# every command but ``eval``, imported when it runs: ``rpx --help`` imports no task, and an
+# ``rpx eval`` builds none of the others' options (issue 43's start-up). name -> (module,
+# attribute: the command, or a builder of it from a task's declarations, one-line help); a
+# test holds each line equal to the command's own
 LAZY_COMMANDS = {
     "convert": ("rpx_cli.cli.convert", "build_convert",
-                "Write detections of any format rpx reads (YOLO, VOC, ...) as COCO files."),
+                "Write detections of any format rpx reads (YOLO, VOC, KITTI, DOTA, LabelMe, rpx "
+                "JSON) as COCO files: OUT/instances.json (images with sizes, categories, "
+                "annotations) and OUT/results.json. rpx and pycocotools read them back to the "
+                "same numbers."),
+    "show": ("rpx_cli.cli.inspect", "show",
+             "Print any rpx report: headline figures, per-class tables, confusion matrix, gates."),
+    "schema": ("rpx_cli.cli.inspect", "schema",
+               "Print the JSON Schema (Draft 2020-12) of a report kind."),
+    "validate": ("rpx_cli.cli.inspect", "validate",
+                 "Validate a report (or manifest) against its JSON Schema."),
+    "metrics": ("rpx_cli.cli.inspect", "metrics",
+                "List every registered metric, which way is better, and where it comes from."),
+    "completion": ("rpx_cli.cli.inspect", "completion",
+                   "Print the shell completion script of rpx (commands, tasks, flags, choices)."),
+    "merge": ("rpx_cli.cli.workflow", "merge",
+              "Merge the partial reports of a sharded evaluation into the single-run report."),
+    "check": ("rpx_cli.cli.workflow", "check",
+              "Gate an existing report: exit 0 when every gate passes, 3 when one fails."),
+    "compare": ("rpx_cli.cli.workflow", "compare",
+                "Compare two reports metric by metric, with a paired bootstrap over shared stems."),
+    "readiness": ("rpx_cli.cli.readiness", "readiness",
+                  "Combine an eval report (with strata), temporal stability, geometric coherence "
+                  "and cost figures into one deployment-readiness report."),
+    "stability": ("rpx_cli.cli.stability", "stability",
+                  "Temporal stability (TS): do a model's predictions for consecutive frames agree "
+                  "once the camera motion is undone?"),
+    "report": ("rpx_cli.cli.report", "report",
+               "Render rpx JSON reports as one self-contained HTML page with charts."),
 }
 
 
@@ -57,8 +86,11 @@ class RpxGroup(SuggestingGroup):
         if name in LAZY_COMMANDS and name not in self.commands:
             import importlib
 
-            module, builder, _ = LAZY_COMMANDS[name]
-            return getattr(importlib.import_module(module), builder)()
+            module, attribute, _ = LAZY_COMMANDS[name]
+            found = getattr(importlib.import_module(module), attribute)
+            command = found if isinstance(found, click.Command) else found()
+            self.add_command(command, name)
+            return command
         return super().get_command(ctx, name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -295,23 +327,8 @@ def cli() -> None:
 
 def _register() -> None:
     from rpx_cli.cli import eval as eval_cli
-    from rpx_cli.cli import inspect, workflow
 
-    cli.add_command(eval_cli.eval_group)
-    cli.add_command(inspect.show)
-    cli.add_command(inspect.schema)
-    cli.add_command(inspect.validate)
-    cli.add_command(inspect.metrics)
-    cli.add_command(inspect.completion)
-    cli.add_command(workflow.merge)
-    cli.add_command(workflow.check)
-    cli.add_command(workflow.compare)
-    from rpx_cli.cli.readiness import readiness
-    cli.add_command(readiness)
-    from rpx_cli.cli.stability import stability
-    cli.add_command(stability)
-    from rpx_cli.cli.report import report
-    cli.add_command(report)
+    cli.add_command(eval_cli.eval_group)  # the others: LAZY_COMMANDS
 
 
 _register()
