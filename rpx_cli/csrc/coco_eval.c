@@ -41,66 +41,71 @@ enum { TRUE_POSITIVE = 1, IGNORED = 2 };
 #define PREFETCH(p) ((void)0)
 #endif
 
-/* The true positives of one column among the selected detections sel[0..n) (NULL: 0..n-1):
- * at[i], the position of the i-th among them, and ig[i], the ignored detections before it.
- * Branch-free (the codes fall either way at random): every position is written, the count
- * moves by the code. Returns the number of true positives. */
-static inline Py_ssize_t true_positives(const uint8_t *code, const int64_t *sel, Py_ssize_t n,
-                                        int64_t *at, int64_t *ig) {
-    Py_ssize_t n_tp = 0, n_ig = 0;
-    if (sel) {
-        for (Py_ssize_t j = 0; j < n; j++) {
-            const uint8_t x = code[sel[j]];
-            at[n_tp] = j;
-            ig[n_tp] = n_ig;
-            n_tp += x & TRUE_POSITIVE;
-            n_ig += x >> 1;
-        }
-    } else {
-        for (Py_ssize_t j = 0; j < n; j++) {
-            const uint8_t x = code[j];
-            at[n_tp] = j;
-            ig[n_tp] = n_ig;
-            n_tp += x & TRUE_POSITIVE;
-            n_ig += x >> 1;
-        }
-    }
-    return n_tp;
+/* A word's set bits (the x86-64 baseline has no popcnt instruction). */
+static inline int64_t bits_set(uint64_t x) {
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return (int64_t)((x * 0x0101010101010101ULL) >> 56);
 }
 
-/* One (category k, area a, maxDets m) cell at every threshold, over the selected
- * detections sel[0..n) (indices into the category's; NULL: all of them, in order). `codes`:
- * the category's detections per column a * T + t, contiguous (`width` each),
- * TRUE_POSITIVE | IGNORED; `score`: theirs. Scratch: at, ig, pr, rc (n each). */
+/* A category's detections as bits, 64 to a word, `words` words a column: tp and ig (columns
+ * a * T + t): a true positive / an ignored detection there; sel (one column): counted under
+ * the cell's maxDets. The true positives are found a word at a time (most detections are not
+ * one) and each one's place among the counted from the bits below it. */
+typedef struct {
+    const uint64_t *tp, *ig, *sel;
+    Py_ssize_t words;
+    int64_t first;  /* the first counted detection, -1: none */
+} category_bits;
+
+/* One (category k, area a, maxDets m) cell at every threshold. Scratch (one per detection of
+ * the category): at, before, pick (each true positive's position among the counted, the
+ * ignored counted before it, the detection itself), pr, rc. */
 static void cell(const accumulation *c, Py_ssize_t k, Py_ssize_t a, Py_ssize_t m,
-                 const uint8_t *codes, const double *score, Py_ssize_t width, const int64_t *sel,
-                 Py_ssize_t n, int64_t *at, int64_t *ig, double *pr, double *rc) {
+                 const category_bits *bits, const double *score, int64_t *at, int64_t *before,
+                 int64_t *pick, double *pr, double *rc) {
     const double regular = (double)c->regular[a * c->K + k];
     const Py_ssize_t KAM = c->K * c->A * c->M, cell_at = (k * c->A + a) * c->M + m;
+    const Py_ssize_t words = bits->words;
     for (Py_ssize_t t = 0; t < c->T; t++) {
-        const Py_ssize_t n_tp = true_positives(codes + (a * c->T + t) * width, sel, n, at, ig);
+        const uint64_t *tp = bits->tp + (a * c->T + t) * words, *ig = bits->ig + (a * c->T + t) * words;
+        Py_ssize_t n_tp = 0;
+        int64_t n_counted = 0, n_ignored = 0;
+        for (Py_ssize_t w = 0; w < words; w++) {
+            const uint64_t counted = bits->sel[w], ignored = ig[w] & counted;
+            for (uint64_t x = tp[w] & counted; x; x &= x - 1) {
+                const int b = __builtin_ctzll(x);
+                const uint64_t below = (((uint64_t)1) << b) - 1;
+                at[n_tp] = n_counted + bits_set(counted & below);
+                before[n_tp] = n_ignored + bits_set(ignored & below);
+                pick[n_tp] = (int64_t)w * 64 + b;
+                n_tp++;
+            }
+            n_counted += bits_set(counted);
+            n_ignored += bits_set(ignored);
+        }
         /* precision and recall at each true positive, precision as its envelope from the
          * right (the highest at or after it), in one pass from the right; the false positives
          * before the i-th true positive: its position less the true positives and the ignored
          * detections before it */
         double envelope = 0.0;
         for (Py_ssize_t i = n_tp - 1; i >= 0; i--) {
-            const double tp = (double)(i + 1), fp = (double)(at[i] - i - ig[i]);
-            const double precision = tp / (fp + tp + DBL_EPSILON);
+            const double tp_i = (double)(i + 1), fp = (double)(at[i] - i - before[i]);
+            const double precision = tp_i / (fp + tp_i + DBL_EPSILON);
             if (i == n_tp - 1 || precision > envelope) envelope = precision;
             pr[i] = envelope;
-            rc[i] = tp / regular;
+            rc[i] = tp_i / regular;
         }
         c->recall[t * KAM + cell_at] = (double)n_tp / regular;
         Py_ssize_t p = 0;
         for (Py_ssize_t r = 0; r < c->R; r++) {
             while (p < n_tp && rc[p] < c->points[r]) p++;
             const Py_ssize_t out = (t * c->R + r) * KAM + cell_at;
-            const Py_ssize_t pick = p < n_tp ? (sel ? sel[at[p]] : at[p]) : 0;
             c->precision[out] = p < n_tp ? pr[p] : 0.0;
-            c->scores[out] = p < n_tp ? score[pick] : 0.0;
+            c->scores[out] = p < n_tp ? score[pick[p]] : 0.0;
         }
-        if (n && c->R) c->scores[t * c->R * KAM + cell_at] = score[sel ? sel[0] : 0];
+        if (bits->first >= 0 && c->R) c->scores[t * c->R * KAM + cell_at] = score[bits->first];
     }
 }
 
@@ -112,19 +117,23 @@ static int accumulate_categories(const accumulation *c, Py_ssize_t k0, Py_ssize_
     for (Py_ssize_t k = k0; k < k1; k++) {
         if (c->bounds[k + 1] - c->bounds[k] > widest) widest = c->bounds[k + 1] - c->bounds[k];
     }
-    const size_t w = (size_t)widest;
-    int64_t *sel = malloc(w * sizeof(int64_t)), *at = malloc(w * sizeof(int64_t));
-    int64_t *rank = malloc(w * sizeof(int64_t)), *ig = malloc(w * sizeof(int64_t));
+    const size_t w = (size_t)widest, most_words = (w + 63) / 64;
+    int64_t *at = malloc(w * sizeof(int64_t)), *before = malloc(w * sizeof(int64_t));
+    int64_t *pick = malloc(w * sizeof(int64_t)), *rank = malloc(w * sizeof(int64_t));
     double *pr = malloc(w * sizeof(double)), *rc = malloc(w * sizeof(double));
     double *score = malloc(w * sizeof(double));
-    /* a category's codes, column by column (the caller checked columns * widest fits) */
-    uint8_t *codes = malloc((size_t)(columns ? columns : 1) * w);
-    int status = (sel && at && ig && rank && pr && rc && score && codes) ? 0 : -1;
+    /* a category's bits, column by column (the caller checked columns * widest fits) */
+    const size_t bit_words = (size_t)(columns ? columns : 1) * most_words;
+    uint64_t *tp = malloc(bit_words * sizeof(uint64_t)), *ig = malloc(bit_words * sizeof(uint64_t));
+    uint64_t *sel = malloc(most_words * sizeof(uint64_t));
+    int status = (at && before && pick && rank && pr && rc && score && tp && ig && sel) ? 0 : -1;
     const int64_t last = c->max_dets[c->M - 1];
     for (Py_ssize_t k = k0; k < k1 && !status; k++) {
         const int64_t lo = c->bounds[k], hi = c->bounds[k + 1];
-        const Py_ssize_t width = (Py_ssize_t)(hi - lo);
-        for (Py_ssize_t j = 0; j < width; j++) {  /* rows to columns: each pass contiguous */
+        const Py_ssize_t width = (Py_ssize_t)(hi - lo), words = (width + 63) / 64;
+        memset(tp, 0, (size_t)(columns * words) * sizeof(uint64_t));
+        memset(ig, 0, (size_t)(columns * words) * sizeof(uint64_t));
+        for (Py_ssize_t j = 0; j < width; j++) {  /* rows to columns of bits */
             const int64_t row = c->order ? c->order[lo + j] : lo + j;
             if (c->order && j + PREFETCH_ROWS < width) {  /* rows at random: fetch ahead */
                 const int64_t ahead = c->order[lo + j + PREFETCH_ROWS];
@@ -132,35 +141,45 @@ static int accumulate_categories(const accumulation *c, Py_ssize_t k0, Py_ssize_
                 PREFETCH(c->matched + ahead * columns + columns - 1);
                 PREFETCH(c->ignored + ahead * columns);
                 PREFETCH(c->ignored + ahead * columns + columns - 1);
+                PREFETCH(c->score + ahead);
+                PREFETCH(c->rank + ahead);
             }
             const uint8_t *matched = c->matched + row * columns, *ignored = c->ignored + row * columns;
+            const Py_ssize_t at_word = j >> 6;
+            const int shift = (int)(j & 63);
             for (Py_ssize_t col = 0; col < columns; col++) {  /* branch-free: the flags fall at random */
-                const int is_ignored = ignored[col] != 0, is_true = (matched[col] != 0) & !is_ignored;
-                codes[col * width + j] = (uint8_t)(is_true * TRUE_POSITIVE | is_ignored * IGNORED);
+                const uint64_t is_ignored = ignored[col] != 0;
+                const uint64_t is_true = (uint64_t)(matched[col] != 0) & (is_ignored ^ 1);
+                tp[col * words + at_word] |= is_true << shift;
+                ig[col * words + at_word] |= is_ignored << shift;
             }
             score[j] = c->score[row];
             rank[j] = c->rank[row];
         }
         for (Py_ssize_t m = 0; m < c->M; m++) {
             const int64_t cap = c->max_dets[m];
-            Py_ssize_t n = 0;
+            category_bits bits = {tp, ig, sel, words, -1};
+            memset(sel, 0, (size_t)words * sizeof(uint64_t));
             for (Py_ssize_t j = 0; j < width; j++) {  /* every detection under the last maxDets */
-                if (cap >= last || rank[j] < cap) sel[n++] = j;
+                const uint64_t counted = cap >= last || rank[j] < cap;
+                sel[j >> 6] |= counted << (j & 63);
+                if (counted && bits.first < 0) bits.first = j;
             }
-            const int64_t *picked = n == width ? NULL : sel;  /* all of them: no indirection */
             for (Py_ssize_t a = 0; a < c->A; a++) {
-                if (c->regular[a * c->K + k]) cell(c, k, a, m, codes, score, width, picked, n, at, ig, pr, rc);
+                if (c->regular[a * c->K + k]) cell(c, k, a, m, &bits, score, at, before, pick, pr, rc);
             }
         }
     }
-    free(sel);
     free(at);
+    free(before);
+    free(pick);
     free(rank);
-    free(ig);
     free(pr);
     free(rc);
     free(score);
-    free(codes);
+    free(tp);
+    free(ig);
+    free(sel);
     return status;
 }
 
