@@ -280,6 +280,52 @@ def test_intersections_equal_pycocotools_and_the_pixel_twin(frames) -> None:
     assert dense.tolist() == expected.tolist()
 
 
+@SETTINGS
+@given(st.lists(st.tuples(masks_of_one_size(6), st.integers(0, 6)), min_size=1, max_size=6),
+       st.integers(2, 40))
+def test_intersections_split_among_threads_are_the_same_arrays(frames, threads: int) -> None:
+    """The frames split among threads (whole frames each): the same pairs in the same order,
+    for any number of threads (more threads than frames included)."""
+    pred, gt, shape = [], [], []
+    for masks, n_gt in frames:
+        n_gt = min(n_gt, len(masks))
+        pred += masks[n_gt:]
+        gt += masks[:n_gt]
+        shape.append((len(masks) - n_gt, n_gt, masks[0].shape[0]))
+    p_text, p_off = joined(encode([runs_of(m) for m in pred]))
+    g_text, g_off = joined(encode([runs_of(m) for m in gt]))
+    pb = np.array([0, *np.cumsum([f[0] for f in shape])], np.int64)
+    gb = np.array([0, *np.cumsum([f[1] for f in shape])], np.int64)
+    heights = np.array([f[2] for f in shape], np.int64)
+    one = core.rle_intersections(p_text, p_off, g_text, g_off, pb, gb, heights, 1)
+    assert core.rle_intersections(p_text, p_off, g_text, g_off, pb, gb, heights, threads) == one
+
+
+@SETTINGS
+@given(st.lists(ALPHABET, min_size=0, max_size=60), st.integers(2, 40))
+def test_rle_check_split_among_threads_gives_the_same_values(strings: list[bytes], threads: int) -> None:
+    """The strings split among threads by characters (empty and malformed ones included):
+    every string's area, sum and verdict as one thread gives them."""
+    text, offsets = joined(strings)
+    n = len(strings)
+    outs = []
+    for k in (1, threads):
+        area, total, bad = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.uint8)
+        core.rle_check(text, offsets, area, total, bad, k)
+        outs.append((area.tolist(), total.tolist(), bad.tolist()))
+    assert outs[0] == outs[1]
+
+
+def test_intersections_refuse_a_malformed_string_in_any_part() -> None:
+    """A malformed string in the last frame, the frames split among threads: the error is
+    raised, not lost in a part."""
+    good, goff = joined([b"<4"] * 4)
+    text, off = joined([b"<4", b"<4", b"<4", b"d0X1F:"])
+    bounds = np.arange(5, dtype=np.int64)
+    with pytest.raises(ValueError, match="malformed"):
+        core.rle_intersections(text, off, good, goff, bounds, bounds, np.full(4, 4, np.int64), 3)
+
+
 def test_intersections_refuse_a_malformed_string() -> None:
     text, off = joined([b"d0X1F:"])
     good, goff = joined([b"<4"])  # 12 zeros, 4 ones... any well-formed string

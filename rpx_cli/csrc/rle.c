@@ -57,9 +57,53 @@ static int decode_string(const uint8_t *s, int64_t len, vec64 *out, uint64_t *to
     return problem;
 }
 
+/* The first of strings [0, n) (offsets `off`) that starts at or after character `at`. */
+static Py_ssize_t string_at(const int64_t *off, Py_ssize_t n, int64_t at) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        const Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (off[mid] < at) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+typedef struct {
+    const uint8_t *text;
+    const int64_t *off;
+    Py_ssize_t n;
+    int64_t *area, *total;
+    uint8_t *bad;
+    int parts;
+} rle_checking;
+
+/* Part `part` of the strings: those starting in that share of the characters. 0, or -1 (no
+ * memory). */
+static int check_part(void *ctx, int part) {
+    const rle_checking *c = ctx;
+    const int64_t chars = c->off[c->n];
+    const Py_ssize_t i0 = part == 0 ? 0 : string_at(c->off, c->n, (int64_t)((double)chars * part / c->parts));
+    const Py_ssize_t i1 = part == c->parts - 1 ? c->n :
+                          string_at(c->off, c->n, (int64_t)((double)chars * (part + 1) / c->parts));
+    vec64 scratch = {0};
+    int failed = 0;
+    for (Py_ssize_t i = i0; i < i1; i++) {
+        uint64_t sum = 0, ones = 0;
+        scratch.n = 0;
+        const int problem = decode_string(c->text + c->off[i], c->off[i + 1] - c->off[i], &scratch, &sum, &ones);
+        if (problem < 0) { failed = 1; break; }
+        c->area[i] = (int64_t)ones;
+        c->total[i] = (int64_t)sum;
+        c->bad[i] = (uint8_t)problem;
+    }
+    vec64_free(&scratch);
+    return failed ? -1 : 0;
+}
+
 PyObject *rpx_rle_check(PyObject *self, PyObject *args) {
     PyObject *text_o, *off_o, *area_o, *total_o, *bad_o;
-    if (!PyArg_ParseTuple(args, "OOOOO", &text_o, &off_o, &area_o, &total_o, &bad_o)) return NULL;
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOO|i", &text_o, &off_o, &area_o, &total_o, &bad_o, &threads)) return NULL;
     Py_buffer text, off, area, total, bad;
     PyObject *result = NULL;
     if (rpx_get_buffer(text_o, &text, BUF_BYTES, 0, "text")) return NULL;
@@ -74,21 +118,12 @@ PyObject *rpx_rle_check(PyObject *self, PyObject *args) {
         goto done;
     }
     if (rpx_check_offsets(o, n + 1, text.len, "rle_check")) goto done;
-    int failed = 0;
+    /* the strings split among threads by characters (each writes its own strings' values) */
+    const rle_checking job = {text.buf, o, n, area.buf, total.buf, bad.buf,
+                              threads < 1 || n < 2 ? 1 : threads > RPX_MAX_PARTS ? RPX_MAX_PARTS : threads};
+    int failed;
     Py_BEGIN_ALLOW_THREADS
-    vec64 scratch = {0};
-    int64_t *a = area.buf, *t = total.buf;
-    uint8_t *b = bad.buf;
-    for (Py_ssize_t i = 0; i < n && !failed; i++) {
-        uint64_t sum = 0, ones = 0;
-        scratch.n = 0;
-        int problem = decode_string((const uint8_t *)text.buf + o[i], o[i + 1] - o[i], &scratch, &sum, &ones);
-        if (problem < 0) { failed = 1; break; }
-        a[i] = (int64_t)ones;
-        t[i] = (int64_t)sum;
-        b[i] = (uint8_t)problem;
-    }
-    vec64_free(&scratch);
+    failed = job.parts > 1 ? rpx_run_parts(job.parts, check_part, (void *)&job) : check_part((void *)&job, 0);
     Py_END_ALLOW_THREADS
     if (failed) { PyErr_NoMemory(); goto done; }
     result = Py_NewRef(Py_None);
@@ -536,9 +571,95 @@ static int64_t intersect_intervals(const int64_t *a, int64_t na, const int64_t *
     return total;
 }
 
+typedef struct {
+    const uint8_t *pred_text, *gt_text;
+    const int64_t *pred_off, *gt_off, *pred_bounds, *gt_bounds, *heights;
+    Py_ssize_t frames;
+    int parts;
+    vec64 d[RPX_MAX_PARTS], g[RPX_MAX_PARTS], inter[RPX_MAX_PARTS]; /* each part's pairs */
+} intersecting;
+
+/* The first frame whose predictions start at or after prediction `at`. */
+static Py_ssize_t frame_at(const int64_t *bounds, Py_ssize_t frames, int64_t at) {
+    Py_ssize_t lo = 0, hi = frames;
+    while (lo < hi) {
+        const Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (bounds[mid] < at) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Part `part` of the frames (whole frames, about as many predictions each): every pair of
+ * a prediction and a GT mask of one frame whose boxes' columns meet, with its intersection
+ * when it is not empty, in frame order. 0, -1 (no memory) or -2 (a malformed string). */
+static int intersect_part(void *ctx, int part) {
+    intersecting *c = ctx;
+    const int64_t *pbv = c->pred_bounds, *gbv = c->gt_bounds, *hv = c->heights;
+    const int64_t preds = pbv[c->frames];
+    const Py_ssize_t f0 = part == 0 ? 0 : frame_at(pbv, c->frames, (int64_t)((double)preds * part / c->parts));
+    const Py_ssize_t f1 = part == c->parts - 1 ? c->frames :
+                          frame_at(pbv, c->frames, (int64_t)((double)preds * (part + 1) / c->parts));
+    vec64 *d = &c->d[part], *g = &c->g[part], *inter = &c->inter[part];
+    vec64 runs = {0}, piv = {0}, giv = {0};
+    int64_t most_p = 0, most_g = 0;
+    for (Py_ssize_t f = f0; f < f1; f++) {
+        if (pbv[f + 1] - pbv[f] > most_p) most_p = pbv[f + 1] - pbv[f];
+        if (gbv[f + 1] - gbv[f] > most_g) most_g = gbv[f + 1] - gbv[f];
+    }
+    mask_t *pm = malloc(sizeof(mask_t) * (size_t)(most_p + 1));
+    mask_t *gm = malloc(sizeof(mask_t) * (size_t)(most_g + 1));
+    int status = pm && gm ? 0 : -1;
+    for (Py_ssize_t f = f0; f < f1 && !status; f++) {
+        int64_t p0 = pbv[f], p1 = pbv[f + 1], g0 = gbv[f], g1 = gbv[f + 1];
+        if (p0 == p1 || g0 == g1) continue;
+        status = decode_masks(c->gt_text, c->gt_off, g0, g1, hv[f], 0, &runs, &giv, gm);
+        if (!status) status = decode_masks(c->pred_text, c->pred_off, p0, p1, hv[f], 0, &runs, &piv, pm);
+        for (int64_t i = 0; i < p1 - p0 && !status; i++) {
+            const mask_t *a = &pm[i];
+            if (!a->count) continue;
+            for (int64_t j = 0; j < g1 - g0; j++) {
+                const mask_t *b = &gm[j];
+                if (!b->count || a->x1 < b->x0 || b->x1 < a->x0) continue;
+                int64_t k = intersect_intervals(piv.data + 2 * a->first, a->count,
+                                                giv.data + 2 * b->first, b->count);
+                if (k > 0 && (vec64_push(d, p0 + i) || vec64_push(g, g0 + j) || vec64_push(inter, k))) {
+                    status = -1;
+                    break;
+                }
+            }
+        }
+    }
+    free(pm);
+    free(gm);
+    vec64_free(&runs);
+    vec64_free(&piv);
+    vec64_free(&giv);
+    return status;
+}
+
+/* The parts' pairs one after the other (part order is frame order): bytes objects of n
+ * int64 values each, NULL with MemoryError set. */
+static PyObject *joined_parts(const vec64 *v, int parts) {
+    Py_ssize_t n = 0;
+    for (int k = 0; k < parts; k++) n += v[k].n;
+    int64_t *all = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    if (!all) return PyErr_NoMemory();
+    Py_ssize_t at = 0;
+    for (int k = 0; k < parts; k++) {
+        if (v[k].n) memcpy(all + at, v[k].data, (size_t)v[k].n * sizeof(int64_t));
+        at += v[k].n;
+    }
+    PyObject *out = rpx_bytes_of(all, n * 8);
+    free(all);
+    return out;
+}
+
 PyObject *rpx_rle_intersections(PyObject *self, PyObject *args) {
     PyObject *pt_o, *po_o, *gt_o, *go_o, *pb_o, *gb_o, *h_o;
-    if (!PyArg_ParseTuple(args, "OOOOOOO", &pt_o, &po_o, &gt_o, &go_o, &pb_o, &gb_o, &h_o)) return NULL;
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOO|i", &pt_o, &po_o, &gt_o, &go_o, &pb_o, &gb_o, &h_o, &threads))
+        return NULL;
     Py_buffer pt, po, gtx, go, pb, gb, hb;
     PyObject *result = NULL;
     if (rpx_get_buffer(pt_o, &pt, BUF_BYTES, 0, "pred_text")) return NULL;
@@ -561,46 +682,31 @@ PyObject *rpx_rle_intersections(PyObject *self, PyObject *args) {
     for (Py_ssize_t f = 0; f < frames; f++) {
         if (hv[f] < 1) { PyErr_SetString(PyExc_ValueError, "rle_intersections: a height < 1"); goto done; }
     }
-    vec64 d = {0}, g = {0}, inter = {0}, runs = {0}, piv = {0}, giv = {0};
-    mask_t *pm = NULL, *gm = NULL;
-    int status = 0;
+    /* the frames split among threads (whole frames; each part's pairs kept apart, then
+     * joined in part order: the same arrays for any number of threads) */
+    intersecting *job = calloc(1, sizeof(intersecting));
+    if (!job) { PyErr_NoMemory(); goto done; }
+    *job = (intersecting){.pred_text = pt.buf, .gt_text = gtx.buf, .pred_off = po.buf, .gt_off = go.buf,
+                          .pred_bounds = pbv, .gt_bounds = gbv, .heights = hv, .frames = frames,
+                          .parts = threads < 1 || frames < 2 ? 1 : threads > RPX_MAX_PARTS ? RPX_MAX_PARTS : threads};
+    int status;
     Py_BEGIN_ALLOW_THREADS
-    int64_t most_p = 0, most_g = 0;
-    for (Py_ssize_t f = 0; f < frames; f++) {
-        if (pbv[f + 1] - pbv[f] > most_p) most_p = pbv[f + 1] - pbv[f];
-        if (gbv[f + 1] - gbv[f] > most_g) most_g = gbv[f + 1] - gbv[f];
-    }
-    pm = malloc(sizeof(mask_t) * (size_t)(most_p + 1));
-    gm = malloc(sizeof(mask_t) * (size_t)(most_g + 1));
-    if (!pm || !gm) status = -1;
-    for (Py_ssize_t f = 0; f < frames && !status; f++) {
-        int64_t p0 = pbv[f], p1 = pbv[f + 1], g0 = gbv[f], g1 = gbv[f + 1];
-        if (p0 == p1 || g0 == g1) continue;
-        status = decode_masks(gtx.buf, go.buf, g0, g1, hv[f], 0, &runs, &giv, gm);
-        if (!status) status = decode_masks(pt.buf, po.buf, p0, p1, hv[f], 0, &runs, &piv, pm);
-        for (int64_t i = 0; i < p1 - p0 && !status; i++) {
-            const mask_t *a = &pm[i];
-            if (!a->count) continue;
-            for (int64_t j = 0; j < g1 - g0; j++) {
-                const mask_t *b = &gm[j];
-                if (!b->count || a->x1 < b->x0 || b->x1 < a->x0) continue;
-                int64_t k = intersect_intervals(piv.data + 2 * a->first, a->count,
-                                                giv.data + 2 * b->first, b->count);
-                if (k > 0 && (vec64_push(&d, p0 + i) || vec64_push(&g, g0 + j) || vec64_push(&inter, k))) {
-                    status = -1;
-                    break;
-                }
-            }
-        }
-    }
+    status = job->parts > 1 ? rpx_run_parts(job->parts, intersect_part, job) : intersect_part(job, 0);
     Py_END_ALLOW_THREADS
     if (status == -1) PyErr_NoMemory();
     else if (status) PyErr_SetString(PyExc_ValueError, "rle_intersections: a malformed RLE string");
-    else result = Py_BuildValue("NNN", rpx_bytes_of(d.data, d.n * 8), rpx_bytes_of(g.data, g.n * 8),
-                                rpx_bytes_of(inter.data, inter.n * 8));
-    free(pm); free(gm);
-    vec64_free(&d); vec64_free(&g); vec64_free(&inter); vec64_free(&runs);
-    vec64_free(&piv); vec64_free(&giv);
+    else {
+        PyObject *d = joined_parts(job->d, job->parts), *g = d ? joined_parts(job->g, job->parts) : NULL;
+        PyObject *inter = g ? joined_parts(job->inter, job->parts) : NULL;
+        if (inter) result = Py_BuildValue("NNN", d, g, inter);
+        else { Py_XDECREF(d); Py_XDECREF(g); }
+    }
+    for (int k = 0; k < RPX_MAX_PARTS; k++) {
+        vec64_free(&job->d[k]);
+        vec64_free(&job->g[k]);
+        vec64_free(&job->inter[k]);
+    }
+    free(job);
 done:
     PyBuffer_Release(&hb);
 e6: PyBuffer_Release(&gb);

@@ -162,7 +162,8 @@ def frame_intersections(pred: Sequence[dict[str, Any]], gt: Sequence[dict[str, A
 def table_intersections(pred: np.ndarray, gt: np.ndarray, pred_frame: np.ndarray,
                         gt_frame: np.ndarray, pred_area: np.ndarray, n: int):
     """:func:`frame_intersections` of every frame, ids numbered as the tables lay the masks
-    out (frames in order): one native call for the whole table, else one call into
+    out (frames in order): one native call for the whole table (its frames split among
+    :func:`rpx_cli.native.threads` threads), else one call into
     pycocotools per frame with both sides. Every mask must have been checked
     (:func:`totals`)."""
     d_bounds = np.searchsorted(pred_frame, np.arange(n + 1))
@@ -177,7 +178,7 @@ def table_intersections(pred: np.ndarray, gt: np.ndarray, pred_frame: np.ndarray
         gt_text, gt_offsets = joined([rle["counts"] for rle in gt])
         d, g, inter = core.rle_intersections(pred_text, pred_offsets, gt_text, gt_offsets,
                                              d_bounds.astype(np.int64), g_bounds.astype(np.int64),
-                                             heights)
+                                             heights, native.threads())
         return (np.frombuffer(d, np.int64), np.frombuffer(g, np.int64),
                 np.frombuffer(inter, np.int64).astype(np.float64))
     both = np.flatnonzero((np.diff(d_bounds) > 0) & (np.diff(g_bounds) > 0))
@@ -209,7 +210,8 @@ def reference_intersections(pred: Sequence[np.ndarray], gt: Sequence[np.ndarray]
 def totals(rles: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each compressed RLE's area (its 1-runs), the sum of all its runs and whether it is
     well formed (every character in COCO's alphabet, no count cut short or over 12
-    characters, no negative run), decoded in 64 bits: by the native core, else by
+    characters, no negative run), decoded in 64 bits: by the native core (the strings split
+    among :func:`rpx_cli.native.threads` threads), else by
     :func:`rpx_cli.ops.rle.decode_counts`. A well-formed mask sums to ``h · w``."""
     n = len(rles)
     if not n:
@@ -220,7 +222,7 @@ def totals(rles: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.n
     if core is not None:
         text, offsets = joined(strings)
         area, total, bad = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.uint8)
-        core.rle_check(text, offsets, area, total, bad)
+        core.rle_check(text, offsets, area, total, bad, native.threads())
         return area, total, bad == 0
     from rpx_cli.ops.rle import decode_counts
 
