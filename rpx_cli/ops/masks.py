@@ -76,11 +76,12 @@ def _split(text: bytes, offsets: np.ndarray) -> list[bytes]:
     return [text[a:b] for a, b in pairwise(bounds)]
 
 
-def compressed(segmentations: Sequence[Any], sizes: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+def compressed(segmentations: Sequence[Any], sizes: np.ndarray | Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
     """Each segmentation (polygons ``[[x1, y1, ...], ...]``, an uncompressed RLE
     ``{"size", "counts": [ints]}`` or a compressed one) as a compressed RLE ``{"size": [h,
     w], "counts": bytes}``, as pycocotools' ``annToRLE`` makes it (polygon parts merged).
-    ``sizes[i]`` is the image's ``(h, w)`` (polygons need it). Polygons must keep
+    ``sizes[i]`` is the image's ``(h, w)`` (polygons need it; an (N, 2) array or pairs,
+    read only where a segmentation is not a compressed RLE already). Polygons must keep
     :mod:`rpx_cli.ops.polygon_raster`'s bounds and uncompressed runs be checked (the
     callers do both)."""
     if set(map(type, segmentations)) <= {dict} and \
@@ -93,7 +94,7 @@ def compressed(segmentations: Sequence[Any], sizes: Sequence[tuple[int, int]]) -
     polygons = [i for i, s in enumerate(segmentations) if type(s) is list]
     if polygons:
         xy, vertex_starts, polygon_starts = flatten([segmentations[i] for i in polygons])
-        hw = np.array([sizes[i] for i in polygons], np.int64).reshape(-1, 2)
+        hw = np.asarray(sizes, np.int64).reshape(-1, 2)[polygons]
         # the kernel's own bound (the caller checked each polygon's, which is tighter)
         most = MAX_STEPS + int(np.diff(vertex_starts).max())
         text, offsets = core.polygons_rle(xy, vertex_starts, polygon_starts, hw, most)
@@ -117,14 +118,14 @@ def compressed(segmentations: Sequence[Any], sizes: Sequence[tuple[int, int]]) -
 
 
 def _compressed_pycocotools(segmentations: Sequence[Any],
-                            sizes: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+                            sizes: np.ndarray | Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
     """:func:`compressed` with pycocotools (the numpy path)."""
     out: list[dict[str, Any] | None] = [None] * len(segmentations)
     # single polygons of one image size rasterised in one call (one RLE each, no merge)
     single: dict[tuple[int, int], list[int]] = {}
     for i, (segmentation, size) in enumerate(zip(segmentations, sizes, strict=True)):
         if type(segmentation) is list and len(segmentation) == 1:
-            single.setdefault(tuple(size), []).append(i)
+            single.setdefault((int(size[0]), int(size[1])), []).append(i)
     mask = require_pycocotools() if single else None
     for (h, w), members in single.items():
         rles = mask.frPyObjects([segmentations[i][0] for i in members], int(h), int(w))

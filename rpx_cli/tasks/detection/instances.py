@@ -55,7 +55,7 @@ def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
                          "(a per-stem file: {\"size\": [h, w], \"objects\": [...]}; a COCO "
                          "file: images[].height and width)", path=path)
     check_bounds(segmentations, shapes, index, path, what)
-    rles = masks.compressed(list(segmentations), [tuple(s) for s in shapes.tolist()])
+    rles = masks.compressed(list(segmentations), shapes)
     area, total, readable = masks.totals(rles)
     expected = shapes[:, 0] * shapes[:, 1]
     wrong = np.flatnonzero((total != expected) | ~readable)
