@@ -51,10 +51,10 @@ def encode(runs: list[np.ndarray]) -> list[bytes]:
     return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-def rasterise(objects: list[list[list[float]]], sizes: list[tuple[int, int]]) -> list[bytes]:
+def rasterise(objects: list[list[list[float]]], sizes: list[tuple[int, int]], threads: int = 1) -> list[bytes]:
     xy, vertex_starts, polygon_starts = flatten(objects)
     text, offsets = core.polygons_rle(xy, vertex_starts, polygon_starts,
-                                      np.array(sizes, np.int64).reshape(-1, 2), 1 << 40)
+                                      np.array(sizes, np.int64).reshape(-1, 2), 1 << 40, threads)
     bounds = np.frombuffer(offsets, np.int64).tolist()
     return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
@@ -182,6 +182,11 @@ def test_many_objects_in_one_call_equal_one_by_one() -> None:
         sizes.append((h, w))
     together = rasterise(objects, sizes)
     assert together == [pycocotools_rle(p, h, w) for p, (h, w) in zip(objects, sizes, strict=True)]
+    # the objects split among threads (about as many polygons each): the same strings
+    for threads in (2, 3, 7, 16, 40):
+        assert rasterise(objects, sizes, threads) == together
+    assert rasterise(objects[:1], sizes[:1], 4) == together[:1]
+    assert rasterise([], [], 4) == []
 
 
 def test_polygons_out_of_bounds_are_refused_by_the_kernel_too() -> None:

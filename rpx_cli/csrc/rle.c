@@ -421,10 +421,65 @@ static int64_t boundary_points(const double *xy, int64_t k) {
     return m;
 }
 
+typedef struct {
+    const double *xy;
+    const int64_t *vs, *ps, *sizes;
+    Py_ssize_t n;
+    int parts;
+    vec64 counts[RPX_MAX_PARTS], starts[RPX_MAX_PARTS]; /* each part's runs: starts from 0 */
+} rasterising;
+
+/* The first object whose polygons start at or after polygon `at`. */
+static Py_ssize_t object_at(const int64_t *ps, Py_ssize_t n, int64_t at) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        const Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (ps[mid] < at) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Part `part` of the objects (about as many polygons each): each object's polygons
+ * rasterised and merged into its runs. 0, or -1 (no memory). */
+static int rasterise_part(void *ctx, int part) {
+    rasterising *c = ctx;
+    const int64_t polygons = c->ps[c->n];
+    const Py_ssize_t i0 = part == 0 ? 0 : object_at(c->ps, c->n, (int64_t)((double)polygons * part / c->parts));
+    const Py_ssize_t i1 = part == c->parts - 1 ? c->n :
+                          object_at(c->ps, c->n, (int64_t)((double)polygons * (part + 1) / c->parts));
+    vec64 *counts = &c->counts[part], *starts = &c->starts[part];
+    vec64 a = {0}, one = {0}, merged = {0}, tmp = {0}, parts = {0}, part_starts = {0};
+    int failed = vec64_push(starts, 0) ? 1 : 0;
+    for (Py_ssize_t i = i0; i < i1 && !failed; i++) {
+        int64_t h = c->sizes[2 * i], w = c->sizes[2 * i + 1];
+        parts.n = 0;
+        part_starts.n = 0;
+        if (vec64_push(&part_starts, 0)) { failed = 1; break; }
+        for (int64_t q = c->ps[i]; q < c->ps[i + 1] && !failed; q++) {
+            if (frpoly(c->xy + 2 * c->vs[q], c->vs[q + 1] - c->vs[q], h, w, &a, &one)) { failed = 1; break; }
+            if (vec64_reserve(&parts, parts.n + one.n)) { failed = 1; break; }
+            memcpy(parts.data + parts.n, one.data, (size_t)one.n * sizeof(int64_t));
+            parts.n += one.n;
+            if (vec64_push(&part_starts, parts.n)) failed = 1;
+        }
+        if (failed) break;
+        if (merge_many(parts.data, part_starts.data, part_starts.n - 1, 0, &merged, &tmp)) { failed = 1; break; }
+        if (vec64_reserve(counts, counts->n + merged.n)) { failed = 1; break; }
+        memcpy(counts->data + counts->n, merged.data, (size_t)merged.n * sizeof(int64_t));
+        counts->n += merged.n;
+        if (vec64_push(starts, counts->n)) failed = 1;
+    }
+    vec64_free(&a); vec64_free(&one); vec64_free(&merged); vec64_free(&tmp);
+    vec64_free(&parts); vec64_free(&part_starts);
+    return failed ? -1 : 0;
+}
+
 PyObject *rpx_polygons_rle(PyObject *self, PyObject *args) {
     PyObject *xy_o, *vs_o, *ps_o, *sizes_o;
     long long max_points;
-    if (!PyArg_ParseTuple(args, "OOOOL", &xy_o, &vs_o, &ps_o, &sizes_o, &max_points)) return NULL;
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOL|i", &xy_o, &vs_o, &ps_o, &sizes_o, &max_points, &threads)) return NULL;
     Py_buffer xyb, vsb, psb, sizesb;
     PyObject *result = NULL;
     if (rpx_get_buffer(xy_o, &xyb, BUF_FLOAT64, 0, "xy")) return NULL;
@@ -459,34 +514,38 @@ PyObject *rpx_polygons_rle(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    vec64 counts = {0}, starts = {0}, a = {0}, one = {0}, merged = {0}, tmp = {0}, parts = {0}, part_starts = {0};
-    int failed = 0;
+    /* the objects split among threads (about as many polygons each); each part's runs kept
+     * apart, then joined in part order: the same strings for any number of threads */
+    rasterising *job = calloc(1, sizeof(rasterising));
+    if (!job) { PyErr_NoMemory(); goto done; }
+    *job = (rasterising){.xy = xy, .vs = vs, .ps = ps, .sizes = sizes, .n = n,
+                         .parts = threads < 1 || n < 2 ? 1 : threads > RPX_MAX_PARTS ? RPX_MAX_PARTS : threads};
+    int failed;
+    vec64 counts = {0}, starts = {0};
     Py_BEGIN_ALLOW_THREADS
-    if (vec64_push(&starts, 0)) failed = 1;
-    for (Py_ssize_t i = 0; i < n && !failed; i++) {
-        int64_t h = sizes[2 * i], w = sizes[2 * i + 1];
-        parts.n = 0;
-        part_starts.n = 0;
-        if (vec64_push(&part_starts, 0)) { failed = 1; break; }
-        for (int64_t q = ps[i]; q < ps[i + 1] && !failed; q++) {
-            if (frpoly(xy + 2 * vs[q], vs[q + 1] - vs[q], h, w, &a, &one)) { failed = 1; break; }
-            if (vec64_reserve(&parts, parts.n + one.n)) { failed = 1; break; }
-            memcpy(parts.data + parts.n, one.data, (size_t)one.n * sizeof(int64_t));
-            parts.n += one.n;
-            if (vec64_push(&part_starts, parts.n)) failed = 1;
+    failed = job->parts > 1 ? rpx_run_parts(job->parts, rasterise_part, job) : rasterise_part(job, 0);
+    Py_ssize_t total = 0;
+    for (int k = 0; k < job->parts; k++) total += job->counts[k].n;
+    if (!failed && (vec64_reserve(&counts, total + 1) || vec64_reserve(&starts, n + 1))) failed = -1;
+    if (!failed) {
+        starts.data[starts.n++] = 0;
+        for (int k = 0; k < job->parts; k++) {
+            const vec64 *c = &job->counts[k], *st = &job->starts[k];
+            for (Py_ssize_t j = 1; j < st->n; j++) starts.data[starts.n++] = counts.n + st->data[j];
+            if (c->n) memcpy(counts.data + counts.n, c->data, (size_t)c->n * sizeof(int64_t));
+            counts.n += c->n;
         }
-        if (failed) break;
-        if (merge_many(parts.data, part_starts.data, part_starts.n - 1, 0, &merged, &tmp)) { failed = 1; break; }
-        if (vec64_reserve(&counts, counts.n + merged.n)) { failed = 1; break; }
-        memcpy(counts.data + counts.n, merged.data, (size_t)merged.n * sizeof(int64_t));
-        counts.n += merged.n;
-        if (vec64_push(&starts, counts.n)) failed = 1;
     }
     Py_END_ALLOW_THREADS
     if (failed) PyErr_NoMemory();
     else result = encode_all(counts.data, starts.data, n);
-    vec64_free(&counts); vec64_free(&starts); vec64_free(&a); vec64_free(&one);
-    vec64_free(&merged); vec64_free(&tmp); vec64_free(&parts); vec64_free(&part_starts);
+    vec64_free(&counts);
+    vec64_free(&starts);
+    for (int k = 0; k < RPX_MAX_PARTS; k++) {
+        vec64_free(&job->counts[k]);
+        vec64_free(&job->starts[k]);
+    }
+    free(job);
 done:
     PyBuffer_Release(&sizesb);
 e3: PyBuffer_Release(&psb);

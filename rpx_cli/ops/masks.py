@@ -97,7 +97,7 @@ def compressed(segmentations: Sequence[Any], sizes: np.ndarray | Sequence[tuple[
         hw = np.asarray(sizes, np.int64).reshape(-1, 2)[polygons]
         # the kernel's own bound (the caller checked each polygon's, which is tighter)
         most = MAX_STEPS + int(np.diff(vertex_starts).max())
-        text, offsets = core.polygons_rle(xy, vertex_starts, polygon_starts, hw, most)
+        text, offsets = core.polygons_rle(xy, vertex_starts, polygon_starts, hw, most, native.threads())
         strings = _split(text, np.frombuffer(offsets, np.int64))
         for i, counts, (h, w) in zip(polygons, strings, hw.tolist(), strict=True):
             out[i] = {"size": [h, w], "counts": counts}
