@@ -51,7 +51,8 @@ def encode(runs: list[np.ndarray]) -> list[bytes]:
     return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-def rasterise(objects: list[list[list[float]]], sizes: list[tuple[int, int]], threads: int = 1) -> list[bytes]:
+def rasterise(objects: list[list[list[float]]], sizes: list[tuple[int, int]],
+              threads: int = 1) -> list[bytes]:
     xy, vertex_starts, polygon_starts = flatten(objects)
     text, offsets = core.polygons_rle(xy, vertex_starts, polygon_starts,
                                       np.array(sizes, np.int64).reshape(-1, 2), 1 << 40, threads)

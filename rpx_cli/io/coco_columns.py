@@ -21,6 +21,7 @@ import numpy as np
 from rpx_cli import native
 from rpx_cli.io import prefetch
 from rpx_cli.io.boxes import Boxes
+from rpx_cli.io.packed_rles import packed_rles
 from rpx_cli.io.values import MAX_MAGNITUDE, area_problem
 
 # the scanner's code of each shape field (the JSON key); keypoints as rows with their extent
@@ -95,11 +96,13 @@ def _masks(text: bytearray, offsets: bytes, sizes: bytes, n: int, given: np.ndar
     size = np.frombuffer(sizes, np.int64).reshape(n, 2)
     if not ((size > 0) & (size <= MAX_SIDE)).all():
         return None
-    bounds = np.frombuffer(offsets, np.int64).tolist()
+    ends = np.frombuffer(offsets, np.int64)
+    bounds = ends.tolist()
     text = bytes(text)
-    shape = np.empty(n, object)
-    shape[:] = [{"size": hw, "counts": text[a:b]}
-                for hw, a, b in zip(size.tolist(), bounds, bounds[1:], strict=False)]
+    # the strings stay joined beside the dicts: the mask steps check and intersect them so
+    shape = packed_rles([{"size": hw, "counts": text[a:b]}
+                         for hw, a, b in zip(size.tolist(), bounds, bounds[1:], strict=False)],
+                        text, ends, size)
     area = np.full(n, np.nan) if given is None else given[:, 2] * given[:, 3]
     return Boxes(shape, [], None, np.zeros(n, bool), area)
 

@@ -64,8 +64,29 @@ def joined(strings: Sequence[bytes]) -> tuple[bytes, np.ndarray]:
     return b"".join(strings), offsets
 
 
+def joins_strings() -> bool:
+    """The kernels that run read the strings joined (the native core's): worth keeping them
+    so (:func:`joined_counts`)."""
+    return native.core() is not None
+
+
+def joined_counts(rles: Sequence[dict[str, Any]]) -> tuple[bytes, np.ndarray]:
+    """The RLEs' strings as one buffer and their offsets: those an array of them holds
+    already (``packed``: ``rpx_cli.io.packed_rles``, set where the strings were made, None in
+    any array derived from it), else joined here."""
+    packed = getattr(rles, "packed", None)
+    if packed is not None and len(packed[1]) == len(rles) + 1:
+        return packed
+    return joined([rle["counts"] for rle in rles])
+
+
 def sizes_of(rles: Sequence[dict[str, Any]]) -> np.ndarray:
-    """Each RLE's ``size`` ``[h, w]`` as an (N, 2) int64 array (read in one C-level pass)."""
+    """Each RLE's ``size`` ``[h, w]`` as an (N, 2) int64 array: those an array of them holds
+    already (``sizes``, beside :func:`joined_counts`' strings), else read in one C-level
+    pass."""
+    sizes = getattr(rles, "sizes", None)
+    if sizes is not None and len(sizes) == len(rles):
+        return sizes
     n = len(rles)
     return np.fromiter(chain.from_iterable(map(itemgetter("size"), rles)), np.int64,
                        count=2 * n).reshape(n, 2)
@@ -76,7 +97,8 @@ def _split(text: bytes, offsets: np.ndarray) -> list[bytes]:
     return [text[a:b] for a, b in pairwise(bounds)]
 
 
-def compressed(segmentations: Sequence[Any], sizes: np.ndarray | Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+def compressed(segmentations: Sequence[Any],
+               sizes: np.ndarray | Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
     """Each segmentation (polygons ``[[x1, y1, ...], ...]``, an uncompressed RLE
     ``{"size", "counts": [ints]}`` or a compressed one) as a compressed RLE ``{"size": [h,
     w], "counts": bytes}``, as pycocotools' ``annToRLE`` makes it (polygon parts merged).
@@ -175,8 +197,8 @@ def table_intersections(pred: np.ndarray, gt: np.ndarray, pred_frame: np.ndarray
         for side, frame in ((pred, pred_frame), (gt, gt_frame)):
             if len(side):
                 heights[frame] = sizes_of(side)[:, 0]
-        pred_text, pred_offsets = joined([rle["counts"] for rle in pred])
-        gt_text, gt_offsets = joined([rle["counts"] for rle in gt])
+        pred_text, pred_offsets = joined_counts(pred)
+        gt_text, gt_offsets = joined_counts(gt)
         d, g, inter = core.rle_intersections(pred_text, pred_offsets, gt_text, gt_offsets,
                                              d_bounds.astype(np.int64), g_bounds.astype(np.int64),
                                              heights, native.threads())
@@ -208,25 +230,27 @@ def reference_intersections(pred: Sequence[np.ndarray], gt: Sequence[np.ndarray]
     return p @ g.T
 
 
-def totals(rles: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def totals(rles: Sequence[dict[str, Any]],
+           packed: tuple[bytes, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each compressed RLE's area (its 1-runs), the sum of all its runs and whether it is
     well formed (every character in COCO's alphabet, no count cut short or over 12
     characters, no negative run), decoded in 64 bits: by the native core (the strings split
     among :func:`rpx_cli.native.threads` threads), else by
-    :func:`rpx_cli.ops.rle.decode_counts`. A well-formed mask sums to ``h · w``."""
+    :func:`rpx_cli.ops.rle.decode_counts`. A well-formed mask sums to ``h · w``.
+    ``packed``: the RLEs' strings joined already (:func:`joined_counts`), if at hand."""
     n = len(rles)
     if not n:
         empty = np.zeros(0, np.int64)
         return empty, empty.copy(), np.zeros(0, bool)
-    strings = [rle["counts"] for rle in rles]
     core = native.core()
     if core is not None:
-        text, offsets = joined(strings)
+        text, offsets = joined_counts(rles) if packed is None else packed
         area, total, bad = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.uint8)
         core.rle_check(text, offsets, area, total, bad, native.threads())
         return area, total, bad == 0
     from rpx_cli.ops.rle import decode_counts
 
+    strings = [rle["counts"] for rle in rles]
     # in pieces of about CHECK_CHARS characters: the decoder's ~30 array passes then stay in
     # the CPU's caches instead of faulting in fresh memory for each (4-5x faster at 20,000
     # strings)

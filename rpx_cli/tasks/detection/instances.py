@@ -21,6 +21,7 @@ import numpy as np
 from rpx_cli.errors import InputError
 from rpx_cli.io.box_table import FrameTable
 from rpx_cli.io.coco_files import CocoFiles
+from rpx_cli.io.packed_rles import packed_rles
 from rpx_cli.ops.geometry import OverlapTable
 from rpx_cli.ops.oks import OksGeometry
 
@@ -56,7 +57,11 @@ def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
                          "file: images[].height and width)", path=path)
     check_bounds(segmentations, shapes, index, path, what)
     rles = masks.compressed(list(segmentations), shapes)
-    area, total, readable = masks.totals(rles)
+    # the strings joined once (as read: a results file's; else the rasterised ones), kept
+    # beside the dicts for every frame's intersections
+    read = getattr(segmentations, "packed", None) is not None  # (compressed() kept its dicts)
+    packed = masks.joined_counts(segmentations if read else rles) if masks.joins_strings() else None
+    area, total, readable = masks.totals(rles, packed)
     expected = shapes[:, 0] * shapes[:, 1]
     wrong = np.flatnonzero((total != expected) | ~readable)
     if wrong.size:
@@ -66,10 +71,13 @@ def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
         problem = decoded.problem[0] or (f"counts sum to {int(decoded.total[0])}, not h·w = "
                                          f"{shapes[i, 0]}·{shapes[i, 1]} = {int(expected[i])}")
         raise InputError(f"{what} {index[i]}: malformed RLE: {problem}", path=path)
-    out = np.empty(n, object)
     for rle, a in zip(rles, area.tolist(), strict=True):
         rle["area"] = a
-    out[:] = rles
+    if packed is None:
+        out = np.empty(n, object)
+        out[:] = rles
+    else:
+        out = packed_rles(rles, *packed, shapes)
     return out, area.astype(np.float64)
 
 

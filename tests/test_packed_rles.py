@@ -1,0 +1,72 @@
+"""RLE dicts kept with their strings joined (``rpx_cli/io/packed_rles.py``): the mask steps
+read the joined strings and sizes of the array they were made with, and of no array derived
+from it (a slice, a take, a reordering), whose dicts may be others."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from rpx_cli.io.packed_rles import PackedRles, packed_rles
+from rpx_cli.ops import masks
+from rpx_cli.tasks.detection.instances import prepare_masks
+
+STRINGS = [b"<4", b"04", b"18", b"", b"0<"]  # four of 4x4 pixels, any content
+SIZES = np.array([[4, 4], [2, 2], [3, 3], [0, 0], [4, 4]], np.int64)
+
+
+def made() -> PackedRles:
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in STRINGS])]).astype(np.int64)
+    rles = [{"size": size, "counts": counts} for size, counts in zip(SIZES.tolist(), STRINGS, strict=True)]
+    return packed_rles(rles, b"".join(STRINGS), offsets, SIZES)
+
+
+def test_the_array_made_gives_its_joined_strings_and_sizes_without_joining() -> None:
+    rles = made()
+    text, offsets = masks.joined_counts(rles)
+    assert text is rles.packed[0] and offsets is rles.packed[1]
+    assert masks.sizes_of(rles) is rles.sizes
+    # the same as joining the dicts' own
+    plain = np.empty(len(rles), object)
+    plain[:] = list(rles)
+    again_text, again_offsets = masks.joined_counts(plain)
+    assert again_text == text and again_offsets.tolist() == offsets.tolist()
+    assert masks.sizes_of(plain).tolist() == SIZES.tolist()
+
+
+KEEP = np.array([True, False, True, True, False])
+
+
+@pytest.mark.parametrize("derive", [lambda a: a[::-1], lambda a: a[1:3], lambda a: a[[4, 0, 0]],
+                                    lambda a: a.copy(), lambda a: a[KEEP]],
+                         ids=["reversed", "slice", "take", "copy", "mask"])
+def test_an_array_derived_from_it_joins_its_own_strings(derive) -> None:
+    derived = derive(made())
+    assert getattr(derived, "packed", None) is None and getattr(derived, "sizes", None) is None
+    text, offsets = masks.joined_counts(derived)
+    assert text == b"".join(rle["counts"] for rle in derived)
+    assert offsets.tolist() == np.concatenate([[0], np.cumsum([len(r["counts"]) for r in derived])]).tolist()
+    assert masks.sizes_of(derived).tolist() == [rle["size"] for rle in derived]
+
+
+def test_a_pickled_array_keeps_its_dicts_and_joins_again() -> None:
+    back = pickle.loads(pickle.dumps(made()))
+    assert list(back) == list(made())
+    assert masks.joined_counts(back)[0] == b"".join(STRINGS)
+
+
+def test_prepare_masks_keeps_the_strings_it_checked_beside_its_dicts() -> None:
+    """Polygons rasterised and RLEs read: the array prepare_masks returns holds the strings
+    of its own dicts (the intersections read them), their sizes and areas."""
+    segmentations = np.empty(3, object)
+    segmentations[:] = [[[0.0, 0.0, 3.0, 0.0, 3.0, 3.0]], {"size": [4, 4], "counts": b"<4"},
+                        {"size": [4, 4], "counts": [2, 3, 11]}]
+    out, area = prepare_masks(segmentations, np.array([[4, 4]] * 3, np.int64), "f.json")
+    assert (getattr(out, "packed", None) is not None) == masks.joins_strings()  # (native core)
+    text, offsets = masks.joined_counts(out)
+    assert text == b"".join(rle["counts"] for rle in out)
+    assert offsets.tolist() == np.concatenate([[0], np.cumsum([len(r["counts"]) for r in out])]).tolist()
+    assert masks.sizes_of(out).tolist() == [[4, 4]] * 3
+    assert area.tolist() == [rle["area"] for rle in out] and area[2] == 3
