@@ -142,12 +142,13 @@ def compressed(segmentations: Sequence[Any],
 def _compressed_pycocotools(segmentations: Sequence[Any],
                             sizes: np.ndarray | Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
     """:func:`compressed` with pycocotools (the numpy path)."""
+    sizes = [(int(h), int(w)) for h, w in np.asarray(sizes, np.int64).reshape(-1, 2).tolist()]
     out: list[dict[str, Any] | None] = [None] * len(segmentations)
     # single polygons of one image size rasterised in one call (one RLE each, no merge)
     single: dict[tuple[int, int], list[int]] = {}
     for i, (segmentation, size) in enumerate(zip(segmentations, sizes, strict=True)):
         if type(segmentation) is list and len(segmentation) == 1:
-            single.setdefault((int(size[0]), int(size[1])), []).append(i)
+            single.setdefault(size, []).append(i)
     mask = require_pycocotools() if single else None
     for (h, w), members in single.items():
         rles = mask.frPyObjects([segmentations[i][0] for i in members], int(h), int(w))

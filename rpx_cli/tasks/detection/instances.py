@@ -38,7 +38,10 @@ def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
     n = len(segmentations)
     index = np.arange(n) if index is None else index
     shapes = np.array(sizes, np.int64).reshape(n, 2)
-    is_rle = np.fromiter(map(isinstance, segmentations, repeat(dict)), bool, count=n)
+    # a results file's RLEs as the reader made them: compressed, their strings joined
+    read = getattr(segmentations, "packed", None) is not None
+    is_rle = np.ones(n, bool) if read else \
+        np.fromiter(map(isinstance, segmentations, repeat(dict)), bool, count=n)
     own = np.full((n, 2), -1, np.int64)
     if is_rle.all():
         own = masks.sizes_of(segmentations)
@@ -55,11 +58,10 @@ def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
         raise InputError(f"{what} {index[unsized[0]]}: a polygon needs the image size "
                          "(a per-stem file: {\"size\": [h, w], \"objects\": [...]}; a COCO "
                          "file: images[].height and width)", path=path)
-    check_bounds(segmentations, shapes, index, path, what)
-    rles = masks.compressed(list(segmentations), shapes)
-    # the strings joined once (as read: a results file's; else the rasterised ones), kept
-    # beside the dicts for every frame's intersections
-    read = getattr(segmentations, "packed", None) is not None  # (compressed() kept its dicts)
+    check_bounds(segmentations, shapes, index, path, what, none_polygons=read)
+    rles = list(segmentations) if read else masks.compressed(list(segmentations), shapes)
+    # the strings joined once (as read; else the rasterised ones), kept beside the dicts for
+    # every frame's intersections
     packed = masks.joined_counts(segmentations if read else rles) if masks.joins_strings() else None
     area, total, readable = masks.totals(rles, packed)
     expected = shapes[:, 0] * shapes[:, 1]
@@ -82,11 +84,12 @@ def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
 
 
 def check_bounds(segmentations: np.ndarray, shapes: np.ndarray, index: np.ndarray, path: str,
-                 what: str) -> None:
+                 what: str, *, none_polygons: bool = False) -> None:
     """What must hold before a mask reaches a rasteriser or a run walk (native or
     pycocotools): at most ``2^31 - 1`` pixels (COCO's RLE tools count in 32 bits), and each
     polygon within :mod:`rpx_cli.ops.polygon_raster`'s bounds (coordinates near the image,
-    an outline of bounded length). An :class:`InputError` naming the object otherwise."""
+    an outline of bounded length). An :class:`InputError` naming the object otherwise.
+    ``none_polygons``: the caller knows there are none (a results file's RLEs as read)."""
     from rpx_cli.ops.polygon_raster import MAX_PIXELS, first_problem, flatten
 
     pixels = shapes[:, 0] * shapes[:, 1]
@@ -96,6 +99,8 @@ def check_bounds(segmentations: np.ndarray, shapes: np.ndarray, index: np.ndarra
         raise InputError(f"{what} {index[i]}: an image of {shapes[i, 0]}×{shapes[i, 1]} = "
                          f"{int(pixels[i])} pixels is more than the {MAX_PIXELS} (2^31 − 1) a "
                          "COCO mask may have", path=path)
+    if none_polygons:
+        return
     polygons = np.flatnonzero(np.fromiter(map(isinstance, segmentations, repeat(list)), bool,
                                           count=len(segmentations)))
     if not polygons.size:
