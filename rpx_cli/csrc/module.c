@@ -212,21 +212,24 @@ static PyMethodDef methods[] = {
      "when the module loads. Both copies give the same results (tests compare them)."},
     {"isa", rpx_isa, METH_NOARGS, "isa() -> 'avx2' or 'baseline': the copies that run."},
     {"rle_check", rpx_rle_check, METH_VARARGS,
-     "rle_check(text, offsets, area_out, total_out, bad_out): decode every compressed RLE "
-     "string text[offsets[i]:offsets[i+1]] (64-bit) into its area, the sum of its runs and "
-     "whether it is malformed (a character outside '0'..'o', a string ending inside a count, "
-     "a count of more than 12 characters, a negative run). GIL released."},
+     "rle_check(text, offsets, area_out, total_out, bad_out, threads=1): decode every "
+     "compressed RLE string text[offsets[i]:offsets[i+1]] (64-bit) into its area, the sum of "
+     "its runs and whether it is malformed (a character outside '0'..'o', a string ending "
+     "inside a count, a count of more than 12 characters, a negative run). GIL released; the "
+     "strings split among `threads` threads."},
     {"rle_encode", rpx_rle_encode, METH_VARARGS,
      "rle_encode(counts, starts) -> (text, offsets): counts[starts[i]:starts[i+1]] (int64, "
      ">= 0) as pycocotools' rleToString strings."},
     {"rle_intersections", rpx_rle_intersections, METH_VARARGS,
      "rle_intersections(pred_text, pred_offsets, gt_text, gt_offsets, pred_bounds, gt_bounds, "
-     "heights) -> (d, g, inter) int64 bytes: every frame's (prediction, GT) pairs whose masks "
-     "intersect and the intersection in pixels. GIL released."},
+     "heights, threads=1) -> (d, g, inter) int64 bytes: every frame's (prediction, GT) pairs "
+     "whose masks intersect and the intersection in pixels. GIL released; whole frames split "
+     "among `threads` threads."},
     {"polygons_rle", rpx_polygons_rle, METH_VARARGS,
-     "polygons_rle(xy, vertex_starts, polygon_starts, sizes, max_points) -> (text, offsets): each "
-     "object's polygons rasterised as pycocotools' rleFrPoly and merged as rleMerge (union), "
-     "as compressed strings. GIL released."},
+     "polygons_rle(xy, vertex_starts, polygon_starts, sizes, max_points, threads=1) -> (text, "
+     "offsets): each object's polygons rasterised as pycocotools' rleFrPoly and merged as "
+     "rleMerge (union), as compressed strings. GIL released; the objects split among "
+     "`threads` threads."},
     {"rle_merge", rpx_rle_merge, METH_VARARGS,
      "rle_merge(counts, starts, intersect) -> counts int64 bytes: pycocotools' rleMerge of the "
      "masks counts[starts[i]:starts[i+1]] (union, or intersection when intersect is true)."},
@@ -337,7 +340,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     /* bumped whenever a kernel's signature or meaning changes: native.py refuses another */
-    if (PyModule_AddIntConstant(m, "ABI", 4) < 0) {
+    if (PyModule_AddIntConstant(m, "ABI", 5) < 0) {
         Py_DECREF(m);
         return NULL;
     }
