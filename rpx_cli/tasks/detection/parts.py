@@ -13,8 +13,7 @@ its parts. ``docs/architecture.md`` ("Detection as parts") walks through adding 
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
@@ -27,6 +26,7 @@ from rpx_cli.tasks.base import MetricInfo, Params
 from rpx_cli.tasks.detection.format_part import DetectionFormat as DetectionFormat
 from rpx_cli.tasks.detection.format_part import form_for as form_for
 from rpx_cli.tasks.detection.format_part import object_attributes as object_attributes
+from rpx_cli.tasks.detection.part_registry import Registry as Registry
 from rpx_cli.tasks.stats import Stat
 
 if TYPE_CHECKING:
@@ -312,7 +312,7 @@ class DetectionProtocol:
 # ``protocols/``, ``formats/`` — with what the command line asks of a part before the run
 # has chosen it: a kind's ``--iou-type`` and ``--geometry`` (None: the iou type alone), a
 # protocol's report section. A run imports only the parts it asks for (the others' readers
-# and views cost a COCO run a tenth of its start-up: issue 43);
+# and views cost a COCO run ~35 ms of its start-up: issue 43; part_registry.py);
 # tests/test_detection_parts.py holds these equal to the parts' own attributes and to the
 # folders' modules.
 KIND_CHOICES: dict[str, tuple[str, str | None]] = {
@@ -323,49 +323,7 @@ PROTOCOL_SECTIONS: dict[str, str] = {
     "ultralytics": "ultralytics", "openimages": "openimages"}
 FORMAT_NAMES = ("rpx", "coco", "yolo", "voc", "kitti", "dota", "labelme", "cvat", "openimages")
 
-P = TypeVar("P")
 K = TypeVar("K", bound=type)
-
-
-class Registry(Mapping[str, P]):
-    """One folder's parts by name: the names (in rank order) known before any is imported,
-    a part's module imported the first time the part is asked for (it registers itself:
-    :func:`register_kind`, …). ``in``, ``len`` and iterating the names import nothing;
-    ``values()`` and ``items()`` import each part as they reach it."""
-
-    def __init__(self, folder: str, names: Iterable[str]) -> None:
-        self.folder, self.names = folder, tuple(names)
-        self.parts: dict[str, P] = {}
-
-    def __getitem__(self, name: str) -> P:
-        part = self.parts.get(name)
-        if part is None:
-            if name not in self.names:
-                raise KeyError(name)
-            importlib.import_module(f"{__package__}.{self.folder}.{name}")
-            part = self.parts[name]
-        return part
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.names
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.names)
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    def add(self, cls: type) -> None:
-        """Register an instance of ``cls`` under its ``name``, which the registry must list."""
-        if cls.name not in self.names:
-            raise ValueError(f"{cls.__module__}: {self.folder} part {cls.name!r} is not listed in "
-                             "rpx_cli/tasks/detection/parts.py (KIND_CHOICES, PROTOCOL_SECTIONS, "
-                             "FORMAT_NAMES)")
-        existing = self.parts.get(cls.name)
-        if existing is not None and type(existing).__qualname__ != cls.__qualname__:
-            raise ValueError(f"{cls.name!r} is registered twice ({type(existing).__module__} and "
-                             f"{cls.__module__})")
-        self.parts[cls.name] = cls()
 
 
 KINDS: Registry[SimilarityKind] = Registry("kinds", KIND_CHOICES)
