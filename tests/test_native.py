@@ -258,17 +258,24 @@ def as_rles(masks: list[np.ndarray]) -> list[dict]:
     return [{"size": list(m.shape), "counts": s} for m, s in zip(masks, strings, strict=True)]
 
 
-@SETTINGS
-@given(st.lists(st.tuples(masks_of_one_size(6), st.integers(0, 6)), min_size=1, max_size=4))
-def test_intersections_equal_pycocotools_and_the_pixel_twin(frames) -> None:
-    from rpx_cli.ops.masks import reference_intersections
-
+def split_frames(frames) -> tuple[list, list, list[tuple[int, int, int]]]:
+    """Drawn frames (masks of one size, how many of them are GT) as the prediction masks,
+    the GT masks and each frame's (predictions, GT, height)."""
     pred, gt, shape = [], [], []
     for masks, n_gt in frames:
         n_gt = min(n_gt, len(masks))
         pred += masks[n_gt:]
         gt += masks[:n_gt]
         shape.append((len(masks) - n_gt, n_gt, masks[0].shape[0]))
+    return pred, gt, shape
+
+
+@SETTINGS
+@given(st.lists(st.tuples(masks_of_one_size(6), st.integers(0, 6)), min_size=1, max_size=4))
+def test_intersections_equal_pycocotools_and_the_pixel_twin(frames) -> None:
+    from rpx_cli.ops.masks import reference_intersections
+
+    pred, gt, shape = split_frames(frames)
     dense, pb, gb = intersections(pred, gt, shape)
     expected = np.zeros_like(dense)
     for f in range(len(shape)):
@@ -292,12 +299,7 @@ def test_intersections_equal_pycocotools_and_the_pixel_twin(frames) -> None:
 def test_intersections_split_among_threads_are_the_same_arrays(frames, threads: int) -> None:
     """The frames split among threads (whole frames each): the same pairs in the same order,
     for any number of threads (more threads than frames included)."""
-    pred, gt, shape = [], [], []
-    for masks, n_gt in frames:
-        n_gt = min(n_gt, len(masks))
-        pred += masks[n_gt:]
-        gt += masks[:n_gt]
-        shape.append((len(masks) - n_gt, n_gt, masks[0].shape[0]))
+    pred, gt, shape = split_frames(frames)
     p_text, p_off = joined(encode([runs_of(m) for m in pred]))
     g_text, g_off = joined(encode([runs_of(m) for m in gt]))
     pb = np.array([0, *np.cumsum([f[0] for f in shape])], np.int64)

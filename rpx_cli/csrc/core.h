@@ -130,6 +130,32 @@ int rpx_check_offsets(const int64_t *offsets, Py_ssize_t n_plus_1, int64_t limit
 typedef int (*part_fn)(void *ctx, int part);
 int rpx_run_parts(int parts, part_fn fn, void *ctx);
 
+/* Part `part` of `parts` of n items whose work ends at bounds[1..n] (bounds: n + 1 ascending
+ * offsets, characters of strings or polygons of objects): the items [*lo, *hi) that start in
+ * that share of the work. The parts cover 0..n in order, each item in one. */
+static inline void rpx_part_range(const int64_t *bounds, Py_ssize_t n, int part, int parts,
+                                  Py_ssize_t *lo, Py_ssize_t *hi) {
+    const int64_t work = bounds[n] - bounds[0];
+    for (int side = 0; side < 2; side++) {
+        const int k = part + side;
+        Py_ssize_t found;
+        if (k == 0) found = 0;
+        else if (k == parts) found = n;
+        else {  /* the first item starting at or after that share of the work */
+            const int64_t at = bounds[0] + (int64_t)((double)work * k / parts);
+            Py_ssize_t a = 0, b = n;
+            while (a < b) {
+                const Py_ssize_t mid = a + (b - a) / 2;
+                if (bounds[mid] < at) a = mid + 1;
+                else b = mid;
+            }
+            found = a;
+        }
+        if (side == 0) *lo = found;
+        else *hi = found;
+    }
+}
+
 /* A writable bytes-like object owning `data` (malloc'd; n bytes; NULL data is empty): no
  * copy made, the memory freed with the object. On failure `data` is freed, NULL returned with
  * MemoryError set. */

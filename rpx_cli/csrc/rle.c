@@ -57,17 +57,6 @@ static int decode_string(const uint8_t *s, int64_t len, vec64 *out, uint64_t *to
     return problem;
 }
 
-/* The first of strings [0, n) (offsets `off`) that starts at or after character `at`. */
-static Py_ssize_t string_at(const int64_t *off, Py_ssize_t n, int64_t at) {
-    Py_ssize_t lo = 0, hi = n;
-    while (lo < hi) {
-        const Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (off[mid] < at) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
 typedef struct {
     const uint8_t *text;
     const int64_t *off;
@@ -81,10 +70,8 @@ typedef struct {
  * memory). */
 static int check_part(void *ctx, int part) {
     const rle_checking *c = ctx;
-    const int64_t chars = c->off[c->n];
-    const Py_ssize_t i0 = part == 0 ? 0 : string_at(c->off, c->n, (int64_t)((double)chars * part / c->parts));
-    const Py_ssize_t i1 = part == c->parts - 1 ? c->n :
-                          string_at(c->off, c->n, (int64_t)((double)chars * (part + 1) / c->parts));
+    Py_ssize_t i0, i1;
+    rpx_part_range(c->off, c->n, part, c->parts, &i0, &i1);
     vec64 scratch = {0};
     int failed = 0;
     for (Py_ssize_t i = i0; i < i1; i++) {
@@ -429,25 +416,12 @@ typedef struct {
     vec64 counts[RPX_MAX_PARTS], starts[RPX_MAX_PARTS]; /* each part's runs: starts from 0 */
 } rasterising;
 
-/* The first object whose polygons start at or after polygon `at`. */
-static Py_ssize_t object_at(const int64_t *ps, Py_ssize_t n, int64_t at) {
-    Py_ssize_t lo = 0, hi = n;
-    while (lo < hi) {
-        const Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (ps[mid] < at) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
 /* Part `part` of the objects (about as many polygons each): each object's polygons
  * rasterised and merged into its runs. 0, or -1 (no memory). */
 static int rasterise_part(void *ctx, int part) {
     rasterising *c = ctx;
-    const int64_t polygons = c->ps[c->n];
-    const Py_ssize_t i0 = part == 0 ? 0 : object_at(c->ps, c->n, (int64_t)((double)polygons * part / c->parts));
-    const Py_ssize_t i1 = part == c->parts - 1 ? c->n :
-                          object_at(c->ps, c->n, (int64_t)((double)polygons * (part + 1) / c->parts));
+    Py_ssize_t i0, i1;
+    rpx_part_range(c->ps, c->n, part, c->parts, &i0, &i1);
     vec64 *counts = &c->counts[part], *starts = &c->starts[part];
     vec64 a = {0}, one = {0}, merged = {0}, tmp = {0}, parts = {0}, part_starts = {0};
     int failed = vec64_push(starts, 0) ? 1 : 0;
@@ -638,27 +612,14 @@ typedef struct {
     vec64 d[RPX_MAX_PARTS], g[RPX_MAX_PARTS], inter[RPX_MAX_PARTS]; /* each part's pairs */
 } intersecting;
 
-/* The first frame whose predictions start at or after prediction `at`. */
-static Py_ssize_t frame_at(const int64_t *bounds, Py_ssize_t frames, int64_t at) {
-    Py_ssize_t lo = 0, hi = frames;
-    while (lo < hi) {
-        const Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (bounds[mid] < at) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
 /* Part `part` of the frames (whole frames, about as many predictions each): every pair of
  * a prediction and a GT mask of one frame whose boxes' columns meet, with its intersection
  * when it is not empty, in frame order. 0, -1 (no memory) or -2 (a malformed string). */
 static int intersect_part(void *ctx, int part) {
     intersecting *c = ctx;
     const int64_t *pbv = c->pred_bounds, *gbv = c->gt_bounds, *hv = c->heights;
-    const int64_t preds = pbv[c->frames];
-    const Py_ssize_t f0 = part == 0 ? 0 : frame_at(pbv, c->frames, (int64_t)((double)preds * part / c->parts));
-    const Py_ssize_t f1 = part == c->parts - 1 ? c->frames :
-                          frame_at(pbv, c->frames, (int64_t)((double)preds * (part + 1) / c->parts));
+    Py_ssize_t f0, f1;
+    rpx_part_range(pbv, c->frames, part, c->parts, &f0, &f1);
     vec64 *d = &c->d[part], *g = &c->g[part], *inter = &c->inter[part];
     vec64 runs = {0}, piv = {0}, giv = {0};
     int64_t most_p = 0, most_g = 0;
