@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from types import ModuleType
 
-ABI = 5
+ABI = 6
 """The kernels' signatures this Python code expects (the extension's ``ABI`` constant)."""
 
 _THREADS: ContextVar[int] = ContextVar("rpx_native_threads", default=1)

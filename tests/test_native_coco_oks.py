@@ -96,15 +96,24 @@ def keypoint_groups(draw):
             thresholds)
 
 
-def native_match(geometry, dt, dt_group, gt, gt_group, crowd, area, ranges, thresholds):
+def native_match(geometry, dt, dt_group, gt, gt_group, crowd, area, ranges, thresholds, threads=1):
     """The kernel called directly (whatever RPX_NATIVE says)."""
     columns = len(ranges) * thresholds.size
     matched = np.empty((dt_group.size, columns), bool)
     ignored = np.empty((dt_group.size, columns), bool)
     core.coco_match_oks(3 * geometry.sigmas.size + 5, geometry.pred, dt, geometry.gt, gt,
                         geometry.gt_area, (geometry.sigmas * 2) ** 2, dt_group, gt_group, crowd,
-                        area, ranges, thresholds, matched, ignored)
+                        area, ranges, thresholds, matched, ignored, threads)
     return matched, ignored
+
+
+@SETTINGS
+@given(keypoint_groups(), st.integers(2, 40))
+def test_the_oks_matcher_split_among_threads_gives_the_same_flags(drawn, threads: int) -> None:
+    """Whole (image, category) groups per thread: the same flags for any number of threads."""
+    one = native_match(*drawn)
+    split = native_match(*drawn, threads=threads)
+    assert one[0].tobytes() == split[0].tobytes() and one[1].tobytes() == split[1].tobytes()
 
 
 @SETTINGS

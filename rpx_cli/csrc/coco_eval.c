@@ -303,112 +303,18 @@ static inline double iou_xywh(const double *d, const double *g, int crowd) {
     return inter > 0 ? inter / uni : 0.0;
 }
 
-/* pycocotools' greedy matching of [x, y, w, h] boxes (rpx_cli/ops/matching.py's greedy_match
- * with ops/coco.py's iou_similarity, rule >=, ties to the last GT): per group (detections
- * and GT of one image and category, both sorted by group; detections in rank order), per
- * column a * T + t, each detection takes among the GT whose IoU >= thresholds[t] and that no
- * earlier detection took (a crowd GT may be taken again) the regular one (not crowd, area
- * within ranges[a]) of highest IoU, else the ignored one; ties to the last. */
+/* The IoU of the walk's detection d with its group's GT (greedy_values_fn). */
 typedef struct {
-    const double *dt, *gt, *gt_area, *ranges, *thresholds;
-    const int64_t *dt_group, *gt_group;
-    const uint8_t *gt_crowd, *outside; /* outside: (D, A) or NULL */
-    Py_ssize_t D, G, A, T;
-    uint8_t *matched, *ignored;
-    int parts;
-} box_matching;
+    const double *dt, *gt;
+    const uint8_t *gt_crowd;
+} box_values;
 
-/* The first detection of a group at or after i. */
-static Py_ssize_t group_start(const box_matching *m, Py_ssize_t i) {
-    while (i > 0 && i < m->D && m->dt_group[i] == m->dt_group[i - 1]) i++;
-    return i;
-}
-
-/* The detections [i0, i1) of part `part` (whole groups, about D / parts of them). */
-static int match_part(void *ctx, int part) {
-    const box_matching *m = ctx;
-    const Py_ssize_t i0 = group_start(m, (Py_ssize_t)((double)m->D * part / m->parts));
-    const Py_ssize_t i1 = part == m->parts - 1 ? m->D :
-                          group_start(m, (Py_ssize_t)((double)m->D * (part + 1) / m->parts));
-    const Py_ssize_t C = m->A * m->T, T = m->T, A = m->A;
-    const int64_t *gt_group = m->gt_group;
-    const uint8_t *gt_crowd = m->gt_crowd;
-    if (i1 <= i0) return 0;
-    memset(m->matched + i0 * C, 0, (size_t)(i1 - i0) * (size_t)C);
-    if (m->outside) {  /* a detection that takes no GT is ignored where its area is outside */
-        for (Py_ssize_t d = i0; d < i1; d++) {
-            for (Py_ssize_t a = 0; a < A; a++) {
-                memset(m->ignored + d * C + a * T, m->outside[d * A + a] != 0, (size_t)T);
-            }
-        }
-    } else {
-        memset(m->ignored + i0 * C, 0, (size_t)(i1 - i0) * (size_t)C);
-    }
-    /* the first GT of the part's first group: a binary search */
-    Py_ssize_t g0 = 0, hi = m->G;
-    while (g0 < hi) {
-        const Py_ssize_t mid = g0 + (hi - g0) / 2;
-        if (gt_group[mid] < m->dt_group[i0]) g0 = mid + 1;
-        else hi = mid;
-    }
-    Py_ssize_t widest = 1;  /* the most GT of one group from there */
-    for (Py_ssize_t j = g0, start = g0; j <= m->G; j++) {
-        if (j == m->G || (j > start && gt_group[j] != gt_group[j - 1])) {
-            if (j - start > widest) widest = j - start;
-            start = j;
-        }
-    }
-    uint8_t *taken = malloc((size_t)(C ? C : 1) * (size_t)widest);
-    uint8_t *ig = malloc((size_t)(A ? A : 1) * (size_t)widest);  /* ignored GT per range */
-    double *iou = malloc((size_t)widest * sizeof(double));
-    Py_ssize_t *pass = malloc((size_t)widest * sizeof(Py_ssize_t));
-    int status = (taken && ig && iou && pass) ? 0 : -1;
-    double loosest = INFINITY;
-    for (Py_ssize_t t = 0; t < T; t++) if (m->thresholds[t] < loosest) loosest = m->thresholds[t];
-    for (Py_ssize_t i = i0; i < i1 && !status;) {
-        const int64_t group = m->dt_group[i];
-        Py_ssize_t end = i;
-        while (end < i1 && m->dt_group[end] == group) end++;
-        while (g0 < m->G && gt_group[g0] < group) g0++;
-        Py_ssize_t g1 = g0;
-        while (g1 < m->G && gt_group[g1] == group) g1++;
-        const Py_ssize_t n_g = g1 - g0;
-        if (n_g) {
-            memset(taken, 0, (size_t)C * (size_t)n_g);
-            greedy_ignored_gt(gt_crowd + g0, m->gt_area + g0, n_g, m->ranges, A, ig);
-            for (Py_ssize_t d = i; d < end; d++) {
-                Py_ssize_t n_pass = 0;
-                for (Py_ssize_t j = 0; j < n_g; j++) {
-                    iou[j] = iou_xywh(m->dt + 4 * d, m->gt + 4 * (g0 + j), gt_crowd[g0 + j]);
-                    if (iou[j] >= loosest) pass[n_pass++] = j;
-                }
-                if (!n_pass) continue;
-                greedy_columns(iou, pass, n_pass, gt_crowd + g0, ig, taken, n_g, m->thresholds, A, T,
-                               m->matched + d * C, m->ignored + d * C);
-            }
-        }
-        i = end;
-    }
-    free(taken);
-    free(ig);
-    free(iou);
-    free(pass);
-    return status;
-}
-
-/* pycocotools' greedy matching of [x, y, w, h] boxes (rpx_cli/ops/matching.py's greedy_match
- * with ops/coco.py's iou_similarity, rule >=, ties to the last GT): per group (detections
- * and GT of one image and category, both sorted by group; detections in rank order), per
- * column a * T + t, each detection takes among the GT whose IoU >= thresholds[t] and that no
- * earlier detection took (a crowd GT may be taken again) the regular one (not crowd, area
- * within ranges[a]) of highest IoU, else the ignored one; ties to the last. A detection that
- * takes none in a column is ignored there when m->outside says its area is outside range a.
- * The groups are split among m->parts threads (whole groups each: they share nothing). */
-static int match_boxes(const box_matching *m) {
-    if (m->parts > 1 && m->D > 1) return rpx_run_parts(m->parts, match_part, (void *)m);
-    box_matching one = *m;
-    one.parts = 1;
-    return match_part(&one, 0);
+static void box_ious(const void *ctx, void *scratch, Py_ssize_t d, Py_ssize_t g0, Py_ssize_t n_g,
+                     double loosest, double *value) {
+    const box_values *b = ctx;
+    (void)scratch;
+    (void)loosest;
+    for (Py_ssize_t j = 0; j < n_g; j++) value[j] = iou_xywh(b->dt + 4 * d, b->gt + 4 * (g0 + j), b->gt_crowd[g0 + j]);
 }
 
 PyObject *rpx_coco_match_boxes(PyObject *self, PyObject *args) {
@@ -468,16 +374,21 @@ PyObject *rpx_coco_match_boxes(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    const box_matching m = {
-        .dt = b[0].buf, .gt = b[2].buf, .gt_area = b[5].buf, .ranges = b[6].buf,
-        .thresholds = thresholds, .dt_group = dg, .gt_group = gg, .gt_crowd = b[4].buf,
+    /* pycocotools' greedy matching of [x, y, w, h] boxes (rpx_cli/ops/matching.py's
+     * greedy_match with ops/coco.py's iou_similarity, rule >=, ties to the last GT): the
+     * walk of greedy.h with the IoU computed per detection; a detection that takes none in
+     * a column is ignored there when `outside` says its area is outside range a */
+    const box_values values = {.dt = b[0].buf, .gt = b[2].buf, .gt_crowd = b[4].buf};
+    greedy_walk_t walk = {
+        .dt_group = dg, .gt_group = gg, .gt_crowd = b[4].buf,
         .outside = has_outside ? outside.buf : NULL,
+        .gt_area = b[5].buf, .ranges = b[6].buf, .thresholds = thresholds,
         .D = D, .G = G, .A = A, .T = T, .matched = b[8].buf, .ignored = b[9].buf,
-        .parts = threads < 1 ? 1 : threads > RPX_MAX_PARTS ? RPX_MAX_PARTS : threads,
+        .values = box_ious, .ctx = &values, .scratch_bytes = 0, .parts = threads,
     };
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = match_boxes(&m);
+    status = greedy_walk(&walk);
     Py_END_ALLOW_THREADS
     if (has_outside) PyBuffer_Release(&outside);
     if (status) PyErr_NoMemory();

@@ -11,7 +11,8 @@
  * numpy's pairwise order (numpy's add.reduce: eight lanes, then the rest in turn), so that
  * the value is numpy's bit for bit. (OksGeometry reads a pair whose upper bound is below the
  * loosest threshold as 0; here it is computed exactly: below every threshold either way.)
- * The walk is coco_eval.c's match_boxes with the OKS in place of the IoU. */
+ * The walk is greedy.h's (the box matcher's) with the OKS in place of the IoU, its groups
+ * split among `threads` threads. */
 #include "core.h"
 #include "greedy.h"
 #include <float.h>
@@ -88,63 +89,32 @@ typedef struct {
     uint8_t *matched, *ignored;
 } oks_problem;
 
-/* pycocotools' greedy walk (coco_eval.c's match_boxes, OKS for IoU): per group, per column
- * a * T + t, each detection takes among the GT whose OKS >= thresholds[t] and that no earlier
- * detection took (a crowd GT may be taken again) the regular one (not crowd, area within
- * ranges[a]) of highest OKS, else the ignored one; ties to the last. */
-static int match_oks(const oks_problem *p) {
-    const Py_ssize_t A = p->A, T = p->T, C = A * T, D = p->D, G = p->G;
-    Py_ssize_t widest = 1;  /* the most GT of one group */
-    for (Py_ssize_t j = 0, start = 0; j <= G; j++) {
-        if (j == G || (j && p->gt_group[j] != p->gt_group[j - 1])) {
-            if (j - start > widest) widest = j - start;
-            start = j;
-        }
+/* The OKS of the walk's detection d with its group's GT (greedy_values_fn; scratch: K
+ * doubles for the terms). */
+static void oks_values(const void *ctx, void *scratch, Py_ssize_t d, Py_ssize_t g0, Py_ssize_t n_g,
+                       double loosest, double *value) {
+    const oks_problem *p = ctx;
+    const double *row = p->dt_rows + p->dt_id[d] * p->W;
+    for (Py_ssize_t j = 0; j < n_g; j++) {
+        const int64_t k = p->gt_id[g0 + j];
+        value[j] = oks(row, p->gt_rows + k * p->W, p->oks_area[k] + DBL_EPSILON, p->variance, p->K,
+                       scratch, loosest);
     }
-    uint8_t *taken = malloc((size_t)C * (size_t)widest);
-    uint8_t *ig = malloc((size_t)A * (size_t)widest);  /* ignored GT per range */
-    double *value = malloc((size_t)widest * sizeof(double));
-    Py_ssize_t *pass = malloc((size_t)widest * sizeof(Py_ssize_t));
-    double *terms = malloc((size_t)p->K * sizeof(double));
-    int status = (taken && ig && value && pass && terms) ? 0 : -1;
-    double loosest = INFINITY;
-    for (Py_ssize_t t = 0; t < T; t++) if (p->thresholds[t] < loosest) loosest = p->thresholds[t];
-    memset(p->matched, 0, (size_t)D * (size_t)C);
-    memset(p->ignored, 0, (size_t)D * (size_t)C);
-    Py_ssize_t g0 = 0;  /* the first GT of the current group */
-    for (Py_ssize_t i = 0; i < D && !status;) {
-        const int64_t group = p->dt_group[i];
-        Py_ssize_t end = i;
-        while (end < D && p->dt_group[end] == group) end++;
-        while (g0 < G && p->gt_group[g0] < group) g0++;
-        Py_ssize_t g1 = g0;
-        while (g1 < G && p->gt_group[g1] == group) g1++;
-        const Py_ssize_t n_g = g1 - g0;
-        if (n_g) {
-            memset(taken, 0, (size_t)C * (size_t)n_g);
-            greedy_ignored_gt(p->gt_crowd + g0, p->gt_area + g0, n_g, p->ranges, A, ig);
-            for (Py_ssize_t d = i; d < end; d++) {
-                const double *row = p->dt_rows + p->dt_id[d] * p->W;
-                Py_ssize_t n_pass = 0;
-                for (Py_ssize_t j = 0; j < n_g; j++) {
-                    const int64_t k = p->gt_id[g0 + j];
-                    value[j] = oks(row, p->gt_rows + k * p->W, p->oks_area[k] + DBL_EPSILON,
-                                   p->variance, p->K, terms, loosest);
-                    if (value[j] >= loosest) pass[n_pass++] = j;
-                }
-                if (!n_pass) continue;
-                greedy_columns(value, pass, n_pass, p->gt_crowd + g0, ig, taken, n_g, p->thresholds, A,
-                               T, p->matched + d * C, p->ignored + d * C);
-            }
-        }
-        i = end;
-    }
-    free(taken);
-    free(ig);
-    free(value);
-    free(pass);
-    free(terms);
-    return status;
+}
+
+/* pycocotools' greedy walk (greedy.h's, as the box matcher walks) with the OKS for the IoU:
+ * per group, per column a * T + t, each detection takes among the GT whose OKS >=
+ * thresholds[t] and that no earlier detection took (a crowd GT may be taken again) the
+ * regular one (not crowd, area within ranges[a]) of highest OKS, else the ignored one; ties
+ * to the last. */
+static int match_oks(const oks_problem *p, int threads) {
+    greedy_walk_t walk = {
+        .dt_group = p->dt_group, .gt_group = p->gt_group, .gt_crowd = p->gt_crowd, .outside = NULL,
+        .gt_area = p->gt_area, .ranges = p->ranges, .thresholds = p->thresholds,
+        .D = p->D, .G = p->G, .A = p->A, .T = p->T, .matched = p->matched, .ignored = p->ignored,
+        .values = oks_values, .ctx = p, .scratch_bytes = (size_t)p->K * sizeof(double), .parts = threads,
+    };
+    return greedy_walk(&walk);
 }
 
 /* a * b into *out, or 0 when it would overflow (a, b >= 0) */
@@ -171,8 +141,9 @@ PyObject *rpx_coco_match_oks(PyObject *self, PyObject *args) {
     enum { N = 14 };
     PyObject *o[N];
     Py_ssize_t width;
-    if (!PyArg_ParseTuple(args, "nOOOOOOOOOOOOOO", &width, &o[0], &o[1], &o[2], &o[3], &o[4],
-                          &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13]))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "nOOOOOOOOOOOOOO|i", &width, &o[0], &o[1], &o[2], &o[3], &o[4],
+                          &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &threads))
         return NULL;
     static const char *names[N] = {"dt_rows", "dt_id", "gt_rows", "gt_id", "oks_area",
                                    "variances", "dt_group", "gt_group", "gt_crowd", "gt_area",
@@ -235,7 +206,7 @@ PyObject *rpx_coco_match_oks(PyObject *self, PyObject *args) {
     }
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = match_oks(&p);
+    status = match_oks(&p, threads);
     Py_END_ALLOW_THREADS
     if (status) PyErr_NoMemory();
     else result = Py_NewRef(Py_None);

@@ -164,6 +164,9 @@ PyObject *rpx_owned(void *data, size_t n);
 /* bytes objects holding a copy of `n` int64 values (NULL with MemoryError set). */
 PyObject *rpx_bytes_of(const void *data, Py_ssize_t n_bytes);
 
+/* the matcher of coco_overlaps.c */
+PyObject *rpx_coco_match_overlaps(PyObject *self, PyObject *args);
+
 /* the kernels of rle.c */
 PyObject *rpx_rle_check(PyObject *self, PyObject *args);
 PyObject *rpx_rle_encode(PyObject *self, PyObject *args);

@@ -316,7 +316,15 @@ static PyMethodDef methods[] = {
      "values: K [x, y, v] points, then the GT box; variances (2 sigma)^2 (K,); each object "
      "an id into its rows; oks_area: each GT row's area), as coco_match_boxes walks (>=, ties "
      "to the last GT, ignored GT only when no regular one passes): matched, ignored (D x A*T "
-     "bool, column a * T + t). GIL released."},
+     "bool, column a * T + t). GIL released; whole groups split among `threads` (optional, "
+     "last) threads."},
+    {"coco_match_overlaps", rpx_coco_match_overlaps, METH_VARARGS,
+     "coco_match_overlaps(keys, inter, key_gt, pred_area, gt_area_table, dt_id, gt_id, dt_group, "
+     "gt_group, gt_crowd, gt_area, ranges, thresholds, matched, ignored, threads=1): "
+     "pycocotools' greedy matching (as coco_match_boxes walks) under the IoU of intersections "
+     "computed beforehand (ops/geometry.py's OverlapTable: keys pred * key_gt + gt sorted, "
+     "inter > 0 their intersections, each object's area): matched, ignored (D x A*T bool). "
+     "GIL released."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -340,7 +348,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     /* bumped whenever a kernel's signature or meaning changes: native.py refuses another */
-    if (PyModule_AddIntConstant(m, "ABI", 5) < 0) {
+    if (PyModule_AddIntConstant(m, "ABI", 6) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rpx_cli import native
 from rpx_cli.errors import MissingExtra
 from rpx_cli.ops.boxes import iou_pairs, iou_xywh
 from rpx_cli.ops.coco import iou_similarity
@@ -135,6 +136,34 @@ class OverlapTable:
 
     def area(self, dt: np.ndarray) -> np.ndarray:
         return self.pred_area[dt]
+
+    def native_greedy_match(self, dt: np.ndarray, dt_group: np.ndarray, gt: np.ndarray,
+                            gt_group: np.ndarray, gt_crowd: np.ndarray, gt_area: np.ndarray,
+                            ranges: np.ndarray,
+                            thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``greedy_match``'s ``(matched, ignored)`` under :meth:`similarity`, ``>=`` and ties
+        to the last GT (``ops.coco.match``'s call: ``dt``, ``gt`` ids, groups sorted,
+        ``gt_area`` the areas the ranges test), from the native core's
+        ``coco_match_overlaps`` (``rpx_cli/csrc/coco_overlaps.c``: each IoU read from this
+        table inside the greedy walk, as :meth:`iou` computes it; its groups split among
+        :func:`rpx_cli.native.threads` threads); the same arrays bit for bit
+        (``tests/test_native_coco_overlaps.py``). None when the native core is not in use."""
+        core = native.core()
+        if core is None:
+            return None
+        columns = len(ranges) * thresholds.size
+        matched = np.empty((dt_group.size, columns), bool)
+        ignored = np.empty((dt_group.size, columns), bool)
+        f64, i64 = np.float64, np.int64
+        core.coco_match_overlaps(
+            self._keys, self._inter, self._n_gt, np.ascontiguousarray(self.pred_area),
+            np.ascontiguousarray(self.gt_area),
+            np.ascontiguousarray(dt, i64), np.ascontiguousarray(gt, i64),
+            np.ascontiguousarray(dt_group, i64), np.ascontiguousarray(gt_group, i64),
+            np.ascontiguousarray(gt_crowd, np.bool_), np.ascontiguousarray(gt_area, f64),
+            np.ascontiguousarray(ranges, f64), np.ascontiguousarray(thresholds, f64),
+            matched, ignored, native.threads())
+        return matched, ignored
 
     def similarity(self, dt: np.ndarray, gt: np.ndarray) -> Similarity:
         def similarity(dets: np.ndarray, slots: np.ndarray, crowd: np.ndarray) -> np.ndarray:

@@ -211,5 +211,5 @@ class OksGeometry:
             np.ascontiguousarray(dt_group, i64), np.ascontiguousarray(gt_group, i64),
             np.ascontiguousarray(gt_crowd, np.bool_), np.ascontiguousarray(gt_area, f64),
             np.ascontiguousarray(ranges, f64), np.ascontiguousarray(thresholds, f64),
-            matched, ignored)
+            matched, ignored, native.threads())
         return matched, ignored
