@@ -325,16 +325,14 @@ PyObject *rpx_coco_match_boxes(PyObject *self, PyObject *args) {
         return NULL;
     Py_buffer outside = {0};
     const int has_outside = outside_obj != Py_None;
-    static const char *names[10] = {"dt_box", "dt_group", "gt_box", "gt_group", "gt_crowd",
+    static const char *const names[10] = {"dt_box", "dt_group", "gt_box", "gt_group", "gt_crowd",
                                     "gt_area", "ranges", "thresholds", "matched", "ignored"};
     static const int kinds[10] = {BUF_FLOAT64, BUF_INT64, BUF_FLOAT64, BUF_INT64, BUF_UINT8,
                                   BUF_FLOAT64, BUF_FLOAT64, BUF_FLOAT64, BUF_UINT8, BUF_UINT8};
     Py_buffer b[10];
-    int got = 0;
     PyObject *result = NULL;
-    for (; got < 10; got++) {
-        if (rpx_get_buffer(o[got], &b[got], kinds[got], got >= 8, names[got])) goto done;
-    }
+    int got = rpx_get_buffers(o, b, kinds, names, 10, 8);
+    if (got < 10) goto done;
     const Py_ssize_t D = b[1].len / 8, G = b[3].len / 8, A = b[6].len / 16, T = b[7].len / 8;
     Py_ssize_t columns, flags;
     if (A < 1 || T < 1 || b[6].len % 16 || !mul_ok(A, T, &columns) || !mul_ok(D, columns, &flags)) {

@@ -145,18 +145,16 @@ PyObject *rpx_coco_match_oks(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "nOOOOOOOOOOOOOO|i", &width, &o[0], &o[1], &o[2], &o[3], &o[4],
                           &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &threads))
         return NULL;
-    static const char *names[N] = {"dt_rows", "dt_id", "gt_rows", "gt_id", "oks_area",
+    static const char *const names[N] = {"dt_rows", "dt_id", "gt_rows", "gt_id", "oks_area",
                                    "variances", "dt_group", "gt_group", "gt_crowd", "gt_area",
                                    "ranges", "thresholds", "matched", "ignored"};
     static const int kinds[N] = {BUF_FLOAT64, BUF_INT64, BUF_FLOAT64, BUF_INT64, BUF_FLOAT64,
                                  BUF_FLOAT64, BUF_INT64, BUF_INT64, BUF_UINT8, BUF_FLOAT64,
                                  BUF_FLOAT64, BUF_FLOAT64, BUF_UINT8, BUF_UINT8};
     Py_buffer b[N];
-    int got = 0;
     PyObject *result = NULL;
-    for (; got < N; got++) {
-        if (rpx_get_buffer(o[got], &b[got], kinds[got], got >= 12, names[got])) goto done;
-    }
+    int got = rpx_get_buffers(o, b, kinds, names, N, 12);
+    if (got < N) goto done;
     oks_problem p;
     p.K = b[5].len / 8;
     p.D = b[1].len / 8;

@@ -61,18 +61,16 @@ PyObject *rpx_coco_match_overlaps(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOLOOOOOOOOOOOO|i", &o[0], &o[1], &key_gt, &o[2], &o[3], &o[4], &o[5],
                           &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &threads))
         return NULL;
-    static const char *names[N] = {"keys", "inter", "pred_area", "gt_area_table", "dt_id", "gt_id",
+    static const char *const names[N] = {"keys", "inter", "pred_area", "gt_area_table", "dt_id", "gt_id",
                                    "dt_group", "gt_group", "gt_crowd", "gt_area", "ranges",
                                    "thresholds", "matched", "ignored"};
     static const int kinds[N] = {BUF_INT64, BUF_FLOAT64, BUF_FLOAT64, BUF_FLOAT64, BUF_INT64,
                                  BUF_INT64, BUF_INT64, BUF_INT64, BUF_UINT8, BUF_FLOAT64,
                                  BUF_FLOAT64, BUF_FLOAT64, BUF_UINT8, BUF_UINT8};
     Py_buffer b[N];
-    int got = 0;
     PyObject *result = NULL;
-    for (; got < N; got++) {
-        if (rpx_get_buffer(o[got], &b[got], kinds[got], got >= 12, names[got])) goto done;
-    }
+    int got = rpx_get_buffers(o, b, kinds, names, N, 12);
+    if (got < N) goto done;
     const Py_ssize_t n_keys = b[0].len / 8, n_pred = b[2].len / 8, n_gt = b[3].len / 8;
     const Py_ssize_t D = b[4].len / 8, G = b[5].len / 8, A = b[10].len / 16, T = b[11].len / 8;
     if (A < 1 || T < 1 || b[10].len % 16 || T > PY_SSIZE_T_MAX / A || (D && A * T > PY_SSIZE_T_MAX / D)) {

@@ -118,6 +118,10 @@ enum { BUF_BYTES = 'B', BUF_INT64 = 'q', BUF_FLOAT64 = 'd', BUF_UINT8 = 'u', BUF
 /* Get a C-contiguous buffer of `kind` (writable if asked) from `obj`; on failure set a
  * TypeError naming `name` and return -1. Release with PyBuffer_Release. */
 int rpx_get_buffer(PyObject *obj, Py_buffer *view, int kind, int writable, const char *name);
+/* rpx_get_buffer for objs[0..n), those from `first_writable` on writable: the number acquired
+ * (n, or fewer with the error set); release that many. */
+int rpx_get_buffers(PyObject *const *objs, Py_buffer *views, const int *kinds,
+                    const char *const *names, int n, int first_writable);
 
 /* Offsets (n + 1 int64 values) that start at 0, never decrease and end at most at `limit`. */
 int rpx_check_offsets(const int64_t *offsets, Py_ssize_t n_plus_1, int64_t limit, const char *name);

@@ -93,6 +93,13 @@ int rpx_get_buffer(PyObject *obj, Py_buffer *view, int kind, int writable, const
     return 0;
 }
 
+int rpx_get_buffers(PyObject *const *objs, Py_buffer *views, const int *kinds,
+                    const char *const *names, int n, int first_writable) {
+    int got = 0;
+    while (got < n && !rpx_get_buffer(objs[got], &views[got], kinds[got], got >= first_writable, names[got])) got++;
+    return got;
+}
+
 int rpx_check_offsets(const int64_t *offsets, Py_ssize_t n_plus_1, int64_t limit, const char *name) {
     if (n_plus_1 < 1 || offsets[0] != 0) {
         PyErr_Format(PyExc_ValueError, "%s: offsets must start at 0", name);

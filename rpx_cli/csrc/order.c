@@ -95,14 +95,12 @@ static int stable_order(const int64_t *key, const double *score, Py_ssize_t n, i
 PyObject *rpx_stable_order(PyObject *self, PyObject *args) {
     PyObject *o[3];
     if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
-    static const char *names[3] = {"key", "score", "order"};
+    static const char *const names[3] = {"key", "score", "order"};
     static const int kinds[3] = {BUF_INT64, BUF_FLOAT64, BUF_INT64};
     Py_buffer b[3];
-    int got = 0;
     PyObject *result = NULL;
-    for (; got < 3; got++) {
-        if (rpx_get_buffer(o[got], &b[got], kinds[got], got == 2, names[got])) goto done;
-    }
+    int got = rpx_get_buffers(o, b, kinds, names, 3, 2);
+    if (got < 3) goto done;
     const Py_ssize_t n = b[0].len / 8;
     if (b[1].len != b[0].len || b[2].len != b[0].len) {
         PyErr_SetString(PyExc_ValueError, "stable_order: key, score and order of one length");

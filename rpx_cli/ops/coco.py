@@ -38,7 +38,7 @@ import numpy as np
 
 from rpx_cli import native
 from rpx_cli.ops.coco_accumulate import accumulate as accumulate_cells
-from rpx_cli.ops.matching import Similarity, greedy_match
+from rpx_cli.ops.matching import Similarity, empty_flags, greedy_match
 from rpx_cli.ops.order import stable_order
 
 IOU_THRESHOLDS = np.linspace(0.5, 0.95, 10)
@@ -332,9 +332,7 @@ def match_boxes(core, dt_box: np.ndarray, dt_group: np.ndarray, gt_box: np.ndarr
     areas) bool: a detection that takes no GT in a column of range ``a`` is ignored there
     where ``outside[:, a]`` (``ignored |= ~matched & outside`` over the thresholds). The
     groups are split among :func:`rpx_cli.native.threads` threads."""
-    columns = len(ranges) * thresholds.size
-    matched = np.empty((dt_group.size, columns), bool)
-    ignored = np.empty((dt_group.size, columns), bool)
+    matched, ignored = empty_flags(dt_group.size, ranges, thresholds)
     f64 = np.float64
     core.coco_match_boxes(np.ascontiguousarray(dt_box, f64), np.ascontiguousarray(dt_group, np.int64),
                           np.ascontiguousarray(gt_box, f64), np.ascontiguousarray(gt_group, np.int64),

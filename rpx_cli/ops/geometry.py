@@ -37,7 +37,7 @@ from rpx_cli import native
 from rpx_cli.errors import MissingExtra
 from rpx_cli.ops.boxes import iou_pairs, iou_xywh
 from rpx_cli.ops.coco import iou_similarity
-from rpx_cli.ops.matching import Similarity
+from rpx_cli.ops.matching import Similarity, empty_flags
 
 
 class Geometry(Protocol):
@@ -151,9 +151,7 @@ class OverlapTable:
         core = native.core()
         if core is None:
             return None
-        columns = len(ranges) * thresholds.size
-        matched = np.empty((dt_group.size, columns), bool)
-        ignored = np.empty((dt_group.size, columns), bool)
+        matched, ignored = empty_flags(dt_group.size, ranges, thresholds)
         f64, i64 = np.float64, np.int64
         core.coco_match_overlaps(
             self._keys, self._inter, self._n_gt, np.ascontiguousarray(self.pred_area),

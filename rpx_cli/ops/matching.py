@@ -45,6 +45,13 @@ RULES: tuple[Rule, ...] = (">=", ">", "<", "<=")
 _COMPARE = {">=": np.greater_equal, ">": np.greater, "<": np.less, "<=": np.less_equal}
 
 
+def empty_flags(n_dets: int, ranges: np.ndarray, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(matched, ignored)`` arrays a native greedy walk fills: (detections, areas *
+    thresholds) bool, column ``a * T + t``, as :func:`greedy_match` returns them."""
+    columns = len(ranges) * thresholds.size
+    return np.empty((n_dets, columns), bool), np.empty((n_dets, columns), bool)
+
+
 def higher_is_better(rule: Rule) -> bool:
     """True for ``>=`` and ``>`` (IoU-like), False for ``<`` and ``<=`` (distance-like)."""
     if rule in (">=", ">"):

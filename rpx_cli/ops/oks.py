@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from rpx_cli import native
-from rpx_cli.ops.matching import Similarity
+from rpx_cli.ops.matching import Similarity, empty_flags
 
 COCO_SIGMAS = np.array([.26, .25, .25, .35, .35, .79, .79, .72, .72, .62, .62, 1.07, 1.07,
                         .87, .87, .89, .89]) / 10.0
@@ -200,9 +200,7 @@ class OksGeometry:
                 not len(self.pred) or not len(self.gt) or self.pred.shape[1] != width or \
                 self.gt.shape[1] != width:
             return None
-        columns = len(ranges) * thresholds.size
-        matched = np.empty((dt_group.size, columns), bool)
-        ignored = np.empty((dt_group.size, columns), bool)
+        matched, ignored = empty_flags(dt_group.size, ranges, thresholds)
         f64, i64 = np.float64, np.int64
         core.coco_match_oks(
             width, np.ascontiguousarray(self.pred, f64), np.ascontiguousarray(dt, i64),
