@@ -408,23 +408,47 @@ static int64_t boundary_points(const double *xy, int64_t k) {
     return m;
 }
 
+/* A growable run of characters (malloc'd), as vec64. */
+typedef struct {
+    char *data;
+    Py_ssize_t n, cap;
+} chars;
+
+static int chars_reserve(chars *v, Py_ssize_t want) {
+    if (want <= v->cap) return 0;
+    Py_ssize_t cap = v->cap ? v->cap : 1024;
+    while (cap < want) {
+        if (cap > PY_SSIZE_T_MAX / 2) return -1;
+        cap *= 2;
+    }
+    char *data = realloc(v->data, (size_t)cap);
+    if (!data) return -1;
+    v->data = data;
+    v->cap = cap;
+    return 0;
+}
+
 typedef struct {
     const double *xy;
     const int64_t *vs, *ps, *sizes;
     Py_ssize_t n;
     int parts;
-    vec64 counts[RPX_MAX_PARTS], starts[RPX_MAX_PARTS]; /* each part's runs: starts from 0 */
+    /* each part's strings, and their ends (from 0 in the part) */
+    chars text[RPX_MAX_PARTS];
+    vec64 ends[RPX_MAX_PARTS];
 } rasterising;
 
 /* Part `part` of the objects (about as many polygons each): each object's polygons
- * rasterised and merged into its runs. 0, or -1 (no memory). */
+ * rasterised, merged into its runs and written as its string (only the strings are kept: a
+ * tenth of the runs' memory). 0, or -1 (no memory). */
 static int rasterise_part(void *ctx, int part) {
     rasterising *c = ctx;
     Py_ssize_t i0, i1;
     rpx_part_range(c->ps, c->n, part, c->parts, &i0, &i1);
-    vec64 *counts = &c->counts[part], *starts = &c->starts[part];
+    chars *text = &c->text[part];
+    vec64 *ends = &c->ends[part];
     vec64 a = {0}, one = {0}, merged = {0}, tmp = {0}, parts = {0}, part_starts = {0};
-    int failed = vec64_push(starts, 0) ? 1 : 0;
+    int failed = 0;
     for (Py_ssize_t i = i0; i < i1 && !failed; i++) {
         int64_t h = c->sizes[2 * i], w = c->sizes[2 * i + 1];
         parts.n = 0;
@@ -439,10 +463,11 @@ static int rasterise_part(void *ctx, int part) {
         }
         if (failed) break;
         if (merge_many(parts.data, part_starts.data, part_starts.n - 1, 0, &merged, &tmp)) { failed = 1; break; }
-        if (vec64_reserve(counts, counts->n + merged.n)) { failed = 1; break; }
-        memcpy(counts->data + counts->n, merged.data, (size_t)merged.n * sizeof(int64_t));
-        counts->n += merged.n;
-        if (vec64_push(starts, counts->n)) failed = 1;
+        int64_t len = encode_runs(merged.data, merged.n, NULL);
+        if (chars_reserve(text, text->n + len)) { failed = 1; break; }
+        encode_runs(merged.data, merged.n, text->data + text->n);
+        text->n += len;
+        if (vec64_push(ends, text->n)) failed = 1;
     }
     vec64_free(&a); vec64_free(&one); vec64_free(&merged); vec64_free(&tmp);
     vec64_free(&parts); vec64_free(&part_starts);
@@ -495,29 +520,34 @@ PyObject *rpx_polygons_rle(PyObject *self, PyObject *args) {
     *job = (rasterising){.xy = xy, .vs = vs, .ps = ps, .sizes = sizes, .n = n,
                          .parts = threads < 1 || n < 2 ? 1 : threads > RPX_MAX_PARTS ? RPX_MAX_PARTS : threads};
     int failed;
-    vec64 counts = {0}, starts = {0};
     Py_BEGIN_ALLOW_THREADS
     failed = job->parts > 1 ? rpx_run_parts(job->parts, rasterise_part, job) : rasterise_part(job, 0);
-    Py_ssize_t total = 0;
-    for (int k = 0; k < job->parts; k++) total += job->counts[k].n;
-    if (!failed && (vec64_reserve(&counts, total + 1) || vec64_reserve(&starts, n + 1))) failed = -1;
-    if (!failed) {
-        starts.data[starts.n++] = 0;
-        for (int k = 0; k < job->parts; k++) {
-            const vec64 *c = &job->counts[k], *st = &job->starts[k];
-            for (Py_ssize_t j = 1; j < st->n; j++) starts.data[starts.n++] = counts.n + st->data[j];
-            if (c->n) memcpy(counts.data + counts.n, c->data, (size_t)c->n * sizeof(int64_t));
-            counts.n += c->n;
-        }
-    }
     Py_END_ALLOW_THREADS
+    Py_ssize_t total = 0;
+    for (int k = 0; k < job->parts; k++) total += job->text[k].n;
+    PyObject *text = NULL, *offsets = NULL;
     if (failed) PyErr_NoMemory();
-    else result = encode_all(counts.data, starts.data, n);
-    vec64_free(&counts);
-    vec64_free(&starts);
+    else if ((text = PyBytes_FromStringAndSize(NULL, total)) &&
+             (offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 8))) {
+        /* the parts joined in part order: the same strings for any number of threads */
+        char *t = PyBytes_AS_STRING(text);
+        int64_t *o = (int64_t *)PyBytes_AS_STRING(offsets);
+        Py_ssize_t at = 0, m = 0;
+        o[m++] = 0;
+        for (int k = 0; k < job->parts; k++) {
+            const chars *c = &job->text[k];
+            const vec64 *e = &job->ends[k];
+            for (Py_ssize_t j = 0; j < e->n; j++) o[m++] = at + e->data[j];
+            if (c->n) memcpy(t + at, c->data, (size_t)c->n);
+            at += c->n;
+        }
+        result = PyTuple_Pack(2, text, offsets);
+    }
+    Py_XDECREF(text);
+    Py_XDECREF(offsets);
     for (int k = 0; k < RPX_MAX_PARTS; k++) {
-        vec64_free(&job->counts[k]);
-        vec64_free(&job->starts[k]);
+        free(job->text[k].data);
+        vec64_free(&job->ends[k]);
     }
     free(job);
 done:

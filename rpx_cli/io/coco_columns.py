@@ -21,7 +21,7 @@ import numpy as np
 from rpx_cli import native
 from rpx_cli.io import prefetch
 from rpx_cli.io.boxes import Boxes
-from rpx_cli.io.packed_rles import packed_rles
+from rpx_cli.io.packed_rles import packed_rles, string_totals
 from rpx_cli.io.values import MAX_MAGNITUDE, area_problem
 
 # the scanner's code of each shape field (the JSON key); keypoints as rows with their extent
@@ -53,9 +53,20 @@ def scan(data: Any, field_name: str) -> tuple | None:
         return None
 
 
-def columns(read: tuple | None, field_name: str) -> tuple[np.ndarray, np.ndarray, Boxes] | None:
+def mask_totals(read: tuple | None, field_name: str) -> tuple | None:
+    """Every RLE string of a masks scan (:func:`scan` of ``segmentation``) decoded and summed
+    (:func:`~rpx_cli.io.packed_rles.string_totals`, one thread: the caller's own thread is
+    busy meanwhile), for :func:`columns` to keep beside them; None for another scan."""
+    if read is None or read[0] == 0 or FIELD_CODES.get(field_name) != 1:
+        return None
+    return string_totals(read[6], np.frombuffer(read[7], np.int64))
+
+
+def columns(read: tuple | None, field_name: str,
+            totals: tuple | None = None) -> tuple[np.ndarray, np.ndarray, Boxes] | None:
     """:func:`scan`'s raw columns checked as the Python path checks its values and made
-    into arrays (None when any check fails: the Python path words the error)."""
+    into arrays (None when any check fails: the Python path words the error). ``totals``:
+    :func:`mask_totals` of the same scan, if computed."""
     code = FIELD_CODES.get(field_name)
     if read is None or read[0] == 0:  # (an empty list: the Python path's empty arrays)
         return None
@@ -74,7 +85,7 @@ def columns(read: tuple | None, field_name: str) -> tuple[np.ndarray, np.ndarray
                     (box[:, 2:] < 0).any():
                 return None
             given = box
-        boxes = _masks(shape, offsets, sizes, n, given) if code == 1 else \
+        boxes = _masks(shape, offsets, sizes, n, given, totals) if code == 1 else \
             _keypoints(shape, offsets, n, given)
         if boxes is not None:
             boxes.scores = score
@@ -91,8 +102,10 @@ def _boxes(box: np.ndarray, score: np.ndarray) -> Boxes | None:
     return Boxes(box, np.zeros(n, np.int64), score, np.zeros(n, bool), box[:, 2] * box[:, 3])
 
 
-def _masks(text: bytearray, offsets: bytes, sizes: bytes, n: int, given: np.ndarray | None) -> Boxes | None:
-    """Compressed RLEs ``{"size": [h, w], "counts": bytes}`` (``instances._fast_rles``)."""
+def _masks(text: bytearray, offsets: bytes, sizes: bytes, n: int, given: np.ndarray | None,
+           totals: tuple | None) -> Boxes | None:
+    """Compressed RLEs ``{"size": [h, w], "counts": bytes}`` (``instances._fast_rles``),
+    with their strings' ``totals`` when the reader computed them."""
     size = np.frombuffer(sizes, np.int64).reshape(n, 2)
     if not ((size > 0) & (size <= MAX_SIDE)).all():
         return None
@@ -103,6 +116,7 @@ def _masks(text: bytearray, offsets: bytes, sizes: bytes, n: int, given: np.ndar
     shape = packed_rles([{"size": hw, "counts": text[a:b]}
                          for hw, a, b in zip(size.tolist(), bounds, bounds[1:], strict=False)],
                         text, ends, size)
+    shape.totals = totals
     area = np.full(n, np.nan) if given is None else given[:, 2] * given[:, 3]
     return Boxes(shape, [], None, np.zeros(n, bool), area)
 

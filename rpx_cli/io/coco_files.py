@@ -9,6 +9,8 @@ holds an object's shape is the caller's :class:`~rpx_cli.io.coco_objects.ObjectF
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import itemgetter
@@ -17,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import SWAP_COCO_HINT, InputError, PairError
+from rpx_cli.io.background import started
 from rpx_cli.io.box_table import BoxTable
 from rpx_cli.io.boxes import Boxes, ignore_flags
 from rpx_cli.io.coco_gt_columns import GtColumns, native_gt
@@ -55,6 +58,8 @@ class CocoFiles:
     file_order: np.ndarray | None = None
     # GT table rows of annotations with "id" 0 (pycocotools reads a match to one as none)
     zero_id: np.ndarray | None = None
+    # load_coco's prepare_gt of the GT's shapes, started as soon as the GT file was read
+    gt_prepared: Future | None = None
 
 
 @dataclass
@@ -75,13 +80,18 @@ class _Gt:
 
 
 def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIELD, lvis: bool = False,
-              skip: bool = False) -> CocoFiles:
+              skip: bool = False,
+              prepare_gt: Callable[[Any, np.ndarray | None, str], Any] | None = None) -> CocoFiles:
     """Read a COCO GT file and a results file; stems come from ``file_name``. ``shape_field``
     says which field of an object is its shape (``bbox``, ``segmentation``,
     ``keypoints``; :mod:`rpx_cli.io.coco_objects`); ``lvis`` also reads each image's
     ``neg_category_ids`` and ``not_exhaustive_category_ids`` and each category's
     ``frequency``. ``skip`` (``--on-error skip``): a bad record is set aside
-    (:attr:`CocoFiles.errors`) instead of being the file's error."""
+    (:attr:`CocoFiles.errors`) instead of being the file's error. ``prepare_gt(shapes,
+    sizes, path)``: the caller's work on the GT's shapes (masks rasterised), started in a
+    thread as soon as the GT file is read, while the results are made into arrays
+    (:attr:`CocoFiles.gt_prepared`: its value, or its error where the caller collects it;
+    not with ``skip``)."""
     if not skip:
         # the results file's pieces start first (in worker processes when the run lends
         # them, rpx_cli.io.pieces) and are parsed while this process reads the GT file; its
@@ -89,7 +99,11 @@ def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIEL
         pending = PendingResults(dt_path, shape_field, pieces=True)
         try:
             gt = _read_gt(gt_path, shape_field, lvis)
-            return _join(gt, pending.collect(), gt_path, dt_path)
+            early = None if prepare_gt is None else \
+                started(prepare_gt, gt.table.shape, gt.size, gt_path, name="rpx-coco-gt")
+            coco = _join(gt, pending.collect(), gt_path, dt_path)
+            coco.gt_prepared = early
+            return coco
         finally:
             pending.close()
     errors: list[PairError] = []

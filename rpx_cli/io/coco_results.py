@@ -17,7 +17,7 @@ import numpy as np
 from rpx_cli import native
 from rpx_cli.errors import SWAP_COCO_HINT, InputError, PairError
 from rpx_cli.io.boxes import Boxes
-from rpx_cli.io.coco_columns import FIELD_CODES, columns, scan
+from rpx_cli.io.coco_columns import FIELD_CODES, columns, mask_totals, scan
 from rpx_cli.io.coco_objects import ObjectField, read_objects
 from rpx_cli.io.coco_records import set_aside_detections
 from rpx_cli.io.json import loads_json
@@ -75,6 +75,7 @@ class PendingResults:
         # GT file (the scan releases the GIL)
         self.columns_first = shape_field.name in FIELD_CODES and native.core() is not None
         self.scanned: tuple | None = None
+        self.totals: tuple | None = None  # (masks: their strings checked in the thread too)
         self.scanning: threading.Thread | None = None
         if pieces and self.columns_first:
             self.scanning = threading.Thread(target=self._scan, daemon=True,
@@ -92,6 +93,7 @@ class PendingResults:
         try:
             self._read()
             self.scanned = scan(self.data, self.shape_field.name)
+            self.totals = mask_totals(self.scanned, self.shape_field.name)
         except Exception as exc:  # raised by collect(), after the GT file's errors
             self.failure = exc
 
@@ -132,7 +134,8 @@ class PendingResults:
             if self.columns_first and errors is None:
                 self.scanned = scan(self.data, self.shape_field.name)
         if self.scanned is not None:
-            read, self.scanned = columns(self.scanned, self.shape_field.name), None
+            read = columns(self.scanned, self.shape_field.name, self.totals)
+            self.scanned = self.totals = None
             if read is not None:
                 self.data = None
                 image, category, boxes = read

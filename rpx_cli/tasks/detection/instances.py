@@ -63,7 +63,9 @@ def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
     # the strings joined once (as read; else the rasterised ones), kept beside the dicts for
     # every frame's intersections
     packed = masks.joined_counts(segmentations if read else rles) if masks.joins_strings() else None
-    area, total, readable = masks.totals(rles, packed)
+    # (a results file's strings: checked by the reader's thread while the GT file was read)
+    known = getattr(segmentations, "totals", None) if read else None
+    area, total, readable = known if known is not None else masks.totals(rles, packed)
     expected = shapes[:, 0] * shapes[:, 1]
     wrong = np.flatnonzero((total != expected) | ~readable)
     if wrong.size:
@@ -80,6 +82,7 @@ def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
         out[:] = rles
     else:
         out = packed_rles(rles, *packed, shapes)
+        out.areas = area.astype(np.float64)
     return out, area.astype(np.float64)
 
 
@@ -153,6 +156,11 @@ def rle_from_json(values: list[dict[str, Any]]) -> np.ndarray:
 
 
 def mask_areas(rles: np.ndarray) -> np.ndarray:
+    """Each mask's ``area``: those an array of them holds already (``areas``,
+    :class:`~rpx_cli.io.packed_rles.PackedRles`), else read from the dicts."""
+    areas = getattr(rles, "areas", None)
+    if areas is not None and len(areas) == len(rles):
+        return areas
     return np.fromiter(map(itemgetter("area"), rles), np.float64, count=len(rles))
 
 

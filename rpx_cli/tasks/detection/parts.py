@@ -13,7 +13,7 @@ its parts. ``docs/architecture.md`` ("Detection as parts") walks through adding 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
@@ -184,6 +184,11 @@ class SimilarityKind:
 
     def check_files(self, coco: CocoFiles, gt_file: str, dt_file: str, params: Params) -> None:
         """COCO files read with :attr:`coco_field`, made ready in place (masks rasterised)."""
+
+    def prepare_coco_gt(self) -> Callable[[Any, np.ndarray | None, str], Any] | None:
+        """The part of :meth:`check_files`' work on a COCO GT's shapes that may start in a
+        thread as soon as the GT file is read (``load_coco``'s ``prepare_gt``); None: none."""
+        return None
 
     @property
     def flag(self) -> str:

@@ -52,7 +52,7 @@ class CocoJson(DetectionFormat):
                                  f"{kind.geometry} reads per-stem files (--pred-dir/--gt-dir)")
         coco = load_coco(gt_file, dt_file, shape_field=kind.coco_field,
                          lvis=bool(protocol.needs & self.provides),
-                         skip=params.get("on_error") == "skip")
+                         skip=params.get("on_error") == "skip", prepare_gt=kind.prepare_coco_gt())
         if not coco.stems and not coco.errors:
             raise InputError("the COCO GT file has no images", path=gt_file)
         kind.check_files(coco, gt_file, dt_file, params)

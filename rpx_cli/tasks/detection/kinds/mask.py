@@ -15,6 +15,7 @@ native core; without it (``RPX_NATIVE=0``, no compiler at install) needs pycocot
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -106,9 +107,23 @@ class Mask(SimilarityKind):
     def check_files(self, coco, gt_file: str, dt_file: str, params: Params) -> None:
         for side, sizes, path, what in ((coco.gt, coco.gt_size, gt_file, "annotation"),
                                         (coco.pred, coco.pred_size, dt_file, "detection")):
-            side.shape, area = instances.prepare_masks(side.shape, sizes, path, what)
+            if side is coco.gt and coco.gt_prepared is not None:  # (started on reading)
+                side.shape, area = coco.gt_prepared.result()
+            else:
+                side.shape, area = instances.prepare_masks(side.shape, sizes, path, what)
             side.area = np.where(np.isnan(side.area), area, side.area)
         instances.check_mask_sizes(coco, gt_file, dt_file)
+
+    def prepare_coco_gt(self):
+        """The GT's masks made (polygons rasterised, RLEs checked) in a thread while the
+        results are read: the native core's kernels release the GIL, so this thread's Python
+        (the results' RLE dicts) runs meanwhile; none on the numpy path (pycocotools holds
+        it)."""
+        from rpx_cli import native
+
+        if native.core() is None:
+            return None
+        return partial(instances.prepare_masks, what="annotation")
 
     def coco_shapes(self, boxes: Boxes, *, prediction: bool) -> list[dict[str, Any]]:
         """Compressed RLEs (``counts`` as text)."""
