@@ -15,10 +15,15 @@ Importing this module imports neither numpy nor the extension (``rpx --version``
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 ABI = 6
 """The kernels' signatures this Python code expects (the extension's ``ABI`` constant)."""
@@ -89,3 +94,25 @@ def lend_threads(n: int) -> Iterator[None]:
         yield
     finally:
         _THREADS.reset(token)
+
+
+def started(call: Callable[..., Any], *args: Any, name: str) -> Future:
+    """``call(*args)`` running in a daemon thread named ``name``: its
+    :class:`~concurrent.futures.Future`, whose ``result()`` gives the value or raises the
+    call's exception there — where the caller would have raised it had it made the call
+    itself. For a kernel (the GIL released throughout) that may run while this thread has
+    Python work of its own; a kernel's ``threads`` argument is the caller's to give
+    (:func:`threads` reads this thread's lending, not the new one's)."""
+    from concurrent.futures import Future
+
+    future: Future = Future()
+    future.set_running_or_notify_cancel()
+
+    def run() -> None:
+        try:
+            future.set_result(call(*args))
+        except BaseException as exc:  # (raised by result(), in the caller's thread)
+            future.set_exception(exc)
+
+    threading.Thread(target=run, daemon=True, name=name).start()
+    return future

@@ -1,8 +1,8 @@
 """COCO masks' work started early (``--iou-type segm --coco-gt/--coco-dt`` on the native
 core): the results file's RLE strings checked by the reader's thread while the GT file is read
 (``io/coco_columns.py: mask_totals``, kept as ``PackedRles.totals``), and the GT's masks made
-(``prepare_masks``) in a thread while the results' dicts are built (``load_coco``'s
-``prepare_gt``, ``CocoFiles.gt_prepared``). Both give what the steps made in turn give, and
+(``start_masks``: the polygons rasterised in a thread) while the results' dicts are built
+(``load_coco``'s ``prepare_gt``, ``CocoFiles.gt_prepared``). Both give what the steps made in turn give, and
 their errors come out where those steps would have raised them: a bad results file before a
 bad GT mask, as before."""
 
@@ -23,7 +23,7 @@ from rpx_cli import native
 from rpx_cli.io.coco_files import load_coco
 from rpx_cli.io.coco_objects import MASK_FIELD
 from rpx_cli.ops import masks
-from rpx_cli.tasks.detection.instances import mask_areas, prepare_masks
+from rpx_cli.tasks.detection.instances import mask_areas, prepare_masks, start_masks
 
 pytestmark = pytest.mark.skipif(native.core() is None, reason="the early steps run on the native core")
 
@@ -82,10 +82,10 @@ def test_the_results_strings_checked_while_reading_are_the_checks_own(tmp_path: 
 def test_the_gt_masks_made_in_a_thread_equal_those_made_in_turn(tmp_path: Path) -> None:
     gt, dt = write(tmp_path, seed=3)
     early = load_coco(gt, dt, shape_field=MASK_FIELD,
-                      prepare_gt=partial(prepare_masks, what="annotation"))
+                      prepare_gt=partial(start_masks, what="annotation", background=True))
     in_turn = load_coco(gt, dt, shape_field=MASK_FIELD)
     assert in_turn.gt_prepared is None
-    shapes, area = early.gt_prepared.result()
+    shapes, area = early.gt_prepared()
     want, want_area = prepare_masks(in_turn.gt.shape, in_turn.gt_size, gt, "annotation")
     assert list(shapes) == list(want) and area.tolist() == want_area.tolist()
     assert mask_areas(shapes).tolist() == [r["area"] for r in want]

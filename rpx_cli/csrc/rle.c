@@ -336,9 +336,37 @@ static void walk_along_x(walk_t *w, int xs, int ys, int dx, int flip, double s) 
     w->pv = to_int(ys + s * tl + .5);
 }
 
-static int cmp64(const void *x, const void *y) {
-    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-    return a > b ? 1 : a < b ? -1 : 0;
+/* The crossings sorted ascending (rleFrPoly's qsort; the same result: they are integers).
+ * Every one is a pixel index below 2^31. A few by insertion; more by a least-significant-digit
+ * radix sort, a byte a pass, skipping the bytes all of them share: linear in their number
+ * whatever their order, and no comparison callback (qsort's took most of a polygon's time).
+ * `tmp` is scratch room for as many. 0, or -1 (no memory). */
+static int sort_crossings(vec64 *a, vec64 *tmp) {
+    int64_t *v = a->data;
+    Py_ssize_t n = a->n;
+    if (n <= 32) {
+        for (Py_ssize_t i = 1; i < n; i++) {
+            int64_t x = v[i];
+            Py_ssize_t j = i;
+            while (j > 0 && v[j - 1] > x) { v[j] = v[j - 1]; j--; }
+            v[j] = x;
+        }
+        return 0;
+    }
+    if (vec64_reserve(tmp, n)) return -1;
+    uint64_t all_or = 0, all_and = ~(uint64_t)0;
+    for (Py_ssize_t i = 0; i < n; i++) { all_or |= (uint64_t)v[i]; all_and &= (uint64_t)v[i]; }
+    int64_t *from = v, *to = tmp->data;
+    for (int shift = 0; shift < 32; shift += 8) {
+        if ((((all_or ^ all_and) >> shift) & 0xff) == 0) continue;  /* one value of this byte */
+        Py_ssize_t count[257] = {0};
+        for (Py_ssize_t i = 0; i < n; i++) count[(((uint64_t)from[i] >> shift) & 0xff) + 1]++;
+        for (int b = 0; b < 256; b++) count[b + 1] += count[b];
+        for (Py_ssize_t i = 0; i < n; i++) to[count[((uint64_t)from[i] >> shift) & 0xff]++] = from[i];
+        int64_t *t = from; from = to; to = t;
+    }
+    if (from != v) memcpy(v, from, (size_t)n * sizeof(int64_t));
+    return 0;
 }
 
 /* the largest |coordinate| a polygon may have: 5 x + .5 and differences of two stay in int */
@@ -372,7 +400,7 @@ static int frpoly(const double *xy, int64_t k, int64_t h, int64_t w, vec64 *a, v
         yj = yn;
     }
     if (walk.failed || vec64_push(a, (int64_t)(uint32_t)(h * w))) return -1;
-    qsort(a->data, (size_t)a->n, sizeof(int64_t), cmp64);
+    if (sort_crossings(a, out)) return -1;
     int64_t p = 0;
     for (Py_ssize_t j = 0; j < a->n; j++) {
         int64_t t = a->data[j];

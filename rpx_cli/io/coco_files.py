@@ -10,7 +10,6 @@ holds an object's shape is the caller's :class:`~rpx_cli.io.coco_objects.ObjectF
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import itemgetter
@@ -19,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from rpx_cli.errors import SWAP_COCO_HINT, InputError, PairError
-from rpx_cli.io.background import started
 from rpx_cli.io.box_table import BoxTable
 from rpx_cli.io.boxes import Boxes, ignore_flags
 from rpx_cli.io.coco_gt_columns import GtColumns, native_gt
@@ -58,8 +56,9 @@ class CocoFiles:
     file_order: np.ndarray | None = None
     # GT table rows of annotations with "id" 0 (pycocotools reads a match to one as none)
     zero_id: np.ndarray | None = None
-    # load_coco's prepare_gt of the GT's shapes, started as soon as the GT file was read
-    gt_prepared: Future | None = None
+    # load_coco's prepare_gt of the GT's shapes, started as soon as the GT file was read:
+    # the function that finishes it (None: not started)
+    gt_prepared: Callable[[], Any] | None = None
 
 
 @dataclass
@@ -88,9 +87,10 @@ def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIEL
     ``neg_category_ids`` and ``not_exhaustive_category_ids`` and each category's
     ``frequency``. ``skip`` (``--on-error skip``): a bad record is set aside
     (:attr:`CocoFiles.errors`) instead of being the file's error. ``prepare_gt(shapes,
-    sizes, path)``: the caller's work on the GT's shapes (masks rasterised), started in a
-    thread as soon as the GT file is read, while the results are made into arrays
-    (:attr:`CocoFiles.gt_prepared`: its value, or its error where the caller collects it;
+    sizes, path)``: the caller's work on the GT's shapes (masks rasterised), started as
+    soon as the GT file is read — before the results are made into arrays, which it may
+    overlap in a thread of its own — and returning the function that finishes it (kept as
+    :attr:`CocoFiles.gt_prepared`; it raises the work's error, where the caller calls it;
     not with ``skip``)."""
     if not skip:
         # the results file's pieces start first (in worker processes when the run lends
@@ -99,8 +99,7 @@ def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIEL
         pending = PendingResults(dt_path, shape_field, pieces=True)
         try:
             gt = _read_gt(gt_path, shape_field, lvis)
-            early = None if prepare_gt is None else \
-                started(prepare_gt, gt.table.shape, gt.size, gt_path, name="rpx-coco-gt")
+            early = None if prepare_gt is None else prepare_gt(gt.table.shape, gt.size, gt_path)
             coco = _join(gt, pending.collect(), gt_path, dt_path)
             coco.gt_prepared = early
             return coco

@@ -26,7 +26,8 @@ own ``(double) i / (double) u`` — in :class:`~rpx_cli.ops.geometry.OverlapTabl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from itertools import chain, pairwise
 from operator import itemgetter
 from typing import Any
@@ -106,21 +107,42 @@ def compressed(segmentations: Sequence[Any],
     read only where a segmentation is not a compressed RLE already). Polygons must keep
     :mod:`rpx_cli.ops.polygon_raster`'s bounds and uncompressed runs be checked (the
     callers do both)."""
+    return start_compressed(segmentations, sizes)()
+
+
+def start_compressed(segmentations: Sequence[Any], sizes: np.ndarray | Sequence[tuple[int, int]],
+                     *, background: bool = False) -> Callable[[], list[dict[str, Any]]]:
+    """:func:`compressed` in two steps: the polygons flattened now, then what the returned
+    function (called once) gives. ``background``: the native core's rasterisation — one
+    call, the GIL released throughout — runs in a thread meanwhile, while the caller goes on
+    with its own Python (on the numpy path, and without it, everything waits for the call)."""
     if set(map(type, segmentations)) <= {dict} and \
             set(map(type, map(itemgetter("counts"), segmentations))) <= {bytes}:
-        return list(segmentations)  # compressed already (a results file): nothing to make
+        made = list(segmentations)  # compressed already (a results file): nothing to make
+        return lambda: made
     core = native.core()
     if core is None:
-        return _compressed_pycocotools(segmentations, sizes)
-    out: list[dict[str, Any] | None] = [None] * len(segmentations)
+        return lambda: _compressed_pycocotools(segmentations, sizes)
     polygons = [i for i, s in enumerate(segmentations) if type(s) is list]
+    rasterised = None
     if polygons:
         xy, vertex_starts, polygon_starts = flatten([segmentations[i] for i in polygons])
         hw = np.asarray(sizes, np.int64).reshape(-1, 2)[polygons]
         # the kernel's own bound (the caller checked each polygon's, which is tighter)
         most = MAX_STEPS + int(np.diff(vertex_starts).max())
-        text, offsets = core.polygons_rle(xy, vertex_starts, polygon_starts, hw, most, native.threads())
+        args = (xy, vertex_starts, polygon_starts, hw, most, native.threads())
+        rasterised = native.started(core.polygons_rle, *args, name="rpx-polygons").result \
+            if background else partial(core.polygons_rle, *args)
+    return partial(_finish_compressed, core, segmentations, sizes, polygons, rasterised)
+
+
+def _finish_compressed(core: Any, segmentations: Sequence[Any], sizes: np.ndarray | Sequence[tuple[int, int]],
+                       polygons: list[int], rasterised: Callable[[], tuple] | None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any] | None] = [None] * len(segmentations)
+    if rasterised is not None:
+        text, offsets = rasterised()
         strings = _split(text, np.frombuffer(offsets, np.int64))
+        hw = np.asarray(sizes, np.int64).reshape(-1, 2)[polygons]
         for i, counts, (h, w) in zip(polygons, strings, hw.tolist(), strict=True):
             out[i] = {"size": [h, w], "counts": counts}
     runs = [i for i, s in enumerate(segmentations) if type(s) is dict and type(s["counts"]) is not bytes]

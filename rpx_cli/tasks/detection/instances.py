@@ -12,6 +12,8 @@ their objects beside reading them:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from itertools import repeat
 from operator import itemgetter
 from typing import Any
@@ -32,8 +34,30 @@ def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
     (bytes), "area"}`` and their mask areas. ``sizes`` (N, 2): the image's ``(h, w)`` of
     each (-1: unknown; RLEs carry theirs, a polygon then cannot be read); ``index`` numbers
     the objects in messages (default 0..N-1)."""
+    return start_masks(segmentations, sizes, path, what, index)()
+
+
+def start_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str, what: str = "object",
+                index: np.ndarray | None = None, *,
+                background: bool = False) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+    """:func:`prepare_masks` in two steps: the checks and the polygons flattened now, the
+    rest when the returned function is called (once). ``background``: the polygons'
+    rasterisation runs in a thread meanwhile (``ops.masks.start_compressed``). An error of
+    the first step is raised by the second, where :func:`prepare_masks` raises it — a
+    caller that starts the masks early keeps its errors in their order."""
+    try:
+        return _start_masks(segmentations, sizes, path, what, index, background)
+    except InputError as exc:
+        error = exc  # (``exc`` itself is unbound when the block ends)
+
+        def fail() -> tuple[np.ndarray, np.ndarray]:
+            raise error
+        return fail
+
+
+def _start_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str, what: str,
+                 index: np.ndarray | None, background: bool) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
     from rpx_cli.ops import masks
-    from rpx_cli.ops.rle import decode_counts
 
     n = len(segmentations)
     index = np.arange(n) if index is None else index
@@ -59,7 +83,21 @@ def prepare_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str,
                          "(a per-stem file: {\"size\": [h, w], \"objects\": [...]}; a COCO "
                          "file: images[].height and width)", path=path)
     check_bounds(segmentations, shapes, index, path, what, none_polygons=read)
-    rles = list(segmentations) if read else masks.compressed(list(segmentations), shapes)
+    if read:
+        return partial(_finish_masks, segmentations, list(segmentations), shapes, index, path, what)
+    making = masks.start_compressed(list(segmentations), shapes, background=background)
+    return lambda: _finish_masks(segmentations, making(), shapes, index, path, what)
+
+
+def _finish_masks(segmentations: np.ndarray, rles: list[dict[str, Any]], shapes: np.ndarray,
+                  index: np.ndarray, path: str, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`prepare_masks`' second step: the compressed ``rles`` made of ``segmentations``
+    checked (runs summing to ``h · w``), their areas set."""
+    from rpx_cli.ops import masks
+    from rpx_cli.ops.rle import decode_counts
+
+    n = len(rles)
+    read = getattr(segmentations, "packed", None) is not None
     # the strings joined once (as read; else the rasterised ones), kept beside the dicts for
     # every frame's intersections
     packed = masks.joined_counts(segmentations if read else rles) if masks.joins_strings() else None

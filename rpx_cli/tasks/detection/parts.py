@@ -185,9 +185,10 @@ class SimilarityKind:
     def check_files(self, coco: CocoFiles, gt_file: str, dt_file: str, params: Params) -> None:
         """COCO files read with :attr:`coco_field`, made ready in place (masks rasterised)."""
 
-    def prepare_coco_gt(self) -> Callable[[Any, np.ndarray | None, str], Any] | None:
-        """The part of :meth:`check_files`' work on a COCO GT's shapes that may start in a
-        thread as soon as the GT file is read (``load_coco``'s ``prepare_gt``); None: none."""
+    def prepare_coco_gt(self) -> Callable[[Any, np.ndarray | None, str], Callable[[], Any]] | None:
+        """The part of :meth:`check_files`' work on a COCO GT's shapes that may start as soon
+        as the GT file is read (``load_coco``'s ``prepare_gt``: it returns the function that
+        finishes it); None: none."""
         return None
 
     @property

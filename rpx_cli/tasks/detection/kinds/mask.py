@@ -108,22 +108,18 @@ class Mask(SimilarityKind):
         for side, sizes, path, what in ((coco.gt, coco.gt_size, gt_file, "annotation"),
                                         (coco.pred, coco.pred_size, dt_file, "detection")):
             if side is coco.gt and coco.gt_prepared is not None:  # (started on reading)
-                side.shape, area = coco.gt_prepared.result()
+                side.shape, area = coco.gt_prepared()
             else:
                 side.shape, area = instances.prepare_masks(side.shape, sizes, path, what)
             side.area = np.where(np.isnan(side.area), area, side.area)
         instances.check_mask_sizes(coco, gt_file, dt_file)
 
     def prepare_coco_gt(self):
-        """The GT's masks made (polygons rasterised, RLEs checked) in a thread while the
-        results are read: the native core's kernels release the GIL, so this thread's Python
-        (the results' RLE dicts) runs meanwhile; none on the numpy path (pycocotools holds
-        it)."""
-        from rpx_cli import native
-
-        if native.core() is None:
-            return None
-        return partial(instances.prepare_masks, what="annotation")
+        """The GT's masks started as soon as the GT file is read: checked, their polygons
+        flattened, and rasterised by the native core in a thread (the GIL released
+        throughout) while this one builds the results' RLE dicts (on the numpy path
+        pycocotools rasterises them when they are finished: it holds the GIL)."""
+        return partial(instances.start_masks, what="annotation", background=True)
 
     def coco_shapes(self, boxes: Boxes, *, prediction: bool) -> list[dict[str, Any]]:
         """Compressed RLEs (``counts`` as text)."""
