@@ -172,6 +172,24 @@ def test_polygons_equal_pycocotools_and_the_numpy_twin(drawn) -> None:
     assert encode([runs]) == [expected]
 
 
+@pytest.mark.parametrize("size", [(600, 800), (5000, 4000), (30000, 70000)])
+def test_polygons_in_large_images_equal_pycocotools(size) -> None:
+    """Pixel indices of three and four bytes (the crossings' radix sort passes over each
+    byte that differs) and hundreds of crossings per polygon, in any order."""
+    h, w = size
+    rng = np.random.default_rng(h)
+    objects = []
+    for _ in range(40):
+        x0, y0 = rng.uniform(0, w - 300), rng.uniform(0, h - 300)
+        k = int(rng.integers(3, 30))
+        objects.append([np.column_stack([x0 + rng.uniform(0, 300, k),
+                                         y0 + rng.uniform(0, 300, k)]).ravel().tolist()])
+    objects.append([[0.0, 0.0, w - 1.0, 2.0, 3.0, h - 1.0]])  # one across the whole image
+    expected = [pycocotools_rle(p, h, w) for p in objects]
+    assert rasterise(objects, [size] * len(objects)) == expected
+    assert rasterise(objects, [size] * len(objects), 3) == expected
+
+
 def test_many_objects_in_one_call_equal_one_by_one() -> None:
     rng = np.random.default_rng(5)
     objects, sizes = [], []
