@@ -24,34 +24,49 @@ enum { RLE_OK = 0, RLE_BAD_CHAR = 1, RLE_OPEN_END = 2, RLE_TOO_LONG = 4, RLE_NEG
  * the counts are meaningful only when it returns RLE_OK. */
 static int decode_string(const uint8_t *s, int64_t len, vec64 *out, uint64_t *total, uint64_t *area) {
     int problem = RLE_OK;
-    Py_ssize_t first = out->n;
-    uint64_t sum = 0, ones = 0;
+    /* at most one count a character: room for all of them once, then plain stores, and the
+     * count two before kept in a register (not read back from the store just made) */
+    if (vec64_reserve(out, out->n + (len > 0 ? len : 0))) return -1;
+    int64_t *o = out->data + out->n;
+    Py_ssize_t m = 0;
+    uint64_t sum = 0, ones = 0, before1 = 0, before2 = 0;  /* counts m - 1 and m - 2 */
     int64_t p = 0;
     while (p < len) {
-        uint64_t x = 0;
-        int k = 0, more = 1, c = 0;
-        while (more) {
-            if (p >= len) { problem |= RLE_OPEN_END; break; }
-            c = (int)s[p] - 48;
-            if (c < 0 || c > 63) { problem |= RLE_BAD_CHAR; c = 0; }
-            if (k >= 12) { problem |= RLE_TOO_LONG; }
-            int place = k < 12 ? k : 11;
-            x += (uint64_t)(c & 0x1f) << (5 * place);
-            more = (c & 0x20) != 0;
+        uint64_t x;
+        int c = (int)s[p] - 48;
+        if ((unsigned)c < 32) {  /* the common count: one character, no continuation */
+            x = (uint64_t)(c & 0x1f);
+            if (c & 0x10) x -= (uint64_t)1 << 5;
             p++;
-            k++;
-            if (!more && (c & 0x10)) {
-                int top = 5 * (k < 12 ? k : 12);
-                x -= (uint64_t)1 << top;
+        } else {
+            x = 0;
+            int k = 0, more = 1;
+            while (more) {
+                if (p >= len) { problem |= RLE_OPEN_END; break; }
+                c = (int)s[p] - 48;
+                if (c < 0 || c > 63) { problem |= RLE_BAD_CHAR; c = 0; }
+                if (k >= 12) { problem |= RLE_TOO_LONG; }
+                int place = k < 12 ? k : 11;
+                x += (uint64_t)(c & 0x1f) << (5 * place);
+                more = (c & 0x20) != 0;
+                p++;
+                k++;
+                if (!more && (c & 0x10)) {
+                    int top = 5 * (k < 12 ? k : 12);
+                    x -= (uint64_t)1 << top;
+                }
             }
         }
-        Py_ssize_t m = out->n - first;
-        if (m > 2) x += (uint64_t)out->data[out->n - 2];
+        if (m > 2) x += before2;
         if ((int64_t)x < 0) problem |= RLE_NEGATIVE;
-        if (vec64_push(out, (int64_t)x)) return -1;
+        o[m] = (int64_t)x;
         sum += x;
-        if (m % 2 == 1) ones += x;
+        if (m & 1) ones += x;
+        before2 = before1;
+        before1 = x;
+        m++;
     }
+    out->n += m;
     *total = sum;
     *area = ones;
     return problem;
