@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-ABI = 6
+ABI = 7
 """The kernels' signatures this Python code expects (the extension's ``ABI`` constant)."""
 
 _THREADS: ContextVar[int] = ContextVar("rpx_native_threads", default=1)

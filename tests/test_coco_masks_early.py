@@ -69,9 +69,9 @@ def test_the_results_strings_checked_while_reading_are_the_checks_own(tmp_path: 
     shape = coco.pred.shape
     assert shape.totals is not None  # checked by the reader's thread
     fresh = masks.totals(list(shape))
-    for kept, made in zip(shape.totals, fresh, strict=True):
+    for kept, made in zip(shape.totals.result(), fresh, strict=True):
         assert kept.tolist() == made.tolist()
-    area, total, ok = shape.totals
+    area, total, ok = shape.totals.result()
     assert ok.all() and (total == H * W).all() and (area > 0).all()
     # and what prepare_masks makes of them: the areas kept beside the dicts, as the dicts say
     out, areas = prepare_masks(shape, coco.pred_size, dt, "detection")
@@ -138,3 +138,106 @@ def test_a_bad_results_file_and_a_bad_gt_mask_give_the_error_they_gave(tmp_path:
     assert words in native_run.stderr, native_run.stderr
     assert native_run.stderr == numpy_run.stderr
     assert not (tmp_path / "out.json").exists()
+
+
+# --- a masks GT read by the native scanner (io/coco_gt_columns.py: MaskColumns) -----------------
+
+def mixed_gt(tmp_path: Path, seed: int, *, shuffle: bool = True) -> tuple[str, str]:
+    """A masks GT of every form pycocotools writes — polygons of one or more parts (ints and
+    floats), crowd regions as uncompressed RLEs, compressed RLEs (a backslash escaped in the
+    JSON) — annotations in a shuffled order, and a results file."""
+    rng = np.random.default_rng(seed)
+    gt, dt = write(tmp_path, n_images=5, seed=seed)
+    document = json.loads(Path(gt).read_text())
+    for ann in document["annotations"]:
+        form = rng.integers(0, 4)
+        if form == 0:
+            ann["segmentation"] = polygon(rng) + polygon(rng)
+        elif form == 1:
+            ann["segmentation"] = [[int(v) for v in np.round(polygon(rng)[0])]]
+        elif form == 2:
+            ann["segmentation"] = rle(rng)
+    if shuffle:
+        rng.shuffle(document["annotations"])
+    Path(gt).write_text(json.dumps(document))
+    return gt, dt
+
+
+def made_both_ways(gt: str, dt: str) -> tuple:
+    native_read = load_coco(gt, dt, shape_field=MASK_FIELD,
+                            prepare_gt=partial(start_masks, what="annotation", background=True))
+    python_read = load_coco(gt, dt, shape_field=MASK_FIELD)  # (the GT's objects, then made)
+    return native_read, python_read
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_masks_gt_read_into_columns_makes_the_masks_the_objects_make(tmp_path: Path, seed: int) -> None:
+    gt, dt = mixed_gt(tmp_path, seed)
+    native_read, python_read = made_both_ways(gt, dt)
+    assert native_read.gt_prepared is not None
+    assert all(shape is None for shape in native_read.gt.shape)  # (read into columns)
+    shapes, area = native_read.gt_prepared()
+    want, want_area = prepare_masks(python_read.gt.shape, python_read.gt_size, gt, "annotation")
+    assert list(shapes) == list(want)
+    assert area.tolist() == want_area.tolist() and mask_areas(shapes).tolist() == want_area.tolist()
+    for column in ("frame", "label", "crowd", "ignore"):
+        a, b = getattr(native_read.gt, column), getattr(python_read.gt, column)
+        assert (a is None and b is None) or np.asarray(a).tolist() == np.asarray(b).tolist(), column
+    given = np.asarray(python_read.gt.area)
+    assert np.array_equal(np.asarray(native_read.gt.area), given, equal_nan=True)
+    assert native_read.gt_size.tolist() == python_read.gt_size.tolist()
+    assert native_read.zero_id.tolist() == python_read.zero_id.tolist()
+
+
+def test_an_escaped_character_in_a_gt_rle_string_is_read_as_json_says(tmp_path: Path) -> None:
+    """COCO's alphabet holds the backslash: JSON writes it escaped."""
+    gt, dt = write(tmp_path)
+    document = json.loads(Path(gt).read_text())
+    runs = [92 - 48, H * W - (92 - 48)]  # a first count of 44: the character "\\"
+    made = masks.compressed([{"size": [H, W], "counts": runs}], np.array([[H, W]], np.int64))
+    assert made[0]["counts"][:1] == b"\\"
+    document["annotations"][0]["segmentation"] = {"size": [H, W], "counts": made[0]["counts"].decode()}
+    Path(gt).write_text(json.dumps(document))
+    native_read, python_read = made_both_ways(gt, dt)
+    shapes, _ = native_read.gt_prepared()
+    want, _ = prepare_masks(python_read.gt.shape, python_read.gt_size, gt, "annotation")
+    assert list(shapes) == list(want) and shapes[0]["counts"] == made[0]["counts"]
+
+
+GT_PROBLEMS = {
+    # read-time problems: the scanner's columns decline, the Python path words them
+    "negative run": lambda a: a.update(segmentation={"size": [H, W], "counts": [5, -1, H * W - 4]}),
+    "runs not summing": lambda a: a.update(segmentation={"size": [H, W], "counts": [5, 7]}),
+    "rows of 0s and 1s": lambda a: a.update(segmentation=[[0, 1, 1, 0, 1, 1, 0, 0]]),
+    "an empty polygon list": lambda a: a.update(segmentation=[]),
+    "five numbers": lambda a: a.update(segmentation=[[1, 1, 5, 1, 5]]),
+    "a size of 0": lambda a: a.update(segmentation={"size": [0, W], "counts": "0"}),
+    "a text coordinate": lambda a: a.update(segmentation=[[1, 1, 5, 1, 5, "5"]]),
+    # problems found when the masks are made: the columns' path hands the objects over
+    "a vertex far outside": lambda a: a.update(segmentation=[[1e8, 1.0, 5.0, 1.0, 5.0, 5.0]]),
+    "an RLE of another size": lambda a: a.update(segmentation={"size": [H + 1, W], "counts": [H * W + W]}),
+    "a malformed string": lambda a: a.update(segmentation={"size": [H, W], "counts": "d0X1F:"}),
+}
+
+
+@pytest.mark.parametrize("problem", list(GT_PROBLEMS))
+def test_a_bad_gt_mask_gives_the_error_of_the_python_path(tmp_path: Path, problem: str) -> None:
+    write(tmp_path)
+    document = json.loads((tmp_path / "gt.json").read_text())
+    GT_PROBLEMS[problem](document["annotations"][4])
+    (tmp_path / "gt.json").write_text(json.dumps(document))
+    native_run, numpy_run = rpx(ARGS, tmp_path), rpx(ARGS, tmp_path, "0")
+    assert native_run.returncode == numpy_run.returncode, native_run.stderr
+    assert native_run.stderr == numpy_run.stderr
+    if native_run.returncode:
+        assert "gt.json" in native_run.stderr and "Traceback" not in native_run.stderr
+
+
+def test_a_polygon_of_an_image_without_a_size_is_refused_as_before(tmp_path: Path) -> None:
+    write(tmp_path)
+    document = json.loads((tmp_path / "gt.json").read_text())
+    del document["images"][2]["height"]
+    (tmp_path / "gt.json").write_text(json.dumps(document))
+    native_run, numpy_run = rpx(ARGS, tmp_path), rpx(ARGS, tmp_path, "0")
+    assert native_run.returncode == 1 and "needs the image size" in native_run.stderr, native_run.stderr
+    assert native_run.stderr == numpy_run.stderr

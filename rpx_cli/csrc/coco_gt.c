@@ -1,4 +1,4 @@
-/* COCO GT files read into columns (boxes, or keypoints): the scanner of json_scan.h turns a
+/* COCO GT files read into columns (boxes, keypoints or masks' segmentations): the scanner of json_scan.h turns a
  * document {"images": [...], "annotations": [...], "categories": [...], ...} into flat
  * buffers, without building a Python object per value.
  *
@@ -10,7 +10,9 @@
  * JSON integer nor null, a bbox that is not a list of four numbers (or missing), an area that
  * is neither a number nor null, an iscrowd, ignore or difficult flag other than 0, 1, true or
  * false; for keypoints, a keypoints list of anything but numbers, a bbox neither four numbers
- * nor null, a num_keypoints neither an integer nor null. The Python path (rpx_cli/io/coco_files.py: orjson, then the checks of
+ * nor null, a num_keypoints neither an integer nor null; for masks, a segmentation neither
+ * polygons (lists of six or more numbers, an even count) nor an RLE of a two-integer size and
+ * a string or a list of integers as counts. The Python path (rpx_cli/io/coco_files.py: orjson, then the checks of
  * rpx_cli/io/boxes.py) then reads the file and words the error; rpx_cli/io/coco_gt_columns.py
  * declines too where a value would fail those checks. tests/test_native_coco_gt.py compares
  * the two paths bit for bit. */
@@ -26,12 +28,19 @@ typedef struct {
         ann_zero_id;
     /* keypoints GT: the values cut by offsets, whether a bbox was given, num_keypoints */
     bbuf ann_keypoints, ann_keypoints_at, ann_has_bbox, ann_count, ann_has_count;
+    /* masks GT, every annotation an entry in each: its kind (0 polygons, 1 an uncompressed
+     * RLE, 2 a compressed one); the polygons' numbers, each polygon's end (in numbers) and
+     * each annotation's last polygon (its end in polygons); an RLE's (h, w) (-1, -1 for
+     * polygons), its counts (integers) and its string, each cut by its end */
+    bbuf ann_kind, ann_xy, ann_ring_at, ann_poly_at, ann_rle_size, ann_runs, ann_runs_at,
+        ann_text, ann_text_at;
     int64_t n_images, n_categories, n_annotations;
     int ignore_keys;  /* some annotation has an ignore or difficult key */
-    int keypoints;    /* the shapes are keypoints (the bbox optional), else boxes */
+    int keypoints;    /* the shapes are keypoints (the bbox optional) */
+    int masks;        /* the shapes are segmentations (the bbox not read); else boxes */
 } gt_columns;
 
-#define GT_BUFFERS 22
+#define GT_BUFFERS 31
 
 static bbuf *gt_buffer(gt_columns *c, int k) {
     bbuf *all[GT_BUFFERS] = {&c->image_id, &c->image_hw, &c->image_name, &c->image_name_at,
@@ -40,7 +49,9 @@ static bbuf *gt_buffer(gt_columns *c, int k) {
                              &c->ann_category, &c->ann_bbox, &c->ann_area, &c->ann_has_area,
                              &c->ann_crowd, &c->ann_ignore, &c->ann_zero_id,
                              &c->ann_keypoints, &c->ann_keypoints_at, &c->ann_has_bbox,
-                             &c->ann_count, &c->ann_has_count};
+                             &c->ann_count, &c->ann_has_count, &c->ann_kind, &c->ann_xy,
+                             &c->ann_ring_at, &c->ann_poly_at, &c->ann_rle_size, &c->ann_runs,
+                             &c->ann_runs_at, &c->ann_text, &c->ann_text_at};
     return all[k];
 }
 
@@ -159,6 +170,92 @@ static int read_category(scanner *s, gt_columns *c) {
     return SCAN_OK;
 }
 
+/* A list of JSON integers (within int64) appended to `out`. */
+static int read_integers(scanner *s, bbuf *out) {
+    if (next(s) != '[') return SCAN_DECLINE;
+    s->p++;
+    if (next(s) == ']') { s->p++; return SCAN_OK; }
+    while (1) {
+        int64_t v;
+        int r;
+        if (read_integer(s, &v)) return SCAN_DECLINE;
+        if ((r = bbuf_put(out, &v, 8))) return r;
+        int ch = next(s);
+        if (ch == ',') { s->p++; continue; }
+        if (ch == ']') { s->p++; return SCAN_OK; }
+        return SCAN_DECLINE;
+    }
+}
+
+/* A GT segmentation (masks): polygons [[x1, y1, ...], ...] — at least one, each a list of
+ * at least six numbers, an even count — or an RLE {"size": [h, w], "counts": a string or
+ * a list of integers} (other keys passed over; the size's values are checked by Python).
+ * Its entries appended to every masks buffer. */
+static int read_segmentation(scanner *s, gt_columns *c) {
+    int r;
+    uint8_t kind;
+    int64_t size[2] = {-1, -1};
+    if (next(s) == '[') {
+        s->p++;
+        if (next(s) == ']') return SCAN_DECLINE;  /* no polygon: Python words it */
+        while (1) {
+            int64_t n, end;
+            if ((r = read_numbers(s, &c->ann_xy, -1, &n))) return r;
+            if (n < 6 || n % 2) return SCAN_DECLINE;
+            end = (int64_t)(c->ann_xy.n / sizeof(double));
+            if ((r = bbuf_put(&c->ann_ring_at, &end, 8))) return r;
+            int ch = next(s);
+            if (ch == ',') { s->p++; continue; }
+            if (ch == ']') { s->p++; break; }
+            return SCAN_DECLINE;
+        }
+        kind = 0;
+    } else {
+        int have_size = 0, have_counts = 0;
+        if (next(s) != '{') return SCAN_DECLINE;
+        s->p++;
+        if (next(s) == '}') return SCAN_DECLINE;
+        kind = 2;
+        while (1) {
+            const uint8_t *key;
+            size_t len;
+            if (read_key(s, &key, &len)) return SCAN_DECLINE;
+            if (key_is(key, len, "size")) {
+                if (have_size++ || next(s) != '[') return SCAN_DECLINE;
+                s->p++;
+                if (read_integer(s, &size[0]) || next(s) != ',') return SCAN_DECLINE;
+                s->p++;
+                if (read_integer(s, &size[1]) || next(s) != ']') return SCAN_DECLINE;
+                s->p++;
+            } else if (key_is(key, len, "counts")) {
+                if (have_counts++) return SCAN_DECLINE;
+                if (next(s) == '"') {
+                    const uint8_t *raw;
+                    size_t n;
+                    int esc;
+                    if (scan_string(s, &raw, &n, &esc)) return SCAN_DECLINE;
+                    if ((r = put_ascii(raw, n, &c->ann_text))) return r;
+                } else {
+                    if ((r = read_integers(s, &c->ann_runs))) return r;
+                    kind = 1;
+                }
+            } else if ((r = skip_value(s, 4))) return r;
+            int ch = next(s);
+            if (ch == ',') { s->p++; continue; }
+            if (ch == '}') { s->p++; break; }
+            return SCAN_DECLINE;
+        }
+        if (!have_size || !have_counts) return SCAN_DECLINE;
+    }
+    int64_t rings = (int64_t)(c->ann_ring_at.n / 8) - 1, runs = (int64_t)(c->ann_runs.n / 8),
+            chars = (int64_t)c->ann_text.n;
+    if ((r = bbuf_put(&c->ann_kind, &kind, 1)) || (r = bbuf_put(&c->ann_poly_at, &rings, 8)) ||
+        (r = bbuf_put(&c->ann_rle_size, size, sizeof size)) || (r = bbuf_put(&c->ann_runs_at, &runs, 8)) ||
+        (r = bbuf_put(&c->ann_text_at, &chars, 8)))
+        return r;
+    return SCAN_OK;
+}
+
 enum { ANN_IMAGE = 1, ANN_CATEGORY = 2, ANN_BBOX = 4, ANN_AREA = 8, ANN_CROWD = 16,
        ANN_IGNORE = 32, ANN_DIFFICULT = 64, ANN_ID = 128, ANN_KEYPOINTS = 256, ANN_COUNT = 512 };
 
@@ -179,7 +276,11 @@ static int read_annotation(scanner *s, gt_columns *c) {
         } else if (key_is(key, len, "category_id")) {
             if (seen & ANN_CATEGORY || read_integer(s, &category)) return SCAN_DECLINE;
             seen |= ANN_CATEGORY;
-        } else if (key_is(key, len, "bbox")) {
+        } else if (c->masks && key_is(key, len, "segmentation")) {
+            if (seen & ANN_KEYPOINTS) return SCAN_DECLINE;  /* (the shape's bit) */
+            seen |= ANN_KEYPOINTS;
+            if ((r = read_segmentation(s, c))) return r;
+        } else if (key_is(key, len, "bbox") && !c->masks) {  /* (masks: not read, as Python) */
             if (seen & ANN_BBOX) return SCAN_DECLINE;
             seen |= ANN_BBOX;
             if (c->keypoints && next(s) == 'n') {  /* null: no box (Python's get) */
@@ -236,7 +337,7 @@ static int read_annotation(scanner *s, gt_columns *c) {
         } else if ((r = skip_value(s, 3))) return r;
         if (member_goes_on(s, &more)) return SCAN_DECLINE;
     }
-    int need = ANN_IMAGE | ANN_CATEGORY | (c->keypoints ? ANN_KEYPOINTS : ANN_BBOX);
+    int need = ANN_IMAGE | ANN_CATEGORY | (c->keypoints || c->masks ? ANN_KEYPOINTS : ANN_BBOX);
     if ((seen & need) != need) return SCAN_DECLINE;
     if (c->keypoints) {
         int64_t end = (int64_t)(c->ann_keypoints.n / sizeof(double));
@@ -261,7 +362,9 @@ static int read_gt(const uint8_t *data, size_t len, gt_columns *c) {
     int64_t zero = 0;
     int r, seen = 0, more = 1;
     if ((r = bbuf_put(&c->image_name_at, &zero, 8)) || (r = bbuf_put(&c->category_name_at, &zero, 8)) ||
-        (r = bbuf_put(&c->ann_keypoints_at, &zero, 8)))
+        (r = bbuf_put(&c->ann_keypoints_at, &zero, 8)) || (r = bbuf_put(&c->ann_ring_at, &zero, 8)) ||
+        (r = bbuf_put(&c->ann_poly_at, &zero, 8)) || (r = bbuf_put(&c->ann_runs_at, &zero, 8)) ||
+        (r = bbuf_put(&c->ann_text_at, &zero, 8)))
         return r;
     if (next(&s) != '{') return SCAN_DECLINE;
     s.p++;
@@ -293,8 +396,8 @@ PyObject *rpx_coco_gt(PyObject *self, PyObject *args) {
     PyObject *data_o;
     int field;
     if (!PyArg_ParseTuple(args, "Oi", &data_o, &field)) return NULL;
-    if (field != 0 && field != 2) {
-        PyErr_SetString(PyExc_ValueError, "coco_gt: field must be 0 (bbox) or 2 (keypoints)");
+    if (field != 0 && field != 1 && field != 2) {
+        PyErr_SetString(PyExc_ValueError, "coco_gt: field must be 0 (bbox), 1 (segmentation) or 2 (keypoints)");
         return NULL;
     }
     struct lconv *conv = localeconv();  /* strtod reads the locale's decimal point */
@@ -304,6 +407,7 @@ PyObject *rpx_coco_gt(PyObject *self, PyObject *args) {
     gt_columns c;
     memset(&c, 0, sizeof c);
     c.keypoints = field == 2;
+    c.masks = field == 1;
     int r;
     Py_BEGIN_ALLOW_THREADS
     r = read_gt(data.buf, (size_t)data.len, &c);

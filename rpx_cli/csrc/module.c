@@ -293,11 +293,13 @@ static PyMethodDef methods[] = {
      "image_hw, image_name, image_name_at, image_named, category_id, category_name, "
      "category_name_at, category_named, ann_image, ann_category, ann_bbox, ann_area, "
      "ann_has_area, ann_crowd, ann_ignore, ann_zero_id, ann_keypoints, ann_keypoints_at, "
-     "ann_has_bbox, ann_count, ann_has_count) or None: a COCO GT document's images, categories "
-     "and annotations (field 0: boxes; 2: keypoints, the bbox optional) as columns of "
-     "bytearrays (int64 ids, sizes and counts, names' ASCII text and keypoint values cut by "
-     "int64 offsets, float64 boxes and areas, uint8 flags). None for anything but the ordinary "
-     "case: the Python path reads it. GIL released."},
+     "ann_has_bbox, ann_count, ann_has_count, ann_kind, ann_xy, ann_ring_at, ann_poly_at, "
+     "ann_rle_size, ann_runs, ann_runs_at, ann_text, ann_text_at) or None: a COCO GT "
+     "document's images, categories and annotations (field 0: boxes; 1: segmentations, the "
+     "bbox not read; 2: keypoints, the bbox optional) as columns of bytearrays (int64 ids, "
+     "sizes and counts, names' ASCII text, keypoint values, polygons' numbers, RLE counts and "
+     "strings cut by int64 offsets, float64 boxes and areas, uint8 flags and kinds). None for "
+     "anything but the ordinary case: the Python path reads it. GIL released."},
     {"coco_accumulate", rpx_coco_accumulate, METH_VARARGS,
      "coco_accumulate(matched, ignored, rank, score, bounds, regular, max_dets, recall_points, "
      "T, A, precision, recall, scores): pycocotools' accumulate of the detections in category "
@@ -355,7 +357,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     /* bumped whenever a kernel's signature or meaning changes: native.py refuses another */
-    if (PyModule_AddIntConstant(m, "ABI", 6) < 0) {
+    if (PyModule_AddIntConstant(m, "ABI", 7) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -14,6 +14,7 @@ error. Its twin is that path: the same arrays, bit for bit
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -63,10 +64,10 @@ def mask_totals(read: tuple | None, field_name: str) -> tuple | None:
 
 
 def columns(read: tuple | None, field_name: str,
-            totals: tuple | None = None) -> tuple[np.ndarray, np.ndarray, Boxes] | None:
+            totals: Future | None = None) -> tuple[np.ndarray, np.ndarray, Boxes] | None:
     """:func:`scan`'s raw columns checked as the Python path checks its values and made
     into arrays (None when any check fails: the Python path words the error). ``totals``:
-    :func:`mask_totals` of the same scan, if computed."""
+    :func:`mask_totals` of the same scan, being computed (its future), if it is."""
     code = FIELD_CODES.get(field_name)
     if read is None or read[0] == 0:  # (an empty list: the Python path's empty arrays)
         return None
@@ -103,7 +104,7 @@ def _boxes(box: np.ndarray, score: np.ndarray) -> Boxes | None:
 
 
 def _masks(text: bytearray, offsets: bytes, sizes: bytes, n: int, given: np.ndarray | None,
-           totals: tuple | None) -> Boxes | None:
+           totals: Future | None) -> Boxes | None:
     """Compressed RLEs ``{"size": [h, w], "counts": bytes}`` (``instances._fast_rles``),
     with their strings' ``totals`` when the reader computed them."""
     size = np.frombuffer(sizes, np.int64).reshape(n, 2)

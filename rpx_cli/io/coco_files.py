@@ -20,7 +20,7 @@ import numpy as np
 from rpx_cli.errors import SWAP_COCO_HINT, InputError, PairError
 from rpx_cli.io.box_table import BoxTable
 from rpx_cli.io.boxes import Boxes, ignore_flags
-from rpx_cli.io.coco_gt_columns import GtColumns, native_gt
+from rpx_cli.io.coco_gt_columns import GtColumns, MaskColumns, native_gt
 from rpx_cli.io.coco_objects import BOX_FIELD, ObjectField, read_objects
 from rpx_cli.io.coco_records import member, set_aside_annotations
 from rpx_cli.io.coco_results import PendingResults, Results, read_results
@@ -76,6 +76,9 @@ class _Gt:
     dropped: frozenset[int] = frozenset()  # images left out (--on-error skip: a bad annotation)
     file_order: np.ndarray | None = None  # each image's place in the file's images list
     zero_id: np.ndarray | None = None  # table rows of annotations whose "id" is 0
+    # a masks GT read by the native scanner: its segmentations as columns (table.shape holds
+    # None each until the caller's prepare_gt makes the masks of them)
+    masks: MaskColumns | None = None
 
 
 def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIELD, lvis: bool = False,
@@ -87,7 +90,8 @@ def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIEL
     ``neg_category_ids`` and ``not_exhaustive_category_ids`` and each category's
     ``frequency``. ``skip`` (``--on-error skip``): a bad record is set aside
     (:attr:`CocoFiles.errors`) instead of being the file's error. ``prepare_gt(shapes,
-    sizes, path)``: the caller's work on the GT's shapes (masks rasterised), started as
+    sizes, path)``: the caller's work on the GT's shapes (masks rasterised; ``shapes`` may
+    be the native scanner's :class:`MaskColumns` of a masks GT), started as
     soon as the GT file is read — before the results are made into arrays, which it may
     overlap in a thread of its own — and returning the function that finishes it (kept as
     :attr:`CocoFiles.gt_prepared`; it raises the work's error, where the caller calls it;
@@ -98,8 +102,9 @@ def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIEL
         # errors still come after the GT file's
         pending = PendingResults(dt_path, shape_field, pieces=True)
         try:
-            gt = _read_gt(gt_path, shape_field, lvis)
-            early = None if prepare_gt is None else prepare_gt(gt.table.shape, gt.size, gt_path)
+            gt = _read_gt(gt_path, shape_field, lvis, masks_later=prepare_gt is not None)
+            early = None if prepare_gt is None else \
+                prepare_gt(gt.table.shape if gt.masks is None else gt.masks, gt.size, gt_path)
             coco = _join(gt, pending.collect(), gt_path, dt_path)
             coco.gt_prepared = early
             return coco
@@ -113,14 +118,18 @@ def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIEL
 
 
 def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False,
-             errors: list[PairError] | None = None) -> _Gt:
+             errors: list[PairError] | None = None, *, masks_later: bool = False) -> _Gt:
+    """``masks_later``: the caller makes the masks of a masks GT itself (``load_coco``'s
+    ``prepare_gt``), so the native scanner may read its segmentations into columns
+    (:attr:`_Gt.masks`)."""
     from rpx_cli.io import prefetch
 
     data = prefetch.read(path)  # (read while rpx started, when the command line named it)
-    if not lvis and errors is None and (shape_field.instances is None or shape_field.name == "keypoints"):
-        read = native_gt(data, "bbox" if shape_field.instances is None else "keypoints")
+    if not lvis and errors is None and (shape_field.instances is None or shape_field.name == "keypoints"
+                                        or (masks_later and shape_field.name == "segmentation")):
+        read = native_gt(data, "bbox" if shape_field.instances is None else shape_field.name)
         if read is not None:
-            return _native_gt(read)
+            return _native_gt(read, shape_field.sized)
     gt = loads_json(data, path)
     if not isinstance(gt, dict) or not isinstance(gt.get("images"), list) or \
             not isinstance(gt.get("annotations"), list) or not isinstance(gt.get("categories"), list):
@@ -182,12 +191,14 @@ def _read_gt(path: str, shape_field: ObjectField = BOX_FIELD, lvis: bool = False
     return out
 
 
-def _native_gt(read: GtColumns) -> _Gt:
+def _native_gt(read: GtColumns, sized: bool = False) -> _Gt:
     """The ``_Gt`` of the native scanner's columns (:mod:`rpx_cli.io.coco_gt_columns`), as
     the Python path below builds it."""
+    size = read.image_size[read.image][np.argsort(read.image, kind="stable")] if sized else None
     out = _Gt(read.stems, read.image_ids, read.category_ids,
               _distinct_names(read.names, read.category_ids.tolist()),
-              _table(read.boxes, read.category, read.image), read.image_size, None)
+              _table(read.boxes, read.category, read.image), read.image_size, size)
+    out.masks = read.masks
     out.file_order = read.file_order
     rank = np.empty(read.image.size, np.int64)
     rank[np.argsort(read.image, kind="stable")] = np.arange(read.image.size)

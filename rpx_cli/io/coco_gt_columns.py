@@ -27,7 +27,31 @@ from rpx_cli.io.id_positions import positions
 from rpx_cli.io.instances import VISIBILITY, keypoint_boxes
 from rpx_cli.io.values import MAX_MAGNITUDE
 
-FIELD_CODES = {"bbox": 0, "keypoints": 2}  # the scanner's code of each shape field
+FIELD_CODES = {"bbox": 0, "segmentation": 1, "keypoints": 2}  # the scanner's code of each shape field
+MAX_SIDE = 1_000_000  # an RLE's h and w (instances._size)
+
+
+class MaskColumns(NamedTuple):
+    """A masks GT's segmentations as the scanner read them, in file order: each one's kind
+    (0 polygons, 1 an uncompressed RLE, 2 a compressed one); the polygons' coordinates
+    ``xy``, each polygon's first vertex (``vertex_starts``, P + 1) and each annotation's
+    first polygon (``polygon_starts``, N + 1: none for an RLE); each RLE's (h, w) ((-1, -1)
+    for polygons); the uncompressed RLEs' counts cut by ``runs_at`` (N + 1) and the
+    compressed ones' strings cut by ``text_at`` (N + 1). ``order``: the file index of each
+    row of the GT table (annotations sorted by image). Every value was checked as the Python
+    path checks it on reading (``instances._segmentation``); the masks are made of them by
+    ``tasks/detection/instances.py: start_masks``."""
+
+    kind: np.ndarray
+    xy: np.ndarray
+    vertex_starts: np.ndarray
+    polygon_starts: np.ndarray
+    rle_size: np.ndarray
+    runs: np.ndarray
+    runs_at: np.ndarray
+    text: bytes
+    text_at: np.ndarray
+    order: np.ndarray
 
 
 class GtColumns(NamedTuple):
@@ -47,6 +71,7 @@ class GtColumns(NamedTuple):
     category: np.ndarray
     image: np.ndarray
     zero_id: np.ndarray  # annotation indices (in file order) whose "id" is 0
+    masks: MaskColumns | None = None  # segmentations (field "segmentation"); boxes.shape: None each
 
 
 def native_gt(data: Any, field_name: str = "bbox") -> GtColumns | None:
@@ -63,16 +88,17 @@ def native_gt(data: Any, field_name: str = "bbox") -> GtColumns | None:
             read = core.coco_gt(data, code)
         except TypeError:  # not bytes: the Python path takes it
             return None
-    return None if read is None else columns(read, keypoints=code == 2)
+    return None if read is None else columns(read, keypoints=code == 2, masks=code == 1)
 
 
-def columns(read: tuple, *, keypoints: bool = False) -> GtColumns | None:
+def columns(read: tuple, *, keypoints: bool = False, masks: bool = False) -> GtColumns | None:
     """The scanner's raw columns checked as the Python path checks its values and made into
     arrays (None when any check fails: the Python path words the error)."""
     (n_images, _, n_annotations, ignore_keys, image_id, image_hw, image_name,
      image_name_at, image_named, category_id, category_name, category_name_at, category_named,
      ann_image, ann_category, ann_bbox, ann_area, ann_has_area, ann_crowd, ann_ignore,
-     ann_zero_id, ann_keypoints, ann_keypoints_at, ann_has_bbox, ann_count, ann_has_count) = read
+     ann_zero_id, ann_keypoints, ann_keypoints_at, ann_has_bbox, ann_count, ann_has_count,
+     *mask_buffers) = read
     if not n_annotations:
         return None
     image_ids = np.frombuffer(image_id, np.int64)
@@ -92,7 +118,15 @@ def columns(read: tuple, *, keypoints: bool = False) -> GtColumns | None:
     given_area = np.frombuffer(ann_area, np.float64)
     if not (np.isfinite(given_area).all() and (given_area >= 0).all()):  # (null: 0 here)
         return None
-    if keypoints:
+    mask_columns = None
+    if masks:
+        mask_columns = _masks(*mask_buffers, np.argsort(image, kind="stable"))
+        if mask_columns is None:
+            return None
+        shape = np.empty(n_annotations, object)  # (made of mask_columns by start_masks)
+        boxes = Boxes(shape, [], None, np.frombuffer(ann_crowd, np.bool_).copy(),
+                      np.where(has_area, given_area, np.nan))
+    elif keypoints:
         boxes = _keypoints(ann_keypoints, ann_keypoints_at, box, np.frombuffer(ann_has_bbox, np.bool_),
                            ann_count, np.frombuffer(ann_has_count, np.bool_),
                            np.where(has_area, given_area, np.nan))
@@ -113,7 +147,46 @@ def columns(read: tuple, *, keypoints: bool = False) -> GtColumns | None:
                      np.frombuffer(image_hw, np.int64).reshape(n_images, 2)[file_order],
                      category_ids, _texts(category_name, category_name_at, category_named,
                                           category_ids, category_order),
-                     boxes, category, image, np.flatnonzero(np.frombuffer(ann_zero_id, np.bool_)))
+                     boxes, category, image, np.flatnonzero(np.frombuffer(ann_zero_id, np.bool_)),
+                     mask_columns)
+
+
+def _masks(kind: bytearray, xy: bytearray, ring_at: bytearray, poly_at: bytearray,
+           rle_size: bytearray, runs: bytearray, runs_at: bytearray, text: bytearray,
+           text_at: bytearray, order: np.ndarray) -> MaskColumns | None:
+    """The segmentations as ``instances._fast_polygons`` and ``_segmentation`` check them
+    on reading: coordinates within the magnitude bound, no object of 0s and 1s only (it may
+    be a binary mask written as rows: worded by the Python path), an RLE's size two
+    integers in (0, 1e6], an uncompressed RLE's counts >= 0 summing to ``h · w``."""
+    kind = np.frombuffer(kind, np.uint8)
+    n = kind.size
+    values = np.frombuffer(xy, np.float64)
+    if not (np.abs(values) <= MAX_MAGNITUDE).all():  # (NaN fails)
+        return None
+    vertex_starts = np.frombuffer(ring_at, np.int64) // 2
+    polygon_starts = np.frombuffer(poly_at, np.int64)
+    if values.size:
+        per_ring = np.add.reduceat((values != 0) & (values != 1), 2 * vertex_starts[:-1])
+        rings = np.diff(polygon_starts)
+        owners = np.flatnonzero(rings)
+        if not np.add.reduceat(per_ring, polygon_starts[owners]).all():
+            return None
+    size = np.frombuffer(rle_size, np.int64).reshape(n, 2)
+    rle = kind != 0
+    if not ((size[rle] > 0) & (size[rle] <= MAX_SIDE)).all():
+        return None
+    counts = np.frombuffer(runs, np.int64)
+    ends = np.frombuffer(runs_at, np.int64)
+    uncompressed = np.flatnonzero(kind == 1)
+    if uncompressed.size:
+        if (counts < 0).any() or (counts > MAX_MAGNITUDE).any():  # (_numbers' bound)
+            return None
+        total = np.add.reduceat(np.concatenate([counts, [0]]), ends[:-1])[uncompressed]
+        total[ends[uncompressed + 1] == ends[uncompressed]] = 0  # (an empty list sums to 0)
+        if (total != size[uncompressed, 0] * size[uncompressed, 1]).any():
+            return None
+    return MaskColumns(kind, values, vertex_starts, polygon_starts, size, counts, ends,
+                       bytes(text), np.frombuffer(text_at, np.int64), order)
 
 
 def _keypoints(values: bytearray, ends: bytearray, box: np.ndarray, has_box: np.ndarray,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from itertools import pairwise
 from operator import itemgetter
@@ -75,9 +76,14 @@ class PendingResults:
         # GT file (the scan releases the GIL)
         self.columns_first = shape_field.name in FIELD_CODES and native.core() is not None
         self.scanned: tuple | None = None
-        self.totals: tuple | None = None  # (masks: their strings checked in the thread too)
+        # masks: their strings checked in the thread too, after the scan (collect() goes on
+        # once the scan is done; the check is waited for where the masks are checked)
+        self.totals: Future | None = None
+        self.scan_done = threading.Event()
         self.scanning: threading.Thread | None = None
         if pieces and self.columns_first:
+            self.totals = Future()
+            self.totals.set_running_or_notify_cancel()
             self.scanning = threading.Thread(target=self._scan, daemon=True,
                                              name="rpx-coco-results")
             self.scanning.start()
@@ -93,9 +99,14 @@ class PendingResults:
         try:
             self._read()
             self.scanned = scan(self.data, self.shape_field.name)
-            self.totals = mask_totals(self.scanned, self.shape_field.name)
         except Exception as exc:  # raised by collect(), after the GT file's errors
             self.failure = exc
+        finally:
+            self.scan_done.set()
+        try:
+            self.totals.set_result(None if self.failure else mask_totals(self.scanned, self.shape_field.name))
+        except BaseException as exc:  # (raised where the masks are checked)
+            self.totals.set_exception(exc)
 
     def _read(self) -> None:
         from rpx_cli.io import prefetch
@@ -123,7 +134,7 @@ class PendingResults:
     def collect(self, gt: Any = None,
                 errors: list[PairError] | None = None) -> Results:
         if self.scanning is not None:
-            self.scanning.join()
+            self.scan_done.wait()
             self.scanning = None
         if self.failure is not None:
             raise self.failure

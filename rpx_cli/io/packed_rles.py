@@ -9,12 +9,14 @@ a copy) holds none — its dicts may be others, or in another order — and the 
 strings again (``ops.masks.joined_counts`` reads ``packed`` where it is set; ``sizes_of``
 the ``sizes`` kept the same way). A results file's strings are also checked as they are read
 (:func:`string_totals`, in the reader's thread while the GT file is parsed): ``totals``
-holds what ``ops.masks.totals`` would compute of them, and ``areas`` the mask areas once
-``prepare_masks`` has checked them."""
+holds the future of what ``ops.masks.totals`` would compute of them (its result None when
+they were not checked), and ``areas`` the mask areas once ``prepare_masks`` has checked
+them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -25,13 +27,14 @@ from rpx_cli import native
 class PackedRles(np.ndarray):
     """An object array of compressed RLE dicts, with their strings joined (``packed``) and
     their sizes ``(h, w)`` (``sizes``, (N, 2) int64) as they were made; what was computed of
-    the strings since (``totals``: each one's 1-runs, all its runs summed and whether it is
-    well formed; ``areas``: the masks' areas, float64); None in every array derived from it.
+    the strings since (``totals``: the future of each one's 1-runs, all its runs summed and
+    whether it is well formed; ``areas``: the masks' areas, float64); None in every array
+    derived from it.
     Its elements are never assigned after it is made."""
 
     packed: tuple[bytes, np.ndarray] | None = None
     sizes: np.ndarray | None = None
-    totals: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    totals: Future | None = None
     areas: np.ndarray | None = None
 
     def __array_finalize__(self, obj: Any) -> None:

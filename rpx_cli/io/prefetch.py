@@ -29,7 +29,7 @@ from typing import Any
 # --iou-type -> the scanners' field codes (GT, results); None: that side has no scanner. The
 # readers' own tables (io/coco_gt_columns.py, io/coco_columns.py: numpy modules, not imported
 # at start-up) must agree: tests/test_prefetch.py holds them equal
-_CODES = {"bbox": (0, 0), "segm": (None, 1), "keypoints": (2, 3)}
+_CODES = {"bbox": (0, 0), "segm": (1, 1), "keypoints": (2, 3)}
 MISSING = object()  # scanned(): nothing prefetched for these bytes
 
 

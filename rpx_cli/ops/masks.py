@@ -136,6 +136,49 @@ def start_compressed(segmentations: Sequence[Any], sizes: np.ndarray | Sequence[
     return partial(_finish_compressed, core, segmentations, sizes, polygons, rasterised)
 
 
+def start_compressed_columns(columns: Any, sizes: np.ndarray, *,
+                             background: bool = False) -> Callable[[], list[dict[str, Any]]]:
+    """:func:`start_compressed` of a masks GT the native scanner read into columns
+    (``io.coco_gt_columns.MaskColumns``, file order; the native core's only): its polygons
+    rasterised at ``sizes`` (each annotation's image ``(h, w)``, (N, 2) in file order; a
+    thread of its own with ``background``), its uncompressed runs encoded, its strings cut.
+    The polygons must keep :mod:`rpx_cli.ops.polygon_raster`'s bounds (the caller checks)."""
+    core = native.core()
+    kind = columns.kind
+    polygons = np.flatnonzero(kind == 0)
+    rasterised = None
+    if polygons.size:
+        # (an RLE owns no polygon: the polygon objects' own are contiguous)
+        polygon_starts = np.append(columns.polygon_starts[polygons], columns.polygon_starts[-1])
+        most = MAX_STEPS + int(np.diff(columns.vertex_starts).max())
+        args = (columns.xy, columns.vertex_starts, polygon_starts,
+                np.ascontiguousarray(sizes[polygons], np.int64), most, native.threads())
+        rasterised = native.started(core.polygons_rle, *args, name="rpx-polygons").result \
+            if background else partial(core.polygons_rle, *args)
+    return partial(_finish_columns, core, columns, sizes, polygons, rasterised)
+
+
+def _finish_columns(core: Any, columns: Any, sizes: np.ndarray, polygons: np.ndarray,
+                    rasterised: Callable[[], tuple] | None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any] | None] = [None] * len(columns.kind)
+    if rasterised is not None:
+        text, offsets = rasterised()
+        strings = _split(text, np.frombuffer(offsets, np.int64))
+        for i, counts, (h, w) in zip(polygons.tolist(), strings, sizes[polygons].tolist(), strict=True):
+            out[i] = {"size": [h, w], "counts": counts}
+    size = columns.rle_size.tolist()
+    runs = np.flatnonzero(columns.kind == 1)
+    if runs.size:
+        starts = np.append(columns.runs_at[runs], columns.runs_at[-1])
+        text, offsets = core.rle_encode(columns.runs, starts)
+        for i, string in zip(runs.tolist(), _split(text, np.frombuffer(offsets, np.int64)), strict=True):
+            out[i] = {"size": size[i], "counts": string}
+    bounds = columns.text_at.tolist()
+    for i in np.flatnonzero(columns.kind == 2).tolist():
+        out[i] = {"size": size[i], "counts": columns.text[bounds[i]:bounds[i + 1]]}
+    return out  # type: ignore[return-value]
+
+
 def _finish_compressed(core: Any, segmentations: Sequence[Any], sizes: np.ndarray | Sequence[tuple[int, int]],
                        polygons: list[int], rasterised: Callable[[], tuple] | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any] | None] = [None] * len(segmentations)

@@ -23,6 +23,7 @@ import numpy as np
 from rpx_cli.errors import InputError
 from rpx_cli.io.box_table import FrameTable
 from rpx_cli.io.coco_files import CocoFiles
+from rpx_cli.io.coco_gt_columns import MaskColumns
 from rpx_cli.io.packed_rles import packed_rles
 from rpx_cli.ops.geometry import OverlapTable
 from rpx_cli.ops.oks import OksGeometry
@@ -55,9 +56,15 @@ def start_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str, what: s
         return fail
 
 
-def _start_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str, what: str,
+def _start_masks(segmentations: np.ndarray | MaskColumns, sizes: np.ndarray, path: str, what: str,
                  index: np.ndarray | None, background: bool) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
     from rpx_cli.ops import masks
+
+    if isinstance(segmentations, MaskColumns):  # a masks GT the native scanner read
+        made = _start_columns(segmentations, sizes, path, what, index, background)
+        if made is not None:
+            return made
+        segmentations = _raw(segmentations)  # a problem: the objects' own path words it
 
     n = len(segmentations)
     index = np.arange(n) if index is None else index
@@ -89,6 +96,54 @@ def _start_masks(segmentations: np.ndarray, sizes: np.ndarray, path: str, what: 
     return lambda: _finish_masks(segmentations, making(), shapes, index, path, what)
 
 
+def _start_columns(columns: MaskColumns, sizes: np.ndarray, path: str, what: str,
+                   index: np.ndarray | None,
+                   background: bool) -> Callable[[], tuple[np.ndarray, np.ndarray]] | None:
+    """:func:`_start_masks` of a GT's segmentations as columns: their polygons rasterised
+    straight from the scanner's coordinates (no Python list per polygon), then the compressed
+    RLEs checked as any. None when a polygon lacks its image's size, has too many pixels or
+    breaks the bounds: the raw objects' path then words it as before."""
+    from rpx_cli.ops import masks
+    from rpx_cli.ops.polygon_raster import MAX_PIXELS, first_problem
+
+    n = len(columns.kind)
+    shapes = np.array(sizes, np.int64).reshape(n, 2)  # table order
+    file_sizes = np.empty_like(shapes)
+    file_sizes[columns.order] = shapes
+    polygon = columns.kind == 0
+    hw = file_sizes[polygon]
+    if (hw < 0).any() or (hw[:, 0] * hw[:, 1] > MAX_PIXELS).any():
+        return None
+    rings = np.diff(columns.polygon_starts)[polygon]
+    if first_problem(columns.xy, columns.vertex_starts, np.repeat(hw, rings, axis=0)) is not None:
+        return None
+    making = masks.start_compressed_columns(columns, file_sizes, background=background)
+
+    def finish() -> tuple[np.ndarray, np.ndarray]:
+        made = making()
+        rles = np.empty(n, object)
+        rles[:] = [made[i] for i in columns.order.tolist()]
+        return _start_masks(rles, shapes, path, what, index, False)()
+    return finish
+
+
+def _raw(columns: MaskColumns) -> np.ndarray:
+    """The segmentations of ``columns`` as the Python path reads them (table order)."""
+    vertex, polygon = columns.vertex_starts.tolist(), columns.polygon_starts.tolist()
+    runs, text = columns.runs_at.tolist(), columns.text_at.tolist()
+    out = np.empty(len(columns.kind), object)
+    for row, i in enumerate(columns.order.tolist()):
+        size = columns.rle_size[i].tolist()
+        if columns.kind[i] == 0:
+            out[row] = [columns.xy[2 * vertex[q]:2 * vertex[q + 1]].tolist()
+                        for q in range(polygon[i], polygon[i + 1])]
+        elif columns.kind[i] == 1:
+            out[row] = {"size": size, "counts": columns.runs[runs[i]:runs[i + 1]].tolist()}
+        else:
+            out[row] = {"size": size, "counts": columns.text[text[i]:text[i + 1]]}
+    return out
+
+
 def _finish_masks(segmentations: np.ndarray, rles: list[dict[str, Any]], shapes: np.ndarray,
                   index: np.ndarray, path: str, what: str) -> tuple[np.ndarray, np.ndarray]:
     """:func:`prepare_masks`' second step: the compressed ``rles`` made of ``segmentations``
@@ -102,7 +157,8 @@ def _finish_masks(segmentations: np.ndarray, rles: list[dict[str, Any]], shapes:
     # every frame's intersections
     packed = masks.joined_counts(segmentations if read else rles) if masks.joins_strings() else None
     # (a results file's strings: checked by the reader's thread while the GT file was read)
-    known = getattr(segmentations, "totals", None) if read else None
+    checking = getattr(segmentations, "totals", None) if read else None
+    known = None if checking is None else checking.result()
     area, total, readable = known if known is not None else masks.totals(rles, packed)
     expected = shapes[:, 0] * shapes[:, 1]
     wrong = np.flatnonzero((total != expected) | ~readable)
