@@ -241,3 +241,31 @@ def test_a_polygon_of_an_image_without_a_size_is_refused_as_before(tmp_path: Pat
     native_run, numpy_run = rpx(ARGS, tmp_path), rpx(ARGS, tmp_path, "0")
     assert native_run.returncode == 1 and "needs the image size" in native_run.stderr, native_run.stderr
     assert native_run.stderr == numpy_run.stderr
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_the_collector_is_paused_for_a_files_run_and_resumed_after_it(rpx, tmp_path: Path, monkeypatch,
+                                                                       broken: bool) -> None:
+    """Every container a COCO files run builds lives until its report is written: the cyclic
+    collector is off meanwhile (cli/output.py: collector_paused), and on again when the run
+    ends, whether it wrote its report or failed (in-process: a notebook, these tests)."""
+    import gc
+
+    write(tmp_path)
+    if broken:
+        break_gt_polygon(tmp_path)
+    seen = []
+    from rpx_cli.tasks.detection.kinds import mask
+
+    check_files = mask.Mask.check_files
+
+    def watched(self, *args, **kwargs):
+        seen.append(gc.isenabled())
+        return check_files(self, *args, **kwargs)
+
+    monkeypatch.setattr(mask.Mask, "check_files", watched)
+    monkeypatch.chdir(tmp_path)
+    assert gc.isenabled()
+    run = rpx(ARGS)
+    assert run.exit_code == (1 if broken else 0), run.stderr
+    assert seen == [False] and gc.isenabled()

@@ -6,7 +6,8 @@ invocation recorded in ``run_provenance``, and the body every pair-reading comma
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import click
@@ -223,6 +224,23 @@ def run_options(flags: dict[str, Any], strata: dict[str, Any] | None = None) -> 
     return RunOptions(**values)
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off within the block (as it was, after): for a run
+    whose every container stays alive until its report is written — the collector would
+    only walk them again and again (a COCO masks run builds 500,000 RLE dicts: 0.6 s of its
+    2.5 s were the collector's) and find no cycle to free."""
+    import gc
+
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
 def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, pred_dir: str | None,
                      gt_dir: str | None, out: str, compact: bool, quiet: bool,
                      progress: bool | None, require: tuple[Any, ...] = (),
@@ -248,32 +266,36 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
     from rpx_cli.tasks.registry import get_task
 
     listing = get_task(task).files_list_pairs  # the files list the pairs of the folders
-    if given and not listing:
-        if pred_dir or gt_dir or len(given) != len(files or {}):
-            raise click.UsageError(f"give {' and '.join('--' + k.replace('_', '-') for k in files or {})} "
-                                   "together, instead of --pred-dir/--gt-dir")
-        if options.strata is not None:
-            raise click.UsageError("--manifest works with --pred-dir/--gt-dir, not input files")
-        if options.executor != "local":
-            raise click.UsageError("--executor dask evaluates --pred-dir/--gt-dir pairs; input "
-                                   "files are read in one process")
-        from rpx_cli.run.files import run_file_evaluation
+    with ExitStack() as paused:  # (the collector, for input files: collector_paused)
+        if given and not listing:
+            if pred_dir or gt_dir or len(given) != len(files or {}):
+                flags_given = " and ".join("--" + k.replace("_", "-") for k in files or {})
+                raise click.UsageError(f"give {flags_given} "
+                                       "together, instead of --pred-dir/--gt-dir")
+            if options.strata is not None:
+                raise click.UsageError("--manifest works with --pred-dir/--gt-dir, not input files")
+            if options.executor != "local":
+                raise click.UsageError("--executor dask evaluates --pred-dir/--gt-dir pairs; input "
+                                       "files are read in one process")
+            from rpx_cli.run.files import run_file_evaluation
 
-        evaluation = run_file_evaluation(task, given, params, options, invocation=invocation)
-    else:
-        if not (pred_dir and gt_dir):
-            raise click.UsageError("--pred-dir and --gt-dir are required")
-        from rpx_cli.run.evaluate import run_evaluation
+            # the files' objects live until the report is written (resumed when it is)
+            paused.enter_context(collector_paused())
+            evaluation = run_file_evaluation(task, given, params, options, invocation=invocation)
+        else:
+            if not (pred_dir and gt_dir):
+                raise click.UsageError("--pred-dir and --gt-dir are required")
+            from rpx_cli.run.evaluate import run_evaluation
 
-        evaluation = run_evaluation(task, pred_dir, gt_dir, params, options, aux=aux,
-                                    files=files if listing else None, invocation=invocation,
-                                    progress=ProgressBar(task, enabled=verbose, plain=plain))
-    from rpx_cli.errors import capped, located
+            evaluation = run_evaluation(task, pred_dir, gt_dir, params, options, aux=aux,
+                                        files=files if listing else None, invocation=invocation,
+                                        progress=ProgressBar(task, enabled=verbose, plain=plain))
+        from rpx_cli.errors import capped, located
 
-    skipped = capped([f"{'scored as empty' if e.get('effect') == 'empty_prediction' else 'skipped'}"
-                      f": {located(e['path'], e['message'])}"
-                      for e in evaluation.report["errors"]], more=" (see 'errors' in the report)")
-    skipped += unpaired_note(evaluation.report, str(options.missing))
-    # the one-line summary: always, unless --quiet (a CI log too)
-    finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,
-           notes=plugin_warnings() + skipped, html=html)
+        skipped = capped([f"{'scored as empty' if e.get('effect') == 'empty_prediction' else 'skipped'}"
+                          f": {located(e['path'], e['message'])}"
+                          for e in evaluation.report["errors"]], more=" (see 'errors' in the report)")
+        skipped += unpaired_note(evaluation.report, str(options.missing))
+        # the one-line summary: always, unless --quiet (a CI log too)
+        finish(evaluation, out=out, compact=compact, quiet=quiet, verbose=not quiet, require=require,
+               notes=plugin_warnings() + skipped, html=html)

@@ -18,6 +18,7 @@ from rpx_cli.cli.options import (
     traceback_option,
 )
 from rpx_cli.cli.output import (
+    collector_paused,
     emit_html,
     emit_report,
     invocation_of,
@@ -65,27 +66,20 @@ def merge(ctx: click.Context, parts: tuple[str, ...], out: str, compact: bool,
           --shard 2/2 -o part2.json
       rpx merge part1.json part2.json -o report.json && jq .aggregate.absrel report.json
     """
-    import gc
-
     from rpx_cli.run.documents import expand_parts
     from rpx_cli.run.merge import merge_files
 
-    # Every container built from here on stays alive until the report is written: the
-    # cyclic collector would only rescan them (0.11 s for 64 parts of 100,000 rows).
     refuse_overwriting_inputs(ctx)
     parts = tuple(expand_parts(parts))
     refuse_overwriting_inputs(ctx, inputs={"PARTS": parts})  # a glob's files too
-    paused = gc.isenabled()
-    gc.disable()
     warnings: list[str] = []
-    try:
+    # every container built from here on stays alive until the report is written (0.11 s of
+    # the collector's for 64 parts of 100,000 rows)
+    with collector_paused():
         report = merge_files(parts, invocation=invocation_of(ctx, out),
                              indented=not compact, warnings=warnings, keep_state=keep_state)
         # merged rows were parsed from the parts' JSON: finite by construction, not walked again
         emit_html(emit_report(report, out, compact=compact, parsed=("rows",)), out, html)
-    finally:
-        if paused:
-            gc.enable()
     if not quiet:
         from rpx_cli.console import print_lines
         from rpx_cli.report.render import summary_line
