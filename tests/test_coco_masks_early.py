@@ -269,3 +269,26 @@ def test_the_collector_is_paused_for_a_files_run_and_resumed_after_it(rpx, tmp_p
     run = rpx(ARGS)
     assert run.exit_code == (1 if broken else 0), run.stderr
     assert seen == [False] and gc.isenabled()
+
+
+@pytest.mark.parametrize("text", [b'{"a": [1, 2]}', b'[NaN]', b'{"a": ', b'[' * 100_000])
+@pytest.mark.parametrize("before", [True, False])
+def test_parsing_json_leaves_the_collector_as_it_was(text: bytes, before: bool) -> None:
+    """``io/json.py: loads_json`` pauses the collector while it parses — parsed by orjson, by
+    the standard library, or refused — and leaves it as it found it (it once left it off
+    after every file orjson read: an in-process run then never collected again)."""
+    import gc
+
+    from rpx_cli.errors import InputError
+    from rpx_cli.io.json import loads_json
+
+    was = gc.isenabled()
+    (gc.enable if before else gc.disable)()
+    try:
+        try:
+            loads_json(text, "x.json")
+        except InputError:
+            pass
+        assert gc.isenabled() == before
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -266,7 +266,9 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
     from rpx_cli.tasks.registry import get_task
 
     listing = get_task(task).files_list_pairs  # the files list the pairs of the folders
-    with ExitStack() as paused:  # (the collector, for input files: collector_paused)
+    # the run's objects (parsed files, the rows of every pair) live until its report is
+    # written: the collector is paused meanwhile, and resumed then (collector_paused)
+    with collector_paused():
         if given and not listing:
             if pred_dir or gt_dir or len(given) != len(files or {}):
                 flags_given = " and ".join("--" + k.replace("_", "-") for k in files or {})
@@ -279,8 +281,6 @@ def run_pair_command(ctx: click.Context, task: str, params: dict[str, Any], *, p
                                        "files are read in one process")
             from rpx_cli.run.files import run_file_evaluation
 
-            # the files' objects live until the report is written (resumed when it is)
-            paused.enter_context(collector_paused())
             evaluation = run_file_evaluation(task, given, params, options, invocation=invocation)
         else:
             if not (pred_dir and gt_dir):

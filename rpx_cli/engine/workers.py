@@ -13,6 +13,7 @@ submission order whatever ``jobs`` is, so nothing a job returns can depend on it
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -294,6 +295,9 @@ def _init_process(job: Callable[[Worker, Any], Any], digest: bool,
     if hasattr(signal, "pthread_sigmask"):  # forked with them blocked: now they may come
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     _die_with_parent()
+    # a worker's pairs build no reference cycles (reference counting frees them); the cyclic
+    # collector would only walk their parsed documents again and again
+    gc.disable()
     _job = (job, Worker(digest=digest, cache=cache))
 
 

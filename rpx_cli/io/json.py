@@ -71,16 +71,17 @@ def loads_json(data: bytes | memoryview, path: str, what: str = "") -> Any:
 
     enabled = gc.isenabled()
     gc.disable()
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass  # the standard library also reads NaN and Infinity, and says where it stopped
-    try:
-        return json.loads(bytes(data))
-    except RecursionError:
-        raise InputError(f"{what}not valid JSON (nested too deeply)", path=path) from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{what}not valid JSON ({exc})", path=path) from None
+    try:  # (the collector as it was, after: parsed or not)
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass  # the standard library also reads NaN and Infinity, and says where it stopped
+        try:
+            return json.loads(bytes(data))
+        except RecursionError:
+            raise InputError(f"{what}not valid JSON (nested too deeply)", path=path) from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InputError(f"{what}not valid JSON ({exc})", path=path) from None
     finally:
         if enabled:
             gc.enable()
