@@ -70,3 +70,17 @@ def test_prepare_masks_keeps_the_strings_it_checked_beside_its_dicts() -> None:
     assert offsets.tolist() == np.concatenate([[0], np.cumsum([len(r["counts"]) for r in out])]).tolist()
     assert masks.sizes_of(out).tolist() == [[4, 4]] * 3
     assert area.tolist() == [rle["area"] for rle in out] and area[2] == 3
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_shared_rows_are_the_rows_one_list_a_run(seed: int) -> None:
+    """The reader's RLE sizes: ``tolist()``'s rows, one list object for each run of equal
+    rows (image by image), none shared between runs."""
+    from rpx_cli.io.coco_columns import shared_rows
+
+    rng = np.random.default_rng(seed)
+    values = rng.integers(1, 3, (int(rng.integers(0, 40)), 2)).repeat(rng.integers(1, 4), axis=0)
+    rows = shared_rows(values)
+    assert rows == values.tolist()
+    for a, b, x, y in zip(rows, rows[1:], values.tolist(), values[1:].tolist(), strict=False):
+        assert (a is b) == (x == y)
