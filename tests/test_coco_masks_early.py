@@ -26,7 +26,7 @@ from rpx_cli.io.coco_objects import MASK_FIELD
 from rpx_cli.ops import masks
 from rpx_cli.tasks.detection.instances import mask_areas, prepare_masks, start_masks
 
-pytestmark = pytest.mark.skipif(native.core() is None, reason="the early steps run on the native core")
+native_only = pytest.mark.skipif(native.core() is None, reason="the early steps run on the native core")
 
 H, W = 12, 10
 
@@ -64,6 +64,7 @@ def write(tmp_path: Path, n_images: int = 6, seed: int = 0) -> tuple[str, str]:
     return str(gt), str(dt)
 
 
+@native_only
 def test_the_results_strings_checked_while_reading_are_the_checks_own(tmp_path: Path) -> None:
     gt, dt = write(tmp_path)
     coco = load_coco(gt, dt, shape_field=MASK_FIELD)
@@ -80,6 +81,7 @@ def test_the_results_strings_checked_while_reading_are_the_checks_own(tmp_path: 
     assert out.areas.tolist() == areas.tolist() == [r["area"] for r in out] == area.tolist()
 
 
+@native_only
 def test_the_gt_masks_made_in_a_thread_equal_those_made_in_turn(tmp_path: Path) -> None:
     gt, dt = write(tmp_path, seed=3)
     early = load_coco(gt, dt, shape_field=MASK_FIELD,
@@ -108,6 +110,7 @@ def break_gt_polygon(tmp_path: Path) -> None:
     (tmp_path / "gt.json").write_text(json.dumps(document))
 
 
+@native_only
 def test_a_bad_gt_mask_is_the_error_it_was_naming_the_annotation(tmp_path: Path) -> None:
     write(tmp_path)
     break_gt_polygon(tmp_path)
@@ -119,6 +122,7 @@ def test_a_bad_gt_mask_is_the_error_it_was_naming_the_annotation(tmp_path: Path)
     assert not (tmp_path / "out.json").exists()
 
 
+@native_only
 @pytest.mark.parametrize("broken", ["not a list", "a malformed RLE"])
 def test_a_bad_results_file_and_a_bad_gt_mask_give_the_error_they_gave(tmp_path: Path, broken: str) -> None:
     """The order is the steps' own: a results file that cannot be read fails its read,
@@ -171,6 +175,7 @@ def made_both_ways(gt: str, dt: str) -> tuple:
     return native_read, python_read
 
 
+@native_only
 @pytest.mark.parametrize("seed", range(8))
 def test_a_masks_gt_read_into_columns_makes_the_masks_the_objects_make(tmp_path: Path, seed: int) -> None:
     gt, dt = mixed_gt(tmp_path, seed)
@@ -190,6 +195,7 @@ def test_a_masks_gt_read_into_columns_makes_the_masks_the_objects_make(tmp_path:
     assert native_read.zero_id.tolist() == python_read.zero_id.tolist()
 
 
+@native_only
 def test_an_escaped_character_in_a_gt_rle_string_is_read_as_json_says(tmp_path: Path) -> None:
     """COCO's alphabet holds the backslash: JSON writes it escaped."""
     gt, dt = write(tmp_path)
@@ -221,6 +227,7 @@ GT_PROBLEMS = {
 }
 
 
+@native_only
 @pytest.mark.parametrize("problem", list(GT_PROBLEMS))
 def test_a_bad_gt_mask_gives_the_error_of_the_python_path(tmp_path: Path, problem: str) -> None:
     write(tmp_path)
@@ -234,6 +241,7 @@ def test_a_bad_gt_mask_gives_the_error_of_the_python_path(tmp_path: Path, proble
         assert "gt.json" in native_run.stderr and "Traceback" not in native_run.stderr
 
 
+@native_only
 def test_a_polygon_of_an_image_without_a_size_is_refused_as_before(tmp_path: Path) -> None:
     write(tmp_path)
     document = json.loads((tmp_path / "gt.json").read_text())
