@@ -457,3 +457,54 @@ def test_the_columns_are_the_scanners_own_memory() -> None:
     assert rows.flags.writeable and rows.tolist() == [1, 2, 1, 3, 5, 0, 1, 2, 2, 3, 1]
     rows[0] = 7.0  # (writable: the Python path's arrays are too)
     assert np.frombuffer(offsets, np.int64).tolist() == [0, 11]
+
+
+# --- a large list scanned in two halves (coco_results' threads) ----------------------------------
+
+def scanned_alike(text: bytes, code: int) -> None:
+    """One piece and two halves (cut at any size: min_split 0) give the same columns, or
+    both decline."""
+    whole, halves = core.coco_results(text, code, 1), core.coco_results(text, code, 2, 0)
+    assert (whole is None) == (halves is None)
+    if whole is not None:
+        assert whole[0] == halves[0]
+        assert [bytes(a) for a in whole[1:]] == [bytes(b) for b in halves[1:]]
+
+
+@pytest.mark.parametrize("field_name", ["bbox", "segmentation", "keypoints"])
+@SETTINGS
+@given(data=st.data())
+def test_a_list_scanned_in_two_halves_equals_one_piece(field_name: str, data) -> None:
+    text = data.draw(results_file(field_name))
+    for code in {"bbox": (0,), "segmentation": (1,), "keypoints": (2, 3)}[field_name]:
+        scanned_alike(text, code)
+
+
+MIDDLE = [
+    # "}, {" inside a string at the middle: the head then ends inside the string
+    '"note": "' + "x" * 40 + '}, {' + "y" * 40 + '"',
+    # a list of objects inside a record at the middle: the head ends inside the record
+    '"parts": [' + ", ".join(['{"a": 1}'] * 12) + ']',
+]
+
+
+@pytest.mark.parametrize("extra", MIDDLE, ids=["in a string", "in a nested list"])
+@pytest.mark.parametrize("where", [0.3, 0.5, 0.7])
+def test_a_cut_that_is_not_between_two_records_reads_the_list_whole(extra: str, where: float) -> None:
+    records = [f'{{"image_id": {i}, "category_id": 1, "score": 0.5, "bbox": [1, 2, 3, 4]}}'
+               for i in range(20)]
+    k = int(where * len(records))
+    records[k] = records[k][:-1] + ", " + extra + "}"
+    text = ("[" + ", ".join(records) + "]").encode()
+    scanned_alike(text, 0)
+    assert core.coco_results(text, 0, 2, 0)[0] == 20
+
+
+ONE = b'{"image_id": 1, "category_id": 1, "score": 1, "bbox": [0, 0, 1, 1]}'
+
+
+@pytest.mark.parametrize("text", [b"[]", b"[" + ONE + b"]", b'[{"image_id": 1}, {"image_id": 2}]',
+                                  b"[1, 2]", b'{"a": 1}, {"b": 2}', b"[" + ONE + b", " + ONE + b"] x",
+                                  b"[" + ONE + b", " + ONE + b", ]", b"[" + ONE + b",, " + ONE + b"]"])
+def test_small_and_broken_lists_in_two_halves(text: bytes) -> None:
+    scanned_alike(text, 0)

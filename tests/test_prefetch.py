@@ -191,3 +191,15 @@ def test_the_codes_are_the_readers_own() -> None:
     for iou_type, (gt_code, dt_code) in prefetch._CODES.items():
         assert dt_code == coco_columns.FIELD_CODES[fields[iou_type].name]
         assert gt_code == coco_gt_columns.FIELD_CODES.get(fields[iou_type].name)
+
+
+def test_the_results_scan_takes_two_threads_unless_one_cpu_or_jobs_1(monkeypatch) -> None:
+    """The results file's scan runs in two halves at start-up (the imports hold one CPU;
+    coco_results' threads), but not where the process may use one CPU or --jobs says 1."""
+    monkeypatch.setattr(prefetch.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert prefetch._scan_threads(["eval", "detection"]) == 2
+    assert prefetch._scan_threads(["eval", "detection", "--jobs", "1"]) == 1
+    assert prefetch._scan_threads(["eval", "detection", "--jobs=1"]) == 1
+    assert prefetch._scan_threads(["eval", "detection", "--jobs", "4"]) == 2
+    monkeypatch.setattr(prefetch.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert prefetch._scan_threads(["eval", "detection"]) == 1

@@ -167,21 +167,27 @@ static int read_record(scanner *s, columns *c, int field) {
 }
 
 /* The whole document: a list of records, nothing after it but white space. */
-static int read_results(const uint8_t *data, size_t len, int field, columns *c) {
+/* The list, or a part of it (`part`: 0 the whole document; 1 its head, "[" and records up to
+ * the buffer's end, which must fall right after a record; 2 its tail, records from the
+ * buffer's start, then "]" and the end). */
+static int read_results(const uint8_t *data, size_t len, int field, columns *c, int part) {
     scanner s = {data, data + len, extended_precision()};
     int64_t zero = 0;
     int r;
     if ((r = bbuf_put(&c->offsets, &zero, 8))) return r;
-    if (next(&s) != '[') return SCAN_DECLINE;
-    s.p++;
-    if (next(&s) == ']') s.p++;
+    if (part != 2) {
+        if (next(&s) != '[') return SCAN_DECLINE;
+        s.p++;
+    }
+    if (part == 0 && next(&s) == ']') s.p++;
     else {
         while (1) {
             if (next(&s) != '{') return SCAN_DECLINE;
             if ((r = read_record(&s, c, field))) return r;
+            if (part == 1 && s.p == s.end) return SCAN_OK;
             int ch = next(&s);
             if (ch == ',') { s.p++; continue; }
-            if (ch == ']') { s.p++; break; }
+            if (ch == ']' && part != 1) { s.p++; break; }
             return SCAN_DECLINE;
         }
     }
@@ -189,10 +195,98 @@ static int read_results(const uint8_t *data, size_t len, int field, columns *c) 
     return SCAN_OK;
 }
 
+/* Where a large list may be cut in two: the first "}" at or after its middle followed by
+ * "," and "{" (whitespace between). Found or not, the parts are checked by their own scans:
+ * a cut inside a string or a nested value leaves a head that does not end right after a
+ * record, so that scan declines and the whole list is scanned in one piece. 0: none. */
+static size_t cut_point(const uint8_t *data, size_t len) {
+    const uint8_t *p = data + len / 2, *end = data + len;
+    const uint8_t *stop = (size_t)(end - p) > ((size_t)1 << 22) ? p + ((size_t)1 << 22) : end;
+    while (p < stop) {
+        const uint8_t *close = memchr(p, '}', (size_t)(stop - p));
+        if (!close) return 0;
+        const uint8_t *q = close + 1;
+        while (q < end && (*q == ' ' || *q == '\n' || *q == '\r' || *q == '\t')) q++;
+        if (q < end && *q == ',') {
+            q++;
+            while (q < end && (*q == ' ' || *q == '\n' || *q == '\r' || *q == '\t')) q++;
+            if (q < end && *q == '{') return (size_t)(close + 1 - data);
+        }
+        p = close + 1;
+    }
+    return 0;
+}
+
+typedef struct {
+    const uint8_t *data;
+    size_t len, cut, tail;  /* the head is data[0, cut), the tail data[tail, len) */
+    int field, result[2];
+    columns c[2];
+} halves;
+
+static int scan_half(void *ctx, int part) {
+    halves *h = ctx;
+    h->result[part] = part == 0 ? read_results(h->data, h->cut, h->field, &h->c[0], 1)
+                                : read_results(h->data + h->tail, h->len - h->tail, h->field, &h->c[1], 2);
+    return 0;
+}
+
+/* The tail's columns appended to the head's (its offsets moved by the head's last). */
+static int join_halves(columns *a, columns *b) {
+    bbuf *to[] = {&a->image, &a->category, &a->score, &a->bbox, &a->has_bbox, &a->shape, &a->sizes};
+    bbuf *from[] = {&b->image, &b->category, &b->score, &b->bbox, &b->has_bbox, &b->shape, &b->sizes};
+    int r;
+    for (int k = 0; k < 7; k++)
+        if ((r = bbuf_put(to[k], from[k]->data, from[k]->n))) return r;
+    int64_t shift, v;
+    memcpy(&shift, a->offsets.data + a->offsets.n - 8, 8);
+    for (size_t j = 8; j < b->offsets.n; j += 8) {
+        memcpy(&v, b->offsets.data + j, 8);
+        v += shift;
+        if ((r = bbuf_put(&a->offsets, &v, 8))) return r;
+    }
+    a->n += b->n;
+    return SCAN_OK;
+}
+
+/* read_results of the whole list, in two halves on two threads when asked and a cut is found
+ * (the same columns: a cut that is not between two records fails a half's scan, and the
+ * list is then scanned whole). Called with the GIL released. */
+static int read_results_split(const uint8_t *data, size_t len, int field, columns *c, int threads,
+                              long long min_split) {
+    size_t cut = threads >= 2 && min_split >= 0 && len >= (size_t)min_split ? cut_point(data, len) : 0;
+    if (!cut) return read_results(data, len, field, c, 0);
+    halves *h = calloc(1, sizeof(halves));
+    if (!h) return SCAN_NOMEM;
+    h->data = data;
+    h->len = len;
+    h->cut = cut;
+    h->field = field;
+    const uint8_t *q = data + cut;
+    while (*q != '{') q++;  /* (cut_point saw it) */
+    h->tail = (size_t)(q - data);
+    int r = rpx_run_parts(2, scan_half, h) ? SCAN_NOMEM : SCAN_OK;
+    if (r == SCAN_OK && (h->result[0] == SCAN_NOMEM || h->result[1] == SCAN_NOMEM)) r = SCAN_NOMEM;
+    if (r == SCAN_OK && h->result[0] == SCAN_OK && h->result[1] == SCAN_OK) {
+        r = join_halves(&h->c[0], &h->c[1]);
+        if (r == SCAN_OK) {
+            *c = h->c[0];
+            memset(&h->c[0], 0, sizeof(columns));
+        }
+    } else if (r == SCAN_OK) {
+        r = read_results(data, len, field, c, 0);  /* not two halves of a list: in one piece */
+    }
+    columns_free(&h->c[0]);
+    columns_free(&h->c[1]);
+    free(h);
+    return r;
+}
+
 PyObject *rpx_coco_results(PyObject *self, PyObject *args) {
     PyObject *data_o;
-    int field;
-    if (!PyArg_ParseTuple(args, "Oi", &data_o, &field)) return NULL;
+    int field, threads = 1;
+    long long min_split = (long long)1 << 24;  /* (tests give less, to split small lists) */
+    if (!PyArg_ParseTuple(args, "Oi|iL", &data_o, &field, &threads, &min_split)) return NULL;
     if (field < FIELD_BBOX || field > FIELD_KEYPOINT_ROWS) {
         PyErr_SetString(PyExc_ValueError, "coco_results: field must be 0 (bbox), 1 "
                         "(segmentation), 2 (keypoints) or 3 (keypoint rows)");
@@ -206,7 +300,7 @@ PyObject *rpx_coco_results(PyObject *self, PyObject *args) {
     memset(&c, 0, sizeof c);
     int r;
     Py_BEGIN_ALLOW_THREADS
-    r = read_results(data.buf, (size_t)data.len, field, &c);
+    r = read_results_split(data.buf, (size_t)data.len, field, &c, threads, min_split);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&data);
     PyObject *result = NULL;

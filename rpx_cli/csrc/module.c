@@ -279,7 +279,7 @@ static PyMethodDef methods[] = {
      "(4 * width * height bytes). Returns the first row whose filter type is above 4, else "
      "None. GIL released."},
     {"coco_results", rpx_coco_results, METH_VARARGS,
-     "coco_results(data, field) -> (n, image, category, score, bbox, has_bbox, shape, offsets, "
+     "coco_results(data, field, threads=1, min_split=16 MB) -> (n, image, category, score, bbox, has_bbox, shape, offsets, "
      "sizes) or None: a COCO results list (field 0 bbox, 1 segmentation as compressed RLEs, 2 "
      "keypoints, 3 keypoint rows: each list followed by its points' extent [x, y, w, h] and "
      "the count of v > 0) as columns of writable buffers the core wrote (no copy): int64 ids, "
@@ -287,7 +287,8 @@ static PyMethodDef methods[] = {
      "float64 values; RLEs: their strings) cut by int64 offsets (n + 1), RLE sizes (n x 2 "
      "int64). None for anything but the ordinary "
      "case (bad JSON, a missing or mistyped field, polygons, ...): the Python path reads it. "
-     "GIL released."},
+     "threads >= 2: a list of min_split bytes (16 MB) or more is scanned in two halves cut "
+     "between two records (the same columns). GIL released."},
     {"coco_gt", rpx_coco_gt, METH_VARARGS,
      "coco_gt(data, field) -> (images, categories, annotations, ignore_keys, image_id, "
      "image_hw, image_name, image_name_at, image_named, category_id, category_name, "

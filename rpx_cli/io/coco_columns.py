@@ -39,9 +39,10 @@ def native_columns(data: Any, field_name: str) -> tuple[np.ndarray, np.ndarray, 
     return columns(scan(data, field_name), field_name)
 
 
-def scan(data: Any, field_name: str) -> tuple | None:
+def scan(data: Any, field_name: str, threads: int = 1) -> tuple | None:
     """The native scanner's raw columns of ``data`` (the GIL released meanwhile: a thread
-    may scan while another parses), or None (no native core, or declined)."""
+    may scan while another parses; a large file in two halves with ``threads`` >= 2), or
+    None (no native core, or declined)."""
     core = native.core()
     code = FIELD_CODES.get(field_name)
     if core is None or code is None:
@@ -50,7 +51,7 @@ def scan(data: Any, field_name: str) -> tuple | None:
     if read is not prefetch.MISSING:  # scanned while rpx started
         return read
     try:
-        return core.coco_results(data, code)
+        return core.coco_results(data, code, threads)
     except TypeError:  # not bytes (a document given in memory): the Python path takes it
         return None
 

@@ -80,6 +80,7 @@ class PendingResults:
         # once the scan is done; the check is waited for where the masks are checked)
         self.totals: Future | None = None
         self.scan_done = threading.Event()
+        self.threads = native.threads()  # (the run's, read in its own thread)
         self.scanning: threading.Thread | None = None
         if pieces and self.columns_first:
             self.totals = Future()
@@ -98,7 +99,7 @@ class PendingResults:
     def _scan(self) -> None:
         try:
             self._read()
-            self.scanned = scan(self.data, self.shape_field.name)
+            self.scanned = scan(self.data, self.shape_field.name, self.threads)
         except Exception as exc:  # raised by collect(), after the GT file's errors
             self.failure = exc
         finally:

@@ -34,8 +34,8 @@ MISSING = object()  # scanned(): nothing prefetched for these bytes
 
 
 class _File:
-    def __init__(self, path: str, kernel: str | None, code: int | None) -> None:
-        self.path, self.kernel, self.code = path, kernel, code
+    def __init__(self, path: str, kernel: str | None, code: int | None, threads: int = 1) -> None:
+        self.path, self.kernel, self.code, self.threads = path, kernel, code, threads
         self.key: tuple | None = None
         self.data: bytes | None = None
         self.scan: Any = MISSING
@@ -80,7 +80,8 @@ class _File:
 
                 core = native.core()
                 if core is not None:
-                    self.scan = getattr(core, self.kernel)(data, self.code)
+                    self.scan = core.coco_gt(data, self.code) if self.kernel == "coco_gt" else \
+                        core.coco_results(data, self.code, self.threads)
             except Exception:  # the reader scans again and words what went wrong
                 self.scan = MISSING
 
@@ -144,7 +145,7 @@ def start(argv: list[str]) -> None:
             _option(argv, "--on-error") == "skip" or "--lvis" in argv:  # (read record by record)
         codes = (None, None)
     files = [_File(gt, None if codes[0] is None else "coco_gt", codes[0]),
-             _File(dt, None if codes[1] is None else "coco_results", codes[1])]
+             _File(dt, None if codes[1] is None else "coco_results", codes[1], _scan_threads(argv))]
     with _LOCK:
         files = [file for file in files if _FILES.setdefault(os.path.abspath(file.path), file) is file]
     thread = threading.Thread(target=_run, args=(files,), daemon=True, name="rpx-prefetch")
@@ -156,6 +157,17 @@ def start(argv: list[str]) -> None:
         thread.start()
     finally:
         threading.stack_size(previous)
+
+
+def _scan_threads(argv: list[str]) -> int:
+    """Two threads for the results file's scan (halves of a large list) where the process
+    may run on two CPUs and ``--jobs`` does not say one."""
+    try:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    except OSError:
+        cpus = 1
+    jobs = _option(argv, "--jobs") or _option(argv, "-j")
+    return 1 if cpus < 2 or (jobs is not None and jobs.strip() == "1") else 2
 
 
 def _taken(path: str) -> _File | None:
