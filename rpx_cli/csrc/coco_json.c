@@ -313,9 +313,23 @@ PyObject *rpx_coco_results(PyObject *self, PyObject *args) {
     if (!count) { Py_CLEAR(result); goto done; }
     PyTuple_SET_ITEM(result, 0, count);
     for (int k = 0; k < 8; k++) {
+        PyObject *b;
+        if (k == 5 && field == FIELD_SEGMENTATION) {
+            /* RLE strings as bytes (the reader cuts each mask's from it): made here, the copy
+             * with the GIL released, not on the caller's thread */
+            b = parts[k]->n > (size_t)PY_SSIZE_T_MAX ? PyErr_NoMemory()
+                : PyBytes_FromStringAndSize(NULL, (Py_ssize_t)parts[k]->n);
+            if (!b) { Py_CLEAR(result); goto done; }
+            Py_BEGIN_ALLOW_THREADS
+            if (parts[k]->n) memcpy(PyBytes_AS_STRING(b), parts[k]->data, parts[k]->n);
+            Py_END_ALLOW_THREADS
+            bbuf_free(parts[k]);
+            PyTuple_SET_ITEM(result, k + 1, b);
+            continue;
+        }
         /* the column's own memory, writable (numpy views it as the arrays the Python path
          * makes): no copy of a 200 MB keypoint column and no page faults for one */
-        PyObject *b = rpx_owned(parts[k]->data, parts[k]->n);
+        b = rpx_owned(parts[k]->data, parts[k]->n);
         parts[k]->data = NULL;
         parts[k]->n = parts[k]->cap = 0;
         if (!b) { Py_CLEAR(result); goto done; }

@@ -284,7 +284,7 @@ static PyMethodDef methods[] = {
      "keypoints, 3 keypoint rows: each list followed by its points' extent [x, y, w, h] and "
      "the count of v > 0) as columns of writable buffers the core wrote (no copy): int64 ids, "
      "float64 scores, float64 boxes (n x 4) and whether each was given, the shapes (keypoints: "
-     "float64 values; RLEs: their strings) cut by int64 offsets (n + 1), RLE sizes (n x 2 "
+     "float64 values; RLEs: their strings, as bytes) cut by int64 offsets (n + 1), RLE sizes (n x 2 "
      "int64). None for anything but the ordinary "
      "case (bad JSON, a missing or mistyped field, polygons, ...): the Python path reads it. "
      "threads >= 2: a list of min_split bytes (16 MB) or more is scanned in two halves cut "

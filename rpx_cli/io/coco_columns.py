@@ -114,7 +114,7 @@ def _masks(text: bytearray, offsets: bytes, sizes: bytes, n: int, given: np.ndar
         return None
     ends = np.frombuffer(offsets, np.int64)
     bounds = ends.tolist()
-    text = bytes(text)
+    text = bytes(text)  # (the scanner's RLE strings are bytes already: no copy)
     # the strings stay joined beside the dicts: the mask steps check and intersect them so
     shape = packed_rles([{"size": hw, "counts": text[a:b]}
                          for hw, a, b in zip(shared_rows(size), bounds, bounds[1:], strict=False)],

@@ -171,13 +171,17 @@ def _finish_masks(segmentations: np.ndarray, rles: list[dict[str, Any]], shapes:
         raise InputError(f"{what} {index[i]}: malformed RLE: {problem}", path=path)
     for rle, a in zip(rles, area.tolist(), strict=True):
         rle["area"] = a
+    areas = area.astype(np.float64)
+    if read:  # (its own dicts, in its own order: the array as read, its areas now known)
+        segmentations.areas = areas
+        return segmentations, areas.copy()
     if packed is None:
         out = np.empty(n, object)
         out[:] = rles
     else:
         out = packed_rles(rles, *packed, shapes)
-        out.areas = area.astype(np.float64)
-    return out, area.astype(np.float64)
+        out.areas = areas.copy()
+    return out, areas
 
 
 def check_bounds(segmentations: np.ndarray, shapes: np.ndarray, index: np.ndarray, path: str,
