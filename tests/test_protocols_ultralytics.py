@@ -6,6 +6,9 @@ on tiny cases (formulas), and the invariants."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -65,9 +68,42 @@ def _input(images: list[dict], n_classes: int) -> UltralyticsInput:
                             d[:, 1].astype(int), d[:, 2], pairs, similarity)
 
 
+# The vectors were made where numpy sorts with its AVX2 code (its X86_V3 dispatch). Its
+# AVX-512 sort (X86_V4) orders tied confidences otherwise — np.argsort(-conf) in
+# ap_per_class, Ultralytics' and rpx's alike —, so on such a CPU Ultralytics itself prints
+# other P, R and F1 (up to 0.01 apart; the matching is the same). There the comparisons run
+# in a child with numpy's AVX-512 dispatch off: as the vectors were made.
+AS_RECORDED = {"NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR", "RPX_TEST_AS_RECORDED": "1"}
+
+
+def numpy_sorts_with_avx512() -> bool:
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:
+        return False
+    return bool(__cpu_features__.get("AVX512_SKX")) and "RPX_TEST_AS_RECORDED" not in os.environ
+
+
+def compared_here(request) -> bool:
+    """True: compare in this process. False: the test ran in a child that sorts as the
+    vectors' machine did, and passed there."""
+    if not numpy_sorts_with_avx512():
+        return True
+    root = Path(__file__).resolve().parents[1]
+    child = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            request.node.nodeid], cwd=request.config.rootpath, capture_output=True,
+                           text=True, env={**os.environ, **AS_RECORDED, "PYTHONPATH": str(root)},
+                           timeout=300)
+    assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
+    assert " passed" in child.stdout and "skipped" not in child.stdout, child.stdout[-2000:]
+    return False
+
+
 @pytest.mark.parametrize("release", RELEASES)
-def test_matching_and_ap_per_class_equal_ultralytics(release):
+def test_matching_and_ap_per_class_equal_ultralytics(release, request):
     """``match_predictions`` bit for bit, ``ap_per_class`` to 1e-12, on every vector case."""
+    if not compared_here(request):
+        return
     vectors = _vectors(release)
     rules = _rules(release)
     for case in vectors["cases"]:
@@ -92,10 +128,12 @@ def _write(images: list[dict], root: Path) -> None:
 
 
 @pytest.mark.parametrize("release", RELEASES)
-def test_report_equals_what_yolo_val_prints(rpx, tmp_path, release):
+def test_report_equals_what_yolo_val_prints(rpx, tmp_path, release, request):
     """The report's figures are ``DetMetrics.mean_results`` and ``class_result`` (P, R,
     mAP50, mAP50-95) of the same detections written as files (shuffled in each file: rpx
     orders each image's detections by confidence as NMS does)."""
+    if not compared_here(request):
+        return
     case = _vectors(release)["cases"][2]
     images = case["images"]
     shuffled = [{"gt": image["gt"], "pred": [image["pred"][k] for k in
