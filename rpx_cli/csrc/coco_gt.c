@@ -170,23 +170,6 @@ static int read_category(scanner *s, gt_columns *c) {
     return SCAN_OK;
 }
 
-/* A list of JSON integers (within int64) appended to `out`. */
-static int read_integers(scanner *s, bbuf *out) {
-    if (next(s) != '[') return SCAN_DECLINE;
-    s->p++;
-    if (next(s) == ']') { s->p++; return SCAN_OK; }
-    while (1) {
-        int64_t v;
-        int r;
-        if (read_integer(s, &v)) return SCAN_DECLINE;
-        if ((r = bbuf_put(out, &v, 8))) return r;
-        int ch = next(s);
-        if (ch == ',') { s->p++; continue; }
-        if (ch == ']') { s->p++; return SCAN_OK; }
-        return SCAN_DECLINE;
-    }
-}
-
 /* A GT segmentation (masks): polygons [[x1, y1, ...], ...] — at least one, each a list of
  * at least six numbers, an even count — or an RLE {"size": [h, w], "counts": a string or
  * a list of integers} (other keys passed over; the size's values are checked by Python).
@@ -211,41 +194,9 @@ static int read_segmentation(scanner *s, gt_columns *c) {
         }
         kind = 0;
     } else {
-        int have_size = 0, have_counts = 0;
-        if (next(s) != '{') return SCAN_DECLINE;
-        s->p++;
-        if (next(s) == '}') return SCAN_DECLINE;
-        kind = 2;
-        while (1) {
-            const uint8_t *key;
-            size_t len;
-            if (read_key(s, &key, &len)) return SCAN_DECLINE;
-            if (key_is(key, len, "size")) {
-                if (have_size++ || next(s) != '[') return SCAN_DECLINE;
-                s->p++;
-                if (read_integer(s, &size[0]) || next(s) != ',') return SCAN_DECLINE;
-                s->p++;
-                if (read_integer(s, &size[1]) || next(s) != ']') return SCAN_DECLINE;
-                s->p++;
-            } else if (key_is(key, len, "counts")) {
-                if (have_counts++) return SCAN_DECLINE;
-                if (next(s) == '"') {
-                    const uint8_t *raw;
-                    size_t n;
-                    int esc;
-                    if (scan_string(s, &raw, &n, &esc)) return SCAN_DECLINE;
-                    if ((r = put_ascii(raw, n, &c->ann_text))) return r;
-                } else {
-                    if ((r = read_integers(s, &c->ann_runs))) return r;
-                    kind = 1;
-                }
-            } else if ((r = skip_value(s, 4))) return r;
-            int ch = next(s);
-            if (ch == ',') { s->p++; continue; }
-            if (ch == '}') { s->p++; break; }
-            return SCAN_DECLINE;
-        }
-        if (!have_size || !have_counts) return SCAN_DECLINE;
+        int k;
+        if ((r = read_rle_object(s, 4, size, &c->ann_text, &c->ann_runs, &k))) return r;
+        kind = (uint8_t)k;
     }
     int64_t rings = (int64_t)(c->ann_ring_at.n / 8) - 1, runs = (int64_t)(c->ann_runs.n / 8),
             chars = (int64_t)c->ann_text.n;

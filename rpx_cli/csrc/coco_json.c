@@ -63,37 +63,9 @@ static void columns_free(columns *c) {
 /* A compressed RLE {"size": [h, w], "counts": "..."} (other keys passed over): its string
  * appended to c->shape, its size to c->sizes. `depth`: the RLE object's. */
 static int read_rle(scanner *s, columns *c, int depth) {
-    if (next(s) != '{' || depth > MAX_DEPTH) return SCAN_DECLINE;
-    s->p++;
-    int have_size = 0, have_counts = 0, r;
     int64_t size[2];
-    if (next(s) == '}') return SCAN_DECLINE;
-    while (1) {
-        const uint8_t *key;
-        size_t len;
-        if (read_key(s, &key, &len)) return SCAN_DECLINE;
-        if (key_is(key, len, "size")) {
-            if (have_size++) return SCAN_DECLINE;
-            if (next(s) != '[') return SCAN_DECLINE;
-            s->p++;
-            if (read_integer(s, &size[0]) || next(s) != ',') return SCAN_DECLINE;
-            s->p++;
-            if (read_integer(s, &size[1]) || next(s) != ']') return SCAN_DECLINE;
-            s->p++;
-        } else if (key_is(key, len, "counts")) {
-            const uint8_t *raw;
-            size_t n;
-            int esc;
-            if (have_counts++) return SCAN_DECLINE;
-            if (next(s) != '"' || scan_string(s, &raw, &n, &esc)) return SCAN_DECLINE;
-            if ((r = put_ascii(raw, n, &c->shape))) return r;
-        } else if ((r = skip_value(s, depth))) return r;
-        int ch = next(s);
-        if (ch == ',') { s->p++; continue; }
-        if (ch == '}') { s->p++; break; }
-        return SCAN_DECLINE;
-    }
-    if (!have_size || !have_counts) return SCAN_DECLINE;
+    int kind, r;
+    if ((r = read_rle_object(s, depth, size, &c->shape, NULL, &kind))) return r;
     return bbuf_put(&c->sizes, size, sizeof size);
 }
 

@@ -364,6 +364,17 @@ static int read_integer(scanner *s, int64_t *out) {
     return SCAN_OK;
 }
 
+/* [a, b]: two JSON integers within int64 (an RLE's size). */
+static int read_integer_pair(scanner *s, int64_t out[2]) {
+    if (next(s) != '[') return SCAN_DECLINE;
+    s->p++;
+    if (read_integer(s, &out[0]) || next(s) != ',') return SCAN_DECLINE;
+    s->p++;
+    if (read_integer(s, &out[1]) || next(s) != ']') return SCAN_DECLINE;
+    s->p++;
+    return SCAN_OK;
+}
+
 /* A list of numbers appended to `out` as doubles (`want` >= 0: exactly that many); their
  * number in *count. */
 static int read_numbers(scanner *s, bbuf *out, int64_t want, int64_t *count) {
@@ -413,4 +424,61 @@ static int extended_precision(void) {
     return 0;
 #endif
 }
+
+/* A list of JSON integers (within int64) appended to `out`. */
+static int read_integers(scanner *s, bbuf *out) {
+    if (next(s) != '[') return SCAN_DECLINE;
+    s->p++;
+    if (next(s) == ']') { s->p++; return SCAN_OK; }
+    while (1) {
+        int64_t v;
+        int r;
+        if (read_integer(s, &v)) return SCAN_DECLINE;
+        if ((r = bbuf_put(out, &v, 8))) return r;
+        int ch = next(s);
+        if (ch == ',') { s->p++; continue; }
+        if (ch == ']') { s->p++; return SCAN_OK; }
+        return SCAN_DECLINE;
+    }
+}
+
+
+/* An RLE object {"size": [h, w], "counts": ...} at s->p (other keys passed over; each of the
+ * two once, both needed): its string appended to `text` (*kind 2), or, where `runs` is given,
+ * its list of integers appended to `runs` (*kind 1); its size in `size`. `depth`: the
+ * object's. */
+static int read_rle_object(scanner *s, int depth, int64_t size[2], bbuf *text, bbuf *runs, int *kind) {
+    int have_size = 0, have_counts = 0, r;
+    if (next(s) != '{' || depth > MAX_DEPTH) return SCAN_DECLINE;
+    s->p++;
+    if (next(s) == '}') return SCAN_DECLINE;
+    *kind = 2;
+    while (1) {
+        const uint8_t *key;
+        size_t len;
+        if (read_key(s, &key, &len)) return SCAN_DECLINE;
+        if (key_is(key, len, "size")) {
+            if (have_size++ || read_integer_pair(s, size)) return SCAN_DECLINE;
+        } else if (key_is(key, len, "counts")) {
+            if (have_counts++) return SCAN_DECLINE;
+            if (next(s) == '"') {
+                const uint8_t *raw;
+                size_t n;
+                int esc;
+                if (scan_string(s, &raw, &n, &esc)) return SCAN_DECLINE;
+                if ((r = put_ascii(raw, n, text))) return r;
+            } else {
+                if (!runs) return SCAN_DECLINE;
+                if ((r = read_integers(s, runs))) return r;
+                *kind = 1;
+            }
+        } else if ((r = skip_value(s, depth))) return r;
+        int ch = next(s);
+        if (ch == ',') { s->p++; continue; }
+        if (ch == '}') { s->p++; break; }
+        return SCAN_DECLINE;
+    }
+    return have_size && have_counts ? SCAN_OK : SCAN_DECLINE;
+}
+
 #endif
