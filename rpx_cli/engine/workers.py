@@ -295,9 +295,7 @@ def _init_process(job: Callable[[Worker, Any], Any], digest: bool,
     if hasattr(signal, "pthread_sigmask"):  # forked with them blocked: now they may come
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     _die_with_parent()
-    # a worker's pairs build no reference cycles (reference counting frees them); the cyclic
-    # collector would only walk their parsed documents again and again
-    gc.disable()
+    gc.disable()  # its pairs build no reference cycles: the collector would only rewalk them
     _job = (job, Worker(digest=digest, cache=cache))
 
 
