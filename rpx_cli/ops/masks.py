@@ -128,12 +128,30 @@ def start_compressed(segmentations: Sequence[Any], sizes: np.ndarray | Sequence[
     if polygons:
         xy, vertex_starts, polygon_starts = flatten([segmentations[i] for i in polygons])
         hw = np.asarray(sizes, np.int64).reshape(-1, 2)[polygons]
-        # the kernel's own bound (the caller checked each polygon's, which is tighter)
-        most = MAX_STEPS + int(np.diff(vertex_starts).max())
-        args = (xy, vertex_starts, polygon_starts, hw, most, native.threads())
-        rasterised = native.started(core.polygons_rle, *args, name="rpx-polygons").result \
-            if background else partial(core.polygons_rle, *args)
+        rasterised = _rasterising(core, xy, vertex_starts, polygon_starts, hw, background)
     return partial(_finish_compressed, core, segmentations, sizes, polygons, rasterised)
+
+
+def _rasterising(core: Any, xy: np.ndarray, vertex_starts: np.ndarray, polygon_starts: np.ndarray,
+                 hw: np.ndarray, background: bool) -> Callable[[], tuple]:
+    """The ``polygons_rle`` call of these polygons, started in a thread (``background``) or
+    waiting to be made: the function that gives its ``(text, offsets)``."""
+    # the kernel's own bound (the caller checked each polygon's, which is tighter)
+    most = MAX_STEPS + int(np.diff(vertex_starts).max())
+    args = (xy, vertex_starts, polygon_starts, np.ascontiguousarray(hw, np.int64), most,
+            native.threads())
+    if background:
+        return native.started(core.polygons_rle, *args, name="rpx-polygons").result
+    return partial(core.polygons_rle, *args)
+
+
+def _put_rasterised(out: list, rasterised: Callable[[], tuple], objects: Sequence[int],
+                    hw: np.ndarray) -> None:
+    """The rasterised objects' compressed RLEs into ``out`` at ``objects``."""
+    text, offsets = rasterised()
+    strings = _split(text, np.frombuffer(offsets, np.int64))
+    for i, counts, (h, w) in zip(objects, strings, hw.tolist(), strict=True):
+        out[i] = {"size": [h, w], "counts": counts}
 
 
 def start_compressed_columns(columns: Any, sizes: np.ndarray, *,
@@ -150,11 +168,8 @@ def start_compressed_columns(columns: Any, sizes: np.ndarray, *,
     if polygons.size:
         # (an RLE owns no polygon: the polygon objects' own are contiguous)
         polygon_starts = np.append(columns.polygon_starts[polygons], columns.polygon_starts[-1])
-        most = MAX_STEPS + int(np.diff(columns.vertex_starts).max())
-        args = (columns.xy, columns.vertex_starts, polygon_starts,
-                np.ascontiguousarray(sizes[polygons], np.int64), most, native.threads())
-        rasterised = native.started(core.polygons_rle, *args, name="rpx-polygons").result \
-            if background else partial(core.polygons_rle, *args)
+        rasterised = _rasterising(core, columns.xy, columns.vertex_starts, polygon_starts,
+                                  sizes[polygons], background)
     return partial(_finish_columns, core, columns, sizes, polygons, rasterised)
 
 
@@ -162,10 +177,7 @@ def _finish_columns(core: Any, columns: Any, sizes: np.ndarray, polygons: np.nda
                     rasterised: Callable[[], tuple] | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any] | None] = [None] * len(columns.kind)
     if rasterised is not None:
-        text, offsets = rasterised()
-        strings = _split(text, np.frombuffer(offsets, np.int64))
-        for i, counts, (h, w) in zip(polygons.tolist(), strings, sizes[polygons].tolist(), strict=True):
-            out[i] = {"size": [h, w], "counts": counts}
+        _put_rasterised(out, rasterised, polygons.tolist(), sizes[polygons])
     size = columns.rle_size.tolist()
     runs = np.flatnonzero(columns.kind == 1)
     if runs.size:
@@ -183,11 +195,7 @@ def _finish_compressed(core: Any, segmentations: Sequence[Any], sizes: np.ndarra
                        polygons: list[int], rasterised: Callable[[], tuple] | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any] | None] = [None] * len(segmentations)
     if rasterised is not None:
-        text, offsets = rasterised()
-        strings = _split(text, np.frombuffer(offsets, np.int64))
-        hw = np.asarray(sizes, np.int64).reshape(-1, 2)[polygons]
-        for i, counts, (h, w) in zip(polygons, strings, hw.tolist(), strict=True):
-            out[i] = {"size": [h, w], "counts": counts}
+        _put_rasterised(out, rasterised, polygons, np.asarray(sizes, np.int64).reshape(-1, 2)[polygons])
     runs = [i for i, s in enumerate(segmentations) if type(s) is dict and type(s["counts"]) is not bytes]
     if runs:
         lists = [segmentations[i]["counts"] for i in runs]
