@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import FIXTURES
-from test_hostile import run_child
+from test_hostile import leftovers, run_child
 
 pytestmark = pytest.mark.slow
 
@@ -317,6 +317,63 @@ def test_a_signal_to_the_process_group_prints_no_traceback(tmp_path: Path, signa
             assert child.returncode in (0, -signum) and "pairs" in text, (delay, text)
         (tmp_path / "r.json").unlink(missing_ok=True)
     assert stopped >= 4, stopped
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_handled_inside_a_finaliser_still_stops_the_run(tmp_path: Path, signame: str,
+                                                                   when: str) -> None:
+    """Python runs a signal's handler at the next bytecode it can, which may be inside a
+    finaliser or a weakref callback (seen: an import lock's). An exception raised there is
+    "ignored" by Python (a traceback on stderr) and the run went on. The stop must still
+    happen: rpx's one line, 128 + the signal, no traceback; no report if it came before the
+    report was written, and a line saying the report was written if it came after."""
+    import signal
+    import subprocess
+
+    from helpers import ROOT
+
+    signum = getattr(signal, signame)
+    script = f"""
+import os, signal, sys
+import rpx_cli.cli.output as output
+
+class Late:
+    def __del__(self):
+        os.kill(os.getpid(), {int(signum)})
+        for _ in range(100000):  # the handler runs here, inside the finaliser
+            pass
+
+original = output.finish
+def finish(*args, **kwargs):
+    if {when!r} == "before":
+        Late()  # dropped at once: its finaliser runs now
+    result = original(*args, **kwargs)
+    if {when!r} == "after":
+        Late()
+    return result
+output.finish = finish
+sys.argv = ["rpx", "eval", "depth", "--pred-dir", {str(DEPTH / "pred")!r}, "--gt-dir",
+            {str(DEPTH / "gt")!r}, "--no-digest-cache", "-o", "r.json"]
+from rpx_cli.__main__ import main
+main()
+"""
+    child = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert "Traceback" not in child.stderr and "Exception ignored" not in child.stderr, \
+        child.stderr
+    assert child.returncode == 128 + signum, child.stderr
+    what = "interrupted" if signame == "SIGINT" else f"stopped by {signame}"
+    lines = child.stderr.strip().splitlines()
+    if when == "before":
+        assert lines == [f"rpx: {what}; no report written"]
+        assert not (tmp_path / "r.json").exists()
+    else:
+        assert lines[0].startswith("depth: 4 pairs") and len(lines) == 2, lines
+        assert lines[1] == f"rpx: {what} after the report was written to r.json"
+        assert json.loads((tmp_path / "r.json").read_text())["n_pairs"] == 4
+    assert leftovers(tmp_path) == []
 
 
 def test_a_signal_while_the_html_page_renders_says_the_report_was_written(

@@ -96,12 +96,12 @@ def test_missing_folders_are_created_and_special_files_written(rpx, tmp_path: Pa
 def test_a_write_that_fails_anyway_is_one_line(rpx, tmp_path: Path, monkeypatch) -> None:
     import errno
 
-    import rpx_cli.report.serialize
+    import rpx_cli.io.atomic_files
 
     def full(path, data):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(rpx_cli.report.serialize, "write_atomic", full)
+    monkeypatch.setattr(rpx_cli.io.atomic_files, "write_atomic", full)
     out = tmp_path / "r.json"
     run = rpx(f"eval depth {dirs(DEPTH)} -o {out}")
     assert run.exit_code == 1 and "internal error" not in run.stderr

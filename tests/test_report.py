@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from rpx_cli.errors import ParameterError
+from rpx_cli.io.atomic_files import write_atomic
 from rpx_cli.report.provenance import (
     Clock,
     build_provenance,
@@ -20,7 +22,7 @@ from rpx_cli.report.provenance import (
     utc_iso,
 )
 from rpx_cli.report.schemas import validation_errors
-from rpx_cli.report.serialize import NonFiniteValue, dumps, to_json, write_atomic
+from rpx_cli.report.serialize import NonFiniteValue, dumps, to_json
 
 
 def test_dumps_sorted_indented_newline() -> None:
@@ -49,6 +51,56 @@ def test_write_atomic_replaces_whole_file(tmp_path: Path) -> None:
     write_atomic(str(target), b"second\n")
     assert target.read_bytes() == b"second\n"
     assert sorted(p.name for p in target.parent.iterdir()) == ["r.json"]
+
+
+@pytest.mark.parametrize("where", ["open", "fsync", "replace"])
+def test_a_stop_anywhere_in_an_atomic_write_leaves_no_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """A stop signal's Interrupted may be raised at any bytecode: just after the temporary
+    file was created (before ``mkstemp`` could hand its name back, the defect), while it is
+    flushed, or at the rename. The old report stays whole and no ``.rpx-*`` file is left."""
+    import signal
+
+    from rpx_cli.errors import Interrupted
+    from rpx_cli.io import atomic_files
+
+    target = tmp_path / "r.json"
+    target.write_bytes(b"old\n")
+    real_open = os.open
+
+    def opened(*args, **kwargs):
+        handle = real_open(*args, **kwargs)
+        if where == "open":
+            raise Interrupted(signal.SIGTERM)  # the file exists; its descriptor not yet used
+        return handle
+
+    def stopped(*args, **kwargs):
+        raise Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(atomic_files.os, "open", opened)
+    if where != "open":
+        monkeypatch.setattr(atomic_files.os, where, stopped)
+    with pytest.raises(Interrupted):
+        write_atomic(str(target), b"new\n")
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+    assert target.read_bytes() == b"old\n"
+
+
+def test_an_atomic_write_gives_the_file_a_new_files_mode(tmp_path: Path) -> None:
+    """The temporary file is created 0o600 (nobody reads a half-written report); the report
+    then gets the mode any new file gets, 0o666 & ~umask (also for `rpx convert`'s files)."""
+    from rpx_cli.io.coco_writer import write_json
+
+    mask = os.umask(0o027)
+    try:
+        write_atomic(str(tmp_path / "r.json"), b"{}")
+        write_json(str(tmp_path / "c.json"), {"a": [1, 2]})
+    finally:
+        os.umask(mask)
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "c.json").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "c.json").read_text() == '{"a":[1,2]}'
 
 
 def test_directory_digest_is_sha256sum_of_the_listing(tmp_path: Path) -> None:

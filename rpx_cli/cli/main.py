@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import _thread
 import contextlib
+import functools
 import os
 import signal
 import sys
 import threading
+import time
 import traceback
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import click
 
@@ -135,7 +139,11 @@ class RpxGroup(SuggestingGroup):
         PENDING_HTML.clear()
         with stop_signals(), one_line_warnings():
             try:
-                return super().invoke(ctx)
+                result = super().invoke(ctx)
+                if RECEIVED:  # a stop lost in a finaliser (_unraisable) before it came again
+                    RAISED.append(RECEIVED[-1])
+                    raise Interrupted(RECEIVED[-1])
+                return result
             except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
                 raise
             except BaseException as exc:
@@ -195,6 +203,8 @@ class RpxGroup(SuggestingGroup):
 
 # signals received by this run (the last one decides the exit status)
 RECEIVED: list[int] = []
+# the signal whose Interrupted was raised (once a run: later signals are only noted)
+RAISED: list[int] = []
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                      if hasattr(signal, name))
 
@@ -206,8 +216,30 @@ def _raise_interrupted(signum: int, frame: object) -> None:
         # workers killed by the same signal would print "Exception in thread ..." after
         # rpx's line; such an error is a consequence of the stop, not news
         threading.excepthook = _quiet_thread_error
-    if len(RECEIVED) == 1:  # a second signal while stopping (Slurm, CI retries) is noted only
+    if not RAISED:  # a second signal while stopping (Slurm, CI retries) is noted only
+        RAISED.append(signum)
         raise Interrupted(signum)
+
+
+def _unraisable(previous: Callable[[Any], object], args: Any) -> None:
+    """``sys.unraisablehook`` while the stop signals are ours. Python runs a signal's handler
+    at the next bytecode it can, which may be inside a finaliser or a weakref callback (an
+    import lock's, a pool's); the :class:`Interrupted` raised there cannot propagate, so
+    Python would print "Exception ignored ..." and the run would go on. Deliver the stop
+    again instead: the handler runs once more, at the main thread's next bytecode."""
+    if isinstance(args.exc_value, Interrupted):
+        RAISED.clear()
+        _thread.start_new_thread(_deliver_again, (args.exc_value.signum,))
+        return
+    previous(args)
+
+
+def _deliver_again(signum: int) -> None:
+    """The stop signal once more, to the main thread, once the finaliser it was lost in has
+    returned (a real signal: it also wakes a main thread blocked in a wait)."""
+    time.sleep(0.001)
+    with contextlib.suppress(OSError, ValueError):
+        signal.pthread_kill(threading.main_thread().ident or 0, signum)
 
 
 def _quiet_thread_error(args: threading.ExceptHookArgs) -> None:
@@ -226,13 +258,17 @@ def stop_signals() -> Iterator[None]:
         yield
         return
     RECEIVED.clear()
+    RAISED.clear()
     previous = {signum: signal.signal(signum, _raise_interrupted) for signum in STOP_SIGNALS}
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = functools.partial(_unraisable, unraisable)
     try:
         yield
     finally:
         if not RECEIVED:  # after a stop signal, later ones are only noted: the exit stays 128+N
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+            sys.unraisablehook = unraisable
 
 
 @contextlib.contextmanager

@@ -18,8 +18,8 @@ from rpx_cli.cli.options import digest_cache_setting, refuse_overwriting_inputs
 def write_html(reports: list[tuple[str, Any]], path: str, *, title: str | None = None) -> None:
     """The HTML page of ``reports`` (``(name, report)`` pairs) to ``path`` (atomically; ``-``:
     stdout)."""
+    from rpx_cli.io.atomic_files import write_atomic
     from rpx_cli.report.html import render_html
-    from rpx_cli.report.serialize import write_atomic
 
     PENDING_HTML.append(path)
     data = render_html(reports, title=title).encode("utf-8")
@@ -119,7 +119,8 @@ def emit_report(report: dict[str, Any], out: str, *, compact: bool,
     """Serialise and write the report: atomically to a file, or to stdout in one write.
     Returns the bytes written."""
     from rpx_cli.errors import RpxError
-    from rpx_cli.report.serialize import dumps, write_atomic
+    from rpx_cli.io.atomic_files import write_atomic
+    from rpx_cli.report.serialize import dumps
 
     data = dumps(report, compact=compact, parsed=parsed)
     if out == "-":

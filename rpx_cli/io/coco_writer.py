@@ -9,26 +9,17 @@ numbered 1..K in the vocabulary's order) and a results list (``image_id``,
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from typing import Any
+
+from rpx_cli.io.atomic_files import write_atomic
 
 ANNOTATION_KEYS = ("bbox", "area", "segmentation", "keypoints", "num_keypoints")
 
 
 def write_json(path: str, document: Any) -> None:
     """``document`` as compact JSON at ``path`` (temporary file + rename)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".rpx-", suffix=".json")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(document, out, separators=(",", ":"), allow_nan=False)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    data = json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
+    write_atomic(path, data, suffix=".json")
 
 
 def coco_documents(images: list[dict[str, Any]], vocabulary: list[str],

@@ -328,15 +328,10 @@ def glob(pattern: str) -> list[str]:
 
 
 def _write_local(path: str, data: bytes) -> None:
-    import tempfile
+    from rpx_cli.io.atomic_files import write_atomic
 
-    directory = os.path.dirname(os.path.abspath(path))
     try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".rpx-", suffix=".tmp", dir=directory)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
+        write_atomic(path, data)
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from None
 

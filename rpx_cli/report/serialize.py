@@ -1,4 +1,4 @@
-"""The one place reports become bytes (orjson), and the atomic write.
+"""The one place reports become bytes (orjson) (written by :mod:`rpx_cli.io.atomic_files`).
 
 orjson silently writes NaN/Infinity as ``null`` and refuses numpy scalars; :func:`to_json`
 converts numpy values on purpose and refuses a non-finite float outright, because a
@@ -7,9 +7,6 @@ metric that is undefined must already be ``None`` with a count that explains it.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from typing import Any
 
 import orjson
@@ -121,33 +118,3 @@ def content_digest(value: Any, *, parsed: bool = False) -> str:
 
 def loads(data: bytes | str) -> Any:
     return orjson.loads(data)
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same directory and a rename,
-    so a reader (or a failed run) never sees a partial report. A path that exists and is not
-    a regular file (``/dev/null``, a FIFO) is written directly."""
-    if os.path.exists(path) and not os.path.isfile(path):
-        with open(path, "wb") as handle:
-            handle.write(data)
-        return
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".rpx-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
