@@ -15,7 +15,6 @@ error. Its twin is that path: the same arrays, bit for bit
 from __future__ import annotations
 
 from concurrent.futures import Future
-from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -23,7 +22,7 @@ import numpy as np
 from rpx_cli import native
 from rpx_cli.io import prefetch
 from rpx_cli.io.boxes import Boxes
-from rpx_cli.io.packed_rles import packed_rles, string_totals
+from rpx_cli.io.packed_rles import deferred_rles, string_totals
 from rpx_cli.io.values import MAX_MAGNITUDE, area_problem
 
 # the scanner's code of each shape field (the JSON key); keypoints as rows with their extent
@@ -65,11 +64,12 @@ def mask_totals(read: tuple | None, field_name: str) -> tuple | None:
     return string_totals(read[6], np.frombuffer(read[7], np.int64))
 
 
-def columns(read: tuple | None, field_name: str,
-            totals: Future | None = None) -> tuple[np.ndarray, np.ndarray, Boxes] | None:
+def columns(read: tuple | None, field_name: str, totals: Future | None = None, *,
+            deferred: bool = False) -> tuple[np.ndarray, np.ndarray, Boxes] | None:
     """:func:`scan`'s raw columns checked as the Python path checks its values and made
     into arrays (None when any check fails: the Python path words the error). ``totals``:
-    :func:`mask_totals` of the same scan, being computed (its future), if it is."""
+    :func:`mask_totals` of the same scan, being computed (its future), if it is;
+    ``deferred``: masks' dicts made later, by whoever asked (``PackedRles.fill``)."""
     code = FIELD_CODES.get(field_name)
     if read is None or read[0] == 0:  # (an empty list: the Python path's empty arrays)
         return None
@@ -88,7 +88,7 @@ def columns(read: tuple | None, field_name: str,
                     (box[:, 2:] < 0).any():
                 return None
             given = box
-        boxes = _masks(shape, offsets, sizes, n, given, totals) if code == 1 else \
+        boxes = _masks(shape, offsets, sizes, n, given, totals, deferred) if code == 1 else \
             _keypoints(shape, offsets, n, given)
         if boxes is not None:
             boxes.scores = score
@@ -106,34 +106,21 @@ def _boxes(box: np.ndarray, score: np.ndarray) -> Boxes | None:
 
 
 def _masks(text: bytearray, offsets: bytes, sizes: bytes, n: int, given: np.ndarray | None,
-           totals: Future | None) -> Boxes | None:
+           totals: Future | None, deferred: bool) -> Boxes | None:
     """Compressed RLEs ``{"size": [h, w], "counts": bytes}`` (``instances._fast_rles``),
-    with their strings' ``totals`` when the reader computed them."""
+    with their strings' ``totals`` when the reader computed them; ``deferred``: the dicts
+    not made yet (:func:`~rpx_cli.io.packed_rles.deferred_rles`)."""
     size = np.frombuffer(sizes, np.int64).reshape(n, 2)
     if not ((size > 0) & (size <= MAX_SIDE)).all():
         return None
-    ends = np.frombuffer(offsets, np.int64)
-    bounds = ends.tolist()
-    text = bytes(text)  # (the scanner's RLE strings are bytes already: no copy)
     # the strings stay joined beside the dicts: the mask steps check and intersect them so
-    shape = packed_rles([{"size": hw, "counts": text[a:b]}
-                         for hw, a, b in zip(shared_rows(size), bounds, bounds[1:], strict=False)],
-                        text, ends, size)
+    # (the scanner's RLE strings are bytes already: no copy)
+    shape = deferred_rles(bytes(text), np.frombuffer(offsets, np.int64), size)
     shape.totals = totals
+    if not deferred:
+        shape.fill()
     area = np.full(n, np.nan) if given is None else given[:, 2] * given[:, 3]
     return Boxes(shape, [], None, np.zeros(n, bool), area)
-
-
-def shared_rows(values: np.ndarray) -> list[list[int]]:
-    """The rows of ``values`` (N, k) as lists, one list for each run of equal rows (a
-    results file's masks come image by image: 5,000 lists for 500,000 RLEs, not 500,000).
-    Nothing assigns into an RLE's ``size``."""
-    n = len(values)
-    if not n:
-        return []
-    starts = np.concatenate(([0], np.flatnonzero((values[1:] != values[:-1]).any(axis=1)) + 1))
-    counts = np.diff(np.append(starts, n)).tolist()
-    return list(chain.from_iterable(map(repeat, values[starts].tolist(), counts)))
 
 
 def _keypoints(values: Any, offsets: Any, n: int, given: np.ndarray | None) -> Boxes | None:

@@ -83,7 +83,8 @@ class _Gt:
 
 def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIELD, lvis: bool = False,
               skip: bool = False,
-              prepare_gt: Callable[[Any, np.ndarray | None, str], Any] | None = None) -> CocoFiles:
+              prepare_gt: Callable[[Any, np.ndarray | None, str], Any] | None = None,
+              deferred_masks: bool = False) -> CocoFiles:
     """Read a COCO GT file and a results file; stems come from ``file_name``. ``shape_field``
     says which field of an object is its shape (``bbox``, ``segmentation``,
     ``keypoints``; :mod:`rpx_cli.io.coco_objects`); ``lvis`` also reads each image's
@@ -95,7 +96,9 @@ def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIEL
     soon as the GT file is read — before the results are made into arrays, which it may
     overlap in a thread of its own — and returning the function that finishes it (kept as
     :attr:`CocoFiles.gt_prepared`; it raises the work's error, where the caller calls it;
-    not with ``skip``)."""
+    not with ``skip``). ``deferred_masks``: the results' mask dicts, when the native reader
+    made the column, are made only if something reads them (``PackedRles.fill``: a default
+    masks run reads none)."""
     if not skip:
         # the results file's pieces start first (in worker processes when the run lends
         # them, rpx_cli.io.pieces) and are parsed while this process reads the GT file; its
@@ -105,7 +108,7 @@ def load_coco(gt_path: str, dt_path: str, *, shape_field: ObjectField = BOX_FIEL
             gt = _read_gt(gt_path, shape_field, lvis, masks_later=prepare_gt is not None)
             early = None if prepare_gt is None else \
                 prepare_gt(gt.table.shape if gt.masks is None else gt.masks, gt.size, gt_path)
-            coco = _join(gt, pending.collect(), gt_path, dt_path)
+            coco = _join(gt, pending.collect(deferred=deferred_masks), gt_path, dt_path)
             coco.gt_prepared = early
             return coco
         finally:

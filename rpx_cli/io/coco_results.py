@@ -132,8 +132,10 @@ class PendingResults:
         if data is None:
             self.data = None  # the workers read their pieces; the fallback reads it again
 
-    def collect(self, gt: Any = None,
-                errors: list[PairError] | None = None) -> Results:
+    def collect(self, gt: Any = None, errors: list[PairError] | None = None, *,
+                deferred: bool = False) -> Results:
+        """The results as arrays. ``deferred``: a masks column the native reader made has
+        its dicts made later, by the caller (``PackedRles.fill``)."""
         if self.scanning is not None:
             self.scan_done.wait()
             self.scanning = None
@@ -146,7 +148,7 @@ class PendingResults:
             if self.columns_first and errors is None:
                 self.scanned = scan(self.data, self.shape_field.name)
         if self.scanned is not None:
-            read = columns(self.scanned, self.shape_field.name, self.totals)
+            read = columns(self.scanned, self.shape_field.name, self.totals, deferred=deferred)
             self.scanned = self.totals = None
             if read is not None:
                 self.data = None

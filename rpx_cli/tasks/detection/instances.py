@@ -90,8 +90,8 @@ def _start_masks(segmentations: np.ndarray | MaskColumns, sizes: np.ndarray, pat
                          "(a per-stem file: {\"size\": [h, w], \"objects\": [...]}; a COCO "
                          "file: images[].height and width)", path=path)
     check_bounds(segmentations, shapes, index, path, what, none_polygons=read)
-    if read:
-        return partial(_finish_masks, segmentations, list(segmentations), shapes, index, path, what)
+    if read:  # (its dicts are not read: they may not be made yet, PackedRles.fill)
+        return partial(_finish_masks, segmentations, None, shapes, index, path, what)
     making = masks.start_compressed(list(segmentations), shapes, background=background)
     return lambda: _finish_masks(segmentations, making(), shapes, index, path, what)
 
@@ -144,37 +144,40 @@ def _raw(columns: MaskColumns) -> np.ndarray:
     return out
 
 
-def _finish_masks(segmentations: np.ndarray, rles: list[dict[str, Any]], shapes: np.ndarray,
+def _finish_masks(segmentations: np.ndarray, rles: list[dict[str, Any]] | None, shapes: np.ndarray,
                   index: np.ndarray, path: str, what: str) -> tuple[np.ndarray, np.ndarray]:
     """:func:`prepare_masks`' second step: the compressed ``rles`` made of ``segmentations``
-    checked (runs summing to ``h · w``), their areas set."""
+    checked (runs summing to ``h · w``), their areas set. ``rles`` None: ``segmentations``
+    are a results file's RLEs as read (a :class:`PackedRles`, its dicts read by nothing
+    here)."""
     from rpx_cli.ops import masks
     from rpx_cli.ops.rle import decode_counts
 
-    n = len(rles)
-    read = getattr(segmentations, "packed", None) is not None
+    n = len(segmentations)
+    read = rles is None
     # the strings joined once (as read; else the rasterised ones), kept beside the dicts for
     # every frame's intersections
     packed = masks.joined_counts(segmentations if read else rles) if masks.joins_strings() else None
     # (a results file's strings: checked by the reader's thread while the GT file was read)
     checking = getattr(segmentations, "totals", None) if read else None
     known = None if checking is None else checking.result()
-    area, total, readable = known if known is not None else masks.totals(rles, packed)
+    area, total, readable = known if known is not None else masks.totals(rles or segmentations, packed)
     expected = shapes[:, 0] * shapes[:, 1]
     wrong = np.flatnonzero((total != expected) | ~readable)
     if wrong.size:
         # the readable reference decoder words the problem
         i = int(wrong[0])
-        decoded = decode_counts([rles[i]["counts"]])
+        text, offsets = masks.joined_counts(segmentations) if read else (None, None)
+        decoded = decode_counts([text[offsets[i]:offsets[i + 1]] if read else rles[i]["counts"]])
         problem = decoded.problem[0] or (f"counts sum to {int(decoded.total[0])}, not h·w = "
                                          f"{shapes[i, 0]}·{shapes[i, 1]} = {int(expected[i])}")
         raise InputError(f"{what} {index[i]}: malformed RLE: {problem}", path=path)
-    for rle, a in zip(rles, area.tolist(), strict=True):
-        rle["area"] = a
     areas = area.astype(np.float64)
     if read:  # (its own dicts, in its own order: the array as read, its areas now known)
-        segmentations.areas = areas
+        segmentations.set_areas(areas)
         return segmentations, areas.copy()
+    for rle, a in zip(rles, area.tolist(), strict=True):
+        rle["area"] = a
     if packed is None:
         out = np.empty(n, object)
         out[:] = rles

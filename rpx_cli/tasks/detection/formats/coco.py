@@ -50,9 +50,12 @@ class CocoJson(DetectionFormat):
         if not self.expresses(kind):
             raise ParameterError("--coco-gt/--coco-dt hold axis-aligned boxes: --geometry "
                                  f"{kind.geometry} reads per-stem files (--pred-dir/--gt-dir)")
+        prepare_gt = kind.prepare_coco_gt()
+        # (masks: the results' RLE dicts are made only if something reads them, PackedRles)
         coco = load_coco(gt_file, dt_file, shape_field=kind.coco_field,
                          lvis=bool(protocol.needs & self.provides),
-                         skip=params.get("on_error") == "skip", prepare_gt=kind.prepare_coco_gt())
+                         skip=params.get("on_error") == "skip", prepare_gt=prepare_gt,
+                         deferred_masks=prepare_gt is not None)
         if not coco.stems and not coco.errors:
             raise InputError("the COCO GT file has no images", path=gt_file)
         kind.check_files(coco, gt_file, dt_file, params)
