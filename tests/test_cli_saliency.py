@@ -320,7 +320,7 @@ def test_provenance_records_the_run(rpx, tmp_path: Path) -> None:
 
 
 def test_report_write_is_atomic(rpx, tmp_path: Path, monkeypatch) -> None:
-    import rpx_cli.report.serialize as serialize
+    import rpx_cli.io.atomic_files as atomic_files
 
     out = tmp_path / "r.json"
     out.write_text("old\n")
@@ -328,7 +328,7 @@ def test_report_write_is_atomic(rpx, tmp_path: Path, monkeypatch) -> None:
     def broken_fsync(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(serialize.os, "fsync", broken_fsync)
+    monkeypatch.setattr(atomic_files.os, "fsync", broken_fsync)
     run = rpx(f"saliency-mb {dirs(ORIGINAL)} --block-size 2 -o {out}")
     assert run.exit_code == 1
     assert out.read_text() == "old\n"

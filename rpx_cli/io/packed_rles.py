@@ -60,7 +60,6 @@ class PackedRles(np.ndarray):
         ``areas`` are known); nothing when they are made."""
         if not self.unfilled:
             return
-        self.unfilled = False
         text, offsets = self.packed
         bounds = offsets.tolist()
         rows = zip(shared_rows(self.sizes), bounds, bounds[1:], strict=False)
@@ -70,6 +69,7 @@ class PackedRles(np.ndarray):
             dicts = [{"size": hw, "counts": text[a:b], "area": area}
                      for (hw, a, b), area in zip(rows, self.areas.astype(np.int64).tolist(), strict=True)]
         np.ndarray.view(self, np.ndarray)[:] = dicts
+        self.unfilled = False  # (after: another thread reading meanwhile makes its own, equal)
 
     def set_areas(self, areas: np.ndarray) -> None:
         """``areas`` (float64) kept, and each dict's ``area`` (an int) set or, for dicts not

@@ -117,8 +117,8 @@ class Mask(SimilarityKind):
     def prepare_coco_gt(self):
         """The GT's masks started as soon as the GT file is read: checked, their polygons
         flattened, and rasterised by the native core in a thread (the GIL released
-        throughout) while this one builds the results' RLE dicts (on the numpy path
-        pycocotools rasterises them when they are finished: it holds the GIL)."""
+        throughout) while this one reads the results (on the numpy path pycocotools
+        rasterises them when they are finished: it holds the GIL)."""
         return partial(instances.start_masks, what="annotation", background=True)
 
     def coco_shapes(self, boxes: Boxes, *, prediction: bool) -> list[dict[str, Any]]:
