@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 
 __all__ = ["write_atomic"]
 
@@ -31,7 +30,7 @@ def write_atomic(path: str, data: bytes, *, suffix: str = ".tmp") -> None:
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     # 64 random bits: another run's name is never taken (O_EXCL would refuse it anyway)
-    temporary = os.path.join(directory, f".rpx-{secrets.token_hex(8)}{suffix}")
+    temporary = os.path.join(directory, f".rpx-{os.urandom(8).hex()}{suffix}")
     try:
         with os.fdopen(os.open(temporary, _CREATE, 0o600), "wb") as handle:
             handle.write(data)
