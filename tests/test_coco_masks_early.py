@@ -145,6 +145,21 @@ def test_a_bad_results_file_and_a_bad_gt_mask_give_the_error_they_gave(tmp_path:
     assert not (tmp_path / "out.json").exists()
 
 
+@pytest.mark.parametrize("counts", ["d0X1F:", "0<", "\x7f"], ids=["negative run", "short", "alphabet"])
+def test_a_malformed_results_rle_is_worded_from_its_string_as_read(tmp_path: Path, counts: str) -> None:
+    """A results RLE the reader's thread found malformed is worded from the reader's joined
+    strings (its dict may never be made): the numpy path's message, byte for byte."""
+    write(tmp_path)
+    results = json.loads((tmp_path / "dt.json").read_text())
+    results[5]["segmentation"]["counts"] = counts
+    (tmp_path / "dt.json").write_text(json.dumps(results))
+    native_run, numpy_run = rpx(ARGS, tmp_path), rpx(ARGS, tmp_path, "0")
+    assert native_run.returncode == 1, native_run.stderr
+    assert "detection 5: malformed RLE" in native_run.stderr, native_run.stderr
+    assert native_run.stderr == numpy_run.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
 # --- a masks GT read by the native scanner (io/coco_gt_columns.py: MaskColumns) -----------------
 
 def mixed_gt(tmp_path: Path, seed: int, *, shuffle: bool = True) -> tuple[str, str]:

@@ -161,14 +161,19 @@ def _finish_masks(segmentations: np.ndarray, rles: list[dict[str, Any]] | None, 
     # (a results file's strings: checked by the reader's thread while the GT file was read)
     checking = getattr(segmentations, "totals", None) if read else None
     known = None if checking is None else checking.result()
-    area, total, readable = known if known is not None else masks.totals(rles or segmentations, packed)
+    area, total, readable = known if known is not None else \
+        masks.totals(segmentations if read else rles, packed)
     expected = shapes[:, 0] * shapes[:, 1]
     wrong = np.flatnonzero((total != expected) | ~readable)
     if wrong.size:
         # the readable reference decoder words the problem
         i = int(wrong[0])
-        text, offsets = masks.joined_counts(segmentations) if read else (None, None)
-        decoded = decode_counts([text[offsets[i]:offsets[i + 1]] if read else rles[i]["counts"]])
+        if read:
+            text, offsets = masks.joined_counts(segmentations)
+            counts = text[offsets[i]:offsets[i + 1]]
+        else:
+            counts = rles[i]["counts"]
+        decoded = decode_counts([counts])
         problem = decoded.problem[0] or (f"counts sum to {int(decoded.total[0])}, not h·w = "
                                          f"{shapes[i, 0]}·{shapes[i, 1]} = {int(expected[i])}")
         raise InputError(f"{what} {index[i]}: malformed RLE: {problem}", path=path)
